@@ -1,0 +1,106 @@
+# Two commands: `make run` brings the whole system up, `make test` runs the whole suite.
+# Both do all the set-up first: virtualenv, install, the embedded PostgreSQL when
+# DATABASE_URL is unset, migrations, the UI build.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# The first Python >= 3.12 found (pyenv installs included).
+PYTHON ?= $(shell for p in python3.13 python3.12 $(HOME)/.pyenv/versions/3.13*/bin/python3 $(HOME)/.pyenv/versions/3.12*/bin/python3 python3; do \
+	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then command -v $$p; break; fi; done)
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+THREADS ?= 4
+HAS_UI := $(wildcard frontend/package.json)
+
+.PHONY: help run test test-backend test-frontend test-e2e chaos bench soak diagrams migrate ui \
+        db-start db-stop demo-user schema clean
+
+help:
+	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
+	@echo "make test    run the whole suite (backend, UI unit tests, browser end-to-end)"
+	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
+	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db"
+	@echo "make diagrams  render assets/*.svg from their sources"
+	@echo "make db-stop stop the embedded PostgreSQL"
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (none found on PATH)"; exit 1; }
+	@echo "==> virtualenv with $(PYTHON)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+db-start: venv
+	@if [ -z "$$DATABASE_URL" ]; then $(PY) backend/config/embedded_pg.py start; else echo "using DATABASE_URL"; fi
+
+db-stop: venv
+	$(PY) backend/config/embedded_pg.py stop
+
+migrate: db-start
+	$(PY) manage.py migrate --no-input
+
+frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	@touch $@
+
+ui:
+ifneq ($(HAS_UI),)
+	$(MAKE) frontend/node_modules/.installed
+	cd frontend && npm run build
+else
+	@echo "(no frontend yet)"
+endif
+
+demo-user: migrate
+	$(PY) manage.py ensure_demo_user
+
+run: venv ui migrate demo-user
+	$(PY) manage.py collectstatic --no-input -v 0
+	@echo
+	@echo "  Dashboard   http://127.0.0.1:$(PORT)/"
+	@echo "  API docs    http://127.0.0.1:$(PORT)/api/docs/"
+	@echo "  Admin       http://127.0.0.1:$(PORT)/admin/"
+	@echo "  Metrics     http://127.0.0.1:$(PORT)/metrics"
+	@echo "  Log in as   demo / demo-password (created by make run when missing)"
+	@echo
+	@trap 'kill 0' EXIT; \
+	$(VENV)/bin/gunicorn config.wsgi --chdir backend -c backend/config/gunicorn.py --bind 127.0.0.1:$(PORT) & \
+	$(PY) manage.py run_job_workers --threads $(THREADS) & \
+	wait
+
+test-backend: venv migrate
+	$(PY) -m pytest -q
+
+test-frontend: ui
+ifneq ($(HAS_UI),)
+	cd frontend && npm test
+endif
+
+test-e2e: venv ui migrate
+ifneq ($(HAS_UI),)
+	cd frontend && npm run e2e
+endif
+
+test: test-backend test-frontend test-e2e
+
+chaos: venv migrate
+	CHAOS_FULL=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_chaos.py -s
+
+soak: venv migrate
+	SOAK=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_soak.py -s
+
+bench: venv migrate
+	$(PY) bench/run.py
+
+schema: venv
+	$(PY) manage.py spectacular --file frontend/openapi.yaml --validate
+
+diagrams:
+	$(MAKE) -C assets
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist backend/staticfiles

@@ -1,0 +1,205 @@
+"""Django settings, read from the environment (django-environ) and `.env` when present.
+
+Every variable is documented in `.env.sample`. `DJANGO_ENV=production` turns on the
+production checks: a real SECRET_KEY, DEBUG off, ALLOWED_HOSTS set, secure cookies.
+"""
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BACKEND_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = BACKEND_DIR.parent
+
+env = environ.Env()
+if (REPO_DIR / ".env").is_file():
+    environ.Env.read_env(REPO_DIR / ".env", overwrite=False)
+
+DJANGO_ENV = env.str("DJANGO_ENV", default="development")
+if DJANGO_ENV not in ("development", "production"):
+    raise ImproperlyConfigured("DJANGO_ENV must be 'development' or 'production'")
+PRODUCTION = DJANGO_ENV == "production"
+
+_DEV_SECRET_KEY = "dev-insecure-change-me-0f3c1b9e8a7d4c2b"
+SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET_KEY)
+DEBUG = env.bool("DEBUG", default=not PRODUCTION)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+if PRODUCTION:
+    if SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured("production: set SECRET_KEY to a random string of 50+ characters")
+    if DEBUG:
+        raise ImproperlyConfigured("production: DEBUG must be off")
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured("production: set ALLOWED_HOSTS")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_REDIRECT_EXEMPT = [r"^api/health/$", r"^metrics$"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+# DATABASE_URL when set; otherwise the embedded, project-local PostgreSQL (started on demand,
+# data in .pgdata/). See backend/config/embedded_pg.py.
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if not DATABASE_URL:
+    from config import embedded_pg
+
+    DATABASE_URL = embedded_pg.ensure_running()
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+DATABASES["default"].setdefault("OPTIONS", {})
+if env.bool("DATABASE_POOL", default=False):
+    # psycopg's pool, for the API under gunicorn's threads. Workers hold one connection per
+    # thread for their whole life, so they gain nothing from it.
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
+        "timeout": 10,
+    }
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=None)}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BACKEND_DIR / "staticfiles"
+# The built dashboard (frontend/dist) is served at / by whitenoise; see config/urls.py.
+FRONTEND_DIST = REPO_DIR / "frontend" / "dist"
+WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.is_dir() else None
+WHITENOISE_INDEX_FILE = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+LOGIN_URL = "/admin/login/"
+
+# --- REST framework -----------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 25,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_RATES": {
+        "job_create": env.str("JOB_CREATE_RATE", default="600/min"),
+    },
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Job queue API",
+    "DESCRIPTION": "A PostgreSQL job queue for Django: enqueue, inspect, cancel and retry jobs.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- The queue (every JOB_* setting; typed defaults and validation in jobs/conf.py) --------
+JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=30.0)
+JOB_WORKER_THREADS = env.int("JOB_WORKER_THREADS", default=4)
+JOB_WORKER_LOG_LEVEL = env.str("JOB_WORKER_LOG_LEVEL", default="INFO")
+JOB_LOG_FORMAT = env.str("JOB_LOG_FORMAT", default="text")
+JOB_POLL_INTERVAL_SECONDS = env.float("JOB_POLL_INTERVAL_SECONDS", default=1.0)
+JOB_POLL_JITTER_SECONDS = env.float("JOB_POLL_JITTER_SECONDS", default=0.25)
+JOB_LISTEN_NOTIFY = env.bool("JOB_LISTEN_NOTIFY", default=True)
+JOB_SHUTDOWN_GRACE_SECONDS = env.float("JOB_SHUTDOWN_GRACE_SECONDS", default=25.0)
+JOB_REAPER_INTERVAL_SECONDS = env.float("JOB_REAPER_INTERVAL_SECONDS", default=5.0)
+JOB_RETRY_BASE_SECONDS = env.float("JOB_RETRY_BASE_SECONDS", default=1.0)
+JOB_RETRY_MAX_SECONDS = env.float("JOB_RETRY_MAX_SECONDS", default=3600.0)
+JOB_RETRY_JITTER = env.float("JOB_RETRY_JITTER", default=0.2)
+JOB_DEFAULT_MAX_ATTEMPTS = env.int("JOB_DEFAULT_MAX_ATTEMPTS", default=3)
+JOB_DEFAULT_TIMEOUT_SECONDS = env.int("JOB_DEFAULT_TIMEOUT_SECONDS", default=600)
+JOB_MAX_PAYLOAD_BYTES = env.int("JOB_MAX_PAYLOAD_BYTES", default=65536)
+JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
+JOB_MAX_QUEUE_DEPTH = env.int("JOB_MAX_QUEUE_DEPTH", default=None)
+JOB_CLAIM_BATCH_SIZE = env.int("JOB_CLAIM_BATCH_SIZE", default=50)
+JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=30000)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "jobs.logformat.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": JOB_LOG_FORMAT},
+    },
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+    },
+}

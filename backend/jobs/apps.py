@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class JobsConfig(AppConfig):
+    name = "jobs"
+    verbose_name = "Jobs"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.utils.module_loading import autodiscover_modules
+
+        # Handlers declared with @handler in any installed app's handlers.py (ours included).
+        autodiscover_modules("handlers")

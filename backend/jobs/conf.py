@@ -1,0 +1,68 @@
+"""Every JOB_* setting with its typed default, validated once.
+
+`config/settings.py` reads them from the environment; this module is the only place the
+queue reads them from, through `get()`. Tests change them with `override_settings`.
+"""
+from dataclasses import dataclass, fields
+from functools import cache
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+
+@dataclass(frozen=True)
+class QueueConf:
+    LEASE_SECONDS: float = 30.0
+    WORKER_THREADS: int = 4
+    WORKER_LOG_LEVEL: str = "INFO"
+    LOG_FORMAT: str = "text"
+    POLL_INTERVAL_SECONDS: float = 1.0
+    POLL_JITTER_SECONDS: float = 0.25
+    LISTEN_NOTIFY: bool = True
+    SHUTDOWN_GRACE_SECONDS: float = 25.0
+    REAPER_INTERVAL_SECONDS: float = 5.0
+    RETRY_BASE_SECONDS: float = 1.0
+    RETRY_MAX_SECONDS: float = 3600.0
+    RETRY_JITTER: float = 0.2
+    DEFAULT_MAX_ATTEMPTS: int = 3
+    DEFAULT_TIMEOUT_SECONDS: int | None = 600
+    MAX_PAYLOAD_BYTES: int = 65536
+    API_PUBLIC_READ: bool = False
+    MAX_QUEUE_DEPTH: int | None = None
+    CLAIM_BATCH_SIZE: int = 50
+    STATEMENT_TIMEOUT_MS: int = 30000
+
+    def validate(self) -> "QueueConf":
+        if self.LEASE_SECONDS < 1:
+            raise ImproperlyConfigured("JOB_LEASE_SECONDS must be at least 1")
+        if self.WORKER_THREADS < 1:
+            raise ImproperlyConfigured("JOB_WORKER_THREADS must be at least 1")
+        if not 0 <= self.RETRY_JITTER <= 1:
+            raise ImproperlyConfigured("JOB_RETRY_JITTER must be between 0 and 1")
+        if self.RETRY_BASE_SECONDS < 0 or self.RETRY_MAX_SECONDS < self.RETRY_BASE_SECONDS:
+            raise ImproperlyConfigured("need 0 <= JOB_RETRY_BASE_SECONDS <= JOB_RETRY_MAX_SECONDS")
+        if self.DEFAULT_MAX_ATTEMPTS < 1:
+            raise ImproperlyConfigured("JOB_DEFAULT_MAX_ATTEMPTS must be at least 1")
+        if self.POLL_INTERVAL_SECONDS <= 0:
+            raise ImproperlyConfigured("JOB_POLL_INTERVAL_SECONDS must be positive")
+        if self.LOG_FORMAT not in ("text", "json"):
+            raise ImproperlyConfigured("JOB_LOG_FORMAT must be 'text' or 'json'")
+        return self
+
+
+@cache
+def get() -> QueueConf:
+    values = {
+        f.name: getattr(settings, f"JOB_{f.name}")
+        for f in fields(QueueConf)
+        if hasattr(settings, f"JOB_{f.name}")
+    }
+    return QueueConf(**values).validate()
+
+
+@receiver(setting_changed)
+def _reset(setting, **kwargs):
+    if setting.startswith("JOB_"):
+        get.cache_clear()

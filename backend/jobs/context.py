@@ -1,0 +1,60 @@
+"""JobContext: what a handler sees of its job and the worker running it."""
+import threading
+import uuid
+
+from . import services
+from .exceptions import JobCancelled
+
+
+class Snooze(Exception):
+    """Raised by `ctx.snooze(seconds)`: the worker requeues the job without spending an attempt."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"snoozed for {seconds}s")
+
+
+class JobContext:
+    def __init__(self, *, job_id: int, type: str, queue: str, attempt: int, max_attempts: int,
+                 lease_token: uuid.UUID, worker_id: str, stop_event: threading.Event | None = None):
+        self.job_id = job_id
+        self.type = type
+        self.queue = queue
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.lease_token = lease_token
+        self.worker_id = worker_id
+        self._stop = stop_event or threading.Event()
+        self.stop_reason: str | None = None
+
+    # -- signals from the worker ---------------------------------------------------------------
+    def request_stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._stop.set()
+
+    def should_stop(self) -> bool:
+        """True once the job was cancelled, timed out, its lease was lost, or the worker is
+        shutting down past its grace period. A well-behaved handler returns soon after."""
+        return self._stop.is_set()
+
+    def raise_if_should_stop(self) -> None:
+        if self._stop.is_set():
+            raise JobCancelled(self.stop_reason or "stop requested")
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking early when asked to stop. Returns should_stop()."""
+        return self._stop.wait(seconds)
+
+    # -- writes (fenced by the lease token: raise LeaseLost when the lease is gone) --------------
+    def progress(self, percent: int | None, message: str = "") -> None:
+        services.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
+                                 percent=percent, message=message)
+
+    def log(self, message: str, **data) -> None:
+        services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
+                             message=message, data=data)
+
+    def snooze(self, seconds: float):
+        """Stop this attempt and run the job again in `seconds`, without spending an attempt."""
+        raise Snooze(seconds)

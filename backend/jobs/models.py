@@ -1,0 +1,231 @@
+"""Job and JobEvent. The database itself enforces every valid shape of a job row.
+
+Each rule is a named CheckConstraint, so that no code path (raw SQL, the admin, a data
+migration) can store an impossible job; `tests/test_constraints.py` breaks each one.
+
+Which code moves a job in and out of each status:
+- queued: created by `services.enqueue`; re-entered from running by `services.fail` (retry),
+  the reaper (expired lease), `services.release` (shutdown) and `services.snooze`; from
+  failed/cancelled by `services.retry`. Left by `services.claim` and `services.cancel`.
+- running: entered only by the claim (sql.CLAIM). Left by complete, fail, cancel, release,
+  snooze (each presenting the lease token) or by the reaper once the lease expired.
+- succeeded, failed, cancelled: terminal; only `services.retry` (failed, cancelled) leaves them.
+"""
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.db.models.lookups import Exact
+
+from .states import EventKind, Status
+
+LOCK_FIELDS_EMPTY = Q(locked_by__isnull=True, lease_token__isnull=True, lease_expires_at__isnull=True)
+
+
+class JobQuerySet(models.QuerySet):
+    def queued(self):
+        return self.filter(status=Status.QUEUED)
+
+    def runnable(self):
+        return self.filter(status=Status.QUEUED, available_at__lte=Now())
+
+    def running(self):
+        return self.filter(status=Status.RUNNING)
+
+    def succeeded(self):
+        return self.filter(status=Status.SUCCEEDED)
+
+    def failed(self):
+        return self.filter(status=Status.FAILED)
+
+    def cancelled(self):
+        return self.filter(status=Status.CANCELLED)
+
+    def finished(self):
+        return self.filter(status__in=[Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
+
+    def lease_expired(self):
+        return self.filter(status=Status.RUNNING, lease_expires_at__lt=Now())
+
+
+class Job(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    type = models.CharField(max_length=100)
+    queue = models.CharField(max_length=100, default="default", db_default="default")
+    payload = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
+    status = models.CharField(
+        max_length=16, choices=[(s.value, s.value) for s in Status], default=Status.QUEUED,
+        db_default=Status.QUEUED.value,
+    )
+    priority = models.SmallIntegerField(default=0, db_default=0, help_text="-100..100, higher runs first")
+    attempts = models.PositiveIntegerField(default=0, db_default=0)
+    max_attempts = models.PositiveIntegerField(default=3, db_default=3)
+    available_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    locked_by = models.CharField(max_length=200, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    progress_percent = models.SmallIntegerField(null=True, blank=True)
+    progress_message = models.CharField(max_length=500, blank=True, default="", db_default="")
+    result = models.JSONField(null=True, blank=True)
+    last_error = models.TextField(null=True, blank=True)
+    last_traceback = models.TextField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    # sha256 of the creating request, so that a reused key with a different request is a 409.
+    request_fingerprint = models.CharField(max_length=64, null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        db_table = "jobs"
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in Status]), name="job_status_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(status=Status.QUEUED) & LOCK_FIELDS_EMPTY
+                & Q(finished_at__isnull=True, cancel_requested_at__isnull=True)
+                | ~Q(status=Status.QUEUED),
+                name="job_queued_has_no_lock_and_no_finish",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status=Status.RUNNING,
+                    locked_by__isnull=False,
+                    lease_token__isnull=False,
+                    lease_expires_at__isnull=False,
+                    started_at__isnull=False,
+                    finished_at__isnull=True,
+                )
+                | ~Q(status=Status.RUNNING),
+                name="job_running_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=[Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
+                & LOCK_FIELDS_EMPTY
+                & Q(finished_at__isnull=False)
+                | Q(status__in=[Status.QUEUED, Status.RUNNING]),
+                name="job_finished_has_finish_time_and_no_lock",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts__gte=0, attempts__lte=F("max_attempts")),
+                name="job_attempts_within_max",
+            ),
+            models.CheckConstraint(
+                # A queued job always has an attempt left: retries are only scheduled while
+                # attempts < max_attempts, and a manual retry raises max_attempts if needed.
+                condition=~Q(status=Status.QUEUED) | Q(attempts__lt=F("max_attempts")),
+                name="job_queued_has_attempt_left",
+            ),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
+            models.CheckConstraint(
+                condition=Q(priority__gte=-100, priority__lte=100), name="job_priority_in_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(timeout_seconds__isnull=True) | Q(timeout_seconds__gte=1),
+                name="job_timeout_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(progress_percent__isnull=True)
+                | Q(progress_percent__gte=0, progress_percent__lte=100),
+                name="job_progress_is_a_percentage",
+            ),
+            models.CheckConstraint(condition=~Q(type=""), name="job_type_not_empty"),
+            models.CheckConstraint(
+                condition=Exact(
+                    models.Func(F("payload"), function="jsonb_typeof", output_field=models.CharField()),
+                    "object",
+                ),
+                name="job_payload_is_object",
+            ),
+            models.UniqueConstraint(
+                fields=["idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="job_idempotency_key_unique",
+            ),
+        ]
+        indexes = [
+            # The claim: queued rows in claim order (see sql.CLAIM). Partial, so it only holds
+            # the runnable backlog, however many finished rows the table keeps.
+            models.Index(
+                F("priority").desc(), "available_at", "created_at", "id",
+                name="jobs_claim_order_idx", condition=Q(status="queued"),
+            ),
+            # The reaper: running rows by lease deadline.
+            models.Index(
+                "lease_expires_at", name="jobs_running_lease_idx", condition=Q(status="running")
+            ),
+            # Listing, filtering, pruning.
+            models.Index("status", "finished_at", name="jobs_status_finished_idx"),
+            models.Index("type", "status", name="jobs_type_status_idx"),
+            models.Index("created_at", name="jobs_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type}#{self.id} ({self.status})"
+
+
+class JobEvent(models.Model):
+    """One thing that happened to a job. Ids only grow: clients poll with `after=<id>`."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=32, choices=[(k.value, k.value) for k in EventKind])
+    attempt = models.PositiveIntegerField(default=0, db_default=0)
+    worker_id = models.CharField(max_length=200, null=True, blank=True)
+    message = models.TextField(blank=True, default="", db_default="")
+    data = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_events"
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=[k.value for k in EventKind]), name="job_event_kind_known"
+            ),
+        ]
+        indexes = [models.Index("job", "id", name="job_events_job_id_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job={self.job_id} #{self.id}"
+
+
+class WorkerProcess(models.Model):
+    """A live `run_job_workers` process, seen through its heartbeat (for metrics and the UI)."""
+
+    id = models.CharField(max_length=200, primary_key=True)  # <host>-<pid>
+    hostname = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    threads = models.PositiveIntegerField()
+    queues = models.JSONField(default=list)
+    started_at = models.DateTimeField(db_default=Now())
+    heartbeat_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_workers"
+        ordering = ["id"]
+
+
+class QueueSetting(models.Model):
+    """Per-queue flow control: pause, and a global cap on running jobs across every worker."""
+
+    queue = models.CharField(max_length=100, primary_key=True)
+    paused = models.BooleanField(default=False, db_default=False)
+    concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_queue_settings"
+        ordering = ["queue"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(concurrency_limit__isnull=True) | Q(concurrency_limit__gte=1),
+                name="queue_concurrency_limit_positive",
+            )
+        ]

@@ -1,0 +1,71 @@
+"""The handler registry: job type name -> handler function and its per-type defaults.
+
+Declare handlers with the `@handler` decorator in a `handlers.py` module of any installed
+app; the jobs app imports those modules at start-up, the way the admin finds `admin.py`.
+
+    from jobs import handler
+
+    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media")
+    def make_thumbnail(ctx, payload):
+        ctx.progress(50, "resizing")
+        return {"ok": True}
+"""
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    name: str
+    func: Callable
+    max_attempts: int | None = None
+    timeout_seconds: int | None = None
+    queue: str = "default"
+    priority: int = 0
+    description: str = ""
+    payload_example: dict = field(default_factory=dict)
+
+
+class Registry:
+    def __init__(self):
+        self._specs: dict[str, HandlerSpec] = {}
+
+    def register(self, name: str, func: Callable, **defaults) -> HandlerSpec:
+        if not name or len(name) > 100:
+            raise ValueError("a job type name has 1 to 100 characters")
+        if "description" not in defaults:
+            defaults["description"] = (func.__doc__ or "").strip().split("\n")[0]
+        spec = HandlerSpec(name=name, func=func, **defaults)
+        self._specs[name] = spec
+        return spec
+
+    def unregister(self, name: str) -> None:
+        self._specs.pop(name, None)
+
+    def get(self, name: str) -> HandlerSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._specs
+
+    def all(self) -> list[HandlerSpec]:
+        return sorted(self._specs.values(), key=lambda s: s.name)
+
+
+registry = Registry()
+
+
+def handler(name: str | None = None, *, max_attempts: int | None = None,
+            timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
+            description: str | None = None, payload_example: dict | None = None):
+    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
+
+    def decorate(func):
+        defaults = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
+                        priority=priority, payload_example=payload_example or {})
+        if description is not None:
+            defaults["description"] = description
+        registry.register(name or func.__name__, func, **defaults)
+        return func
+
+    return decorate

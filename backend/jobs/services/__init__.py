@@ -1,0 +1,27 @@
+"""Services: the only code that writes jobs and their events.
+
+Each function is one transition of the state machine in `jobs.states`: a guarded write and
+its event in one transaction. Worker-side writes present the lease token of their claim and
+raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTransition`.
+"""
+from .claiming import ClaimedJob, claim
+from .enqueuing import enqueue, enqueue_job, enqueue_many
+from .lifecycle import (
+    complete,
+    complete_many,
+    fail,
+    log_message,
+    record_lease_lost,
+    record_progress,
+    release_many,
+    renew_many,
+    snooze,
+)
+from .operator import cancel, retry
+from .reaping import reap
+
+__all__ = [
+    "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "complete", "complete_many", "fail",
+    "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
+    "snooze", "cancel", "retry", "reap",
+]

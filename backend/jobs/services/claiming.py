@@ -1,0 +1,55 @@
+"""claim: queued -> running, in one statement (sql.CLAIM)."""
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from .. import conf, sql
+
+
+@dataclass
+class ClaimedJob:
+    id: int
+    type: str
+    queue: str
+    payload: dict
+    priority: int
+    attempt: int
+    max_attempts: int
+    lease_token: uuid.UUID
+    timeout_seconds: int | None
+    available_at: datetime
+    created_at: datetime
+    started_at: datetime
+    lease_expires_at: datetime
+    worker_id: str
+
+
+def claim(*, worker_ids: list[str], queues: list[str] | None = None,
+          lease_seconds: float | None = None) -> list[ClaimedJob]:
+    """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
+
+    Runs as its own short transaction (autocommit): nothing stays open while handlers run.
+    """
+    if not worker_ids:
+        return []
+    queue_filter = "AND queue = ANY(%(queues)s::text[])" if queues else ""
+    params = {
+        "limit": len(worker_ids),
+        "worker_ids": list(worker_ids),
+        "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
+        "queues": list(queues or []),
+    }
+    with connection.cursor() as cur:
+        cur.execute(sql.CLAIM.format(queue_filter=queue_filter), params)
+        rows = cur.fetchall()
+    return [
+        ClaimedJob(
+            id=r[0], type=r[1], queue=r[2], payload=json.loads(r[3]) if isinstance(r[3], str) else r[3], priority=r[4], attempt=r[5],
+            max_attempts=r[6], lease_token=r[7], timeout_seconds=r[8], available_at=r[9],
+            created_at=r[10], started_at=r[11], lease_expires_at=r[12], worker_id=r[13],
+        )
+        for r in rows
+    ]

@@ -1,0 +1,264 @@
+"""The hand-written statements on the hot path, each named and commented.
+
+Every statement that moves a job is a single statement: a guarded UPDATE and the INSERT of
+its event, joined by a CTE, so the state change and its record commit together in one
+round trip. Worker writes are fenced: they match `status = 'running' AND lease_token = <the
+token this claim stamped>`, never the status alone, because after a lease expires the reaper
+may requeue the job and another worker claim it: the row is `running` again, under a new
+token. All times come from the database clock, `now()`.
+"""
+
+JOB_COLUMNS = (
+    "id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds, "
+    "available_at, created_at, started_at, lease_expires_at, locked_by"
+)
+
+# Backoff for the attempt just spent: base * 2^attempts, with +/- jitter, capped. The same
+# expression serves handler failures and expired leases.
+BACKOFF_SECONDS = (
+    "LEAST(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, {attempts})"
+    " * (1 + %(retry_jitter)s::float8 * (2 * random() - 1)))"
+)
+
+# --- claim ---------------------------------------------------------------------------------
+# Pick runnable rows in claim order and lock them, skipping rows other claimers hold: no two
+# workers ever get the same row, and none waits on another. The inner SELECT walks the partial
+# index jobs_claim_order_idx in order and stops after LIMIT rows. Pitfall: the outer UPDATE
+# must not re-evaluate the ORDER BY (it does not need to: RETURNING order is irrelevant, the
+# worker ids are assigned by the row number the picked CTE computed, in claim order).
+# Paused queues are skipped inside the claim, and queues with a concurrency limit are claimed
+# under a transaction-scoped advisory lock (see services/claim.py), so limits hold across
+# every worker process.
+CLAIM = """
+WITH picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        SELECT id FROM jobs
+        WHERE status = 'queued' AND available_at <= now() {queue_filter}
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS locked
+),
+claimed AS (
+    UPDATE jobs j
+    SET status = 'running',
+        locked_by = (%(worker_ids)s::text[])[picked.n],
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        started_at = now(),
+        updated_at = now(),
+        attempts = j.attempts + 1,
+        progress_percent = NULL,
+        progress_message = ''
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.type, j.queue, j.payload, j.priority, j.attempts, j.max_attempts,
+              j.lease_token, j.timeout_seconds, j.available_at, j.created_at, j.started_at,
+              j.lease_expires_at, j.locked_by
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, 'claimed', attempts, locked_by, '',
+           jsonb_build_object('lease_token', lease_token), now()
+    FROM claimed
+)
+SELECT * FROM claimed
+"""
+
+# --- complete (batched; each row still fenced by its own lease token) -----------------------
+# A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
+COMPLETE_MANY = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(results)s::jsonb[],
+                         %(worker_ids)s::text[]) AS u(id, token, result, worker_id)
+),
+done AS (
+    UPDATE jobs j
+    SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
+        result = input.result,
+        finished_at = now(), updated_at = now(),
+        progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+    FROM input
+    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
+              extract(epoch FROM now() - j.started_at) AS run_seconds
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, status, attempts, worker_id, '',
+           jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4)),
+           now()
+    FROM done
+)
+SELECT id, status, run_seconds FROM done
+"""
+
+# --- fail: retry with backoff, or fail for good ----------------------------------------------
+FAIL = """
+WITH target AS (
+    SELECT id, attempts, max_attempts, cancel_requested_at, started_at
+    FROM jobs
+    WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+    FOR UPDATE
+),
+decision AS (
+    SELECT id, attempts, started_at,
+           CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN NOT %(permanent)s AND attempts < max_attempts THEN 'queued'
+                ELSE 'failed' END AS next_status,
+           """ + BACKOFF_SECONDS.format(attempts="attempts") + """ AS delay
+    FROM target
+),
+upd AS (
+    UPDATE jobs j
+    SET status = d.next_status,
+        available_at = CASE WHEN d.next_status = 'queued'
+                            THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
+        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+        last_error = %(error)s, last_traceback = %(traceback)s, updated_at = now()
+    FROM decision d
+    WHERE j.id = d.id
+    RETURNING j.id, j.status, j.attempts, d.delay, extract(epoch FROM now() - d.started_at) AS run_seconds
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id,
+           CASE status WHEN 'queued' THEN 'retry_scheduled' ELSE status END,
+           attempts, %(worker_id)s, %(error)s,
+           jsonb_build_object(
+               'lease_token', %(token)s::text, 'permanent', %(permanent)s, 'reason', %(reason)s,
+               'run_seconds', round(run_seconds::numeric, 4),
+               'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
+           now()
+    FROM upd
+)
+SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds FROM upd
+"""
+
+# --- release / snooze: back to queued without charging the attempt ---------------------------
+REQUEUE_UNCHARGED = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
+        AS u(id, token, worker_id)
+),
+upd AS (
+    UPDATE jobs j
+    SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END,
+        attempts = CASE WHEN j.cancel_requested_at IS NULL THEN j.attempts - 1 ELSE j.attempts END,
+        available_at = now() + make_interval(secs => %(delay_seconds)s),
+        finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM input
+    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, CASE status WHEN 'queued' THEN %(kind)s ELSE 'cancelled' END, attempts + 1,
+           worker_id, %(message)s,
+           jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s), now()
+    FROM upd
+)
+SELECT id, status FROM upd
+"""
+
+# --- renew: extend every lease a worker process holds, in one statement ----------------------
+# Rows that do not come back were lost (reaped, cancelled and finished, or reclaimed): the
+# worker must stop their handlers. The row also tells whether a cancel was requested and
+# whether the job's own timeout has passed, both on the database clock.
+RENEW_MANY = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
+)
+UPDATE jobs j
+SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
+FROM input
+WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+RETURNING j.id,
+          j.cancel_requested_at IS NOT NULL AS cancel_requested,
+          (j.timeout_seconds IS NOT NULL
+           AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out
+"""
+
+# --- progress and log: fenced like every worker write ----------------------------------------
+PROGRESS = """
+WITH upd AS (
+    UPDATE jobs
+    SET progress_percent = %(percent)s, progress_message = %(message)s, updated_at = now()
+    WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+    RETURNING id, attempts
+)
+INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+SELECT id, 'progress', attempts, %(worker_id)s, %(message)s,
+       jsonb_build_object('percent', %(percent)s), now()
+FROM upd
+RETURNING id
+"""
+
+LOG = """
+INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+SELECT id, 'log', attempts, %(worker_id)s, %(message)s, %(data)s::jsonb, now()
+FROM jobs
+WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+RETURNING id
+"""
+
+# A refused worker write leaves a trace: the stale result is discarded, but recorded.
+LEASE_LOST = """
+INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+SELECT id, 'lease_lost', %(attempt)s, %(worker_id)s, %(message)s,
+       jsonb_build_object('lease_token', %(token)s::text, 'refused', %(action)s), now()
+FROM jobs WHERE id = %(id)s
+"""
+
+# --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
+# SKIP LOCKED again, so several reapers (one per worker process) never block one another,
+# and the guard is repeated in the UPDATE so that a lease renewed meanwhile is left alone.
+REAP = """
+WITH expired AS (
+    SELECT id, locked_by, lease_token
+    FROM jobs
+    WHERE status = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+decision AS (
+    SELECT e.id, e.locked_by, e.lease_token,
+           CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN j.attempts < j.max_attempts THEN 'queued'
+                ELSE 'failed' END AS next_status,
+           """ + BACKOFF_SECONDS.format(attempts="j.attempts") + """ AS delay
+    FROM expired e JOIN jobs j ON j.id = e.id
+),
+upd AS (
+    UPDATE jobs j
+    SET status = d.next_status,
+        available_at = CASE WHEN d.next_status = 'queued'
+                            THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
+        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
+        last_error = 'lease expired: worker ' || d.locked_by || ' stopped renewing it',
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM decision d
+    WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
+    RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, 'lease_expired', attempts, locked_by,
+           'lease expired; ' || CASE status WHEN 'queued' THEN 'requeued' ELSE status END,
+           jsonb_build_object('lease_token', lease_token, 'next_status', status,
+                              'delay_seconds', CASE WHEN status = 'queued'
+                                                    THEN round(delay::numeric, 3) END),
+           now()
+    FROM upd
+)
+SELECT id, status, locked_by FROM upd
+"""
+
+NOTIFY_CHANNEL = "jobs_enqueued"

@@ -1,0 +1,71 @@
+"""The job state machine, as pure data: statuses, event kinds and the allowed transitions.
+
+No ORM imports here. Services (jobs/services/) are the only code that moves a job between
+statuses, and each move they make must appear in TRANSITIONS; `tests/test_states.py` keeps
+the two in step.
+
+    queued    -- a worker claims it ------------------------------> running
+    running   -- the handler returns ----------------------------> succeeded
+    running   -- the handler raises, attempts left -------------> queued   (retry, with backoff)
+    running   -- the handler raises, attempts spent / permanent --> failed
+    running   -- the lease expired (reaper) ---------------------> queued | failed
+    running   -- graceful shutdown, snooze ---------------------> queued   (attempt not charged)
+    running   -- cancel requested and the handler stopped -------> cancelled
+    queued    -- cancel -----------------------------------------> cancelled
+    failed    -- manual retry ----------------------------------> queued
+    cancelled -- manual retry ----------------------------------> queued
+"""
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
+RETRYABLE_BY_OPERATOR = frozenset({Status.FAILED, Status.CANCELLED})
+
+
+class EventKind(StrEnum):
+    CREATED = "created"
+    CLAIMED = "claimed"
+    LEASE_RENEWED = "lease_renewed"
+    PROGRESS = "progress"
+    LOG = "log"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRY_SCHEDULED = "retry_scheduled"
+    LEASE_EXPIRED = "lease_expired"
+    LEASE_LOST = "lease_lost"  # a worker's write was refused: its lease token no longer matches
+    TIMED_OUT = "timed_out"
+    RELEASED = "released"
+    SNOOZED = "snoozed"
+    CANCEL_REQUESTED = "cancel_requested"
+    CANCELLED = "cancelled"
+    RETRIED = "retried"
+
+
+# (from, to) -> the transition's name. The name is the verb used by the service, the event
+# kind that records it, the API action and the admin action.
+TRANSITIONS: dict[tuple[Status, Status], str] = {
+    (Status.QUEUED, Status.RUNNING): "claim",
+    (Status.RUNNING, Status.SUCCEEDED): "complete",
+    (Status.RUNNING, Status.FAILED): "fail",
+    (Status.RUNNING, Status.QUEUED): "requeue",  # retry_scheduled, lease_expired, released, snoozed
+    (Status.RUNNING, Status.CANCELLED): "cancel",
+    (Status.QUEUED, Status.CANCELLED): "cancel",
+    (Status.FAILED, Status.QUEUED): "retry",
+    (Status.CANCELLED, Status.QUEUED): "retry",
+}
+
+
+def can_transition(source: str, target: str) -> bool:
+    return (Status(source), Status(target)) in TRANSITIONS
+
+
+def is_terminal(status: str) -> bool:
+    return Status(status) in TERMINAL

@@ -1,0 +1,85 @@
+"""What every worker-side thread shares: a stop event to wait on, a fresh Django connection
+per loop, reconnect with capped backoff, and logging at a bounded rate during an outage."""
+import logging
+import random
+import threading
+import time
+
+from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
+
+CONNECTION_ERRORS = (OperationalError, InterfaceError)
+
+
+class RateLimitedLog:
+    """Logs the first of a run of errors, then at most one line per `interval` seconds."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0):
+        self.logger, self.interval = logger, interval
+        self._last = 0.0
+        self.suppressed = 0
+
+    def error(self, msg: str, *args) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            extra = f" ({self.suppressed} similar suppressed)" if self.suppressed else ""
+            self.logger.error(msg + extra, *args)
+            self._last, self.suppressed = now, 0
+        else:
+            self.suppressed += 1
+
+
+class Backoff:
+    def __init__(self, base: float = 0.2, cap: float = 10.0):
+        self.base, self.cap, self.failures = base, cap, 0
+
+    def next_delay(self) -> float:
+        self.failures += 1
+        delay = min(self.cap, self.base * 2 ** (self.failures - 1))
+        return delay * random.uniform(0.5, 1.0)
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class ServiceThread(threading.Thread):
+    """A loop that runs `run_once()` every `interval` seconds until `stop()`.
+
+    Tests call `run_once()` directly instead of sleeping for the loop."""
+
+    interval: float = 1.0
+
+    def __init__(self, name: str, logger: logging.Logger):
+        super().__init__(name=name, daemon=True)
+        self.log = logger
+        self.stopping = threading.Event()
+        self.errors = RateLimitedLog(logger)
+        self.backoff = Backoff()
+
+    def run_once(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                wait = self.interval
+                try:
+                    close_old_connections()
+                    self.run_once()
+                    self.backoff.reset()
+                except CONNECTION_ERRORS as exc:
+                    self.errors.error("%s: database unavailable: %s", self.name, exc)
+                    connection.close()
+                    wait = self.backoff.next_delay()
+                except DatabaseError as exc:
+                    self.errors.error("%s: database error: %s", self.name, exc)
+                    connection.close()
+                    wait = self.backoff.next_delay()
+                except Exception:
+                    self.log.exception("%s: unexpected error", self.name)
+                    wait = self.backoff.next_delay()
+                self.stopping.wait(wait)
+        finally:
+            connection.close()

@@ -1,0 +1,152 @@
+"""An executor thread runs one job at a time, outside any transaction.
+
+The pipeline for one job: hold it (the renewer now keeps its lease), resolve the handler,
+run it, and record the outcome through a fenced write: success goes to the completer (batched),
+a failure schedules a retry or fails the job, a snooze or cancel requeues or ends it. A write
+refused because the lease was lost leaves a `lease_lost` event and nothing else."""
+import json
+import logging
+import queue
+import threading
+import time
+import traceback
+
+from django.db import close_old_connections, connection
+
+from .. import services
+from ..context import JobContext, Snooze
+from ..exceptions import JobCancelled, LeaseLost, PermanentError
+from ..registry import registry
+from ..services import ClaimedJob
+from ..services.lifecycle import Completion
+from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
+from .held import Held
+
+log = logging.getLogger("jobs.worker")
+
+
+class Executor(threading.Thread):
+    def __init__(self, pool, lane, worker_id: str):
+        super().__init__(name=worker_id, daemon=True)
+        self.pool, self.lane, self.worker_id = pool, lane, worker_id
+        self.inbox: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self.idle = True
+        self.current: Held | None = None
+        self.errors = RateLimitedLog(log)
+
+    def assign(self, job: ClaimedJob) -> None:
+        self.idle = False
+        self.inbox.put(job)
+
+    def stop(self) -> None:
+        self.inbox.put(None)
+
+    def run(self) -> None:
+        try:
+            while True:
+                job = self.inbox.get()
+                if job is None:
+                    return
+                try:
+                    close_old_connections()
+                    self.execute(job)
+                except Exception:
+                    log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)
+                finally:
+                    self.current = None
+                    self.idle = True
+                    self.lane.wake.set()
+        finally:
+            connection.close()
+
+    # -- the pipeline ------------------------------------------------------------------------
+    def execute(self, job: ClaimedJob) -> None:
+        ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
+                         max_attempts=job.max_attempts, lease_token=job.lease_token,
+                         worker_id=self.worker_id)
+        held = Held(job, ctx)
+        self.pool.held.add(held)
+        self.current = held
+        extra = {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
+                 "worker_id": self.worker_id}
+        log.info("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
+                 job.attempt, job.max_attempts, self.worker_id, extra=extra)
+        self.pool.stats.claimed(job)
+        spec = registry.get(job.type)
+        if spec is None:
+            self._fail(job, f"no handler registered for job type {job.type!r}", None,
+                       permanent=True, reason="unknown_type")
+            return
+        started = time.monotonic()
+        try:
+            result = spec.func(ctx, job.payload)
+            json.dumps(result)
+        except Snooze as snooze:
+            self._write(job, lambda: services.snooze(job.id, job.lease_token,
+                                                     worker_id=self.worker_id,
+                                                     seconds=snooze.seconds))
+            self.pool.held.discard(job.id, job.lease_token)
+            log.info("snoozed job=%s for %ss", job.id, snooze.seconds, extra=extra)
+        except LeaseLost:
+            self.pool.held.discard(job.id, job.lease_token)
+            services.record_lease_lost(job.id, job.lease_token, self.worker_id, "progress",
+                                       "a fenced write from the handler was refused; it stopped",
+                                       attempt=job.attempt)
+            self.pool.stats.lease_lost(job)
+        except JobCancelled as exc:
+            reason = ctx.stop_reason or "cancelled"
+            self._fail(job, f"stopped: {reason}", None, permanent=True, reason=reason)
+        except PermanentError as exc:
+            self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                       permanent=True, reason="permanent")
+        except (TypeError, ValueError) as exc:
+            if "JSON serializable" in str(exc) or "Out of range float" in str(exc):
+                self._fail(job, f"handler returned a result that is not JSON: {exc}", None,
+                           permanent=True, reason="bad_result")
+            else:
+                self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        except Exception as exc:
+            self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        else:
+            self.pool.completer.submit(
+                Completion(job.id, job.lease_token, self.worker_id, result))
+            log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
+                      extra=extra)
+
+    def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
+              reason: str = "error") -> None:
+        def write():
+            return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
+                                 traceback=tb, permanent=permanent, reason=reason)
+
+        outcome = self._write(job, write)
+        self.pool.held.discard(job.id, job.lease_token)
+        if outcome is not None:
+            status, delay = outcome
+            self.pool.stats.failed(job, status)
+            if status == "queued":
+                log.info("retry scheduled job=%s type=%s attempt=%s in %.2fs: %s", job.id,
+                         job.type, job.attempt, delay or 0, error,
+                         extra={"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
+                                "worker_id": self.worker_id})
+            else:
+                log.warning("job=%s type=%s attempt=%s ended %s: %s", job.id, job.type,
+                            job.attempt, status, error,
+                            extra={"job_id": job.id, "job_type": job.type,
+                                   "attempt": job.attempt, "worker_id": self.worker_id})
+
+    def _write(self, job: ClaimedJob, write):
+        """Run a fenced write, retrying through a database outage. LeaseLost ends it."""
+        backoff = Backoff()
+        while True:
+            try:
+                return write()
+            except LeaseLost:
+                self.pool.stats.lease_lost(job)
+                return None
+            except CONNECTION_ERRORS as exc:
+                self.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
+                connection.close()
+                if self.pool.hard_stop.is_set():
+                    return None
+                time.sleep(backoff.next_delay())

@@ -1,0 +1,38 @@
+"""The jobs a worker process holds leases on, shared by its executors, renewer and completer."""
+import threading
+from dataclasses import dataclass
+
+from ..context import JobContext
+from ..services import ClaimedJob
+
+
+@dataclass
+class Held:
+    job: ClaimedJob
+    ctx: JobContext
+
+
+class HeldJobs:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs: dict[int, Held] = {}
+
+    def add(self, held: Held) -> None:
+        with self._lock:
+            self._jobs[held.job.id] = held
+
+    def discard(self, job_id: int, lease_token=None) -> Held | None:
+        """Forget a job (only under this lease token, when one is given)."""
+        with self._lock:
+            held = self._jobs.get(job_id)
+            if held is None or (lease_token is not None and held.job.lease_token != lease_token):
+                return None
+            return self._jobs.pop(job_id)
+
+    def snapshot(self) -> list[Held]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._jobs)
