@@ -106,10 +106,8 @@ class Job(models.Model):
                 name="job_running_has_lease",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=[Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
-                & LOCK_FIELDS_EMPTY
-                & Q(finished_at__isnull=False)
-                | Q(status__in=[Status.QUEUED, Status.RUNNING]),
+                condition=~Q(status__in=[Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
+                | LOCK_FIELDS_EMPTY & Q(finished_at__isnull=False),
                 name="job_finished_has_finish_time_and_no_lock",
             ),
             models.CheckConstraint(
