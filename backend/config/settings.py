@@ -187,6 +187,9 @@ JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
 JOB_MAX_QUEUE_DEPTH = env.int("JOB_MAX_QUEUE_DEPTH", default=None)
 JOB_CLAIM_BATCH_SIZE = env.int("JOB_CLAIM_BATCH_SIZE", default=50)
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=30000)
+# Extra modules of @handler functions to import at start-up, beyond each app's handlers.py
+# (e.g. test-only handlers that worker subprocesses must know).
+JOB_EXTRA_HANDLER_MODULES = env.list("JOB_EXTRA_HANDLER_MODULES", default=[])
 
 LOGGING = {
     "version": 1,

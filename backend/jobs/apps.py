@@ -11,3 +11,10 @@ class JobsConfig(AppConfig):
 
         # Handlers declared with @handler in any installed app's handlers.py (ours included).
         autodiscover_modules("handlers")
+        # And any extra handler modules the settings name (JOB_EXTRA_HANDLER_MODULES).
+        from importlib import import_module
+
+        from . import conf
+
+        for module in conf.get().EXTRA_HANDLER_MODULES:
+            import_module(module)

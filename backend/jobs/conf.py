@@ -33,6 +33,7 @@ class QueueConf:
     MAX_QUEUE_DEPTH: int | None = None
     CLAIM_BATCH_SIZE: int = 50
     STATEMENT_TIMEOUT_MS: int = 30000
+    EXTRA_HANDLER_MODULES: tuple[str, ...] = ()
 
     def validate(self) -> "QueueConf":
         if self.LEASE_SECONDS < 1:
@@ -59,6 +60,8 @@ def get() -> QueueConf:
         for f in fields(QueueConf)
         if hasattr(settings, f"JOB_{f.name}")
     }
+    if "EXTRA_HANDLER_MODULES" in values:
+        values["EXTRA_HANDLER_MODULES"] = tuple(values["EXTRA_HANDLER_MODULES"] or ())
     return QueueConf(**values).validate()
 
 

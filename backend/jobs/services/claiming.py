@@ -28,19 +28,28 @@ class ClaimedJob:
 
 
 def claim(*, worker_ids: list[str], queues: list[str] | None = None,
-          lease_seconds: float | None = None) -> list[ClaimedJob]:
+          lease_seconds: float | None = None, types: list[str] | None = None,
+          job_ids: list[int] | None = None) -> list[ClaimedJob]:
     """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
 
-    Runs as its own short transaction (autocommit): nothing stays open while handlers run.
+    `types` and `job_ids` narrow the claim further (used by `jobs.testing`'s drain and crash
+    helpers; workers claim by queue only). Runs as its own short transaction (autocommit):
+    nothing stays open while handlers run.
     """
     if not worker_ids:
         return []
-    queue_filter = "AND queue = ANY(%(queues)s::text[])" if queues else ""
+    queue_filter = " ".join(f for f, on in (
+        ("AND queue = ANY(%(queues)s::text[])", queues),
+        ("AND type = ANY(%(types)s::text[])", types),
+        ("AND id = ANY(%(job_ids)s::bigint[])", job_ids),
+    ) if on)
     params = {
         "limit": len(worker_ids),
         "worker_ids": list(worker_ids),
         "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
         "queues": list(queues or []),
+        "types": list(types or []),
+        "job_ids": list(job_ids or []),
     }
     with connection.cursor() as cur:
         cur.execute(sql.CLAIM.format(queue_filter=queue_filter), params)
