@@ -1,0 +1,283 @@
+"""This project's measurements. Runs in the project's virtualenv, against an empty database
+the harness created (URL in --url): migrates it, then measures enqueue (single and bulk),
+drain at several worker configurations, pickup latency, claim latency at scale and worker RSS.
+
+Workers are real `manage.py run_job_workers` processes, as in production."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
+
+from bench.common import (emit, latency_summary, log, pickup_from_stamps,  # noqa: E402
+                          summary, wait_until)
+
+BULK_CHUNK = 1000
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    import django
+
+    django.setup()
+
+
+def worker_env(url: str) -> dict:
+    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="bench.settings",
+               PYTHONPATH=os.pathsep.join([REPO, os.path.join(REPO, "backend")]))
+    return env
+
+
+def start_workers(url: str, procs: int, threads: int, batch: int, logdir: str,
+                  extra_env: dict | None = None) -> list[subprocess.Popen]:
+    out = []
+    for p in range(procs):
+        logf = open(os.path.join(logdir, f"worker-{p}.log"), "ab")
+        out.append(subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
+             "--threads", str(threads), "--batch-size", str(batch), "--poll-interval", "1"],
+            env={**worker_env(url), **(extra_env or {})}, stdout=logf, stderr=subprocess.STDOUT,
+            cwd=REPO))
+    return out
+
+
+def stop_workers(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def reset() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE jobs, job_events, job_workers RESTART IDENTITY CASCADE")
+        cur.execute("VACUUM ANALYZE jobs")
+
+
+def scalar(query: str, params=None):
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(query, params or [])
+        return cur.fetchone()[0]
+
+
+def enqueue_single(n: int) -> float:
+    from jobs.services import enqueue
+
+    reset()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        enqueue("noop", {})
+    return n / (time.perf_counter() - t0)
+
+
+def enqueue_bulk(n: int, job_type: str = "noop") -> float:
+    from jobs.services import enqueue_many
+
+    t0 = time.perf_counter()
+    for start in range(0, n, BULK_CHUNK):
+        enqueue_many([{"type": job_type, "payload": {}}] * min(BULK_CHUNK, n - start))
+    return n / (time.perf_counter() - t0)
+
+
+def wait_drained(n: int, timeout: float) -> bool:
+    return wait_until(lambda: scalar(
+        "SELECT count(*) FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled')") >= n,
+        timeout, interval=0.2)
+
+
+def drain(url: str, n: int, procs: int, threads: int, batch: int, logdir: str) -> float:
+    """Jobs/s from the first claim to the last completion (database clock)."""
+    reset()
+    enqueue_bulk(n)
+    workers = start_workers(url, procs, threads, batch, logdir)
+    try:
+        if not wait_drained(n, timeout=max(120, n / 100)):
+            raise RuntimeError(f"drain did not finish: {scalar('SELECT count(*) FROM jobs WHERE status = %s', ['queued'])} still queued")
+    finally:
+        stop_workers(workers)
+    seconds = scalar("SELECT extract(epoch FROM max(finished_at) - min(started_at)) FROM jobs")
+    return n / float(seconds)
+
+
+def pickup(url: str, n: int, gap: float, logdir: str) -> list[float]:
+    from jobs.services import enqueue
+
+    reset()
+    stamp_file = os.path.join(logdir, "stamps.txt")
+    open(stamp_file, "w").close()
+    workers = start_workers(url, 1, 4, 50, logdir, {"BENCH_STAMP_FILE": stamp_file})
+    try:
+        # Idle workers: wait until the pool has registered and its listener is up.
+        wait_until(lambda: scalar("SELECT count(*) FROM job_workers") > 0, 30)
+        time.sleep(1.0)
+        enqueued = {}
+        for i in range(n):
+            enqueued[i] = time.time()
+            enqueue("bench_stamp", {"i": i})
+            time.sleep(gap)
+        wait_drained(n, timeout=60)
+    finally:
+        stop_workers(workers)
+    return pickup_from_stamps(enqueued, stamp_file)
+
+
+def build_claim_scale(terminal: int, queued: int) -> None:
+    """`terminal` finished rows and `queued` runnable ones, cloned from real rows in SQL."""
+    from django.db import connection
+    from jobs.services import claim, complete_many, enqueue
+    from jobs.services.lifecycle import Completion
+
+    reset()
+    enqueue("noop", {})
+    (job,) = claim(worker_ids=["bench-template"])
+    complete_many([Completion(job.id, job.lease_token, "bench-template", {"ok": True})])
+    with connection.cursor() as cur:
+        cur.execute("SELECT column_name FROM information_schema.columns "
+                    "WHERE table_name = 'jobs' AND column_name NOT IN ('id', 'idempotency_key')")
+        cols = ", ".join(r[0] for r in cur.fetchall())
+        cur.execute(f"INSERT INTO jobs ({cols}) SELECT {cols} FROM jobs t, "
+                    f"generate_series(2, %s) WHERE t.id = %s", [terminal, job.id])
+    enqueue_bulk(queued)
+    with connection.cursor() as cur:
+        cur.execute("VACUUM ANALYZE jobs")
+
+
+def claim_latencies(count: int) -> list[float]:
+    from jobs.services import claim
+
+    out = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        got = claim(worker_ids=[f"bench-{i}"])
+        out.append((time.perf_counter() - t0) * 1000)
+        assert len(got) == 1, "ran out of queued rows"
+    return out
+
+
+def rss_after(url: str, n: int, threads: int, logdir: str) -> dict:
+    reset()
+    workers = start_workers(url, 1, threads, 50, logdir)
+    try:
+        wait_until(lambda: scalar("SELECT count(*) FROM job_workers") > 0, 30)
+        idle = _rss_mb(workers[0].pid)
+        enqueue_bulk(n)
+        if not wait_drained(n, timeout=max(120, n / 50)):
+            raise RuntimeError("RSS drain did not finish")
+        after = _rss_mb(workers[0].pid)
+    finally:
+        stop_workers(workers)
+    return {"idle_mb": idle, "after_mb": after}
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--configs", default="1x4x50,1x8x50,1x16x100,2x8x50,2x16x100",
+                    help="drain configurations to try: processes x threads x batch")
+    ap.add_argument("--pickup-n", type=int, default=200)
+    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    ap.add_argument("--claim-terminal", type=int, default=1_000_000)
+    ap.add_argument("--claim-queued", type=int, default=10_000)
+    ap.add_argument("--claim-samples", type=int, default=1000)
+    ap.add_argument("--rss-n", type=int, default=100_000)
+    ap.add_argument("--rss-threads", type=int, default=16)
+    ap.add_argument("--only", default="enqueue,drain,pickup,claim,rss")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    setup_django(args.url)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    logdir = tempfile.mkdtemp(prefix="bench-ours-")
+    result: dict = {"system": "ours", "n": args.n, "logdir": logdir}
+
+    if "enqueue" in only:
+        single, bulk = [], []
+        for r in range(args.runs):
+            single.append(enqueue_single(args.n))
+            reset()
+            bulk.append(enqueue_bulk(args.n))
+            log(f"ours enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
+        result["enqueue_single"] = summary(single)
+        result["enqueue_bulk"] = summary(bulk)
+        result["bulk_chunk"] = BULK_CHUNK
+
+    if "drain" in only:
+        tried = {}
+        for cfg in args.configs.split(","):
+            p, t, b = (int(x) for x in cfg.split("x"))
+            tried[cfg] = drain(args.url, args.n, p, t, b, logdir)
+            log(f"ours drain {cfg}: {tried[cfg]:.0f} jobs/s")
+        best = max(tried, key=tried.get)
+        p, t, b = (int(x) for x in best.split("x"))
+        runs = [tried[best]] + [drain(args.url, args.n, p, t, b, logdir)
+                                for _ in range(args.runs - 1)]
+        log(f"ours drain best {best}: {runs}")
+        result["drain"] = {**summary(runs), "config": f"{p} processes x {t} threads x batch {b}",
+                           "tried": {k: round(v) for k, v in tried.items()}}
+
+    if "pickup" in only:
+        runs = []
+        for r in range(args.runs):
+            runs.append(latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap, logdir)))
+            log(f"ours pickup run {r + 1}: {runs[-1]}")
+        result["pickup"] = {k: summary([x[k] for x in runs]) for k in ("p50", "p95", "p99")}
+
+    if "claim" in only:
+        t0 = time.perf_counter()
+        build_claim_scale(args.claim_terminal, args.claim_queued)
+        log(f"ours claim-scale table built in {time.perf_counter() - t0:.1f}s")
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            from jobs import sql
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql.CLAIM.format(queue_filter=""),
+                        {"limit": 1, "worker_ids": ["explain"], "lease_seconds": 30.0, "queues": []})
+            plan = "\n".join(r[0] for r in cur.fetchall())
+        runs = [latency_summary(claim_latencies(args.claim_samples)) for _ in range(args.runs)]
+        result["claim_at_scale"] = {
+            **{k: summary([x[k] for x in runs]) for k in ("p50", "p95", "p99")},
+            "terminal_rows": args.claim_terminal, "queued_rows": args.claim_queued,
+            "batch": 1, "plan": plan}
+        log(f"ours claim latency: {runs}")
+
+    if "rss" in only:
+        runs = []
+        for _ in range(args.runs):
+            runs.append(rss_after(args.url, args.rss_n, args.rss_threads, logdir))
+            log(f"ours rss: {runs[-1]}")
+        result["rss"] = {"after_mb": summary([r["after_mb"] for r in runs]),
+                         "idle_mb": summary([r["idle_mb"] for r in runs]),
+                         "jobs": args.rss_n, "threads": args.rss_threads}
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
