@@ -1,0 +1,184 @@
+/**
+ * The one module that talks HTTP. Everything else goes through `api.get/post` (usually via a
+ * resource module's query options), so credentials, CSRF and error decoding live here only.
+ *
+ * - `credentials: 'same-origin'`: the Django session cookie rides along.
+ * - Unsafe methods send `X-CSRFToken` from the `csrftoken` cookie; when the cookie is missing
+ *   (first visit), it is fetched once from `auth/csrf/`.
+ * - A non-2xx answer becomes an `ApiError` carrying the status and the decoded JSON body, so
+ *   forms can show DRF's per-field errors next to their fields.
+ */
+
+export const API_BASE = "/api/v1/";
+
+export type FieldErrors = Record<string, string[]>;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  readonly retryAfterSeconds: number | null;
+
+  constructor(status: number, body: unknown, retryAfterSeconds: number | null = null) {
+    super(describeError(status, body));
+    this.name = "ApiError";
+    this.status = status;
+    this.body = body;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+
+  /** DRF validation errors flattened to `field -> messages` (nested paths joined with "."). */
+  get fieldErrors(): FieldErrors {
+    return this.status === 400 ? flattenFieldErrors(this.body) : {};
+  }
+}
+
+export function isApiError(error: unknown, status?: number): error is ApiError {
+  return error instanceof ApiError && (status === undefined || error.status === status);
+}
+
+/** DRF's `{"detail": "..."}` or the first field error, else a generic line per status. */
+export function describeError(status: number, body: unknown): string {
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const detail = (body as Record<string, unknown>).detail;
+    if (typeof detail === "string") return detail;
+    const fields = flattenFieldErrors(body);
+    const first = Object.entries(fields)[0];
+    if (first) return first[0] === "non_field_errors" ? first[1][0] : `${first[0]}: ${first[1][0]}`;
+  }
+  if (typeof body === "string" && body.trim() && body.length < 300) return body.trim();
+  if (status === 0) return "The server could not be reached.";
+  if (status === 401) return "You are not logged in.";
+  if (status === 403) return "You do not have permission to do that.";
+  if (status === 404) return "Not found.";
+  if (status === 409) return "That is not possible in the job's current state.";
+  if (status === 413) return "The request is too large.";
+  if (status === 429) return "Too many requests; try again shortly.";
+  if (status >= 500) return `The server failed (HTTP ${status}).`;
+  return `Request failed (HTTP ${status}).`;
+}
+
+export function flattenFieldErrors(body: unknown, prefix = ""): FieldErrors {
+  const out: FieldErrors = {};
+  if (!body || typeof body !== "object") return out;
+  if (Array.isArray(body)) {
+    if (body.every((m) => typeof m === "string")) {
+      out[prefix || "non_field_errors"] = body as string[];
+    } else {
+      body.forEach((item, i) => Object.assign(out, flattenFieldErrors(item, join(prefix, String(i)))));
+    }
+    return out;
+  }
+  for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+    if (!prefix && key === "detail") continue;
+    const path = join(prefix, key);
+    if (typeof value === "string") out[path] = [value];
+    else Object.assign(out, flattenFieldErrors(value, path));
+  }
+  return out;
+}
+
+function join(prefix: string, key: string) {
+  return prefix ? `${prefix}.${key}` : key;
+}
+
+export function readCookie(name: string, cookies: string = document.cookie): string | null {
+  for (const part of cookies.split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === name) return decodeURIComponent(v.join("="));
+  }
+  return null;
+}
+
+export type Query = Record<string, string | number | boolean | null | undefined | (string | number)[]>;
+
+export function buildUrl(path: string, query?: Query): string {
+  const url = API_BASE + path.replace(/^\/+/, "");
+  if (!query) return url;
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined || value === null || value === "") continue;
+    if (Array.isArray(value)) value.forEach((v) => params.append(key, String(v)));
+    else params.append(key, String(value));
+  }
+  const qs = params.toString();
+  return qs ? `${url}?${qs}` : url;
+}
+
+type RequestOptions = {
+  query?: Query;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+};
+
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+let csrfPrimed: Promise<void> | null = null;
+
+async function csrfToken(): Promise<string | null> {
+  let token = readCookie("csrftoken");
+  if (!token) {
+    csrfPrimed ??= request("GET", "auth/csrf/").then(
+      () => undefined,
+      () => undefined,
+    );
+    await csrfPrimed;
+    csrfPrimed = null;
+    token = readCookie("csrftoken");
+  }
+  return token;
+}
+
+/** The response, with the headers a caller may need (idempotent replay). */
+export type ApiResponse<T> = { data: T; status: number; headers: Headers };
+
+export async function requestWithMeta<T>(
+  method: string,
+  path: string,
+  { query, body, headers = {}, signal }: RequestOptions = {},
+): Promise<ApiResponse<T>> {
+  const h: Record<string, string> = { Accept: "application/json", ...headers };
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  if (UNSAFE.has(method)) {
+    const token = await csrfToken();
+    if (token) h["X-CSRFToken"] = token;
+  }
+  let response: Response;
+  try {
+    response = await fetch(buildUrl(path, query), {
+      method,
+      headers: h,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+      signal,
+    });
+  } catch (error) {
+    if ((error as Error)?.name === "AbortError") throw error;
+    throw new ApiError(0, null);
+  }
+  const text = await response.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (!response.ok) {
+    const retryAfter = Number(response.headers.get("Retry-After"));
+    throw new ApiError(response.status, data, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+  }
+  return { data: data as T, status: response.status, headers: response.headers };
+}
+
+async function request<T>(method: string, path: string, options?: RequestOptions): Promise<T> {
+  return (await requestWithMeta<T>(method, path, options)).data;
+}
+
+export const api = {
+  get: <T>(path: string, options?: RequestOptions) => request<T>("GET", path, options),
+  post: <T>(path: string, body?: unknown, options?: RequestOptions) =>
+    request<T>("POST", path, { ...options, body: body ?? {} }),
+  postWithMeta: <T>(path: string, body?: unknown, options?: RequestOptions) =>
+    requestWithMeta<T>("POST", path, { ...options, body: body ?? {} }),
+};

@@ -1,0 +1,25 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from "vite";
+import react from "@vitejs/plugin-react";
+
+// `npm run dev` serves the UI on :5173 and forwards everything the backend owns to Django.
+const backend = process.env.BACKEND_URL ?? "http://127.0.0.1:8000";
+const proxied = ["/api", "/admin", "/static", "/metrics"];
+
+export default defineConfig({
+  base: "/",
+  plugins: [react()],
+  server: {
+    port: 5173,
+    strictPort: true,
+    proxy: Object.fromEntries(proxied.map((p) => [p, { target: backend, changeOrigin: false }])),
+  },
+  build: { outDir: "dist", emptyOutDir: true, sourcemap: false },
+  test: {
+    environment: "jsdom",
+    globals: true,
+    setupFiles: ["./src/test/setup.ts"],
+    include: ["src/**/*.test.{ts,tsx}"],
+    css: false,
+  },
+});
