@@ -18,6 +18,14 @@ from django.db.models.lookups import Exact
 
 from .states import EventKind, Status
 
+class TxNow(models.Func):
+    """PostgreSQL's now(): the transaction's start time, the clock every queue statement uses
+    (Django's Now() is statement_timestamp(), which differs inside a long transaction)."""
+
+    template = "now()"
+    output_field = models.DateTimeField()
+
+
 LOCK_FIELDS_EMPTY = Q(locked_by__isnull=True, lease_token__isnull=True, lease_expires_at__isnull=True)
 
 

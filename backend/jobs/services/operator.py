@@ -1,10 +1,11 @@
 """Operator transitions, used alike by the API, the admin and the UI: cancel and retry."""
 from django.db import transaction
 from django.db.models import F
-from django.db.models.functions import Greatest, Now
+from django.db.models.functions import Greatest
 
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
+from ..models import TxNow as Now
 from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status
 
 

@@ -30,7 +30,7 @@ def start_pool(**kwargs):
     return WorkerPool(**kwargs).start()
 
 
-def test_database_url() -> str:
+def worker_database_url() -> str:
     """A DATABASE_URL for the test database, for worker subprocesses."""
     from django.db import connection
 
@@ -40,7 +40,7 @@ def test_database_url() -> str:
 
 def spawn_workers(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
     """Start `manage.py run_job_workers` as a real subprocess against the test database."""
-    full_env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1",
+    full_env = {**os.environ, "DATABASE_URL": worker_database_url(), "PYTHONUNBUFFERED": "1",
                 **(env or {})}
     return subprocess.Popen(
         [sys.executable, str(REPO / "manage.py"), "run_job_workers", *args],

@@ -93,9 +93,16 @@ class Executor(threading.Thread):
                                        "a fenced write from the handler was refused; it stopped",
                                        attempt=job.attempt)
             self.pool.stats.lease_lost(job)
-        except JobCancelled as exc:
+        except JobCancelled:
             reason = ctx.stop_reason or "cancelled"
-            self._fail(job, f"stopped: {reason}", None, permanent=True, reason=reason)
+            if reason == "cancelled":
+                # The fail statement sees cancel_requested_at and ends the job cancelled.
+                self._fail(job, "cancelled while running", None, permanent=True, reason=reason)
+            else:
+                # Timed out, lease lost or released at shutdown: that path already recorded
+                # the job's fate; this attempt has nothing left to write.
+                self.pool.held.discard(job.id, job.lease_token)
+                log.info("handler stopped job=%s reason=%s", job.id, reason, extra=extra)
         except PermanentError as exc:
             self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
                        permanent=True, reason="permanent")
