@@ -3,6 +3,7 @@
 Every variable is documented in `.env.sample`. `DJANGO_ENV=production` turns on the
 production checks: a real SECRET_KEY, DEBUG off, ALLOWED_HOSTS set, secure cookies.
 """
+import os
 from pathlib import Path
 
 import environ
@@ -14,6 +15,9 @@ REPO_DIR = BACKEND_DIR.parent
 env = environ.Env()
 if (REPO_DIR / ".env").is_file():
     environ.Env.read_env(REPO_DIR / ".env", overwrite=False)
+# An empty value (`DEBUG=`, as `.env.sample` and docker-compose's env_file pass it) means "not
+# set": the default applies. Without this, `cp .env.sample .env` gives an empty SECRET_KEY.
+env.ENVIRON = {k: v for k, v in os.environ.items() if v != ""}
 
 DJANGO_ENV = env.str("DJANGO_ENV", default="development")
 if DJANGO_ENV not in ("development", "production"):
@@ -199,7 +203,9 @@ LOGGING = {
         "json": {"()": "jobs.logformat.JsonFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": JOB_LOG_FORMAT},
+        # Production logs go to stdout for the container runtime; development keeps stderr.
+        "console": {"class": "logging.StreamHandler", "formatter": JOB_LOG_FORMAT,
+                    "stream": "ext://sys.stdout" if PRODUCTION else "ext://sys.stderr"},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {

@@ -1,0 +1,266 @@
+"""The invariant audit: check a live database against the state machine.
+
+`python manage.py audit_jobs` runs it; the chaos tests run it after every drain. It reads only,
+inside one REPEATABLE READ transaction, so jobs and events are seen from one snapshot even
+while workers run. Each check yields violations; the report lists them by check.
+
+Checks:
+- replay: every job's events, replayed in id order from `created`, walk only the allowed
+  transitions (jobs.states.TRANSITIONS) and end in the job's current status, attempt count
+  and lease token. Each worker-written transition event carries the lease token of the claim
+  it ended, and must match the claim it follows.
+- double_success: more than one `succeeded` event for a job (a success under two leases).
+- stale_lease: a running job whose lease expired longer ago than `stale_after_seconds`
+  (default 60 s, well past lease + two reaper intervals): no reaper is running.
+- attempts_over_max: attempts > max_attempts.
+- finished_with_lock: a succeeded, failed or cancelled job that still has a lock owner, a
+  lease token or a lease deadline, or no finish time.
+
+Why event ids order a job's history: every statement that moves a job takes its row lock
+(UPDATE or SELECT ... FOR UPDATE) before it inserts the event, so the next transition of the
+same job waits for the previous one to commit and draws a larger id from the sequence. Events
+written without the row lock (`log`, `lease_lost`) change nothing, so the replay skips them.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+
+from .states import EventKind, Status, can_transition
+
+# event kind -> the status it moves the job to (None: depends on the event; absent: no move).
+_TARGET = {
+    EventKind.CLAIMED: Status.RUNNING,
+    EventKind.SUCCEEDED: Status.SUCCEEDED,
+    EventKind.FAILED: Status.FAILED,
+    EventKind.RETRY_SCHEDULED: Status.QUEUED,
+    EventKind.RELEASED: Status.QUEUED,
+    EventKind.SNOOZED: Status.QUEUED,
+    EventKind.CANCELLED: Status.CANCELLED,
+    EventKind.RETRIED: Status.QUEUED,
+    EventKind.LEASE_EXPIRED: None,  # data.next_status: queued, failed or cancelled
+}
+# Events that change nothing but must happen while the job runs (written under its row lock).
+_WHILE_RUNNING = {EventKind.PROGRESS, EventKind.CANCEL_REQUESTED}
+
+CHECKS = {
+    "replay": "events replay to the job's current state",
+    "double_success": "at most one success per job",
+    "stale_lease": "no running job with a long-expired lease",
+    "attempts_over_max": "attempts within max_attempts",
+    "finished_with_lock": "finished jobs hold no lock and have a finish time",
+}
+
+
+@dataclass
+class Violation:
+    check: str
+    job_id: int | None
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"check": self.check, "job_id": self.job_id, "message": self.message}
+
+
+@dataclass
+class AuditReport:
+    jobs: int = 0
+    events: int = 0
+    seconds: float = 0.0
+    live_workers: int = 0
+    stale_after_seconds: float = 60.0
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def by_check(self) -> dict[str, list[Violation]]:
+        out: dict[str, list[Violation]] = {name: [] for name in CHECKS}
+        for v in self.violations:
+            out.setdefault(v.check, []).append(v)
+        return out
+
+    def format(self, limit: int = 20) -> str:
+        lines = [f"audit_jobs: {self.jobs} jobs, {self.events} events checked in "
+                 f"{self.seconds:.2f}s; {self.live_workers} live worker process(es)"]
+        for name, found in self.by_check().items():
+            title = CHECKS.get(name, name)
+            if not found:
+                lines.append(f"  ok    {title}")
+                continue
+            lines.append(f"  FAIL  {title}: {len(found)} violation(s)")
+            for v in found[:limit]:
+                where = f"job {v.job_id}: " if v.job_id is not None else ""
+                lines.append(f"          {where}{v.message}")
+            if len(found) > limit:
+                lines.append(f"          ... and {len(found) - limit} more")
+        lines.append("result: " + ("clean" if self.ok else f"{len(self.violations)} violation(s)"))
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        return {"jobs": self.jobs, "events": self.events, "seconds": round(self.seconds, 3),
+                "live_workers": self.live_workers, "ok": self.ok,
+                "counts": {k: len(v) for k, v in self.by_check().items()},
+                "violations": [v.as_dict() for v in self.violations]}
+
+
+def audit(*, stale_after_seconds: float = 60.0, job_ids: list[int] | None = None) -> AuditReport:
+    """Run every check and return the report (never raises on a violation)."""
+    started = time.monotonic()
+    report = AuditReport(stale_after_seconds=stale_after_seconds)
+    # Only a transaction's first statement may set its isolation level: inside a caller's
+    # transaction (a test case, say) the audit reads that transaction's snapshot instead.
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        _row_checks(report, stale_after_seconds, job_ids)
+        _double_success(report, job_ids)
+        _replay(report, job_ids)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _id_filter(job_ids, column="id") -> tuple[str, list]:
+    if job_ids is None:
+        return "", []
+    return f" AND {column} = ANY(%s::bigint[])", [list(job_ids)]
+
+
+def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
+    extra, params = _id_filter(job_ids)
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM job_workers WHERE heartbeat_at > now() - interval '60 seconds'")
+        report.live_workers = cur.fetchone()[0]
+        cur.execute(
+            "SELECT id, locked_by, round(extract(epoch FROM now() - lease_expires_at)::numeric, 1)"
+            " FROM jobs WHERE status = 'running'"
+            " AND lease_expires_at < now() - make_interval(secs => %s)" + extra + " ORDER BY id",
+            [float(stale_after), *params])
+        for job_id, locked_by, ago in cur.fetchall():
+            report.violations.append(Violation(
+                "stale_lease", job_id,
+                f"running on {locked_by}, lease expired {ago}s ago (> {stale_after:g}s): no "
+                f"reaper is running (run `manage.py reap_jobs`, or start `run_job_workers`)"))
+        cur.execute("SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts"
+                    + extra + " ORDER BY id", params)
+        for job_id, attempts, max_attempts in cur.fetchall():
+            report.violations.append(Violation(
+                "attempts_over_max", job_id, f"attempts {attempts} > max_attempts {max_attempts}"))
+        cur.execute(
+            "SELECT id, status, locked_by, lease_token, lease_expires_at, finished_at FROM jobs"
+            " WHERE status IN ('succeeded', 'failed', 'cancelled')"
+            " AND (locked_by IS NOT NULL OR lease_token IS NOT NULL"
+            "      OR lease_expires_at IS NOT NULL OR finished_at IS NULL)" + extra + " ORDER BY id",
+            params)
+        for job_id, status, locked_by, token, lease_expires_at, finished_at in cur.fetchall():
+            held = ", ".join(f"{name}={value}" for name, value in (
+                ("locked_by", locked_by), ("lease_token", token),
+                ("lease_expires_at", lease_expires_at)) if value is not None)
+            report.violations.append(Violation(
+                "finished_with_lock", job_id,
+                f"{status} but " + (f"still holds {held}" if held else "has no finished_at")))
+
+
+def _double_success(report: AuditReport, job_ids) -> None:
+    extra, params = _id_filter(job_ids, "job_id")
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT job_id, count(*), array_agg(data->>'lease_token' ORDER BY id)"
+            " FROM job_events WHERE kind = 'succeeded'" + extra +
+            " GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id", params)
+        for job_id, n, tokens in cur.fetchall():
+            report.violations.append(Violation(
+                "double_success", job_id,
+                f"{n} succeeded events, under lease tokens {', '.join(map(str, tokens))}"))
+
+
+def _stream(sql: str, params: list):
+    """Rows of a large query through a server-side cursor, a few thousand at a time."""
+    with connection.chunked_cursor() as cur:
+        cur.execute(sql, params)
+        while rows := cur.fetchmany(5000):
+            yield from rows
+
+
+def _replay(report: AuditReport, job_ids) -> None:
+    extra, params = _id_filter(job_ids)
+    jobs = _stream("SELECT id, status, attempts, lease_token::text FROM jobs WHERE true" + extra
+                   + " ORDER BY id", params)
+    extra_e, params_e = _id_filter(job_ids, "job_id")
+    events = _stream(
+        "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status'"
+        " FROM job_events WHERE true" + extra_e + " ORDER BY job_id, id", params_e)
+    pending = next(events, None)
+    for job_id, status, attempts, token in jobs:
+        report.jobs += 1
+        history = []
+        # Events of jobs that no longer exist cannot happen (ON DELETE CASCADE); skip past any.
+        while pending is not None and pending[0] < job_id:
+            pending = next(events, None)
+        while pending is not None and pending[0] == job_id:
+            history.append(pending[1:])
+            pending = next(events, None)
+        report.events += len(history)
+        for problem in replay_job(history, status=status, attempts=attempts, lease_token=token):
+            report.violations.append(Violation("replay", job_id, problem))
+
+
+def replay_job(history, *, status: str, attempts: int, lease_token: str | None) -> list[str]:
+    """Replay one job's events [(event id, kind, attempt, lease token, next status)] and return
+    what does not add up (empty: the history explains the row)."""
+    problems: list[str] = []
+    if not history:
+        return ["no events at all (not even `created`)"]
+    if history[0][1] != EventKind.CREATED:
+        problems.append(f"history does not start with `created` (first: {history[0][1]} "
+                        f"#{history[0][0]})")
+    state, spent, token = Status.QUEUED, 0, None
+    start = 1 if history[0][1] == EventKind.CREATED else 0
+    for event_id, kind, attempt, ev_token, next_status in history[start:]:
+        where = f"{kind} #{event_id}"
+        if kind == EventKind.CREATED:
+            problems.append(f"a second `created` event ({where})")
+            continue
+        if kind in _WHILE_RUNNING:
+            if state != Status.RUNNING:
+                problems.append(f"{where} while {state}")
+            continue
+        if kind not in _TARGET:
+            continue  # log, lease_lost, lease_renewed, timed_out: no move
+        target = Status(next_status) if kind == EventKind.LEASE_EXPIRED and next_status \
+            else _TARGET[kind]
+        if target is None:
+            problems.append(f"{where} does not say where the job went")
+            continue
+        if not can_transition(state, target):
+            problems.append(f"{where}: {state} -> {target} is not an allowed transition")
+        if state == Status.RUNNING and kind != EventKind.RETRIED:
+            # Leaving running: a worker write (or the reaper) names the lease it ended.
+            if ev_token is None:
+                problems.append(f"{where} ended a run without naming its lease token")
+            elif ev_token is not None and ev_token != token:
+                problems.append(f"{where} under lease {ev_token}, but the job was running under "
+                                f"{token}: a stale write was applied")
+        if kind == EventKind.CLAIMED:
+            if attempt != spent + 1:
+                problems.append(f"{where} is attempt {attempt}, expected {spent + 1}")
+            spent, token = attempt, ev_token
+        elif kind in (EventKind.RELEASED, EventKind.SNOOZED):
+            spent -= 1  # given back without charging the attempt
+            token = None
+        else:
+            token = None
+        state = target
+    if state != status:
+        problems.append(f"events replay to {state}, but the job is {status}")
+    elif state == Status.RUNNING and token != lease_token:
+        problems.append(f"running under lease {lease_token}, but its last claim stamped {token}")
+    if spent != attempts:
+        problems.append(f"events count {spent} attempt(s), but the job says {attempts}")
+    return problems
+
