@@ -154,12 +154,14 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.JobPagination",
     "PAGE_SIZE": 25,
+    # JSON only, parsed strictly (size, depth, NaN, UTF-8); one error shape for every error.
+    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "jobs.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_RATES": {
-        "job_create": env.str("JOB_CREATE_RATE", default="600/min"),
-    },
+    # Per-user creation rate: jobs.api.throttles reads JOB_CREATE_RATE through jobs.conf.
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -170,6 +172,21 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --- Producers: Django's Tasks framework and periodic jobs (README "producers") ------------
+# django.tasks' @task functions are stored as jobs and run by `run_job_workers`. QUEUES lists
+# the queue_name values tasks may use ([] accepts any).
+TASKS = {
+    "default": {
+        "BACKEND": "jobs.tasks_backend.QueueBackend",
+        "QUEUES": env.list("TASKS_QUEUES", default=["default"]),
+    }
+}
+# Cron schedules, each tick enqueued exactly once across worker processes (jobs/periodic.py):
+# {"name": {"cron": "0 3 * * *", "timezone": "Europe/Paris", "type": "report_generate",
+#           "payload": {...}}}  or {"task": "myapp.tasks.fn", "args": [...], "kwargs": {...}}.
+# Write the dict here, or pass it as JSON in the environment.
+JOB_PERIODIC = env.json("JOB_PERIODIC", default={})
 
 # --- The queue (every JOB_* setting; typed defaults and validation in jobs/conf.py) --------
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=30.0)
@@ -191,6 +208,17 @@ JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
 JOB_MAX_QUEUE_DEPTH = env.int("JOB_MAX_QUEUE_DEPTH", default=None)
 JOB_CLAIM_BATCH_SIZE = env.int("JOB_CLAIM_BATCH_SIZE", default=50)
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=30000)
+JOB_CREATE_RATE = env.str("JOB_CREATE_RATE", default="600/min")
+# Operations (#6): retention and the pruner, /metrics, OpenTelemetry.
+JOB_RETENTION_SUCCEEDED = env.str("JOB_RETENTION_SUCCEEDED", default="7d")
+JOB_RETENTION_FAILED = env.str("JOB_RETENTION_FAILED", default="30d")
+JOB_RETENTION_CANCELLED = env.str("JOB_RETENTION_CANCELLED", default="7d")
+JOB_PRUNE_INTERVAL_SECONDS = env.float("JOB_PRUNE_INTERVAL_SECONDS", default=300.0)
+JOB_PRUNE_BATCH_SIZE = env.int("JOB_PRUNE_BATCH_SIZE", default=1000)
+JOB_METRICS_TOKEN = env.str("JOB_METRICS_TOKEN", default="")
+JOB_METRICS_WINDOW_SECONDS = env.float("JOB_METRICS_WINDOW_SECONDS", default=300.0)
+JOB_METRICS_STATEMENT_TIMEOUT_MS = env.int("JOB_METRICS_STATEMENT_TIMEOUT_MS", default=5000)
+JOB_OTEL_ENABLED = env.bool("JOB_OTEL_ENABLED", default=False)
 # Extra modules of @handler functions to import at start-up, beyond each app's handlers.py
 # (e.g. test-only handlers that worker subprocesses must know).
 JOB_EXTRA_HANDLER_MODULES = env.list("JOB_EXTRA_HANDLER_MODULES", default=[])

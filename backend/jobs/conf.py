@@ -3,6 +3,7 @@
 `config/settings.py` reads them from the environment; this module is the only place the
 queue reads them from, through `get()`. Tests change them with `override_settings`.
 """
+import re
 from dataclasses import dataclass, fields
 from functools import cache
 
@@ -33,6 +34,19 @@ class QueueConf:
     MAX_QUEUE_DEPTH: int | None = None
     CLAIM_BATCH_SIZE: int = 50
     STATEMENT_TIMEOUT_MS: int = 30000
+    CREATE_RATE: str = "600/min"
+    # Retention (jobs/services/pruning.py): how long finished jobs and their events are kept,
+    # per final status, as durations ('7d', '12h'; '' or 'off' keeps them forever).
+    RETENTION_SUCCEEDED: str = "7d"
+    RETENTION_FAILED: str = "30d"
+    RETENTION_CANCELLED: str = "7d"
+    PRUNE_INTERVAL_SECONDS: float = 300.0  # the worker pool's pruner; 0 turns it off
+    PRUNE_BATCH_SIZE: int = 1000
+    # GET /metrics (jobs/metrics.py)
+    METRICS_TOKEN: str = ""  # set: the endpoint requires `Authorization: Bearer <token>`
+    METRICS_WINDOW_SECONDS: float = 300.0  # the sliding window of the *_recent metrics
+    METRICS_STATEMENT_TIMEOUT_MS: int = 5000
+    OTEL_ENABLED: bool = False  # OpenTelemetry spans (jobs/tracing.py), if opentelemetry-api is installed
     EXTRA_HANDLER_MODULES: tuple[str, ...] = ()
 
     def validate(self) -> "QueueConf":
@@ -50,7 +64,26 @@ class QueueConf:
             raise ImproperlyConfigured("JOB_POLL_INTERVAL_SECONDS must be positive")
         if self.LOG_FORMAT not in ("text", "json"):
             raise ImproperlyConfigured("JOB_LOG_FORMAT must be 'text' or 'json'")
+        for status in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            try:
+                self.retention(status)
+            except ValueError as exc:
+                raise ImproperlyConfigured(f"JOB_RETENTION_{status}: {exc}") from None
+        if self.PRUNE_INTERVAL_SECONDS < 0:
+            raise ImproperlyConfigured("JOB_PRUNE_INTERVAL_SECONDS must be >= 0 (0: off)")
+        if self.PRUNE_BATCH_SIZE < 1:
+            raise ImproperlyConfigured("JOB_PRUNE_BATCH_SIZE must be at least 1")
+        if self.METRICS_WINDOW_SECONDS < 1:
+            raise ImproperlyConfigured("JOB_METRICS_WINDOW_SECONDS must be at least 1")
+        if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", self.CREATE_RATE):
+            raise ImproperlyConfigured("JOB_CREATE_RATE must look like 600/min (per s, min, hour or day)")
         return self
+
+    def retention(self, status: str):
+        """How long finished jobs of `status` are kept (a timedelta), or None: forever."""
+        from .durations import parse_retention
+
+        return parse_retention(getattr(self, f"RETENTION_{str(status).upper()}"))
 
 
 @cache

@@ -25,6 +25,7 @@ from .completer import Completer
 from .executor import Executor
 from .held import HeldJobs
 from .listener import Listener
+from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
 from .stats import PoolStats
@@ -141,7 +142,12 @@ class WorkerPool:
         self.reaper = Reaper() if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
         self.listener = Listener(self.wake) if use_listen else None
-        self.maintenance: list = [t for t in (self.renewer, self.reaper) if t]
+        self.pruner = Pruner() if Pruner.enabled() else None
+        from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
+
+        self.periodic = PeriodicEnqueuer()
+        self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
+                                              self.periodic) if t]
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:

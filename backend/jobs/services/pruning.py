@@ -1,0 +1,134 @@
+"""prune: delete finished jobs, and their events, once they are older than their retention.
+
+Retention is the only thing that keeps `jobs` and `job_events` from growing forever. It runs
+in small batches, each its own short transaction, so that it never holds locks for long,
+never keeps a snapshot open across the whole table (which would stop vacuum from reclaiming
+what the batches before it deleted), and never blocks or is blocked by the workers:
+- rows are picked with `FOR UPDATE SKIP LOCKED`: a job another session holds (an operator
+  retrying it, another pruner) is skipped, not waited for;
+- the guard `status IN ('succeeded', 'failed', 'cancelled')` is in the SQL, re-checked on the
+  locked row, so a queued or running job is never deleted, whatever the caller passes;
+- a job's events are deleted in the same statement as the job (the foreign key is not
+  ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind.
+
+Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
+(jobs/worker/pruner.py); several at once only share the work.
+"""
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from django.db import connection, transaction
+
+from .. import conf
+from ..durations import parse_duration
+from ..states import TERMINAL, Status
+
+# The range scan walks jobs_status_finished_idx (status, finished_at). Oldest first, so that
+# an interrupted run has removed the jobs most overdue.
+PRUNE_BATCH = """
+WITH doomed AS (
+    SELECT id FROM jobs
+    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+    ORDER BY finished_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+events AS (
+    DELETE FROM job_events e USING doomed WHERE e.job_id = doomed.id RETURNING e.id
+),
+gone AS (
+    DELETE FROM jobs j USING doomed
+    WHERE j.id = doomed.id AND j.status IN ('succeeded', 'failed', 'cancelled')
+    RETURNING j.id
+)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
+"""
+
+COUNT_PRUNABLE = """
+SELECT count(*), (SELECT count(*) FROM job_events e
+                  WHERE e.job_id IN (SELECT id FROM jobs WHERE status = %(status)s
+                                     AND finished_at < now() - make_interval(secs => %(age)s)))
+FROM jobs
+WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+"""
+
+
+def parse_statuses(statuses: Iterable[str]) -> list[Status]:
+    out = []
+    for s in statuses:
+        try:
+            status = Status(str(s).strip().lower())
+        except ValueError:
+            raise ValueError(f"unknown status {s!r}") from None
+        if status not in TERMINAL:
+            raise ValueError(f"only finished jobs are pruned; {status.value!r} is not final "
+                             "(give succeeded, failed or cancelled)")
+        if status not in out:
+            out.append(status)
+    if not out:
+        raise ValueError("give at least one status to prune")
+    return out
+
+
+def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(TERMINAL), *,
+          batch_size: int = 1000, dry_run: bool = False,
+          should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+    """Delete jobs in `statuses` that finished more than `older_than` ago, with their events.
+
+    `older_than`: a timedelta, seconds, or a duration string ('7d'). Each batch of at most
+    `batch_size` jobs is one short transaction. `dry_run` deletes nothing and counts what
+    would go. `should_stop` is polled between batches (the pruner thread's shutdown).
+
+    Returns counts: one per status (jobs deleted) and "events" (events deleted with them).
+    Raises ValueError for a bad duration, batch size, or a status that is not final.
+    """
+    age = parse_duration(older_than).total_seconds()
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    counts: dict[str, int] = {}
+    events = 0
+    for status in parse_statuses(statuses):
+        params = {"status": status.value, "age": age, "limit": int(batch_size)}
+        if dry_run:
+            with connection.cursor() as cur:
+                cur.execute(COUNT_PRUNABLE, params)
+                jobs, n_events = cur.fetchone()
+            counts[status.value] = jobs
+            events += n_events
+            continue
+        counts[status.value] = 0
+        while True:
+            if should_stop is not None and should_stop():
+                break
+            with transaction.atomic():
+                with connection.cursor() as cur:
+                    cur.execute(PRUNE_BATCH, params)
+                    jobs, n_events = cur.fetchone()
+            counts[status.value] += jobs
+            events += n_events
+            # A short batch means nothing older is left, or the rest is locked by others.
+            if jobs < batch_size:
+                break
+    counts["events"] = events
+    return counts
+
+
+def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILED,
+                                                   Status.CANCELLED), *,
+                       batch_size: int | None = None, dry_run: bool = False,
+                       should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+    """Apply JOB_RETENTION_SUCCEEDED / _FAILED / _CANCELLED: each status its own age.
+
+    A status whose retention is off is kept forever (and left out of the counts)."""
+    c = conf.get()
+    batch_size = batch_size or c.PRUNE_BATCH_SIZE
+    counts: dict[str, int] = {"events": 0}
+    for status in parse_statuses(statuses):
+        keep = c.retention(status.value)
+        if keep is None:
+            continue
+        one = prune(keep, [status], batch_size=batch_size, dry_run=dry_run,
+                    should_stop=should_stop)
+        counts[status.value] = one[status.value]
+        counts["events"] += one["events"]
+    return dict(sorted(counts.items(), key=lambda kv: kv[0] == "events"))
