@@ -18,3 +18,6 @@ class JobsConfig(AppConfig):
 
         for module in conf.get().EXTRA_HANDLER_MODULES:
             import_module(module)
+        # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
+        # system check (jobs.E200/E201).
+        from . import periodic, tasks_backend  # noqa: F401
