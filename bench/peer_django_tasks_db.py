@@ -1,0 +1,126 @@
+"""django-tasks-db's measurements. Runs in bench/.venv-peers with bench.peer_dtdb_settings;
+workers are its own `db_worker` command (one task at a time per process), `--batch` to exit
+when the queue is empty. It has no bulk enqueue path."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from bench.common import (emit, latency_summary, log, pickup_from_stamps,  # noqa: E402
+                          summary, wait_until)
+
+
+def env(url, stamp_file=""):
+    return dict(os.environ, BENCH_DTDB_URL=url, DJANGO_SETTINGS_MODULE="bench.peer_dtdb_settings",
+                PYTHONPATH=REPO, BENCH_STAMP_FILE=stamp_file)
+
+
+def worker_cmd(batch, interval=None):
+    cmd = [sys.executable, "-m", "django", "db_worker", "--no-startup-delay"]
+    if batch:
+        cmd.append("--batch")
+    if interval is not None:
+        cmd += ["--interval", str(interval)]
+    return cmd
+
+
+def reset():
+    from django_tasks_db.models import DBTaskResult
+    DBTaskResult.objects.all().delete()
+
+
+def enqueue_single(n):
+    from bench.peer_dtdb_tasks import noop
+    reset()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        noop.enqueue()
+    return n / (time.perf_counter() - t0)
+
+
+def drain(url, n, procs, fill=True):
+    from django.db.models import Max, Min
+    from django_tasks_db.models import DBTaskResult
+
+    if fill:
+        enqueue_single(n)
+    ws = [subprocess.Popen(worker_cmd(True, 0.1), env=env(url), cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+          for _ in range(procs)]
+    for w in ws:
+        w.wait(timeout=1800)
+    left = DBTaskResult.objects.exclude(status="SUCCESSFUL").count()
+    if left:
+        raise RuntimeError(f"django-tasks-db drain left {left} tasks")
+    agg = DBTaskResult.objects.aggregate(a=Min("started_at"), b=Max("finished_at"))
+    return n / (agg["b"] - agg["a"]).total_seconds()
+
+
+def pickup(url, n, gap):
+    from bench.peer_dtdb_tasks import noop
+    reset()
+    stamp_file = tempfile.mktemp(prefix="bench-dtdb-stamps-")
+    open(stamp_file, "w").close()
+    w = subprocess.Popen(worker_cmd(False), env=env(url, stamp_file), cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.0)
+    enq = {}
+    for i in range(n):
+        enq[i] = time.time()
+        noop.enqueue(i=i)
+        time.sleep(gap)
+    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 60)
+    w.terminate()
+    w.wait(timeout=30)
+    return pickup_from_stamps(enq, stamp_file)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=["all"])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--configs", default="2")
+    ap.add_argument("--pickup-n", type=int, default=200)
+    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    args = ap.parse_args()
+    os.environ.update(env(args.url))
+    import django
+    django.setup()
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    import importlib.metadata as md
+
+    result = {"system": "django-tasks-db", "version": md.version("django-tasks-db"), "n": args.n}
+    # It has no bulk path, and its drain needs the queue filled one call at a time anyway:
+    # each drain run's fill is also an enqueue run (keeps the slowest peer's share short).
+    single, tried = [], {}
+    for cfg in args.configs.split(","):
+        single.append(enqueue_single(args.n))
+        tried[cfg] = drain(args.url, args.n, int(cfg), fill=False)
+        log(f"django-tasks-db drain {cfg} processes: {tried[cfg]:.0f} jobs/s")
+    best = max(tried, key=tried.get)
+    runs = [tried[best]]
+    while len(runs) < args.runs:
+        single.append(enqueue_single(args.n))
+        runs.append(drain(args.url, args.n, int(best), fill=False))
+    log(f"django-tasks-db enqueue single {single}, drain {runs}")
+    result["enqueue_single"] = summary(single)
+    result["enqueue_bulk"] = None
+    result["drain"] = {**summary(runs), "config": f"{best} processes (db_worker, --interval 0.1)",
+                       "tried": {k: round(v) for k, v in tried.items()}}
+    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
+           for _ in range(args.runs)]
+    log(f"django-tasks-db pickup (default --interval): {lat}")
+    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

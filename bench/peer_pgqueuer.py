@@ -1,0 +1,177 @@
+"""PgQueuer's measurements. Runs in bench/.venv-peers (asyncpg driver, durable tables: the
+default, logged like ours). `all` measures; `worker` is one worker process it spawns."""
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import asyncpg  # noqa: E402
+from pgqueuer import AsyncpgDriver, Queries, QueueManager  # noqa: E402
+from pgqueuer.types import QueueExecutionMode  # noqa: E402
+
+from bench.common import (conninfo, emit, latency_summary, log,  # noqa: E402
+                          pickup_from_stamps, summary, wait_until)
+
+BULK_CHUNK = 1000
+
+
+async def _connect(url):
+    return await asyncpg.connect(conninfo(url))
+
+
+async def _reset(url, install=False):
+    conn = await _connect(url)
+    q = Queries(AsyncpgDriver(conn))
+    if install and not await q.schema_is_installed():
+        await q.install()
+    else:
+        await conn.execute("TRUNCATE pgqueuer, pgqueuer_log, pgqueuer_statistics")
+    await conn.close()
+
+
+async def _enqueue_single(url, n):
+    conn = await _connect(url)
+    q = Queries(AsyncpgDriver(conn))
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await q.enqueue("noop", None)
+    rate = n / (time.perf_counter() - t0)
+    await conn.close()
+    return rate
+
+
+async def _enqueue_bulk(url, n):
+    conn = await _connect(url)
+    q = Queries(AsyncpgDriver(conn))
+    t0 = time.perf_counter()
+    for start in range(0, n, BULK_CHUNK):
+        k = min(BULK_CHUNK, n - start)
+        await q.enqueue(["noop"] * k, [None] * k, [0] * k)
+    rate = n / (time.perf_counter() - t0)
+    await conn.close()
+    return rate
+
+
+async def _count(url):
+    conn = await _connect(url)
+    n = await conn.fetchval("SELECT count(*) FROM pgqueuer")
+    await conn.close()
+    return n
+
+
+async def _worker(url, batch, drain, stamp_file):
+    from bench.common import stamp
+
+    conn = await _connect(url)
+    qm = QueueManager(Queries(AsyncpgDriver(conn)))
+    first = []
+
+    @qm.entrypoint("noop")
+    async def noop(job):
+        if not first:
+            first.append(time.time())
+        if job.payload:
+            stamp(json.loads(job.payload))
+
+    await qm.run(batch_size=batch,
+                 mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous)
+    done = time.time()
+    await conn.close()
+    print(json.dumps({"first": first[0] if first else None, "done": done}), flush=True)
+
+
+def spawn(url, batch, drain, stamp_file=""):
+    env = dict(os.environ, BENCH_STAMP_FILE=stamp_file)
+    return subprocess.Popen([sys.executable, __file__, "worker", "--url", url, "--batch",
+                             str(batch)] + (["--drain"] if drain else []),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+
+
+def drain(url, n, procs, batch):
+    asyncio.run(_reset(url))
+    asyncio.run(_enqueue_bulk(url, n))
+    workers = [spawn(url, batch, True) for _ in range(procs)]
+    outs = [json.loads(w.communicate(timeout=600)[0].strip().splitlines()[-1]) for w in workers]
+    left = asyncio.run(_count(url))
+    if left:
+        raise RuntimeError(f"pgqueuer drain left {left} jobs")
+    first = min(o["first"] for o in outs if o["first"])
+    return n / (max(o["done"] for o in outs) - first)
+
+
+def pickup(url, n, gap):
+    asyncio.run(_reset(url))
+    stamp_file = tempfile.mktemp(prefix="bench-pgq-stamps-")
+    open(stamp_file, "w").close()
+    w = spawn(url, 10, False, stamp_file)
+    time.sleep(2.0)
+
+    async def produce():
+        conn = await _connect(url)
+        q = Queries(AsyncpgDriver(conn))
+        enq = {}
+        for i in range(n):
+            enq[i] = time.time()
+            await q.enqueue("noop", json.dumps({"i": i}).encode())
+            await asyncio.sleep(gap)
+        await conn.close()
+        return enq
+
+    enq = asyncio.run(produce())
+    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    w.terminate()
+    w.wait(timeout=30)
+    return pickup_from_stamps(enq, stamp_file)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=["all", "worker"])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=10)
+    ap.add_argument("--drain", action="store_true")
+    ap.add_argument("--configs", default="1x10,1x100,2x100")
+    ap.add_argument("--pickup-n", type=int, default=200)
+    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    args = ap.parse_args()
+    if args.cmd == "worker":
+        asyncio.run(_worker(args.url, args.batch, args.drain, os.environ.get("BENCH_STAMP_FILE")))
+        return
+    import importlib.metadata as md
+
+    asyncio.run(_reset(args.url, install=True))
+    result = {"system": "pgqueuer", "version": md.version("pgqueuer"), "n": args.n}
+    single, bulk = [], []
+    for r in range(args.runs):
+        asyncio.run(_reset(args.url))
+        single.append(asyncio.run(_enqueue_single(args.url, args.n)))
+        asyncio.run(_reset(args.url))
+        bulk.append(asyncio.run(_enqueue_bulk(args.url, args.n)))
+        log(f"pgqueuer enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
+    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    tried = {}
+    for cfg in args.configs.split(","):
+        p, b = (int(x) for x in cfg.split("x"))
+        tried[cfg] = drain(args.url, args.n, p, b)
+        log(f"pgqueuer drain {cfg}: {tried[cfg]:.0f} jobs/s")
+    best = max(tried, key=tried.get)
+    p, b = (int(x) for x in best.split("x"))
+    runs = [tried[best]] + [drain(args.url, args.n, p, b) for _ in range(args.runs - 1)]
+    result["drain"] = {**summary(runs), "config": f"{p} processes x batch {b}",
+                       "tried": {k: round(v) for k, v in tried.items()}}
+    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
+           for _ in range(args.runs)]
+    log(f"pgqueuer pickup: {lat}")
+    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Procrastinate's measurements. Runs in bench/.venv-peers (PsycopgConnector, LISTEN/NOTIFY
+on, its default). `all` measures; `worker` is one worker process it spawns."""
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import psycopg  # noqa: E402
+from procrastinate import App, PsycopgConnector  # noqa: E402
+
+from bench.common import (conninfo, emit, latency_summary, log,  # noqa: E402
+                          pickup_from_stamps, stamp, summary, wait_until)
+
+BULK_CHUNK = 1000
+FIRST: list[float] = []
+
+
+def make_app(url):
+    app = App(connector=PsycopgConnector(conninfo=conninfo(url)))
+
+    @app.task(name="noop")
+    async def noop(i=None):
+        if not FIRST:
+            FIRST.append(time.time())
+        if i is not None:
+            stamp({"i": i})
+
+    return app, noop
+
+
+def sql(url, query):
+    with psycopg.connect(conninfo(url), autocommit=True) as c:
+        cur = c.execute(query)
+        return cur.fetchone() if cur.description else None
+
+
+def reset(url, install=False):
+    if install:
+        async def go():
+            app, _ = make_app(url)
+            async with app.open_async():
+                await app.schema_manager.apply_schema_async()
+        asyncio.run(go())
+    sql(url, "TRUNCATE procrastinate_jobs, procrastinate_events RESTART IDENTITY CASCADE")
+
+
+def enqueue(url, n, bulk):
+    async def go():
+        app, noop = make_app(url)
+        async with app.open_async():
+            t0 = time.perf_counter()
+            if bulk:
+                for start in range(0, n, BULK_CHUNK):
+                    await noop.batch_defer_async(*([{}] * min(BULK_CHUNK, n - start)))
+            else:
+                for _ in range(n):
+                    await noop.defer_async()
+            return n / (time.perf_counter() - t0)
+    return asyncio.run(go())
+
+
+def _worker(url, concurrency, drain):
+    async def go():
+        app, _ = make_app(url)
+        async with app.open_async():
+            await app.run_worker_async(concurrency=concurrency, wait=not drain)
+        return time.time()
+    done = asyncio.run(go())
+    print(json.dumps({"first": FIRST[0] if FIRST else None, "done": done}), flush=True)
+
+
+def spawn(url, concurrency, drain, stamp_file=""):
+    return subprocess.Popen(
+        [sys.executable, __file__, "worker", "--url", url, "--concurrency", str(concurrency)]
+        + (["--drain"] if drain else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(os.environ, BENCH_STAMP_FILE=stamp_file), text=True)
+
+
+def drain(url, n, procs, concurrency):
+    reset(url)
+    enqueue(url, n, bulk=True)
+    workers = [spawn(url, concurrency, True) for _ in range(procs)]
+    outs = [json.loads(w.communicate(timeout=900)[0].strip().splitlines()[-1]) for w in workers]
+    left = sql(url, "SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'")[0]
+    if left:
+        raise RuntimeError(f"procrastinate drain left {left} jobs")
+    return n / (max(o["done"] for o in outs) - min(o["first"] for o in outs if o["first"]))
+
+
+def pickup(url, n, gap):
+    reset(url)
+    stamp_file = tempfile.mktemp(prefix="bench-proc-stamps-")
+    open(stamp_file, "w").close()
+    w = spawn(url, 4, False, stamp_file)
+    time.sleep(2.0)
+
+    async def produce():
+        app, noop = make_app(url)
+        enq = {}
+        async with app.open_async():
+            for i in range(n):
+                enq[i] = time.time()
+                await noop.defer_async(i=i)
+                await asyncio.sleep(gap)
+        return enq
+
+    enq = asyncio.run(produce())
+    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    w.terminate()
+    w.wait(timeout=30)
+    return pickup_from_stamps(enq, stamp_file)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=["all", "worker"])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--drain", action="store_true")
+    ap.add_argument("--configs", default="1x10,2x10,2x50")
+    ap.add_argument("--pickup-n", type=int, default=200)
+    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    args = ap.parse_args()
+    if args.cmd == "worker":
+        _worker(args.url, args.concurrency, args.drain)
+        return
+    import importlib.metadata as md
+
+    reset(args.url, install=True)
+    result = {"system": "procrastinate", "version": md.version("procrastinate"), "n": args.n}
+    single, bulk = [], []
+    for r in range(args.runs):
+        reset(args.url)
+        single.append(enqueue(args.url, args.n, bulk=False))
+        reset(args.url)
+        bulk.append(enqueue(args.url, args.n, bulk=True))
+        log(f"procrastinate enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
+    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    tried = {}
+    for cfg in args.configs.split(","):
+        p, c = (int(x) for x in cfg.split("x"))
+        tried[cfg] = drain(args.url, args.n, p, c)
+        log(f"procrastinate drain {cfg}: {tried[cfg]:.0f} jobs/s")
+    best = max(tried, key=tried.get)
+    p, c = (int(x) for x in best.split("x"))
+    runs = [tried[best]] + [drain(args.url, args.n, p, c) for _ in range(args.runs - 1)]
+    result["drain"] = {**summary(runs), "config": f"{p} processes x concurrency {c}",
+                       "tried": {k: round(v) for k, v in tried.items()}}
+    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
+           for _ in range(args.runs)]
+    log(f"procrastinate pickup: {lat}")
+    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
