@@ -31,7 +31,6 @@ import traceback as tb
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models.functions import Now
 
 from . import services
 from .context import JobContext, Snooze
@@ -155,12 +154,18 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
 
 
 def _make_due(types, queues) -> None:
-    qs = Job.objects.filter(status=Status.QUEUED, available_at__gt=Now())
+    # now(), the engine's clock (transaction time), not Django's Now() (statement time): inside
+    # a test's transaction the two differ, and the claim compares with now().
+    sql = "UPDATE jobs SET available_at = now() WHERE status = 'queued' AND available_at > now()"
+    params: list = []
     if types:
-        qs = qs.filter(type__in=types)
+        sql += " AND type = ANY(%s::text[])"
+        params.append(list(types))
     if queues:
-        qs = qs.filter(queue__in=queues)
-    qs.update(available_at=Now())
+        sql += " AND queue = ANY(%s::text[])"
+        params.append(list(queues))
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
 
 
 def _context(job, worker_id: str) -> JobContext:
