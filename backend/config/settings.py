@@ -171,6 +171,18 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "jobs.api.serializers.STATUS_CHOICES",
+        "EventKindEnum": "jobs.api.serializers.EVENT_KIND_CHOICES",
+        "HealthStatusEnum": ["ok", "unavailable"],
+    },
+    "TAGS": [
+        {"name": "jobs", "description": "Enqueue, list, inspect, cancel and retry jobs."},
+        {"name": "events", "description": "Cursor feeds of job events, for polling."},
+        {"name": "metrics", "description": "Queue figures for dashboards."},
+        {"name": "auth", "description": "Session login for the UI; scripts use `Authorization: Token <key>`."},
+        {"name": "health", "description": "Readiness for load balancers."},
+    ],
 }
 
 # --- Producers: Django's Tasks framework and periodic jobs (README "producers") ------------

@@ -1,0 +1,51 @@
+"""Job list filters (django-filter): status, type, queue, priority, created range, search."""
+import django_filters
+from django import forms
+from django.db.models import Q
+
+from ..models import Job
+from ..selectors import parse_job_id
+from .serializers import STATUS_CHOICES
+
+
+class StatusInFilter(django_filters.BaseInFilter, django_filters.ChoiceFilter):
+    pass
+
+
+class IntegerFilter(django_filters.NumberFilter):
+    field_class = forms.IntegerField
+
+
+class JobFilter(django_filters.FilterSet):
+    status = StatusInFilter(
+        field_name="status", lookup_expr="in", choices=[(s, s) for s in STATUS_CHOICES],
+        help_text="One status or several, comma-separated: queued,running.",
+    )
+    type = django_filters.CharFilter(field_name="type", max_length=100, help_text="Exact job type.")
+    queue = django_filters.CharFilter(field_name="queue", max_length=100, help_text="Exact queue name.")
+    priority = IntegerFilter(field_name="priority", min_value=-100, max_value=100,
+                                           help_text="Exact priority.")
+    priority_min = IntegerFilter(field_name="priority", lookup_expr="gte",
+                                               min_value=-100, max_value=100)
+    priority_max = IntegerFilter(field_name="priority", lookup_expr="lte",
+                                               min_value=-100, max_value=100)
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+                                                     help_text="ISO 8601; created at or after.")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
+                                                      help_text="ISO 8601; created before.")
+    search = django_filters.CharFilter(method="filter_search", max_length=255,
+                                       help_text="A job id or an exact idempotency key.")
+
+    class Meta:
+        model = Job
+        fields = []
+
+    def filter_search(self, queryset, name, value):
+        value = value.strip()
+        if not value:
+            return queryset
+        match = Q(idempotency_key=value)
+        job_id = parse_job_id(value)
+        if job_id is not None:
+            match |= Q(pk=job_id)
+        return queryset.filter(match)

@@ -1,0 +1,78 @@
+"""A strict JSON parser: the API's only way in for request bodies.
+
+DRF's JSONParser reads the whole stream whatever its size (it bypasses Django's
+DATA_UPLOAD_MAX_MEMORY_SIZE), turns `1e400` into infinity, and lets a document nested a
+thousand levels deep hit the interpreter's recursion limit (a 500). PostgreSQL then refuses
+infinities, NUL characters and lone surrogates in jsonb (another 500). This parser turns each
+of those into a clear 400, or a 413 for a body over the size limit, before any view runs.
+"""
+import json
+import math
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import JSONRenderer
+
+from .exceptions import PayloadTooLarge
+
+MAX_DEPTH = 64
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON (no NaN or Infinity)")
+
+
+def _check(value) -> None:
+    """Walk the document iteratively: depth, finite numbers, text PostgreSQL can store."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ParseError("JSON number out of range (no NaN or Infinity)")
+        elif isinstance(item, str):
+            _check_text(item)
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise ParseError("JSON strings may not contain NUL (\\u0000) characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParseError("JSON strings may not contain unpaired surrogates") from None
+
+
+def body_limit() -> int | None:
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+class StrictJSONParser(BaseParser):
+    media_type = "application/json"
+    renderer_class = JSONRenderer
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = body_limit()
+        raw = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise PayloadTooLarge(f"request body over {limit} bytes")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"request body is not valid UTF-8 ({exc.reason} at byte {exc.start})")
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error: {exc}") from None
+        _check(data)
+        return data

@@ -1,0 +1,81 @@
+"""OpenAPI helpers: the common error responses with examples, and the documented headers."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+
+from .serializers import ErrorSerializer
+
+_ERRORS = {
+    400: ("Invalid input: `errors` names each bad field.", "invalid", {
+        "code": "invalid",
+        "detail": "type: unknown job type 'nope'; registered types: noop, sleep.; "
+                  "priority: Ensure this value is less than or equal to 100.",
+        "errors": {"type": ["unknown job type 'nope'; registered types: noop, sleep."],
+                   "priority": ["Ensure this value is less than or equal to 100."]},
+    }),
+    401: ("Not authenticated: send `Authorization: Token <key>` or log in.", "not_authenticated", {
+        "code": "not_authenticated", "detail": "Authentication credentials were not provided.",
+    }),
+    403: ("Authenticated, but without the permission this needs (or a session write without "
+          "its CSRF token).", "permission_denied", {
+        "code": "permission_denied",
+        "detail": "You do not have permission to perform this action.",
+    }),
+    404: ("No such job (or page).", "not_found", {"code": "not_found", "detail": "job 42 not found"}),
+    409: ("The job's status does not allow it, or the idempotency key was used for a different "
+          "request.", "conflict", {
+        "code": "invalid_transition", "detail": "cannot cancel job 42: it is succeeded",
+        "status": "succeeded",
+    }),
+    413: ("The payload is over JOB_MAX_PAYLOAD_BYTES, or the body over the request size limit.",
+          "payload_too_large", {
+        "code": "payload_too_large",
+        "detail": "payload is 70000 bytes; the limit is 65536 (JOB_MAX_PAYLOAD_BYTES)",
+    }),
+    429: ("Too many requests: wait `Retry-After` seconds.", "throttled", {
+        "code": "throttled", "detail": "Request was throttled. Expected available in 12 seconds.",
+    }),
+    503: ("The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait "
+          "`Retry-After` seconds.", "unavailable", {
+        "code": "queue_full", "detail": "the queue holds 10000 queued jobs (JOB_MAX_QUEUE_DEPTH=10000)",
+    }),
+}
+
+
+def errors(*statuses: int) -> dict:
+    out = {}
+    for code in statuses:
+        description, name, example = _ERRORS[code]
+        examples = [OpenApiExample(name, value=example, response_only=True, status_codes=[code])]
+        if code == 409:
+            examples.append(OpenApiExample(
+                "idempotency_conflict", response_only=True, status_codes=[409],
+                value={"code": "idempotency_conflict", "job_id": 42,
+                       "detail": "idempotency key 'order-7' was already used for a different "
+                                 "request (job 42)"}))
+        if code == 503:
+            examples.append(OpenApiExample(
+                "database_unavailable", response_only=True, status_codes=[503],
+                value={"code": "database_unavailable",
+                       "detail": "the database is unavailable; try again shortly"}))
+        out[code] = OpenApiResponse(ErrorSerializer, description=description, examples=examples)
+    return out
+
+
+RETRY_AFTER = OpenApiParameter(
+    "Retry-After", OpenApiTypes.INT, OpenApiParameter.HEADER, response=[429, 503], required=True,
+    description="Seconds to wait before trying again.",
+)
+REPLAY = OpenApiParameter(
+    "X-Idempotency-Replay", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+    required=True, enum=["true"],
+    description="Present on a 200 from job creation: the idempotency key was seen before with "
+                "the same request, and this is the job that request created.",
+)
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 255},
+    OpenApiParameter.HEADER, required=False,
+    description="Makes the request safe to repeat: the same key with the same request returns "
+                "the first job (200, X-Idempotency-Replay: true); with a different request, "
+                "409. May also be given as idempotency_key in the body (not both, unless equal).",
+)
+JOB_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The job id.")

@@ -1,0 +1,400 @@
+"""Serializers: request validation and the JSON shapes of jobs, events, metrics and users.
+
+Request serializers refuse fields they do not know, naming them; the fields the queue
+itself maintains (status, attempts, lease, result ...) are refused as read-only, so that no
+request can mass-assign them.
+"""
+import json
+import re
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .. import conf
+from ..models import Job, JobEvent
+from ..registry import registry
+from ..states import EventKind, Status
+from .exceptions import PayloadTooLarge
+
+MAX_BULK_JOBS = 1000
+MAX_ATTEMPTS_LIMIT = 1000
+MAX_DELAY_SECONDS = 366 * 86400
+MAX_TIMEOUT_SECONDS = 30 * 86400
+STATUS_CHOICES = [s.value for s in Status]
+EVENT_KIND_CHOICES = [k.value for k in EventKind]
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+# Fields of a job that only the queue writes: a request naming one is refused.
+QUEUE_MAINTAINED_FIELDS = frozenset({
+    "id", "status", "attempts", "available_at", "created_at", "updated_at", "started_at",
+    "finished_at", "locked_by", "lease_expires_at", "lease_token", "progress",
+    "progress_percent", "progress_message", "result", "last_error", "last_traceback",
+    "request_fingerprint", "cancel_requested_at", "events",
+})
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "example": {"to": "ada@example.com"}})
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (a dict); anything else is refused."""
+
+    default_error_messages = {"not_object": "must be a JSON object, not {kind}."}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            self.fail("not_object", kind=type(value).__name__.replace("NoneType", "null"))
+        return value
+
+
+@extend_schema_field({"nullable": True, "description": "Any JSON value the handler returned."})
+class AnyJSONField(serializers.JSONField):
+    pass
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses unknown and read-only fields in the request body, naming each."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            errors = {}
+            for name in data:
+                if name in self.fields and not self.fields[name].read_only:
+                    continue
+                if name in QUEUE_MAINTAINED_FIELDS:
+                    errors[name] = ["read-only: the queue sets this field, a request cannot."]
+                else:
+                    errors[name] = ["unknown field."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class JobCreateSerializer(StrictSerializer):
+    type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
+    payload = JSONObjectField(required=False, default=dict,
+                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.")
+    priority = serializers.IntegerField(required=False, min_value=-100, max_value=100,
+                                        help_text="-100..100, higher runs first. Default: the type's.")
+    max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
+                                            help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
+    queue = serializers.CharField(required=False, max_length=100,
+                                  help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+    idempotency_key = serializers.CharField(
+        required=False, allow_null=True, max_length=255,
+        help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
+    )
+    run_at = serializers.DateTimeField(required=False, allow_null=True,
+                                       help_text="Not runnable before this time. Not with delay_seconds.")
+    delay_seconds = serializers.FloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
+                                           help_text="Not runnable for this many seconds. Not with run_at.")
+    timeout_seconds = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
+                                               help_text="Per-attempt time limit. Default: the type's.")
+
+    def validate_type(self, value):
+        if value not in registry:
+            known = ", ".join(spec.name for spec in registry.all()) or "none"
+            raise serializers.ValidationError(
+                f"unknown job type {value!r}; registered types: {known}.", code="unknown_type")
+        return value
+
+    def validate_payload(self, value):
+        limit = conf.get().MAX_PAYLOAD_BYTES
+        size = len(json.dumps(value, separators=(",", ":")).encode())
+        if size > limit:
+            raise PayloadTooLarge(f"payload is {size} bytes; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)")
+        return value
+
+    def validate_queue(self, value):
+        if not QUEUE_NAME.match(value):
+            raise serializers.ValidationError("use letters, digits and _ . : - only.")
+        return value
+
+    def validate_idempotency_key(self, value):
+        if value is not None and not value.strip():
+            raise serializers.ValidationError("may not be blank.")
+        return value
+
+    def validate(self, attrs):
+        if attrs.get("run_at") is not None and attrs.get("delay_seconds"):
+            raise serializers.ValidationError({"delay_seconds": ["give run_at or delay_seconds, not both."]})
+        return attrs
+
+    def enqueue_options(self) -> dict:
+        """The validated body as keyword arguments of `services.enqueue_job`."""
+        data = self.validated_data
+        options = {
+            "priority": data.get("priority"), "queue": data.get("queue"),
+            "run_at": data.get("run_at"), "delay": data.get("delay_seconds"),
+            "idempotency_key": data.get("idempotency_key"),
+            "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
+        }
+        return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
+
+
+class JobBulkCreateSerializer(StrictSerializer):
+    jobs = JobCreateSerializer(many=True, min_length=1, max_length=MAX_BULK_JOBS,
+                               allow_empty=False, help_text=f"1 to {MAX_BULK_JOBS} jobs.")
+
+    def validate_jobs(self, jobs):
+        seen: dict[str, int] = {}
+        for index, job in enumerate(jobs):
+            key = job.get("idempotency_key")
+            if key is None:
+                continue
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"jobs[{index}] repeats the idempotency_key of jobs[{seen[key]}].")
+            seen[key] = index
+        return jobs
+
+    def enqueue_items(self) -> list[dict]:
+        """The validated jobs as the dicts `services.enqueue_many` takes."""
+        items = []
+        for data in self.validated_data["jobs"]:
+            item = {"type": data["type"], "payload": data.get("payload", {})}
+            for source, target in (("priority", "priority"), ("queue", "queue"),
+                                   ("run_at", "run_at"), ("delay_seconds", "delay"),
+                                   ("idempotency_key", "idempotency_key"),
+                                   ("max_attempts", "max_attempts"),
+                                   ("timeout_seconds", "timeout")):
+                if data.get(source) is not None:
+                    item[target] = data[source]
+            items.append(item)
+        return items
+
+
+class ProgressSerializer(serializers.Serializer):
+    percent = serializers.IntegerField(source="progress_percent", allow_null=True,
+                                       min_value=0, max_value=100)
+    message = serializers.CharField(source="progress_message", allow_blank=True)
+
+
+class JobSerializer(serializers.ModelSerializer):
+    """A job as lists, creation, cancel and retry return it."""
+
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    payload = JSONObjectField()
+    result = AnyJSONField(allow_null=True)
+    progress = ProgressSerializer(source="*")
+    is_finished = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "type", "queue", "status", "priority", "payload", "result", "attempts",
+            "max_attempts", "available_at", "created_at", "updated_at", "started_at",
+            "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
+            "progress", "progress_percent", "progress_message", "last_error",
+            "idempotency_key", "cancel_requested_at", "is_finished",
+        ]
+        read_only_fields = fields
+
+    def get_is_finished(self, job) -> bool:
+        return job.status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+
+class EventSerializer(serializers.ModelSerializer):
+    """One event; `job_type` and `job_status` (the job's status now) save the UI a lookup."""
+
+    job_id = serializers.IntegerField()
+    job_type = serializers.CharField(source="job.type")
+    job_status = serializers.ChoiceField(source="job.status", choices=STATUS_CHOICES)
+    kind = serializers.ChoiceField(choices=EVENT_KIND_CHOICES)
+    data = JSONObjectField()
+
+    class Meta:
+        model = JobEvent
+        fields = ["id", "job_id", "job_type", "job_status", "kind", "attempt", "worker_id",
+                  "message", "data", "created_at"]
+        read_only_fields = fields
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job with every field of the model and its latest events (oldest first)."""
+
+    events = EventSerializer(many=True, source="latest_events",
+                             help_text="The latest 50 events, oldest first.")
+
+    class Meta(JobSerializer.Meta):
+        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events"]
+        read_only_fields = fields
+
+
+class BulkCreatedSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    jobs = JobSerializer(many=True)
+
+
+class EventPageSerializer(serializers.Serializer):
+    results = EventSerializer(many=True)
+    has_more = serializers.BooleanField(help_text="More events follow: poll again at once.")
+    next_after = serializers.IntegerField(allow_null=True,
+                                          help_text="Pass as `after` in the next poll.")
+
+
+class EventFeedQuerySerializer(serializers.Serializer):
+    after = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
+                                     help_text="An event id: only later events. Omit to start from the latest.")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100,
+                                     help_text="At most this many events (1..500, default 100).")
+
+
+class JobTypeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    queue = serializers.CharField()
+    priority = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    timeout_seconds = serializers.IntegerField(allow_null=True)
+    payload_example = JSONObjectField()
+
+
+class _Finished(serializers.Serializer):
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _FinishedWindows(serializers.Serializer):
+    last_1m = _Finished()
+    last_5m = _Finished()
+    last_15m = _Finished()
+
+
+class _PriorityDepth(serializers.Serializer):
+    priority = serializers.IntegerField()
+    count = serializers.IntegerField()
+
+
+class _QueueDepth(serializers.Serializer):
+    queue = serializers.CharField()
+    count = serializers.IntegerField()
+    paused = serializers.BooleanField()
+
+
+class _Queued(serializers.Serializer):
+    total = serializers.IntegerField()
+    runnable = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later (run_at, backoff).")
+    by_priority = _PriorityDepth(many=True)
+    by_queue = _QueueDepth(many=True)
+    max_depth = serializers.IntegerField(allow_null=True, help_text="JOB_MAX_QUEUE_DEPTH (null: off).")
+
+
+class _RunTime(serializers.Serializer):
+    mean = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    sample_size = serializers.IntegerField(help_text="Jobs finished in the last 15 minutes.")
+
+
+class _ThroughputPoint(serializers.Serializer):
+    minute = serializers.DateTimeField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _RunningJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    worker_id = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    progress_percent = serializers.IntegerField(allow_null=True)
+
+
+class _WorkerProcess(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField())
+    started_at = serializers.DateTimeField()
+    heartbeat_at = serializers.DateTimeField()
+    running_jobs = _RunningJob(many=True)
+
+
+class _Workers(serializers.Serializer):
+    active = serializers.IntegerField(help_text="Processes with a heartbeat in the last 15 s.")
+    threads = serializers.IntegerField()
+    busy_threads = serializers.IntegerField()
+    processes = _WorkerProcess(many=True)
+
+
+class _CountsByStatus(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class MetricsSerializer(serializers.Serializer):
+    generated_at = serializers.DateTimeField()
+    counts_by_status = _CountsByStatus()
+    queued = _Queued()
+    oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
+    finished = _FinishedWindows()
+    run_time_seconds = _RunTime()
+    retry_rate = serializers.FloatField(
+        allow_null=True, help_text="Share of jobs finished in the last 15 minutes that took more than one attempt.")
+    throughput = _ThroughputPoint(many=True, help_text="Succeeded and failed per minute, last 15 minutes, oldest first.")
+    workers = _Workers()
+
+
+class LoginSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False,
+                                     style={"input_type": "password"})
+
+
+class _Can(serializers.Serializer):
+    view = serializers.BooleanField()
+    create = serializers.BooleanField()
+    cancel = serializers.BooleanField()
+    retry = serializers.BooleanField()
+
+
+class UserSerializer(serializers.ModelSerializer):
+    permissions = serializers.SerializerMethodField()
+    can = serializers.SerializerMethodField()
+
+    class Meta:
+        model = get_user_model()
+        fields = ["id", "username", "is_staff", "is_superuser", "permissions", "can"]
+        read_only_fields = fields
+
+    def get_permissions(self, user) -> list[str]:
+        return sorted(user.get_all_permissions())
+
+    @extend_schema_field(_Can)
+    def get_can(self, user):
+        return {
+            "view": user.has_perm("jobs.view_job"),
+            "create": user.has_perm("jobs.add_job"),
+            "cancel": user.has_perm("jobs.change_job"),
+            "retry": user.has_perm("jobs.change_job"),
+        }
+
+
+class CsrfSerializer(serializers.Serializer):
+    csrf_token = serializers.CharField(help_text="Send it back in the X-CSRFToken header.")
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    database = serializers.CharField()
+    migrations = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error response has this shape."""
+
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_found, not_authenticated, "
+                                           "permission_denied, invalid_transition, idempotency_conflict, "
+                                           "payload_too_large, throttled, queue_full, database_unavailable ...")
+    detail = serializers.CharField(help_text="A sentence for people.")
+    errors = serializers.DictField(required=False, child=serializers.JSONField(),
+                                   help_text="On 400 only: each bad field with its messages.")
+    status = serializers.CharField(required=False, help_text="On invalid_transition: the job's status.")
+    job_id = serializers.IntegerField(required=False, help_text="On idempotency_conflict: the first job.")
+

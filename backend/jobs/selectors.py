@@ -1,0 +1,260 @@
+"""Selectors: every read the API, the admin and the metrics make. Nothing here writes.
+
+Each list or detail read is a fixed number of queries, whatever the number of rows
+(`tests/test_api_jobs.py` pins them with django_assert_num_queries).
+"""
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Count
+from django.utils import timezone
+
+from . import conf
+from .exceptions import JobNotFound
+from .models import Job, JobEvent, QueueSetting, WorkerProcess
+from .registry import registry
+from .states import Status
+
+DETAIL_EVENTS = 50
+EVENTS_DEFAULT_LIMIT = 100
+EVENTS_MAX_LIMIT = 500
+# A worker process heartbeats every renew interval (at most 2 s); one that has been silent
+# for this long is gone (SIGKILL, a lost host) even though its row is still there.
+WORKER_ALIVE_SECONDS = 15
+THROUGHPUT_MINUTES = 15
+_MAX_BIGINT = 2**63 - 1
+
+
+def parse_job_id(value) -> int | None:
+    """A job id from a URL or a search box, or None when it cannot be one."""
+    try:
+        job_id = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return job_id if 0 < job_id <= _MAX_BIGINT else None
+
+
+def job_list():
+    """All jobs, newest first, without the (long) traceback; the API filters and pages it."""
+    return Job.objects.defer("last_traceback", "request_fingerprint").order_by("-id")
+
+
+def job_get(job_id) -> Job:
+    pk = parse_job_id(job_id)
+    job = Job.objects.filter(pk=pk).first() if pk is not None else None
+    if job is None:
+        raise JobNotFound(job_id)
+    return job
+
+
+@dataclass
+class JobDetail:
+    job: Job
+    events: list[JobEvent]
+
+
+def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
+    """The job and its latest `events` events, oldest first: two queries."""
+    job = job_get(job_id)
+    latest = list(
+        JobEvent.objects.filter(job_id=job.pk).select_related(None).order_by("-id")[:events]
+    )
+    for event in latest:
+        event.job = job  # the serializer reads job.type / job.status without a query
+    latest.reverse()
+    return JobDetail(job=job, events=latest)
+
+
+@dataclass
+class EventPage:
+    results: list[JobEvent]
+    has_more: bool
+    next_after: int | None
+
+
+def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
+                job_id: int | None = None) -> EventPage:
+    """A cursor feed of events, oldest first: the ones after `after`, up to `limit`.
+
+    Without `after`, the latest `limit` events (still oldest first), so that a poller starts
+    from now rather than replaying history. `next_after` is the cursor for the next poll.
+    """
+    qs = JobEvent.objects.select_related("job").only(
+        "id", "job_id", "kind", "attempt", "worker_id", "message", "data", "created_at",
+        "job__type", "job__status",
+    )
+    if job_id is not None:
+        qs = qs.filter(job_id=job_id)
+    if after is None:
+        rows = list(qs.order_by("-id")[: limit + 1])
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        rows.reverse()
+        has_more = False  # these are the newest: nothing after them yet
+    else:
+        rows = list(qs.filter(id__gt=after).order_by("id")[: limit + 1])
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+    next_after = rows[-1].id if rows else after
+    return EventPage(results=rows, has_more=has_more, next_after=next_after)
+
+
+def job_types() -> list[dict]:
+    """The registered handler types with the defaults a job of that type gets."""
+    settings = conf.get()
+    return [
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "queue": spec.queue or "default",
+            "priority": spec.priority,
+            "max_attempts": spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS,
+            "timeout_seconds": spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS,
+            "payload_example": spec.payload_example,
+        }
+        for spec in registry.all()
+    ]
+
+
+def queued_depth() -> int:
+    return Job.objects.queued().count()
+
+
+def job_by_idempotency_key(key: str) -> Job | None:
+    return Job.objects.filter(idempotency_key=key).first()
+
+
+def known_queues() -> list[str]:
+    """Queue names worth offering in filters: the registry's, the configured ones, default."""
+    names = {"default"} | {spec.queue for spec in registry.all() if spec.queue}
+    names |= set(QueueSetting.objects.values_list("queue", flat=True))
+    return sorted(names)
+
+
+_FINISHED_SQL = """
+SELECT
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'succeeded'),
+    count(*) FILTER (WHERE status = 'failed'),
+    avg(extract(epoch FROM finished_at - started_at)) FILTER (WHERE started_at IS NOT NULL),
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at))
+        FILTER (WHERE started_at IS NOT NULL),
+    count(*) FILTER (WHERE attempts > 1),
+    count(*)
+FROM jobs
+WHERE status IN ('succeeded', 'failed') AND finished_at >= now() - interval '15 minutes'
+"""
+
+# Succeeded and failed per minute over the last 15 minutes, every minute present (zeros too).
+_THROUGHPUT_SQL = """
+WITH per_minute AS (
+    SELECT date_trunc('minute', finished_at) AS minute,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed
+    FROM jobs
+    WHERE status IN ('succeeded', 'failed')
+      AND finished_at >= date_trunc('minute', now()) - interval '14 minutes'
+    GROUP BY 1
+)
+SELECT m.minute, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
+FROM generate_series(date_trunc('minute', now()) - interval '14 minutes',
+                     date_trunc('minute', now()), interval '1 minute') AS m(minute)
+LEFT JOIN per_minute p ON p.minute = m.minute
+ORDER BY m.minute
+"""
+
+_QUEUED_SQL = """
+SELECT extract(epoch FROM now() - min(available_at)) FILTER (WHERE available_at <= now()),
+       count(*) FILTER (WHERE available_at <= now()),
+       count(*) FILTER (WHERE available_at > now())
+FROM jobs WHERE status = 'queued'
+"""
+
+
+def _round(value, digits=3):
+    return None if value is None else round(float(value), digits)
+
+
+def metrics() -> dict:
+    """The figures behind /api/v1/metrics/ and the dashboard, in a fixed number of queries."""
+    settings = conf.get()
+    counts = {s.value: 0 for s in Status}
+    for row in Job.objects.values("status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] = row["n"]
+    queued = Job.objects.queued()
+    by_priority = [
+        {"priority": r["priority"], "count": r["n"]}
+        for r in queued.values("priority").annotate(n=Count("id")).order_by("-priority")
+    ]
+    paused = dict(QueueSetting.objects.values_list("queue", "paused"))
+    by_queue = [
+        {"queue": r["queue"], "count": r["n"], "paused": paused.get(r["queue"], False)}
+        for r in queued.values("queue").annotate(n=Count("id")).order_by("queue")
+    ]
+    with connection.cursor() as cur:
+        cur.execute(_QUEUED_SQL)
+        oldest_age, runnable, scheduled = cur.fetchone()
+        cur.execute(_FINISHED_SQL)
+        (s1, f1, s5, f5, s15, f15, mean, p95, retried, finished) = cur.fetchone()
+        cur.execute(_THROUGHPUT_SQL)
+        throughput = [
+            {"minute": minute, "succeeded": s, "failed": f}
+            for minute, s, f in cur.fetchall()
+        ]
+    return {
+        "generated_at": timezone.now(),
+        "counts_by_status": counts,
+        "queued": {
+            "total": counts[Status.QUEUED],
+            "runnable": runnable,
+            "scheduled": scheduled,
+            "by_priority": by_priority,
+            "by_queue": by_queue,
+            "max_depth": settings.MAX_QUEUE_DEPTH,
+        },
+        "oldest_runnable_age_seconds": _round(max(oldest_age, 0) if oldest_age is not None else None),
+        "finished": {
+            "last_1m": {"succeeded": s1, "failed": f1},
+            "last_5m": {"succeeded": s5, "failed": f5},
+            "last_15m": {"succeeded": s15, "failed": f15},
+        },
+        "run_time_seconds": {"mean": _round(mean), "p95": _round(p95), "sample_size": finished},
+        # The share of jobs finished in the last 15 minutes that needed more than one attempt.
+        "retry_rate": _round(retried / finished, 4) if finished else None,
+        "throughput": throughput,
+        "workers": active_workers(),
+    }
+
+
+def active_workers() -> dict:
+    """Worker processes whose heartbeat is recent, each with the jobs its threads run."""
+    cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
+    processes = list(WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id"))
+    running = list(
+        Job.objects.running().filter(locked_by__isnull=False)
+        .values("id", "type", "locked_by", "started_at", "progress_percent").order_by("id")
+    ) if processes else []
+    rows = []
+    for process in processes:
+        prefix = f"{process.id}-"
+        jobs = [
+            {"id": j["id"], "type": j["type"], "worker_id": j["locked_by"],
+             "started_at": j["started_at"], "progress_percent": j["progress_percent"]}
+            for j in running if j["locked_by"].startswith(prefix)
+        ]
+        rows.append({
+            "id": process.id, "hostname": process.hostname, "pid": process.pid,
+            "threads": process.threads, "queues": process.queues,
+            "started_at": process.started_at, "heartbeat_at": process.heartbeat_at,
+            "running_jobs": jobs,
+        })
+    return {
+        "active": len(rows),
+        "threads": sum(r["threads"] for r in rows),
+        "busy_threads": sum(len(r["running_jobs"]) for r in rows),
+        "processes": rows,
+    }
