@@ -5,7 +5,7 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
 
     from jobs import handler
 
-    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media")
+    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2)
     def make_thumbnail(ctx, payload):
         ctx.progress(50, "resizing")
         return {"ok": True}
@@ -22,6 +22,7 @@ class HandlerSpec:
     timeout_seconds: int | None = None
     queue: str = "default"
     priority: int = 0
+    concurrency: int | None = None  # most jobs of this type running at once, across all workers
     description: str = ""
     payload_example: dict = field(default_factory=dict)
 
@@ -48,6 +49,9 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         return name in self._specs
 
+    def type_limits(self) -> dict[str, int]:
+        return {s.name: s.concurrency for s in self._specs.values() if s.concurrency}
+
     def all(self) -> list[HandlerSpec]:
         return sorted(self._specs.values(), key=lambda s: s.name)
 
@@ -57,12 +61,14 @@ registry = Registry()
 
 def handler(name: str | None = None, *, max_attempts: int | None = None,
             timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
-            description: str | None = None, payload_example: dict | None = None):
+            concurrency: int | None = None, description: str | None = None,
+            payload_example: dict | None = None):
     """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
 
     def decorate(func):
         defaults = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
-                        priority=priority, payload_example=payload_example or {})
+                        priority=priority, concurrency=concurrency,
+                        payload_example=payload_example or {})
         if description is not None:
             defaults["description"] = description
         registry.register(name or func.__name__, func, **defaults)

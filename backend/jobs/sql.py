@@ -27,22 +27,9 @@ BACKOFF_SECONDS = (
 # must not re-evaluate the ORDER BY (it does not need to: RETURNING order is irrelevant, the
 # worker ids are assigned by the row number the picked CTE computed, in claim order).
 # Paused queues are skipped inside the claim, and queues with a concurrency limit are claimed
-# under a transaction-scoped advisory lock (see services/claim.py), so limits hold across
+# under a transaction-scoped advisory lock (see services/claiming.py), so limits hold across
 # every worker process.
-CLAIM = """
-WITH picked AS (
-    SELECT id, row_number() OVER () AS n
-    FROM (
-        SELECT id FROM jobs
-        WHERE status = 'queued' AND available_at <= now() {queue_filter}
-          AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
-        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) AS locked
-),
-claimed AS (
+_CLAIM_TAIL = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
         locked_by = (%(worker_ids)s::text[])[picked.n],
@@ -67,6 +54,21 @@ events AS (
 )
 SELECT * FROM claimed
 """
+
+CLAIM = """
+WITH picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        SELECT id FROM jobs
+        WHERE status = 'queued' AND available_at <= now() {queue_filter}
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS locked
+),
+""" + _CLAIM_TAIL
 
 # --- complete (batched; each row still fenced by its own lease token) -----------------------
 # A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
@@ -262,3 +264,60 @@ SELECT id, status, locked_by FROM upd
 """
 
 NOTIFY_CHANNEL = "jobs_enqueued"
+
+# --- claim under global concurrency limits -------------------------------------------------
+# Used instead of CLAIM while any queue (job_queue_settings.concurrency_limit) or job type
+# (@handler(concurrency=N)) has a limit. Counting running jobs and claiming more must not
+# interleave between claimers, or two processes that each see 1 of 2 slots taken would both
+# claim; so services/claiming.py runs this after pg_advisory_xact_lock(CLAIM_LIMIT_LOCK_KEY) in
+# the same short transaction: READ COMMITTED gives this statement a snapshot taken after the
+# lock, which sees every claim committed before it. Pitfall: the candidate window is locked
+# (SKIP LOCKED) for the transaction's few milliseconds, so it is kept to a bounded size.
+CLAIM_LIMIT_LOCK_KEY = 7_300_416_001
+
+CLAIM_LIMITED = """
+WITH limits AS (
+    SELECT * FROM unnest(%(limit_kinds)s::text[], %(limit_names)s::text[], %(limit_values)s::int[])
+        AS l(kind, name, max_running)
+),
+running AS (
+    SELECT l.kind, l.name, l.max_running,
+           (SELECT count(*) FROM jobs r
+             WHERE r.status = 'running'
+               AND CASE l.kind WHEN 'queue' THEN r.queue = l.name ELSE r.type = l.name END) AS n
+    FROM limits l
+),
+candidates AS (
+    SELECT id, queue, type, priority, available_at, created_at FROM jobs
+    WHERE status = 'queued' AND available_at <= now() {queue_filter}
+      AND NOT EXISTS (
+          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+      AND NOT EXISTS (
+          SELECT 1 FROM running WHERE running.n >= running.max_running
+             AND CASE running.kind WHEN 'queue' THEN running.name = jobs.queue
+                                   ELSE running.name = jobs.type END)
+    ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+    LIMIT %(window)s
+    FOR UPDATE SKIP LOCKED
+),
+ranked AS (
+    SELECT c.*,
+           row_number() OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
+                                                            c.created_at, c.id) AS queue_rank,
+           row_number() OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
+                                                           c.created_at, c.id) AS type_rank
+    FROM candidates c
+),
+picked AS (
+    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n
+    FROM (
+        SELECT r.* FROM ranked r
+        LEFT JOIN running q ON q.kind = 'queue' AND q.name = r.queue
+        LEFT JOIN running t ON t.kind = 'type' AND t.name = r.type
+        WHERE (q.max_running IS NULL OR q.n + r.queue_rank <= q.max_running)
+          AND (t.max_running IS NULL OR t.n + r.type_rank <= t.max_running)
+        ORDER BY r.priority DESC, r.available_at, r.created_at, r.id
+        LIMIT %(limit)s
+    ) allowed
+),
+""" + _CLAIM_TAIL

@@ -18,10 +18,11 @@ from .lifecycle import (
     snooze,
 )
 from .operator import cancel, retry
+from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "complete", "complete_many", "fail",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
-    "snooze", "cancel", "retry", "reap",
+    "snooze", "cancel", "retry", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -1,12 +1,42 @@
 """claim: queued -> running, in one statement (sql.CLAIM)."""
 import json
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 
 from .. import conf, sql
+from ..registry import registry
+
+# Queue limits live in job_queue_settings and may change at run time; each process re-reads
+# them at most once a second, so a new limit holds within a second.
+_LIMITS_TTL = 1.0
+_limits_lock = threading.Lock()
+_queue_limits: tuple[float, dict[str, int]] = (0.0, {})
+
+
+def queue_limits() -> dict[str, int]:
+    global _queue_limits
+    with _limits_lock:
+        fetched_at, limits = _queue_limits
+        if time.monotonic() - fetched_at < _LIMITS_TTL:
+            return limits
+    with connection.cursor() as cur:
+        cur.execute("SELECT queue, concurrency_limit FROM job_queue_settings"
+                    " WHERE concurrency_limit IS NOT NULL")
+        limits = dict(cur.fetchall())
+    with _limits_lock:
+        _queue_limits = (time.monotonic(), limits)
+    return limits
+
+
+def forget_cached_limits() -> None:
+    global _queue_limits
+    with _limits_lock:
+        _queue_limits = (0.0, {})
 
 
 @dataclass
@@ -51,9 +81,21 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         "types": list(types or []),
         "job_ids": list(job_ids or []),
     }
-    with connection.cursor() as cur:
-        cur.execute(sql.CLAIM.format(queue_filter=queue_filter), params)
-        rows = cur.fetchall()
+    limits = [("queue", q, n) for q, n in queue_limits().items()]
+    limits += [("type", t, n) for t, n in registry.type_limits().items()]
+    if not limits:
+        with connection.cursor() as cur:
+            cur.execute(sql.CLAIM.format(queue_filter=queue_filter), params)
+            rows = cur.fetchall()
+    else:
+        params.update(
+            limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
+            limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
+        )
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
+            cur.execute(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
+            rows = cur.fetchall()
     return [
         ClaimedJob(
             id=r[0], type=r[1], queue=r[2], payload=json.loads(r[3]) if isinstance(r[3], str) else r[3], priority=r[4], attempt=r[5],
