@@ -30,6 +30,7 @@ unless more than `MAX_CATCH_UP` are due at once (after a database outage): then,
 the latest.
 """
 import logging
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -292,6 +293,7 @@ class PeriodicEnqueuer(ServiceThread):
         self.total: dict[str, int] = {}
 
     def run_once(self, now: datetime | None = None) -> dict[str, int]:
+        started = time.monotonic()
         now = now or dj_timezone.now()
         counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0}
         next_at = now + timedelta(seconds=MAX_WAIT_SECONDS)
@@ -330,6 +332,6 @@ class PeriodicEnqueuer(ServiceThread):
             next_at = min(next_at, entry.next_tick(now))
         for k, v in counts.items():
             self.total[k] = self.total.get(k, 0) + v
-        wait = (next_at - dj_timezone.now()).total_seconds()
+        wait = (next_at - now).total_seconds() - (time.monotonic() - started)
         self.interval = min(MAX_WAIT_SECONDS, max(0.01, wait + 0.005))
         return counts
