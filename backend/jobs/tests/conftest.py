@@ -30,3 +30,59 @@ def worker_pool(transactional_db, fast_queue_settings):
     for pool in pools:
         if not pool.stopping.is_set():
             pool.shutdown(grace=2)
+
+
+# --- API (#3): users by role, token clients, throttle counters reset between tests ----------
+@pytest.fixture(autouse=True)
+def _clear_throttle_counters():
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
+@pytest.fixture
+def make_user(db):
+    """`make_user("ops", perms=["add_job", "change_job", "view_job"], is_staff=False)`."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    def make(username, *, perms=(), password="pw-for-tests-1", **extra):
+        user = get_user_model().objects.create_user(username, password=password, **extra)
+        if perms:
+            user.user_permissions.set(
+                Permission.objects.filter(content_type__app_label="jobs", codename__in=perms))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def operator(make_user):
+    return make_user("operator", perms=["add_job", "change_job", "view_job"])
+
+
+@pytest.fixture
+def viewer(make_user):
+    return make_user("viewer", perms=["view_job"])
+
+
+@pytest.fixture
+def client_for():
+    """`client_for(user)`: an APIClient sending `Authorization: Token <key>` (None: anonymous)."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def make(user=None):
+        client = APIClient()
+        if user is not None:
+            token, _ = Token.objects.get_or_create(user=user)
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def operator_client(client_for, operator):
+    return client_for(operator)
