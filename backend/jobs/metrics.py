@@ -1,0 +1,302 @@
+"""GET /metrics: the queue in Prometheus text format, computed from the database at scrape time.
+
+Why from the database. The API runs as several gunicorn processes and the workers as several
+processes on several hosts; in-process counters would each see a slice, and would reset on
+every restart. Every figure here is read from `jobs`, `job_events`, `job_workers` and
+`job_queue_settings` when Prometheus scrapes, so any process answers the same, correct
+values, however many there are.
+
+What is exposed (all gauges; "recent" means the last JOB_METRICS_WINDOW_SECONDS, 300 s by
+default, itself exposed as `jobqueue_metrics_window_seconds`):
+- jobqueue_jobs{queue,status}                  jobs in the table by status and queue
+- jobqueue_queue_depth{queue}                  queued jobs (runnable now or scheduled)
+- jobqueue_queue_runnable{queue}               queued jobs whose available_at has passed
+- jobqueue_queue_depth_limit                   JOB_MAX_QUEUE_DEPTH (absent when off)
+- jobqueue_oldest_runnable_age_seconds{queue}  how long the oldest runnable job has waited
+- jobqueue_workers_alive, jobqueue_worker_threads_alive   from job_workers heartbeats
+- jobqueue_queue_paused{queue}, jobqueue_queue_concurrency_limit{queue}   job_queue_settings
+- jobqueue_processed_recent{type,outcome}      attempts that ended: succeeded, failed,
+                                               retry_scheduled, cancelled
+- jobqueue_claimed_recent{type}, jobqueue_lease_expired_recent{type},
+  jobqueue_retries_scheduled_recent{type}, jobqueue_retried_recent{type} (by an operator),
+  jobqueue_released_recent{type}, jobqueue_snoozed_recent{type}
+- jobqueue_run_seconds_recent{type,outcome}    gauge histogram: handler run time
+- jobqueue_claim_wait_seconds_recent{type}     gauge histogram: available_at -> claimed
+The windowed figures are gauges, not counters: events are pruned with their jobs, so no
+count derived from them could only grow. Use them as they are (`jobqueue_processed_recent /
+jobqueue_metrics_window_seconds` is a rate per second), not with rate().
+
+Cost. Five short queries, run under SET LOCAL statement_timeout
+(JOB_METRICS_STATEMENT_TIMEOUT_MS); a scrape that would take longer answers 503. The depth
+and age queries read only queued rows (the claim's partial index); the window query reads
+the window's events through the BRIN index on job_events.created_at and joins each to its
+job; `jobqueue_jobs` counts the whole table, which is what retention keeps bounded (on a
+table of several million rows it is the one that costs, about a second per few million).
+"""
+import hmac
+import time
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, connection, transaction
+from django.http import HttpResponse
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
+
+from . import conf
+
+# The classic text format, which every Prometheus version reads (generate_latest writes it).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# A worker process heartbeats every lease renewal interval (at most 2 s); one silent for
+# longer than this is gone, even though its row is still there.
+WORKER_ALIVE_SECONDS = 15
+
+RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+               120.0, 300.0, 600.0, 1800.0, 3600.0)
+WAIT_BUCKETS = RUN_BUCKETS
+
+OUTCOMES = ("succeeded", "failed", "retry_scheduled", "cancelled")
+COUNTED_KINDS = {
+    "claimed": "jobqueue_claimed_recent",
+    "lease_expired": "jobqueue_lease_expired_recent",
+    "retry_scheduled": "jobqueue_retries_scheduled_recent",
+    "retried": "jobqueue_retried_recent",
+    "released": "jobqueue_released_recent",
+    "snoozed": "jobqueue_snoozed_recent",
+}
+
+JOBS_BY_QUEUE_STATUS = "SELECT queue, status, count(*) FROM jobs GROUP BY queue, status"
+
+QUEUED_BY_QUEUE = """
+SELECT queue, count(*), count(*) FILTER (WHERE available_at <= now()),
+       extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now()))
+FROM jobs WHERE status = 'queued' GROUP BY queue
+"""
+
+WORKERS = """
+SELECT id, hostname, pid, threads, queues, extract(epoch FROM now() - heartbeat_at),
+       extract(epoch FROM now() - started_at)
+FROM job_workers ORDER BY id
+"""
+
+QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue_settings ORDER BY queue"
+
+# The claimed event's wait: from the job's available_at to the claim. available_at is only
+# reliable for the job's latest claim (a retry moves it), so older claims of a job that was
+# requeued since are left out of the histogram rather than measured wrong.
+_WAIT = """CASE WHEN r.kind = 'claimed' AND r.attempt = j.attempts AND j.status <> 'queued'
+                 AND r.created_at >= j.available_at
+            THEN extract(epoch FROM r.created_at - j.available_at) END"""
+_RUN = "CASE WHEN r.kind <> 'claimed' THEN (r.data->>'run_seconds')::float8 END"
+
+
+def _window_sql() -> str:
+    def buckets(expr, bounds):
+        return ", ".join(f"count(*) FILTER (WHERE {expr} <= {b})" for b in bounds)
+
+    return f"""
+WITH recent AS (
+    SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
+    WHERE created_at > now() - make_interval(secs => %(window)s)
+      AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
+                   'lease_expired', 'retried', 'released', 'snoozed')
+),
+measured AS (
+    SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run
+    FROM recent r JOIN jobs j ON j.id = r.job_id
+)
+SELECT type, kind, count(*), count(*) FILTER (WHERE worker_id IS NOT NULL),
+       count(run), coalesce(sum(run), 0), {buckets("run", RUN_BUCKETS)},
+       count(wait), coalesce(sum(wait), 0), {buckets("wait", WAIT_BUCKETS)}
+FROM measured GROUP BY type, kind ORDER BY type, kind
+"""
+
+
+@dataclass
+class Histogram:
+    buckets: list[int]  # cumulative, one per bound
+    count: int = 0
+    sum: float = 0.0
+
+    def add(self, count: int, total: float, buckets) -> None:
+        self.count += count
+        self.sum += float(total)
+        self.buckets = [a + b for a, b in zip(self.buckets, buckets)] if self.buckets \
+            else list(buckets)
+
+
+@dataclass
+class Worker:
+    id: str
+    hostname: str
+    pid: int
+    threads: int
+    queues: list
+    heartbeat_age_seconds: float
+    uptime_seconds: float
+
+    @property
+    def alive(self) -> bool:
+        return self.heartbeat_age_seconds <= WORKER_ALIVE_SECONDS
+
+
+@dataclass
+class Snapshot:
+    window_seconds: float
+    jobs: dict = field(default_factory=dict)          # (queue, status) -> n
+    depth: dict = field(default_factory=dict)         # queue -> queued
+    runnable: dict = field(default_factory=dict)      # queue -> runnable now
+    oldest_age: dict = field(default_factory=dict)    # queue -> seconds
+    max_queue_depth: int | None = None
+    workers: list = field(default_factory=list)
+    queue_settings: list = field(default_factory=list)  # (queue, paused, limit)
+    events: dict = field(default_factory=dict)        # (type, kind) -> n
+    processed: dict = field(default_factory=dict)     # (type, outcome) -> n
+    run: dict = field(default_factory=dict)           # (type, outcome) -> Histogram
+    wait: dict = field(default_factory=dict)          # type -> Histogram
+
+    @property
+    def workers_alive(self) -> list[Worker]:
+        return [w for w in self.workers if w.alive]
+
+
+def snapshot(*, window_seconds: float | None = None) -> Snapshot:
+    """Read every figure in one short read-only transaction, under a statement timeout."""
+    c = conf.get()
+    window = float(window_seconds or c.METRICS_WINDOW_SECONDS)
+    snap = Snapshot(window_seconds=window, max_queue_depth=c.MAX_QUEUE_DEPTH)
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SELECT set_config('statement_timeout', %s, true)",
+                    [str(int(c.METRICS_STATEMENT_TIMEOUT_MS))])
+        cur.execute(JOBS_BY_QUEUE_STATUS)
+        snap.jobs = {(q, s): n for q, s, n in cur.fetchall()}
+        cur.execute(QUEUED_BY_QUEUE)
+        for queue, depth, runnable, age in cur.fetchall():
+            snap.depth[queue], snap.runnable[queue] = depth, runnable
+            snap.oldest_age[queue] = max(float(age), 0.0) if age is not None else 0.0
+        cur.execute(WORKERS)
+        snap.workers = [Worker(r[0], r[1], r[2], r[3], r[4] if isinstance(r[4], list) else [],
+                               float(r[5]), float(r[6])) for r in cur.fetchall()]
+        cur.execute(QUEUE_SETTINGS)
+        snap.queue_settings = cur.fetchall()
+        cur.execute(_window_sql(), {"window": window})
+        n_run = len(RUN_BUCKETS)
+        for row in cur.fetchall():
+            type_, kind, n, by_worker, run_n, run_sum = row[:6]
+            run_buckets = row[6:6 + n_run]
+            wait_n, wait_sum = row[6 + n_run:8 + n_run]
+            wait_buckets = row[8 + n_run:]
+            snap.events[(type_, kind)] = n
+            if kind in OUTCOMES:
+                # An operator's cancel of a queued job is not an attempt that ended.
+                done = by_worker if kind == "cancelled" else n
+                if done:
+                    snap.processed[(type_, kind)] = done
+            if run_n:
+                snap.run.setdefault((type_, kind), Histogram([])).add(run_n, run_sum, run_buckets)
+            if wait_n:
+                snap.wait.setdefault(type_, Histogram([])).add(wait_n, wait_sum, wait_buckets)
+    return snap
+
+
+class QueueCollector:
+    """A prometheus_client collector: every scrape reads a fresh snapshot."""
+
+    def __init__(self, window_seconds: float | None = None):
+        self.window_seconds = window_seconds
+
+    def describe(self):
+        return []  # do not collect at registration time
+
+    def collect(self):
+        started = time.monotonic()
+        snap = snapshot(window_seconds=self.window_seconds)
+        yield from families(snap)
+        yield GaugeMetricFamily("jobqueue_scrape_duration_seconds",
+                                "Time this scrape spent reading the database.",
+                                value=time.monotonic() - started)
+
+
+def _gauge(name, doc, labels=(), samples=()):
+    fam = GaugeMetricFamily(name, doc, labels=list(labels))
+    for label_values, value in samples:
+        fam.add_metric(list(label_values), value)
+    return fam
+
+
+def _histogram(name, doc, labels, bounds, items):
+    fam = GaugeHistogramMetricFamily(name, doc, labels=list(labels))
+    for label_values, h in items:
+        buckets = [(str(b), n) for b, n in zip(bounds, h.buckets)] + [("+Inf", h.count)]
+        fam.add_metric(list(label_values), buckets, gsum_value=h.sum)
+    return fam
+
+
+def families(snap: Snapshot):
+    queues = sorted({q for q, _ in snap.jobs} | set(snap.depth))
+    yield _gauge("jobqueue_jobs", "Jobs in the table, by queue and status.", ["queue", "status"],
+                 sorted(snap.jobs.items()))
+    yield _gauge("jobqueue_queue_depth", "Queued jobs (runnable now or scheduled), by queue.",
+                 ["queue"], [((q,), snap.depth.get(q, 0)) for q in queues])
+    yield _gauge("jobqueue_queue_runnable", "Queued jobs whose available_at has passed.",
+                 ["queue"], [((q,), snap.runnable.get(q, 0)) for q in queues])
+    if snap.max_queue_depth is not None:
+        yield _gauge("jobqueue_queue_depth_limit",
+                     "JOB_MAX_QUEUE_DEPTH: producers get 503 beyond this many queued jobs.",
+                     samples=[((), snap.max_queue_depth)])
+    yield _gauge("jobqueue_oldest_runnable_age_seconds",
+                 "Seconds the oldest runnable job has waited since its available_at (0: none).",
+                 ["queue"], [((q,), round(snap.oldest_age.get(q, 0.0), 3)) for q in queues])
+    alive = snap.workers_alive
+    yield _gauge("jobqueue_workers_alive",
+                 f"Worker processes with a heartbeat in the last {WORKER_ALIVE_SECONDS}s.",
+                 samples=[((), len(alive))])
+    yield _gauge("jobqueue_worker_threads_alive", "Executor threads of the live worker processes.",
+                 samples=[((), sum(w.threads for w in alive))])
+    yield _gauge("jobqueue_queue_paused", "1 when the queue is paused (job_queue_settings).",
+                 ["queue"], [((q,), 1 if paused else 0) for q, paused, _ in snap.queue_settings])
+    yield _gauge("jobqueue_queue_concurrency_limit",
+                 "Most jobs of the queue running at once, across all workers.", ["queue"],
+                 [((q,), lim) for q, _, lim in snap.queue_settings if lim is not None])
+    yield _gauge("jobqueue_metrics_window_seconds",
+                 "The sliding window of the *_recent metrics (JOB_METRICS_WINDOW_SECONDS).",
+                 samples=[((), snap.window_seconds)])
+    yield _gauge("jobqueue_processed_recent",
+                 "Attempts that ended in the window, by type and outcome.", ["type", "outcome"],
+                 sorted(snap.processed.items()))
+    for kind, name in COUNTED_KINDS.items():
+        yield _gauge(name, f"'{kind}' events in the window, by job type.", ["type"],
+                     sorted(((t,), n) for (t, k), n in snap.events.items() if k == kind))
+    yield _histogram("jobqueue_run_seconds_recent",
+                     "Handler run time of the attempts that ended in the window.",
+                     ["type", "outcome"], RUN_BUCKETS, sorted(snap.run.items()))
+    yield _histogram("jobqueue_claim_wait_seconds_recent",
+                     "Time from available_at to the claim, for jobs claimed in the window.",
+                     ["type"], WAIT_BUCKETS, sorted(((t,), h) for t, h in snap.wait.items()))
+
+
+_registry = CollectorRegistry(auto_describe=False)
+_registry.register(QueueCollector())
+
+
+def metrics_view(request):
+    """GET /metrics. Public unless JOB_METRICS_TOKEN is set: then `Authorization: Bearer`."""
+    if request.method not in ("GET", "HEAD"):
+        response = HttpResponse("method not allowed\n", status=405, content_type="text/plain")
+        response["Allow"] = "GET, HEAD"
+        return response
+    token = conf.get().METRICS_TOKEN
+    if token:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
+                                                                  token.encode()):
+            response = HttpResponse("a bearer token is required (JOB_METRICS_TOKEN)\n",
+                                    status=401, content_type="text/plain")
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+    try:
+        body = generate_latest(_registry)
+    except DatabaseError as exc:
+        return HttpResponse(f"metrics unavailable: {type(exc).__name__}: {exc}\n".encode(),
+                            status=503, content_type="text/plain")
+    return HttpResponse(body, content_type=CONTENT_TYPE)
