@@ -1,0 +1,300 @@
+"""`make bench`: this queue against PgQueuer, Procrastinate and django-tasks-db, side by side
+on one PostgreSQL server, plus the raw-SQL ceiling of this design and pgbench for scale.
+
+    make bench                       full size (20,000 jobs, 3 runs each, ~20 min)
+    BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
+    BENCH_SYSTEMS=ours,raw,pgbench   only some parts (ours, pgqueuer, procrastinate,
+                                     django-tasks-db, raw, pgbench)
+
+The server is DATABASE_URL's, else the embedded PostgreSQL. Each system gets its own
+database, created and dropped here. Peers run from bench/.venv-peers (created on first use
+from bench/requirements-peers.txt), never from the project's environment. Each figure is the
+median of the runs, with its range; the table gives the ratios to the best peer and to the
+raw-SQL ceiling, and the JSON goes to bench/results/<mode>.json.
+"""
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+from bench.common import create_db, drop_db, connect, log, with_dbname  # noqa: E402
+
+PEERS_VENV = os.path.join(HERE, ".venv-peers")
+PEERS_PY = os.path.join(PEERS_VENV, "bin", "python")
+PEERS = ["pgqueuer", "procrastinate", "django-tasks-db"]
+ADAPTERS = {"pgqueuer": "peer_pgqueuer.py", "procrastinate": "peer_procrastinate.py",
+            "django-tasks-db": "peer_django_tasks_db.py"}
+ALL = ["ours", *PEERS, "raw", "pgbench"]
+
+# name: (sizes for every part). Smoke is what the test suite runs: tiny, one run.
+MODES = {
+    "full": dict(n=20000, runs=3, pickup_n=200, claim_terminal=1_000_000, claim_queued=10_000,
+                 claim_samples=1000, rss_n=100_000, pgbench_seconds=10, pgbench_scale=10,
+                 ours_configs="1x4x50,1x8x50,2x4x50,2x8x50,2x16x100",
+                 pgq_configs="1x10,1x100,2x100", proc_configs="2x10,2x50", dtdb_configs="2"),
+    "quick": dict(n=5000, runs=3, pickup_n=100, claim_terminal=200_000, claim_queued=10_000,
+                  claim_samples=300, rss_n=20_000, pgbench_seconds=5, pgbench_scale=5,
+                  ours_configs="1x8x50,2x8x50", pgq_configs="1x100,2x100",
+                  proc_configs="2x50", dtdb_configs="2"),
+    "smoke": dict(n=300, runs=1, pickup_n=20, claim_terminal=2000, claim_queued=200,
+                  claim_samples=50, rss_n=300, pgbench_seconds=1, pgbench_scale=1,
+                  ours_configs="1x2x10", pgq_configs="1x10", proc_configs="1x10",
+                  dtdb_configs="1"),
+}
+
+# Targets from issue 7: (figure, comparison, value, how it is read).
+TARGETS = [
+    ("drain", "x best peer", 1.2), ("enqueue_single", "x best peer", 1.2),
+    ("enqueue_bulk", "x best peer", 1.5), ("pickup_p50", "ms at most", 4.0),
+    ("pickup_p95", "ms at most", 6.0), ("claim_p99", "ms at most", 5.0),
+    ("rss_after", "MB at most", 150.0),
+]
+
+
+def server_url() -> str:
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return url
+    out = subprocess.run([sys.executable, os.path.join(REPO, "backend/config/embedded_pg.py"),
+                          "url"], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def ensure_peers_venv() -> None:
+    req = os.path.join(HERE, "requirements-peers.txt")
+    stamp = os.path.join(PEERS_VENV, ".installed")
+    if os.path.exists(stamp) and open(stamp).read() == open(req).read():
+        return
+    log("installing the peers into bench/.venv-peers")
+    if not os.path.exists(PEERS_PY):
+        subprocess.run([sys.executable, "-m", "venv", PEERS_VENV], check=True)
+    subprocess.run([PEERS_PY, "-m", "pip", "install", "-q", "-r", req], check=True)
+    shutil.copyfile(req, stamp)
+
+
+def run_adapter(python: str, script: str, args: list[str], timeout: float) -> dict:
+    cmd = [python, os.path.join(HERE, script), *args]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout,
+                          cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{script} exited {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure_system(system: str, base: str, m: dict, prefix: str) -> dict:
+    db = f"{prefix}_{system.replace('-', '_')}"
+    url = create_db(base, db)
+    common = ["--url", url, "--n", str(m["n"]), "--runs", str(m["runs"]),
+              "--pickup-n", str(m["pickup_n"])]
+    try:
+        if system == "ours":
+            return run_adapter(sys.executable, "ours.py", [
+                *common, "--configs", m["ours_configs"],
+                "--claim-terminal", str(m["claim_terminal"]),
+                "--claim-queued", str(m["claim_queued"]),
+                "--claim-samples", str(m["claim_samples"]), "--rss-n", str(m["rss_n"])], 3600)
+        if system == "raw":
+            return run_adapter(sys.executable, "rawsql.py", [
+                "--url", url, "--n", str(m["n"]), "--runs", str(m["runs"])], 1800)
+        configs = {"pgqueuer": m["pgq_configs"], "procrastinate": m["proc_configs"],
+                   "django-tasks-db": m["dtdb_configs"]}[system]
+        return run_adapter(PEERS_PY, ADAPTERS[system], ["all", *common, "--configs", configs],
+                           3600)
+    finally:
+        drop_db(base, db)
+
+
+def pgbench(base: str, m: dict, prefix: str) -> dict:
+    exe = shutil.which("pgbench")
+    if not exe:
+        return {"skipped": "pgbench not on PATH (apt-get install postgresql-client)"}
+    db = f"{prefix}_pgbench"
+    url = create_db(base, db)
+    try:
+        subprocess.run([exe, "-i", "-q", "-s", str(m["pgbench_scale"]), url], check=True,
+                       capture_output=True)
+        runs = []
+        for _ in range(m["runs"]):
+            out = subprocess.run([exe, "-c", "8", "-j", "2", "-T", str(m["pgbench_seconds"]), url],
+                                 check=True, capture_output=True, text=True).stdout
+            runs.append(float(re.search(r"tps = ([\d.]+)", out).group(1)))
+        log(f"pgbench TPC-B (8 clients): {runs}")
+        from bench.common import summary
+        return {"tps": summary(runs), "clients": 8, "scale": m["pgbench_scale"],
+                "seconds": m["pgbench_seconds"]}
+    finally:
+        drop_db(base, db)
+
+
+def server_facts(base: str) -> dict:
+    with connect(with_dbname(base, "postgres")) as c:
+        facts = {k: c.execute(f"SHOW {k}").fetchone()[0] for k in (
+            "server_version", "fsync", "synchronous_commit", "full_page_writes",
+            "shared_buffers", "max_connections")}
+    return facts
+
+
+# --- the table -------------------------------------------------------------------------------
+def _med(d, *path):
+    for p in path:
+        if not isinstance(d, dict) or d.get(p) is None:
+            return None
+        d = d[p]
+    return d
+
+
+def build_rows(res: dict) -> list[dict]:
+    """One row per figure: ours, each peer, best peer, ratios."""
+    spec = [  # (key, label, path in a system's JSON, higher is better, raw ceiling path)
+        ("enqueue_single", "enqueue one at a time (jobs/s)", ("enqueue_single", "median"), True,
+         ("insert_single", "median")),
+        ("enqueue_bulk", "enqueue in bulk (jobs/s)", ("enqueue_bulk", "median"), True,
+         ("insert_bulk", "median")),
+        ("drain", "drain (jobs/s)", ("drain", "median"), True, ("claim50_complete50", "median")),
+        ("pickup_p50", "pickup p50 (ms)", ("pickup", "p50", "median"), False, None),
+        ("pickup_p95", "pickup p95 (ms)", ("pickup", "p95", "median"), False, None),
+        ("pickup_p99", "pickup p99 (ms)", ("pickup", "p99", "median"), False, None),
+    ]
+    rows = []
+    for key, label, path, higher, raw_path in spec:
+        row = {"key": key, "label": label, "higher_is_better": higher,
+               "values": {s: _med(res.get(s), *path) for s in ["ours", *PEERS]},
+               "ranges": {s: [_med(res.get(s), path[0], *path[1:-1], "min"),
+                              _med(res.get(s), path[0], *path[1:-1], "max")]
+                          for s in ["ours", *PEERS]}}
+        peers = {s: v for s, v in row["values"].items() if s != "ours" and v}
+        ours = row["values"]["ours"]
+        if peers:
+            best = (max if higher else min)(peers, key=peers.get)
+            row["best_peer"], row["best_peer_value"] = best, peers[best]
+            if ours:
+                row["ratio_to_best_peer"] = (ours / peers[best]) if higher else (peers[best] / ours)
+        raw = _med(res.get("raw"), *raw_path) if raw_path else None
+        if raw and ours:
+            row["raw_ceiling"], row["ratio_to_raw"] = raw, ours / raw
+        rows.append(row)
+    return rows
+
+
+def verdicts(res: dict, rows: list[dict]) -> list[dict]:
+    by_key = {r["key"]: r for r in rows}
+    out = []
+    for key, how, target in TARGETS:
+        if how == "x best peer":
+            got = by_key[key].get("ratio_to_best_peer")
+            met = got is not None and got >= target
+        else:
+            got = {"pickup_p50": by_key["pickup_p50"]["values"]["ours"],
+                   "pickup_p95": by_key["pickup_p95"]["values"]["ours"],
+                   "claim_p99": _med(res.get("ours"), "claim_at_scale", "p99", "median"),
+                   "rss_after": _med(res.get("ours"), "rss", "after_mb", "median")}[key]
+            met = got is not None and got <= target
+        out.append({"target": key, "wanted": f"{how.split()[0]} {target}" if how.startswith("x")
+                    else f"<= {target} {how.split()[0]}", "got": got,
+                    "met": None if got is None else met})
+    return out
+
+
+def fmt(v, ms=False):
+    if v is None:
+        return "-"
+    if ms:
+        return f"{v:.1f}"
+    return f"{v:,.0f}"
+
+
+def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
+    names = ["ours", *PEERS]
+    head = f"{'':32}" + "".join(f"{n:>17}" for n in names) + f"{'vs best peer':>14}{'vs raw SQL':>12}"
+    print("\n" + head)
+    print("-" * len(head))
+    for r in rows:
+        ms = not r["higher_is_better"]
+        cells = []
+        for n in names:
+            v, (lo, hi) = r["values"][n], r["ranges"][n]
+            cells.append(f"{fmt(v, ms)} ({fmt(lo, ms)}-{fmt(hi, ms)})" if v is not None else "-")
+        ratio = r.get("ratio_to_best_peer")
+        raw = r.get("ratio_to_raw")
+        print(f"{r['label']:32}" + "".join(f"{c:>17}" for c in cells)
+              + f"{(f'{ratio:.2f}x' if ratio else '-'):>14}{(f'{raw:.2f}x' if raw else '-'):>12}")
+    ours = res.get("ours") or {}
+    if ours.get("drain"):
+        print(f"\nbest configurations: ours {ours['drain']['config']}; " + "; ".join(
+            f"{p} {res[p]['drain']['config']}" for p in PEERS if res.get(p, {}).get("drain")))
+    raw = res.get("raw")
+    if raw:
+        print("raw SQL ceiling ({} threads): claim 1 + complete 1: {}/s, claim 50 + complete each: "
+              "{}/s, claim 50 + complete 50: {}/s; inserts single {}/s, bulk {}/s".format(
+                  raw["threads"], *(fmt(raw[k]["median"]) for k in (
+                      "claim1_complete1", "claim50_complete_each", "claim50_complete50",
+                      "insert_single", "insert_bulk"))))
+    if res.get("pgbench", {}).get("tps"):
+        print(f"pgbench TPC-B: {fmt(res['pgbench']['tps']['median'])} TPS "
+              f"({fmt(res['pgbench']['tps']['min'])}-{fmt(res['pgbench']['tps']['max'])})")
+    if ours.get("claim_at_scale"):
+        c = ours["claim_at_scale"]
+        print(f"claim latency with {c['terminal_rows']:,} finished + {c['queued_rows']:,} queued: "
+              f"p50 {c['p50']['median']:.2f} / p95 {c['p95']['median']:.2f} / "
+              f"p99 {c['p99']['median']:.2f} ms")
+    if ours.get("rss"):
+        r = ours["rss"]
+        print(f"worker RSS after {r['jobs']:,} jobs, {r['threads']} threads: "
+              f"{r['after_mb']['median']:.0f} MB (idle {r['idle_mb']['median']:.0f} MB)")
+    print("\ntargets (issue 7):")
+    for t in targets:
+        got = t["got"]
+        print(f"  {t['target']:16} want {t['wanted']:14} got {('-' if got is None else f'{got:.2f}'):>8}"
+              f"  {'MET' if t['met'] else ('n/a' if t['met'] is None else 'MISSED')}")
+
+
+def main() -> int:
+    mode = "smoke" if os.environ.get("BENCH_SMOKE") else (
+        "quick" if os.environ.get("BENCH_QUICK") else "full")
+    m = MODES[mode]
+    systems = [s.strip() for s in os.environ.get("BENCH_SYSTEMS", ",".join(ALL)).split(",")]
+    unknown = set(systems) - set(ALL)
+    if unknown:
+        print(f"unknown BENCH_SYSTEMS {sorted(unknown)}; choose from {ALL}", file=sys.stderr)
+        return 2
+    prefix = os.environ.get("BENCH_DB_PREFIX", "bench")
+    results_dir = os.environ.get("BENCH_RESULTS_DIR", os.path.join(HERE, "results"))
+    base = server_url()
+    if any(s in PEERS for s in systems):
+        ensure_peers_venv()
+    started = time.time()
+    res: dict = {"mode": mode, "sizes": m, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                             "python": platform.python_version()},
+                 "postgres": server_facts(base)}
+    for s in systems:
+        log(f"--- {s} ---")
+        t0 = time.time()
+        res[s] = pgbench(base, m, prefix) if s == "pgbench" else measure_system(s, base, m, prefix)
+        res[s]["seconds"] = round(time.time() - t0, 1)
+    res["api"] = {"status": "pending: the API (POST/GET /api/v1/jobs/) had not landed when "
+                            "this harness was written"}
+    rows = build_rows(res)
+    targets = verdicts(res, rows)
+    res["table"], res["targets"] = rows, targets
+    res["elapsed_seconds"] = round(time.time() - started, 1)
+    print_table(res, rows, targets)
+    os.makedirs(results_dir, exist_ok=True)
+    path = os.path.join(results_dir, f"{mode}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(res, f, indent=1, default=str)
+    os.replace(path + ".tmp", path)
+    print(f"\nwrote {os.path.relpath(path, REPO)} ({res['elapsed_seconds']:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
