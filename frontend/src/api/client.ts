@@ -26,10 +26,25 @@ export class ApiError extends Error {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 
-  /** DRF validation errors flattened to `field -> messages` (nested paths joined with "."). */
-  get fieldErrors(): FieldErrors {
-    return this.status === 400 ? flattenFieldErrors(this.body) : {};
+  /** The API's error code (`invalid`, `invalid_transition`, `idempotency_conflict` ...). */
+  get code(): string | null {
+    const code = isRecord(this.body) ? this.body.code : null;
+    return typeof code === "string" ? code : null;
   }
+
+  /**
+   * Validation errors flattened to `field -> messages` (nested paths joined with ".", so a
+   * handler's complaint about `payload.seconds` lands next to the payload editor). The API
+   * wraps them as `{code, detail, errors: {...}}`; a bare DRF body is accepted too.
+   */
+  get fieldErrors(): FieldErrors {
+    if (this.status !== 400) return {};
+    return flattenFieldErrors(isRecord(this.body) && isRecord(this.body.errors) ? this.body.errors : this.body);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return !!value && typeof value === "object" && !Array.isArray(value);
 }
 
 export function isApiError(error: unknown, status?: number): error is ApiError {
@@ -41,7 +56,8 @@ export function describeError(status: number, body: unknown): string {
   if (body && typeof body === "object" && !Array.isArray(body)) {
     const detail = (body as Record<string, unknown>).detail;
     if (typeof detail === "string") return detail;
-    const fields = flattenFieldErrors(body);
+    const errors = (body as Record<string, unknown>).errors;
+    const fields = flattenFieldErrors(isRecord(errors) ? errors : body);
     const first = Object.entries(fields)[0];
     if (first) return first[0] === "non_field_errors" ? first[1][0] : `${first[0]}: ${first[1][0]}`;
   }
@@ -69,7 +85,7 @@ export function flattenFieldErrors(body: unknown, prefix = ""): FieldErrors {
     return out;
   }
   for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
-    if (!prefix && key === "detail") continue;
+    if (!prefix && (key === "detail" || key === "code")) continue;
     const path = join(prefix, key);
     if (typeof value === "string") out[path] = [value];
     else Object.assign(out, flattenFieldErrors(value, path));
@@ -97,8 +113,10 @@ export function buildUrl(path: string, query?: Query): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined || value === null || value === "") continue;
-    if (Array.isArray(value)) value.forEach((v) => params.append(key, String(v)));
-    else params.append(key, String(value));
+    // Lists go comma-separated (`status=queued,running`), as django-filter's "in" filters take them.
+    if (Array.isArray(value)) {
+      if (value.length) params.append(key, value.join(","));
+    } else params.append(key, String(value));
   }
   const qs = params.toString();
   return qs ? `${url}?${qs}` : url;

@@ -1,0 +1,143 @@
+/**
+ * Jobs: query keys, query options and mutation options. Components use these with
+ * useQuery/useMutation and never call the client themselves.
+ */
+import { type QueryClient, queryOptions } from "@tanstack/react-query";
+import { api, requestWithMeta } from "./client";
+import { polling } from "./polling";
+import { lastEventId, mergeEvents } from "../lib/events";
+import type { EventPage, Job, JobCreate, JobDetail, JobEvent, JobListParams, JobPage } from "./types";
+
+export const jobKeys = {
+  all: ["jobs"] as const,
+  lists: () => [...jobKeys.all, "list"] as const,
+  list: (params: JobListParams) => [...jobKeys.lists(), params] as const,
+  details: () => [...jobKeys.all, "detail"] as const,
+  detail: (id: number) => [...jobKeys.details(), id] as const,
+  events: (id: number) => [...jobKeys.all, "events", id] as const,
+};
+
+const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
+export const isFinished = (job: Pick<Job, "status">) => FINISHED.has(job.status);
+
+/** Drop empty filters so that equal filters make equal query keys. */
+export function cleanParams(params: JobListParams): JobListParams {
+  return Object.fromEntries(
+    Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ""),
+  ) as JobListParams;
+}
+
+export function jobListOptions(params: JobListParams, intervalMs = 3000) {
+  const clean = cleanParams(params);
+  return queryOptions({
+    queryKey: jobKeys.list(clean),
+    queryFn: ({ signal }) => api.get<JobPage>("jobs/", { query: clean, signal }),
+    placeholderData: (previous) => previous,
+    ...polling<JobPage>(intervalMs),
+  });
+}
+
+export function jobDetailOptions(id: number) {
+  return queryOptions({
+    queryKey: jobKeys.detail(id),
+    queryFn: ({ signal }) => api.get<JobDetail>(`jobs/${id}/`, { signal }),
+    // Live while the job can still change; a slow check afterwards (someone may retry it).
+    ...polling<JobDetail>(1000, { stopWhen: isFinished, settledIntervalMs: 10_000 }),
+  });
+}
+
+/** One poll of a job's event feed: every event after `after`, following `has_more`. */
+export async function fetchJobEventsAfter(id: number, after: number | undefined, signal?: AbortSignal) {
+  const events: JobEvent[] = [];
+  let cursor = after ?? 0;
+  for (let page = 0; page < 20; page++) {
+    const body = await api.get<EventPage>(`jobs/${id}/events/`, { query: { after: cursor, limit: 200 }, signal });
+    events.push(...body.results);
+    if (!body.has_more || body.next_after === null || body.next_after === undefined) break;
+    cursor = body.next_after;
+  }
+  return events;
+}
+
+/**
+ * The job's timeline. Starts from the events the detail carries (its latest ones), then each
+ * poll asks only for `events/?after=<last id>` and merges what arrives into what it has.
+ */
+export function jobEventsOptions(queryClient: QueryClient, id: number, seed: JobEvent[] | undefined, live: boolean) {
+  const key = jobKeys.events(id);
+  return queryOptions({
+    queryKey: key,
+    queryFn: async ({ signal }) => {
+      const known = mergeEvents(queryClient.getQueryData<JobEvent[]>(key) ?? [], seed ?? []);
+      const fresh = await fetchJobEventsAfter(id, lastEventId(known), signal);
+      return mergeEvents(known, fresh);
+    },
+    enabled: seed !== undefined,
+    ...polling<JobEvent[]>(live ? 1000 : 10_000),
+    // The feed only grows: keep what was fetched while the page is open.
+    staleTime: live ? 0 : 5_000,
+  });
+}
+
+export type CreateOutcome = { job: Job; replayed: boolean };
+
+export const jobMutations = {
+  create: (queryClient: QueryClient) => ({
+    mutationFn: async (body: JobCreate): Promise<CreateOutcome> => {
+      const response = await requestWithMeta<Job>("POST", "jobs/", { body });
+      return { job: response.data, replayed: response.headers.get("X-Idempotency-Replay") === "true" };
+    },
+    onSuccess: ({ job }: CreateOutcome) => {
+      queryClient.setQueryData(jobKeys.detail(job.id), undefined);
+      void queryClient.invalidateQueries({ queryKey: jobKeys.lists() });
+      void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+    },
+  }),
+  cancel: (queryClient: QueryClient) => ({
+    mutationFn: (id: number) => api.post<Job>(`jobs/${id}/cancel/`),
+    onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
+  }),
+  retry: (queryClient: QueryClient) => ({
+    mutationFn: (id: number) => api.post<Job>(`jobs/${id}/retry/`),
+    onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
+  }),
+};
+
+export type RetryResult = { id: number; ok: true; job: Job } | { id: number; ok: false; error: unknown };
+
+/**
+ * Retry several jobs, one request each (each is its own transition; one refusal, e.g. a job
+ * someone already retried, must not stop the others). Returns every outcome.
+ */
+export async function retryMany(ids: number[], concurrency = 4): Promise<RetryResult[]> {
+  const results: RetryResult[] = new Array(ids.length);
+  let next = 0;
+  async function worker() {
+    while (next < ids.length) {
+      const index = next++;
+      const id = ids[index];
+      try {
+        results[index] = { id, ok: true, job: await api.post<Job>(`jobs/${id}/retry/`) };
+      } catch (error) {
+        results[index] = { id, ok: false, error };
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker));
+  return results;
+}
+
+export const retryManyMutation = (queryClient: QueryClient) => ({
+  mutationFn: (ids: number[]) => retryMany(ids),
+  onSettled: () => {
+    void queryClient.invalidateQueries({ queryKey: jobKeys.all });
+    void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+  },
+});
+
+function invalidateJob(queryClient: QueryClient, id: number) {
+  void queryClient.invalidateQueries({ queryKey: jobKeys.detail(id) });
+  void queryClient.invalidateQueries({ queryKey: jobKeys.events(id) });
+  void queryClient.invalidateQueries({ queryKey: jobKeys.lists() });
+  void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+}

@@ -1,0 +1,24 @@
+/**
+ * Names for the API's types. Every shape comes from `schema.d.ts`, generated from the
+ * backend's OpenAPI schema (`npm run gen:api`); nothing here restates a field by hand.
+ */
+import type { components, paths } from "./schema";
+
+type Schemas = components["schemas"];
+
+export type Job = Schemas["Job"];
+export type JobDetail = Schemas["JobDetail"];
+export type JobEvent = Schemas["Event"];
+export type EventPage = Schemas["EventPage"];
+export type JobType = Schemas["JobType"];
+export type JobCreate = Schemas["JobCreateRequest"];
+export type JobPage = Schemas["PaginatedJobList"];
+export type Metrics = Schemas["Metrics"];
+export type User = Schemas["User"];
+export type JobStatus = Job["status"];
+
+export type WorkerProcess = Metrics["workers"]["processes"][number];
+export type ThroughputPoint = Metrics["throughput"][number];
+
+/** The job list's query parameters, exactly as the API declares them. */
+export type JobListParams = NonNullable<paths["/api/v1/jobs/"]["get"]["parameters"]["query"]>;

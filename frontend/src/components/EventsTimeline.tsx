@@ -1,0 +1,78 @@
+import { useEffect, useRef } from "react";
+import type { JobEvent } from "../api/types";
+import { compactEvents } from "../lib/events";
+import { formatClock } from "../lib/time";
+
+const KIND_LABEL: Record<string, string> = {
+  created: "Created",
+  claimed: "Claimed",
+  lease_renewed: "Lease renewed",
+  progress: "Progress",
+  log: "Log",
+  succeeded: "Succeeded",
+  failed: "Failed",
+  retry_scheduled: "Retry scheduled",
+  lease_expired: "Lease expired",
+  lease_lost: "Lease lost",
+  timed_out: "Timed out",
+  released: "Released",
+  snoozed: "Snoozed",
+  cancel_requested: "Cancel requested",
+  cancelled: "Cancelled",
+  retried: "Retried",
+};
+
+export const kindLabel = (kind: string) => KIND_LABEL[kind] ?? kind.replace(/_/g, " ");
+
+/** A one-line summary of an event's data (progress percent, retry delay, error). */
+export function eventDetail(event: Pick<JobEvent, "kind" | "message" | "data">): string {
+  const data = (event.data ?? {}) as Record<string, unknown>;
+  const parts: string[] = [];
+  if (typeof data.percent === "number") parts.push(`${data.percent}%`);
+  if (event.message) parts.push(event.message);
+  if (typeof data.delay_seconds === "number") parts.push(`retry in ${data.delay_seconds.toFixed(1)} s`);
+  if (typeof data.error === "string" && !event.message.includes(data.error)) parts.push(data.error);
+  return parts.join(" · ");
+}
+
+/**
+ * The job's events, oldest first. Runs of lease renewals and progress reports fold into one
+ * row (the newest, with a count), so that state changes stay readable while the job runs.
+ * Rows that arrived since the last render flash briefly.
+ */
+export function EventsTimeline({ events }: { events: JobEvent[] }) {
+  const seen = useRef<number | null>(null);
+  const previousMax = seen.current;
+  const entries = compactEvents(events);
+  useEffect(() => {
+    seen.current = events.length ? events[events.length - 1].id : null;
+  });
+  if (entries.length === 0) return <p className="muted">No events yet.</p>;
+  return (
+    <ol className="timeline" data-testid="events-timeline" aria-live="polite" aria-relevant="additions">
+      {entries.map(({ event, count, first }) => {
+        const fresh = previousMax !== null && event.id > previousMax;
+        const detail = eventDetail(event);
+        return (
+          <li
+            key={first.id}
+            className={`k-${event.kind}${fresh ? " fresh" : ""}`}
+            data-kind={event.kind}
+            data-event-id={event.id}
+          >
+            <div className="ev-head">
+              <span className="ev-kind">{kindLabel(event.kind)}</span>
+              {count > 1 && <span className="ev-count" title={`${count} events`}>×{count}</span>}
+              <span className="ev-meta">
+                {formatClock(event.created_at)}
+                {event.attempt ? ` · attempt ${event.attempt}` : ""}
+                {event.worker_id ? ` · ${event.worker_id}` : ""}
+              </span>
+            </div>
+            {detail && <div className="ev-msg">{detail}</div>}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}

@@ -1,0 +1,62 @@
+import { useCallback, useMemo } from "react";
+import { useSearchParams } from "react-router";
+import type { JobListParams } from "../api/types";
+import type { FilterValues } from "../components/JobFilters";
+
+const KEYS = ["status", "type", "queue", "priority", "search", "ordering"] as const;
+
+/**
+ * Filters and page live in the URL, so a filtered list can be bookmarked, shared and survives
+ * a reload; changing a filter goes back to page 1.
+ */
+export function useFilterParams(defaults: FilterValues = {}) {
+  const [params, setParams] = useSearchParams();
+  const values = useMemo(() => {
+    const v: FilterValues = { ...defaults };
+    for (const k of KEYS) {
+      const value = params.get(k);
+      if (value !== null) v[k] = value;
+    }
+    return v;
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [params]);
+  const page = Math.max(1, Number(params.get("page")) || 1);
+
+  const setValues = useCallback(
+    (next: FilterValues) => {
+      const p = new URLSearchParams();
+      for (const k of KEYS) {
+        const value = next[k]?.toString().trim();
+        if (value && value !== defaults[k]) p.set(k, value);
+      }
+      setParams(p);
+    },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [setParams],
+  );
+  const setPage = useCallback(
+    (n: number) => {
+      const p = new URLSearchParams(params);
+      if (n <= 1) p.delete("page");
+      else p.set("page", String(n));
+      setParams(p);
+    },
+    [params, setParams],
+  );
+  return { values, page, setValues, setPage };
+}
+
+/** The filter form's strings as the API's typed list parameters. */
+export function toListParams(values: FilterValues, page: number, pageSize: number): JobListParams {
+  const priority = values.priority !== undefined && values.priority !== "" ? Number(values.priority) : undefined;
+  return {
+    status: values.status ? (values.status.split(",") as JobListParams["status"]) : undefined,
+    type: values.type || undefined,
+    queue: values.queue || undefined,
+    priority: Number.isFinite(priority) ? priority : undefined,
+    search: values.search || undefined,
+    ordering: values.ordering || undefined,
+    page: page > 1 ? page : undefined,
+    page_size: pageSize,
+  };
+}

@@ -1,0 +1,164 @@
+import { useEffect, useMemo, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link } from "react-router";
+import { isApiError } from "../api/client";
+import { type RetryResult, jobListOptions, jobMutations, retryManyMutation } from "../api/jobs";
+import type { Job } from "../api/types";
+import { JobFilters } from "../components/JobFilters";
+import { Pager } from "../components/Pager";
+import { Attempts } from "../components/Progress";
+import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { formatRelative, useNow } from "../lib/time";
+import { toListParams, useFilterParams } from "../lib/useFilterParams";
+import { useUser } from "../lib/useUser";
+
+const PAGE_SIZE = 50;
+
+/** "Retried 3 jobs." / "Retried 2 jobs; 1 refused: #12 (…)". */
+export function summarizeRetries(results: RetryResult[]): { tone: "success" | "error" | "warn"; text: string } {
+  const ok = results.filter((r) => r.ok).length;
+  const refused = results.filter((r): r is Extract<RetryResult, { ok: false }> => !r.ok);
+  const plural = (n: number) => `${n} job${n === 1 ? "" : "s"}`;
+  if (refused.length === 0) return { tone: "success", text: `Retried ${plural(ok)}: queued again.` };
+  const why = refused
+    .slice(0, 3)
+    .map((r) => `#${r.id} (${r.error instanceof Error ? r.error.message : String(r.error)})`)
+    .join("; ");
+  const more = refused.length > 3 ? ` and ${refused.length - 3} more` : "";
+  return {
+    tone: ok === 0 ? "error" : "warn",
+    text: `Retried ${plural(ok)}; ${refused.length} refused: ${why}${more}.`,
+  };
+}
+
+export function FailedJobsPage() {
+  const user = useUser();
+  const queryClient = useQueryClient();
+  const { values, page, setValues, setPage } = useFilterParams({ ordering: "-finished_at" });
+  const params = toListParams({ ...values, status: "failed" }, page, PAGE_SIZE);
+  const jobs = useQuery(jobListOptions(params, 4000));
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const retryOne = useMutation(jobMutations.retry(queryClient));
+  const retryMany = useMutation(retryManyMutation(queryClient));
+  const rows = useMemo(() => jobs.data?.results ?? [], [jobs.data]);
+
+  // Drop selections of jobs that left the page (retried elsewhere, another page).
+  useEffect(() => {
+    setSelected((s) => {
+      const visible = new Set(rows.map((j) => j.id));
+      const next = new Set([...s].filter((id) => visible.has(id)));
+      return next.size === s.size ? s : next;
+    });
+  }, [rows]);
+
+  const toggle = (id: number) => setSelected((s) => {
+    const next = new Set(s);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    return next;
+  });
+  const allSelected = rows.length > 0 && rows.every((j) => selected.has(j.id));
+  const toggleAll = () => setSelected(allSelected ? new Set() : new Set(rows.map((j) => j.id)));
+
+  const lastAction = retryMany.submittedAt >= retryOne.submittedAt ? "many" : "one";
+  const outcome =
+    lastAction === "many" && retryMany.data
+      ? summarizeRetries(retryMany.data)
+      : lastAction === "one" && retryOne.isSuccess
+        ? { tone: "success" as const, text: `Retried job #${retryOne.data.id}: queued again.` }
+        : lastAction === "one" && retryOne.isError
+          ? { tone: "error" as const, text: `Could not retry job #${retryOne.variables}: ${(retryOne.error as Error).message}` }
+          : null;
+  const pastEnd = isApiError(jobs.error, 404) && page > 1;
+
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <h1>Failed jobs</h1>
+          <p>The dead letter: jobs that used every attempt or failed permanently. Retry puts them back in the queue.</p>
+        </div>
+        <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
+      </div>
+      {outcome && (
+        <div className={`notice ${outcome.tone}`} role={outcome.tone === "error" ? "alert" : "status"} data-testid="retry-outcome">
+          {outcome.text}
+        </div>
+      )}
+      <section className="panel">
+        <JobFilters values={values} onChange={(v) => setValues({ ...v, status: undefined })} fixed={["status"]} />
+        {user.can.retry && rows.length > 0 && (
+          <div className="selection-bar">
+            <span>{selected.size ? `${selected.size} selected` : "Select jobs to retry them together."}</span>
+            <button type="button" className="primary small" disabled={selected.size === 0 || retryMany.isPending}
+              onClick={() => {
+                retryMany.mutate([...selected], { onSuccess: () => setSelected(new Set()) });
+              }}>
+              {retryMany.isPending ? "Retrying…" : `Retry selected${selected.size ? ` (${selected.size})` : ""}`}
+            </button>
+          </div>
+        )}
+        {jobs.isPending ? (
+          <Loading rows={6} />
+        ) : pastEnd ? (
+          <Empty title="This page is past the end of the list">
+            <button type="button" onClick={() => setPage(1)}>Go to the first page</button>
+          </Empty>
+        ) : jobs.isError && !jobs.data ? (
+          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
+        ) : rows.length === 0 ? (
+          <Empty title={values.type ? `No failed ${values.type} jobs` : "No failed jobs"}>Nothing is waiting in the dead letter.</Empty>
+        ) : (
+          <>
+            <FailedTable rows={rows} selected={selected} toggle={toggle} allSelected={allSelected} toggleAll={toggleAll}
+              canRetry={user.can.retry} retrying={retryOne.isPending ? retryOne.variables : undefined}
+              onRetry={(id) => retryOne.mutate(id)} />
+            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+          </>
+        )}
+      </section>
+    </>
+  );
+}
+
+function FailedTable({ rows, selected, toggle, allSelected, toggleAll, canRetry, retrying, onRetry }: {
+  rows: Job[]; selected: Set<number>; toggle: (id: number) => void; allSelected: boolean; toggleAll: () => void;
+  canRetry: boolean; retrying: number | undefined; onRetry: (id: number) => void;
+}) {
+  const now = useNow(5000);
+  return (
+    <div className="table-wrap">
+      <table data-testid="failed-table">
+        <thead>
+          <tr>
+            {canRetry && (
+              <th><input type="checkbox" aria-label="Select every job on this page" checked={allSelected} onChange={toggleAll} /></th>
+            )}
+            <th>Job</th><th>Last error</th><th className="num">Attempts</th><th>Queue</th><th>Failed</th>{canRetry && <th><span className="sr-only">Actions</span></th>}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((job) => (
+            <tr key={job.id} data-job-id={job.id}>
+              {canRetry && (
+                <td><input type="checkbox" aria-label={`Select job ${job.id}`} checked={selected.has(job.id)} onChange={() => toggle(job.id)} /></td>
+              )}
+              <td className="nowrap"><Link to={`/jobs/${job.id}`}>#{job.id}</Link> {job.type}</td>
+              <td className="error-cell" title={job.last_error ?? undefined}>{job.last_error ?? <span className="faint">no message</span>}</td>
+              <td className="num"><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></td>
+              <td>{job.queue}</td>
+              <td className="nowrap" title={job.finished_at ?? undefined}>{formatRelative(job.finished_at, now)}</td>
+              {canRetry && (
+                <td>
+                  <button type="button" className="small" onClick={() => onRetry(job.id)} disabled={retrying === job.id} aria-label={`Retry job ${job.id}`}>
+                    {retrying === job.id ? "Retrying…" : "Retry"}
+                  </button>
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

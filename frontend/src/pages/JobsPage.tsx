@@ -1,0 +1,104 @@
+import { useQuery } from "@tanstack/react-query";
+import { Link } from "react-router";
+import { isApiError } from "../api/client";
+import { jobListOptions } from "../api/jobs";
+import type { Job } from "../api/types";
+import { JobFilters } from "../components/JobFilters";
+import { LeaseCountdown } from "../components/LeaseCountdown";
+import { Pager } from "../components/Pager";
+import { Attempts } from "../components/Progress";
+import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { StatusBadge } from "../components/StatusBadge";
+import { formatRelative, useNow } from "../lib/time";
+import { toListParams, useFilterParams } from "../lib/useFilterParams";
+import { useUser } from "../lib/useUser";
+
+const PAGE_SIZE = 25;
+
+export function JobsPage() {
+  const user = useUser();
+  const { values, page, setValues, setPage } = useFilterParams();
+  const jobs = useQuery(jobListOptions(toListParams(values, page, PAGE_SIZE)));
+  const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <h1>Jobs</h1>
+          <p>Every job, newest first; filter by status, type, queue or priority.</p>
+        </div>
+        <div className="actions">
+          <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
+          {user.can.create && <Link className="button primary" to="/jobs/new">Create job</Link>}
+        </div>
+      </div>
+      <section className="panel">
+        <JobFilters values={values} onChange={setValues} />
+        {jobs.isPending ? (
+          <Loading rows={6} />
+        ) : pastEnd ? (
+          <Empty title="This page is past the end of the list">
+            <button type="button" onClick={() => setPage(1)}>Go to the first page</button>
+          </Empty>
+        ) : jobs.isError && !jobs.data ? (
+          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
+        ) : jobs.data!.results.length === 0 ? (
+          <Empty title="No jobs match">Change or clear the filters{user.can.create ? <>, or <Link to="/jobs/new">create a job</Link></> : null}.</Empty>
+        ) : (
+          <>
+            <JobTable jobs={jobs.data!.results} />
+            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+          </>
+        )}
+      </section>
+    </>
+  );
+}
+
+export function JobTable({ jobs }: { jobs: Job[] }) {
+  const now = useNow(1000);
+  return (
+    <div className="table-wrap">
+      <table data-testid="jobs-table">
+        <thead>
+          <tr>
+            <th>Job</th><th>Status</th><th>Queue</th><th className="num">Priority</th><th className="num">Attempts</th>
+            <th>Lease owner</th><th>Created</th><th>Last error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <tr key={job.id} data-job-id={job.id}>
+              <td className="nowrap">
+                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
+                {job.idempotency_key && <div className="sub truncate" title={job.idempotency_key}>key {job.idempotency_key}</div>}
+              </td>
+              <td>
+                <StatusBadge job={job} now={now} />
+                {job.status === "running" && job.progress_percent !== null && (
+                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}><span style={{ width: `${job.progress_percent}%` }} /></span>
+                )}
+                {job.status === "queued" && Date.parse(job.available_at) > now && <div className="sub">runs {formatRelative(job.available_at, now)}</div>}
+              </td>
+              <td>{job.queue}</td>
+              <td className="num">{job.priority}</td>
+              <td className="num"><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></td>
+              <td>
+                {job.locked_by ? (
+                  <>
+                    <div className="mono truncate" title={job.locked_by}>{job.locked_by}</div>
+                    <LeaseCountdown expiresAt={job.lease_expires_at} tickMs={1000} />
+                  </>
+                ) : (
+                  <span className="faint">—</span>
+                )}
+              </td>
+              <td className="nowrap" title={job.created_at}>{formatRelative(job.created_at, now)}</td>
+              <td className="error-cell" title={job.last_error ?? undefined}>{job.last_error ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,70 @@
+import { type FormEvent, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Navigate, useNavigate, useSearchParams } from "react-router";
+import { authMutations, meOptions } from "../api/auth";
+import { isApiError } from "../api/client";
+
+/** Only same-site paths: `?next=https://evil.example` must not become an open redirect. */
+export function safeNext(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+export function LoginPage() {
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const [params] = useSearchParams();
+  const next = safeNext(params.get("next"));
+  const me = useQuery(meOptions());
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const login = useMutation({
+    ...authMutations.login(queryClient),
+    onSuccess: async () => {
+      await authMutations.login(queryClient).onSuccess();
+      navigate(next, { replace: true });
+    },
+  });
+
+  if (me.data && !login.isPending) return <Navigate to={next} replace />;
+
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    login.mutate({ username, password });
+  };
+  const fieldErrors = isApiError(login.error) ? login.error.fieldErrors : {};
+  const general = login.error
+    ? (fieldErrors.non_field_errors?.[0] ?? (isApiError(login.error, 400) ? null : login.error.message))
+    : null;
+
+  return (
+    <div className="login">
+      <form className="panel" onSubmit={onSubmit} noValidate aria-labelledby="login-title">
+        <h1 id="login-title">Sign in</h1>
+        <p>Job queue dashboard</p>
+        {general && (
+          <div className="notice error" role="alert">
+            {general.charAt(0).toUpperCase() + general.slice(1)}
+          </div>
+        )}
+        <div className="field">
+          <label htmlFor="username">Username</label>
+          <input id="username" name="username" autoComplete="username" autoFocus required value={username}
+            onChange={(e) => setUsername(e.target.value)} aria-invalid={!!fieldErrors.username} />
+          {fieldErrors.username && <div className="field-error">{fieldErrors.username.join(" ")}</div>}
+        </div>
+        <div className="field">
+          <label htmlFor="password">Password</label>
+          <input id="password" name="password" type="password" autoComplete="current-password" required value={password}
+            onChange={(e) => setPassword(e.target.value)} aria-invalid={!!fieldErrors.password} />
+          {fieldErrors.password && <div className="field-error">{fieldErrors.password.join(" ")}</div>}
+        </div>
+        <button type="submit" className="primary" disabled={login.isPending || !username || !password} style={{ width: "100%", justifyContent: "center" }}>
+          {login.isPending ? "Signing in…" : "Sign in"}
+        </button>
+        <p className="hint" style={{ marginTop: 14 }}>
+          <code>make run</code> creates <code>demo</code> / <code>demo-password</code>.
+        </p>
+      </form>
+    </div>
+  );
+}
