@@ -160,6 +160,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "jobs.api.exceptions.exception_handler",
+    # Bulk errors name only the bad items: {"jobs": {"3": {"type": [...]}}}.
+    "LIST_SERIALIZER_ERRORS_AS_DICT": True,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Per-user creation rate: jobs.api.throttles reads JOB_CREATE_RATE through jobs.conf.
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -57,6 +57,9 @@ def _flatten(errors, prefix="") -> list[str]:
     if isinstance(errors, dict):
         out = []
         for key, value in errors.items():
+            if isinstance(key, int):
+                out += _flatten(value, f"{prefix}[{key}]")
+                continue
             name = key if key != "non_field_errors" else ""
             out += _flatten(value, f"{prefix}.{name}" if prefix and name else prefix or name)
         return out
