@@ -162,10 +162,10 @@ class Job(models.Model):
                 F("priority").desc(), "available_at", "created_at", "id",
                 name="jobs_claim_order_idx", condition=Q(status="queued"),
             ),
-            # The reaper: running rows by lease deadline.
-            models.Index(
-                "lease_expires_at", name="jobs_running_lease_idx", condition=Q(status="running")
-            ),
+            # The reaper: the running set (at most one row per worker thread). Indexed by id,
+            # not by lease_expires_at, so that lease renewals change no indexed column and
+            # can be HOT updates (see migration 0002's notes).
+            models.Index("id", name="jobs_running_idx", condition=Q(status="running")),
             # Listing, filtering, pruning.
             models.Index("status", "finished_at", name="jobs_status_finished_idx"),
             models.Index("type", "status", name="jobs_type_status_idx"),

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from . import conf
 from .exceptions import JobNotFound
+from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
 from .states import Status
@@ -93,9 +94,12 @@ def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
         rows.reverse()
         has_more = False  # these are the newest: nothing after them yet
     else:
-        rows = list(qs.filter(id__gt=after).order_by("id")[: limit + 1])
-        has_more = len(rows) > limit
-        rows = rows[:limit]
+        # Commit order, never skipping an event (jobs/feed.py); one more id tells has_more.
+        ids = event_ids_after(after, limit=limit + 1, job_id=job_id)
+        has_more = len(ids) > limit
+        ids = ids[:limit]
+        by_id = {e.id: e for e in qs.filter(id__in=ids)}
+        rows = [by_id[i] for i in ids if i in by_id]
     next_after = rows[-1].id if rows else after
     return EventPage(results=rows, has_more=has_more, next_after=next_after)
 

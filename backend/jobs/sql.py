@@ -202,11 +202,15 @@ FROM upd
 RETURNING id
 """
 
+# FOR SHARE: the job row's lock orders this event against the job's other events (which all
+# come from statements that lock the row), so a job's event ids follow its commit order and
+# a per-job feed polled with ?after=<id> never skips one.
 LOG = """
 INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
 SELECT id, 'log', attempts, %(worker_id)s, %(message)s, %(data)s::jsonb, now()
 FROM jobs
 WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+FOR SHARE
 RETURNING id
 """
 
@@ -216,6 +220,7 @@ INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created
 SELECT id, 'lease_lost', %(attempt)s, %(worker_id)s, %(message)s,
        jsonb_build_object('lease_token', %(token)s::text, 'refused', %(action)s), now()
 FROM jobs WHERE id = %(id)s
+FOR SHARE
 """
 
 # --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
@@ -321,3 +326,23 @@ picked AS (
     ) allowed
 ),
 """ + _CLAIM_TAIL
+
+# --- the global event feed, in commit order ---------------------------------------------------
+# Event ids come from a sequence, taken when the row is inserted, but transactions commit in
+# another order: a poller that saw id 101 may never see 100 if 100 committed later. So each
+# event also records its transaction id (job_events.tx_id, a column default), and the feed
+# orders by (tx_id, id) and only returns events of transactions older than every transaction
+# still in progress (the snapshot's xmin): any event not yet visible belongs to a transaction
+# at or after xmin, so it sorts after everything returned. The price: one long write
+# transaction on the server holds the feed back until it ends.
+EVENTS_AFTER = """
+SELECT e.id FROM job_events e
+WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+  AND {cursor}
+  {job_filter}
+ORDER BY e.tx_id, e.id
+LIMIT %(limit)s
+"""
+EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
+# The `after` event was pruned (or never existed): fall back to ids.
+EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"

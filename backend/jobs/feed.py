@@ -1,0 +1,25 @@
+"""Cursor feeds of job events that never skip one.
+
+- One job's events: every statement that writes them locks the job's row, so their ids
+  follow their commit order, and `id > after` is exact.
+- All events (the global feed): ids do not follow commit order across jobs, so the feed
+  follows transaction ids instead, and holds back what is still in flight (sql.EVENTS_AFTER).
+"""
+from django.db import connection
+
+from . import sql
+from .models import JobEvent
+
+
+def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> list[int]:
+    """Ids of the events after event `after`, in commit order, up to `limit`."""
+    if job_id is not None:
+        return list(JobEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
+                    .values_list("id", flat=True)[:limit])
+    with connection.cursor() as cur:
+        cur.execute("SELECT tx_id FROM job_events WHERE id = %s", [after])
+        row = cur.fetchone()
+        cursor = sql.EVENTS_AFTER_CURSOR if row else sql.EVENTS_AFTER_ID_CURSOR
+        cur.execute(sql.EVENTS_AFTER.format(cursor=cursor, job_filter=""),
+                    {"after": after, "after_tx": row[0] if row else None, "limit": limit})
+        return [r[0] for r in cur.fetchall()]
