@@ -13,7 +13,7 @@ PORT ?= 8000
 THREADS ?= 4
 HAS_UI := $(wildcard frontend/package.json)
 
-.PHONY: help run test test-backend test-frontend test-e2e chaos bench soak diagrams migrate ui \
+.PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
         db-start db-stop demo-user schema clean
 
 help:
@@ -89,6 +89,12 @@ test: test-backend test-frontend test-e2e
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_chaos.py -s
+
+# The full drain with three different seeds in a row (each seed is printed; CHAOS_SEED replays one).
+chaos-3: venv migrate
+	@for i in 1 2 3; do \
+		CHAOS_FULL=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_chaos.py -s || exit 1; \
+	done
 
 soak: venv migrate
 	SOAK=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_soak.py -s
