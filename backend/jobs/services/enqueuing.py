@@ -5,6 +5,7 @@ becomes visible to workers only when the caller commits, and never exists if it 
 The NOTIFY that wakes idle workers is transactional too: PostgreSQL delivers it on commit.
 """
 import hashlib
+from contextlib import nullcontext
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -116,7 +117,10 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         "keys": [j.idempotency_key for j in new_jobs],
         "fingerprints": [j.fingerprint for j in new_jobs],
     }
-    with transaction.atomic():
+    # One statement is atomic by itself. Only a batch with idempotency keys needs a
+    # transaction around it, so that a conflicting key found afterwards undoes the batch.
+    needs_atomic = len(new_jobs) > 1 and any(j.idempotency_key for j in new_jobs)
+    with transaction.atomic() if needs_atomic else nullcontext():
         with connection.cursor() as cur:
             cur.execute(_INSERT.format(notify=notify), params)
             rows = cur.fetchall()
