@@ -42,10 +42,13 @@ def _clear_throttle_counters():
 
 
 @pytest.fixture
-def make_user(db):
+def make_user(db, settings):
     """`make_user("ops", perms=["add_job", "change_job", "view_job"], is_staff=False)`."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
+
+    # A fast hasher: PBKDF2's deliberate slowness costs ~1 s per user on a busy machine.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
     def make(username, *, perms=(), password="pw-for-tests-1", **extra):
         user = get_user_model().objects.create_user(username, password=password, **extra)
