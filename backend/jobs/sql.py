@@ -49,7 +49,9 @@ _CLAIM_TAIL = """claimed AS (
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
     SELECT id, 'claimed', attempts, locked_by, '',
-           jsonb_build_object('lease_token', lease_token), now()
+           jsonb_build_object('lease_token', lease_token,
+                              'wait_seconds', round(extract(epoch FROM now() - available_at)::numeric, 4)),
+           now()
     FROM claimed
 )
 SELECT * FROM claimed

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from .. import conf, sql
+from .. import conf, sql, tracing
 from ..exceptions import IdempotencyConflict, UnknownJobType
 from ..models import Job
 from ..registry import registry
@@ -94,13 +94,15 @@ ins AS (
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'created', 0, '', jsonb_build_object('queue', queue, 'priority', priority), now()
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority) || %(trace)s::jsonb, now()
     FROM ins
 )
 SELECT id, idempotency_key, available_at, created_at {notify} FROM ins ORDER BY id
 """
 
 
+@tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     notify = (
         f", pg_notify('{sql.NOTIFY_CHANNEL}', queue)" if conf.get().LISTEN_NOTIFY else ""
@@ -116,6 +118,7 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         "delays": [j.delay_seconds for j in new_jobs],
         "keys": [j.idempotency_key for j in new_jobs],
         "fingerprints": [j.fingerprint for j in new_jobs],
+        "trace": tracing.carrier_json(),
     }
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.

@@ -13,7 +13,7 @@ import traceback
 
 from django.db import close_old_connections, connection
 
-from .. import services
+from .. import services, tracing
 from ..context import JobContext, Snooze
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
@@ -79,7 +79,7 @@ class Executor(threading.Thread):
             return
         started = time.monotonic()
         try:
-            result = spec.func(ctx, job.payload)
+            result = tracing.run_handler(spec.func, ctx, job)
             json.dumps(result)
         except Snooze as snooze:
             self._write(job, lambda: services.snooze(job.id, job.lease_token,
