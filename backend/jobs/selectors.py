@@ -172,7 +172,7 @@ ORDER BY m.minute
 """
 
 _QUEUED_SQL = """
-SELECT extract(epoch FROM now() - min(available_at)) FILTER (WHERE available_at <= now()),
+SELECT extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())),
        count(*) FILTER (WHERE available_at <= now()),
        count(*) FILTER (WHERE available_at > now())
 FROM jobs WHERE status = 'queued'
