@@ -199,7 +199,7 @@ def _replay(report: AuditReport, job_ids) -> None:
     for job_id, status, attempts, token in jobs:
         report.jobs += 1
         history = []
-        # Events of jobs that no longer exist cannot happen (ON DELETE CASCADE); skip past any.
+        # Events of a job that no longer exists cannot exist (the foreign key); skip any anyway.
         while pending is not None and pending[0] < job_id:
             pending = next(events, None)
         while pending is not None and pending[0] == job_id:

@@ -288,6 +288,13 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
     # 4. Fencing was exercised, and the audit is clean.
     lease_lost = sum(1 for evs in events.values() for e in evs if e["kind"] == "lease_lost")
     assert lease_lost > 0
+    # A refusal recorded under the very token that succeeded: the first write committed but
+    # its answer was lost with the connection, and the retry found the job already finished.
+    success_tokens = {e["data"]["lease_token"] for evs in events.values() for e in evs
+                      if e["kind"] == "succeeded"}
+    refused_after_own_success = sum(
+        1 for evs in events.values() for e in evs
+        if e["kind"] == "lease_lost" and e["data"].get("lease_token") in success_tokens)
     audit_started = time.monotonic()
     call_command("audit_jobs", stdout=open(os.devnull, "w"))
     audit_seconds = time.monotonic() - audit_started
@@ -308,9 +315,11 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
         "sigkills": len(chaos.kills), "sigstops": len(chaos.stops),
         "backends_terminated": sum(n for _, _, n in chaos.terminations),
         "stale_writes_refused": lease_lost,
+        "refusals_of_an_already_recorded_write": refused_after_own_success,
         "requeued_after_sigkill_max_s": round(max(requeue_after_kill), 2),
         "requeued_after_sigkill_median_s": round(statistics.median(requeue_after_kill), 2),
         "priority_orphan_running_again_max_s": round(max(rerun_after_kill), 2) if rerun_after_kill else None,
+        "outcomes": dict(Counter(x.outcome for x in ledger.executions.values())),
         "audit_seconds": round(audit_seconds, 2), "audit": "clean",
     }
     print("chaos figures:")
