@@ -26,17 +26,31 @@ describe("LeaseCountdown", () => {
   });
   afterEach(() => vi.useRealTimers());
 
-  it("ticks towards expiry and then shows it expired", () => {
-    render(<LeaseCountdown expiresAt={iso(6_000)} tickMs={250} />);
+  it("ticks towards expiry, warns once most of the lease is gone, then shows it expired", () => {
+    render(<LeaseCountdown expiresAt={iso(10_000)} tickMs={250} />);
     const el = screen.getByTestId("lease-countdown");
-    expect(el).toHaveTextContent("expires in 6.0 s");
+    expect(el).toHaveTextContent("expires in 10 s");
+    expect(el).toHaveClass("lease-ok");
+    act(() => vi.advanceTimersByTime(5_000));
+    expect(el).toHaveTextContent("expires in 5.0 s");
     expect(el).toHaveClass("lease-ok");
     act(() => vi.advanceTimersByTime(2_000));
-    expect(el).toHaveTextContent("expires in 4.0 s");
+    expect(el).toHaveTextContent("expires in 3.0 s");
     expect(el).toHaveClass("lease-warn");
-    act(() => vi.advanceTimersByTime(5_000));
+    act(() => vi.advanceTimersByTime(4_000));
     expect(el).toHaveTextContent("expired 1.0 s ago");
     expect(el).toHaveClass("lease-expired");
+  });
+
+  it("goes back to healthy when the worker renews the lease", () => {
+    const { rerender } = render(<LeaseCountdown expiresAt={iso(6_000)} tickMs={250} />);
+    const el = screen.getByTestId("lease-countdown");
+    act(() => vi.advanceTimersByTime(4_500));
+    expect(el).toHaveClass("lease-warn");
+    rerender(<LeaseCountdown expiresAt={iso(4_500 + 6_000)} tickMs={250} />);
+    act(() => vi.advanceTimersByTime(250));
+    expect(el).toHaveClass("lease-ok");
+    expect(el).toHaveTextContent("expires in 5.8 s");
   });
 
   it("says so when the job holds no lease", () => {

@@ -1,9 +1,13 @@
+import { useRef } from "react";
 import { formatDuration, useNow } from "../lib/time";
 
 export type LeaseState = { tone: "ok" | "warn" | "expired"; text: string; remainingMs: number };
 
-/** Below this many milliseconds left a lease shows as at risk. */
+/** Below this many milliseconds left a lease shows as at risk (until its length is known). */
 export const LEASE_WARN_MS = 5_000;
+/** Once the lease length is known: at risk below this share of it. A healthy worker renews
+ * well before (the engine renews at a third of the lease), so reaching it means a missed renewal. */
+export const LEASE_WARN_SHARE = 0.4;
 
 /**
  * How a lease deadline reads at `now`. A renewed lease moves its deadline forward, so a healthy
@@ -21,8 +25,14 @@ export function leaseState(expiresAt: string, now: number, warnMs = LEASE_WARN_M
 
 export function LeaseCountdown({ expiresAt, tickMs = 250 }: { expiresAt: string | null | undefined; tickMs?: number }) {
   const now = useNow(tickMs);
+  // The lease length is not in the job, so learn it: the most time left ever seen (right after
+  // a claim or renewal) approximates it, and the warning threshold scales with it.
+  const longest = useRef(0);
   if (!expiresAt) return <span className="muted">no lease</span>;
-  const state = leaseState(expiresAt, now);
+  const remaining = Date.parse(expiresAt) - now;
+  if (remaining > longest.current) longest.current = remaining;
+  const warnMs = longest.current >= 2_000 ? longest.current * LEASE_WARN_SHARE : LEASE_WARN_MS;
+  const state = leaseState(expiresAt, now, warnMs);
   return (
     <span
       className={`lease lease-${state.tone}`}

@@ -64,7 +64,7 @@ function JobDetailView({ id }: { id: number }) {
         <div className="notice success" role="status">
           {created.replayed
             ? "This idempotency key was used before with the same request: this is the job it created."
-            : "Job created. It will be picked up by the next free worker."}
+            : `Job created.${j.status === "queued" ? " It runs when a worker is free." : ""}`}
         </div>
       )}
       {job.isError && <ErrorState error={job.error} title="Showing the last known state; refreshing failed" />}

@@ -80,7 +80,7 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
                 )}
                 {job.status === "queued" && Date.parse(job.available_at) > now && <div className="sub">runs {formatRelative(job.available_at, now)}</div>}
               </td>
-              <td>{job.queue}</td>
+              <td className="nowrap">{job.queue}</td>
               <td className="num">{job.priority}</td>
               <td className="num"><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></td>
               <td>

@@ -1,0 +1,441 @@
+#!/usr/bin/env node
+/**
+ * End-to-end test of the dashboard in a real browser against the real backend.
+ *
+ * It starts everything itself and stops it again, also on failure:
+ *   1. `manage.py migrate`, an operator user (permissions on jobs, not staff);
+ *   2. `manage.py runserver 127.0.0.1:<free port>` serving the built UI (frontend/dist) and the
+ *      API, and `manage.py run_job_workers --threads 4` with fast poll/retry and 5 s leases,
+ *      claiming only from a queue private to this run (so other jobs in a shared database
+ *      neither delay nor disturb it);
+ *   3. Debian's Chromium (/usr/bin/chromium, or $CHROMIUM_PATH) driven by playwright-core:
+ *      log in with the keyboard; create a `sleep` job and watch it go queued -> running with
+ *      progress and a lease -> succeeded in the live timeline; create a permanently failing
+ *      `fail` job and retry it from the failed-jobs page; cancel a running `sleep` job;
+ *      a server-side validation error shown next to its field; a screenshot of each page.
+ *
+ * Screenshots and server logs go to frontend/e2e-results/. Exit code 0 only when every step
+ * passed. The whole run is capped at E2E_TIMEOUT_SECONDS (default 180).
+ *
+ * Uses DATABASE_URL from the environment; when it is unset Django starts the embedded
+ * PostgreSQL, like every other command of the project.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FRONTEND = resolve(HERE, "..");
+const REPO = resolve(FRONTEND, "..");
+const RESULTS = join(FRONTEND, "e2e-results");
+const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
+const MANAGE = join(REPO, "manage.py");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_SECONDS ?? 180) * 1000;
+const HEADED = process.env.E2E_HEADED === "1";
+const RUN_ID = `${Date.now().toString(36)}-${process.pid}`;
+const QUEUE = `e2e-${RUN_ID}`;
+const USERNAME = "e2e-operator";
+const PASSWORD = `e2e-${Math.random().toString(36).slice(2)}-pw`;
+
+const started = Date.now();
+const children = [];
+let browserContext = null;
+let profileDir = null;
+let cleaningUp = null;
+
+function log(message) {
+  const t = ((Date.now() - started) / 1000).toFixed(1).padStart(6);
+  console.log(`[e2e ${t}s] ${message}`);
+}
+
+class StepFailure extends Error {}
+
+function check(condition, message) {
+  if (!condition) throw new StepFailure(message);
+}
+
+// ---- processes -------------------------------------------------------------------------------
+
+function backendEnv(port) {
+  return {
+    ...process.env,
+    PYTHONUNBUFFERED: "1",
+    DJANGO_ENV: "development",
+    DEBUG: "true",
+    ALLOWED_HOSTS: "127.0.0.1,localhost",
+    CSRF_TRUSTED_ORIGINS: `http://127.0.0.1:${port}`,
+    JOB_POLL_INTERVAL_SECONDS: "0.2",
+    JOB_RETRY_BASE_SECONDS: "0.2",
+    JOB_LEASE_SECONDS: "5",
+    JOB_REAPER_INTERVAL_SECONDS: "1",
+    JOB_SHUTDOWN_GRACE_SECONDS: "2",
+    JOB_CREATE_RATE: "10000/min",
+  };
+}
+
+function manage(args, env, { timeoutMs = 120_000 } = {}) {
+  const result = spawnSync(PYTHON, [MANAGE, ...args], { cwd: REPO, env, encoding: "utf8", timeout: timeoutMs });
+  if (result.status !== 0) {
+    throw new Error(`manage.py ${args[0]} failed (exit ${result.status ?? result.signal}):\n${result.stdout}\n${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+function startProcess(name, args, env) {
+  const logPath = join(RESULTS, `${name}.log`);
+  const out = openSync(logPath, "w");
+  // detached: its own process group, so that stopping it also stops what it spawned
+  // (runserver's child, gunicorn workers).
+  const child = spawn(PYTHON, [MANAGE, ...args], { cwd: REPO, env, detached: true, stdio: ["ignore", out, out] });
+  child.name = name;
+  child.logPath = logPath;
+  child.exited = new Promise((res) => child.once("exit", (code, signal) => res({ code, signal })));
+  children.push(child);
+  log(`started ${name} (pid ${child.pid}); log: ${logPath}`);
+  return child;
+}
+
+async function stopProcess(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const killGroup = (signal) => {
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      /* already gone */
+    }
+  };
+  killGroup("SIGTERM");
+  const done = await Promise.race([child.exited.then(() => true), sleep(8000).then(() => false)]);
+  if (!done) {
+    log(`${child.name} did not stop within 8 s: SIGKILL`);
+    killGroup("SIGKILL");
+    await Promise.race([child.exited, sleep(2000)]);
+  }
+}
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitForHttp(url, child, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${child.name} exited early (code ${child.exitCode}); see ${child.logPath}`);
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+      last = `HTTP ${r.status}`;
+    } catch (e) {
+      last = e.cause?.code ?? e.message;
+    }
+    await sleep(250);
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s (${last})`);
+}
+
+async function cleanup() {
+  cleaningUp ??= (async () => {
+    if (browserContext) {
+      await Promise.race([browserContext.close().catch(() => {}), sleep(5000)]);
+      browserContext = null;
+    }
+    await Promise.all(children.map(stopProcess));
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  })();
+  return cleaningUp;
+}
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, async () => {
+    log(`${signal}: stopping`);
+    await cleanup();
+    process.exit(130);
+  });
+}
+
+// ---- the browser steps -------------------------------------------------------------------------
+
+async function shot(page, name) {
+  const path = join(RESULTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  log(`screenshot ${path}`);
+}
+
+/** The status badge's raw status on a job page. */
+const badgeStatus = (page) => page.locator("h1 [data-testid=status-badge]").getAttribute("data-status");
+
+async function waitForStatus(page, status, timeoutMs = 20_000) {
+  await page.locator(`h1 [data-testid=status-badge][data-status="${status}"]`).waitFor({ timeout: timeoutMs });
+}
+
+async function timelineKinds(page) {
+  return page.locator("[data-testid=events-timeline] > li").evaluateAll((items) => items.map((li) => li.dataset.kind));
+}
+
+async function createJob(page, { type, payload, extra = {} }) {
+  await page.goto("/jobs/new");
+  await page.getByLabel("Type").selectOption(type);
+  await page.getByTestId("payload-editor").fill(JSON.stringify(payload, null, 2));
+  await page.getByLabel("Queue").fill(QUEUE);
+  for (const [label, value] of Object.entries(extra)) await page.getByLabel(label, { exact: true }).fill(String(value));
+  await page.getByRole("button", { name: "Create job" }).click();
+  await page.waitForURL(/\/jobs\/\d+$/, { timeout: 10_000 });
+  const id = Number(new URL(page.url()).pathname.split("/").pop());
+  log(`created ${type} job #${id}`);
+  return id;
+}
+
+async function runBrowser(baseURL) {
+  const { chromium } = await import("playwright-core");
+  profileDir = mkdtempSync(join(tmpdir(), "jobqueue-e2e-chromium-"));
+  browserContext = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: !HEADED,
+    baseURL,
+    viewport: { width: 1360, height: 900 },
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ].filter((a) => !(HEADED && a === "--headless")),
+    timeout: 30_000,
+  });
+  browserContext.setDefaultTimeout(15_000);
+  const page = browserContext.pages()[0] ?? (await browserContext.newPage());
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("console", (m) => {
+    // 401 from auth/me/ before login is expected; anything the app itself logs as an error is not.
+    if (m.type() === "error" && !/status of 40[13]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
+  });
+
+  // 1. Login, by keyboard: anonymous visitors land on /login and come back where they wanted.
+  log("step: log in");
+  await page.goto("/jobs");
+  await page.waitForURL(/\/login\?next=%2Fjobs/);
+  await page.getByLabel("Username").waitFor();
+  await page.getByLabel("Password").fill("wrong-password");
+  await page.getByLabel("Username").fill(USERNAME);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: /invalid username or password/i }).waitFor();
+  await shot(page, "login");
+  await page.getByLabel("Username").focus();
+  await page.keyboard.press("Tab");
+  check(await page.getByLabel("Password").evaluate((el) => el === document.activeElement), "Tab from Username should reach Password");
+  await page.keyboard.press("ControlOrMeta+A");
+  await page.keyboard.type(PASSWORD);
+  await page.keyboard.press("Enter");
+  await page.waitForURL(/\/jobs$/);
+  await page.getByRole("heading", { name: "Jobs" }).waitFor();
+
+  // 2. Server validation errors appear next to their fields.
+  log("step: server validation errors next to the fields");
+  await page.goto("/jobs/new");
+  await page.getByLabel("Type").selectOption("sleep");
+  await page.getByLabel("Priority").fill("500");
+  await page.getByLabel("Queue").fill("not a valid queue!");
+  await page.getByRole("button", { name: "Create job" }).click();
+  await page.getByTestId("error-priority").waitFor();
+  check(/100/.test(await page.getByTestId("error-priority").innerText()), "the priority error should name the limit");
+  await page.getByTestId("error-queue").waitFor();
+  check((await page.getByLabel("Priority").getAttribute("aria-invalid")) === "true", "priority should be marked invalid");
+  check(page.url().endsWith("/jobs/new"), "a refused job must not navigate away");
+  await page.getByTestId("payload-editor").fill('{"seconds": 3,}');
+  await page.getByTestId("payload-error").waitFor();
+  check(await page.getByRole("button", { name: "Create job" }).isDisabled(), "invalid JSON should disable submit");
+  await shot(page, "create-job-errors");
+
+  // 3. A sleep job: queued -> running (progress, lease) -> succeeded, live in the timeline.
+  log("step: sleep job runs to success");
+  const sleepId = await createJob(page, { type: "sleep", payload: { seconds: 3 } });
+  await page.getByText("Job created.").waitFor();
+  const seen = new Set([await badgeStatus(page)]);
+  const progressSeen = [];
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const status = await badgeStatus(page);
+    seen.add(status);
+    if (status === "running") {
+      const pct = Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow"));
+      if (pct > 0 && pct < 100 && !progressSeen.includes(pct)) {
+        progressSeen.push(pct);
+        if (progressSeen.length === 1) {
+          const owner = await page.getByTestId("lease-owner").innerText();
+          check(owner.trim().length > 0, "a running job shows its lease owner");
+          check(/expires in/.test(await page.getByTestId("lease-countdown").innerText()), "a running job shows its lease countdown");
+          await shot(page, "job-running");
+        }
+      }
+    }
+    if (status === "succeeded") break;
+    await sleep(150);
+  }
+  check(seen.has("running"), `job #${sleepId} was never seen running (saw ${[...seen].join(", ")})`);
+  check(seen.has("succeeded"), `job #${sleepId} did not succeed within 20 s (saw ${[...seen].join(", ")})`);
+  check(progressSeen.length >= 2, `progress should grow while running (saw ${progressSeen.join(", ") || "none"})`);
+  check(progressSeen.every((p, i) => i === 0 || p > progressSeen[i - 1]), `progress went backwards: ${progressSeen}`);
+  await page.locator('[data-testid=events-timeline] > li[data-kind="succeeded"]').waitFor();
+  const kinds = await timelineKinds(page);
+  const order = ["created", "claimed", "progress", "succeeded"].map((k) => kinds.indexOf(k));
+  check(order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
+    `timeline should read created, claimed, progress, succeeded; got ${kinds.join(", ")}`);
+  check(Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow")) === 100, "a succeeded job shows 100%");
+  log(`job #${sleepId}: statuses ${[...seen].join(" -> ")}; progress ${progressSeen.join("%, ")}%; timeline ${kinds.join(", ")}`);
+  await shot(page, "job-succeeded");
+
+  // 4. A permanently failing job lands in the dead letter; retry it from there.
+  log("step: failed job, retried from the failed-jobs page");
+  const failId = await createJob(page, { type: "fail", payload: { permanent: true, message: `e2e permanent failure ${RUN_ID}` } });
+  await waitForStatus(page, "failed");
+  await page.getByText(`e2e permanent failure ${RUN_ID}`).first().waitFor();
+  await page.getByRole("link", { name: /Failed jobs/ }).click();
+  await page.getByRole("heading", { name: "Failed jobs" }).waitFor();
+  const row = page.locator(`[data-testid=failed-table] tr[data-job-id="${failId}"]`);
+  await row.waitFor();
+  check((await row.innerText()).includes(`e2e permanent failure ${RUN_ID}`), "the failed row shows the last error");
+  await shot(page, "failed-jobs");
+  await row.getByRole("checkbox").check();
+  await page.getByRole("button", { name: "Retry selected (1)" }).click();
+  await page.getByTestId("retry-outcome").filter({ hasText: "Retried 1 job" }).waitFor();
+  await page.goto(`/jobs/${failId}`);
+  await page.locator('[data-testid=events-timeline] > li[data-kind="retried"]').waitFor();
+  // Permanent: it fails again on the retry, with a second attempt counted.
+  await waitForStatus(page, "failed");
+  await page.locator('[data-testid=events-timeline] > li[data-kind="failed"]').nth(1).waitFor();
+  const failKinds = await timelineKinds(page);
+  check(failKinds.indexOf("retried") > failKinds.indexOf("failed"), `retried should follow the first failure: ${failKinds}`);
+  log(`job #${failId}: timeline ${failKinds.join(", ")}`);
+  await shot(page, "job-failed-retried");
+
+  // 5. Cancel a running job.
+  log("step: cancel a running job");
+  const longId = await createJob(page, { type: "sleep", payload: { seconds: 30 } });
+  await waitForStatus(page, "running");
+  await page.getByTestId("lease-owner").waitFor();
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await page.getByTestId("action-outcome").waitFor();
+  const outcome = await page.getByTestId("action-outcome").innerText();
+  check(/cancel/i.test(outcome) && !/could not/i.test(outcome), `cancel outcome: ${outcome}`);
+  await waitForStatus(page, "cancelled", 15_000);
+  const cancelKinds = await timelineKinds(page);
+  check(cancelKinds.includes("cancel_requested") && cancelKinds.at(-1) === "cancelled",
+    `timeline should end cancel_requested ... cancelled; got ${cancelKinds.join(", ")}`);
+  check(await page.getByRole("button", { name: "Cancel" }).isDisabled(), "a cancelled job cannot be cancelled again");
+  check(!(await page.getByRole("button", { name: "Retry" }).isDisabled()), "a cancelled job can be retried");
+  log(`job #${longId}: ${outcome}; timeline ${cancelKinds.join(", ")}`);
+  await shot(page, "job-cancelled");
+
+  // 6. The list, filtered to this run's queue, and the overview.
+  log("step: jobs list and overview");
+  await page.goto(`/jobs?queue=${encodeURIComponent(QUEUE)}`);
+  for (const [id, status] of [[sleepId, "succeeded"], [failId, "failed"], [longId, "cancelled"]]) {
+    const r = page.locator(`[data-testid=jobs-table] tr[data-job-id="${id}"]`);
+    await r.waitFor();
+    check((await r.getByTestId("status-badge").getAttribute("data-status")) === status, `list: job #${id} should be ${status}`);
+  }
+  await shot(page, "jobs");
+  await page.goto("/");
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await page.getByRole("heading", { name: "Throughput, jobs per minute" }).waitFor();
+  await page.locator(".recharts-surface").first().waitFor();
+  await page.getByText(/^#\d+$/).first().waitFor(); // the activity feed links jobs
+  check(Number(await page.getByTestId("stat-active-workers").innerText()) >= 1, "the overview shows the running worker process");
+  await sleep(300);
+  await shot(page, "overview");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  await shot(page, "overview-phone");
+
+  check(pageErrors.length === 0, `the page reported errors:\n  ${pageErrors.join("\n  ")}`);
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+async function main() {
+  if (!existsSync(CHROMIUM)) {
+    console.error(`e2e: Chromium not found at ${CHROMIUM}. Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    return 2;
+  }
+  if (!existsSync(PYTHON)) {
+    console.error(`e2e: no Python at ${PYTHON}; run \`make venv\` (or set E2E_PYTHON).`);
+    return 2;
+  }
+  rmSync(RESULTS, { recursive: true, force: true });
+  mkdirSync(RESULTS, { recursive: true });
+  if (!existsSync(join(FRONTEND, "dist", "index.html"))) {
+    log("no frontend/dist: building the UI");
+    const b = spawnSync("npm", ["run", "build"], { cwd: FRONTEND, stdio: "inherit" });
+    if (b.status !== 0) throw new Error("npm run build failed");
+  }
+
+  const port = await freePort();
+  const baseURL = `http://127.0.0.1:${port}`;
+  const env = backendEnv(port);
+  log("migrate");
+  manage(["migrate", "--no-input", "-v", "0"], env);
+  manage(["shell", "-c", [
+    "from django.contrib.auth import get_user_model",
+    "from django.contrib.auth.models import Permission",
+    "U = get_user_model()",
+    `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
+    `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
+    "u.user_permissions.set(Permission.objects.filter(content_type__app_label='jobs'))",
+  ].join("\n")], env);
+  log(`operator ${USERNAME} ready`);
+
+  const server = startProcess("server", ["runserver", `127.0.0.1:${port}`, "--noreload"], env);
+  startProcess("workers", ["run_job_workers", "--threads", "4", "--queues", QUEUE], env);
+  await waitForHttp(`${baseURL}/api/health/`, server);
+  const index = await fetch(`${baseURL}/jobs/1`);
+  check(index.ok && (await index.text()).includes('id="root"'), "Django should serve the dashboard for client routes");
+  log(`backend up at ${baseURL}`);
+
+  await runBrowser(baseURL);
+  return 0;
+}
+
+const timer = setTimeout(async () => {
+  console.error(`e2e: FAILED — timed out after ${TIMEOUT_MS / 1000} s`);
+  if (browserContext) {
+    const page = browserContext.pages()[0];
+    if (page) await Promise.race([page.screenshot({ path: join(RESULTS, "timeout.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+  }
+  await cleanup();
+  process.exit(1);
+}, TIMEOUT_MS);
+
+let exitCode = 1;
+try {
+  exitCode = await main();
+  if (exitCode === 0) log(`PASSED in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${RESULTS}`);
+} catch (error) {
+  exitCode = 1;
+  console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : error.stack ?? error}`);
+  if (browserContext) {
+    const page = browserContext.pages()[0];
+    if (page) {
+      console.error(`e2e: at ${page.url()}`);
+      await Promise.race([page.screenshot({ path: join(RESULTS, "failure.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+      writeFileSync(join(RESULTS, "failure.html"), await page.content().catch(() => ""));
+    }
+  }
+  for (const c of children) console.error(`e2e: ${c.name} log: ${c.logPath}`);
+} finally {
+  await cleanup();
+  clearTimeout(timer);
+}
+process.exit(exitCode);

@@ -1,0 +1,71 @@
+import { QueryClient } from "@tanstack/react-query";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMany } from "./jobs";
+import type { JobEvent } from "./types";
+
+const event = (id: number, kind = "log"): JobEvent => ({
+  id, job_id: 1, job_type: "sleep", job_status: "running", kind: kind as JobEvent["kind"], attempt: 1,
+  worker_id: "w-1", message: "", data: {}, created_at: "2026-01-01T00:00:00Z",
+});
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+
+function routeFetch(route: (url: URL) => Response) {
+  const urls: URL[] = [];
+  vi.stubGlobal("fetch", vi.fn(async (u: string) => {
+    const url = new URL(u, "http://test");
+    urls.push(url);
+    return route(url);
+  }));
+  return urls;
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("job event feed", () => {
+  it("follows has_more until the feed is drained", async () => {
+    const urls = routeFetch((url) => {
+      const after = Number(url.searchParams.get("after"));
+      if (after === 5) return json({ results: [event(6), event(7)], has_more: true, next_after: 7 });
+      return json({ results: [event(8)], has_more: false, next_after: 8 });
+    });
+    const events = await fetchJobEventsAfter(1, 5);
+    expect(events.map((e) => e.id)).toEqual([6, 7, 8]);
+    expect(urls.map((u) => u.searchParams.get("after"))).toEqual(["5", "7"]);
+    expect(urls[0].pathname).toBe("/api/v1/jobs/1/events/");
+  });
+
+  it("starts after the detail's events and merges each poll without duplicates", async () => {
+    let next: JobEvent[] = [event(3, "progress"), event(4, "progress")];
+    const urls = routeFetch(() => json({ results: next, has_more: false, next_after: null }));
+    const qc = new QueryClient();
+    const seed = [event(1, "created"), event(2, "claimed"), event(3, "progress")];
+    const options = jobEventsOptions(qc, 1, seed, true);
+
+    const first = await qc.fetchQuery(options);
+    expect(urls[0].searchParams.get("after")).toBe("3");
+    expect(first.map((e) => e.id)).toEqual([1, 2, 3, 4]);
+
+    // The next poll asks after the newest event it holds; a repeated event is not doubled.
+    next = [event(4, "progress"), event(5, "succeeded")];
+    const second = await qc.fetchQuery({ ...options, staleTime: 0 });
+    expect(urls[1].searchParams.get("after")).toBe("4");
+    expect(second.map((e) => e.id)).toEqual([1, 2, 3, 4, 5]);
+    expect(qc.getQueryData(jobKeys.events(1))).toEqual(second);
+  });
+});
+
+describe("retryMany", () => {
+  it("retries every job and reports each refusal without stopping", async () => {
+    document.cookie = "csrftoken=t; path=/";
+    routeFetch((url) => {
+      const id = Number(url.pathname.split("/")[4]);
+      if (id === 2) return json({ code: "invalid_transition", detail: "job 2 is queued, not failed or cancelled" }, 409);
+      return json({ id, status: "queued" });
+    });
+    const results = await retryMany([1, 2, 3]);
+    expect(results.map((r) => [r.id, r.ok])).toEqual([[1, true], [2, false], [3, true]]);
+    const refused = results[1];
+    expect(!refused.ok && (refused.error as Error).message).toBe("job 2 is queued, not failed or cancelled");
+  });
+});

@@ -1,0 +1,54 @@
+import { render, screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import type { JobEvent } from "../api/types";
+import { EventsTimeline, eventDetail } from "./EventsTimeline";
+
+const ev = (id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent => ({
+  id, job_id: 1, job_type: "sleep", job_status: "running", kind: kind as JobEvent["kind"], attempt: 1,
+  worker_id: "host-1-0", message: "", data: {}, created_at: "2026-01-01T12:00:00.250Z", ...extra,
+});
+
+describe("EventsTimeline", () => {
+  it("lists events oldest first, folding progress and renewals into one row each", () => {
+    render(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null }),
+          ev(2, "claimed"),
+          ev(3, "progress", { data: { percent: 25 }, message: "slept 0.75s" }),
+          ev(4, "progress", { data: { percent: 50 }, message: "slept 1.50s" }),
+          ev(5, "lease_renewed"),
+          ev(6, "lease_renewed"),
+          ev(7, "succeeded"),
+        ]}
+      />,
+    );
+    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "progress", "lease_renewed", "succeeded"]);
+    expect(items[2]).toHaveTextContent("50% · slept 1.50s");
+    expect(items[2]).toHaveTextContent("×2");
+    expect(items[3]).toHaveTextContent("Lease renewed×2");
+    expect(items[1]).toHaveTextContent("attempt 1 · host-1-0");
+  });
+
+  it("marks rows that arrived since the last render", () => {
+    const { rerender } = render(<EventsTimeline events={[ev(1, "created"), ev(2, "claimed")]} />);
+    rerender(<EventsTimeline events={[ev(1, "created"), ev(2, "claimed"), ev(3, "failed")]} />);
+    const items = screen.getAllByRole("listitem");
+    expect(items[2]).toHaveClass("fresh");
+    expect(items[0]).not.toHaveClass("fresh");
+  });
+
+  it("says so when there are no events", () => {
+    render(<EventsTimeline events={[]} />);
+    expect(screen.getByText("No events yet.")).toBeInTheDocument();
+  });
+});
+
+describe("eventDetail", () => {
+  it("summarises a scheduled retry", () => {
+    expect(eventDetail({ kind: "retry_scheduled", message: "RuntimeError: boom", data: { delay_seconds: 1.234 } })).toBe(
+      "RuntimeError: boom · retry in 1.2 s",
+    );
+  });
+});

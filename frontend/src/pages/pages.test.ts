@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { toCreateBody } from "./CreateJobPage";
+import { summarizeRetries } from "./FailedJobsPage";
+import { safeNext } from "./LoginPage";
+import { ApiError } from "../api/client";
+import type { Job } from "../api/types";
+
+describe("toCreateBody", () => {
+  const blank = { type: "sleep", payload: '{"seconds": 3}', priority: "", max_attempts: "", queue: "", delay_seconds: "", timeout_seconds: "", idempotency_key: "" };
+
+  it("leaves blank fields out so the type's defaults apply", () => {
+    expect(toCreateBody(blank)).toEqual({ type: "sleep", payload: { seconds: 3 } });
+  });
+
+  it("sends numbers as numbers and trims text", () => {
+    expect(toCreateBody({ ...blank, priority: "-5", max_attempts: "7", delay_seconds: "1.5", timeout_seconds: "30", queue: " emails ", idempotency_key: " k1 " })).toEqual({
+      type: "sleep", payload: { seconds: 3 }, priority: -5, max_attempts: 7, delay_seconds: 1.5, timeout_seconds: 30, queue: "emails", idempotency_key: "k1",
+    });
+  });
+});
+
+describe("summarizeRetries", () => {
+  const job = { id: 1, status: "queued" } as Job;
+  it("reports success", () => {
+    expect(summarizeRetries([{ id: 1, ok: true, job }, { id: 2, ok: true, job }])).toEqual({ tone: "success", text: "Retried 2 jobs: queued again." });
+  });
+  it("names the refused jobs and why", () => {
+    const refused = { id: 9, ok: false as const, error: new ApiError(409, { detail: "job 9 is queued" }) };
+    expect(summarizeRetries([{ id: 1, ok: true, job }, refused])).toEqual({ tone: "warn", text: "Retried 1 job; 1 refused: #9 (job 9 is queued)." });
+    expect(summarizeRetries([refused]).tone).toBe("error");
+  });
+});
+
+describe("safeNext", () => {
+  it("only follows same-site paths after login", () => {
+    expect(safeNext("/jobs/4?x=1")).toBe("/jobs/4?x=1");
+    expect(safeNext("//evil.example/")).toBe("/");
+    expect(safeNext("https://evil.example/")).toBe("/");
+    expect(safeNext(null)).toBe("/");
+  });
+});
