@@ -194,6 +194,77 @@ def _rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+# --- the API under gunicorn, loaded by `hey` (Debian package) ----------------------------------
+def _hey(args: list[str]) -> dict:
+    """Run hey; return requests/s, p50/p95/p99 (ms) and the status codes it saw."""
+    import re
+    import shutil
+
+    out = subprocess.run([shutil.which("hey"), *args], capture_output=True, text=True,
+                         check=True).stdout
+    pct = {int(m[0]): float(m[1]) * 1000
+           for m in re.findall(r"(\d+)%+ in ([\d.]+) secs", out)}
+    codes = {m[0]: int(m[1]) for m in re.findall(r"\[(\d{3})\]\s+(\d+) responses", out)}
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "p50": pct.get(50), "p95": pct.get(95), "p99": pct.get(99), "codes": codes}
+
+
+def api(url: str, seconds: int, runs: int, concurrency: int, logdir: str) -> dict:
+    import shutil
+    import socket
+    import urllib.request
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    if not shutil.which("hey"):
+        return {"skipped": "the load generator `hey` is not installed (apt-get install hey)"}
+    reset()
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench", defaults={"is_superuser": True, "is_staff": True})
+    token, _ = Token.objects.get_or_create(user=user)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**worker_env(url), "JOB_CREATE_RATE": "100000000/min", "DEBUG": "false"}
+    logf = open(os.path.join(logdir, "gunicorn.log"), "ab")
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "config.wsgi", "--chdir",
+         os.path.join(REPO, "backend"), "-c", os.path.join(REPO, "backend/config/gunicorn.py"),
+         "--bind", f"127.0.0.1:{port}"], env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        try:
+            return urllib.request.urlopen(base + "/api/health/", timeout=1).status == 200
+        except OSError:
+            return False
+
+    try:
+        if not wait_until(up, 30, 0.2):
+            raise RuntimeError("gunicorn did not come up (see gunicorn.log)")
+        auth = ["-H", f"Authorization: Token {token.key}"]
+        post, get = [], []
+        for _ in range(runs):
+            post.append(_hey(["-z", f"{seconds}s", "-c", str(concurrency), "-m", "POST", *auth,
+                              "-T", "application/json", "-d", '{"type": "noop", "payload": {}}',
+                              base + "/api/v1/jobs/"]))
+            get.append(_hey(["-z", f"{seconds}s", "-c", str(concurrency), *auth,
+                             base + "/api/v1/jobs/"]))
+            log(f"ours api: POST {post[-1]}, GET {get[-1]}")
+        gunicorn_workers = sum(1 for line in open(os.path.join(logdir, "gunicorn.log"))
+                               if "Booting worker" in line)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    out = {"concurrency": concurrency, "seconds": seconds, "load_generator": "hey (Debian)",
+           "gunicorn_workers_booted": gunicorn_workers}
+    for name, runs_ in (("post", post), ("get", get)):
+        out[name] = {k: summary([r[k] for r in runs_]) for k in ("rps", "p50", "p95", "p99")}
+        out[name]["codes"] = runs_[-1]["codes"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
@@ -208,7 +279,9 @@ def main() -> None:
     ap.add_argument("--claim-samples", type=int, default=1000)
     ap.add_argument("--rss-n", type=int, default=100_000)
     ap.add_argument("--rss-threads", type=int, default=16)
-    ap.add_argument("--only", default="enqueue,drain,pickup,claim,rss")
+    ap.add_argument("--api-seconds", type=int, default=10)
+    ap.add_argument("--api-concurrency", type=int, default=32)
+    ap.add_argument("--only", default="enqueue,drain,pickup,claim,rss,api")
     args = ap.parse_args()
     only = set(args.only.split(","))
     setup_django(args.url)
@@ -276,6 +349,8 @@ def main() -> None:
         result["rss"] = {"after_mb": summary([r["after_mb"] for r in runs]),
                          "idle_mb": summary([r["idle_mb"] for r in runs]),
                          "jobs": args.rss_n, "threads": args.rss_threads}
+    if "api" in only:
+        result["api"] = api(args.url, args.api_seconds, args.runs, args.api_concurrency, logdir)
     emit(result)
 
 

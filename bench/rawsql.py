@@ -39,7 +39,7 @@ def insert_params(k):
     return {"types": ["noop"] * k, "queues": ["default"] * k, "payloads": ["{}"] * k,
             "priorities": [0] * k, "max_attempts": [3] * k, "timeouts": [600] * k,
             "run_ats": [None] * k, "delays": [0.0] * k, "keys": [None] * k,
-            "fingerprints": [None] * k}
+            "fingerprints": [None] * k, "trace": "{}"}
 
 
 def reset(url):

@@ -4,3 +4,6 @@ from config.settings import *  # noqa: F401,F403
 from config.settings import INSTALLED_APPS
 
 INSTALLED_APPS = [*INSTALLED_APPS, "bench.benchapp"]
+
+# Measured as deployed: no debug cursor wrapper recording every query.
+DEBUG = False

@@ -55,6 +55,10 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
                  "insert_single", "insert_bulk"):
         assert res["raw"][mode]["median"] > 0
     assert res["raw"]["claim50_complete50"]["n"] == n
+    api = ours["api"]
+    if "skipped" not in api:  # `hey` (Debian) installed: gunicorn really served both
+        assert api["post"]["codes"].get("201", 0) > 0 and api["get"]["codes"].get("200", 0) > 0
+        assert api["post"]["rps"]["median"] > 0
     assert res["postgres"]["fsync"] in ("on", "off")
     assert {t["target"] for t in res["targets"]} >= {"drain", "pickup_p50", "rss_after"}
     drain_row = next(r for r in res["table"] if r["key"] == "drain")
