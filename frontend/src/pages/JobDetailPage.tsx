@@ -1,14 +1,15 @@
-import { type ReactNode, useEffect } from "react";
+import { type ReactNode, useEffect, useMemo } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
-import { isFinished, jobDetailOptions, jobEventsOptions, jobMutations } from "../api/jobs";
+import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, jobMutations } from "../api/jobs";
 import type { Job, JobDetail } from "../api/types";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Attempts, ProgressBar } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
+import { mergeEvents } from "../lib/events";
 import { formatDuration, formatRelative, formatTimestamp, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
@@ -30,6 +31,13 @@ function JobDetailView({ id }: { id: number }) {
   const job = useQuery(jobDetailOptions(id));
   const live = job.data ? !isFinished(job.data) : true;
   const events = useQuery(jobEventsOptions(queryClient, id, job.data?.events, live));
+  // The detail (polled every second) also carries the latest events: show them at once rather
+  // than at the feed's next poll. And when the status changes, poll the feed right away.
+  const timeline = useMemo(() => mergeEvents(events.data ?? [], job.data?.events ?? []), [events.data, job.data?.events]);
+  const status = job.data?.status;
+  useEffect(() => {
+    if (status) void queryClient.invalidateQueries({ queryKey: jobKeys.events(id) });
+  }, [status, id, queryClient]);
 
   useEffect(() => {
     document.title = job.data ? `#${id} ${job.data.type} (${job.data.status}) · Job queue` : `Job #${id} · Job queue`;
@@ -92,7 +100,7 @@ function JobDetailView({ id }: { id: number }) {
             <h2 id="timeline-title">Events</h2>
             <LiveIndicator isError={events.isError} isFetching={events.isFetching} paused={!live} />
           </header>
-          {events.isPending ? <Loading /> : events.isError && !events.data ? <ErrorState error={events.error} onRetry={() => void events.refetch()} /> : <EventsTimeline events={events.data ?? []} />}
+          {events.isPending ? <Loading /> : events.isError && !events.data ? <ErrorState error={events.error} onRetry={() => void events.refetch()} /> : <EventsTimeline events={timeline} />}
         </section>
         <div className="grid" style={{ alignContent: "start" }}>
           {(j.last_error || j.last_traceback) && (
