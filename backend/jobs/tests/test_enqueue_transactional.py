@@ -53,7 +53,8 @@ def test_a_job_is_invisible_to_workers_until_commit_and_picked_up_at_once_on_com
     pickup = (claimed.created_at - committed_at).total_seconds()
     assert claimed.created_at >= committed_at - timedelta(milliseconds=50)
     # Well under the 5 s poll interval: the commit's NOTIFY woke the idle dispatcher.
-    assert pickup < 0.5, f"picked up {pickup:.3f}s after commit"
+    print(f"picked up {pickup * 1000:.1f} ms after commit (poll interval {POLL_SECONDS:g} s)")
+    assert pickup < 1.0, f"picked up {pickup:.3f}s after commit"
     assert done.result == {"ok": True}
 
 

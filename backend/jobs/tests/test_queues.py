@@ -64,7 +64,7 @@ def test_run_job_workers_queues_flag_claims_only_those_queues(transactional_db):
 
 def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(worker_pool):
     # Ten slow reports first, at a higher priority: a shared pool would run them first.
-    reports = enqueue_many([{"type": "sleep", "payload": {"seconds": 1.0}, "queue": "reports",
+    reports = enqueue_many([{"type": "sleep", "payload": {"seconds": 2.0}, "queue": "reports",
                              "priority": 50} for _ in range(10)])
     emails = enqueue_many([{"type": "sleep", "payload": {"seconds": 0.05}, "queue": "emails"}
                            for _ in range(8)])
@@ -74,7 +74,7 @@ def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(wor
     report_statuses = list(Job.objects.filter(id__in=[r.id for r in reports])
                            .values_list("status", flat=True))
     # Every email finished while reports still wait their turn on their one thread.
-    assert report_statuses.count("queued") >= 7, report_statuses
+    assert report_statuses.count("queued") >= 6, report_statuses
     assert report_statuses.count("running") <= 1
 
 
