@@ -39,6 +39,7 @@ from croniter import croniter
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError
 from django.utils import timezone as dj_timezone
 from django.utils.module_loading import import_string
 
@@ -316,13 +317,13 @@ class PeriodicEnqueuer(ServiceThread):
             for tick in due:
                 try:
                     created = entry.enqueue(tick)
+                except DatabaseError:
+                    raise  # the service loop reconnects and backs off; the cursor stays put
                 except Exception as exc:
-                    from .exceptions import IdempotencyConflict, UnknownJobType
-
-                    if not isinstance(exc, IdempotencyConflict | UnknownJobType):
-                        raise
-                    log.error("periodic entry %r tick %s not enqueued: %s", entry.name,
-                              tick.isoformat(), exc)
+                    # This entry's problem (a bad queue name, arguments that are not JSON, a
+                    # changed payload under the same key): it must not hold up the others.
+                    log.error("periodic entry %r tick %s not enqueued: %s: %s", entry.name,
+                              tick.isoformat(), type(exc).__name__, exc)
                     counts["invalid"] += 1
                     continue
                 counts["enqueued" if created else "existing"] += 1

@@ -112,6 +112,16 @@ def test_bad_entries_are_reported_by_the_system_check_and_skipped(db, entry, mes
     assert not Job.objects.exists()
 
 
+def test_an_entry_that_fails_to_enqueue_does_not_hold_up_the_others(db):
+    entries = {"a-bad-queue": {"cron": "* * * * * *", "queue": "nope",
+                               "task": "jobs.tests.test_tasks_backend.add", "args": [1, 2]},
+               "tick": EVERY_SECOND["tick"]}
+    with override_settings(JOB_PERIODIC=entries):
+        counts = PeriodicEnqueuer().run_once(now=T0)
+    assert counts["invalid"] == 1 and counts["enqueued"] == 1
+    assert periodic_jobs("tick").count() == 1 and not periodic_jobs("a-bad-queue").exists()
+
+
 def test_malformed_settings_raise_improperly_configured():
     with override_settings(JOB_PERIODIC={"x": {"cron": "* * * * *", "type": "noop", "oops": 1}}):
         with pytest.raises(ImproperlyConfigured, match="unknown keys"):
