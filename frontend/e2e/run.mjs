@@ -170,9 +170,9 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 
 // ---- the browser steps -------------------------------------------------------------------------
 
-async function shot(page, name) {
+async function shot(page, name, { fullPage = true } = {}) {
   const path = join(RESULTS, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage });
   log(`screenshot ${path}`);
 }
 
@@ -277,11 +277,13 @@ async function runBrowser(baseURL) {
       const pct = Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow"));
       if (pct > 0 && pct < 100 && !progressSeen.includes(pct)) {
         progressSeen.push(pct);
-        if (progressSeen.length === 1) {
+        if (progressSeen.length === 2) {
           const owner = await page.getByTestId("lease-owner").innerText();
           check(owner.trim().length > 0, "a running job shows its lease owner");
           check(/expires in/.test(await page.getByTestId("lease-countdown").innerText()), "a running job shows its lease countdown");
           await shot(page, "job-running");
+          // The README's picture: the first screen only, small.
+          await shot(page, "readme-job-detail", { fullPage: false });
         }
       }
     }
@@ -330,6 +332,18 @@ async function runBrowser(baseURL) {
   const longId = await createJob(page, { type: "sleep", payload: { seconds: 30 } });
   await waitForStatus(page, "running");
   await page.getByTestId("lease-owner").waitFor();
+  // Meanwhile the overview shows the worker process running it.
+  await page.getByRole("link", { name: "Overview" }).click();
+  await page.getByRole("heading", { name: "Throughput, jobs per minute" }).waitFor();
+  await page.locator(".recharts-surface").first().waitFor();
+  await page.locator("section[aria-labelledby=workers-title]").getByRole("link", { name: `#${longId}` }).waitFor();
+  check(Number(await page.getByTestId("stat-active-workers").innerText()) >= 1, "the overview counts the worker process");
+  check(Number(await page.getByTestId("stat-running").innerText()) >= 1, "the overview counts the running job");
+  await sleep(300);
+  await shot(page, "overview");
+  await shot(page, "readme-overview", { fullPage: false });
+  await page.goBack();
+  await waitForStatus(page, "running");
   await page.getByRole("button", { name: "Cancel" }).click();
   await page.getByTestId("action-outcome").waitFor();
   const outcome = await page.getByTestId("action-outcome").innerText();
@@ -354,12 +368,8 @@ async function runBrowser(baseURL) {
   await shot(page, "jobs");
   await page.goto("/");
   await page.getByRole("heading", { name: "Overview" }).waitFor();
-  await page.getByRole("heading", { name: "Throughput, jobs per minute" }).waitFor();
-  await page.locator(".recharts-surface").first().waitFor();
-  await page.getByText(/^#\d+$/).first().waitFor(); // the activity feed links jobs
-  check(Number(await page.getByTestId("stat-active-workers").innerText()) >= 1, "the overview shows the running worker process");
-  await sleep(300);
-  await shot(page, "overview");
+  // The activity feed has this run's last event.
+  await page.locator("section[aria-labelledby=activity-title]").getByRole("link", { name: `#${longId}` }).first().waitFor();
   await page.setViewportSize({ width: 390, height: 844 });
   await sleep(300);
   await shot(page, "overview-phone");

@@ -23,7 +23,7 @@ export function Layout({ user }: { user: User }) {
       <aside className="sidebar" aria-label="Main navigation">
         <div className="brand">
           <span className="brand-mark" aria-hidden="true">Q</span>
-          <span>Job queue</span>
+          <span className="brand-name">Job queue</span>
         </div>
         <nav className="nav">
           <NavLink to="/" end>Overview</NavLink>

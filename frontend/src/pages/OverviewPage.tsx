@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import {
-  Area, AreaChart, Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis,
+  Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis,
 } from "recharts";
 import { activityFeedOptions } from "../api/events";
 import { metricsOptions } from "../api/metrics";
@@ -168,15 +168,15 @@ function ThroughputChart({ points }: { points: Metrics["throughput"] }) {
   return (
     <div className="chart" role="img" aria-label={`${total} jobs finished in the last ${points.length} minutes`}>
       <ResponsiveContainer width="100%" height="100%">
-        <AreaChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: -12 }}>
+        <BarChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: -12 }} barCategoryGap="18%">
           <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e2e5ea" />
           <XAxis dataKey="minute" tick={{ fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
           <YAxis allowDecimals={false} tick={{ fontSize: 12 }} />
-          <Tooltip />
+          <Tooltip cursor={{ fill: "rgba(43, 89, 195, 0.06)" }} />
           <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Area type="monotone" dataKey="succeeded" stackId="1" stroke={COLORS.succeeded} fill={COLORS.succeeded} fillOpacity={0.25} isAnimationActive={false} />
-          <Area type="monotone" dataKey="failed" stackId="1" stroke={COLORS.failed} fill={COLORS.failed} fillOpacity={0.3} isAnimationActive={false} />
-        </AreaChart>
+          <Bar dataKey="succeeded" stackId="finished" fill={COLORS.succeeded} isAnimationActive={false} />
+          <Bar dataKey="failed" stackId="finished" fill={COLORS.failed} radius={[3, 3, 0, 0]} isAnimationActive={false} />
+        </BarChart>
       </ResponsiveContainer>
     </div>
   );
@@ -214,7 +214,7 @@ function WorkersTable({ m }: { m: Metrics }) {
                     w.running_jobs.map((j) => (
                       <div key={j.id} className="nowrap">
                         <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}
-                        <span className="faint"> · {j.worker_id.split("-").pop()} · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</span>
+                        <span className="faint" title={j.worker_id}> · thread {j.worker_id.split("-").pop()} · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</span>
                         {j.progress_percent !== null && (
                           <span className="progress mini-progress" aria-label={`${j.progress_percent}%`}><span style={{ width: `${j.progress_percent}%` }} /></span>
                         )}
