@@ -6,7 +6,8 @@ export type LeaseState = { tone: "ok" | "warn" | "expired"; text: string; remain
 /** Below this many milliseconds left a lease shows as at risk (until its length is known). */
 export const LEASE_WARN_MS = 5_000;
 /** Once the lease length is known: at risk below this share of it. A healthy worker renews
- * well before (the engine renews at a third of the lease), so reaching it means a missed renewal. */
+ * well before (the engine renews every third of the lease, at least every 2 s), so reaching it
+ * means renewals are being missed. */
 export const LEASE_WARN_SHARE = 0.4;
 
 /**
