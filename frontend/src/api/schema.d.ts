@@ -303,7 +303,7 @@ export interface components {
             job_id: number;
             job_type: string;
             job_status: components["schemas"]["JobStatusEnum"];
-            kind: components["schemas"]["KindEnum"];
+            kind: components["schemas"]["EventKindEnum"];
             readonly attempt: number;
             readonly worker_id: string | null;
             readonly message: string;
@@ -318,6 +318,26 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        /**
+         * @description * `created` - created
+         *     * `claimed` - claimed
+         *     * `lease_renewed` - lease_renewed
+         *     * `progress` - progress
+         *     * `log` - log
+         *     * `succeeded` - succeeded
+         *     * `failed` - failed
+         *     * `retry_scheduled` - retry_scheduled
+         *     * `lease_expired` - lease_expired
+         *     * `lease_lost` - lease_lost
+         *     * `timed_out` - timed_out
+         *     * `released` - released
+         *     * `snoozed` - snoozed
+         *     * `cancel_requested` - cancel_requested
+         *     * `cancelled` - cancelled
+         *     * `retried` - retried
+         * @enum {string}
+         */
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -341,7 +361,7 @@ export interface components {
             readonly id: number;
             readonly type: string;
             readonly queue: string;
-            status: components["schemas"]["StatusE44Enum"];
+            status: components["schemas"]["JobStatusEnum"];
             /** @description -100..100, higher runs first */
             readonly priority: number;
             /**
@@ -425,7 +445,7 @@ export interface components {
             readonly id: number;
             readonly type: string;
             readonly queue: string;
-            status: components["schemas"]["StatusE44Enum"];
+            status: components["schemas"]["JobStatusEnum"];
             /** @description -100..100, higher runs first */
             readonly priority: number;
             /**
@@ -494,26 +514,6 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /**
-         * @description * `created` - created
-         *     * `claimed` - claimed
-         *     * `lease_renewed` - lease_renewed
-         *     * `progress` - progress
-         *     * `log` - log
-         *     * `succeeded` - succeeded
-         *     * `failed` - failed
-         *     * `retry_scheduled` - retry_scheduled
-         *     * `lease_expired` - lease_expired
-         *     * `lease_lost` - lease_lost
-         *     * `timed_out` - timed_out
-         *     * `released` - released
-         *     * `snoozed` - snoozed
-         *     * `cancel_requested` - cancel_requested
-         *     * `cancelled` - cancelled
-         *     * `retried` - retried
-         * @enum {string}
-         */
-        KindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried";
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         LoginRequest: {
             username: string;
@@ -556,15 +556,6 @@ export interface components {
             percent: number | null;
             message: string;
         };
-        /**
-         * @description * `queued` - queued
-         *     * `running` - running
-         *     * `succeeded` - succeeded
-         *     * `failed` - failed
-         *     * `cancelled` - cancelled
-         * @enum {string}
-         */
-        StatusE44Enum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         User: {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
