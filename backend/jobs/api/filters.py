@@ -1,5 +1,8 @@
 """Job list filters (django-filter): status, type, queue, priority, created range, search."""
+import datetime as dt
+
 import django_filters
+from django_filters.fields import IsoDateTimeField
 from django import forms
 from django.db.models import Q
 
@@ -16,6 +19,24 @@ class IntegerFilter(django_filters.NumberFilter):
     field_class = forms.IntegerField
 
 
+class UTCDateTimeField(IsoDateTimeField):
+    """ISO 8601, converted to UTC here: PostgreSQL refuses offsets beyond +-15:59 and years
+    outside its range, and a refused value must be a 400, not a failed statement."""
+
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is None or parsed.tzinfo is None:
+            return parsed
+        try:
+            return parsed.astimezone(dt.UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("Date/time out of range.", code="invalid") from None
+
+
+class UTCDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UTCDateTimeField
+
+
 class JobFilter(django_filters.FilterSet):
     status = StatusInFilter(
         field_name="status", lookup_expr="in", choices=[(s, s) for s in STATUS_CHOICES],
@@ -29,9 +50,9 @@ class JobFilter(django_filters.FilterSet):
                                                min_value=-100, max_value=100)
     priority_max = IntegerFilter(field_name="priority", lookup_expr="lte",
                                                min_value=-100, max_value=100)
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+    created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte",
                                                      help_text="ISO 8601; created at or after.")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
+    created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
     search = django_filters.CharFilter(method="filter_search", max_length=255,
                                        help_text="A job id or an exact idempotency key.")

@@ -4,6 +4,7 @@ Request serializers refuse fields they do not know, naming them; the fields the 
 itself maintains (status, attempts, lease, result ...) are refused as read-only, so that no
 request can mass-assign them.
 """
+import datetime as dt
 import json
 import re
 
@@ -79,8 +80,9 @@ class JobCreateSerializer(StrictSerializer):
                                         help_text="-100..100, higher runs first. Default: the type's.")
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
-    queue = serializers.CharField(required=False, max_length=100,
-                                  help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+    queue = serializers.RegexField(QUEUE_NAME.pattern, required=False, max_length=100,
+                                   error_messages={"invalid": "use letters, digits and _ . : - only."},
+                                   help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
     idempotency_key = serializers.CharField(
         required=False, allow_null=True, max_length=255,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
@@ -106,10 +108,13 @@ class JobCreateSerializer(StrictSerializer):
             raise PayloadTooLarge(f"payload is {size} bytes; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)")
         return value
 
-    def validate_queue(self, value):
-        if not QUEUE_NAME.match(value):
-            raise serializers.ValidationError("use letters, digits and _ . : - only.")
-        return value
+    def validate_run_at(self, value):
+        if value is None:
+            return None
+        try:
+            return value.astimezone(dt.UTC)  # PostgreSQL refuses offsets beyond +-15:59
+        except (OverflowError, ValueError):
+            raise serializers.ValidationError("out of range.") from None
 
     def validate_idempotency_key(self, value):
         if value is not None and not value.strip():
