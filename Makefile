@@ -20,7 +20,7 @@ help:
 	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
 	@echo "make test    run the whole suite (backend, UI unit tests, browser end-to-end)"
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
-	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db"
+	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db (BENCH_QUICK=1: faster)"
 	@echo "make diagrams  render assets/*.svg from their sources"
 	@echo "make db-stop stop the embedded PostgreSQL"
 
