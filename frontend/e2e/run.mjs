@@ -377,6 +377,13 @@ async function runBrowser(baseURL) {
   await sleep(300);
   await shot(page, "overview-phone");
 
+  // Log out: the session ends and the pages ask for a login again.
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.waitForURL(/\/login/);
+  await page.goto(`/jobs/${sleepId}`);
+  await page.waitForURL(new RegExp(`/login\\?next=%2Fjobs%2F${sleepId}$`));
+
   check(pageErrors.length === 0, `the page reported errors:\n  ${pageErrors.join("\n  ")}`);
 }
 
@@ -425,7 +432,9 @@ async function main() {
   return 0;
 }
 
+let timedOut = false;
 const timer = setTimeout(async () => {
+  timedOut = true;
   console.error(`e2e: FAILED — timed out after ${TIMEOUT_MS / 1000} s`);
   if (browserContext) {
     const page = browserContext.pages()[0];
@@ -441,6 +450,8 @@ try {
   if (exitCode === 0) log(`PASSED in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${RESULTS}`);
 } catch (error) {
   exitCode = 1;
+  // After a timeout, the steps still in flight fail as their browser closes: already reported.
+  if (timedOut) await new Promise(() => {});
   console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : error.stack ?? error}`);
   if (browserContext) {
     const page = browserContext.pages()[0];

@@ -61,9 +61,6 @@ export function LoginPage() {
         <button type="submit" className="primary" disabled={login.isPending || !username || !password} style={{ width: "100%", justifyContent: "center" }}>
           {login.isPending ? "Signing in…" : "Sign in"}
         </button>
-        <p className="hint" style={{ marginTop: 14 }}>
-          <code>make run</code> creates <code>demo</code> / <code>demo-password</code>.
-        </p>
       </form>
     </div>
   );
