@@ -2,6 +2,7 @@
 timeouts, retries with backoff, permanent failures, cancellation, snooze, shutdown release."""
 import threading
 import time
+import uuid
 
 import pytest
 from django.db.models import F
@@ -165,9 +166,10 @@ def test_a_worker_that_lost_its_lease_is_told_to_stop_and_cannot_complete(worker
     job = services.enqueue("slow_fenced", {}, max_attempts=3)
     worker_pool(threads=1)
     assert started.wait(10)
-    # Simulate the reaper taking the job over (e.g. after a long GC pause or network split).
-    Job.objects.filter(pk=job.pk).update(lease_expires_at=TxNow())
-    services.reap()
+    # Another worker now holds the job under a new token (as after a reap and a reclaim,
+    # following a long GC pause or a network split). Done in one write, so that this pool's
+    # renewer cannot extend the lease between "expire" and "reap".
+    Job.objects.filter(pk=job.pk).update(lease_token=uuid.uuid4(), locked_by="other-host-1-1")
     assert stop_seen.wait(5), "the handler was asked to stop after the lost renewal"
     wait_for(lambda: "lease_lost" in kinds(job), 5)
     assert Job.objects.get(pk=job.pk).result is None, "the stale worker's result was discarded"
