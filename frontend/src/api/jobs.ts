@@ -79,6 +79,14 @@ export function jobEventsOptions(queryClient: QueryClient, id: number, seed: Job
   });
 }
 
+/** The job detail carries only its latest events: fetch the whole history into the timeline. */
+export const loadEarlierEventsMutation = (queryClient: QueryClient, id: number) => ({
+  mutationFn: () => fetchJobEventsAfter(id, 0),
+  onSuccess: (events: JobEvent[]) => {
+    queryClient.setQueryData<JobEvent[]>(jobKeys.events(id), (known) => mergeEvents(known ?? [], events));
+  },
+});
+
 export type CreateOutcome = { job: Job; replayed: boolean };
 
 export const jobMutations = {

@@ -54,7 +54,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
     type: values.type || undefined,
     queue: values.queue || undefined,
     priority: Number.isFinite(priority) ? priority : undefined,
-    search: values.search || undefined,
+    search: values.search?.trim() || undefined,
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,
     page_size: pageSize,

@@ -2,7 +2,7 @@ import { type ReactNode, useEffect, useMemo } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
-import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, jobMutations } from "../api/jobs";
+import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, jobMutations, loadEarlierEventsMutation } from "../api/jobs";
 import type { Job, JobDetail } from "../api/types";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
@@ -34,6 +34,7 @@ function JobDetailView({ id }: { id: number }) {
   // The detail (polled every second) also carries the latest events: show them at once rather
   // than at the feed's next poll. And when the status changes, poll the feed right away.
   const timeline = useMemo(() => mergeEvents(events.data ?? [], job.data?.events ?? []), [events.data, job.data?.events]);
+  const earlier = useMutation(loadEarlierEventsMutation(queryClient, id));
   const status = job.data?.status;
   useEffect(() => {
     if (status) void queryClient.invalidateQueries({ queryKey: jobKeys.events(id) });
@@ -100,6 +101,15 @@ function JobDetailView({ id }: { id: number }) {
             <h2 id="timeline-title">Events</h2>
             <LiveIndicator isError={events.isError} isFetching={events.isFetching} paused={!live} />
           </header>
+          {timeline.length > 0 && timeline[0].kind !== "created" && (
+            <div className="hint" style={{ marginBottom: 10 }}>
+              Showing the latest events only.{" "}
+              <button type="button" className="link" onClick={() => earlier.mutate()} disabled={earlier.isPending}>
+                {earlier.isPending ? "Loading…" : "Load earlier events"}
+              </button>
+              {earlier.isError && <span className="field-error"> {(earlier.error as Error).message}</span>}
+            </div>
+          )}
           {events.isPending ? <Loading /> : events.isError && !events.data ? <ErrorState error={events.error} onRetry={() => void events.refetch()} /> : <EventsTimeline events={timeline} />}
         </section>
         <div className="grid" style={{ alignContent: "start" }}>

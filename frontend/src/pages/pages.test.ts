@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { toCreateBody } from "./CreateJobPage";
 import { summarizeRetries } from "./FailedJobsPage";
 import { safeNext } from "./LoginPage";
+import { toListParams } from "../lib/useFilterParams";
 import { ApiError } from "../api/client";
 import type { Job } from "../api/types";
 
@@ -37,5 +38,17 @@ describe("safeNext", () => {
     expect(safeNext("//evil.example/")).toBe("/");
     expect(safeNext("https://evil.example/")).toBe("/");
     expect(safeNext(null)).toBe("/");
+  });
+});
+
+describe("toListParams", () => {
+  it("turns the filter form into the API's typed parameters", () => {
+    expect(toListParams({ status: "failed", type: "sleep", priority: "-3", search: " ", ordering: "-id" }, 2, 25)).toEqual({
+      status: ["failed"], type: "sleep", queue: undefined, priority: -3, search: undefined, ordering: "-id", page: 2, page_size: 25,
+    });
+  });
+
+  it("drops a priority that is not a number and page 1", () => {
+    expect(toListParams({ priority: "high" }, 1, 50)).toMatchObject({ priority: undefined, page: undefined, page_size: 50 });
   });
 });
