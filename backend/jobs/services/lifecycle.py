@@ -32,6 +32,8 @@ class Completion:
     lease_token: uuid.UUID
     worker_id: str
     result: object = None
+    job_type: str = ""  # for the worker's log line only
+    attempt: int = 0
 
 
 def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, float]], list[Completion]]:

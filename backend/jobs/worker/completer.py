@@ -93,7 +93,14 @@ class Completer(threading.Thread):
         self.refused += len(refused)
         for c in batch:
             self.held.discard(c.job_id, c.lease_token)
+        by_id = {c.job_id: c for c in batch}
         for job_id, status, run_seconds in done:
-            log.debug("completed job=%s status=%s run=%.4fs", job_id, status, run_seconds)
+            c = by_id[job_id]
+            if log.isEnabledFor(logging.INFO):
+                log.info("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
+                         c.job_type, c.attempt, c.worker_id, run_seconds,
+                         extra={"job_id": job_id, "job_type": c.job_type, "attempt": c.attempt,
+                                "worker_id": c.worker_id, "status": status,
+                                "run_seconds": float(run_seconds)})
             if self.on_done:
                 self.on_done(job_id, status, run_seconds)

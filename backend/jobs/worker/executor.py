@@ -116,7 +116,7 @@ class Executor(threading.Thread):
             self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         else:
             self.pool.completer.submit(
-                Completion(job.id, job.lease_token, self.worker_id, result))
+                Completion(job.id, job.lease_token, self.worker_id, result, job.type, job.attempt))
             log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
                       extra=extra)
 
