@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, jobMutations, loadEarlierEventsMutation } from "../api/jobs";
-import type { Job, JobDetail } from "../api/types";
+import type { Job, JobDetail, JobEvent } from "../api/types";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Attempts, ProgressBar } from "../components/Progress";
@@ -55,6 +55,7 @@ function JobDetailView({ id }: { id: number }) {
     return <ErrorState error={job.error} onRetry={() => void job.refetch()} />;
   }
   const j = job.data!;
+  const progress = currentProgress(j, timeline);
   return (
     <>
       <div className="page-head">
@@ -81,8 +82,8 @@ function JobDetailView({ id }: { id: number }) {
       <div className="grid grid-3" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="progress-title">
           <header><h2 id="progress-title">Progress</h2></header>
-          <ProgressBar percent={j.progress.percent} status={j.status} label={`Job ${j.id} progress`} />
-          <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>{j.progress.message || (j.status === "queued" ? "Waiting for a worker." : "")}</p>
+          <ProgressBar percent={progress.percent} status={j.status} label={`Job ${j.id} progress`} />
+          <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>{progress.message || (j.status === "queued" ? "Waiting for a worker." : "")}</p>
           <RunFacts job={j} />
         </section>
         <section className="panel" aria-labelledby="lease-title">
@@ -143,6 +144,23 @@ function JobDetailView({ id }: { id: number }) {
       </div>
     </>
   );
+}
+
+/**
+ * The job's progress, from whichever of the two polls saw it last: the detail, or a progress
+ * event of the running attempt that the event feed brought in since.
+ */
+export function currentProgress(job: JobDetail, events: JobEvent[]): { percent: number | null; message: string } {
+  const fromJob = { percent: job.progress.percent, message: job.progress.message };
+  if (job.status !== "running") return fromJob;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.kind !== "progress" || e.attempt !== job.attempts) continue;
+    const percent = (e.data as { percent?: unknown }).percent;
+    if (typeof percent !== "number" || Date.parse(e.created_at) <= Date.parse(job.updated_at)) return fromJob;
+    return { percent, message: e.message };
+  }
+  return fromJob;
 }
 
 type Outcome = { tone: "success" | "error"; text: string };

@@ -3,6 +3,8 @@ import { toCreateBody } from "./CreateJobPage";
 import { summarizeRetries } from "./FailedJobsPage";
 import { safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
+import { currentProgress } from "./JobDetailPage";
+import type { JobDetail, JobEvent } from "../api/types";
 import { ApiError } from "../api/client";
 import type { Job } from "../api/types";
 
@@ -50,5 +52,24 @@ describe("toListParams", () => {
 
   it("drops a priority that is not a number and page 1", () => {
     expect(toListParams({ priority: "high" }, 1, 50)).toMatchObject({ priority: undefined, page: undefined, page_size: 50 });
+  });
+});
+
+describe("currentProgress", () => {
+  const job = { status: "running", attempts: 2, updated_at: "2026-01-01T00:00:02Z", progress: { percent: 40, message: "page 4/10" } } as JobDetail;
+  const progress = (percent: number, at: string, attempt = 2) =>
+    ({ id: percent, kind: "progress", attempt, message: `at ${percent}`, data: { percent }, created_at: at }) as unknown as JobEvent;
+
+  it("takes a progress event newer than the detail", () => {
+    expect(currentProgress(job, [progress(50, "2026-01-01T00:00:03Z")])).toEqual({ percent: 50, message: "at 50" });
+  });
+
+  it("keeps the detail when it is newer, or the event is from an earlier attempt", () => {
+    expect(currentProgress(job, [progress(30, "2026-01-01T00:00:01Z")])).toEqual({ percent: 40, message: "page 4/10" });
+    expect(currentProgress(job, [progress(90, "2026-01-01T00:00:09Z", 1)])).toEqual({ percent: 40, message: "page 4/10" });
+  });
+
+  it("uses the detail once the job stopped running", () => {
+    expect(currentProgress({ ...job, status: "succeeded" }, [progress(50, "2026-01-01T00:00:03Z")]).percent).toBe(40);
   });
 });
