@@ -177,3 +177,39 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
     assert kinds["refused"] > 0 and reaped > 0 and lost == kinds["refused"]
     report = audit()
     assert report.ok, report.format()
+
+
+@pytest.mark.django_db
+def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_just_committed(monkeypatch):
+    """Found by the chaos drain: a false `lease_lost` ("renewal refused") 10-95 ms after the
+    job's own `succeeded`, under the same token, because the renewer's pass fell between the
+    completer's commit and its discard of the job. Held jobs are now marked finishing before
+    their final write, and the renewer leaves those to their writer."""
+    from jobs.services.lifecycle import Completion
+    from jobs.testing import _context
+    from jobs.worker import completer as completer_module
+    from jobs.worker.completer import Completer
+    from jobs.worker.held import Held, HeldJobs
+    from jobs.worker.renewer import LeaseRenewer
+
+    job = services.enqueue("noop")
+    c = services.claim(worker_ids=["proc-1"], job_ids=[job.id])[0]
+    held = HeldJobs()
+    held.add(Held(c, _context(c, "proc-1")))
+    renewer = LeaseRenewer(held, process_id="proc", threads=1, queues=["*"])
+    renewals = []
+    real_complete_many = completer_module.complete_many
+
+    def complete_then_renew(batch):
+        # The renewer's periodic pass lands right after the completion committed, before the
+        # completer has forgotten the job: a window of a few milliseconds in production.
+        out = real_complete_many(batch)
+        renewals.append(renewer.run_once())
+        return out
+
+    monkeypatch.setattr(completer_module, "complete_many", complete_then_renew)
+    Completer(held).flush([Completion(c.id, c.lease_token, "proc-1", {"ok": True})])
+    job.refresh_from_db()
+    assert job.status == "succeeded"
+    assert renewals[0]["lost"] == 0
+    assert not JobEvent.objects.filter(job=job, kind="lease_lost").exists()

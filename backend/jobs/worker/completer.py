@@ -88,6 +88,8 @@ class Completer(threading.Thread):
             connection.close()
 
     def flush(self, batch: list[Completion]) -> None:
+        for c in batch:
+            self.held.mark_finishing(c.job_id, c.lease_token)
         done, refused = complete_many(batch)
         self.completed += len(done)
         self.refused += len(refused)

@@ -144,6 +144,7 @@ class Executor(threading.Thread):
 
     def _write(self, job: ClaimedJob, write):
         """Run a fenced write, retrying through a database outage. LeaseLost ends it."""
+        self.pool.held.mark_finishing(job.id, job.lease_token)
         backoff = Backoff()
         while True:
             try:

@@ -10,6 +10,10 @@ from ..services import ClaimedJob
 class Held:
     job: ClaimedJob
     ctx: JobContext
+    # Set just before the job's final write (complete, fail, snooze). From then on, a renewal
+    # that no longer finds the job running means that write committed, not that the lease was
+    # lost; if the write is refused instead, its writer records the `lease_lost` itself.
+    finishing: bool = False
 
 
 class HeldJobs:
@@ -28,6 +32,12 @@ class HeldJobs:
             if held is None or (lease_token is not None and held.job.lease_token != lease_token):
                 return None
             return self._jobs.pop(job_id)
+
+    def mark_finishing(self, job_id: int, lease_token) -> None:
+        with self._lock:
+            held = self._jobs.get(job_id)
+            if held is not None and held.job.lease_token == lease_token:
+                held.finishing = True
 
     def snapshot(self) -> list[Held]:
         with self._lock:

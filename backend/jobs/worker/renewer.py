@@ -55,6 +55,8 @@ class LeaseRenewer(ServiceThread):
         for h in held:
             row = answer.get(h.job.id)
             if row is None:
+                if h.finishing:
+                    continue  # its final write just committed (a refusal is recorded by the writer)
                 if self.held.discard(h.job.id, h.job.lease_token):
                     counts["lost"] += 1
                     self.lost += 1
