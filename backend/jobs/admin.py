@@ -220,13 +220,13 @@ class QueueSettingAdmin(admin.ModelAdmin):
         fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit)
         obj.updated_at = fresh.updated_at
 
-    @admin.action(description="Pause the selected queues")
+    @admin.action(description="Pause the selected queues", permissions=["change"])
     def pause(self, request, queryset):
         for name in queryset.values_list("queue", flat=True):
             queues.pause_queue(name)
         self.message_user(request, "Paused: workers stop claiming from them within a poll interval.")
 
-    @admin.action(description="Resume the selected queues")
+    @admin.action(description="Resume the selected queues", permissions=["change"])
     def resume(self, request, queryset):
         for name in queryset.values_list("queue", flat=True):
             queues.resume_queue(name)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import conf
@@ -134,6 +135,94 @@ def known_queues() -> list[str]:
     names = {"default"} | {spec.queue for spec in registry.all() if spec.queue}
     names |= set(QueueSetting.objects.values_list("queue", flat=True))
     return sorted(names)
+
+
+def queues(name: str | None = None) -> list[dict]:
+    """Every queue that has jobs or a setting (or just `name`), by name: its pause and
+    concurrency limit, and its queued, runnable and running jobs. Two queries: one count
+    grouped by queue (a pass over the jobs table, like metrics' counts by status) and the
+    settings.
+
+    [{"name", "paused", "concurrency_limit", "queued", "runnable", "running"}, ...]
+    """
+    jobs = Job.objects.all() if name is None else Job.objects.filter(queue=name)
+    counts = {
+        row["queue"]: row
+        for row in jobs.values("queue").annotate(
+            queued=Count("id", filter=Q(status=Status.QUEUED)),
+            runnable=Count("id", filter=Q(status=Status.QUEUED, available_at__lte=Now())),
+            running=Count("id", filter=Q(status=Status.RUNNING)),
+        ).order_by()
+    }
+    settings = QueueSetting.objects.all() if name is None else QueueSetting.objects.filter(queue=name)
+    limits = {s.queue: s for s in settings}
+    rows = []
+    for queue in sorted(counts.keys() | limits.keys()):
+        setting, count = limits.get(queue), counts.get(queue, {})
+        rows.append({
+            "name": queue,
+            "paused": setting.paused if setting else False,
+            "concurrency_limit": setting.concurrency_limit if setting else None,
+            "queued": count.get("queued", 0),
+            "runnable": count.get("runnable", 0),
+            "running": count.get("running", 0),
+        })
+    return rows
+
+
+def queue_get(name: str) -> dict:
+    """One queue as `queues()` shows it; a queue without jobs or a setting has zeros."""
+    found = queues(name)
+    return found[0] if found else {"name": name, "paused": False, "concurrency_limit": None,
+                                   "queued": 0, "runnable": 0, "running": 0}
+
+
+_WHOLE_NUMBER_FIELDS = {"priority": None, "max_attempts": 1, "timeout": 1}  # name -> minimum
+
+
+def schedules(now=None) -> list[dict]:
+    """`periodic.schedule()`, every value of the type the API declares.
+
+    A settings entry can hold anything (`"priority": "high"`, `"timeout": "5m"`): such a value
+    is shown as null (or empty) and named in the entry's `problems`, which makes it invalid,
+    rather than breaking the whole list.
+    """
+    from .periodic import schedule
+
+    rows = schedule(now=now)
+    for row in rows:
+        problems = row["problems"]
+
+        def refuse(key, empty, problem):
+            row[key] = empty
+            if not any(p.startswith(problem.split(" must")[0]) for p in problems):
+                problems.append(problem)
+
+        for key in ("name", "cron", "timezone"):
+            row[key] = str(row[key])
+        for key in ("type", "task", "queue"):
+            if row[key] is not None and not isinstance(row[key], str):
+                refuse(key, None, f"'{key}' must be a string")
+        if row["queue"] is not None and not 1 <= len(row["queue"]) <= 100:
+            problems.append("'queue' must have 1 to 100 characters")
+        if not isinstance(row["payload"], dict):
+            refuse("payload", {}, "'payload' must be an object")
+        if isinstance(row["args"], tuple):
+            row["args"] = list(row["args"])
+        if not isinstance(row["args"], list):
+            refuse("args", [], "'args' must be a list and 'kwargs' an object")
+        if not isinstance(row["kwargs"], dict):
+            refuse("kwargs", {}, "'args' must be a list and 'kwargs' an object")
+        for key, minimum in _WHOLE_NUMBER_FIELDS.items():
+            value = row[key]
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                refuse(key, None, f"'{key}' must be a whole number")
+            elif minimum is not None and value < minimum:
+                problems.append(f"'{key}' must be at least {minimum}")
+        row["valid"] = not problems
+    return rows
 
 
 _FINISHED_SQL = """

@@ -2,7 +2,7 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from .serializers import ErrorSerializer
+from .serializers import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME as _QUEUE_NAME_RE, ErrorSerializer
 
 _ERRORS = {
     400: ("Invalid input: `errors` names each bad field.", "invalid", {
@@ -79,3 +79,9 @@ IDEMPOTENCY_KEY = OpenApiParameter(
                 "409. May also be given as idempotency_key in the body (not both, unless equal).",
 )
 JOB_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The job id.")
+QUEUE_NAME = OpenApiParameter(
+    "name", {"type": "string", "pattern": _QUEUE_NAME_RE.pattern, "minLength": 1,
+             "maxLength": MAX_QUEUE_NAME_LENGTH},
+    OpenApiParameter.PATH,
+    description="The queue name (letters, digits, _ . : -); another name is a 400.",
+)

@@ -25,6 +25,9 @@ MAX_TIMEOUT_SECONDS = 30 * 86400
 STATUS_CHOICES = [s.value for s in Status]
 EVENT_KIND_CHOICES = [k.value for k in EventKind]
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
+MAX_QUEUE_NAME_LENGTH = 100  # Job.queue's max_length
+MAX_RETRY_IDS = 1000
+MAX_CONCURRENCY_LIMIT = 2**31 - 1  # the column is a PostgreSQL integer
 
 # Fields of a job that only the queue writes: a request naming one is refused.
 QUEUE_MAINTAINED_FIELDS = frozenset({
@@ -72,6 +75,13 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def queue_name_field(**kwargs) -> serializers.RegexField:
+    """A queue name as jobs carry it: 1 to 100 of letters, digits and _ . : -."""
+    return serializers.RegexField(
+        QUEUE_NAME.pattern, max_length=MAX_QUEUE_NAME_LENGTH,
+        error_messages={"invalid": "use letters, digits and _ . : - only."}, **kwargs)
+
+
 class JobCreateSerializer(StrictSerializer):
     type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
@@ -80,9 +90,8 @@ class JobCreateSerializer(StrictSerializer):
                                         help_text="-100..100, higher runs first. Default: the type's.")
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
-    queue = serializers.RegexField(QUEUE_NAME.pattern, required=False, max_length=100,
-                                   error_messages={"invalid": "use letters, digits and _ . : - only."},
-                                   help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+    queue = queue_name_field(required=False,
+                             help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
     idempotency_key = serializers.CharField(
         required=False, allow_null=True, max_length=255,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
@@ -109,12 +118,7 @@ class JobCreateSerializer(StrictSerializer):
         return value
 
     def validate_run_at(self, value):
-        if value is None:
-            return None
-        try:
-            return value.astimezone(dt.UTC)  # PostgreSQL refuses offsets beyond +-15:59
-        except (OverflowError, ValueError):
-            raise serializers.ValidationError("out of range.") from None
+        return _utc(value)
 
     def validate_idempotency_key(self, value):
         if value is not None and not value.strip():
@@ -168,6 +172,81 @@ class JobBulkCreateSerializer(StrictSerializer):
                     item[target] = data[source]
             items.append(item)
         return items
+
+
+def _utc(value):
+    """An aware datetime in UTC (PostgreSQL refuses offsets beyond +-15:59), or a 400."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(dt.UTC)
+    except (OverflowError, ValueError):
+        raise serializers.ValidationError("out of range.") from None
+
+
+class JobRetryMatchingSerializer(StrictSerializer):
+    """Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
+    `all: true`. An empty body is refused, so that no request retries every failed job by
+    accident."""
+
+    FILTERS = ("type", "error_contains", "finished_after", "finished_before")
+
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        min_length=1, max_length=MAX_RETRY_IDS,
+        help_text=f"Retry these jobs (failed or cancelled; 1 to {MAX_RETRY_IDS} ids). The "
+                  "others are listed in `not_retried`. Not with `all` or filters.")
+    all = serializers.BooleanField(
+        required=False, help_text="true: retry every failed job. Not with filters or ids.")
+    type = serializers.CharField(required=False, max_length=100,
+                                 help_text="Failed jobs of this type (exactly).")
+    error_contains = serializers.CharField(
+        required=False, max_length=1000,
+        help_text="Failed jobs whose last error contains this text (case-insensitive).")
+    finished_after = serializers.DateTimeField(
+        required=False, help_text="Failed jobs that failed at or after this time.")
+    finished_before = serializers.DateTimeField(
+        required=False, help_text="Failed jobs that failed before this time.")
+
+    def validate_finished_after(self, value):
+        return _utc(value)
+
+    def validate_finished_before(self, value):
+        return _utc(value)
+
+    def validate(self, attrs):
+        filters = [name for name in self.FILTERS if name in attrs]
+        if "ids" in attrs:
+            if filters or "all" in attrs:
+                raise serializers.ValidationError(
+                    {"ids": ["give ids alone, without all or filters."]})
+        elif attrs.get("all"):
+            if filters:
+                raise serializers.ValidationError(
+                    {"all": ["all retries every failed job: give it alone, or give filters "
+                             "without it."]})
+        elif not filters:
+            raise serializers.ValidationError({"non_field_errors": [
+                "say which jobs to retry: ids, at least one filter (type, error_contains, "
+                "finished_after, finished_before), or {\"all\": true} for every failed job."]})
+        after, before = attrs.get("finished_after"), attrs.get("finished_before")
+        if after is not None and before is not None and after >= before:
+            raise serializers.ValidationError(
+                {"finished_before": ["must be later than finished_after."]})
+        return attrs
+
+    def filters(self) -> dict:
+        """The validated filters as keyword arguments of `bulk_retry.retry_matching`."""
+        return {name: self.validated_data[name] for name in self.FILTERS
+                if name in self.validated_data}
+
+
+class JobRetryMatchingResultSerializer(serializers.Serializer):
+    retried = serializers.IntegerField(help_text="How many jobs went back to the queue.")
+    not_retried = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="With `ids`: the ids that were not retried (unknown, or neither failed nor "
+                  "cancelled). With filters: always [] (only failed jobs match).")
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -254,6 +333,67 @@ class JobTypeSerializer(serializers.Serializer):
     max_attempts = serializers.IntegerField()
     timeout_seconds = serializers.IntegerField(allow_null=True)
     payload_example = JSONObjectField()
+
+
+class QueueSerializer(serializers.Serializer):
+    """A named queue: its setting (pause, concurrency limit) and its live jobs."""
+
+    name = serializers.CharField()
+    paused = serializers.BooleanField(help_text="Workers claim nothing from a paused queue.")
+    concurrency_limit = serializers.IntegerField(
+        allow_null=True, help_text="At most this many of its jobs run at once across every "
+                                   "worker (null: no limit).")
+    queued = serializers.IntegerField(help_text="Queued jobs, due now or later.")
+    runnable = serializers.IntegerField(help_text="Queued jobs that are due now.")
+    running = serializers.IntegerField()
+
+
+class QueueNameSerializer(serializers.Serializer):
+    name = queue_name_field()
+
+
+class QueueUpdateSerializer(StrictSerializer):
+    concurrency_limit = serializers.IntegerField(
+        min_value=1, max_value=MAX_CONCURRENCY_LIMIT, allow_null=True,
+        help_text="At most this many of the queue's jobs run at once across every worker; "
+                  "null removes the limit.")
+
+
+@extend_schema_field({"type": "array", "items": {}, "example": ["2026-01-01", 7]})
+class JSONListField(serializers.JSONField):
+    pass
+
+
+class _LastJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+
+
+class ScheduleSerializer(serializers.Serializer):
+    """A periodic entry, with its next run and the job of its latest due tick."""
+
+    name = serializers.CharField()
+    cron = serializers.CharField(help_text="Five fields, or six with seconds last.")
+    timezone = serializers.CharField(help_text="The IANA time zone the cron expression is read in.")
+    type = serializers.CharField(allow_null=True, help_text="The job type it enqueues (or null: a task).")
+    task = serializers.CharField(allow_null=True, help_text="The Django task's path (or null: a type).")
+    payload = JSONObjectField(help_text="The job's payload (with `type`).")
+    args = JSONListField(help_text="The task's positional arguments (with `task`).")
+    kwargs = JSONObjectField(help_text="The task's keyword arguments (with `task`).")
+    queue = serializers.CharField(allow_null=True, help_text="null: the type's or task's default.")
+    priority = serializers.IntegerField(allow_null=True)
+    max_attempts = serializers.IntegerField(allow_null=True)
+    timeout_seconds = serializers.IntegerField(source="timeout", allow_null=True)
+    source = serializers.ChoiceField(choices=["settings", "decorator"],
+                                     help_text="JOB_PERIODIC, or the @periodic decorator.")
+    valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")
+    problems = serializers.ListField(child=serializers.CharField())
+    next_run_at = serializers.DateTimeField(allow_null=True)
+    last_tick_at = serializers.DateTimeField(
+        allow_null=True, help_text="The latest tick due at or before now.")
+    last_job = _LastJob(allow_null=True,
+                        help_text="The job of the latest tick (null: not enqueued, e.g. no "
+                                  "worker ran then, or it was pruned).")
 
 
 class _Finished(serializers.Serializer):

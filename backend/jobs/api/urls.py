@@ -7,11 +7,13 @@ from . import views
 
 router = SimpleRouter()
 router.register("jobs", views.JobViewSet, basename="job")
+router.register("queues", views.QueueViewSet, basename="queue")
 
 v1 = [
     *router.urls,
     path("events/", views.EventFeedView.as_view(), name="event-feed"),
     path("job-types/", views.JobTypeListView.as_view(), name="job-types"),
+    path("schedules/", views.ScheduleListView.as_view(), name="schedules"),
     path("metrics/", views.MetricsView.as_view(), name="api-metrics"),
     path("auth/csrf/", views.CsrfView.as_view(), name="auth-csrf"),
     path("auth/login/", views.LoginView.as_view(), name="auth-login"),

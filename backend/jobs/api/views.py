@@ -20,15 +20,18 @@ from rest_framework.views import APIView
 from django_filters.rest_framework import DjangoFilterBackend
 
 from .. import conf, selectors, services
-from ..exceptions import JobNotFound
+from ..exceptions import InvalidTransition, JobNotFound
+from ..services.bulk_retry import retry_matching
 from .exceptions import QueueFull
 from .filters import JobFilter
 from .permissions import ADD, CHANGE, VIEW, JobPermission
-from .schema import IDEMPOTENCY_KEY, JOB_ID, REPLAY, RETRY_AFTER, errors
+from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors
 from .serializers import (
     BulkCreatedSerializer, CsrfSerializer, EventFeedQuerySerializer, EventPageSerializer,
     HealthSerializer, JobBulkCreateSerializer, JobCreateSerializer, JobDetailSerializer,
-    JobSerializer, JobTypeSerializer, LoginSerializer, MetricsSerializer, UserSerializer,
+    JobRetryMatchingResultSerializer, JobRetryMatchingSerializer, JobSerializer,
+    JobTypeSerializer, LoginSerializer, MetricsSerializer, QueueNameSerializer,
+    QueueSerializer, QueueUpdateSerializer, ScheduleSerializer, UserSerializer,
 )
 from .throttles import JobCreateThrottle, LoginThrottle
 
@@ -122,7 +125,8 @@ _EVENT_PARAMS = [
 class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     permission_classes = [JobPermission]
     job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
-                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE}
+                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
+                       "retry_matching": CHANGE}
     serializer_class = JobSerializer
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     filterset_class = JobFilter
@@ -224,6 +228,43 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(JobSerializer(job).data)
 
     @extend_schema(
+        summary="Retry failed jobs in bulk: by filter, every one, or the given ids", tags=["jobs"],
+        operation_id="v1_jobs_retry_matching_create",
+        description="The dead letter's retry. With filters (all of them must match): every "
+                    "failed job of that `type`, whose last error contains `error_contains`, "
+                    "that failed in [`finished_after`, `finished_before`), retried in batches "
+                    "of 500, each its own short transaction. `{\"all\": true}`: every failed "
+                    "job. `ids`: these jobs, failed or cancelled; the others come back in "
+                    "`not_retried`. A body that says none of these is a 400, so that no "
+                    "request retries every failed job by accident. Attempts already spent stay "
+                    "counted, as with a single retry.",
+        request=JobRetryMatchingSerializer,
+        examples=[
+            OpenApiExample("by filter", request_only=True, value={
+                "type": "email_send", "error_contains": "timeout",
+                "finished_after": "2026-01-01T00:00:00Z"}),
+            OpenApiExample("every failed job", request_only=True, value={"all": True}),
+            OpenApiExample("selected", request_only=True, value={"ids": [41, 42, 43]}),
+        ],
+        responses={200: OpenApiResponse(JobRetryMatchingResultSerializer, examples=[
+            OpenApiExample("retried", response_only=True, value={"retried": 2, "not_retried": [43]})]),
+            **errors(400, 401, 403, 503)},
+    )
+    @action(detail=False, methods=["post"], url_path="retry", url_name="retry-matching")
+    def retry_matching(self, request):
+        serializer = JobRetryMatchingSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        actor = request.user.get_username()
+        if "ids" in serializer.validated_data:
+            retried, not_retried = _retry_each(serializer.validated_data["ids"], actor=actor)
+            return Response({"retried": retried, "not_retried": not_retried})
+        try:
+            retried = retry_matching(**serializer.filters(), actor=actor)
+        except ValueError as exc:
+            raise ValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response({"retried": retried, "not_retried": []})
+
+    @extend_schema(
         summary="A job's events after a cursor, oldest first", tags=["events"],
         parameters=[JOB_ID, *_EVENT_PARAMS],
         responses={200: OpenApiResponse(EventPageSerializer, examples=[OpenApiExample(
@@ -237,6 +278,133 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         job = selectors.job_get(_job_id(pk))
         page = selectors.events_feed(job_id=job.pk, **query)
         return Response(EventPageSerializer(page).data)
+
+
+def _retry_each(ids: list[int], *, actor: str) -> tuple[int, list[int]]:
+    """`services.retry` on each id (each its own transaction), as the admin's action does;
+    the ids it refuses (unknown, or not failed/cancelled) are returned, in request order."""
+    retried, refused = 0, []
+    for job_id in dict.fromkeys(ids):
+        try:
+            services.retry(job_id, actor=actor)
+            retried += 1
+        except (InvalidTransition, JobNotFound):
+            refused.append(job_id)
+    return retried, refused
+
+
+def _queue_name(value) -> str:
+    """The queue name from the URL, validated like a job's `queue` field (400 otherwise)."""
+    serializer = QueueNameSerializer(data={"name": value})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data["name"]
+
+
+_QUEUE_EXAMPLE = {"name": "reports", "paused": False, "concurrency_limit": 2, "queued": 120,
+                  "runnable": 118, "running": 2}
+
+
+def _queue_response(description: str, **overrides):
+    example = {**_QUEUE_EXAMPLE, **overrides}
+    return OpenApiResponse(QueueSerializer, description=description, examples=[
+        OpenApiExample("queue", response_only=True, value=example)])
+
+
+class QueueViewSet(viewsets.ViewSet):
+    """Named queues: list them, pause and resume them, set their concurrency limit. Writes go
+    through `jobs.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
+
+    permission_classes = [JobPermission]
+    job_permissions = {"list": VIEW, "partial_update": CHANGE, "pause": CHANGE, "resume": CHANGE}
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"  # a bad name reaches the view and gets a 400, not a 404
+
+    @extend_schema(
+        summary="Every queue with jobs or a setting", tags=["queues"],
+        description="By name: paused or not, the concurrency limit (null: none), and its "
+                    "queued (due now or later), runnable (due now) and running jobs. A queue "
+                    "appears once it has a job (of any status) or a setting (it was paused, "
+                    "resumed or limited).",
+        responses={200: OpenApiResponse(QueueSerializer(many=True), examples=[OpenApiExample(
+            "queues", response_only=True, value=[
+                {"name": "default", "paused": False, "concurrency_limit": None, "queued": 3,
+                 "runnable": 3, "running": 1},
+                {**_QUEUE_EXAMPLE, "paused": True}])]),
+            **errors(401, 403, 503)},
+    )
+    def list(self, request):
+        return Response(QueueSerializer(selectors.queues(), many=True).data)
+
+    @extend_schema(
+        summary="Set a queue's concurrency limit", tags=["queues"], parameters=[QUEUE_NAME],
+        description="At most `concurrency_limit` of the queue's jobs run at once, across every "
+                    "worker process, enforced inside the claim; null removes the limit. "
+                    "Workers see the change within a second. The queue need not have jobs yet. "
+                    "An empty body changes nothing.",
+        request=QueueUpdateSerializer,
+        examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
+                  OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None})],
+        responses={200: _queue_response("The queue, as it is now."), **errors(400, 401, 403, 503)},
+    )
+    def partial_update(self, request, name=None):
+        name = _queue_name(name)
+        serializer = QueueUpdateSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        if "concurrency_limit" in serializer.validated_data:  # an empty patch changes nothing
+            services.set_queue_limit(name, serializer.validated_data["concurrency_limit"])
+        return Response(QueueSerializer(selectors.queue_get(name)).data)
+
+    @extend_schema(
+        summary="Pause a queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
+        description="Workers stop claiming its jobs within one poll interval; running jobs "
+                    "finish. Jobs can still be enqueued. Survives restarts. Pausing a paused "
+                    "queue, or one without jobs yet, is fine.",
+        responses={200: _queue_response("The queue, paused.", paused=True),
+                   **errors(400, 401, 403, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def pause(self, request, name=None):
+        name = _queue_name(name)
+        services.pause_queue(name)
+        return Response(QueueSerializer(selectors.queue_get(name)).data)
+
+    @extend_schema(
+        summary="Resume a paused queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
+        description="Workers claim its jobs again from their next poll.",
+        responses={200: _queue_response("The queue, resumed."), **errors(400, 401, 403, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def resume(self, request, name=None):
+        name = _queue_name(name)
+        services.resume_queue(name)
+        return Response(QueueSerializer(selectors.queue_get(name)).data)
+
+
+class ScheduleListView(APIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Periodic jobs: each schedule and its next run", tags=["schedules"],
+        operation_id="v1_schedules_list",
+        description="Every entry of JOB_PERIODIC and of the @periodic decorator, by name: what "
+                    "it enqueues (a job `type` with its `payload`, or a Django `task` with its "
+                    "`args` and `kwargs`), its cron expression and time zone, its next run, and "
+                    "the job of its latest due tick (null if that tick was not enqueued). An "
+                    "invalid entry (`valid: false`) is skipped by the workers; `problems` says "
+                    "why.",
+        responses={200: OpenApiResponse(ScheduleSerializer(many=True), examples=[OpenApiExample(
+            "schedules", response_only=True, value=[{
+                "name": "nightly-report", "cron": "0 3 * * *", "timezone": "Europe/Paris",
+                "type": "report_generate", "task": None, "payload": {"pages": 20}, "args": [],
+                "kwargs": {}, "queue": "reports", "priority": None, "max_attempts": None,
+                "timeout_seconds": None, "source": "settings", "valid": True, "problems": [],
+                "next_run_at": "2026-01-02T02:00:00Z", "last_tick_at": "2026-01-01T02:00:00Z",
+                "last_job": {"id": 42, "status": "succeeded"}}])]),
+            **errors(401, 403, 503)},
+    )
+    def get(self, request):
+        return Response(ScheduleSerializer(selectors.schedules(), many=True).data)
 
 
 class EventFeedView(APIView):

@@ -46,6 +46,16 @@ def _requests():
                                          format="json"), 201),
         ("cancel", "change", lambda c: c.post(f"/api/v1/jobs/{job().id}/cancel/"), 200),
         ("retry", "change", lambda c: c.post(f"/api/v1/jobs/{cancelled().id}/retry/"), 200),
+        ("queues", "read", lambda c: c.get("/api/v1/queues/"), 200),
+        ("schedules", "read", lambda c: c.get("/api/v1/schedules/"), 200),
+        ("queue pause", "change", lambda c: c.post("/api/v1/queues/reports/pause/"), 200),
+        ("queue resume", "change", lambda c: c.post("/api/v1/queues/reports/resume/"), 200),
+        ("queue limit", "change", lambda c: c.patch("/api/v1/queues/reports/",
+                                                    {"concurrency_limit": 2}, format="json"), 200),
+        ("bulk retry", "change", lambda c: c.post("/api/v1/jobs/retry/", {"all": True},
+                                                  format="json"), 200),
+        ("retry selected", "change", lambda c: c.post("/api/v1/jobs/retry/",
+                                                      {"ids": [cancelled().id]}, format="json"), 200),
     ]
 
 
