@@ -134,7 +134,8 @@ def _id_filter(job_ids, column="id") -> tuple[str, list]:
 def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
     extra, params = _id_filter(job_ids)
     with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM job_workers WHERE heartbeat_at > now() - interval '60 seconds'")
+        cur.execute("SELECT count(*) FROM job_workers"
+                    " WHERE heartbeat_at > now() - interval '60 seconds'")
         report.live_workers = cur.fetchone()[0]
         cur.execute(
             "SELECT id, locked_by, round(extract(epoch FROM now() - lease_expires_at)::numeric, 1)"
@@ -155,7 +156,8 @@ def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
             "SELECT id, status, locked_by, lease_token, lease_expires_at, finished_at FROM jobs"
             " WHERE status IN ('succeeded', 'failed', 'cancelled')"
             " AND (locked_by IS NOT NULL OR lease_token IS NOT NULL"
-            "      OR lease_expires_at IS NOT NULL OR finished_at IS NULL)" + extra + " ORDER BY id",
+            "      OR lease_expires_at IS NOT NULL OR finished_at IS NULL)"
+            + extra + " ORDER BY id",
             params)
         for job_id, status, locked_by, token, lease_expires_at, finished_at in cur.fetchall():
             held = ", ".join(f"{name}={value}" for name, value in (

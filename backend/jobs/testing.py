@@ -245,7 +245,8 @@ def expire_lease(job) -> None:
                     " WHERE id = %s AND status = 'running'", [job_id])
         if cur.rowcount != 1:
             status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first()
-            raise AssertionError(f"job {job_id} is not running (it is {status}): no lease to expire")
+            raise AssertionError(
+                f"job {job_id} is not running (it is {status}): no lease to expire")
 
 
 def run_reaper() -> dict[str, int]:
@@ -269,7 +270,8 @@ class Crash:
     writes_before_crash: int    # progress/log calls that went through before the crash
 
 
-def crash_mid_handler(job=None, *, type: str | None = None, after_writes: int | None = None) -> Crash:
+def crash_mid_handler(job=None, *, type: str | None = None,
+                      after_writes: int | None = None) -> Crash:
     """Claim a job, run its handler, and abandon it as if the worker process died.
 
     Pass the job (or its id), or a job `type` to take the next due job of that type.
@@ -290,7 +292,8 @@ def crash_mid_handler(job=None, *, type: str | None = None, after_writes: int | 
     claimed = services.claim(worker_ids=[CRASH_WORKER_ID], job_ids=job_ids,
                              types=[type] if type else None)
     if not claimed:
-        raise AssertionError(f"no due queued job to crash ({'job ' + str(job_ids[0]) if job_ids else 'type ' + type!r})")
+        which = f"job {job_ids[0]}" if job_ids else f"type {type!r}"
+        raise AssertionError(f"no due queued job to crash ({which})")
     c = claimed[0]
     spec = registry.get(c.type)
     if spec is None:

@@ -315,9 +315,9 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
         "backends_terminated": sum(n for _, _, n in chaos.terminations),
         "stale_writes_refused": lease_lost,
         "refusals_of_an_already_recorded_write": dict(refused_after_own_success),
-        "requeued_after_sigkill_max_s": round(max(requeue_after_kill), 2) if requeue_after_kill else None,
-        "requeued_after_sigkill_median_s": round(statistics.median(requeue_after_kill), 2) if requeue_after_kill else None,
-        "priority_orphan_running_again_max_s": round(max(rerun_after_kill), 2) if rerun_after_kill else None,
+        "requeued_after_sigkill_max_s": _round(requeue_after_kill, max),
+        "requeued_after_sigkill_median_s": _round(requeue_after_kill, statistics.median),
+        "priority_orphan_running_again_max_s": _round(rerun_after_kill, max),
         "outcomes": dict(Counter(x.outcome for x in ledger.executions.values())),
         "audit_seconds": round(audit_seconds, 2), "audit": "clean",
     }
@@ -335,6 +335,10 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
     return figures
 
 
+def _round(values, how):
+    return round(how(values), 2) if values else None
+
+
 def _seed() -> int:
     return int(os.environ.get("CHAOS_SEED") or random.randrange(1_000_000))
 
@@ -344,7 +348,8 @@ def test_chaos_drain_short(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("CHAOS_FULL"), reason="full chaos drain: CHAOS_FULL=1 (make chaos)")
+@pytest.mark.skipif(not os.environ.get("CHAOS_FULL"),
+                    reason="full chaos drain: CHAOS_FULL=1 (make chaos)")
 @pytest.mark.timeout(1800)
 def test_chaos_drain_full(tmp_path):
     run_chaos(20000, _seed(), timeout=1500, tmp_path=tmp_path)

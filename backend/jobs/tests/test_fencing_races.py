@@ -81,7 +81,6 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
     completes (or fails) each after a random pause, while two reapers and a rival worker
     race it. Whoever wins, the loser's write must be refused, never applied."""
     seed = random.randrange(1_000_000)
-    rng = random.Random(seed)
     n_jobs = 300
     with override_settings(JOB_RETRY_BASE_SECONDS=0.005, JOB_RETRY_MAX_SECONDS=0.02, JOB_RETRY_JITTER=0):
         jobs = services.enqueue_many([{"type": "noop", "max_attempts": 50} for _ in range(n_jobs)])

@@ -6,7 +6,8 @@ claims from a queue of its own, through the same index and the same churned tabl
 size of `jobs` and `job_events`, and their dead tuples. It asserts that the claim p99 stays
 flat, the tables stop growing once retention kicks in, and dead tuples stay bounded, and it
 prints the figures. When the server runs with autovacuum off, the test vacuums the two
-tables every 10 s itself, as such an operator must (and says so). SOAK_SECONDS (default 180) and SOAK_RATE (jobs/s, default 150) tune it.
+tables every 10 s itself, as such an operator must (and says so). SOAK_SECONDS (default 180)
+and SOAK_RATE (jobs/s, default 150) tune it.
 """
 import os
 import statistics
@@ -38,8 +39,10 @@ def _p99(values):
 def _table_stats():
     with connection.cursor() as cur:
         cur.execute("SELECT pg_total_relation_size('jobs') + pg_total_relation_size('job_events'),"
-                    " (SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE relname IN ('jobs', 'job_events')),"
-                    " (SELECT sum(n_dead_tup) FROM pg_stat_user_tables WHERE relname IN ('jobs', 'job_events')),"
+                    " (SELECT sum(n_live_tup) FROM pg_stat_user_tables"
+                    "   WHERE relname IN ('jobs', 'job_events')),"
+                    " (SELECT sum(n_dead_tup) FROM pg_stat_user_tables"
+                    "   WHERE relname IN ('jobs', 'job_events')),"
                     " (SELECT count(*) FROM jobs WHERE status = 'queued')")
         size, live, dead, queued = cur.fetchone()
     return int(size), int(live or 0), int(dead or 0), int(queued)

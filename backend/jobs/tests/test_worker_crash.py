@@ -1,6 +1,5 @@
 """A worker process killed with SIGKILL mid-drain: its jobs are requeued once their leases
 expire and finish elsewhere; nothing is lost, nothing succeeds twice."""
-import os
 import signal
 import time
 from collections import Counter
@@ -35,7 +34,7 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
         + [{"type": "chaos", "payload": {"mode": "long", "seconds": 3}, "priority": 10}
            for _ in range(3)])
     victim = spawn_workers("--threads", "6", env=worker_env(ledger_path))
-    victim_out = Output(victim)
+    Output(victim)  # keeps the pipe drained
     prefix = None
     try:
         # Kill it while it holds several jobs, the long ones among them.
