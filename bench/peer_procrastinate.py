@@ -3,6 +3,7 @@ on, its default). `all` measures; `worker` is one worker process it spawns."""
 import argparse
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from bench.common import (conninfo, emit, latency_summary, log,  # noqa: E402
                           pickup_from_stamps, stamp, summary, wait_until)
 
 BULK_CHUNK = 1000
+# Silence its "App is instantiated in the main module" hint: the bench defines it here on purpose.
+logging.getLogger("procrastinate").setLevel(logging.ERROR)
 FIRST: list[float] = []
 
 

@@ -12,6 +12,8 @@ from bench/requirements-peers.txt), never from the project's environment. Each f
 median of the runs, with its range; the table gives the ratios to the best peer and to the
 raw-SQL ceiling, and the JSON goes to bench/results/<mode>.json.
 """
+import contextlib
+import io
 import json
 import os
 import platform
@@ -222,9 +224,11 @@ def fmt(v, ms=False):
 
 def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     names = ["ours", *PEERS]
-    head = f"{'':32}" + "".join(f"{n:>17}" for n in names) + f"{'vs best peer':>14}{'vs raw SQL':>12}"
+    head = (f"{'median (range)':32}" + "".join(f"{n:>24}" for n in names)
+            + f"{'vs best peer':>14}{'vs raw SQL':>12}")
     print("\n" + head)
     print("-" * len(head))
+    # Ratios read "x better than": ours / best peer for rates, best peer / ours for latencies.
     for r in rows:
         ms = not r["higher_is_better"]
         cells = []
@@ -233,7 +237,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
             cells.append(f"{fmt(v, ms)} ({fmt(lo, ms)}-{fmt(hi, ms)})" if v is not None else "-")
         ratio = r.get("ratio_to_best_peer")
         raw = r.get("ratio_to_raw")
-        print(f"{r['label']:32}" + "".join(f"{c:>17}" for c in cells)
+        print(f"{r['label']:32}" + "".join(f"{c:>24}" for c in cells)
               + f"{(f'{ratio:.2f}x' if ratio else '-'):>14}{(f'{raw:.2f}x' if raw else '-'):>12}")
     ours = res.get("ours") or {}
     if ours.get("drain"):
@@ -303,8 +307,13 @@ def main() -> int:
     targets = verdicts(res, rows)
     res["table"], res["targets"] = rows, targets
     res["elapsed_seconds"] = round(time.time() - started, 1)
-    print_table(res, rows, targets)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_table(res, rows, targets)
+    print(buf.getvalue(), end="")
     os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{mode}.txt"), "w") as f:
+        f.write(buf.getvalue().lstrip("\n"))
     path = os.path.join(results_dir, f"{mode}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(res, f, indent=1, default=str)
