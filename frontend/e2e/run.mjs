@@ -345,6 +345,12 @@ async function runBrowser(baseURL) {
   await sleep(300);
   await shot(page, "overview");
   await shot(page, "readme-overview", { fullPage: false });
+  // Pause and resume this run's queue from the Queues panel.
+  const queueRow = page.locator(`[data-testid=queues-table] tr[data-queue="${QUEUE}"]`);
+  await queueRow.getByRole("button", { name: `Pause queue ${QUEUE}` }).click();
+  await queueRow.getByText("paused", { exact: true }).waitFor();
+  await queueRow.getByRole("button", { name: `Resume queue ${QUEUE}` }).click();
+  await queueRow.getByText("active", { exact: true }).waitFor();
   await page.goBack();
   await waitForStatus(page, "running");
   await page.getByRole("button", { name: "Cancel" }).click();

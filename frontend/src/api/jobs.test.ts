@@ -1,6 +1,6 @@
 import { QueryClient } from "@tanstack/react-query";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMany } from "./jobs";
+import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMatchingMutation } from "./jobs";
 import type { JobEvent } from "./types";
 
 const event = (id: number, kind = "log"): JobEvent => ({
@@ -55,17 +55,19 @@ describe("job event feed", () => {
   });
 });
 
-describe("retryMany", () => {
-  it("retries every job and reports each refusal without stopping", async () => {
+describe("retryMatchingMutation", () => {
+  it("posts the ids to the bulk retry endpoint with the CSRF header", async () => {
     document.cookie = "csrftoken=t; path=/";
-    routeFetch((url) => {
-      const id = Number(url.pathname.split("/")[4]);
-      if (id === 2) return json({ code: "invalid_transition", detail: "job 2 is queued, not failed or cancelled" }, 409);
-      return json({ id, status: "queued" });
-    });
-    const results = await retryMany([1, 2, 3]);
-    expect(results.map((r) => [r.id, r.ok])).toEqual([[1, true], [2, false], [3, true]]);
-    const refused = results[1];
-    expect(!refused.ok && (refused.error as Error).message).toBe("job 2 is queued, not failed or cancelled");
+    const calls: { url: string; init: RequestInit }[] = [];
+    vi.stubGlobal("fetch", vi.fn(async (url: string, init: RequestInit) => {
+      calls.push({ url, init });
+      return json({ retried: 2, not_retried: [3] });
+    }));
+    const result = await retryMatchingMutation(new QueryClient()).mutationFn({ ids: [1, 2, 3] });
+    expect(result).toEqual({ retried: 2, not_retried: [3] });
+    expect(calls[0].url).toBe("/api/v1/jobs/retry/");
+    expect(calls[0].init.method).toBe("POST");
+    expect(calls[0].init.body).toBe('{"ids":[1,2,3]}');
+    expect((calls[0].init.headers as Record<string, string>)["X-CSRFToken"]).toBe("t");
   });
 });

@@ -6,7 +6,9 @@ import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api, requestWithMeta } from "./client";
 import { polling } from "./polling";
 import { lastEventId, mergeEvents } from "../lib/events";
-import type { EventPage, Job, JobCreate, JobDetail, JobEvent, JobListParams, JobPage } from "./types";
+import type {
+  EventPage, Job, JobCreate, JobDetail, JobEvent, JobListParams, JobPage, RetryMatching, RetryMatchingResult,
+} from "./types";
 
 export const jobKeys = {
   all: ["jobs"] as const,
@@ -111,32 +113,12 @@ export const jobMutations = {
   }),
 };
 
-export type RetryResult = { id: number; ok: true; job: Job } | { id: number; ok: false; error: unknown };
-
 /**
- * Retry several jobs, one request each (each is its own transition; one refusal, e.g. a job
- * someone already retried, must not stop the others). Returns every outcome.
+ * The dead letter's bulk retry (`POST jobs/retry/`): the given ids (failed or cancelled ones go
+ * back to the queue, the rest come back in `not_retried`), or every failed job matching a filter.
  */
-export async function retryMany(ids: number[], concurrency = 4): Promise<RetryResult[]> {
-  const results: RetryResult[] = new Array(ids.length);
-  let next = 0;
-  async function worker() {
-    while (next < ids.length) {
-      const index = next++;
-      const id = ids[index];
-      try {
-        results[index] = { id, ok: true, job: await api.post<Job>(`jobs/${id}/retry/`) };
-      } catch (error) {
-        results[index] = { id, ok: false, error };
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker));
-  return results;
-}
-
-export const retryManyMutation = (queryClient: QueryClient) => ({
-  mutationFn: (ids: number[]) => retryMany(ids),
+export const retryMatchingMutation = (queryClient: QueryClient) => ({
+  mutationFn: (body: RetryMatching) => api.post<RetryMatchingResult>("jobs/retry/", body),
   onSettled: () => {
     void queryClient.invalidateQueries({ queryKey: jobKeys.all });
     void queryClient.invalidateQueries({ queryKey: ["metrics"] });

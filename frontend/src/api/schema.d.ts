@@ -250,6 +250,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/retry/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry failed jobs in bulk: by filter, every one, or the given ids
+         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry.
+         */
+        post: operations["v1_jobs_retry_matching_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/metrics/": {
         parameters: {
             query?: never;
@@ -262,6 +282,106 @@ export interface paths {
          * @description Counts by status; queued depth by priority and queue; the oldest runnable job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and p95 run time and retry rate over the last 15 minutes; succeeded/failed per minute (15 points); active worker processes with the jobs they run.
          */
         get: operations["v1_metrics_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every queue with jobs or a setting
+         * @description By name: paused or not, the concurrency limit (null: none), and its queued (due now or later), runnable (due now) and running jobs. A queue appears once it has a job (of any status) or a setting (it was paused, resumed or limited).
+         */
+        get: operations["v1_queues_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/{name}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set a queue's concurrency limit
+         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue need not have jobs yet. An empty body changes nothing.
+         */
+        patch: operations["v1_queues_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/queues/{name}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a queue
+         * @description Workers stop claiming its jobs within one poll interval; running jobs finish. Jobs can still be enqueued. Survives restarts. Pausing a paused queue, or one without jobs yet, is fine.
+         */
+        post: operations["v1_queues_pause_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/{name}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused queue
+         * @description Workers claim its jobs again from their next poll.
+         */
+        post: operations["v1_queues_resume_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Periodic jobs: each schedule and its next run
+         * @description Every entry of JOB_PERIODIC and of the @periodic decorator, by name: what it enqueues (a job `type` with its `payload`, or a Django `task` with its `args` and `kwargs`), its cron expression and time zone, its next run, and the job of its latest due tick (null if that tick was not enqueued). An invalid entry (`valid: false`) is skipped by the workers; `problems` says why.
+         */
+        get: operations["v1_schedules_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -490,6 +610,37 @@ export interface components {
             events: components["schemas"]["Event"][];
         };
         /**
+         * @description Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
+         *     `all: true`. An empty body is refused, so that no request retries every failed job by
+         *     accident.
+         */
+        JobRetryMatchingRequest: {
+            /** @description Retry these jobs (failed or cancelled; 1 to 1000 ids). The others are listed in `not_retried`. Not with `all` or filters. */
+            ids?: number[];
+            /** @description true: retry every failed job. Not with filters or ids. */
+            all?: boolean;
+            /** @description Failed jobs of this type (exactly). */
+            type?: string;
+            /** @description Failed jobs whose last error contains this text (case-insensitive). */
+            error_contains?: string;
+            /**
+             * Format: date-time
+             * @description Failed jobs that failed at or after this time.
+             */
+            finished_after?: string;
+            /**
+             * Format: date-time
+             * @description Failed jobs that failed before this time.
+             */
+            finished_before?: string;
+        };
+        JobRetryMatchingResult: {
+            /** @description How many jobs went back to the queue. */
+            retried: number;
+            /** @description With `ids`: the ids that were not retried (unknown, or neither failed nor cancelled). With filters: always [] (only failed jobs match). */
+            not_retried: number[];
+        };
+        /**
          * @description * `queued` - queued
          *     * `running` - running
          *     * `succeeded` - succeeded
@@ -552,10 +703,96 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["Job"][];
         };
+        /** @description Refuses unknown and read-only fields in the request body, naming each. */
+        PatchedQueueUpdateRequest: {
+            /** @description At most this many of the queue's jobs run at once across every worker; null removes the limit. */
+            concurrency_limit?: number | null;
+        };
         Progress: {
             percent: number | null;
             message: string;
         };
+        /** @description A named queue: its setting (pause, concurrency limit) and its live jobs. */
+        Queue: {
+            name: string;
+            /** @description Workers claim nothing from a paused queue. */
+            paused: boolean;
+            /** @description At most this many of its jobs run at once across every worker (null: no limit). */
+            concurrency_limit: number | null;
+            /** @description Queued jobs, due now or later. */
+            queued: number;
+            /** @description Queued jobs that are due now. */
+            runnable: number;
+            running: number;
+        };
+        /** @description A periodic entry, with its next run and the job of its latest due tick. */
+        Schedule: {
+            name: string;
+            /** @description Five fields, or six with seconds last. */
+            cron: string;
+            /** @description The IANA time zone the cron expression is read in. */
+            timezone: string;
+            /** @description The job type it enqueues (or null: a task). */
+            type: string | null;
+            /** @description The Django task's path (or null: a type). */
+            task: string | null;
+            /**
+             * @description The job's payload (with `type`).
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The task's positional arguments (with `task`).
+             * @example [
+             *       "2026-01-01",
+             *       7
+             *     ]
+             */
+            args: unknown[];
+            /**
+             * @description The task's keyword arguments (with `task`).
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            kwargs: {
+                [key: string]: unknown;
+            };
+            /** @description null: the type's or task's default. */
+            queue: string | null;
+            priority: number | null;
+            max_attempts: number | null;
+            timeout_seconds: number | null;
+            /**
+             * @description JOB_PERIODIC, or the @periodic decorator.
+             *
+             *     * `settings` - settings
+             *     * `decorator` - decorator
+             */
+            source: components["schemas"]["SourceEnum"];
+            /** @description false: workers skip it; `problems` says why. */
+            valid: boolean;
+            problems: string[];
+            /** Format: date-time */
+            next_run_at: string | null;
+            /**
+             * Format: date-time
+             * @description The latest tick due at or before now.
+             */
+            last_tick_at: string | null;
+            /** @description The job of the latest tick (null: not enqueued, e.g. no worker ran then, or it was pruned). */
+            last_job: components["schemas"]["_LastJob"] | null;
+        };
+        /**
+         * @description * `settings` - settings
+         *     * `decorator` - decorator
+         * @enum {string}
+         */
+        SourceEnum: "settings" | "decorator";
         User: {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
@@ -594,6 +831,10 @@ export interface components {
             last_1m: components["schemas"]["_Finished"];
             last_5m: components["schemas"]["_Finished"];
             last_15m: components["schemas"]["_Finished"];
+        };
+        _LastJob: {
+            id: number;
+            status: components["schemas"]["JobStatusEnum"];
         };
         _PriorityDepth: {
             priority: number;
@@ -1468,6 +1709,65 @@ export interface operations {
             };
         };
     };
+    v1_jobs_retry_matching_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["JobRetryMatchingRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobRetryMatchingResult"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_metrics_retrieve: {
         parameters: {
             query?: never;
@@ -1483,6 +1783,279 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Metrics"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_queues_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_queues_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name (letters, digits, _ . : -); another name is a 400. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedQueueUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The queue, as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_queues_pause_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name (letters, digits, _ . : -); another name is a 400. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue, paused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_queues_resume_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name (letters, digits, _ . : -); another name is a 400. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue, resumed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"][];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

@@ -15,6 +15,9 @@ export type JobCreate = Schemas["JobCreateRequest"];
 export type JobPage = Schemas["PaginatedJobList"];
 export type Metrics = Schemas["Metrics"];
 export type User = Schemas["User"];
+export type Queue = Schemas["Queue"];
+export type RetryMatching = Schemas["JobRetryMatchingRequest"];
+export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];
 export type JobStatus = Job["status"];
 
 export type WorkerProcess = Metrics["workers"]["processes"][number];

@@ -2,8 +2,8 @@ import { useEffect, useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { isApiError } from "../api/client";
-import { type RetryResult, jobListOptions, jobMutations, retryManyMutation } from "../api/jobs";
-import type { Job } from "../api/types";
+import { jobListOptions, jobMutations, retryMatchingMutation } from "../api/jobs";
+import type { Job, RetryMatching, RetryMatchingResult } from "../api/types";
 import { JobFilters } from "../components/JobFilters";
 import { Pager } from "../components/Pager";
 import { Attempts } from "../components/Progress";
@@ -14,21 +14,26 @@ import { useUser } from "../lib/useUser";
 
 const PAGE_SIZE = 50;
 
-/** "Retried 3 jobs." / "Retried 2 jobs; 1 refused: #12 (…)". */
-export function summarizeRetries(results: RetryResult[]): { tone: "success" | "error" | "warn"; text: string } {
-  const ok = results.filter((r) => r.ok).length;
-  const refused = results.filter((r): r is Extract<RetryResult, { ok: false }> => !r.ok);
+/** "Retried 3 jobs." / "Retried 2 jobs; not retried: #12 (no longer failed or cancelled)." */
+export function summarizeRetries(result: RetryMatchingResult): { tone: "success" | "error" | "warn"; text: string } {
   const plural = (n: number) => `${n} job${n === 1 ? "" : "s"}`;
-  if (refused.length === 0) return { tone: "success", text: `Retried ${plural(ok)}: queued again.` };
-  const why = refused
-    .slice(0, 3)
-    .map((r) => `#${r.id} (${r.error instanceof Error ? r.error.message : String(r.error)})`)
-    .join("; ");
-  const more = refused.length > 3 ? ` and ${refused.length - 3} more` : "";
+  const refused = result.not_retried;
+  if (refused.length === 0) {
+    return result.retried === 0
+      ? { tone: "warn", text: "No job matched: nothing was retried." }
+      : { tone: "success", text: `Retried ${plural(result.retried)}: queued again.` };
+  }
+  const ids = refused.slice(0, 5).map((id) => `#${id}`).join(", ") + (refused.length > 5 ? ` and ${refused.length - 5} more` : "");
   return {
-    tone: ok === 0 ? "error" : "warn",
-    text: `Retried ${plural(ok)}; ${refused.length} refused: ${why}${more}.`,
+    tone: result.retried === 0 ? "error" : "warn",
+    text: `Retried ${plural(result.retried)}; not retried: ${ids} (gone, or no longer failed or cancelled).`,
   };
+}
+
+/** What "retry all" may send for the current filters: the bulk endpoint filters by type only. */
+export function retryAllBody(values: { type?: string; queue?: string; priority?: string; search?: string }): RetryMatching | null {
+  if (values.queue || values.priority || values.search) return null;
+  return values.type ? { type: values.type } : { all: true };
 }
 
 export function FailedJobsPage() {
@@ -39,7 +44,9 @@ export function FailedJobsPage() {
   const jobs = useQuery(jobListOptions(params, 4000));
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const retryOne = useMutation(jobMutations.retry(queryClient));
-  const retryMany = useMutation(retryManyMutation(queryClient));
+  const retryMany = useMutation(retryMatchingMutation(queryClient));
+  const [confirmAll, setConfirmAll] = useState(false);
+  const allBody = retryAllBody(values);
   const rows = useMemo(() => jobs.data?.results ?? [], [jobs.data]);
 
   // Drop selections of jobs that left the page (retried elsewhere, another page).
@@ -64,6 +71,8 @@ export function FailedJobsPage() {
   const outcome =
     lastAction === "many" && retryMany.data
       ? summarizeRetries(retryMany.data)
+      : lastAction === "many" && retryMany.isError
+        ? { tone: "error" as const, text: `Could not retry: ${(retryMany.error as Error).message}` }
       : lastAction === "one" && retryOne.isSuccess
         ? { tone: "success" as const, text: `Retried job #${retryOne.data.id}: queued again.` }
         : lastAction === "one" && retryOne.isError
@@ -92,10 +101,29 @@ export function FailedJobsPage() {
             <span>{selected.size ? `${selected.size} selected` : "Select jobs to retry them together."}</span>
             <button type="button" className="primary small" disabled={selected.size === 0 || retryMany.isPending}
               onClick={() => {
-                retryMany.mutate([...selected], { onSuccess: () => setSelected(new Set()) });
+                setConfirmAll(false);
+                retryMany.mutate({ ids: [...selected] }, { onSuccess: () => setSelected(new Set()) });
               }}>
               {retryMany.isPending ? "Retrying…" : `Retry selected${selected.size ? ` (${selected.size})` : ""}`}
             </button>
+            <span style={{ marginLeft: "auto" }} className="actions">
+              {allBody === null ? (
+                <span className="hint">Retry-all works by type; clear the queue, priority and search filters to use it.</span>
+              ) : confirmAll ? (
+                <>
+                  <span>Retry {values.type ? `every failed ${values.type} job` : "every failed job"} ({jobs.data!.count.toLocaleString()})?</span>
+                  <button type="button" className="primary small" disabled={retryMany.isPending}
+                    onClick={() => retryMany.mutate(allBody, { onSettled: () => setConfirmAll(false) })}>
+                    Yes, retry them
+                  </button>
+                  <button type="button" className="small" onClick={() => setConfirmAll(false)}>Keep them</button>
+                </>
+              ) : (
+                <button type="button" className="small" disabled={retryMany.isPending} onClick={() => setConfirmAll(true)}>
+                  Retry all {jobs.data!.count.toLocaleString()}{values.type ? ` ${values.type}` : ""}…
+                </button>
+              )}
+            </span>
           </div>
         )}
         {jobs.isPending ? (

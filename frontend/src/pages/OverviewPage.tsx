@@ -8,8 +8,10 @@ import { metricsOptions } from "../api/metrics";
 import type { Metrics } from "../api/types";
 import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { QueuesPanel } from "../components/QueuesPanel";
 import { StatusPill } from "../components/StatusBadge";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
+import { useUser } from "../lib/useUser";
 
 const COLORS = { succeeded: "#1d7a46", failed: "#c0362c", queued: "#5b6b8c" };
 
@@ -37,6 +39,7 @@ export function OverviewPage() {
 }
 
 function MetricsView({ m }: { m: Metrics }) {
+  const user = useUser();
   const c = m.counts_by_status;
   const oldest = m.oldest_runnable_age_seconds;
   const retryRate = m.retry_rate === null ? "—" : `${(m.retry_rate * 100).toFixed(1)}%`;
@@ -109,30 +112,7 @@ function MetricsView({ m }: { m: Metrics }) {
             </div>
           )}
         </section>
-        <section className="panel" aria-labelledby="queues-title">
-          <header>
-            <h2 id="queues-title">Queues</h2>
-            {m.queued.max_depth !== null && <span className="faint">limit {m.queued.max_depth.toLocaleString()} queued</span>}
-          </header>
-          {m.queued.by_queue.length === 0 ? (
-            <Empty title="No queued jobs in any queue" />
-          ) : (
-            <div className="table-wrap">
-              <table>
-                <thead><tr><th>Queue</th><th className="num">Queued</th><th>State</th></tr></thead>
-                <tbody>
-                  {m.queued.by_queue.map((q) => (
-                    <tr key={q.queue}>
-                      <td><Link to={`/jobs?queue=${encodeURIComponent(q.queue)}&status=queued`}>{q.queue}</Link></td>
-                      <td className="num">{q.count}</td>
-                      <td>{q.paused ? <span className="badge badge-retrying">paused</span> : <span className="muted">active</span>}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
-        </section>
+        <QueuesPanel canChange={user.can.cancel} maxDepth={m.queued.max_depth} />
       </div>
 
       <section className="panel" aria-labelledby="workers-title" style={{ marginBottom: 14 }}>

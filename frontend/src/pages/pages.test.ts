@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { toCreateBody } from "./CreateJobPage";
-import { summarizeRetries } from "./FailedJobsPage";
+import { retryAllBody, summarizeRetries } from "./FailedJobsPage";
 import { safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
 import { currentProgress } from "./JobDetailPage";
 import type { JobDetail, JobEvent } from "../api/types";
-import { ApiError } from "../api/client";
-import type { Job } from "../api/types";
 
 describe("toCreateBody", () => {
   const blank = { type: "sleep", payload: '{"seconds": 3}', priority: "", max_attempts: "", queue: "", delay_seconds: "", timeout_seconds: "", idempotency_key: "" };
@@ -23,14 +21,27 @@ describe("toCreateBody", () => {
 });
 
 describe("summarizeRetries", () => {
-  const job = { id: 1, status: "queued" } as Job;
   it("reports success", () => {
-    expect(summarizeRetries([{ id: 1, ok: true, job }, { id: 2, ok: true, job }])).toEqual({ tone: "success", text: "Retried 2 jobs: queued again." });
+    expect(summarizeRetries({ retried: 2, not_retried: [] })).toEqual({ tone: "success", text: "Retried 2 jobs: queued again." });
   });
-  it("names the refused jobs and why", () => {
-    const refused = { id: 9, ok: false as const, error: new ApiError(409, { detail: "job 9 is queued" }) };
-    expect(summarizeRetries([{ id: 1, ok: true, job }, refused])).toEqual({ tone: "warn", text: "Retried 1 job; 1 refused: #9 (job 9 is queued)." });
-    expect(summarizeRetries([refused]).tone).toBe("error");
+  it("names the jobs that were not retried", () => {
+    expect(summarizeRetries({ retried: 1, not_retried: [9] })).toEqual({
+      tone: "warn", text: "Retried 1 job; not retried: #9 (gone, or no longer failed or cancelled).",
+    });
+    expect(summarizeRetries({ retried: 0, not_retried: [1, 2, 3, 4, 5, 6, 7] }).text).toContain("#5 and 2 more");
+    expect(summarizeRetries({ retried: 0, not_retried: [9] }).tone).toBe("error");
+  });
+  it("says so when a filter matched nothing", () => {
+    expect(summarizeRetries({ retried: 0, not_retried: [] }).tone).toBe("warn");
+  });
+});
+
+describe("retryAllBody", () => {
+  it("retries by type, or every failed job, but never ignores a filter it cannot apply", () => {
+    expect(retryAllBody({})).toEqual({ all: true });
+    expect(retryAllBody({ type: "email_send" })).toEqual({ type: "email_send" });
+    expect(retryAllBody({ type: "email_send", queue: "emails" })).toBeNull();
+    expect(retryAllBody({ search: "42" })).toBeNull();
   });
 });
 

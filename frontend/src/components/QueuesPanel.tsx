@@ -1,0 +1,93 @@
+import { useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link } from "react-router";
+import { queueMutations, queuesOptions } from "../api/queues";
+import type { Queue } from "../api/types";
+import { Empty, ErrorState, Loading } from "./States";
+
+/** A queue worth a row by default: it has work, or an operator set something on it. */
+export const isNotable = (q: Queue) => q.queued > 0 || q.running > 0 || q.paused || q.concurrency_limit !== null;
+
+/** Busiest first, then by name. */
+export function sortQueues(queues: Queue[]): Queue[] {
+  return [...queues].sort((a, b) => b.running + b.queued - (a.running + a.queued) || a.name.localeCompare(b.name));
+}
+
+/** Every queue with its load and limit; operators pause and resume them here. */
+export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDepth: number | null }) {
+  const queryClient = useQueryClient();
+  const queues = useQuery(queuesOptions());
+  const toggle = useMutation(queueMutations.toggle(queryClient));
+  const [showIdle, setShowIdle] = useState(false);
+  const all = sortQueues(queues.data ?? []);
+  const shown = showIdle ? all : all.filter(isNotable);
+  const idle = all.length - all.filter(isNotable).length;
+  return (
+    <section className="panel" aria-labelledby="queues-title">
+      <header>
+        <h2 id="queues-title">Queues</h2>
+        {maxDepth !== null && <span className="faint">limit {maxDepth.toLocaleString()} queued</span>}
+      </header>
+      {toggle.isError && (
+        <div className="notice error" role="alert">
+          Could not {toggle.variables?.action} {toggle.variables?.name}: {(toggle.error as Error).message}
+        </div>
+      )}
+      {queues.isPending ? (
+        <Loading />
+      ) : queues.isError && !queues.data ? (
+        <ErrorState error={queues.error} onRetry={() => void queues.refetch()} />
+      ) : all.length === 0 ? (
+        <Empty title="No queues yet">A queue appears with its first job.</Empty>
+      ) : (
+        <>
+          {shown.length === 0 ? (
+            <p className="muted" style={{ margin: 0 }}>No queue has work waiting or running.</p>
+          ) : (
+            <div className="table-wrap">
+              <table data-testid="queues-table">
+                <thead>
+                  <tr>
+                    <th>Queue</th><th className="num">Runnable</th><th className="num">Running</th><th>Limit</th><th>State</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {shown.map((q) => {
+                    const busy = toggle.isPending && toggle.variables?.name === q.name;
+                    return (
+                      <tr key={q.name} data-queue={q.name}>
+                        <td className="nowrap"><Link to={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
+                        <td className="num" title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}>
+                          {q.runnable}{q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
+                        </td>
+                        <td className="num">{q.running}</td>
+                        <td className="nowrap">{q.concurrency_limit === null ? <span className="faint">none</span> : `${q.concurrency_limit} at once`}</td>
+                        <td className="nowrap">
+                          <span className="actions" style={{ flexWrap: "nowrap" }}>
+                            {q.paused ? <span className="badge badge-retrying">paused</span> : <span className="muted">active</span>}
+                            {canChange && (
+                              <button type="button" className="small" disabled={busy}
+                                aria-label={`${q.paused ? "Resume" : "Pause"} queue ${q.name}`}
+                                onClick={() => toggle.mutate({ name: q.name, action: q.paused ? "resume" : "pause" })}>
+                                {busy ? "…" : q.paused ? "Resume" : "Pause"}
+                              </button>
+                            )}
+                          </span>
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
+          )}
+          {idle > 0 && (
+            <button type="button" className="link" style={{ marginTop: 10 }} onClick={() => setShowIdle(!showIdle)} aria-expanded={showIdle}>
+              {showIdle ? "Hide idle queues" : `Show ${idle} idle queue${idle === 1 ? "" : "s"}`}
+            </button>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
