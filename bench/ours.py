@@ -270,7 +270,7 @@ def main() -> None:
     ap.add_argument("--url", required=True)
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="1x4x50,1x8x50,1x16x100,2x8x50,2x16x100",
+    ap.add_argument("--configs", default="1x8x50,1x32x50,2x32x50",
                     help="drain configurations to try: processes x threads x batch")
     ap.add_argument("--pickup-n", type=int, default=200)
     ap.add_argument("--pickup-gap", type=float, default=0.02)
