@@ -22,6 +22,8 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
   const all = sortQueues(queues.data ?? []);
   const shown = showIdle ? all : all.filter(isNotable);
   const idle = all.length - all.filter(isNotable).length;
+  // The limit column only when some queue has one.
+  const limits = shown.some((q) => q.concurrency_limit !== null);
   return (
     <section className="panel" aria-labelledby="queues-title">
       <header>
@@ -48,7 +50,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
               <table data-testid="queues-table">
                 <thead>
                   <tr>
-                    <th>Queue</th><th className="num">Runnable</th><th className="num">Running</th><th>Limit</th><th>State</th>
+                    <th>Queue</th><th className="num">Runnable</th><th className="num">Running</th>{limits && <th>Limit</th>}<th>State</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -61,7 +63,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                           {q.runnable}{q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
                         </td>
                         <td className="num">{q.running}</td>
-                        <td className="nowrap">{q.concurrency_limit === null ? <span className="faint">none</span> : `${q.concurrency_limit} at once`}</td>
+                        {limits && <td className="nowrap">{q.concurrency_limit === null ? <span className="faint">none</span> : `${q.concurrency_limit} at once`}</td>}
                         <td className="nowrap">
                           <span className="actions" style={{ flexWrap: "nowrap" }}>
                             {q.paused ? <span className="badge badge-retrying">paused</span> : <span className="muted">active</span>}
