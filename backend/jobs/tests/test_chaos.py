@@ -275,7 +275,7 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
                 continue
             pid, claimed_at = pid_of(claim["worker_id"]), claim["created_at"].timestamp()
             expired_at = end["created_at"].timestamp()
-            if pid in killed_pids and killed_pids[pid] >= claimed_at - 0.5:
+            if pid in killed_pids and claimed_at - 0.5 <= killed_pids[pid] <= expired_at + 0.5:
                 causes["worker SIGKILLed"] += 1
                 requeue_after_kill.append(expired_at - killed_pids[pid])
                 later = [e for e in evs if e["kind"] == "claimed"
