@@ -163,7 +163,8 @@ upd AS (
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
-    SELECT id, CASE status WHEN 'queued' THEN %(kind)s ELSE 'cancelled' END, attempts + 1,
+    SELECT id, CASE status WHEN 'queued' THEN %(kind)s ELSE 'cancelled' END,
+           CASE status WHEN 'queued' THEN attempts + 1 ELSE attempts END,
            worker_id, %(message)s,
            jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s), now()
     FROM upd

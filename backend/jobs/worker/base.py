@@ -61,6 +61,9 @@ class ServiceThread(threading.Thread):
     def stop(self) -> None:
         self.stopping.set()
 
+    def on_connection_error(self) -> None:
+        """Called after a failed run because the database was unreachable."""
+
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
@@ -73,6 +76,7 @@ class ServiceThread(threading.Thread):
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
                     connection.close()
                     wait = self.backoff.next_delay()
+                    self.on_connection_error()
                 except DatabaseError as exc:
                     self.errors.error("%s: database error: %s", self.name, exc)
                     connection.close()

@@ -234,6 +234,8 @@ def _set_session_limits(sender, connection, **kwargs) -> None:
     with connection.cursor() as cur:
         cur.execute(
             "SELECT set_config('statement_timeout', %s, false),"
-            " set_config('idle_in_transaction_session_timeout', %s, false)",
-            [str(c.STATEMENT_TIMEOUT_MS), str(max(c.STATEMENT_TIMEOUT_MS * 2, 60000))],
+            " set_config('idle_in_transaction_session_timeout', %s, false),"
+            " set_config('application_name', %s, false)",
+            [str(c.STATEMENT_TIMEOUT_MS), str(max(c.STATEMENT_TIMEOUT_MS * 2, 60000)),
+             f"jobqueue-worker {socket.gethostname()}-{os.getpid()}"],
         )
