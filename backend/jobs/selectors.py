@@ -154,7 +154,9 @@ def queues(name: str | None = None) -> list[dict]:
             running=Count("id", filter=Q(status=Status.RUNNING)),
         ).order_by()
     }
-    settings = QueueSetting.objects.all() if name is None else QueueSetting.objects.filter(queue=name)
+    settings = QueueSetting.objects.all()
+    if name is not None:
+        settings = settings.filter(queue=name)
     limits = {s.queue: s for s in settings}
     rows = []
     for queue in sorted(counts.keys() | limits.keys()):

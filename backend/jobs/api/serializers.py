@@ -90,8 +90,8 @@ class JobCreateSerializer(StrictSerializer):
                                         help_text="-100..100, higher runs first. Default: the type's.")
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
-    queue = queue_name_field(required=False,
-                             help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+    queue = queue_name_field(
+        required=False, help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
     idempotency_key = serializers.CharField(
         required=False, allow_null=True, max_length=255,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
@@ -375,8 +375,10 @@ class ScheduleSerializer(serializers.Serializer):
     name = serializers.CharField()
     cron = serializers.CharField(help_text="Five fields, or six with seconds last.")
     timezone = serializers.CharField(help_text="The IANA time zone the cron expression is read in.")
-    type = serializers.CharField(allow_null=True, help_text="The job type it enqueues (or null: a task).")
-    task = serializers.CharField(allow_null=True, help_text="The Django task's path (or null: a type).")
+    type = serializers.CharField(allow_null=True,
+                                 help_text="The job type it enqueues (or null: a task).")
+    task = serializers.CharField(allow_null=True,
+                                 help_text="The Django task's path (or null: a type).")
     payload = JSONObjectField(help_text="The job's payload (with `type`).")
     args = JSONListField(help_text="The task's positional arguments (with `task`).")
     kwargs = JSONObjectField(help_text="The task's keyword arguments (with `task`).")

@@ -247,7 +247,8 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             OpenApiExample("selected", request_only=True, value={"ids": [41, 42, 43]}),
         ],
         responses={200: OpenApiResponse(JobRetryMatchingResultSerializer, examples=[
-            OpenApiExample("retried", response_only=True, value={"retried": 2, "not_retried": [43]})]),
+            OpenApiExample("retried", response_only=True,
+                           value={"retried": 2, "not_retried": [43]})]),
             **errors(400, 401, 403, 503)},
     )
     @action(detail=False, methods=["post"], url_path="retry", url_name="retry-matching")

@@ -54,8 +54,8 @@ def _requests():
                                                     {"concurrency_limit": 2}, format="json"), 200),
         ("bulk retry", "change", lambda c: c.post("/api/v1/jobs/retry/", {"all": True},
                                                   format="json"), 200),
-        ("retry selected", "change", lambda c: c.post("/api/v1/jobs/retry/",
-                                                      {"ids": [cancelled().id]}, format="json"), 200),
+        ("retry selected", "change", lambda c: c.post(
+            "/api/v1/jobs/retry/", {"ids": [cancelled().id]}, format="json"), 200),
     ]
 
 
