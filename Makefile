@@ -13,6 +13,8 @@ PORT ?= 8000
 THREADS ?= 4
 HAS_UI := $(wildcard frontend/package.json)
 
+
+.PHONY: static
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
         db-start db-stop demo-user schema clean
 
@@ -58,8 +60,10 @@ endif
 demo-user: migrate
 	$(PY) manage.py ensure_demo_user
 
-run: venv ui migrate demo-user
+static: venv
 	$(PY) manage.py collectstatic --no-input -v 0
+
+run: venv ui migrate demo-user static
 	@echo
 	@echo "  Dashboard   http://127.0.0.1:$(PORT)/"
 	@echo "  API docs    http://127.0.0.1:$(PORT)/api/docs/"
@@ -72,7 +76,7 @@ run: venv ui migrate demo-user
 	$(PY) manage.py run_job_workers --threads $(THREADS) & \
 	wait
 
-test-backend: venv migrate
+test-backend: venv migrate static
 	$(PY) -m pytest -q
 
 test-frontend: ui
