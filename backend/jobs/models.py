@@ -169,6 +169,7 @@ class Job(models.Model):
             # Listing, filtering, pruning.
             models.Index("status", "finished_at", name="jobs_status_finished_idx"),
             models.Index("type", "status", name="jobs_type_status_idx"),
+            models.Index("queue", "status", name="jobs_queue_status_idx"),  # queues, metrics
             models.Index("created_at", name="jobs_created_idx"),
         ]
 
