@@ -76,7 +76,7 @@ run: venv ui migrate demo-user static
 	$(PY) manage.py run_job_workers --threads $(THREADS) & \
 	wait
 
-test-backend: venv migrate static
+test-backend: venv migrate
 	$(PY) -m pytest -q
 
 test-frontend: ui

@@ -26,8 +26,8 @@ import django
 django.setup()
 from django.conf import settings as s
 from django.test import Client
-plain = Client(HTTP_HOST="jobs.example.com").get("/admin/login/")
-proxied = Client(HTTP_HOST="jobs.example.com", HTTP_X_FORWARDED_PROTO="https").get("/admin/login/")
+plain = Client(HTTP_HOST="jobs.example.com").get("/api/v1/auth/csrf/")
+proxied = Client(HTTP_HOST="jobs.example.com", HTTP_X_FORWARDED_PROTO="https").get("/api/v1/auth/csrf/")
 print(json.dumps({
     "DEBUG": s.DEBUG,
     "SESSION_COOKIE_SECURE": s.SESSION_COOKIE_SECURE,
@@ -107,7 +107,7 @@ def test_production_redirects_to_https_and_sends_secure_cookies_and_hsts():
     assert got["log_stream"] == "ext://sys.stdout"
     # Plain HTTP is sent to HTTPS; behind the proxy (X-Forwarded-Proto: https) the page is served
     # with HSTS, and the CSRF cookie it sets is Secure.
-    assert got["plain"] == [301, "https://jobs.example.com/admin/login/"]
+    assert got["plain"] == [301, "https://jobs.example.com/api/v1/auth/csrf/"]
     status, hsts, cookies = got["proxied"]
     assert status == 200
     assert hsts and hsts.startswith("max-age=31536000")
