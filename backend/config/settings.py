@@ -222,6 +222,7 @@ JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
 JOB_MAX_QUEUE_DEPTH = env.int("JOB_MAX_QUEUE_DEPTH", default=None)
 JOB_CLAIM_BATCH_SIZE = env.int("JOB_CLAIM_BATCH_SIZE", default=50)
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=30000)
+JOB_PREPARED_STATEMENTS = env.bool("JOB_PREPARED_STATEMENTS", default=True)
 JOB_CREATE_RATE = env.str("JOB_CREATE_RATE", default="600/min")
 # Operations (#6): retention and the pruner, /metrics, OpenTelemetry.
 JOB_RETENTION_SUCCEEDED = env.str("JOB_RETENTION_SUCCEEDED", default="7d")

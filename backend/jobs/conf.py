@@ -34,6 +34,7 @@ class QueueConf:
     MAX_QUEUE_DEPTH: int | None = None
     CLAIM_BATCH_SIZE: int = 50
     STATEMENT_TIMEOUT_MS: int = 30000
+    PREPARED_STATEMENTS: bool = True
     CREATE_RATE: str = "600/min"
     # Retention (jobs/services/pruning.py): how long finished jobs and their events are kept,
     # per final status, as durations ('7d', '12h'; '' or 'off' keeps them forever).

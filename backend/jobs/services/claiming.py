@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from .. import conf, sql
+from .. import conf, db, sql
 from ..registry import registry
 
 # Queue limits live in job_queue_settings and may change at run time; each process re-reads
@@ -84,18 +84,16 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]
     if not limits:
-        with connection.cursor() as cur:
-            cur.execute(sql.CLAIM.format(queue_filter=queue_filter), params)
-            rows = cur.fetchall()
+        rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
     else:
         params.update(
             limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
             limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
         )
-        with transaction.atomic(), connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
-            cur.execute(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
-            rows = cur.fetchall()
+        with transaction.atomic():
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
+            rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
     return [
         ClaimedJob(
             id=r[0], type=r[1], queue=r[2], payload=json.loads(r[3]) if isinstance(r[3], str) else r[3], priority=r[4], attempt=r[5],

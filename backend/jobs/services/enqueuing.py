@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from .. import conf, sql, tracing
+from .. import conf, db, sql, tracing
 from ..exceptions import IdempotencyConflict, UnknownJobType
 from ..models import Job
 from ..registry import registry
@@ -124,9 +124,7 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
     needs_atomic = len(new_jobs) > 1 and any(j.idempotency_key for j in new_jobs)
     with transaction.atomic() if needs_atomic else nullcontext():
-        with connection.cursor() as cur:
-            cur.execute(_INSERT.format(notify=notify), params)
-            rows = cur.fetchall()
+        rows = db.fetch_all(_INSERT.format(notify=notify), params)
         inserted_by_key = {r[1]: r for r in rows if r[1] is not None}
         unkeyed = iter(r for r in rows if r[1] is None)
         missing_keys = [

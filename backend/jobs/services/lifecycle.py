@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from .. import conf, sql
+from .. import conf, db, sql
 from ..exceptions import LeaseLost
 
 log = logging.getLogger("jobs.lifecycle")
@@ -50,9 +50,7 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
         "results": [json.dumps(c.result) for c in completions],
         "worker_ids": [c.worker_id for c in completions],
     }
-    with connection.cursor() as cur:
-        cur.execute(sql.COMPLETE_MANY, params)
-        done = cur.fetchall()
+    done = db.fetch_all(sql.COMPLETE_MANY, params)
     done_ids = {row[0] for row in done}
     refused = [c for c in completions if c.job_id not in done_ids]
     for c in refused:
@@ -129,9 +127,7 @@ def renew_many(leases: list[tuple[int, uuid.UUID]], *, lease_seconds: float | No
         "ids": [l[0] for l in leases], "tokens": [l[1] for l in leases],
         "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
     }
-    with connection.cursor() as cur:
-        cur.execute(sql.RENEW_MANY, params)
-        return {row[0]: Renewal(row[0], row[1], row[2]) for row in cur.fetchall()}
+    return {row[0]: Renewal(row[0], row[1], row[2]) for row in db.fetch_all(sql.RENEW_MANY, params)}
 
 
 def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | None,

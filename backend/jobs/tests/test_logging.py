@@ -46,9 +46,11 @@ def test_json_worker_log_lines_carry_job_id_type_attempt_and_worker_id(worker_po
         return [line for line in with_job
                 if line["job_id"] == job.id and line["message"].startswith(start)]
 
-    started = find(ok, "started")
-    assert len(started) == 1 and started[0]["job_type"] == "noop" and started[0]["attempt"] == 1
-    assert [line["attempt"] for line in find(flaky, "started")] == [1, 2]
+    # "started" lines are DEBUG (the claimed event records it); each outcome is INFO or above.
+    [succeeded] = find(ok, "succeeded")
+    assert succeeded["job_type"] == "noop" and succeeded["attempt"] == 1
+    assert succeeded["level"] == "INFO" and succeeded["worker_id"]
+    assert [line["attempt"] for line in find(flaky, "succeeded")] == [2]
     [retry] = find(flaky, "retry scheduled")
     assert retry["attempt"] == 1 and retry["level"] == "INFO" and retry["job_type"] == "flaky"
     [ended] = find(dead, f"job={dead.id}")

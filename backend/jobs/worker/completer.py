@@ -13,7 +13,7 @@ from ..services.lifecycle import Completion, complete_many
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import HeldJobs
 
-log = logging.getLogger("jobs.completer")
+log = logging.getLogger("jobs.worker")  # lifecycle lines share the worker logger
 
 
 class Completer(threading.Thread):

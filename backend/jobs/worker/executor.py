@@ -69,7 +69,7 @@ class Executor(threading.Thread):
         self.current = held
         extra = {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
                  "worker_id": self.worker_id}
-        log.info("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
+        log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
                  job.attempt, job.max_attempts, self.worker_id, extra=extra)
         self.pool.stats.claimed(job)
         spec = registry.get(job.type)

@@ -1,0 +1,30 @@
+"""Running the hot-path statements as prepared statements.
+
+Django's psycopg backend binds parameters on the client and sends each statement as plain
+SQL, so PostgreSQL parses and plans the claim's CTEs on every call: about a third of their
+server time (bench/proposals/README.md). The few statements on the hot path (claim,
+complete, renew, enqueue) run instead through a server-side-binding psycopg cursor on the
+same connection, prepared once per connection and reused. Errors still surface as Django's
+database exceptions (the connection's error wrapper), so the worker loops' reconnect
+handling is unchanged.
+
+JOB_PREPARED_STATEMENTS=false turns this off (e.g. behind a pooler that cannot keep prepared
+statements; PgBouncer 1.21+ in transaction mode can, with max_prepared_statements set).
+"""
+import psycopg
+from django.db import connection
+
+from . import conf
+
+
+def fetch_all(sql: str, params: dict) -> list[tuple]:
+    """Execute one statement (prepared when enabled) and return its rows."""
+    if not conf.get().PREPARED_STATEMENTS:
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        with psycopg.Cursor(connection.connection) as cur:
+            cur.execute(sql, params, prepare=True)
+            return cur.fetchall() if cur.description else []
