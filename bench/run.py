@@ -266,10 +266,15 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     if a.get("post"):
         for name in ("post", "get"):
             d = a[name]
+
+            def ms(key):  # a short run may have too few samples for a percentile
+                value = (d.get(key) or {}).get("median")
+                return "-" if value is None else f"{value:.1f}"
+
             print(f"API {name.upper()} /api/v1/jobs/ ({a['concurrency']} connections, gunicorn, "
                   f"{a['load_generator']}): {d['rps']['median']:.0f} req/s "
-                  f"({d['rps']['min']:.0f}-{d['rps']['max']:.0f}), p50 {d['p50']['median']:.1f} / "
-                  f"p95 {d['p95']['median']:.1f} / p99 {d['p99']['median']:.1f} ms, codes {d['codes']}")
+                  f"({d['rps']['min']:.0f}-{d['rps']['max']:.0f}), p50 {ms('p50')} / "
+                  f"p95 {ms('p95')} / p99 {ms('p99')} ms, codes {d['codes']}")
     elif a:
         print(f"API: {a.get('skipped')}")
     print("\ntargets (issue 7):")
