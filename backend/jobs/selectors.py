@@ -89,9 +89,7 @@ def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
     if job_id is not None:
         qs = qs.filter(job_id=job_id)
     if after is None:
-        rows = list(qs.order_by("-id")[: limit + 1])
-        has_more = len(rows) > limit
-        rows = rows[:limit]
+        rows = list(qs.order_by("-id")[:limit])
         rows.reverse()
         has_more = False  # these are the newest: nothing after them yet
     else:

@@ -96,7 +96,9 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
             rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
     return [
         ClaimedJob(
-            id=r[0], type=r[1], queue=r[2], payload=json.loads(r[3]) if isinstance(r[3], str) else r[3], priority=r[4], attempt=r[5],
+            id=r[0], type=r[1], queue=r[2],
+            payload=json.loads(r[3]) if isinstance(r[3], str) else r[3],  # jsonb as text
+            priority=r[4], attempt=r[5],
             max_attempts=r[6], lease_token=r[7], timeout_seconds=r[8], available_at=r[9],
             created_at=r[10], started_at=r[11], lease_expires_at=r[12], worker_id=r[13],
         )

@@ -67,8 +67,7 @@ class Executor(threading.Thread):
         held = Held(job, ctx)
         self.pool.held.add(held)
         self.current = held
-        extra = {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
-                 "worker_id": self.worker_id}
+        extra = self._log_fields(job)
         log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
                  job.attempt, job.max_attempts, self.worker_id, extra=extra)
         self.pool.stats.claimed(job)
@@ -134,13 +133,16 @@ class Executor(threading.Thread):
             if status == "queued":
                 log.info("retry scheduled job=%s type=%s attempt=%s in %.2fs: %s", job.id,
                          job.type, job.attempt, delay or 0, error,
-                         extra={"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
-                                "worker_id": self.worker_id})
+                         extra=self._log_fields(job))
             else:
                 log.warning("job=%s type=%s attempt=%s ended %s: %s", job.id, job.type,
                             job.attempt, status, error,
-                            extra={"job_id": job.id, "job_type": job.type,
-                                   "attempt": job.attempt, "worker_id": self.worker_id})
+                            extra=self._log_fields(job))
+
+    def _log_fields(self, job: ClaimedJob) -> dict:
+        """The fields every log line about a job carries (JOB_LOG_FORMAT=json)."""
+        return {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
+                "worker_id": self.worker_id}
 
     def _write(self, job: ClaimedJob, write):
         """Run a fenced write, retrying through a database outage. LeaseLost ends it."""

@@ -4,6 +4,7 @@ It also relays what the database says about each job to its handler: a job missi
 answer lost its lease (stop now; its result will be refused), a cancel was requested (stop),
 or the job's own timeout passed on the database clock (fail the attempt, retryably, and stop).
 It keeps the process's heartbeat row in `job_workers` too."""
+import json
 import logging
 import os
 import socket
@@ -11,6 +12,7 @@ import socket
 from django.db import connection
 
 from .. import conf, services
+from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
@@ -38,8 +40,6 @@ class LeaseRenewer(ServiceThread):
         self.timed_out = 0
 
     def heartbeat(self) -> None:
-        import json
-
         with connection.cursor() as cur:
             cur.execute(HEARTBEAT_SQL, [self.process_id, socket.gethostname(), os.getpid(),
                                         self.threads, json.dumps(self.queues)])
@@ -79,8 +79,6 @@ class LeaseRenewer(ServiceThread):
         return counts
 
     def _fail_timed_out(self, h) -> None:
-        from ..exceptions import LeaseLost
-
         try:
             status, delay = services.fail(
                 h.job.id, h.job.lease_token, worker_id=h.job.worker_id, reason="timeout",
