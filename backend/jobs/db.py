@@ -16,6 +16,8 @@ from django.db import connection
 
 from . import conf
 
+PREPARE_THRESHOLD = 5  # psycopg's default; our calls pass prepare=True anyway
+
 
 def fetch_all(sql: str, params: dict) -> list[tuple]:
     """Execute one statement (prepared when enabled) and return its rows."""
@@ -24,7 +26,14 @@ def fetch_all(sql: str, params: dict) -> list[tuple]:
             cur.execute(sql, params)
             return cur.fetchall() if cur.description else []
     connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        # Django opens connections with prepare_threshold=None (its OPTIONS default), and
+        # psycopg then ignores prepare=True: every call would be parsed and planned again.
+        # Django's own cursors bind on the client and are never prepared, so this only
+        # turns on the statements below.
+        raw.prepare_threshold = PREPARE_THRESHOLD
     with connection.wrap_database_errors:
-        with psycopg.Cursor(connection.connection) as cur:
+        with psycopg.Cursor(raw) as cur:
             cur.execute(sql, params, prepare=True)
             return cur.fetchall() if cur.description else []
