@@ -42,6 +42,11 @@ def insert_params(k):
             "fingerprints": [None] * k, "trace": "{}"}
 
 
+def batch_json(rows):
+    """COMPLETE_MANY's one parameter: [[id, lease token, worker id, result], ...]."""
+    return json.dumps([[r[0], str(r[7]), r[13], {"ok": True}] for r in rows])
+
+
 def reset(url):
     with psycopg.connect(conninfo(url), autocommit=True) as c:
         c.execute("TRUNCATE jobs, job_events, job_workers RESTART IDENTITY CASCADE")
@@ -74,13 +79,9 @@ def drain(url, claim, complete, insert, n, threads, batch, per_job_complete):
                     return
                 if per_job_complete:
                     for r in rows:
-                        c.execute(complete, {"ids": [r[0]], "tokens": [r[7]],
-                                             "results": ['{"ok": true}'],
-                                             "worker_ids": [r[13]]}).fetchall()
+                        c.execute(complete, {"batch": batch_json([r])}).fetchall()
                 else:
-                    c.execute(complete, {"ids": [r[0] for r in rows], "tokens": [r[7] for r in rows],
-                                         "results": ['{"ok": true}'] * len(rows),
-                                         "worker_ids": [r[13] for r in rows]}).fetchall()
+                    c.execute(complete, {"batch": batch_json(rows)}).fetchall()
                 done[t] += len(rows)
 
     ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]

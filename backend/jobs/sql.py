@@ -74,10 +74,11 @@ WITH picked AS (
 
 # --- complete (batched; each row still fenced by its own lease token) -----------------------
 # A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
+# The batch comes as one JSON array of [id, lease token, worker id, result] rows.
 COMPLETE_MANY = """
 WITH input AS (
-    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(results)s::jsonb[],
-                         %(worker_ids)s::text[]) AS u(id, token, result, worker_id)
+    SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id, e->3 AS result
+    FROM jsonb_array_elements(%(batch)s::jsonb) AS e  -- [[id, token, worker_id, result], ...]
 ),
 done AS (
     UPDATE jobs j

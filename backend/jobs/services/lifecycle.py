@@ -34,6 +34,7 @@ class Completion:
     result: object = None
     job_type: str = ""  # for the worker's log line only
     attempt: int = 0
+    result_json: str | None = None  # `result` already encoded (the executor checks it is JSON)
 
 
 def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, float]], list[Completion]]:
@@ -44,13 +45,13 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     """
     if not completions:
         return [], []
-    params = {
-        "ids": [c.job_id for c in completions],
-        "tokens": [c.lease_token for c in completions],
-        "results": [json.dumps(c.result) for c in completions],
-        "worker_ids": [c.worker_id for c in completions],
-    }
-    done = db.fetch_all(sql.COMPLETE_MANY, params)
+    # One JSON document for the whole batch: encoding it is one C call per row, where four
+    # Python-side array parameters cost more than the statement's own server time.
+    batch = "[" + ",".join(
+        f'[{int(c.job_id)},{json.dumps(str(c.lease_token))},{json.dumps(c.worker_id)},'
+        f'{c.result_json if c.result_json is not None else json.dumps(c.result)}]'
+        for c in completions) + "]"
+    done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
     done_ids = {row[0] for row in done}
     refused = [c for c in completions if c.job_id not in done_ids]
     for c in refused:

@@ -39,6 +39,22 @@ def custom_handler():
         registry.unregister(name)
 
 
+@pytest.mark.parametrize("result", [float("nan"), float("inf"), {1, 2}, object()],
+                         ids=["nan", "infinity", "set", "object"])
+def test_a_result_that_is_not_json_fails_the_job_for_good_and_spares_its_batch(
+        worker_pool, custom_handler, result):
+    custom_handler("returns_junk", lambda ctx, payload: result)
+    junk = services.enqueue("returns_junk", {})
+    fine = [services.enqueue("noop", {"i": i}) for i in range(5)]
+    worker_pool(threads=3)
+    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 6, 15)
+    junk.refresh_from_db()
+    assert junk.status == "failed" and junk.attempts == 1
+    assert "not JSON" in junk.last_error
+    assert JobEvent.objects.get(job=junk, kind="failed").data["reason"] == "bad_result"
+    assert {status_of(j) for j in fine} == {"succeeded"}
+
+
 def test_pool_runs_noop_jobs_to_success(worker_pool):
     jobs = [services.enqueue("noop", {"i": i}) for i in range(30)]
     worker_pool(threads=4)

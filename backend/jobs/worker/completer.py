@@ -96,10 +96,14 @@ class Completer(threading.Thread):
         for c in batch:
             self.held.discard(c.job_id, c.lease_token)
         by_id = {c.job_id: c for c in batch}
+        # One line per success is DEBUG: at thousands of jobs a second, formatting and writing
+        # it cost more CPU than the job (the `succeeded` event records each one anyway).
+        # Failures, retries and lost leases stay at INFO and above.
+        debug = log.isEnabledFor(logging.DEBUG)
         for job_id, status, run_seconds in done:
             c = by_id[job_id]
-            if log.isEnabledFor(logging.INFO):
-                log.info("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
+            if debug:
+                log.debug("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
                          c.job_type, c.attempt, c.worker_id, run_seconds,
                          extra={"job_id": job_id, "job_type": c.job_type, "attempt": c.attempt,
                                 "worker_id": c.worker_id, "status": status,

@@ -79,7 +79,7 @@ class Executor(threading.Thread):
         started = time.monotonic()
         try:
             result = tracing.run_handler(spec.func, ctx, job)
-            json.dumps(result)
+            result_json = json.dumps(result, allow_nan=False)  # checked here, stored as is
         except Snooze as snooze:
             self._write(job, lambda: services.snooze(job.id, job.lease_token,
                                                      worker_id=self.worker_id,
@@ -115,7 +115,8 @@ class Executor(threading.Thread):
             self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         else:
             self.pool.completer.submit(
-                Completion(job.id, job.lease_token, self.worker_id, result, job.type, job.attempt))
+                Completion(job.id, job.lease_token, self.worker_id, result, job.type, job.attempt,
+                           result_json))
             log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
                       extra=extra)
 
