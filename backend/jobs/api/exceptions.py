@@ -13,7 +13,6 @@ from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound, UnknownJobType
 
@@ -147,5 +146,9 @@ def exception_handler(exc, context):
                 "detail": str(exc.detail) if not isinstance(exc.detail, (list, dict))
                 else "; ".join(_flatten(exc.detail))}
     body.update(getattr(exc, "extra", {}))
+    # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES when imported, our
+    # parser imports this module, and so `import jobs.api.serializers` first went round.
+    from rest_framework.views import set_rollback
+
     set_rollback()
     return Response(body, status=exc.status_code, headers=headers)
