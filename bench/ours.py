@@ -332,7 +332,7 @@ def main() -> None:
         with connection.cursor() as cur:
             from jobs import sql
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql.CLAIM.format(queue_filter=""),
-                        {"limit": 1, "worker_ids": ["explain"], "lease_seconds": 30.0, "queues": []})
+                        {"limit": 1, "worker_ids": '["explain"]', "lease_seconds": 30.0, "queues": []})
             plan = "\n".join(r[0] for r in cur.fetchall())
         runs = [latency_summary(claim_latencies(args.claim_samples)) for _ in range(args.runs)]
         result["claim_at_scale"] = {

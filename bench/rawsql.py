@@ -73,7 +73,7 @@ def drain(url, claim, complete, insert, n, threads, batch, per_job_complete):
         ids = [f"raw-{t}-{i}" for i in range(batch)]
         with psycopg.connect(conninfo(url), autocommit=True) as c:
             while True:
-                rows = c.execute(claim, {"limit": batch, "worker_ids": ids,
+                rows = c.execute(claim, {"limit": batch, "worker_ids": json.dumps(ids),
                                          "lease_seconds": 30.0, "queues": []}).fetchall()
                 if not rows:
                     return

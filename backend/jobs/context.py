@@ -5,6 +5,8 @@ import uuid
 from . import services
 from .exceptions import JobCancelled
 
+_stop_events_lock = threading.Lock()
+
 
 class Snooze(Exception):
     """Raised by `ctx.snooze(seconds)`: the worker requeues the job without spending an attempt."""
@@ -24,8 +26,18 @@ class JobContext:
         self.max_attempts = max_attempts
         self.lease_token = lease_token
         self.worker_id = worker_id
-        self._stop = stop_event or threading.Event()
+        # Created on first use: most jobs never wait and are never stopped, and an Event per
+        # job is a measurable share of a no-op job's cost.
+        self._stop_event = stop_event
         self.stop_reason: str | None = None
+
+    @property
+    def _stop(self) -> threading.Event:
+        if self._stop_event is None:
+            with _stop_events_lock:
+                if self._stop_event is None:
+                    self._stop_event = threading.Event()
+        return self._stop_event
 
     # -- signals from the worker ---------------------------------------------------------------
     def request_stop(self, reason: str) -> None:
@@ -36,10 +48,11 @@ class JobContext:
     def should_stop(self) -> bool:
         """True once the job was cancelled, timed out, its lease was lost, or the worker is
         shutting down past its grace period. A well-behaved handler returns soon after."""
-        return self._stop.is_set()
+        event = self._stop_event
+        return event is not None and event.is_set()
 
     def raise_if_should_stop(self) -> None:
-        if self._stop.is_set():
+        if self.should_stop():
             raise JobCancelled(self.stop_reason or "stop requested")
 
     def wait(self, seconds: float) -> bool:

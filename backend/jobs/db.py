@@ -17,6 +17,8 @@ from django.db import connection
 from . import conf
 
 PREPARE_THRESHOLD = 5  # psycopg's default; our calls pass prepare=True anyway
+_TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
+_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ_OID, psycopg.pq.Format.TEXT)
 
 
 def fetch_all(sql: str, params: dict) -> list[tuple]:
@@ -35,5 +37,9 @@ def fetch_all(sql: str, params: dict) -> list[tuple]:
         raw.prepare_threshold = PREPARE_THRESHOLD
     with connection.wrap_database_errors:
         with psycopg.Cursor(raw) as cur:
+            # psycopg's own (C) timestamptz loader rather than the Python one Django installs
+            # on its connections: a claim returns four timestamps per job. The session's
+            # TimeZone is UTC either way (Django sets it), so the values are the same.
+            cur.adapters.register_loader(_TIMESTAMPTZ_OID, _TIMESTAMPTZ_LOADER)
             cur.execute(sql, params, prepare=True)
             return cur.fetchall() if cur.description else []

@@ -32,7 +32,7 @@ BACKOFF_SECONDS = (
 _CLAIM_TAIL = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
-        locked_by = (%(worker_ids)s::text[])[picked.n],
+        locked_by = %(worker_ids)s::jsonb ->> (picked.n - 1)::int,  -- a JSON array of ids
         lease_token = gen_random_uuid(),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
         started_at = now(),

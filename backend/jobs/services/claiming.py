@@ -75,7 +75,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     ) if on)
     params = {
         "limit": len(worker_ids),
-        "worker_ids": list(worker_ids),
+        "worker_ids": json.dumps(list(worker_ids)),
         "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
         "queues": list(queues or []),
         "types": list(types or []),

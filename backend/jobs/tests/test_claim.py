@@ -155,7 +155,7 @@ def test_claim_uses_the_partial_index_at_100k_queued_rows():
         cur.execute("ANALYZE jobs")
         query = sql.CLAIM.format(queue_filter="")
         cur.execute("EXPLAIN (FORMAT JSON) " + query,
-                    {"limit": 10, "worker_ids": ["w"] * 10, "lease_seconds": 30.0, "queues": []})
+                    {"limit": 10, "worker_ids": json.dumps(["w"] * 10), "lease_seconds": 30.0, "queues": []})
         plan = json.dumps(cur.fetchone()[0])
     assert "jobs_claim_order_idx" in plan, plan
     # the claim really returns the best row: priority 100 with the oldest available_at

@@ -88,13 +88,12 @@ class Completer(threading.Thread):
             connection.close()
 
     def flush(self, batch: list[Completion]) -> None:
-        for c in batch:
-            self.held.mark_finishing(c.job_id, c.lease_token)
+        keys = [(c.job_id, c.lease_token) for c in batch]
+        self.held.mark_finishing_many(keys)
         done, refused = complete_many(batch)
         self.completed += len(done)
         self.refused += len(refused)
-        for c in batch:
-            self.held.discard(c.job_id, c.lease_token)
+        self.held.discard_many(keys)
         by_id = {c.job_id: c for c in batch}
         # One line per success is DEBUG: at thousands of jobs a second, formatting and writing
         # it cost more CPU than the job (the `succeeded` event records each one anyway).

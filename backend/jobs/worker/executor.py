@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 
-from django.db import close_old_connections, connection
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 
 from .. import services, tracing
 from ..context import JobContext, Snooze
@@ -42,13 +42,17 @@ class Executor(threading.Thread):
         self.inbox.put(None)
 
     def run(self) -> None:
+        db = connections[DEFAULT_DB_ALIAS]  # this thread's own connection object
         try:
             while True:
                 job = self.inbox.get()
                 if job is None:
                     return
                 try:
-                    close_old_connections()
+                    if db.connection is not None:
+                        # What Django does around a request: drop a connection that broke
+                        # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
+                        close_old_connections()
                     self.execute(job)
                 except Exception:
                     log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)

@@ -39,6 +39,22 @@ class HeldJobs:
             if held is not None and held.job.lease_token == lease_token:
                 held.finishing = True
 
+    def mark_finishing_many(self, items) -> None:
+        """mark_finishing for each (job id, lease token), under one lock."""
+        with self._lock:
+            for job_id, lease_token in items:
+                held = self._jobs.get(job_id)
+                if held is not None and held.job.lease_token == lease_token:
+                    held.finishing = True
+
+    def discard_many(self, items) -> None:
+        """discard for each (job id, lease token), under one lock."""
+        with self._lock:
+            for job_id, lease_token in items:
+                held = self._jobs.get(job_id)
+                if held is not None and held.job.lease_token == lease_token:
+                    del self._jobs[job_id]
+
     def snapshot(self) -> list[Held]:
         with self._lock:
             return list(self._jobs.values())
