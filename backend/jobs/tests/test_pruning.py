@@ -230,3 +230,27 @@ def test_retention_off_values_mean_keep_forever():
     for off in ("", "0", "off", "never", None):
         assert parse_retention(off) is None
     assert parse_retention("7d") == timedelta(days=7)
+
+
+@pytest.mark.django_db
+def test_pruning_walks_the_finished_index_and_queued_rows_stay_out_of_it():
+    from jobs.services.pruning import PRUNE_BATCH
+
+    with connection.cursor() as cur:
+        cur.execute("""
+            INSERT INTO jobs (type, queue, payload, status, priority, attempts, max_attempts,
+                              available_at, created_at, updated_at, finished_at, progress_message)
+            SELECT 'noop', 'default', '{}'::jsonb, 'succeeded', 0, 1, 3, now(), now(), now(),
+                   now() - make_interval(secs => g), ''
+            FROM generate_series(1, 20000) AS g
+        """)
+        services.enqueue_many([{"type": "noop", "payload": {}}] * 50)
+        cur.execute("ANALYZE jobs")
+        cur.execute("EXPLAIN " + PRUNE_BATCH, {"status": "succeeded", "age": 3600, "limit": 500})
+        plan = "\n".join(r[0] for r in cur.fetchall())
+        assert "jobs_status_finished_idx" in plan, plan
+        # The index is partial: only finished rows are written to it.
+        cur.execute("SELECT count(*) FROM jobs WHERE finished_at IS NULL")
+        assert cur.fetchone()[0] == 50
+        cur.execute("SELECT reltuples FROM pg_class WHERE relname = 'jobs_status_finished_idx'")
+        assert cur.fetchone()[0] == 20000
