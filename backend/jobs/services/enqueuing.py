@@ -72,24 +72,52 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     )
 
 
-_INSERT = """
-WITH input AS (
-    SELECT * FROM unnest(%(types)s::text[], %(queues)s::text[], %(payloads)s::jsonb[],
-                         %(priorities)s::smallint[], %(max_attempts)s::int[],
-                         %(timeouts)s::int[], %(run_ats)s::timestamptz[], %(delays)s::float8[],
-                         %(keys)s::text[], %(fingerprints)s::text[])
-        WITH ORDINALITY AS u(type, queue, payload, priority, max_attempts, timeout_seconds,
-                             run_at, delay, idempotency_key, fingerprint, n)
+# Every job is created with its `created` event in the same statement (the event feed and the
+# dashboard start from it; with tracing on, its data carries the producer's trace context) and,
+# with LISTEN_NOTIFY on, a NOTIFY per queue that PostgreSQL delivers at commit. All times are
+# the transaction's clock, now().
+#
+# One job (the common case: `enqueue()` from a view or a task): plain VALUES with scalar
+# parameters, prepared once per connection.
+_INSERT_ONE = """
+WITH ins AS (
+    INSERT INTO jobs (type, queue, payload, status, priority, attempts, max_attempts,
+                      timeout_seconds, available_at, created_at, updated_at, progress_message,
+                      idempotency_key, request_fingerprint)
+    VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
+            COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
+            '', %s::text, %s::text)
+    {on_conflict}
+    RETURNING id, queue, priority, available_at, created_at
 ),
-ins AS (
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority) || %s::jsonb, now()
+    FROM ins
+)
+SELECT id, available_at, created_at {notify} FROM ins
+"""
+
+# Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
+# One jsonb parameter is far cheaper to send than ten parallel arrays (psycopg dumps arrays
+# element by element in Python), and the payloads travel as JSON inside it, encoded once.
+_INSERT_MANY = """
+WITH ins AS (
     INSERT INTO jobs (type, queue, payload, status, priority, attempts, max_attempts,
                       timeout_seconds, available_at, created_at, updated_at, progress_message,
                       idempotency_key, request_fingerprint)
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
-           COALESCE(run_at, now() + make_interval(secs => delay)), now(), now(), '',
-           idempotency_key, fingerprint
-    FROM input ORDER BY n
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
+           '', idempotency_key, fingerprint
+    FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
+            type text, queue text, payload jsonb, priority smallint, max_attempts int,
+            timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
+            fingerprint text))
+        WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
+                                 run_at, delay, idempotency_key, fingerprint, n)
+    ORDER BY n
+    {on_conflict}
     RETURNING id, queue, priority, idempotency_key, available_at, created_at
 ),
 events AS (
@@ -98,33 +126,119 @@ events AS (
            jsonb_build_object('queue', queue, 'priority', priority) || %(trace)s::jsonb, now()
     FROM ins
 )
-SELECT id, idempotency_key, available_at, created_at {notify} FROM ins ORDER BY id
+SELECT id, idempotency_key, available_at, created_at FROM ins
+{notify_once}
+ORDER BY id
 """
+
+# Only a keyed insert names the arbiter: ON CONFLICT makes every row a speculative insertion
+# (an extra WAL record per row) even when its key is NULL.
+_ON_CONFLICT = "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+_NOTIFY = f", pg_notify('{sql.NOTIFY_CHANNEL}', queue)"
+# A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
+# commit anyway, but only after paying for each pg_notify call (a few us a row). An
+# uncorrelated condition is evaluated once, before the rows are returned.
+_NOTIFY_ONCE = f"""WHERE (SELECT count(pg_notify('{sql.NOTIFY_CHANNEL}', queue))
+       FROM (SELECT DISTINCT queue FROM ins) AS queues) >= 0"""
+_STATEMENTS = {
+    (template, keyed, notify): template.format(
+        on_conflict=_ON_CONFLICT if keyed else "", notify=_NOTIFY if notify else "",
+        notify_once=_NOTIFY_ONCE if notify else "")
+    for template in (_INSERT_ONE, _INSERT_MANY) for keyed in (False, True)
+    for notify in (False, True)
+}
+
+# A new job is built the way a query builds one (`from_db`: positional values in field order,
+# the fields this insert does not set at their model defaults): several times cheaper than
+# keyword `Job(...)`, and the instance is what it is, a saved row (`_state.adding` False).
+_JOB_FIELDS = [f.attname for f in Job._meta.concrete_fields]
+_JOB_TEMPLATE = [
+    None if f.primary_key or f.has_db_default() and not f.has_default() else f.get_default()
+    for f in Job._meta.concrete_fields
+]
+_JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
+_JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
+_JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
+(_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
+ _UPDATED_AT, _KEY, _FINGERPRINT) = (_JOB_FIELDS.index(name) for name in (
+    "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
+    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint"))
+
+
+def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datetime,
+             db_alias: str) -> Job:
+    values = _JOB_TEMPLATE.copy()
+    values[_ID] = job_id
+    values[_TYPE] = new.type
+    values[_QUEUE] = new.queue
+    values[_PAYLOAD] = new.payload
+    values[_PRIORITY] = new.priority
+    values[_MAX_ATTEMPTS] = new.max_attempts
+    values[_TIMEOUT] = new.timeout_seconds
+    values[_AVAILABLE_AT] = available_at
+    values[_CREATED_AT] = values[_UPDATED_AT] = created_at
+    values[_KEY] = new.idempotency_key
+    values[_FINGERPRINT] = new.fingerprint
+    return Job.from_db(db_alias, _JOB_FIELDS, values)
+
+
+def _replay(new: NewJob, existing: Job) -> tuple[Job, bool]:
+    """The job an earlier enqueue created under the same key: the same request replays it,
+    a different one is a conflict."""
+    if existing.request_fingerprint != new.fingerprint:
+        raise IdempotencyConflict(new.idempotency_key, existing.id)
+    return existing, False
 
 
 @tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
-    notify = (
-        f", pg_notify('{sql.NOTIFY_CHANNEL}', queue)" if conf.get().LISTEN_NOTIFY else ""
-    )
-    params = {
-        "types": [j.type for j in new_jobs],
-        "queues": [j.queue for j in new_jobs],
-        "payloads": [json.dumps(j.payload) for j in new_jobs],
-        "priorities": [j.priority for j in new_jobs],
-        "max_attempts": [j.max_attempts for j in new_jobs],
-        "timeouts": [j.timeout_seconds for j in new_jobs],
-        "run_ats": [j.run_at for j in new_jobs],
-        "delays": [j.delay_seconds for j in new_jobs],
-        "keys": [j.idempotency_key for j in new_jobs],
-        "fingerprints": [j.fingerprint for j in new_jobs],
-        "trace": tracing.carrier_json(),
-    }
+    if len(new_jobs) == 1:
+        return [_insert_one(new_jobs[0])]
+    return _insert_many(new_jobs)
+
+
+def _insert_one(new: NewJob) -> tuple[Job, bool]:
+    keyed = new.idempotency_key is not None
+    statement = _STATEMENTS[_INSERT_ONE, keyed, conf.get().LISTEN_NOTIFY]
+    rows = db.fetch_all(statement, (
+        new.type, new.queue, json.dumps(new.payload), new.priority, new.max_attempts,
+        new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
+        new.fingerprint, tracing.carrier_json(),
+    ))
+    if not rows:  # only a keyed insert can insert nothing: the key is taken
+        return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
+    job_id, available_at, created_at = rows[0][:3]
+    return _new_job(new, job_id, available_at, created_at, connection.alias), True
+
+
+def _row(new: NewJob) -> dict:
+    """One job as a row object of _INSERT_MANY's input, its NULL columns left out."""
+    row = {"type": new.type, "queue": new.queue, "payload": new.payload,
+           "priority": new.priority, "max_attempts": new.max_attempts}
+    if new.timeout_seconds is not None:
+        row["timeout_seconds"] = new.timeout_seconds
+    if new.run_at is not None:
+        row["run_at"] = new.run_at.isoformat()
+    if new.delay_seconds:
+        row["delay"] = new.delay_seconds
+    if new.idempotency_key is not None:
+        row["idempotency_key"] = new.idempotency_key
+        row["fingerprint"] = new.fingerprint
+    return row
+
+
+def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
+    keyed = any(j.idempotency_key is not None for j in new_jobs)
+    statement = _STATEMENTS[_INSERT_MANY, keyed, conf.get().LISTEN_NOTIFY]
+    params = {"rows": json.dumps([_row(j) for j in new_jobs]), "trace": tracing.carrier_json()}
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
-    needs_atomic = len(new_jobs) > 1 and any(j.idempotency_key for j in new_jobs)
-    with transaction.atomic() if needs_atomic else nullcontext():
-        rows = db.fetch_all(_INSERT.format(notify=notify), params)
+    with transaction.atomic() if keyed else nullcontext():
+        rows = db.fetch_all(statement, params)
+        alias = connection.alias
+        if not keyed:
+            return [(_new_job(new, row[0], row[2], row[3], alias), True)
+                    for new, row in zip(new_jobs, rows)]
         inserted_by_key = {r[1]: r for r in rows if r[1] is not None}
         unkeyed = iter(r for r in rows if r[1] is None)
         missing_keys = [
@@ -138,23 +252,10 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         out: list[tuple[Job, bool]] = []
         for new in new_jobs:
             if new.idempotency_key is not None and new.idempotency_key in existing:
-                job = existing[new.idempotency_key]
-                if job.request_fingerprint != new.fingerprint:
-                    raise IdempotencyConflict(new.idempotency_key, job.id)
-                out.append((job, False))
+                out.append(_replay(new, existing[new.idempotency_key]))
                 continue
             row = inserted_by_key[new.idempotency_key] if new.idempotency_key else next(unkeyed)
-            out.append((
-                Job(
-                    id=row[0], type=new.type, queue=new.queue, payload=new.payload,
-                    status=Status.QUEUED, priority=new.priority, attempts=0,
-                    max_attempts=new.max_attempts, timeout_seconds=new.timeout_seconds,
-                    available_at=row[2], created_at=row[3], updated_at=row[3],
-                    idempotency_key=new.idempotency_key, request_fingerprint=new.fingerprint,
-                    progress_message="",
-                ),
-                True,
-            ))
+            out.append((_new_job(new, row[0], row[2], row[3], alias), True))
         return out
 
 
