@@ -7,6 +7,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -64,6 +65,71 @@ def summary(values: list[float]) -> dict:
 def latency_summary(samples_ms: list[float]) -> dict:
     return {"p50": percentile(samples_ms, 50), "p95": percentile(samples_ms, 95),
             "p99": percentile(samples_ms, 99), "n": len(samples_ms)}
+
+
+# --- machine CPU during a drain ------------------------------------------------------------------
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (every process, user + system), from
+    /proc/stat; 0.0 where there is none (the figure is then left out)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler(threading.Thread):
+    """Samples machine_busy_seconds() every 50 ms, so that the CPU spent between a system's
+    own first start and last completion can be read afterwards: worker start-up and
+    shutdown stay out of the figure, as they stay out of the jobs/s."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, float]] = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            self.samples.append((time.time(), machine_busy_seconds()))
+            self.stopping.wait(0.05)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.join()
+
+    def _at(self, t: float) -> float:
+        s = self.samples
+        for (t0, b0), (t1, b1) in zip(s, s[1:]):
+            if t0 <= t <= t1:
+                return b0 + (b1 - b0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+        return s[0][1] if t < s[0][0] else s[-1][1]
+
+    def us_per_job(self, first: float, last: float, n: int) -> float | None:
+        if len(self.samples) < 2 or not self.samples[-1][1]:
+            return None
+        return (self._at(last) - self._at(first)) / n * 1e6
+
+
+def best_drain(configs: list[str], run_one, runs: int, name: str) -> tuple[str, dict]:
+    """Drain once at every configuration, then repeat the fastest until there are `runs`.
+    `run_one(cfg)` returns (jobs/s, machine CPU us per job). Returns the best configuration
+    and the `drain` figure: jobs/s and CPU per job (median and range), every try."""
+    tried = {}
+    for cfg in configs:
+        tried[cfg] = run_one(cfg)
+        log(f"{name} drain {cfg}: {tried[cfg][0]:.0f} jobs/s, {tried[cfg][1] or 0:.0f} us CPU/job")
+    best = max(tried, key=lambda c: tried[c][0])
+    results = [tried[best]] + [run_one(best) for _ in range(runs - 1)]
+    log(f"{name} drain best {best}: {[round(r[0]) for r in results]}")
+    return best, {**summary([r[0] for r in results]),
+                  "cpu_us_per_job": summary([r[1] for r in results]),
+                  "tried": {k: round(v[0]) for k, v in tried.items()}}
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:

@@ -4,7 +4,6 @@ drain at several worker configurations, pickup latency, claim latency at scale a
 
 Workers are real `manage.py run_job_workers` processes, as in production."""
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -16,8 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
 
-from bench.common import (emit, latency_summary, log, pickup_from_stamps,  # noqa: E402
-                          summary, wait_until)
+from bench.common import (CpuSampler, best_drain, emit, latency_summary, log,  # noqa: E402
+                          pickup_from_stamps, summary, wait_until)
 
 BULK_CHUNK = 1000
 
@@ -102,18 +101,23 @@ def wait_drained(n: int, timeout: float) -> bool:
         timeout, interval=0.2)
 
 
-def drain(url: str, n: int, procs: int, threads: int, batch: int, logdir: str) -> float:
-    """Jobs/s from the first claim to the last completion (database clock)."""
+def drain(url: str, n: int, procs: int, threads: int, batch: int,
+          logdir: str) -> tuple[float, float | None]:
+    """Jobs/s from the first claim to the last completion (database clock), and the machine's
+    CPU per job over that window."""
     reset()
     enqueue_bulk(n)
-    workers = start_workers(url, procs, threads, batch, logdir)
-    try:
-        if not wait_drained(n, timeout=max(120, n / 100)):
-            raise RuntimeError(f"drain did not finish: {scalar('SELECT count(*) FROM jobs WHERE status = %s', ['queued'])} still queued")
-    finally:
-        stop_workers(workers)
-    seconds = scalar("SELECT extract(epoch FROM max(finished_at) - min(started_at)) FROM jobs")
-    return n / float(seconds)
+    with CpuSampler() as cpu:
+        workers = start_workers(url, procs, threads, batch, logdir)
+        try:
+            if not wait_drained(n, timeout=max(120, n / 100)):
+                left = scalar("SELECT count(*) FROM jobs WHERE status = 'queued'")
+                raise RuntimeError(f"drain did not finish: {left} still queued")
+        finally:
+            stop_workers(workers)
+    first, last = (float(scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
+                   for f in ("min(started_at)", "max(finished_at)"))
+    return n / (last - first), cpu.us_per_job(first, last, n)
 
 
 def pickup(url: str, n: int, gap: float, logdir: str) -> list[float]:
@@ -303,18 +307,12 @@ def main() -> None:
         result["bulk_chunk"] = BULK_CHUNK
 
     if "drain" in only:
-        tried = {}
-        for cfg in args.configs.split(","):
-            p, t, b = (int(x) for x in cfg.split("x"))
-            tried[cfg] = drain(args.url, args.n, p, t, b, logdir)
-            log(f"ours drain {cfg}: {tried[cfg]:.0f} jobs/s")
-        best = max(tried, key=tried.get)
-        p, t, b = (int(x) for x in best.split("x"))
-        runs = [tried[best]] + [drain(args.url, args.n, p, t, b, logdir)
-                                for _ in range(args.runs - 1)]
-        log(f"ours drain best {best}: {runs}")
-        result["drain"] = {**summary(runs), "config": f"{p} processes x {t} threads x batch {b}",
-                           "tried": {k: round(v) for k, v in tried.items()}}
+        best, result["drain"] = best_drain(
+            args.configs.split(","),
+            lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x")), logdir),
+            args.runs, "ours")
+        p, t, b = best.split("x")
+        result["drain"]["config"] = f"{p} processes x {t} threads x batch {b}"
 
     if "pickup" in only:
         runs = []

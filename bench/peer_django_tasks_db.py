@@ -11,8 +11,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.common import (emit, latency_summary, log, pickup_from_stamps,  # noqa: E402
-                          summary, wait_until)
+from bench.common import (CpuSampler, best_drain, emit, latency_summary, log,  # noqa: E402
+                          pickup_from_stamps, summary, wait_until)
 
 
 def env(url, stamp_file=""):
@@ -49,16 +49,18 @@ def drain(url, n, procs, fill=True):
 
     if fill:
         enqueue_single(n)
-    ws = [subprocess.Popen(worker_cmd(True, 0.1), env=env(url), cwd=REPO,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-          for _ in range(procs)]
-    for w in ws:
-        w.wait(timeout=1800)
+    with CpuSampler() as cpu:
+        ws = [subprocess.Popen(worker_cmd(True, 0.1), env=env(url), cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for _ in range(procs)]
+        for w in ws:
+            w.wait(timeout=1800)
     left = DBTaskResult.objects.exclude(status="SUCCESSFUL").count()
     if left:
         raise RuntimeError(f"django-tasks-db drain left {left} tasks")
     agg = DBTaskResult.objects.aggregate(a=Min("started_at"), b=Max("finished_at"))
-    return n / (agg["b"] - agg["a"]).total_seconds()
+    first, last = agg["a"].timestamp(), agg["b"].timestamp()
+    return n / (last - first), cpu.us_per_job(first, last, n)
 
 
 def pickup(url, n, gap):
@@ -100,21 +102,18 @@ def main():
     result = {"system": "django-tasks-db", "version": md.version("django-tasks-db"), "n": args.n}
     # It has no bulk path, and its drain needs the queue filled one call at a time anyway:
     # each drain run's fill is also an enqueue run (keeps the slowest peer's share short).
-    single, tried = [], {}
-    for cfg in args.configs.split(","):
+    single = []
+
+    def fill_and_drain(cfg):
         single.append(enqueue_single(args.n))
-        tried[cfg] = drain(args.url, args.n, int(cfg), fill=False)
-        log(f"django-tasks-db drain {cfg} processes: {tried[cfg]:.0f} jobs/s")
-    best = max(tried, key=tried.get)
-    runs = [tried[best]]
-    while len(runs) < args.runs:
-        single.append(enqueue_single(args.n))
-        runs.append(drain(args.url, args.n, int(best), fill=False))
-    log(f"django-tasks-db enqueue single {single}, drain {runs}")
+        return drain(args.url, args.n, int(cfg), fill=False)
+
+    best, result["drain"] = best_drain(args.configs.split(","), fill_and_drain, args.runs,
+                                       "django-tasks-db")
+    log(f"django-tasks-db enqueue single {single}")
     result["enqueue_single"] = summary(single)
     result["enqueue_bulk"] = None
-    result["drain"] = {**summary(runs), "config": f"{best} processes (db_worker, --interval 0.1)",
-                       "tried": {k: round(v) for k, v in tried.items()}}
+    result["drain"]["config"] = f"{best} processes (db_worker, --interval 0.1)"
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"django-tasks-db pickup (default --interval): {lat}")

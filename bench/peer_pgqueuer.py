@@ -14,8 +14,8 @@ import asyncpg  # noqa: E402
 from pgqueuer import AsyncpgDriver, Queries, QueueManager  # noqa: E402
 from pgqueuer.types import QueueExecutionMode  # noqa: E402
 
-from bench.common import (conninfo, emit, latency_summary, log,  # noqa: E402
-                          pickup_from_stamps, summary, wait_until)
+from bench.common import (CpuSampler, best_drain, conninfo, emit,  # noqa: E402
+                          latency_summary, log, pickup_from_stamps, summary, wait_until)
 
 BULK_CHUNK = 1000
 
@@ -95,13 +95,15 @@ def spawn(url, batch, drain, stamp_file=""):
 def drain(url, n, procs, batch):
     asyncio.run(_reset(url))
     asyncio.run(_enqueue_bulk(url, n))
-    workers = [spawn(url, batch, True) for _ in range(procs)]
-    outs = [json.loads(w.communicate(timeout=600)[0].strip().splitlines()[-1]) for w in workers]
+    with CpuSampler() as cpu:
+        workers = [spawn(url, batch, True) for _ in range(procs)]
+        outs = [json.loads(w.communicate(timeout=600)[0].strip().splitlines()[-1])
+                for w in workers]
     left = asyncio.run(_count(url))
     if left:
         raise RuntimeError(f"pgqueuer drain left {left} jobs")
-    first = min(o["first"] for o in outs if o["first"])
-    return n / (max(o["done"] for o in outs) - first)
+    first, last = min(o["first"] for o in outs if o["first"]), max(o["done"] for o in outs)
+    return n / (last - first), cpu.us_per_job(first, last, n)
 
 
 def pickup(url, n, gap):
@@ -156,16 +158,12 @@ def main():
         bulk.append(asyncio.run(_enqueue_bulk(args.url, args.n)))
         log(f"pgqueuer enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
-    tried = {}
-    for cfg in args.configs.split(","):
-        p, b = (int(x) for x in cfg.split("x"))
-        tried[cfg] = drain(args.url, args.n, p, b)
-        log(f"pgqueuer drain {cfg}: {tried[cfg]:.0f} jobs/s")
-    best = max(tried, key=tried.get)
-    p, b = (int(x) for x in best.split("x"))
-    runs = [tried[best]] + [drain(args.url, args.n, p, b) for _ in range(args.runs - 1)]
-    result["drain"] = {**summary(runs), "config": f"{p} processes x batch {b}",
-                       "tried": {k: round(v) for k, v in tried.items()}}
+    best, result["drain"] = best_drain(
+        args.configs.split(","),
+        lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x"))),
+        args.runs, "pgqueuer")
+    p, b = best.split("x")
+    result["drain"]["config"] = f"{p} processes x batch {b}"
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"pgqueuer pickup: {lat}")

@@ -14,8 +14,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import psycopg  # noqa: E402
 from procrastinate import App, PsycopgConnector  # noqa: E402
 
-from bench.common import (conninfo, emit, latency_summary, log,  # noqa: E402
-                          pickup_from_stamps, stamp, summary, wait_until)
+from bench.common import (CpuSampler, best_drain, conninfo, emit,  # noqa: E402
+                          latency_summary, log, pickup_from_stamps, stamp, summary,
+                          wait_until)
 
 BULK_CHUNK = 1000
 # Silence its "App is instantiated in the main module" hint: the bench defines it here on purpose.
@@ -87,12 +88,15 @@ def spawn(url, concurrency, drain, stamp_file=""):
 def drain(url, n, procs, concurrency):
     reset(url)
     enqueue(url, n, bulk=True)
-    workers = [spawn(url, concurrency, True) for _ in range(procs)]
-    outs = [json.loads(w.communicate(timeout=900)[0].strip().splitlines()[-1]) for w in workers]
+    with CpuSampler() as cpu:
+        workers = [spawn(url, concurrency, True) for _ in range(procs)]
+        outs = [json.loads(w.communicate(timeout=900)[0].strip().splitlines()[-1])
+                for w in workers]
     left = sql(url, "SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'")[0]
     if left:
         raise RuntimeError(f"procrastinate drain left {left} jobs")
-    return n / (max(o["done"] for o in outs) - min(o["first"] for o in outs if o["first"]))
+    first, last = min(o["first"] for o in outs if o["first"]), max(o["done"] for o in outs)
+    return n / (last - first), cpu.us_per_job(first, last, n)
 
 
 def pickup(url, n, gap):
@@ -146,16 +150,12 @@ def main():
         bulk.append(enqueue(args.url, args.n, bulk=True))
         log(f"procrastinate enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
-    tried = {}
-    for cfg in args.configs.split(","):
-        p, c = (int(x) for x in cfg.split("x"))
-        tried[cfg] = drain(args.url, args.n, p, c)
-        log(f"procrastinate drain {cfg}: {tried[cfg]:.0f} jobs/s")
-    best = max(tried, key=tried.get)
-    p, c = (int(x) for x in best.split("x"))
-    runs = [tried[best]] + [drain(args.url, args.n, p, c) for _ in range(args.runs - 1)]
-    result["drain"] = {**summary(runs), "config": f"{p} processes x concurrency {c}",
-                       "tried": {k: round(v) for k, v in tried.items()}}
+    best, result["drain"] = best_drain(
+        args.configs.split(","),
+        lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x"))),
+        args.runs, "procrastinate")
+    p, c = best.split("x")
+    result["drain"]["config"] = f"{p} processes x concurrency {c}"
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"procrastinate pickup: {lat}")

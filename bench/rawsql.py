@@ -29,17 +29,22 @@ def statements(url):
 
     call_command("migrate", verbosity=0)
     from jobs import sql
-    from jobs.services import enqueuing
+    from jobs.services import enqueuing as e
 
-    insert = enqueuing._INSERT.format(notify=f", pg_notify('{sql.NOTIFY_CHANNEL}', queue)")
-    return sql.CLAIM.format(queue_filter=""), sql.COMPLETE_MANY, insert
+    return (sql.CLAIM.format(queue_filter=""), sql.COMPLETE_MANY,
+            e._STATEMENTS[e._INSERT_ONE, False, True], e._STATEMENTS[e._INSERT_MANY, False, True])
 
 
-def insert_params(k):
-    return {"types": ["noop"] * k, "queues": ["default"] * k, "payloads": ["{}"] * k,
-            "priorities": [0] * k, "max_attempts": [3] * k, "timeouts": [600] * k,
-            "run_ats": [None] * k, "delays": [0.0] * k, "keys": [None] * k,
-            "fingerprints": [None] * k, "trace": "{}"}
+def insert_one_params():
+    """_INSERT_ONE's parameters for a no-op job: type, queue, payload, priority,
+    max_attempts, timeout, run_at, delay, idempotency key, fingerprint, trace carrier."""
+    return ("noop", "default", "{}", 0, 3, 600, None, 0.0, None, None, "{}")
+
+
+def insert_many_params(k):
+    row = {"type": "noop", "queue": "default", "payload": {}, "priority": 0,
+           "max_attempts": 3, "timeout_seconds": 600}
+    return {"rows": json.dumps([row] * k), "trace": "{}"}
 
 
 def batch_json(rows):
@@ -53,20 +58,24 @@ def reset(url):
         c.execute("VACUUM ANALYZE jobs")
 
 
-def inserts(url, insert, n, chunk):
+def inserts(url, insert_one, insert_many, n, chunk):
     reset(url)
     with psycopg.connect(conninfo(url), autocommit=True) as c:
         t0 = time.perf_counter()
         for start in range(0, n, chunk):
-            c.execute(insert, insert_params(min(chunk, n - start))).fetchall()
+            if chunk == 1:
+                c.execute(insert_one, insert_one_params(), prepare=True).fetchall()
+            else:
+                c.execute(insert_many, insert_many_params(min(chunk, n - start)),
+                          prepare=True).fetchall()
         return n / (time.perf_counter() - t0)
 
 
-def drain(url, claim, complete, insert, n, threads, batch, per_job_complete):
+def drain(url, claim, complete, insert_many, n, threads, batch, per_job_complete):
     reset(url)
     with psycopg.connect(conninfo(url), autocommit=True) as c:
         for start in range(0, n, 1000):
-            c.execute(insert, insert_params(min(1000, n - start)))
+            c.execute(insert_many, insert_many_params(min(1000, n - start)))
     done = [0] * threads
 
     def work(t):
@@ -102,7 +111,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=4)
     args = ap.parse_args()
-    claim, complete, insert = statements(args.url)
+    claim, complete, insert_one, insert_many = statements(args.url)
     modes = {
         "claim1_complete1": dict(batch=1, per_job_complete=True),
         "claim50_complete_each": dict(batch=50, per_job_complete=True),
@@ -112,13 +121,14 @@ def main():
     small_n = max(200, args.n // 4)  # the per-job modes are slow; a quarter is plenty
     for name, m in modes.items():
         n = args.n if name == "claim50_complete50" else small_n
-        runs = [drain(args.url, claim, complete, insert, n, args.threads, **m)
+        runs = [drain(args.url, claim, complete, insert_many, n, args.threads, **m)
                 for _ in range(args.runs)]
         result[name] = {**summary(runs), "n": n}
         log(f"raw {name}: {[round(r) for r in runs]}")
-    result["insert_single"] = {**summary([inserts(args.url, insert, small_n, 1)
+    result["insert_single"] = {**summary([inserts(args.url, insert_one, insert_many,
+                                                  small_n, 1)
                                           for _ in range(args.runs)]), "n": small_n}
-    result["insert_bulk"] = {**summary([inserts(args.url, insert, args.n, 1000)
+    result["insert_bulk"] = {**summary([inserts(args.url, insert_one, insert_many, args.n, 1000)
                                         for _ in range(args.runs)]), "chunk": 1000}
     log(f"raw inserts: single {result['insert_single']['runs']} bulk {result['insert_bulk']['runs']}")
     reset(args.url)

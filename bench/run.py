@@ -164,6 +164,8 @@ def build_rows(res: dict) -> list[dict]:
         ("enqueue_bulk", "enqueue in bulk (jobs/s)", ("enqueue_bulk", "median"), True,
          ("insert_bulk", "median")),
         ("drain", "drain (jobs/s)", ("drain", "median"), True, ("claim50_complete50", "median")),
+        ("drain_cpu", "drain: machine CPU per job (us)", ("drain", "cpu_us_per_job", "median"),
+         False, None),
         ("pickup_p50", "pickup p50 (ms)", ("pickup", "p50", "median"), False, None),
         ("pickup_p95", "pickup p95 (ms)", ("pickup", "p95", "median"), False, None),
         ("pickup_p99", "pickup p99 (ms)", ("pickup", "p99", "median"), False, None),
