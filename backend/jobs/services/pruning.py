@@ -23,12 +23,25 @@ from .. import conf
 from ..durations import parse_duration
 from ..states import TERMINAL, Status
 
+# The newest job of each periodic schedule (idempotency key `periodic:<name>:<tick>`) is
+# never pruned: its key is how a worker starting up knows that the latest tick already ran
+# (jobs/periodic.py); without it, a retention shorter than the schedule's period would run
+# that tick again on every restart.
+KEEP_NEWEST_PERIODIC = r"""
+  AND NOT (coalesce(jobs.idempotency_key, '') LIKE 'periodic:%%' AND NOT EXISTS (
+      SELECT 1 FROM jobs newer
+      WHERE newer.idempotency_key > jobs.idempotency_key
+        AND starts_with(newer.idempotency_key,
+                        substring(jobs.idempotency_key FROM '^(periodic:.*:)\d{4}-\d\d-\d\dT'))))
+"""
+
 # The range scan walks jobs_status_finished_idx (status, finished_at). Oldest first, so that
 # an interrupted run has removed the jobs most overdue.
 PRUNE_BATCH = """
 WITH doomed AS (
     SELECT id FROM jobs
     WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+""" + KEEP_NEWEST_PERIODIC + """
     ORDER BY finished_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -45,11 +58,13 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
 """
 
 COUNT_PRUNABLE = """
-SELECT count(*), (SELECT count(*) FROM job_events e
-                  WHERE e.job_id IN (SELECT id FROM jobs WHERE status = %(status)s
-                                     AND finished_at < now() - make_interval(secs => %(age)s)))
-FROM jobs
-WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+WITH doomed AS (
+    SELECT id FROM jobs
+    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+""" + KEEP_NEWEST_PERIODIC + """
+)
+SELECT (SELECT count(*) FROM doomed),
+       (SELECT count(*) FROM job_events e WHERE e.job_id IN (SELECT id FROM doomed))
 """
 
 

@@ -254,3 +254,31 @@ def test_pruning_walks_the_finished_index_and_queued_rows_stay_out_of_it():
         assert cur.fetchone()[0] == 50
         cur.execute("SELECT reltuples FROM pg_class WHERE relname = 'jobs_status_finished_idx'")
         assert cur.fetchone()[0] == 20000
+
+
+@pytest.mark.django_db
+def test_the_newest_job_of_each_periodic_schedule_survives_pruning_so_a_restart_does_not_rerun_it():
+    from datetime import UTC, datetime
+
+    from jobs.periodic import PeriodicEntry
+
+    ticks = [datetime(2030, 1, d, 9, tzinfo=UTC) for d in (1, 2, 3)]
+    daily = PeriodicEntry(name="daily_x", cron="0 9 * * *", type="noop")
+    look_alike = PeriodicEntry(name="daily_", cron="0 9 * * *", type="noop")  # a prefix of it
+    for tick in ticks:
+        assert daily.enqueue(tick)
+    assert look_alike.enqueue(ticks[0])
+    for job in Job.objects.all():
+        (c,) = services.claim(worker_ids=["w"], job_ids=[job.id])
+        services.complete_many([Completion(c.id, c.lease_token, "w", None)])
+    Job.objects.update(finished_at=timezone.now() - timedelta(days=30))
+
+    assert prune("1d", ["succeeded"], dry_run=True)["succeeded"] == 2
+    assert prune("1d", ["succeeded"])["succeeded"] == 2
+    assert sorted(Job.objects.values_list("idempotency_key", flat=True)) == [
+        look_alike.key(ticks[0]), daily.key(ticks[2])]
+
+    # A worker starting after the last tick enqueues that tick (see PeriodicEnqueuer.run_once)
+    # and finds it already there: it does not run twice.
+    assert daily.latest_tick(datetime(2030, 1, 3, 12, tzinfo=UTC)) == ticks[2]
+    assert daily.enqueue(ticks[2]) is False
