@@ -217,8 +217,8 @@ def _row(new: NewJob) -> dict:
            "priority": new.priority, "max_attempts": new.max_attempts}
     if new.timeout_seconds is not None:
         row["timeout_seconds"] = new.timeout_seconds
-    if new.run_at is not None:
-        row["run_at"] = new.run_at.isoformat()
+    if new.run_at is not None:  # a string is left for PostgreSQL to parse, as a parameter was
+        row["run_at"] = new.run_at.isoformat() if isinstance(new.run_at, datetime) else new.run_at
     if new.delay_seconds:
         row["delay"] = new.delay_seconds
     if new.idempotency_key is not None:

@@ -77,3 +77,13 @@ def test_enqueue_many_without_keys_returns_every_job_as_stored():
     assert all(not j.idempotency_key and j.request_fingerprint is None for j in jobs)
     for job in jobs[::10]:
         assert_as_stored(job)
+
+
+def test_without_prepared_statements_the_same_jobs_come_back(settings):
+    settings.JOB_PREPARED_STATEMENTS = False
+    run_at = timezone.now() + timedelta(minutes=1)
+    assert_as_stored(services.enqueue("noop", {"p": 1}, run_at=run_at, idempotency_key="np-1"))
+    jobs = services.enqueue_many([{"type": "noop", "delay": 5}, {"type": "noop", "run_at": run_at}])
+    assert jobs[1].available_at == run_at
+    for job in jobs:
+        assert_as_stored(job)
