@@ -13,9 +13,10 @@ changed. The executor reads it back (one indexed query per execution, only when 
 on) and makes the execution span a child of the enqueue span, for every attempt.
 
 Engine hooks (in jobs/services/enqueuing.py and jobs/worker/executor.py):
-    enqueuing.py   @tracing.traced_enqueue on `_insert`; `"trace": tracing.carrier_json()` in
-                   its params; the created event's data `jsonb_build_object(...) ||
-                   %(trace)s::jsonb`
+    enqueuing.py   @tracing.traced_enqueue on `_insert`; `tracing.carrier_json()` as the
+                   insert's trace parameter (the last positional one of _INSERT_ONE,
+                   `%(trace)s` in _INSERT_MANY), merged into the created event's data with
+                   `jsonb_build_object(...) || <trace>::jsonb`
     executor.py    `result = tracing.run_handler(spec.func, ctx, job)` in place of
                    `result = spec.func(ctx, job.payload)`
 """
