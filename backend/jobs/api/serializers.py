@@ -68,8 +68,9 @@ class SharedFieldsMixin:
     `to_representation` and `run_validation`; `validate_<field>` is looked up on the
     serializer in use), but `field.parent`, `root` and `context` are the prototype's, so
     `get_<field>` methods run on the prototype (of the same class): neither they nor any
-    field of such a serializer may read the instance's state, the request or the context. The first use builds them (two threads may both build; the results are
-    alike). test_api_shared_fields checks the output against DRF's per-instance fields.
+    field of such a serializer may read the instance's state, the request or the context.
+    The first use builds them (two threads may both build; the results are alike).
+    test_api_shared_fields checks the output against DRF's per-instance fields.
     """
 
     @property
