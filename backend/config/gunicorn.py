@@ -22,13 +22,11 @@ forwarded_allow_ips = _env("FORWARDED_ALLOW_IPS", "127.0.0.1")
 # Import Django, every view and DRF once, in the master, before forking: otherwise each
 # worker imports the URL conf (and with it DRF, drf-spectacular, ...) on its first request,
 # ~1 s of CPU per worker that a request waits for. Code changes need a restart (not HUP).
-preload_app = _env("GUNICORN_PRELOAD", "true").lower() in ("1", "true")
+preload_app = True
 
 
 def when_ready(server):
     """In the master, after the app loaded and before the workers fork."""
-    if not preload_app:
-        return
     from django.db import connections
     from django.urls import get_resolver
 
