@@ -67,6 +67,15 @@ def latency_summary(samples_ms: list[float]) -> dict:
             "p99": percentile(samples_ms, 99), "n": len(samples_ms)}
 
 
+def analyze(url: str) -> None:
+    """ANALYZE the whole database after a drain's queue is filled, before its workers start:
+    what autovacuum does on a normal server after a bulk insert. This server runs without
+    autovacuum, and a queue table whose statistics predate the fill can get a claim plan
+    that reads and sorts every queued row on each claim. Done for every system alike."""
+    with psycopg.connect(conninfo(url), autocommit=True) as c:
+        c.execute("ANALYZE")
+
+
 # --- machine CPU during a drain ------------------------------------------------------------------
 def machine_busy_seconds() -> float:
     """CPU seconds the whole machine has spent busy (every process, user + system), from

@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
 
-from bench.common import (CpuSampler, best_drain, emit, latency_summary, log,  # noqa: E402
+from bench.common import (CpuSampler, analyze, best_drain, emit, latency_summary, log,  # noqa: E402
                           pickup_from_stamps, summary, wait_until)
 
 BULK_CHUNK = 1000
@@ -110,6 +110,7 @@ def drain(url: str, n: int, procs: int, threads: int, batch: int,
     CPU per job over that window."""
     reset()
     enqueue_bulk(n)
+    analyze(url)
     with CpuSampler() as cpu:
         workers = start_workers(url, procs, threads, batch, logdir)
         try:
@@ -181,10 +182,15 @@ def claim_latencies(count: int) -> list[float]:
 def rss_after(url: str, n: int, threads: int, logdir: str) -> dict:
     reset()
     workers = start_workers(url, 1, threads, 50, logdir)
-    try:
+    try:  # an idle pool first, then a fresh one that drains the n jobs
         wait_until(lambda: scalar("SELECT count(*) FROM job_workers") > 0, 30)
         idle = _rss_mb(workers[0].pid)
-        enqueue_bulk(n)
+    finally:
+        stop_workers(workers)
+    enqueue_bulk(n)
+    analyze(url)
+    workers = start_workers(url, 1, threads, 50, logdir)
+    try:
         if not wait_drained(n, timeout=max(120, n / 50)):
             raise RuntimeError("RSS drain did not finish")
         after = _rss_mb(workers[0].pid)

@@ -11,7 +11,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.common import (CpuSampler, best_drain, emit, latency_summary, log,  # noqa: E402
+from bench.common import (CpuSampler, analyze, best_drain, emit, latency_summary, log,  # noqa: E402
                           pickup_from_stamps, summary, wait_until)
 
 
@@ -49,6 +49,7 @@ def drain(url, n, procs, fill=True):
 
     if fill:
         enqueue_single(n)
+    analyze(url)
     with CpuSampler() as cpu:
         ws = [subprocess.Popen(worker_cmd(True, 0.1), env=env(url), cwd=REPO,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

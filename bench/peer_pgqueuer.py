@@ -14,7 +14,7 @@ import asyncpg  # noqa: E402
 from pgqueuer import AsyncpgDriver, Queries, QueueManager  # noqa: E402
 from pgqueuer.types import QueueExecutionMode  # noqa: E402
 
-from bench.common import (CpuSampler, best_drain, conninfo, emit,  # noqa: E402
+from bench.common import (CpuSampler, analyze, best_drain, conninfo, emit,  # noqa: E402
                           latency_summary, log, pickup_from_stamps, summary, wait_until)
 
 BULK_CHUNK = 1000
@@ -95,6 +95,7 @@ def spawn(url, batch, drain, stamp_file=""):
 def drain(url, n, procs, batch):
     asyncio.run(_reset(url))
     asyncio.run(_enqueue_bulk(url, n))
+    analyze(url)
     with CpuSampler() as cpu:
         workers = [spawn(url, batch, True) for _ in range(procs)]
         outs = [json.loads(w.communicate(timeout=600)[0].strip().splitlines()[-1])

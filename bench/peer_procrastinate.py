@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import psycopg  # noqa: E402
 from procrastinate import App, PsycopgConnector  # noqa: E402
 
-from bench.common import (CpuSampler, best_drain, conninfo, emit,  # noqa: E402
+from bench.common import (CpuSampler, analyze, best_drain, conninfo, emit,  # noqa: E402
                           latency_summary, log, pickup_from_stamps, stamp, summary,
                           wait_until)
 
@@ -88,6 +88,7 @@ def spawn(url, concurrency, drain, stamp_file=""):
 def drain(url, n, procs, concurrency):
     reset(url)
     enqueue(url, n, bulk=True)
+    analyze(url)
     with CpuSampler() as cpu:
         workers = [spawn(url, concurrency, True) for _ in range(procs)]
         outs = [json.loads(w.communicate(timeout=900)[0].strip().splitlines()[-1])
