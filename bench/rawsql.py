@@ -15,7 +15,7 @@ sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
 
 import psycopg  # noqa: E402
 
-from bench.common import conninfo, emit, log, summary  # noqa: E402
+from bench.common import analyze, conninfo, emit, log, summary  # noqa: E402
 
 
 def statements(url):
@@ -76,6 +76,7 @@ def drain(url, claim, complete, insert_many, n, threads, batch, per_job_complete
     with psycopg.connect(conninfo(url), autocommit=True) as c:
         for start in range(0, n, 1000):
             c.execute(insert_many, insert_many_params(min(1000, n - start)))
+    analyze(url)  # as the drains of the systems do (see bench.common.analyze)
     done = [0] * threads
 
     def work(t):
