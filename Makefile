@@ -69,7 +69,7 @@ run: venv ui migrate demo-user static
 	@echo "  API docs    http://127.0.0.1:$(PORT)/api/docs/"
 	@echo "  Admin       http://127.0.0.1:$(PORT)/admin/"
 	@echo "  Metrics     http://127.0.0.1:$(PORT)/metrics"
-	@echo "  Log in as   demo / demo-password (created by make run when missing)"
+	@echo "  Log in as   demo / demo-password (created when the database has no user yet)"
 	@echo
 	@trap 'kill 0' EXIT; \
 	$(VENV)/bin/gunicorn config.wsgi --chdir backend -c backend/config/gunicorn.py --bind 127.0.0.1:$(PORT) & \

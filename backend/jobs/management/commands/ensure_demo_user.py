@@ -19,7 +19,8 @@ class Command(BaseCommand):
             self.stdout.write("production: no demo user created")
             return
         if User.objects.exists():
-            self.stdout.write("users exist: no demo user created")
+            self.stdout.write("users exist: no demo user created (make your own with "
+                              "`python manage.py createsuperuser`)")
             return
         user = User.objects.create_user(opts["username"], password=opts["password"],
                                         is_staff=True)
