@@ -34,26 +34,27 @@ class HeldJobs:
             return self._jobs.pop(job_id)
 
     def mark_finishing(self, job_id: int, lease_token) -> None:
-        with self._lock:
-            held = self._jobs.get(job_id)
-            if held is not None and held.job.lease_token == lease_token:
-                held.finishing = True
+        self.mark_finishing_many([(job_id, lease_token)])
 
     def mark_finishing_many(self, items) -> None:
         """mark_finishing for each (job id, lease token), under one lock."""
         with self._lock:
-            for job_id, lease_token in items:
-                held = self._jobs.get(job_id)
-                if held is not None and held.job.lease_token == lease_token:
-                    held.finishing = True
+            for held in self._under_their_tokens(items):
+                held.finishing = True
 
     def discard_many(self, items) -> None:
         """discard for each (job id, lease token), under one lock."""
         with self._lock:
-            for job_id, lease_token in items:
-                held = self._jobs.get(job_id)
-                if held is not None and held.job.lease_token == lease_token:
-                    del self._jobs[job_id]
+            for held in self._under_their_tokens(items):
+                del self._jobs[held.job.id]
+
+    def _under_their_tokens(self, items) -> list[Held]:
+        """The held jobs among (job id, lease token) pairs, each only while it is still held
+        under that token. Call with the lock held."""
+        items = list(items)
+        found = (self._jobs.get(job_id) for job_id, _ in items)
+        return [h for h, (_, token) in zip(found, items)
+                if h is not None and h.job.lease_token == token]
 
     def snapshot(self) -> list[Held]:
         with self._lock:
