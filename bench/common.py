@@ -125,20 +125,25 @@ class CpuSampler(threading.Thread):
         return (self._at(last) - self._at(first)) / n * 1e6
 
 
-def best_drain(configs: list[str], run_one, runs: int, name: str) -> tuple[str, dict]:
+def best_drain(configs: str, run_one, runs: int, name: str, describe: str) -> dict:
     """Drain once at every configuration, then repeat the fastest until there are `runs`.
-    `run_one(cfg)` returns (jobs/s, machine CPU us per job). Returns the best configuration
-    and the `drain` figure: jobs/s and CPU per job (median and range), every try."""
+
+    `configs` is "AxB,CxD,..." (numbers joined by x); `run_one(A, B)` drains once and returns
+    (jobs/s, machine CPU us per job); `describe` formats the best one's numbers for the table
+    ("{} processes x batch {}"). Returns the `drain` figure: jobs/s and CPU per job (median
+    and range), the best configuration, every try."""
     tried = {}
-    for cfg in configs:
-        tried[cfg] = run_one(cfg)
+    for cfg in configs.split(","):
+        tried[cfg] = run_one(*(int(x) for x in cfg.split("x")))
         log(f"{name} drain {cfg}: {tried[cfg][0]:.0f} jobs/s, {tried[cfg][1] or 0:.0f} us CPU/job")
     best = max(tried, key=lambda c: tried[c][0])
-    results = [tried[best]] + [run_one(best) for _ in range(runs - 1)]
+    numbers = [int(x) for x in best.split("x")]
+    results = [tried[best]] + [run_one(*numbers) for _ in range(runs - 1)]
     log(f"{name} drain best {best}: {[round(r[0]) for r in results]}")
-    return best, {**summary([r[0] for r in results]),
-                  "cpu_us_per_job": summary([r[1] for r in results]),
-                  "tried": {k: round(v[0]) for k, v in tried.items()}}
+    return {**summary([r[0] for r in results]),
+            "cpu_us_per_job": summary([r[1] for r in results]),
+            "config": describe.format(*numbers),
+            "tried": {k: round(v[0]) for k, v in tried.items()}}
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:

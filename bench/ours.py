@@ -319,12 +319,9 @@ def main() -> None:
         result["bulk_chunk"] = BULK_CHUNK
 
     if "drain" in only:
-        best, result["drain"] = best_drain(
-            args.configs.split(","),
-            lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x")), logdir),
-            args.runs, "ours")
-        p, t, b = best.split("x")
-        result["drain"]["config"] = f"{p} processes x {t} threads x batch {b}"
+        result["drain"] = best_drain(
+            args.configs, lambda p, t, b: drain(args.url, args.n, p, t, b, logdir), args.runs,
+            "ours", "{} processes x {} threads x batch {}")
 
     if "pickup" in only:
         runs = []
@@ -342,7 +339,8 @@ def main() -> None:
         with connection.cursor() as cur:
             from jobs import sql
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql.CLAIM.format(queue_filter=""),
-                        {"limit": 1, "worker_ids": '["explain"]', "lease_seconds": 30.0, "queues": []})
+                        {"limit": 1, "worker_ids": '["explain"]', "lease_seconds": 30.0,
+                         "queues": []})
             plan = "\n".join(r[0] for r in cur.fetchall())
         runs = [latency_summary(claim_latencies(args.claim_samples)) for _ in range(args.runs)]
         result["claim_at_scale"] = {

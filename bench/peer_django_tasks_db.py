@@ -105,16 +105,15 @@ def main():
     # each drain run's fill is also an enqueue run (keeps the slowest peer's share short).
     single = []
 
-    def fill_and_drain(cfg):
+    def fill_and_drain(procs):
         single.append(enqueue_single(args.n))
-        return drain(args.url, args.n, int(cfg), fill=False)
+        return drain(args.url, args.n, procs, fill=False)
 
-    best, result["drain"] = best_drain(args.configs.split(","), fill_and_drain, args.runs,
-                                       "django-tasks-db")
+    result["drain"] = best_drain(args.configs, fill_and_drain, args.runs, "django-tasks-db",
+                                 "{} processes (db_worker, --interval 0.1)")
     log(f"django-tasks-db enqueue single {single}")
     result["enqueue_single"] = summary(single)
     result["enqueue_bulk"] = None
-    result["drain"]["config"] = f"{best} processes (db_worker, --interval 0.1)"
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"django-tasks-db pickup (default --interval): {lat}")

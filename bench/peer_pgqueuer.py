@@ -159,12 +159,8 @@ def main():
         bulk.append(asyncio.run(_enqueue_bulk(args.url, args.n)))
         log(f"pgqueuer enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
-    best, result["drain"] = best_drain(
-        args.configs.split(","),
-        lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x"))),
-        args.runs, "pgqueuer")
-    p, b = best.split("x")
-    result["drain"]["config"] = f"{p} processes x batch {b}"
+    result["drain"] = best_drain(args.configs, lambda p, b: drain(args.url, args.n, p, b),
+                                 args.runs, "pgqueuer", "{} processes x batch {}")
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"pgqueuer pickup: {lat}")

@@ -151,12 +151,8 @@ def main():
         bulk.append(enqueue(args.url, args.n, bulk=True))
         log(f"procrastinate enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
-    best, result["drain"] = best_drain(
-        args.configs.split(","),
-        lambda cfg: drain(args.url, args.n, *(int(x) for x in cfg.split("x"))),
-        args.runs, "procrastinate")
-    p, c = best.split("x")
-    result["drain"]["config"] = f"{p} processes x concurrency {c}"
+    result["drain"] = best_drain(args.configs, lambda p, c: drain(args.url, args.n, p, c),
+                                 args.runs, "procrastinate", "{} processes x concurrency {}")
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
            for _ in range(args.runs)]
     log(f"procrastinate pickup: {lat}")

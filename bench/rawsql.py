@@ -35,7 +35,7 @@ def statements(url):
             e._STATEMENTS[e._INSERT_ONE, False, True], e._STATEMENTS[e._INSERT_MANY, False, True])
 
 
-def insert_one_params():
+def insert_one_params(_=1):
     """_INSERT_ONE's parameters for a no-op job: type, queue, payload, priority,
     max_attempts, timeout, run_at, delay, idempotency key, fingerprint, trace carrier."""
     return ("noop", "default", "{}", 0, 3, 600, None, 0.0, None, None, "{}")
@@ -58,16 +58,13 @@ def reset(url):
         # No ANALYZE of the empty tables: see ours.reset().
 
 
-def inserts(url, insert_one, insert_many, n, chunk):
+def inserts(url, statement, params, n, chunk):
+    """Insert n jobs, `chunk` per call of `statement` with `params(chunk size)`."""
     reset(url)
     with psycopg.connect(conninfo(url), autocommit=True) as c:
         t0 = time.perf_counter()
         for start in range(0, n, chunk):
-            if chunk == 1:
-                c.execute(insert_one, insert_one_params(), prepare=True).fetchall()
-            else:
-                c.execute(insert_many, insert_many_params(min(chunk, n - start)),
-                          prepare=True).fetchall()
+            c.execute(statement, params(min(chunk, n - start)), prepare=True).fetchall()
         return n / (time.perf_counter() - t0)
 
 
@@ -126,10 +123,11 @@ def main():
                 for _ in range(args.runs)]
         result[name] = {**summary(runs), "n": n}
         log(f"raw {name}: {[round(r) for r in runs]}")
-    result["insert_single"] = {**summary([inserts(args.url, insert_one, insert_many,
+    result["insert_single"] = {**summary([inserts(args.url, insert_one, insert_one_params,
                                                   small_n, 1)
                                           for _ in range(args.runs)]), "n": small_n}
-    result["insert_bulk"] = {**summary([inserts(args.url, insert_one, insert_many, args.n, 1000)
+    result["insert_bulk"] = {**summary([inserts(args.url, insert_many, insert_many_params,
+                                                args.n, 1000)
                                         for _ in range(args.runs)]), "chunk": 1000}
     log(f"raw inserts: single {result['insert_single']['runs']} bulk {result['insert_bulk']['runs']}")
     reset(args.url)

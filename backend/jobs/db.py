@@ -21,7 +21,7 @@ _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 _TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ_OID, psycopg.pq.Format.TEXT)
 
 
-def fetch_all(sql: str, params: dict) -> list[tuple]:
+def fetch_all(sql: str, params: dict | tuple) -> list[tuple]:
     """Execute one statement (prepared when enabled) and return its rows."""
     if not conf.get().PREPARED_STATEMENTS:
         with connection.cursor() as cur:

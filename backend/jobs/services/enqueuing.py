@@ -75,27 +75,33 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
 # Every job is created with its `created` event in the same statement (the event feed and the
 # dashboard start from it; with tracing on, its data carries the producer's trace context) and,
 # with LISTEN_NOTIFY on, a NOTIFY per queue that PostgreSQL delivers at commit. All times are
-# the transaction's clock, now().
-#
+# the transaction's clock, now(). The two statements share these pieces:
+_INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
+                      max_attempts, timeout_seconds, available_at, created_at, updated_at,
+                      progress_message, idempotency_key, request_fingerprint)"""
+
+
+def _created_events(trace_param: str) -> str:
+    return f"""events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority) || {trace_param}::jsonb, now()
+    FROM ins
+)"""
+
+
 # One job (the common case: `enqueue()` from a view or a task): plain VALUES with scalar
 # parameters, prepared once per connection.
 _INSERT_ONE = """
 WITH ins AS (
-    INSERT INTO jobs (type, queue, payload, status, priority, attempts, max_attempts,
-                      timeout_seconds, available_at, created_at, updated_at, progress_message,
-                      idempotency_key, request_fingerprint)
+    """ + _INSERT_INTO_JOBS + """
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
             '', %s::text, %s::text)
     {on_conflict}
     RETURNING id, queue, priority, available_at, created_at
 ),
-events AS (
-    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'created', 0, '',
-           jsonb_build_object('queue', queue, 'priority', priority) || %s::jsonb, now()
-    FROM ins
-)
+""" + _created_events("%s") + """
 SELECT id, available_at, created_at {notify} FROM ins
 """
 
@@ -104,9 +110,7 @@ SELECT id, available_at, created_at {notify} FROM ins
 # element by element in Python), and the payloads travel as JSON inside it, encoded once.
 _INSERT_MANY = """
 WITH ins AS (
-    INSERT INTO jobs (type, queue, payload, status, priority, attempts, max_attempts,
-                      timeout_seconds, available_at, created_at, updated_at, progress_message,
-                      idempotency_key, request_fingerprint)
+    """ + _INSERT_INTO_JOBS + """
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
            '', idempotency_key, fingerprint
@@ -120,12 +124,7 @@ WITH ins AS (
     {on_conflict}
     RETURNING id, queue, priority, idempotency_key, available_at, created_at
 ),
-events AS (
-    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'created', 0, '',
-           jsonb_build_object('queue', queue, 'priority', priority) || %(trace)s::jsonb, now()
-    FROM ins
-)
+""" + _created_events("%(trace)s") + """
 SELECT id, idempotency_key, available_at, created_at FROM ins
 {notify_once}
 ORDER BY id

@@ -71,9 +71,10 @@ class Executor(threading.Thread):
         held = Held(job, ctx)
         self.pool.held.add(held)
         self.current = held
-        extra = self._log_fields(job)
-        log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
-                 job.attempt, job.max_attempts, self.worker_id, extra=extra)
+        debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
+        if debug:
+            log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
+                      job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
         self.pool.stats.claimed(job)
         spec = registry.get(job.type)
         if spec is None:
@@ -85,11 +86,11 @@ class Executor(threading.Thread):
             result = tracing.run_handler(spec.func, ctx, job)
             result_json = json.dumps(result, allow_nan=False)  # checked here, stored as is
         except Snooze as snooze:
+            seconds = snooze.seconds
             self._write(job, lambda: services.snooze(job.id, job.lease_token,
-                                                     worker_id=self.worker_id,
-                                                     seconds=snooze.seconds))
+                                                     worker_id=self.worker_id, seconds=seconds))
             self.pool.held.discard(job.id, job.lease_token)
-            log.info("snoozed job=%s for %ss", job.id, snooze.seconds, extra=extra)
+            log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
         except LeaseLost:
             self.pool.held.discard(job.id, job.lease_token)
             services.record_lease_lost(job.id, job.lease_token, self.worker_id, "progress",
@@ -105,7 +106,8 @@ class Executor(threading.Thread):
                 # Timed out, lease lost or released at shutdown: that path already recorded
                 # the job's fate; this attempt has nothing left to write.
                 self.pool.held.discard(job.id, job.lease_token)
-                log.info("handler stopped job=%s reason=%s", job.id, reason, extra=extra)
+                log.info("handler stopped job=%s reason=%s", job.id, reason,
+                         extra=self._log_fields(job))
         except PermanentError as exc:
             self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
                        permanent=True, reason="permanent")
@@ -121,8 +123,9 @@ class Executor(threading.Thread):
             self.pool.completer.submit(
                 Completion(job.id, job.lease_token, self.worker_id, result, job.type, job.attempt,
                            result_json))
-            log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
-                      extra=extra)
+            if debug:
+                log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
+                          extra=self._log_fields(job))
 
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
               reason: str = "error") -> None:
