@@ -36,13 +36,14 @@ def worker_env(url: str) -> dict:
 
 
 def start_workers(url: str, procs: int, threads: int, batch: int, logdir: str,
-                  extra_env: dict | None = None) -> list[subprocess.Popen]:
+                  extra_env: dict | None = None, prefetch: int = 0) -> list[subprocess.Popen]:
     out = []
     for p in range(procs):
         logf = open(os.path.join(logdir, f"worker-{p}.log"), "ab")
         out.append(subprocess.Popen(
             [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
-             "--threads", str(threads), "--batch-size", str(batch), "--poll-interval", "1"],
+             "--threads", str(threads), "--batch-size", str(batch), "--poll-interval", "1",
+             "--prefetch", str(prefetch)],
             env={**worker_env(url), **(extra_env or {})}, stdout=logf, stderr=subprocess.STDOUT,
             cwd=REPO))
     return out
@@ -104,15 +105,15 @@ def wait_drained(n: int, timeout: float) -> bool:
         timeout, interval=0.2)
 
 
-def drain(url: str, n: int, procs: int, threads: int, batch: int,
-          logdir: str) -> tuple[float, float | None]:
+def drain(url: str, n: int, procs: int, threads: int, batch: int, logdir: str,
+          prefetch: int = 0) -> tuple[float, float | None]:
     """Jobs/s from the first claim to the last completion (database clock), and the machine's
     CPU per job over that window."""
     reset()
     enqueue_bulk(n)
     analyze(url)
     with CpuSampler() as cpu:
-        workers = start_workers(url, procs, threads, batch, logdir)
+        workers = start_workers(url, procs, threads, batch, logdir, prefetch=prefetch)
         try:
             if not wait_drained(n, timeout=max(120, n / 100)):
                 left = scalar("SELECT count(*) FROM jobs WHERE status = 'queued'")
@@ -286,8 +287,8 @@ def main() -> None:
     ap.add_argument("--url", required=True)
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="1x8x50,1x32x50,2x32x50",
-                    help="drain configurations to try: processes x threads x batch")
+    ap.add_argument("--configs", default="1x8x50x0,1x32x50x0,2x32x50x0,2x32x100x64",
+                    help="drain configurations to try: processes x threads x batch x prefetch")
     ap.add_argument("--pickup-n", type=int, default=200)
     ap.add_argument("--pickup-gap", type=float, default=0.02)
     ap.add_argument("--claim-terminal", type=int, default=1_000_000)
@@ -320,8 +321,8 @@ def main() -> None:
 
     if "drain" in only:
         result["drain"] = best_drain(
-            args.configs, lambda p, t, b: drain(args.url, args.n, p, t, b, logdir), args.runs,
-            "ours", "{} processes x {} threads x batch {}")
+            args.configs, lambda p, t, b, f: drain(args.url, args.n, p, t, b, logdir, f),
+            args.runs, "ours", "{} processes x {} threads x batch {} x prefetch {}")
 
     if "pickup" in only:
         runs = []

@@ -40,16 +40,16 @@ ALL = ["ours", *PEERS, "raw", "pgbench"]
 MODES = {
     "full": dict(n=20000, runs=3, pickup_n=200, claim_terminal=1_000_000, claim_queued=10_000,
                  claim_samples=1000, rss_n=100_000, pgbench_seconds=10, pgbench_scale=10,
-                 ours_configs="1x8x50,1x32x50,1x64x100,2x32x50,2x64x100",
+                 ours_configs="1x32x50x0,2x32x50x0,2x64x100x0,2x32x100x64,2x64x100x64",
                  pgq_configs="1x10,1x100,2x100", proc_configs="2x10,2x50", dtdb_configs="2",
                  api_seconds=10),
     "quick": dict(n=5000, runs=3, pickup_n=100, claim_terminal=200_000, claim_queued=10_000,
                   claim_samples=300, rss_n=20_000, pgbench_seconds=5, pgbench_scale=5,
-                  ours_configs="1x32x50,2x32x50,2x64x100", pgq_configs="1x100,2x100",
+                  ours_configs="2x32x50x0,2x32x100x64,2x64x100x64", pgq_configs="1x100,2x100",
                   proc_configs="2x50", dtdb_configs="2", api_seconds=5),
     "smoke": dict(n=300, runs=1, pickup_n=20, claim_terminal=2000, claim_queued=200,
                   claim_samples=50, rss_n=300, pgbench_seconds=1, pgbench_scale=1,
-                  ours_configs="1x2x10", pgq_configs="1x10", proc_configs="1x10",
+                  ours_configs="1x2x10x4", pgq_configs="1x10", proc_configs="1x10",
                   dtdb_configs="1", api_seconds=1),
 }
 

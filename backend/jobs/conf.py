@@ -33,6 +33,7 @@ class QueueConf:
     API_PUBLIC_READ: bool = False
     MAX_QUEUE_DEPTH: int | None = None
     CLAIM_BATCH_SIZE: int = 50
+    PREFETCH: int = 0  # most jobs a lane claims beyond its idle threads (worker/pool.py); 0: off
     STATEMENT_TIMEOUT_MS: int = 30000
     PREPARED_STATEMENTS: bool = True
     CREATE_RATE: str = "600/min"
@@ -70,6 +71,8 @@ class QueueConf:
                 self.retention(status)
             except ValueError as exc:
                 raise ImproperlyConfigured(f"JOB_RETENTION_{status}: {exc}") from None
+        if self.PREFETCH < 0:
+            raise ImproperlyConfigured("JOB_PREFETCH must be >= 0 (0: off)")
         if self.PRUNE_INTERVAL_SECONDS < 0:
             raise ImproperlyConfigured("JOB_PRUNE_INTERVAL_SECONDS must be >= 0 (0: off)")
         if self.PRUNE_BATCH_SIZE < 1:

@@ -41,7 +41,10 @@ PROCESSES, THREADS = 3, 8
 class Worker:
     def __init__(self, ledger, slot: int):
         self.slot = slot
-        self.proc = spawn_workers("--threads", str(THREADS), env=worker_env(ledger))
+        # Slot 0 prefetches (JOB_PREFETCH), so that its held-but-not-started jobs meet the
+        # same faults as running ones.
+        prefetch = ("--prefetch", str(THREADS)) if slot == 0 else ()
+        self.proc = spawn_workers("--threads", str(THREADS), *prefetch, env=worker_env(ledger))
         self.out = Output(self.proc)
         self.pid = self.proc.pid
 
@@ -305,6 +308,8 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
     call_command("audit_jobs", stdout=open(os.devnull, "w"))
     audit_seconds = time.monotonic() - audit_started
 
+    prefetched = sum(1 for evs in events.values() for e in evs
+                     if e["kind"] == "claimed" and e["worker_id"].endswith("-prefetch"))
     executions = len(ledger.executions)
     repeated = sum(1 for runs in ledger.by_job.values() if len(runs) > 1)
     figures = {
@@ -313,7 +318,7 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
         "jobs_run_more_than_once": repeated, "repeat_causes": dict(causes),
         "sigkills": len(chaos.kills), "sigstops": len(chaos.stops),
         "backends_terminated": sum(n for _, _, n in chaos.terminations),
-        "stale_writes_refused": lease_lost,
+        "stale_writes_refused": lease_lost, "claims_prefetched": prefetched,
         "refusals_of_an_already_recorded_write": dict(refused_after_own_success),
         "requeued_after_sigkill_max_s": _round(requeue_after_kill, max),
         "requeued_after_sigkill_median_s": _round(requeue_after_kill, statistics.median),
@@ -325,6 +330,7 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
     for key, value in figures.items():
         print(f"  {key}: {value}")
     assert lease_lost > 0, "no stale write met the fence"
+    assert prefetched > 0, "the prefetching worker never prefetched"
     # 5. Recovery: orphans were requeued within lease + reaper interval (+ slack for a loaded
     #    2-core machine), and high-priority ones ran again seconds later.
     assert requeue_after_kill, "no SIGKILL orphaned a job"

@@ -29,14 +29,15 @@ class Executor(threading.Thread):
     def __init__(self, pool, lane, worker_id: str):
         super().__init__(name=worker_id, daemon=True)
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
-        self.inbox: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
         self.current: Held | None = None
         self.errors = RateLimitedLog(log)
 
-    def assign(self, job: ClaimedJob) -> None:
+    def assign(self, job: ClaimedJob, held: Held | None = None) -> None:
+        """Run `job` next; `held` is given for a prefetched job, already held by the lane."""
         self.idle = False
-        self.inbox.put(job)
+        self.inbox.put((job, held))
 
     def stop(self) -> None:
         self.inbox.put(None)
@@ -45,15 +46,16 @@ class Executor(threading.Thread):
         db = connections[DEFAULT_DB_ALIAS]  # this thread's own connection object
         try:
             while True:
-                job = self.inbox.get()
-                if job is None:
+                item = self.inbox.get()
+                if item is None:
                     return
+                job, held = item
                 try:
                     if db.connection is not None:
                         # What Django does around a request: drop a connection that broke
                         # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
                         close_old_connections()
-                    self.execute(job)
+                    self.execute(job, held)
                 except Exception:
                     log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)
                 finally:
@@ -64,12 +66,16 @@ class Executor(threading.Thread):
             connection.close()
 
     # -- the pipeline ------------------------------------------------------------------------
-    def execute(self, job: ClaimedJob) -> None:
-        ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
-                         max_attempts=job.max_attempts, lease_token=job.lease_token,
-                         worker_id=self.worker_id)
-        held = Held(job, ctx)
-        self.pool.held.add(held)
+    def execute(self, job: ClaimedJob, held: Held | None = None) -> None:
+        if held is None:
+            ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
+                             max_attempts=job.max_attempts, lease_token=job.lease_token,
+                             worker_id=self.worker_id)
+            held = Held(job, ctx)
+            self.pool.held.add(held)
+        else:  # prefetched: held (and renewed) since the claim; from now on it is this thread's
+            ctx = held.ctx
+            job.worker_id = ctx.worker_id = self.worker_id
         self.current = held
         debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
         if debug:
@@ -83,6 +89,8 @@ class Executor(threading.Thread):
             return
         started = time.monotonic()
         try:
+            if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
+                raise JobCancelled(ctx.stop_reason)
             result = tracing.run_handler(spec.func, ctx, job)
             result_json = json.dumps(result, allow_nan=False)  # checked here, stored as is
         except Snooze as snooze:

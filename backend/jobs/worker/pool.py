@@ -14,16 +14,18 @@ import random
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from django.db import close_old_connections, connection
 from django.db.backends.signals import connection_created
 
 from .. import conf, services
+from ..context import JobContext
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
-from .held import HeldJobs
+from .held import Held, HeldJobs
 from .listener import Listener
 from .pruner import Pruner
 from .reaper import Reaper
@@ -64,11 +66,25 @@ class Lane(threading.Thread):
         self.pool, self.spec, self.executors = pool, spec, executors
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
+        # Prefetch (opt-in, JOB_PREFETCH): while there is a backlog, claim up to `depth` jobs
+        # more than there are idle threads, so that a thread that frees up starts its next job
+        # at once instead of waiting for a claim round trip. The lane holds them (the renewer
+        # keeps their leases), stamped `<process>-prefetch`, oldest first. The depth starts at
+        # one and doubles each time the prefetched jobs all found a thread in time.
+        self.prefetch_id = f"{pool.process_id}-prefetch"
+        self.depth = min(1, pool.prefetch)
+        self.prefetch_paused_until = 0.0
+        self.prefetched: deque[tuple[float, Held]] = deque()
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
     # batches instead of one job per round trip. An idle pool claims at once.
     LINGER_SECONDS = 0.002
+    # A prefetched job that waited this long for a thread (all of them busy with slow jobs)
+    # goes back to the queue, uncharged, where another process may take it; the lane then
+    # prefetches half as deep, and after reaching zero, pauses prefetching this long.
+    PREFETCH_MAX_WAIT_SECONDS = 1.0
+    PREFETCH_PAUSE_SECONDS = 30.0
 
     def _linger(self, want: int) -> list[Executor]:
         deadline = time.monotonic() + self.LINGER_SECONDS
@@ -80,6 +96,57 @@ class Lane(threading.Thread):
             self.wake.wait(remaining)
             self.wake.clear()
 
+    def _hand_out_prefetched(self, free: list[Executor]) -> list[Executor]:
+        """Give prefetched jobs to idle executors; return the executors still idle."""
+        prefetched = self.prefetched
+        if not prefetched:
+            return free
+        n = min(len(free), len(prefetched))
+        for e in free[:n]:
+            held = prefetched.popleft()[1]
+            e.assign(held.job, held)
+        if not prefetched:
+            self.depth = min(self.pool.prefetch, max(1, self.depth * 2))
+        return free[n:]
+
+    def _prefetch_wanted(self, backlog: bool) -> int:
+        """How many jobs to prefetch in this claim: refill to `depth` once below half of it."""
+        if not backlog or not self.pool.prefetch:
+            return 0
+        if not self.depth and time.monotonic() >= self.prefetch_paused_until:
+            self.depth = 1
+        if not self.depth or len(self.prefetched) > self.depth // 2:
+            return 0
+        return self.depth - len(self.prefetched)
+
+    def _release_prefetched(self, older_than: float | None) -> None:
+        """Release prefetched jobs (those waiting longer than `older_than` seconds; all: None)."""
+        now, stale = time.monotonic(), []
+        while self.prefetched and (older_than is None
+                                   or now - self.prefetched[0][0] > older_than):
+            stale.append(self.prefetched.popleft()[1])
+        if not stale:
+            return
+        if older_than is not None:
+            self.depth //= 2
+            if not self.depth:
+                self.prefetch_paused_until = now + self.PREFETCH_PAUSE_SECONDS
+            log.info("%s: %d prefetched job(s) waited over %ss for a thread; releasing them, "
+                     "prefetch depth now %d", self.name, len(stale), older_than, self.depth)
+        self.pool.held.discard_many([(h.job.id, h.job.lease_token) for h in stale])
+        self.pool._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in stale],
+                           message="worker shutting down" if older_than is None
+                           else f"prefetched, but no thread was free within {older_than:g}s")
+
+    def _idle_wait(self) -> float:
+        """How long an idle dispatcher may sleep: the poll interval, or less when a prefetched
+        job is due for release."""
+        wait = self.pool.poll_interval
+        if self.prefetched:
+            due = self.prefetched[0][0] + self.PREFETCH_MAX_WAIT_SECONDS - time.monotonic()
+            wait = max(0.0, min(wait, due))
+        return wait
+
     def run(self) -> None:
         pool, backoff = self.pool, Backoff()
         want = min(pool.batch_size, len(self.executors))
@@ -87,17 +154,23 @@ class Lane(threading.Thread):
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
-                free = [e for e in self.executors if e.idle][: pool.batch_size]
-                if not free:
-                    self.wake.wait(pool.poll_interval)
+                free = self._hand_out_prefetched([e for e in self.executors if e.idle])
+                if self.prefetched:
+                    self._release_prefetched(older_than=self.PREFETCH_MAX_WAIT_SECONDS)
+                extra = self._prefetch_wanted(backlog)
+                if not free and not extra:
+                    self.wake.wait(self._idle_wait())
                     continue
-                if backlog and len(free) < want:
+                if backlog and not extra and len(free) < want:
                     free = self._linger(want)
+                free = free[: pool.batch_size]
+                extra = min(extra, pool.batch_size - len(free))
                 try:
                     close_old_connections()
-                    jobs = services.claim(worker_ids=[e.worker_id for e in free],
-                                          queues=list(self.spec.queues) if self.spec.queues else None,
-                                          lease_seconds=pool.lease_seconds)
+                    jobs = services.claim(
+                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                        queues=list(self.spec.queues) if self.spec.queues else None,
+                        lease_seconds=pool.lease_seconds)
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
@@ -109,17 +182,32 @@ class Lane(threading.Thread):
                     connection.close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
-                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free))
+                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
                 by_worker = {e.worker_id: e for e in free}
                 for job in jobs:
                     log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id, job.type,
                               job.attempt, job.worker_id)
-                    by_worker[job.worker_id].assign(job)
-                backlog = len(jobs) == len(free)
-                if not backlog:
+                    executor = by_worker.get(job.worker_id)
+                    if executor is not None:
+                        executor.assign(job)
+                    else:
+                        self._hold_prefetched(job)
+                backlog = len(jobs) == len(free) + extra
+                if not backlog and not self.prefetched:
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
         finally:
-            connection.close()
+            try:
+                self._release_prefetched(older_than=None)
+            finally:
+                connection.close()
+
+    def _hold_prefetched(self, job) -> None:
+        ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
+                         max_attempts=job.max_attempts, lease_token=job.lease_token,
+                         worker_id=job.worker_id)
+        held = Held(job, ctx)
+        self.pool.held.add(held)
+        self.prefetched.append((time.monotonic(), held))
 
     def matches(self, queue_name: str | None) -> bool:
         return queue_name is None or self.spec.queues is None or queue_name in self.spec.queues
@@ -129,13 +217,14 @@ class WorkerPool:
     def __init__(self, *, threads: int | None = None, queues: str | None = None,
                  lease_seconds: float | None = None, poll_interval: float | None = None,
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
-                 shutdown_grace: float | None = None):
+                 shutdown_grace: float | None = None, prefetch: int | None = None):
         c = conf.get()
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
         self.lease_seconds = lease_seconds or c.LEASE_SECONDS
         self.poll_interval = poll_interval or c.POLL_INTERVAL_SECONDS
         self.poll_jitter = c.POLL_JITTER_SECONDS
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
+        self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
         self.process_id = f"{socket.gethostname()}-{os.getpid()}"
         self.stopping = threading.Event()   # stop claiming
@@ -233,12 +322,12 @@ class WorkerPool:
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
 
-    def _release(self, items) -> None:
+    def _release(self, items, message: str = "worker shutting down") -> None:
         backoff = Backoff()
         for _ in range(5):
             try:
                 close_old_connections()
-                released = services.release_many(items)
+                released = services.release_many(items, message=message)
                 self.stats.released(len(released))
                 log.info("released %d job(s) to the queue: %s", len(released), released)
                 return

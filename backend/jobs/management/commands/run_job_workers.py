@@ -31,6 +31,9 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=None,
                             help=f"most jobs claimed per statement (default "
                                  f"JOB_CLAIM_BATCH_SIZE={c.CLAIM_BATCH_SIZE})")
+        parser.add_argument("--prefetch", type=int, default=None,
+                            help=f"most jobs each lane claims ahead of its idle threads while "
+                                 f"there is a backlog (default JOB_PREFETCH={c.PREFETCH}; 0: off)")
         parser.add_argument("--shutdown-grace", type=float, default=None,
                             help=f"seconds running jobs get to finish on SIGTERM (default "
                                  f"JOB_SHUTDOWN_GRACE_SECONDS={c.SHUTDOWN_GRACE_SECONDS})")
@@ -42,6 +45,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if opts["threads"] < 1:
             raise CommandError("--threads must be at least 1")
+        if opts["prefetch"] is not None and opts["prefetch"] < 0:
+            raise CommandError("--prefetch must be at least 0")
         try:
             parse_queues(opts["queues"], opts["threads"])
         except ValueError as exc:
@@ -50,6 +55,7 @@ class Command(BaseCommand):
             threads=opts["threads"], queues=opts["queues"], lease_seconds=opts["lease_seconds"],
             poll_interval=opts["poll_interval"], batch_size=opts["batch_size"],
             shutdown_grace=opts["shutdown_grace"], reaper=not opts["no_reaper"],
+            prefetch=opts["prefetch"],
             listen=False if opts["no_listen"] else None,
         )
         stop = threading.Event()
