@@ -23,7 +23,7 @@ class Completer(threading.Thread):
         super().__init__(name="completer", daemon=True)
         self.held = held
         self.inbox: queue.SimpleQueue[Completion | None] = queue.SimpleQueue()
-        self.on_done = on_done  # callback(job_id, status, run_seconds), for metrics
+        self.on_done = on_done  # callback([(job_id, status, run_seconds), ...]) per batch
         self.refused = 0
         self.completed = 0
         self._idle = threading.Event()
@@ -94,18 +94,18 @@ class Completer(threading.Thread):
         self.completed += len(done)
         self.refused += len(refused)
         self.held.discard_many(keys)
-        by_id = {c.job_id: c for c in batch}
         # One line per success is DEBUG: at thousands of jobs a second, formatting and writing
         # it cost more CPU than the job (the `succeeded` event records each one anyway).
         # Failures, retries and lost leases stay at INFO and above.
-        debug = log.isEnabledFor(logging.DEBUG)
+        if self.on_done and done:
+            self.on_done(done)
+        if not log.isEnabledFor(logging.DEBUG):
+            return
+        by_id = {c.job_id: c for c in batch}
         for job_id, status, run_seconds in done:
             c = by_id[job_id]
-            if debug:
-                log.debug("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
-                         c.job_type, c.attempt, c.worker_id, run_seconds,
-                         extra={"job_id": job_id, "job_type": c.job_type, "attempt": c.attempt,
-                                "worker_id": c.worker_id, "status": status,
-                                "run_seconds": float(run_seconds)})
-            if self.on_done:
-                self.on_done(job_id, status, run_seconds)
+            log.debug("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
+                      c.job_type, c.attempt, c.worker_id, run_seconds,
+                      extra={"job_id": job_id, "job_type": c.job_type, "attempt": c.attempt,
+                             "worker_id": c.worker_id, "status": status,
+                             "run_seconds": float(run_seconds)})

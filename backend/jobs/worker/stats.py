@@ -15,8 +15,10 @@ class PoolStats:
     def claimed(self, job) -> None:
         self._inc("claimed")
 
-    def completed(self, job_id, status, run_seconds) -> None:
-        self._inc(status)
+    def completed(self, done) -> None:
+        """A completion batch's (job id, status, run seconds) rows, counted under one lock."""
+        with self._lock:
+            self.counts.update(status for _, status, _ in done)
 
     def failed(self, job, status) -> None:
         self._inc("retry_scheduled" if status == "queued" else status)
