@@ -17,8 +17,9 @@
  * Screenshots and server logs go to frontend/e2e-results/. Exit code 0 only when every step
  * passed. The whole run is capped at E2E_TIMEOUT_SECONDS (default 180).
  *
- * Uses DATABASE_URL from the environment; when it is unset Django starts the embedded
- * PostgreSQL, like every other command of the project.
+ * It runs in a database of its own, `<your database>_e2e` on the server of DATABASE_URL (or
+ * of the embedded PostgreSQL when DATABASE_URL is unset), created fresh and dropped at the
+ * end, so your development database gets neither its user nor its jobs.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
@@ -46,6 +47,7 @@ const children = [];
 let browserContext = null;
 let profileDir = null;
 let cleaningUp = null;
+let scratchDatabase = null; // { adminURL, name } once created; dropped by cleanup()
 
 function log(message) {
   const t = ((Date.now() - started) / 1000).toFixed(1).padStart(6);
@@ -129,6 +131,36 @@ function freePort() {
   });
 }
 
+// ---- the run's own database -----------------------------------------------------------------
+
+function serverURL() {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const r = spawnSync(PYTHON, [join(REPO, "backend", "config", "embedded_pg.py"), "url"], { cwd: REPO, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`embedded PostgreSQL did not start:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout.trim().split("\n").pop();
+}
+
+function psql(adminURL, statement) {
+  const code = "import sys, psycopg\nwith psycopg.connect(sys.argv[1], autocommit=True) as c: c.execute(sys.argv[2])";
+  const r = spawnSync(PYTHON, ["-c", code, adminURL, statement], { cwd: REPO, encoding: "utf8", timeout: 60_000 });
+  if (r.status !== 0) throw new Error(`${statement}: ${r.stderr}`);
+}
+
+const dropDatabase = ({ adminURL, name }) => psql(adminURL, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+
+/** Create `<name>_e2e` next to the configured database; return its URL. */
+function createScratchDatabase() {
+  const adminURL = serverURL();
+  const url = new URL(adminURL);
+  const name = `${decodeURIComponent(url.pathname.slice(1)) || "postgres"}_e2e`;
+  dropDatabase({ adminURL, name }); // a leftover of a run that was killed
+  psql(adminURL, `CREATE DATABASE "${name}"`);
+  scratchDatabase = { adminURL, name };
+  url.pathname = `/${encodeURIComponent(name)}`;
+  log(`database ${name} (dropped at the end)`);
+  return url.toString();
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitForHttp(url, child, timeoutMs = 60_000) {
@@ -155,6 +187,14 @@ async function cleanup() {
       browserContext = null;
     }
     await Promise.all(children.map(stopProcess));
+    if (scratchDatabase) {
+      try {
+        dropDatabase(scratchDatabase);
+      } catch (e) {
+        console.error(`e2e: could not drop ${scratchDatabase.name}: ${e.message}`);
+      }
+      scratchDatabase = null;
+    }
     if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   })();
   return cleaningUp;
@@ -414,7 +454,7 @@ async function main() {
 
   const port = await freePort();
   const baseURL = `http://127.0.0.1:${port}`;
-  const env = backendEnv(port);
+  const env = { ...backendEnv(port), DATABASE_URL: createScratchDatabase() };
   log("migrate");
   manage(["migrate", "--no-input", "-v", "0"], env);
   manage(["shell", "-c", [
