@@ -25,13 +25,12 @@ class HeldJobs:
         with self._lock:
             self._jobs[held.job.id] = held
 
-    def discard(self, job_id: int, lease_token=None) -> Held | None:
-        """Forget a job (only under this lease token, when one is given)."""
+    def discard(self, job_id: int, lease_token) -> Held | None:
+        """Forget a job while it is still held under this lease token; return it, or None."""
         with self._lock:
-            held = self._jobs.get(job_id)
-            if held is None or (lease_token is not None and held.job.lease_token != lease_token):
-                return None
-            return self._jobs.pop(job_id)
+            for held in self._under_their_tokens([(job_id, lease_token)]):
+                return self._jobs.pop(held.job.id)
+            return None
 
     def mark_finishing(self, job_id: int, lease_token) -> None:
         self.mark_finishing_many([(job_id, lease_token)])
