@@ -11,7 +11,7 @@ from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.registry import registry
 from jobs.tests.utils import wait_for
-from jobs.worker.pool import Lane
+from jobs.worker.prefetch import Prefetched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,7 +61,7 @@ def test_prefetch_off_claims_only_for_idle_threads(worker_pool):
 
 def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, slow_handler,
                                                                   monkeypatch):
-    monkeypatch.setattr(Lane, "PREFETCH_MAX_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 0.3)
     slow = services.enqueue("prefetch_probe", {"seconds": 2}, priority=10)
     waiting = services.enqueue("prefetch_probe", {}, priority=5)
     services.enqueue("prefetch_probe", {}, priority=0)
@@ -76,7 +76,7 @@ def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, s
 
 
 def test_a_job_cancelled_while_prefetched_never_runs(worker_pool, slow_handler, monkeypatch):
-    monkeypatch.setattr(Lane, "PREFETCH_MAX_WAIT_SECONDS", 30)
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 30)
     services.enqueue("prefetch_probe", {"seconds": 2.5}, priority=10)
     victim = services.enqueue("prefetch_probe", {}, priority=5)
     pool = worker_pool(threads=1, prefetch=4)
@@ -89,7 +89,7 @@ def test_a_job_cancelled_while_prefetched_never_runs(worker_pool, slow_handler, 
 
 
 def test_shutdown_releases_prefetched_jobs_uncharged(worker_pool, slow_handler, monkeypatch):
-    monkeypatch.setattr(Lane, "PREFETCH_MAX_WAIT_SECONDS", 30)
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 30)
     services.enqueue("prefetch_probe", {"seconds": 1}, priority=10)
     waiting = services.enqueue("prefetch_probe", {}, priority=5)
     pool = worker_pool(threads=1, prefetch=4)

@@ -51,11 +51,18 @@ class Executor(threading.Thread):
                     return
                 job, held = item
                 try:
-                    if db.connection is not None:
-                        # What Django does around a request: drop a connection that broke
-                        # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
-                        close_old_connections()
-                    self.execute(job, held)
+                    while True:
+                        if db.connection is not None:
+                            # What Django does around a request: drop a connection that broke
+                            # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
+                            close_old_connections()
+                        self.execute(job, held)
+                        # Next, a prefetched job if one waits: taken here, without a round
+                        # trip through the dispatcher (which is woken to refill when low).
+                        held = self._take_prefetched()
+                        if held is None:
+                            break
+                        job = held.job
                 except Exception:
                     log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)
                 finally:
@@ -64,6 +71,14 @@ class Executor(threading.Thread):
                     self.lane.wake.set()
         finally:
             connection.close()
+
+    def _take_prefetched(self) -> Held | None:
+        if self.pool.stopping.is_set() or not len(self.lane.prefetched):
+            return None
+        held, refill = self.lane.prefetched.take()
+        if refill:
+            self.lane.wake.set()
+        return held
 
     # -- the pipeline ------------------------------------------------------------------------
     def execute(self, job: ClaimedJob, held: Held | None = None) -> None:

@@ -14,7 +14,6 @@ import random
 import socket
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 
 from django.db import close_old_connections, connection
@@ -27,6 +26,7 @@ from .completer import Completer
 from .executor import Executor
 from .held import Held, HeldJobs
 from .listener import Listener
+from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
@@ -66,25 +66,13 @@ class Lane(threading.Thread):
         self.pool, self.spec, self.executors = pool, spec, executors
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
-        # Prefetch (opt-in, JOB_PREFETCH): while there is a backlog, claim up to `depth` jobs
-        # more than there are idle threads, so that a thread that frees up starts its next job
-        # at once instead of waiting for a claim round trip. The lane holds them (the renewer
-        # keeps their leases), stamped `<process>-prefetch`, oldest first. The depth starts at
-        # one and doubles each time the prefetched jobs all found a thread in time.
         self.prefetch_id = f"{pool.process_id}-prefetch"
-        self.depth = min(1, pool.prefetch)
-        self.prefetch_paused_until = 0.0
-        self.prefetched: deque[tuple[float, Held]] = deque()
+        self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
     # batches instead of one job per round trip. An idle pool claims at once.
     LINGER_SECONDS = 0.002
-    # A prefetched job that waited this long for a thread (all of them busy with slow jobs)
-    # goes back to the queue, uncharged, where another process may take it; the lane then
-    # prefetches half as deep, and after reaching zero, pauses prefetching this long.
-    PREFETCH_MAX_WAIT_SECONDS = 1.0
-    PREFETCH_PAUSE_SECONDS = 30.0
 
     def _linger(self, want: int) -> list[Executor]:
         deadline = time.monotonic() + self.LINGER_SECONDS
@@ -98,54 +86,25 @@ class Lane(threading.Thread):
 
     def _hand_out_prefetched(self, free: list[Executor]) -> list[Executor]:
         """Give prefetched jobs to idle executors; return the executors still idle."""
-        prefetched = self.prefetched
-        if not prefetched:
-            return free
-        n = min(len(free), len(prefetched))
-        for e in free[:n]:
-            held = prefetched.popleft()[1]
-            e.assign(held.job, held)
-        if not prefetched:
-            self.depth = min(self.pool.prefetch, max(1, self.depth * 2))
-        return free[n:]
+        while free and len(self.prefetched):
+            held, _ = self.prefetched.take()
+            if held is None:
+                break
+            free.pop().assign(held.job, held)
+        return free
 
-    def _prefetch_wanted(self, backlog: bool) -> int:
-        """How many jobs to prefetch in this claim: refill to `depth` once below half of it."""
-        if not backlog or not self.pool.prefetch:
-            return 0
-        if not self.depth and time.monotonic() >= self.prefetch_paused_until:
-            self.depth = 1
-        if not self.depth or len(self.prefetched) > self.depth // 2:
-            return 0
-        return self.depth - len(self.prefetched)
-
-    def _release_prefetched(self, older_than: float | None) -> None:
-        """Release prefetched jobs (those waiting longer than `older_than` seconds; all: None)."""
-        now, stale = time.monotonic(), []
-        while self.prefetched and (older_than is None
-                                   or now - self.prefetched[0][0] > older_than):
-            stale.append(self.prefetched.popleft()[1])
+    def _release_prefetched(self, stale: list[Held], message: str) -> None:
         if not stale:
             return
-        if older_than is not None:
-            self.depth //= 2
-            if not self.depth:
-                self.prefetch_paused_until = now + self.PREFETCH_PAUSE_SECONDS
-            log.info("%s: %d prefetched job(s) waited over %ss for a thread; releasing them, "
-                     "prefetch depth now %d", self.name, len(stale), older_than, self.depth)
         self.pool.held.discard_many([(h.job.id, h.job.lease_token) for h in stale])
         self.pool._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in stale],
-                           message="worker shutting down" if older_than is None
-                           else f"prefetched, but no thread was free within {older_than:g}s")
+                           message=message)
 
     def _idle_wait(self) -> float:
         """How long an idle dispatcher may sleep: the poll interval, or less when a prefetched
         job is due for release."""
-        wait = self.pool.poll_interval
-        if self.prefetched:
-            due = self.prefetched[0][0] + self.PREFETCH_MAX_WAIT_SECONDS - time.monotonic()
-            wait = max(0.0, min(wait, due))
-        return wait
+        due = self.prefetched.seconds_until_stale()
+        return self.pool.poll_interval if due is None else min(self.pool.poll_interval, due)
 
     def run(self) -> None:
         pool, backoff = self.pool, Backoff()
@@ -155,9 +114,14 @@ class Lane(threading.Thread):
             while not pool.stopping.is_set():
                 self.wake.clear()
                 free = self._hand_out_prefetched([e for e in self.executors if e.idle])
-                if self.prefetched:
-                    self._release_prefetched(older_than=self.PREFETCH_MAX_WAIT_SECONDS)
-                extra = self._prefetch_wanted(backlog)
+                stale = self.prefetched.stale()
+                if stale:
+                    log.info("%s: %d prefetched job(s) found no thread within %ss; releasing "
+                             "them, prefetch depth now %d", self.name, len(stale),
+                             Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
+                    self._release_prefetched(stale, f"prefetched, but no thread was free "
+                                                    f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
+                extra = self.prefetched.wanted(backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
@@ -193,11 +157,11 @@ class Lane(threading.Thread):
                     else:
                         self._hold_prefetched(job)
                 backlog = len(jobs) == len(free) + extra
-                if not backlog and not self.prefetched:
+                if not backlog and not len(self.prefetched):
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
         finally:
             try:
-                self._release_prefetched(older_than=None)
+                self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
                 connection.close()
 
@@ -207,7 +171,7 @@ class Lane(threading.Thread):
                          worker_id=job.worker_id)
         held = Held(job, ctx)
         self.pool.held.add(held)
-        self.prefetched.append((time.monotonic(), held))
+        self.prefetched.put(held)
 
     def matches(self, queue_name: str | None) -> bool:
         return queue_name is None or self.spec.queues is None or queue_name in self.spec.queues

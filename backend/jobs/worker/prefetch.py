@@ -1,0 +1,83 @@
+"""Prefetch (opt-in, JOB_PREFETCH): jobs a lane claimed ahead of its idle threads.
+
+Without it, a thread that finishes a job waits for the dispatcher's next claim round trip.
+With it, while the queue has a backlog, the dispatcher claims up to `depth` jobs more than it
+has idle threads; they wait here, held (the renewer keeps their leases) and stamped
+`<process>-prefetch`, and a thread that finishes a job takes the oldest one itself, without a
+hand-off through the dispatcher.
+
+The depth adapts: it starts at 1 and doubles (up to JOB_PREFETCH) each time the prefetched jobs
+all found a thread. A job that waited longer than MAX_WAIT_SECONDS (every thread busy with slow
+jobs) is released back to the queue, uncharged, for another process to take, and the depth
+halves; at 0, prefetching pauses for PAUSE_SECONDS."""
+import threading
+import time
+from collections import deque
+
+from .held import Held
+
+
+class Prefetched:
+    MAX_WAIT_SECONDS = 1.0
+    PAUSE_SECONDS = 30.0
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.depth = min(1, limit)
+        self._paused_until = 0.0
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[float, Held]] = deque()  # (monotonic time put, held), oldest first
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def put(self, held: Held) -> None:
+        with self._lock:
+            self._waiting.append((time.monotonic(), held))
+
+    def take(self) -> tuple[Held | None, bool]:
+        """The oldest prefetched job (or None), and whether the dispatcher should refill now."""
+        with self._lock:
+            if not self._waiting:
+                return None, False
+            held = self._waiting.popleft()[1]
+            if not self._waiting:
+                self.depth = min(self.limit, max(1, self.depth * 2))
+            return held, len(self._waiting) <= self.depth // 2
+
+    def wanted(self, backlog: bool) -> int:
+        """How many jobs the next claim should prefetch: refill to `depth` once at or below half
+        of it, and only while the last claim found a backlog."""
+        if not backlog or not self.limit:
+            return 0
+        with self._lock:
+            if not self.depth and time.monotonic() >= self._paused_until:
+                self.depth = 1
+            if not self.depth or len(self._waiting) > self.depth // 2:
+                return 0
+            return self.depth - len(self._waiting)
+
+    def stale(self) -> list[Held]:
+        """Take out the jobs that waited longer than MAX_WAIT_SECONDS, halving the depth."""
+        now, out = time.monotonic(), []
+        with self._lock:
+            while self._waiting and now - self._waiting[0][0] > self.MAX_WAIT_SECONDS:
+                out.append(self._waiting.popleft()[1])
+            if out:
+                self.depth //= 2
+                if not self.depth:
+                    self._paused_until = now + self.PAUSE_SECONDS
+        return out
+
+    def take_all(self) -> list[Held]:
+        with self._lock:
+            out = [held for _, held in self._waiting]
+            self._waiting.clear()
+        return out
+
+    def seconds_until_stale(self) -> float | None:
+        """How long until the oldest prefetched job is due for release (None: none waits)."""
+        with self._lock:
+            if not self._waiting:
+                return None
+            return max(0.0, self._waiting[0][0] + self.MAX_WAIT_SECONDS - time.monotonic())
