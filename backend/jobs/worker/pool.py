@@ -5,7 +5,9 @@
         reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups)
 
 A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
-hands each to the executor whose worker id the claim stamped on it. Idle dispatchers wake
+hands each to the executor whose worker id the claim stamped on it. With prefetch on
+(worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog, and
+executors that finish a job take the next of those themselves. Idle dispatchers wake
 on NOTIFY from an enqueue's commit, or after the poll interval (with jitter) as a fallback.
 """
 import logging
