@@ -87,3 +87,22 @@ def test_without_prepared_statements_the_same_jobs_come_back(settings):
     assert jobs[1].available_at == run_at
     for job in jobs:
         assert_as_stored(job)
+
+
+def test_a_batch_built_while_a_post_init_receiver_listens_still_sends_the_signal():
+    """Jobs are built without Model.__init__ only while nothing listens to its signals."""
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance.pk)
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        jobs = services.enqueue_many([{"type": "noop", "payload": {"i": i}} for i in range(3)])
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert seen == [j.pk for j in jobs]
+    for job in jobs:
+        assert_as_stored(job)
