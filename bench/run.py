@@ -41,7 +41,7 @@ MODES = {
     "full": dict(n=20000, runs=3, pickup_n=200, claim_terminal=1_000_000, claim_queued=10_000,
                  claim_samples=1000, rss_n=100_000, pgbench_seconds=10, pgbench_scale=10,
                  ours_configs="2x32x50x0,2x64x100x0,2x32x100x64,2x32x200x128,2x16x200x128",
-                 pgq_configs="1x10,1x100,2x100", proc_configs="2x10,2x50", dtdb_configs="2",
+                 pgq_configs="1x10,1x100,2x100,2x200,3x100", proc_configs="2x10,2x50", dtdb_configs="2",
                  api_seconds=10),
     "quick": dict(n=5000, runs=3, pickup_n=100, claim_terminal=200_000, claim_queued=10_000,
                   claim_samples=300, rss_n=20_000, pgbench_seconds=5, pgbench_scale=5,
