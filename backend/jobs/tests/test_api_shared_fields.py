@@ -1,24 +1,40 @@
 """Serializers that share one set of fields per class render and validate exactly as DRF's
-per-instance fields do."""
+per-instance fields and DRF's own to_representation do."""
 import threading
+import uuid
+from types import SimpleNamespace
+from datetime import UTC, datetime, timedelta, timezone as dt_timezone
 
 import pytest
+from django.test import override_settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from jobs import selectors, services
-from jobs.api.serializers import JobCreateSerializer, JobDetailSerializer, JobSerializer
+from jobs.api.serializers import (
+    EventSerializer, JobCreateSerializer, JobDetailSerializer, JobSerializer,
+)
+from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 
 _per_instance = serializers.Serializer.__dict__["fields"]  # DRF's own: built for each instance
+_drf_rendering = serializers.Serializer.to_representation  # field by field
 
 
 class PerInstanceJobSerializer(JobSerializer):
     fields = _per_instance
+    to_representation = _drf_rendering
 
 
 class PerInstanceJobDetailSerializer(JobDetailSerializer):
     fields = _per_instance
+    to_representation = _drf_rendering
+
+
+class PerInstanceEventSerializer(EventSerializer):
+    fields = _per_instance
+    to_representation = _drf_rendering
 
 
 class PerInstanceJobCreateSerializer(JobCreateSerializer):
@@ -92,3 +108,68 @@ def test_threads_rendering_at_once_each_get_their_own_job():
         t.join()
     assert failures == []
 
+
+
+def test_the_rendering_plan_is_used_for_rows_of_the_model(monkeypatch):
+    """The plan renders a Job without asking its plain fields for their attributes."""
+    job = services.enqueue("noop", {"n": 1})
+    calls = []
+    original = serializers.Field.get_attribute
+    monkeypatch.setattr(serializers.Field, "get_attribute",
+                        lambda field, instance: calls.append(field.field_name) or original(field, instance))
+    JobSerializer(job).data  # noqa: B018
+    assert calls == []
+
+
+def _odd_job() -> Job:
+    """A row with values a real one rarely has: a naive datetime, an offset one, a text
+    datetime, a UUID, a JSON list result, empty strings."""
+    job = services.enqueue("noop", {"nested": {"a": [1, 2.5, None]}}, idempotency_key="odd")
+    job.started_at = datetime(2030, 1, 2, 3, 4, 5, 600000)  # naive
+    job.finished_at = datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt_timezone(timedelta(hours=5)))
+    job.lease_expires_at = "2030-01-01T00:00:00Z"
+    job.cancel_requested_at = datetime(2030, 6, 1, tzinfo=UTC)
+    job.lease_token = uuid.uuid4()
+    job.result = [1, "two", {"three": 3}]
+    job.locked_by = ""
+    job.last_error = ""
+    return job
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/St_Johns"])
+def test_rows_render_as_drf_renders_them_in_any_time_zone(zone):
+    jobs = [*_jobs_in_every_shape(), _odd_job()]
+    with override_settings(TIME_ZONE=zone):
+        for job in jobs:
+            assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
+    with timezone.override("Asia/Kolkata"):
+        for job in jobs:
+            assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
+
+
+def test_rows_render_as_drf_renders_them_with_another_datetime_format():
+    job = _odd_job()
+    with override_settings(REST_FRAMEWORK={"DATETIME_FORMAT": "%Y-%m-%d %H:%M"}):
+        assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
+        assert JobSerializer(job).data["cancel_requested_at"] == "2030-06-01 00:00"
+    with override_settings(USE_TZ=False):
+        assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
+
+
+def test_events_render_as_drf_renders_them():
+    job = _jobs_in_every_shape()[1]
+    detail = selectors.job_detail(job.id)
+    assert detail.events
+    for event in detail.events:
+        assert EventSerializer(event).data == PerInstanceEventSerializer(event).data
+
+
+def test_anything_but_a_row_of_the_model_renders_field_by_field():
+    row = SimpleNamespace(**{"id": 1, "type": "noop", "queue": "q", "status": "queued", "priority": 0,
+           "payload": {}, "result": None, "attempts": 0, "max_attempts": 3,
+           "available_at": datetime(2030, 1, 1, tzinfo=UTC), "created_at": None,
+           "updated_at": None, "started_at": None, "finished_at": None, "locked_by": None,
+           "lease_expires_at": None, "lease_token": None, "timeout_seconds": None,
+           "progress_percent": None, "progress_message": "", "last_error": None,
+           "idempotency_key": None, "cancel_requested_at": None})
+    assert JobSerializer(row).data == PerInstanceJobSerializer(row).data
