@@ -160,6 +160,9 @@ REST_FRAMEWORK = {
     # JSON only, parsed strictly (size, depth, NaN, UTF-8); one error shape for every error.
     "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's negotiation, with the usual Accept headers (none, */*, application/json) answered
+    # without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "jobs.api.negotiation.JSONFirstContentNegotiation",
     "EXCEPTION_HANDLER": "jobs.api.exceptions.exception_handler",
     # Bulk errors name only the bad items: {"jobs": {"3": {"type": [...]}}}.
     "LIST_SERIALIZER_ERRORS_AS_DICT": True,

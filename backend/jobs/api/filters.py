@@ -3,6 +3,7 @@ import datetime as dt
 
 import django_filters
 from django_filters.fields import IsoDateTimeField
+from django_filters.rest_framework import DjangoFilterBackend
 from django import forms
 from django.db.models import Q
 
@@ -80,3 +81,21 @@ class JobFilter(django_filters.FilterSet):
         if job_id is not None:
             match |= Q(pk=job_id)
         return queryset.filter(match)
+
+
+class JobFilterBackend(DjangoFilterBackend):
+    """django-filter's backend, skipped when the request names no filter.
+
+    Without filter parameters a filter set filters nothing, yet building its form (a deep
+    copy of every form field) and validating it is ~10% of a list page's Python time. A
+    query parameter that starts with a filter's name (which also covers widgets that read
+    suffixed names, `<name>_min` ...) takes django-filter's way, as before.
+    """
+
+    def filter_queryset(self, request, queryset, view):
+        filterset_class = self.get_filterset_class(view, queryset)
+        if filterset_class is not None:
+            names = tuple(filterset_class.base_filters)
+            if not any(key.startswith(names) for key in request.query_params):
+                return queryset
+        return super().filter_queryset(request, queryset, view)

@@ -17,13 +17,12 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from django_filters.rest_framework import DjangoFilterBackend
 
 from .. import conf, selectors, services
 from ..exceptions import InvalidTransition, JobNotFound
 from ..services.bulk_retry import retry_matching
 from .exceptions import QueueFull
-from .filters import JobFilter
+from .filters import JobFilter, JobFilterBackend
 from .permissions import ADD, CHANGE, VIEW, JobPermission
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors
 from .serializers import (
@@ -67,7 +66,8 @@ def _job_id(value) -> int:
 
 
 def _idempotency_key(request, body_key: str | None) -> str | None:
-    header = request.headers.get("Idempotency-Key")
+    # META, not request.headers: that builds a dict of every header, on every POST.
+    header = request.META.get("HTTP_IDEMPOTENCY_KEY")
     if header is None:
         return body_key
     if not header.strip() or len(header) > 255:
@@ -128,7 +128,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                        "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
                        "retry_matching": CHANGE}
     serializer_class = JobSerializer
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [JobFilterBackend, OrderingFilter]
     filterset_class = JobFilter
     ordering_fields = ["id", "created_at", "updated_at", "available_at", "finished_at",
                        "priority", "attempts", "status", "type", "queue"]

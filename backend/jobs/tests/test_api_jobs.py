@@ -276,6 +276,23 @@ def test_list_filters(operator_client, some_jobs):
     assert _ids(operator_client.get(JOBS, {"ordering": "priority"})) == [b.id, c.id, a.id]
 
 
+def test_a_list_without_filters_builds_no_filter_set(operator_client, some_jobs, monkeypatch):
+    from jobs.api.filters import JobFilter
+
+    built = []
+    original = JobFilter.__init__
+    monkeypatch.setattr(JobFilter, "__init__",
+                        lambda self, *a, **kw: built.append(kw.get("data")) or original(self, *a, **kw))
+    a, b, c = some_jobs
+    assert _ids(operator_client.get(JOBS, {"page_size": 10, "ordering": "id", "x": "1"})) == [
+        a.id, b.id, c.id]
+    assert built == []
+    # A named filter, even an empty one, takes django-filter's way, as before.
+    assert _ids(operator_client.get(JOBS, {"status": ""})) == [c.id, b.id, a.id]
+    assert _ids(operator_client.get(JOBS, {"priority_max": 0})) == [c.id, b.id]
+    assert len(built) == 2
+
+
 @pytest.mark.parametrize("query", [{"status": "sleeping"}, {"priority": "high"},
                                    {"priority": 1000}, {"created_after": "yesterday"},
                                    {"ordering": "payload"}, {"type": "a\x00b"}])
