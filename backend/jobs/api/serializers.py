@@ -80,30 +80,32 @@ def _plan_kind(field) -> int:
     return _BY_FIELD
 
 
+# Builds the fields once per class and shares them between instances; a ModelSerializer
+# also renders rows of its model through a plan built once from those fields.
+#
+# DRF builds a serializer's fields anew for every instance (deep copies of the declared
+# fields, and a ModelSerializer's from the model): for JobSerializer's 25 fields that was
+# the largest share of a POST's Python time. The fields of one prototype instance serve
+# every instance instead. Fields hold no per-request state (values pass through
+# `to_representation` and `run_validation`; `validate_<field>` is looked up on the
+# serializer in use), but `field.parent`, `root` and `context` are the prototype's, so
+# `get_<field>` methods run on the prototype (of the same class): neither they nor any
+# field of such a serializer may read the instance's state, the request or the context.
+# The first use builds them (two threads may both build; the results are alike).
+# test_api_shared_fields checks the output against DRF's per-instance fields.
+#
+# Rendering: DRF's `to_representation` asks each field for its attribute and its value
+# (~1.5 us a field, and each datetime looks up the current time zone): a third of a
+# list page's Python time. For an instance of `Meta.model` the plan reads each model
+# field's attribute directly, renders text, integers, JSON and ISO 8601 datetimes inline
+# (the time zone looked up once a row) exactly as those DRF fields do, and leaves every
+# other field (choices, UUIDs, nested serializers, methods) to the field itself.
+# Anything else, and datetimes other than aware ones, go DRF's way.
+# test_api_shared_fields compares the output with DRF's own to_representation.
+#
+# A comment, not a docstring: drf-spectacular describes a serializer by the first docstring
+# of its classes, and would publish this one in the OpenAPI schema.
 class SharedFieldsMixin:
-    """Builds the fields once per class and shares them between instances; a ModelSerializer
-    also renders rows of its model through a plan built once from those fields.
-
-    DRF builds a serializer's fields anew for every instance (deep copies of the declared
-    fields, and a ModelSerializer's from the model): for JobSerializer's 25 fields that was
-    the largest share of a POST's Python time. The fields of one prototype instance serve
-    every instance instead. Fields hold no per-request state (values pass through
-    `to_representation` and `run_validation`; `validate_<field>` is looked up on the
-    serializer in use), but `field.parent`, `root` and `context` are the prototype's, so
-    `get_<field>` methods run on the prototype (of the same class): neither they nor any
-    field of such a serializer may read the instance's state, the request or the context.
-    The first use builds them (two threads may both build; the results are alike).
-    test_api_shared_fields checks the output against DRF's per-instance fields.
-
-    Rendering: DRF's `to_representation` asks each field for its attribute and its value
-    (~1.5 us a field, and each datetime looks up the current time zone): a third of a
-    list page's Python time. For an instance of `Meta.model` the plan reads each model
-    field's attribute directly, renders text, integers, JSON and ISO 8601 datetimes inline
-    (the time zone looked up once a row) exactly as those DRF fields do, and leaves every
-    other field (choices, UUIDs, nested serializers, methods) to the field itself.
-    Anything else, and datetimes other than aware ones, go DRF's way.
-    test_api_shared_fields compares the output with DRF's own to_representation.
-    """
 
     @property
     def fields(self):
@@ -363,8 +365,8 @@ class JobRetryMatchingResultSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(SharedFieldsMixin, serializers.Serializer):
-    """A job's progress (nested with source="*": it renders the job itself)."""
-
+    # A job's progress, nested with source="*": it renders the job itself. (No docstring:
+    # the schema has no description for it.)
     percent = serializers.IntegerField(source="progress_percent", allow_null=True,
                                        min_value=0, max_value=100)
     message = serializers.CharField(source="progress_message", allow_blank=True)
