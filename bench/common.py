@@ -162,7 +162,7 @@ def emit(result: dict) -> None:
 
 
 def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    print(f"[bench {time.strftime('%H:%M:%S', time.gmtime())}] {msg}", file=sys.stderr, flush=True)
 
 
 def pickup_from_stamps(enqueued: dict[int, float], stamp_file: str) -> list[float]:
