@@ -348,6 +348,8 @@ def active_workers() -> dict:
     return {
         "active": len(rows),
         "threads": sum(r["threads"] for r in rows),
-        "busy_threads": sum(len(r["running_jobs"]) for r in rows),
+        # A prefetching process (JOB_PREFETCH) may hold more running jobs than it has threads:
+        # the ones under `<process>-prefetch` wait for, or already run on, one of its threads.
+        "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in rows),
         "processes": rows,
     }

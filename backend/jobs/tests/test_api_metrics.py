@@ -66,6 +66,18 @@ def test_metrics_after_a_known_workload(operator_client):
     assert [(j["id"], j["worker_id"]) for j in process["running_jobs"]] == [(running.id, "host-7-3")]
 
 
+def test_a_prefetching_process_counts_busy_threads_up_to_its_threads(operator_client):
+    jobs = [services.enqueue("noop", {"i": i}) for i in range(5)]
+    services.claim(worker_ids=["host-9-1", "host-9-2"] + ["host-9-prefetch"] * 3,
+                   job_ids=[j.id for j in jobs])
+    WorkerProcess.objects.create(id="host-9", hostname="host", pid=9, threads=2, queues=[])
+    workers = operator_client.get(METRICS).json()["workers"]
+    assert (workers["threads"], workers["busy_threads"]) == (2, 2)
+    (process,) = workers["processes"]
+    assert sorted(j["worker_id"] for j in process["running_jobs"]) == [
+        "host-9-1", "host-9-2", "host-9-prefetch", "host-9-prefetch", "host-9-prefetch"]
+
+
 @override_settings(JOB_MAX_QUEUE_DEPTH=50)
 def test_metrics_show_the_depth_limit(operator_client):
     assert operator_client.get(METRICS).json()["queued"]["max_depth"] == 50

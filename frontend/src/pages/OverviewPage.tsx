@@ -10,6 +10,7 @@ import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { QueuesPanel } from "../components/QueuesPanel";
 import { StatusPill } from "../components/StatusBadge";
+import { threadUse, workerLabel } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
@@ -178,6 +179,7 @@ function WorkersTable({ m }: { m: Metrics }) {
         <tbody>
           {m.workers.processes.map((w) => {
             const beat = now - Date.parse(w.heartbeat_at);
+            const use = threadUse(w.running_jobs.length, w.threads);
             return (
               <tr key={w.id}>
                 <td>
@@ -185,7 +187,10 @@ function WorkersTable({ m }: { m: Metrics }) {
                   <div className="sub">up {formatDuration(now - Date.parse(w.started_at))}</div>
                 </td>
                 <td>{w.queues.length ? w.queues.join(", ") : <span className="muted">all</span>}</td>
-                <td className="num">{w.running_jobs.length}/{w.threads}</td>
+                <td className="num">
+                  {use.busy}/{w.threads}
+                  {use.beyond > 0 && <div className="sub">+{use.beyond} prefetched</div>}
+                </td>
                 <td className={beat > 10_000 ? "lease-warn" : "muted"}>{formatRelative(w.heartbeat_at, now)}</td>
                 <td>
                   {w.running_jobs.length === 0 ? (
@@ -194,7 +199,7 @@ function WorkersTable({ m }: { m: Metrics }) {
                     w.running_jobs.map((j) => (
                       <div key={j.id} className="nowrap">
                         <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}
-                        <span className="faint" title={j.worker_id}> · thread {j.worker_id.split("-").pop()} · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</span>
+                        <span className="faint" title={j.worker_id}> · {workerLabel(j.worker_id)} · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</span>
                         {j.progress_percent !== null && (
                           <span className="progress mini-progress" aria-label={`${j.progress_percent}%`}><span style={{ width: `${j.progress_percent}%` }} /></span>
                         )}
