@@ -186,7 +186,7 @@ function WorkersTable({ m }: { m: Metrics }) {
                   <div className="mono">{w.hostname}:{w.pid}</div>
                   <div className="sub">up {formatDuration(now - Date.parse(w.started_at))}</div>
                 </td>
-                <td>{w.queues.length ? w.queues.join(", ") : <span className="muted">all</span>}</td>
+                <td>{w.queues.length && !w.queues.includes("*") ? w.queues.join(", ") : <span className="muted">all</span>}</td>
                 <td className="num">
                   {use.busy}/{w.threads}
                   {use.beyond > 0 && <div className="sub">+{use.beyond} prefetched</div>}
