@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from ..models import Job
 from ..selectors import parse_job_id
+from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
 
@@ -66,11 +67,7 @@ class JobFilter(django_filters.FilterSet):
         """django-filter builds a new form class (and a form field per filter) for every
         request: ~1 ms of a list. The class is the same every time, and each form instance
         deep-copies its fields anyway, so it is built once."""
-        cls = type(self)
-        form_class = cls.__dict__.get("_shared_form_class")
-        if form_class is None:
-            form_class = cls._shared_form_class = super().get_form_class()
-        return form_class
+        return once_per_class(self, "_shared_form_class", super().get_form_class)
 
     def filter_search(self, queryset, name, value):
         value = value.strip()

@@ -17,6 +17,7 @@ from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
 from .. import conf
+from .per_class import once_per_class
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import EventKind, Status
@@ -109,31 +110,29 @@ class SharedFieldsMixin:
 
     @property
     def fields(self):
-        cls = type(self)
-        fields = cls.__dict__.get("_shared_fields")
-        if fields is None:
-            prototype = cls()
-            fields = BindingDict(prototype)
-            for name, field in prototype.get_fields().items():
-                fields[name] = field
-            cls._shared_fields = fields
+        return once_per_class(self, "_shared_fields", self._build_fields)
+
+    def _build_fields(self):
+        prototype = type(self)()
+        fields = BindingDict(prototype)
+        for name, field in prototype.get_fields().items():
+            fields[name] = field
         return fields
 
     def _representation_plan(self):
-        cls = type(self)
-        plan = cls.__dict__.get("_shared_plan")
-        if plan is None:
-            attnames = {f.attname for f in self.Meta.model._meta.concrete_fields}
-            plan = []
-            for field in self._readable_fields:
-                attrs = field.source_attrs
-                attr = attrs[0] if len(attrs) == 1 and attrs[0] in attnames else None
-                if attr is None and attrs:  # a dotted source or a property: DRF's way
-                    plan.append((field.field_name, None, _BY_FIELD, field, False))
-                else:
-                    kind = _plan_kind(field) if attr else _BY_FIELD
-                    plan.append((field.field_name, attr, kind, field, True))
-            cls._shared_plan = plan
+        return once_per_class(self, "_shared_plan", self._build_plan)
+
+    def _build_plan(self):
+        attnames = {f.attname for f in self.Meta.model._meta.concrete_fields}
+        plan = []
+        for field in self._readable_fields:
+            attrs = field.source_attrs
+            attr = attrs[0] if len(attrs) == 1 and attrs[0] in attnames else None
+            if attr is None and attrs:  # a dotted source or a property: DRF's way
+                plan.append((field.field_name, None, _BY_FIELD, field, False))
+            else:
+                kind = _plan_kind(field) if attr else _BY_FIELD
+                plan.append((field.field_name, attr, kind, field, True))
         return plan
 
     def to_representation(self, instance):

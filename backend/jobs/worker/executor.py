@@ -14,7 +14,7 @@ import traceback
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 
 from .. import services, tracing
-from ..context import JobContext, Snooze
+from ..context import Snooze
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
@@ -83,14 +83,11 @@ class Executor(threading.Thread):
     # -- the pipeline ------------------------------------------------------------------------
     def execute(self, job: ClaimedJob, held: Held | None = None) -> None:
         if held is None:
-            ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
-                             max_attempts=job.max_attempts, lease_token=job.lease_token,
-                             worker_id=self.worker_id)
-            held = Held(job, ctx)
+            held = Held.of(job, self.worker_id)
             self.pool.held.add(held)
         else:  # prefetched: held (and renewed) since the claim; from now on it is this thread's
-            ctx = held.ctx
-            job.worker_id = ctx.worker_id = self.worker_id
+            job.worker_id = held.ctx.worker_id = self.worker_id
+        ctx = held.ctx
         self.current = held
         debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
         if debug:

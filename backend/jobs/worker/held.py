@@ -15,6 +15,13 @@ class Held:
     # lost; if the write is refused instead, its writer records the `lease_lost` itself.
     finishing: bool = False
 
+    @classmethod
+    def of(cls, job: ClaimedJob, worker_id: str) -> "Held":
+        """A claimed job with the context its handler will see, run under `worker_id`."""
+        return cls(job, JobContext(job_id=job.id, type=job.type, queue=job.queue,
+                                   attempt=job.attempt, max_attempts=job.max_attempts,
+                                   lease_token=job.lease_token, worker_id=worker_id))
+
 
 class HeldJobs:
     def __init__(self):

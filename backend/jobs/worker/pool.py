@@ -22,7 +22,6 @@ from django.db import close_old_connections, connection
 from django.db.backends.signals import connection_created
 
 from .. import conf, services
-from ..context import JobContext
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
@@ -88,7 +87,7 @@ class Lane(threading.Thread):
 
     def _hand_out_prefetched(self, free: list[Executor]) -> list[Executor]:
         """Give prefetched jobs to idle executors; return the executors still idle."""
-        while free and len(self.prefetched):
+        while free:
             held, _ = self.prefetched.take()
             if held is None:
                 break
@@ -168,10 +167,7 @@ class Lane(threading.Thread):
                 connection.close()
 
     def _hold_prefetched(self, job) -> None:
-        ctx = JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
-                         max_attempts=job.max_attempts, lease_token=job.lease_token,
-                         worker_id=job.worker_id)
-        held = Held(job, ctx)
+        held = Held.of(job, job.worker_id)
         self.pool.held.add(held)
         self.prefetched.put(held)
 
