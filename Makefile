@@ -92,16 +92,16 @@ endif
 test: test-backend test-frontend test-e2e
 
 chaos: venv migrate
-	CHAOS_FULL=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_chaos.py -s
+	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s
 
 # The full drain with three different seeds in a row (each seed is printed; CHAOS_SEED replays one).
 chaos-3: venv migrate
 	@for i in 1 2 3; do \
-		CHAOS_FULL=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_chaos.py -s || exit 1; \
+		CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s || exit 1; \
 	done
 
 soak: venv migrate
-	SOAK=1 $(PY) -m pytest -q -m slow backend/jobs/tests/test_soak.py -s
+	SOAK=1 $(PY) -m pytest -q -m slow tests/test_soak.py -s
 
 bench: venv migrate
 	$(PY) bench/run.py

@@ -81,7 +81,7 @@ def scalar(query: str, params=None):
 
 
 def enqueue_single(n: int) -> float:
-    from jobs.services import enqueue
+    from django_pg_jobqueue.services import enqueue
 
     reset()
     t0 = time.perf_counter()
@@ -91,7 +91,7 @@ def enqueue_single(n: int) -> float:
 
 
 def enqueue_bulk(n: int, job_type: str = "noop") -> float:
-    from jobs.services import enqueue_many
+    from django_pg_jobqueue.services import enqueue_many
 
     t0 = time.perf_counter()
     for start in range(0, n, BULK_CHUNK):
@@ -126,7 +126,7 @@ def drain(url: str, n: int, procs: int, threads: int, batch: int, logdir: str,
 
 
 def pickup(url: str, n: int, gap: float, logdir: str) -> list[float]:
-    from jobs.services import enqueue
+    from django_pg_jobqueue.services import enqueue
 
     reset()
     stamp_file = os.path.join(logdir, "stamps.txt")
@@ -150,8 +150,8 @@ def pickup(url: str, n: int, gap: float, logdir: str) -> list[float]:
 def build_claim_scale(terminal: int, queued: int) -> None:
     """`terminal` finished rows and `queued` runnable ones, cloned from real rows in SQL."""
     from django.db import connection
-    from jobs.services import claim, complete_many, enqueue
-    from jobs.services.lifecycle import Completion
+    from django_pg_jobqueue.services import claim, complete_many, enqueue
+    from django_pg_jobqueue.services.lifecycle import Completion
 
     reset()
     enqueue("noop", {})
@@ -172,7 +172,7 @@ def build_claim_scale(terminal: int, queued: int) -> None:
 
 
 def claim_latencies(count: int) -> list[float]:
-    from jobs.services import claim
+    from django_pg_jobqueue.services import claim
 
     out = []
     for i in range(count):
@@ -338,7 +338,7 @@ def main() -> None:
         from django.db import connection
 
         with connection.cursor() as cur:
-            from jobs import sql
+            from django_pg_jobqueue import sql
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql.CLAIM.format(queue_filter=""),
                         {"limit": 1, "worker_ids": '["explain"]', "lease_seconds": 30.0,
                          "queues": []})

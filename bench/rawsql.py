@@ -28,8 +28,8 @@ def statements(url):
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from jobs import sql
-    from jobs.services import enqueuing as e
+    from django_pg_jobqueue import sql
+    from django_pg_jobqueue.services import enqueuing as e
 
     return (sql.CLAIM.format(queue_filter=""), sql.COMPLETE_MANY,
             e._STATEMENTS[e._INSERT_ONE, False, True], e._STATEMENTS[e._INSERT_MANY, False, True])

@@ -57,7 +57,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
-    "jobs",
+    "django_pg_jobqueue",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -147,7 +148,7 @@ LOGIN_URL = "/admin/login/"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # DRF's TokenAuthentication, with each token's user remembered for a few seconds.
-        "jobs.api.authentication.CachedTokenAuthentication",
+        "django_pg_jobqueue.api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -155,19 +156,19 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.JobPagination",
+    "DEFAULT_PAGINATION_CLASS": "django_pg_jobqueue.api.pagination.JobPagination",
     "PAGE_SIZE": 25,
     # JSON only, parsed strictly (size, depth, NaN, UTF-8); one error shape for every error.
-    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["django_pg_jobqueue.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # DRF's negotiation, with the usual Accept headers (none, */*, application/json) answered
     # without parsing them.
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "jobs.api.negotiation.JSONFirstContentNegotiation",
-    "EXCEPTION_HANDLER": "jobs.api.exceptions.exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "django_pg_jobqueue.api.negotiation.JSONFirstContentNegotiation",
+    "EXCEPTION_HANDLER": "django_pg_jobqueue.api.exceptions.exception_handler",
     # Bulk errors name only the bad items: {"jobs": {"3": {"type": [...]}}}.
     "LIST_SERIALIZER_ERRORS_AS_DICT": True,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # Per-user creation rate: jobs.api.throttles reads JOB_CREATE_RATE through jobs.conf.
+    # Per-user creation rate: django_pg_jobqueue.api.throttles reads JOB_CREATE_RATE through its conf.
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -178,8 +179,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "JobStatusEnum": "jobs.api.serializers.STATUS_CHOICES",
-        "EventKindEnum": "jobs.api.serializers.EVENT_KIND_CHOICES",
+        "JobStatusEnum": "django_pg_jobqueue.api.serializers.STATUS_CHOICES",
+        "EventKindEnum": "django_pg_jobqueue.api.serializers.EVENT_KIND_CHOICES",
         "HealthStatusEnum": ["ok", "unavailable"],
     },
     "TAGS": [
@@ -196,7 +197,7 @@ SPECTACULAR_SETTINGS = {
 # the queue_name values tasks may use ([] accepts any).
 TASKS = {
     "default": {
-        "BACKEND": "jobs.tasks_backend.QueueBackend",
+        "BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
         "QUEUES": env.list("TASKS_QUEUES", default=["default"]),
     }
 }
@@ -248,7 +249,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "jobs.logformat.JsonFormatter"},
+        "json": {"()": "django_pg_jobqueue.logformat.JsonFormatter"},
     },
     "handlers": {
         # Production logs go to stdout for the container runtime; development keeps stderr.
@@ -257,6 +258,6 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
-        "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+        "django_pg_jobqueue": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
     },
 }

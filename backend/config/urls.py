@@ -11,7 +11,7 @@ from django.http import FileResponse, HttpResponse, HttpResponsePermanentRedirec
 from django.urls import Resolver404, include, path, re_path, resolve
 from django.views.decorators.cache import never_cache
 
-from jobs.metrics import metrics_view
+from django_pg_jobqueue.metrics import metrics_view
 
 _NO_UI = """<!doctype html><html><head><meta charset="utf-8"><title>Job queue</title></head>
 <body style="font-family:system-ui;margin:3rem;max-width:40rem">
@@ -47,7 +47,7 @@ def api_not_found(request, path=""):
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/", include("jobs.api.urls")),
+    path("api/", include("django_pg_jobqueue.api.urls")),
     path("metrics", metrics_view, name="metrics"),
     re_path(r"^api(?:/(?P<path>.*))?$", api_not_found),
     re_path(r"^(?!api(?:/|$)|admin(?:/|$)|static/|metrics(?:/|$))(?P<path>.*)$", spa_index),

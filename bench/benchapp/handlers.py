@@ -1,5 +1,5 @@
 """Bench-only handler: loaded only under bench.settings, never in the product."""
-from jobs.registry import handler
+from django_pg_jobqueue.registry import handler
 
 from bench.common import stamp
 

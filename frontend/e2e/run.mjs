@@ -463,7 +463,7 @@ async function main() {
     "U = get_user_model()",
     `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
     `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
-    "u.user_permissions.set(Permission.objects.filter(content_type__app_label='jobs'))",
+    "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
   ].join("\n")], env);
   log(`operator ${USERNAME} ready`);
 

@@ -1,0 +1,1 @@
+"""The demo project's own app: simulated handlers and the demo operator account."""

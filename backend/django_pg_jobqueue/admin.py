@@ -1,0 +1,248 @@
+"""The admin: look at jobs, and cancel or retry them through the same services as the API.
+
+Nothing here writes a job row directly: jobs cannot be added, edited or deleted in the admin
+(the change form is read-only), so no admin page can bypass the state machine. Events are
+read-only. Queue settings (pause, concurrency limit) are the one editable model.
+"""
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.html import format_html
+
+from . import selectors, services
+from .exceptions import InvalidTransition, JobNotFound
+from .models import Job, JobEvent, QueueSetting, WorkerProcess
+from .registry import registry
+from .services import queues
+
+INLINE_EVENTS = selectors.DETAIL_EVENTS
+
+
+class TypeFilter(admin.SimpleListFilter):
+    """Registered types (cheap: no DISTINCT over the jobs table)."""
+
+    title, parameter_name = "type", "type"
+
+    def lookups(self, request, model_admin):
+        return [(spec.name, spec.name) for spec in registry.all()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(type=self.value()) if self.value() else queryset
+
+
+class QueueFilter(admin.SimpleListFilter):
+    title, parameter_name = "queue", "queue"
+
+    def lookups(self, request, model_admin):
+        return [(q, q) for q in selectors.known_queues()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(queue=self.value()) if self.value() else queryset
+
+
+class PriorityFilter(admin.SimpleListFilter):
+    title, parameter_name = "priority", "priority"
+    _buckets = {"high": Q(priority__gt=0), "normal": Q(priority=0), "low": Q(priority__lt=0)}
+
+    def lookups(self, request, model_admin):
+        return [("high", "above 0"), ("normal", "0"), ("low", "below 0")]
+
+    def queryset(self, request, queryset):
+        bucket = self._buckets.get(self.value())
+        return queryset.filter(bucket) if bucket is not None else queryset
+
+
+class JobEventInline(admin.TabularInline):
+    """The job's latest events (JobAdmin.get_formset_kwargs narrows the queryset)."""
+
+    model = JobEvent
+    fields = readonly_fields = ["id", "created_at", "kind", "attempt", "worker_id", "message", "data"]
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    verbose_name_plural = f"events (latest {INLINE_EVENTS}, oldest first)"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["id", "type", "queue", "status", "priority", "attempts_display",
+                    "available_at", "locked_by", "lease_expires_at", "progress_display",
+                    "created_at"]
+    list_filter = ["status", TypeFilter, QueueFilter, PriorityFilter]
+    search_fields = ["type", "=idempotency_key"]
+    search_help_text = "A job id, a type, or an exact idempotency key."
+    ordering = ["-id"]
+    list_per_page = 50
+    show_full_result_count = False  # no second COUNT(*) over a big table
+    actions = ["cancel_jobs", "retry_jobs"]
+    inlines = [JobEventInline]
+    fieldsets = [
+        (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
+                           "all_events"]}),
+        ("Attempts", {"fields": ["attempts", "max_attempts", "timeout_seconds", "last_error",
+                                 "last_traceback"]}),
+        ("Lease", {"fields": ["locked_by", "lease_token", "lease_expires_at",
+                              "cancel_requested_at"]}),
+        ("Progress", {"fields": ["progress_percent", "progress_message"]}),
+        ("Times", {"fields": ["available_at", "created_at", "updated_at", "started_at",
+                              "finished_at"]}),
+        ("Idempotency", {"fields": ["idempotency_key", "request_fingerprint"]}),
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Job._meta.fields] + ["all_events"]
+
+    # -- nothing can add, edit or delete a job row here ---------------------------------------
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        # The change list needs it for the actions; a single job's page is view-only.
+        return obj is None and request.user.has_perm("django_pg_jobqueue.change_job")
+
+    def save_model(self, request, obj, form, change):  # never reached; belt and braces
+        raise PermissionError("jobs are read-only in the admin: use the cancel and retry actions")
+
+    # -- display -----------------------------------------------------------------------------
+    @admin.display(description="attempts")
+    def attempts_display(self, job):
+        return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="progress")
+    def progress_display(self, job):
+        if job.progress_percent is None:
+            return "-"
+        return f"{job.progress_percent}% {job.progress_message}".strip()
+
+    @admin.display(description="events")
+    def all_events(self, job):
+        url = reverse("admin:jobs_jobevent_changelist") + f"?job__id__exact={job.pk}"
+        return format_html('<a href="{}">every event of this job</a>', url)
+
+    def get_search_results(self, request, queryset, search_term):
+        queryset, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        job_id = selectors.parse_job_id(search_term)
+        if job_id is not None:
+            queryset |= self.model.objects.filter(pk=job_id)
+        return queryset, may_have_duplicates
+
+    def get_formset_kwargs(self, request, obj, inline, prefix):
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        if isinstance(inline, JobEventInline) and obj is not None:
+            ids = list(JobEvent.objects.filter(job=obj).order_by("-id")
+                       .values_list("id", flat=True)[:INLINE_EVENTS])
+            kwargs["queryset"] = JobEvent.objects.filter(id__in=ids).order_by("id")
+        return kwargs
+
+    # -- actions: the same services as the API ----------------------------------------------
+    def _apply(self, request, queryset, service, verb: str):
+        done, refused = 0, []
+        for job_id in queryset.values_list("id", flat=True):
+            try:
+                service(job_id, actor=request.user.get_username())
+                done += 1
+            except (InvalidTransition, JobNotFound) as exc:
+                refused.append(str(exc))
+        if done:
+            self.message_user(request, f"{verb} {done} job(s).", messages.SUCCESS)
+        if refused:
+            shown = "; ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")
+            self.message_user(request, f"{len(refused)} refused: {shown}", messages.WARNING)
+
+    @admin.action(description="Cancel the selected jobs", permissions=["change"])
+    def cancel_jobs(self, request, queryset):
+        self._apply(request, queryset, services.cancel, "Cancelled (or asked to stop)")
+
+    @admin.action(description="Retry the selected jobs (failed or cancelled)", permissions=["change"])
+    def retry_jobs(self, request, queryset):
+        self._apply(request, queryset, services.retry, "Retried")
+
+
+@admin.register(JobEvent)
+class JobEventAdmin(admin.ModelAdmin):
+    list_display = ["id", "job_link", "kind", "attempt", "worker_id", "message", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["=job__id"]
+    list_select_related = ["job"]
+    ordering = ["-id"]
+    show_full_result_count = False
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in JobEvent._meta.fields]
+
+    def get_search_results(self, request, queryset, search_term):
+        job_id = selectors.parse_job_id(search_term)
+        if search_term.strip() and job_id is None:
+            return queryset.none(), False
+        return (queryset.filter(job_id=job_id) if job_id else queryset), False
+
+    @admin.display(description="job")
+    def job_link(self, event):
+        url = reverse("admin:jobs_job_change", args=[event.job_id])
+        return format_html('<a href="{}">{}</a>', url, event.job)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(QueueSetting)
+class QueueSettingAdmin(admin.ModelAdmin):
+    list_display = ["queue", "paused", "concurrency_limit", "updated_at"]
+    list_editable = ["paused", "concurrency_limit"]
+    fields = ["queue", "paused", "concurrency_limit", "updated_at"]
+    actions = ["pause", "resume"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The queue name is the key: set once.
+        return ["queue", "updated_at"] if obj else ["updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        # Through the same services as the API and the CLI.
+        (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue)
+        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit)
+        obj.updated_at = fresh.updated_at
+
+    @admin.action(description="Pause the selected queues", permissions=["change"])
+    def pause(self, request, queryset):
+        for name in queryset.values_list("queue", flat=True):
+            queues.pause_queue(name)
+        self.message_user(request, "Paused: workers stop claiming from them within a poll interval.")
+
+    @admin.action(description="Resume the selected queues", permissions=["change"])
+    def resume(self, request, queryset):
+        for name in queryset.values_list("queue", flat=True):
+            queues.resume_queue(name)
+        self.message_user(request, "Resumed.")
+
+
+@admin.register(WorkerProcess)
+class WorkerProcessAdmin(admin.ModelAdmin):
+    list_display = ["id", "hostname", "pid", "threads", "queues", "started_at", "heartbeat_at"]
+    ordering = ["id"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in WorkerProcess._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,40 @@
+"""Who may do what: Django model permissions on Job.
+
+    reads (list, detail, events, metrics, job types)  jobs.view_job, or anyone when
+                                                       JOB_API_PUBLIC_READ=true
+    create, bulk                                       jobs.add_job
+    cancel, retry                                      jobs.change_job
+
+Anonymous requests get 401 (TokenAuthentication comes first, so DRF answers with
+`WWW-Authenticate: Token`); authenticated users without the permission get 403.
+Each process remembers a user's answer for a few seconds (authentication.has_perm).
+"""
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from .. import conf
+from .authentication import has_perm
+
+VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"
+
+
+class JobPermission(BasePermission):
+    """The permission a view or viewset action needs: `view.job_permissions[action]`,
+    else `view.job_permission`, else view_job for safe methods and nothing else."""
+
+    def required(self, view, request) -> str | None:
+        per_action = getattr(view, "job_permissions", {})
+        action = getattr(view, "action", None)
+        if action in per_action:
+            return per_action[action]
+        if getattr(view, "job_permission", None):
+            return view.job_permission
+        return VIEW if request.method in SAFE_METHODS else None
+
+    def has_permission(self, request, view) -> bool:
+        perm = self.required(view, request)
+        if perm == VIEW and conf.get().API_PUBLIC_READ:
+            return True
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return perm is not None and has_perm(user, perm)

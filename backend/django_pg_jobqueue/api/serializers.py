@@ -1,0 +1,666 @@
+"""Serializers: request validation and the JSON shapes of jobs, events, metrics and users.
+
+Request serializers refuse fields they do not know, naming them; the fields the queue
+itself maintains (status, attempts, lease, result ...) are refused as read-only, so that no
+request can mass-assign them.
+"""
+import datetime as dt
+import json
+import re
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import ISO_8601, serializers
+from rest_framework.settings import api_settings
+from rest_framework.utils.serializer_helpers import BindingDict
+
+from .. import conf
+from .per_class import once_per_class
+from ..models import Job, JobEvent
+from ..registry import registry
+from ..states import EventKind, Status
+from .exceptions import PayloadTooLarge
+
+MAX_BULK_JOBS = 1000
+MAX_ATTEMPTS_LIMIT = 1000
+MAX_DELAY_SECONDS = 366 * 86400
+MAX_TIMEOUT_SECONDS = 30 * 86400
+STATUS_CHOICES = [s.value for s in Status]
+EVENT_KIND_CHOICES = [k.value for k in EventKind]
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
+MAX_QUEUE_NAME_LENGTH = 100  # Job.queue's max_length
+MAX_RETRY_IDS = 1000
+MAX_CONCURRENCY_LIMIT = 2**31 - 1  # the column is a PostgreSQL integer
+
+# Fields of a job that only the queue writes: a request naming one is refused.
+QUEUE_MAINTAINED_FIELDS = frozenset({
+    "id", "status", "attempts", "available_at", "created_at", "updated_at", "started_at",
+    "finished_at", "locked_by", "lease_expires_at", "lease_token", "progress",
+    "progress_percent", "progress_message", "result", "last_error", "last_traceback",
+    "request_fingerprint", "cancel_requested_at", "events",
+})
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "example": {"to": "ada@example.com"}})
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (a dict); anything else is refused."""
+
+    default_error_messages = {"not_object": "must be a JSON object, not {kind}."}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            self.fail("not_object", kind=type(value).__name__.replace("NoneType", "null"))
+        return value
+
+
+@extend_schema_field({"nullable": True, "description": "Any JSON value the handler returned."})
+class AnyJSONField(serializers.JSONField):
+    pass
+
+
+# How a row's field is rendered by SharedFieldsMixin's plan (DRF's own result, faster).
+_AS_STR, _AS_INT, _AS_IS, _AS_DATETIME, _BY_FIELD = range(5)
+
+
+def _plan_kind(field) -> int:
+    kind = type(field)
+    if kind is serializers.CharField:
+        return _AS_STR  # CharField.to_representation: str(value)
+    if kind is serializers.IntegerField:
+        return _AS_INT  # int(value)
+    if (isinstance(field, serializers.JSONField) and not field.binary
+            and kind.to_representation is serializers.JSONField.to_representation):
+        return _AS_IS  # the value itself
+    if kind is serializers.DateTimeField and not hasattr(field, "format") \
+            and not hasattr(field, "timezone"):
+        return _AS_DATETIME  # ISO 8601 in the current time zone, when that is the setting
+    return _BY_FIELD
+
+
+# Builds the fields once per class and shares them between instances; a ModelSerializer
+# also renders rows of its model through a plan built once from those fields.
+#
+# DRF builds a serializer's fields anew for every instance (deep copies of the declared
+# fields, and a ModelSerializer's from the model): for JobSerializer's 25 fields that was
+# the largest share of a POST's Python time. The fields of one prototype instance serve
+# every instance instead. Fields hold no per-request state (values pass through
+# `to_representation` and `run_validation`; `validate_<field>` is looked up on the
+# serializer in use), but `field.parent`, `root` and `context` are the prototype's, so
+# `get_<field>` methods run on the prototype (of the same class): neither they nor any
+# field of such a serializer may read the instance's state, the request or the context.
+# The first use builds them (two threads may both build; the results are alike).
+# test_api_shared_fields checks the output against DRF's per-instance fields.
+#
+# Rendering: DRF's `to_representation` asks each field for its attribute and its value
+# (~1.5 us a field, and each datetime looks up the current time zone): a third of a
+# list page's Python time. For an instance of `Meta.model` the plan reads each model
+# field's attribute directly, renders text, integers, JSON and ISO 8601 datetimes inline
+# (the time zone looked up once a row) exactly as those DRF fields do, and leaves every
+# other field (choices, UUIDs, nested serializers, methods) to the field itself.
+# Anything else, and datetimes other than aware ones, go DRF's way.
+# test_api_shared_fields compares the output with DRF's own to_representation.
+#
+# A comment, not a docstring: drf-spectacular describes a serializer by the first docstring
+# of its classes, and would publish this one in the OpenAPI schema.
+class SharedFieldsMixin:
+
+    @property
+    def fields(self):
+        return once_per_class(self, "_shared_fields", self._build_fields)
+
+    def _build_fields(self):
+        prototype = type(self)()
+        fields = BindingDict(prototype)
+        for name, field in prototype.get_fields().items():
+            fields[name] = field
+        return fields
+
+    def _representation_plan(self):
+        return once_per_class(self, "_shared_plan", self._build_plan)
+
+    def _build_plan(self):
+        attnames = {f.attname for f in self.Meta.model._meta.concrete_fields}
+        plan = []
+        for field in self._readable_fields:
+            attrs = field.source_attrs
+            attr = attrs[0] if len(attrs) == 1 and attrs[0] in attnames else None
+            if attr is None and attrs:  # a dotted source or a property: DRF's way
+                plan.append((field.field_name, None, _BY_FIELD, field, False))
+            else:
+                kind = _plan_kind(field) if attr else _BY_FIELD
+                plan.append((field.field_name, attr, kind, field, True))
+        return plan
+
+    def to_representation(self, instance):
+        model = getattr(getattr(self, "Meta", None), "model", None)
+        if model is None or type(instance) is not model:
+            return super().to_representation(instance)
+        iso = settings.USE_TZ and api_settings.DATETIME_FORMAT.lower() == ISO_8601
+        tz = timezone.get_current_timezone() if iso else None
+        ret = {}
+        for name, attr, kind, field, direct in self._representation_plan():
+            if not direct:
+                try:
+                    value = field.get_attribute(instance)
+                except serializers.SkipField:
+                    continue
+            else:
+                value = instance if attr is None else getattr(instance, attr)
+            if value is None:
+                ret[name] = None
+            elif kind is _AS_STR:
+                ret[name] = str(value)
+            elif kind is _AS_INT:
+                ret[name] = int(value)
+            elif kind is _AS_IS:
+                ret[name] = value
+            elif kind is _AS_DATETIME and iso and isinstance(value, dt.datetime) \
+                    and value.utcoffset() is not None:
+                try:
+                    text = value.astimezone(tz).isoformat()
+                except OverflowError:
+                    ret[name] = field.to_representation(value)  # DRF's error
+                    continue
+                ret[name] = text[:-6] + "Z" if text.endswith("+00:00") else text
+            else:
+                ret[name] = field.to_representation(value)
+        return ret
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses unknown and read-only fields in the request body, naming each."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            errors = {}
+            for name in data:
+                if name in self.fields and not self.fields[name].read_only:
+                    continue
+                if name in QUEUE_MAINTAINED_FIELDS:
+                    errors[name] = ["read-only: the queue sets this field, a request cannot."]
+                else:
+                    errors[name] = ["unknown field."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+def queue_name_field(**kwargs) -> serializers.RegexField:
+    """A queue name as jobs carry it: 1 to 100 of letters, digits and _ . : -."""
+    return serializers.RegexField(
+        QUEUE_NAME.pattern, max_length=MAX_QUEUE_NAME_LENGTH,
+        error_messages={"invalid": "use letters, digits and _ . : - only."}, **kwargs)
+
+
+class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
+    type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
+    payload = JSONObjectField(required=False, default=dict,
+                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.")
+    priority = serializers.IntegerField(required=False, min_value=-100, max_value=100,
+                                        help_text="-100..100, higher runs first. Default: the type's.")
+    max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
+                                            help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
+    queue = queue_name_field(
+        required=False, help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+    idempotency_key = serializers.CharField(
+        required=False, allow_null=True, max_length=255,
+        help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
+    )
+    run_at = serializers.DateTimeField(required=False, allow_null=True,
+                                       help_text="Not runnable before this time. Not with delay_seconds.")
+    delay_seconds = serializers.FloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
+                                           help_text="Not runnable for this many seconds. Not with run_at.")
+    timeout_seconds = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
+                                               help_text="Per-attempt time limit. Default: the type's.")
+
+    def validate_type(self, value):
+        if value not in registry:
+            known = ", ".join(spec.name for spec in registry.all()) or "none"
+            raise serializers.ValidationError(
+                f"unknown job type {value!r}; registered types: {known}.", code="unknown_type")
+        return value
+
+    def validate_payload(self, value):
+        limit = conf.get().MAX_PAYLOAD_BYTES
+        size = len(json.dumps(value, separators=(",", ":")).encode())
+        if size > limit:
+            raise PayloadTooLarge(f"payload is {size} bytes; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)")
+        return value
+
+    def validate_run_at(self, value):
+        return _utc(value)
+
+    def validate_idempotency_key(self, value):
+        if value is not None and not value.strip():
+            raise serializers.ValidationError("may not be blank.")
+        return value
+
+    def validate(self, attrs):
+        if attrs.get("run_at") is not None and attrs.get("delay_seconds"):
+            raise serializers.ValidationError({"delay_seconds": ["give run_at or delay_seconds, not both."]})
+        return attrs
+
+    def enqueue_options(self) -> dict:
+        """The validated body as keyword arguments of `services.enqueue_job`."""
+        data = self.validated_data
+        options = {
+            "priority": data.get("priority"), "queue": data.get("queue"),
+            "run_at": data.get("run_at"), "delay": data.get("delay_seconds"),
+            "idempotency_key": data.get("idempotency_key"),
+            "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
+        }
+        return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
+
+
+class JobBulkCreateSerializer(StrictSerializer):
+    jobs = JobCreateSerializer(many=True, min_length=1, max_length=MAX_BULK_JOBS,
+                               allow_empty=False, help_text=f"1 to {MAX_BULK_JOBS} jobs.")
+
+    def validate_jobs(self, jobs):
+        seen: dict[str, int] = {}
+        for index, job in enumerate(jobs):
+            key = job.get("idempotency_key")
+            if key is None:
+                continue
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"jobs[{index}] repeats the idempotency_key of jobs[{seen[key]}].")
+            seen[key] = index
+        return jobs
+
+    def enqueue_items(self) -> list[dict]:
+        """The validated jobs as the dicts `services.enqueue_many` takes."""
+        items = []
+        for data in self.validated_data["jobs"]:
+            item = {"type": data["type"], "payload": data.get("payload", {})}
+            for source, target in (("priority", "priority"), ("queue", "queue"),
+                                   ("run_at", "run_at"), ("delay_seconds", "delay"),
+                                   ("idempotency_key", "idempotency_key"),
+                                   ("max_attempts", "max_attempts"),
+                                   ("timeout_seconds", "timeout")):
+                if data.get(source) is not None:
+                    item[target] = data[source]
+            items.append(item)
+        return items
+
+
+def _utc(value):
+    """An aware datetime in UTC (PostgreSQL refuses offsets beyond +-15:59), or a 400."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(dt.UTC)
+    except (OverflowError, ValueError):
+        raise serializers.ValidationError("out of range.") from None
+
+
+class JobRetryMatchingSerializer(StrictSerializer):
+    """Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
+    `all: true`. An empty body is refused, so that no request retries every failed job by
+    accident."""
+
+    FILTERS = ("type", "error_contains", "finished_after", "finished_before")
+
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        min_length=1, max_length=MAX_RETRY_IDS,
+        help_text=f"Retry these jobs (failed or cancelled; 1 to {MAX_RETRY_IDS} ids). The "
+                  "others are listed in `not_retried`. Not with `all` or filters.")
+    all = serializers.BooleanField(
+        required=False, help_text="true: retry every failed job. Not with filters or ids.")
+    type = serializers.CharField(required=False, max_length=100,
+                                 help_text="Failed jobs of this type (exactly).")
+    error_contains = serializers.CharField(
+        required=False, max_length=1000,
+        help_text="Failed jobs whose last error contains this text (case-insensitive).")
+    finished_after = serializers.DateTimeField(
+        required=False, help_text="Failed jobs that failed at or after this time.")
+    finished_before = serializers.DateTimeField(
+        required=False, help_text="Failed jobs that failed before this time.")
+
+    def validate_finished_after(self, value):
+        return _utc(value)
+
+    def validate_finished_before(self, value):
+        return _utc(value)
+
+    def validate(self, attrs):
+        filters = [name for name in self.FILTERS if name in attrs]
+        if "ids" in attrs:
+            if filters or "all" in attrs:
+                raise serializers.ValidationError(
+                    {"ids": ["give ids alone, without all or filters."]})
+        elif attrs.get("all"):
+            if filters:
+                raise serializers.ValidationError(
+                    {"all": ["all retries every failed job: give it alone, or give filters "
+                             "without it."]})
+        elif not filters:
+            raise serializers.ValidationError({"non_field_errors": [
+                "say which jobs to retry: ids, at least one filter (type, error_contains, "
+                "finished_after, finished_before), or {\"all\": true} for every failed job."]})
+        after, before = attrs.get("finished_after"), attrs.get("finished_before")
+        if after is not None and before is not None and after >= before:
+            raise serializers.ValidationError(
+                {"finished_before": ["must be later than finished_after."]})
+        return attrs
+
+    def filters(self) -> dict:
+        """The validated filters as keyword arguments of `bulk_retry.retry_matching`."""
+        return {name: self.validated_data[name] for name in self.FILTERS
+                if name in self.validated_data}
+
+
+class JobRetryMatchingResultSerializer(serializers.Serializer):
+    retried = serializers.IntegerField(help_text="How many jobs went back to the queue.")
+    not_retried = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="With `ids`: the ids that were not retried (unknown, or neither failed nor "
+                  "cancelled). With filters: always [] (only failed jobs match).")
+
+
+class ProgressSerializer(SharedFieldsMixin, serializers.Serializer):
+    # A job's progress, nested with source="*": it renders the job itself. (No docstring:
+    # the schema has no description for it.)
+    percent = serializers.IntegerField(source="progress_percent", allow_null=True,
+                                       min_value=0, max_value=100)
+    message = serializers.CharField(source="progress_message", allow_blank=True)
+
+    class Meta:
+        model = Job  # what it renders: SharedFieldsMixin's plan applies
+
+
+class JobSerializer(SharedFieldsMixin, serializers.ModelSerializer):
+    """A job as lists, creation, cancel and retry return it."""
+
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    payload = JSONObjectField()
+    result = AnyJSONField(allow_null=True)
+    progress = ProgressSerializer(source="*")
+    is_finished = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "type", "queue", "status", "priority", "payload", "result", "attempts",
+            "max_attempts", "available_at", "created_at", "updated_at", "started_at",
+            "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
+            "progress", "progress_percent", "progress_message", "last_error",
+            "idempotency_key", "cancel_requested_at", "is_finished",
+        ]
+        read_only_fields = fields
+
+    def get_is_finished(self, job) -> bool:
+        return job.status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+
+class EventSerializer(SharedFieldsMixin, serializers.ModelSerializer):
+    """One event; `job_type` and `job_status` (the job's status now) save the UI a lookup."""
+
+    job_id = serializers.IntegerField()
+    job_type = serializers.CharField(source="job.type")
+    job_status = serializers.ChoiceField(source="job.status", choices=STATUS_CHOICES)
+    kind = serializers.ChoiceField(choices=EVENT_KIND_CHOICES)
+    data = JSONObjectField()
+
+    class Meta:
+        model = JobEvent
+        fields = ["id", "job_id", "job_type", "job_status", "kind", "attempt", "worker_id",
+                  "message", "data", "created_at"]
+        read_only_fields = fields
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job with every field of the model and its latest events (oldest first)."""
+
+    events = EventSerializer(many=True, source="latest_events",
+                             help_text="The latest 50 events, oldest first.")
+
+    class Meta(JobSerializer.Meta):
+        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events"]
+        read_only_fields = fields
+
+
+class BulkCreatedSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    jobs = JobSerializer(many=True)
+
+
+class EventPageSerializer(serializers.Serializer):
+    results = EventSerializer(many=True)
+    has_more = serializers.BooleanField(help_text="More events follow: poll again at once.")
+    next_after = serializers.IntegerField(allow_null=True,
+                                          help_text="Pass as `after` in the next poll.")
+
+
+class EventFeedQuerySerializer(serializers.Serializer):
+    after = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
+                                     help_text="An event id: only later events. Omit to start from the latest.")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100,
+                                     help_text="At most this many events (1..500, default 100).")
+
+
+class JobTypeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    queue = serializers.CharField()
+    priority = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    timeout_seconds = serializers.IntegerField(allow_null=True)
+    payload_example = JSONObjectField()
+
+
+class QueueSerializer(serializers.Serializer):
+    """A named queue: its setting (pause, concurrency limit) and its live jobs."""
+
+    name = serializers.CharField()
+    paused = serializers.BooleanField(help_text="Workers claim nothing from a paused queue.")
+    concurrency_limit = serializers.IntegerField(
+        allow_null=True, help_text="At most this many of its jobs run at once across every "
+                                   "worker (null: no limit).")
+    queued = serializers.IntegerField(help_text="Queued jobs, due now or later.")
+    runnable = serializers.IntegerField(help_text="Queued jobs that are due now.")
+    running = serializers.IntegerField()
+
+
+class QueueNameSerializer(serializers.Serializer):
+    name = queue_name_field()
+
+
+class QueueUpdateSerializer(StrictSerializer):
+    concurrency_limit = serializers.IntegerField(
+        min_value=1, max_value=MAX_CONCURRENCY_LIMIT, allow_null=True,
+        help_text="At most this many of the queue's jobs run at once across every worker; "
+                  "null removes the limit.")
+
+
+@extend_schema_field({"type": "array", "items": {}, "example": ["2026-01-01", 7]})
+class JSONListField(serializers.JSONField):
+    pass
+
+
+class _LastJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+
+
+class ScheduleSerializer(serializers.Serializer):
+    """A periodic entry, with its next run and the job of its latest due tick."""
+
+    name = serializers.CharField()
+    cron = serializers.CharField(help_text="Five fields, or six with seconds last.")
+    timezone = serializers.CharField(help_text="The IANA time zone the cron expression is read in.")
+    type = serializers.CharField(allow_null=True,
+                                 help_text="The job type it enqueues (or null: a task).")
+    task = serializers.CharField(allow_null=True,
+                                 help_text="The Django task's path (or null: a type).")
+    payload = JSONObjectField(help_text="The job's payload (with `type`).")
+    args = JSONListField(help_text="The task's positional arguments (with `task`).")
+    kwargs = JSONObjectField(help_text="The task's keyword arguments (with `task`).")
+    queue = serializers.CharField(allow_null=True, help_text="null: the type's or task's default.")
+    priority = serializers.IntegerField(allow_null=True)
+    max_attempts = serializers.IntegerField(allow_null=True)
+    timeout_seconds = serializers.IntegerField(source="timeout", allow_null=True)
+    source = serializers.ChoiceField(choices=["settings", "decorator"],
+                                     help_text="JOB_PERIODIC, or the @periodic decorator.")
+    valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")
+    problems = serializers.ListField(child=serializers.CharField())
+    next_run_at = serializers.DateTimeField(allow_null=True)
+    last_tick_at = serializers.DateTimeField(
+        allow_null=True, help_text="The latest tick due at or before now.")
+    last_job = _LastJob(allow_null=True,
+                        help_text="The job of the latest tick (null: not enqueued, e.g. no "
+                                  "worker ran then, or it was pruned).")
+
+
+class _Finished(serializers.Serializer):
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _FinishedWindows(serializers.Serializer):
+    last_1m = _Finished()
+    last_5m = _Finished()
+    last_15m = _Finished()
+
+
+class _PriorityDepth(serializers.Serializer):
+    priority = serializers.IntegerField()
+    count = serializers.IntegerField()
+
+
+class _QueueDepth(serializers.Serializer):
+    queue = serializers.CharField()
+    count = serializers.IntegerField()
+    paused = serializers.BooleanField()
+
+
+class _Queued(serializers.Serializer):
+    total = serializers.IntegerField()
+    runnable = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later (run_at, backoff).")
+    by_priority = _PriorityDepth(many=True)
+    by_queue = _QueueDepth(many=True)
+    max_depth = serializers.IntegerField(allow_null=True, help_text="JOB_MAX_QUEUE_DEPTH (null: off).")
+
+
+class _RunTime(serializers.Serializer):
+    mean = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    sample_size = serializers.IntegerField(help_text="Jobs finished in the last 15 minutes.")
+
+
+class _ThroughputPoint(serializers.Serializer):
+    minute = serializers.DateTimeField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _RunningJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    worker_id = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    progress_percent = serializers.IntegerField(allow_null=True)
+
+
+class _WorkerProcess(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField())
+    started_at = serializers.DateTimeField()
+    heartbeat_at = serializers.DateTimeField()
+    running_jobs = _RunningJob(many=True)
+
+
+class _Workers(serializers.Serializer):
+    active = serializers.IntegerField(help_text="Processes with a heartbeat in the last 15 s.")
+    threads = serializers.IntegerField()
+    busy_threads = serializers.IntegerField()
+    processes = _WorkerProcess(many=True)
+
+
+class _CountsByStatus(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class MetricsSerializer(serializers.Serializer):
+    generated_at = serializers.DateTimeField()
+    counts_by_status = _CountsByStatus()
+    queued = _Queued()
+    oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
+    finished = _FinishedWindows()
+    run_time_seconds = _RunTime()
+    retry_rate = serializers.FloatField(
+        allow_null=True, help_text="Share of jobs finished in the last 15 minutes that took more than one attempt.")
+    throughput = _ThroughputPoint(many=True, help_text="Succeeded and failed per minute, last 15 minutes, oldest first.")
+    workers = _Workers()
+
+
+class LoginSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False,
+                                     style={"input_type": "password"})
+
+
+class _Can(serializers.Serializer):
+    view = serializers.BooleanField()
+    create = serializers.BooleanField()
+    cancel = serializers.BooleanField()
+    retry = serializers.BooleanField()
+
+
+class UserSerializer(serializers.ModelSerializer):
+    permissions = serializers.SerializerMethodField()
+    can = serializers.SerializerMethodField()
+
+    class Meta:
+        model = get_user_model()
+        fields = ["id", "username", "is_staff", "is_superuser", "permissions", "can"]
+        read_only_fields = fields
+
+    def get_permissions(self, user) -> list[str]:
+        return sorted(user.get_all_permissions())
+
+    @extend_schema_field(_Can)
+    def get_can(self, user):
+        return {
+            "view": user.has_perm("django_pg_jobqueue.view_job"),
+            "create": user.has_perm("django_pg_jobqueue.add_job"),
+            "cancel": user.has_perm("django_pg_jobqueue.change_job"),
+            "retry": user.has_perm("django_pg_jobqueue.change_job"),
+        }
+
+
+class CsrfSerializer(serializers.Serializer):
+    csrf_token = serializers.CharField(help_text="Send it back in the X-CSRFToken header.")
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    database = serializers.CharField()
+    migrations = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error response has this shape."""
+
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_found, not_authenticated, "
+                                           "permission_denied, invalid_transition, idempotency_conflict, "
+                                           "payload_too_large, throttled, queue_full, database_unavailable ...")
+    detail = serializers.CharField(help_text="A sentence for people.")
+    errors = serializers.DictField(required=False, child=serializers.JSONField(),
+                                   help_text="On 400 only: each bad field with its messages.")
+    status = serializers.CharField(required=False, help_text="On invalid_transition: the job's status.")
+    job_id = serializers.IntegerField(required=False, help_text="On idempotency_conflict: the first job.")
+

@@ -1,0 +1,24 @@
+from django.apps import AppConfig
+
+
+class JobsConfig(AppConfig):
+    name = "django_pg_jobqueue"
+    label = "django_pg_jobqueue"
+    verbose_name = "Jobs"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.utils.module_loading import autodiscover_modules
+
+        # Handlers declared with @handler in any installed app's handlers.py (ours included).
+        autodiscover_modules("handlers")
+        # And any extra handler modules the settings name (JOB_EXTRA_HANDLER_MODULES).
+        from importlib import import_module
+
+        from . import conf
+
+        for module in conf.get().EXTRA_HANDLER_MODULES:
+            import_module(module)
+        # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
+        # system check (jobs.E200/E201).
+        from . import periodic, tasks_backend  # noqa: F401

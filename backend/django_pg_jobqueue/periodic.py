@@ -1,0 +1,338 @@
+"""Periodic jobs: cron schedules, each tick enqueued exactly once however many workers run.
+
+Declare entries in settings (or the JOB_PERIODIC environment variable, as JSON):
+
+    JOB_PERIODIC = {
+        "nightly-report": {"cron": "0 3 * * *", "timezone": "Europe/Paris",
+                           "type": "report_generate", "payload": {"pages": 20}},
+        "cleanup": {"cron": "*/15 * * * *", "task": "myapp.tasks.cleanup", "kwargs": {"days": 7}},
+    }
+
+or with the decorator, on a `@handler` function or a Django `@task` (in an app's
+`handlers.py` or `tasks.py`, which are imported at start-up):
+
+    @periodic(cron="0 * * * *", timezone="America/New_York")
+    @handler("hourly_digest")
+    def hourly_digest(ctx, payload): ...
+
+Cron expressions are parsed by croniter (five fields, or six with seconds last) in the entry's
+time zone (IANA name, default UTC), so "0 9 * * *" in Europe/Paris follows daylight saving.
+
+Exactly once: every worker process runs a `PeriodicEnqueuer`; each enqueues the ticks that
+are due with the idempotency key `periodic:<name>:<tick in UTC, ISO 8601>`. The unique index
+on the key lets one insert win and turns the others into no-ops: no leader to elect or lose.
+
+Missed ticks: while no worker runs, nothing is enqueued. When a worker process starts, it
+enqueues only the latest tick that is due (if no other process did), never the backlog: a
+schedule that missed a night of hourly ticks runs once on start-up, not eight times. While it
+runs, a process enqueues every tick since its previous pass (so a slow pass skips nothing),
+unless more than `MAX_CATCH_UP` are due at once (after a database outage): then, again, only
+the latest.
+"""
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError
+from django.utils import timezone as dj_timezone
+from django.utils.module_loading import import_string
+
+from .worker.base import ServiceThread
+
+log = logging.getLogger("django_pg_jobqueue.periodic")
+
+MAX_CATCH_UP = 10  # ticks one pass enqueues at most; beyond that, only the latest
+MAX_WAIT_SECONDS = 60.0  # a pass at least this often, so settings and clocks are re-read
+KEY_PREFIX = "periodic"
+
+
+@dataclass(frozen=True)
+class PeriodicEntry:
+    """One schedule: what to enqueue (a job `type` or a Django `task` path) and when."""
+
+    name: str
+    cron: str
+    timezone: str = "UTC"
+    type: str | None = None  # a registered job type ...
+    task: str | None = None  # ... or the module path of a Django @task
+    payload: dict = field(default_factory=dict)  # for `type`
+    args: list = field(default_factory=list)  # for `task`
+    kwargs: dict = field(default_factory=dict)  # for `task`
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    timeout: int | None = None
+    source: str = "settings"  # or "decorator"
+
+    # -- validation --------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """What is wrong with this entry, in words; [] when it can run."""
+        from .registry import registry
+
+        out = []
+        if not self.name or len(self.name) > 100 or ":" in self.name:
+            out.append("the name must have 1 to 100 characters and no ':'")
+        if not isinstance(self.cron, str) or not croniter.is_valid(self.cron):
+            out.append(f"invalid cron expression {self.cron!r}")
+        try:
+            ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            out.append(f"unknown time zone {self.timezone!r}")
+        if (self.type is None) == (self.task is None):
+            out.append("give exactly one of 'type' (a job type) or 'task' (a Django task path)")
+        elif self.type is not None and self.type not in registry:
+            out.append(f"no handler is registered for job type {self.type!r}")
+        elif self.task is not None:
+            try:
+                self._load_task()
+            except (ImportError, ValueError) as exc:
+                out.append(str(exc))
+        if not isinstance(self.payload, dict):
+            out.append("'payload' must be an object")
+        if not isinstance(self.args, list | tuple) or not isinstance(self.kwargs, dict):
+            out.append("'args' must be a list and 'kwargs' an object")
+        if self.priority is not None and not (isinstance(self.priority, int)
+                                              and -100 <= self.priority <= 100):
+            out.append("'priority' must be a whole number between -100 and 100")
+        return out
+
+    def _load_task(self):
+        from django.tasks import Task
+
+        from .tasks_backend import QueueTask
+
+        try:
+            task = import_string(self.task)
+        except ImportError as exc:
+            raise ImportError(f"cannot import task {self.task!r}: {exc}") from exc
+        if not isinstance(task, Task):
+            raise ValueError(f"{self.task!r} is not a Django task (decorate it with @task)")
+        if not isinstance(task, QueueTask):
+            raise ValueError(f"task {self.task!r} does not use jobs.tasks_backend.QueueBackend, "
+                             "so its ticks could not be enqueued exactly once")
+        return task
+
+    # -- ticks -------------------------------------------------------------------------------
+    def _local(self, moment: datetime) -> datetime:
+        return moment.astimezone(ZoneInfo(self.timezone))
+
+    def latest_tick(self, now: datetime) -> datetime:
+        """The latest tick at or before `now` (UTC)."""
+        it = croniter(self.cron, self._local(now) + timedelta(microseconds=1))
+        return it.get_prev(datetime).astimezone(UTC)
+
+    def next_tick(self, now: datetime) -> datetime:
+        """The first tick strictly after `now` (UTC)."""
+        return croniter(self.cron, self._local(now)).get_next(datetime).astimezone(UTC)
+
+    def ticks_between(self, after: datetime, until: datetime, limit: int) -> list[datetime]:
+        """Ticks in (after, until], at most `limit` + 1 of them (the caller checks the limit)."""
+        it = croniter(self.cron, self._local(after))
+        out = []
+        while len(out) <= limit:
+            tick = it.get_next(datetime).astimezone(UTC)
+            if tick > until:
+                break
+            out.append(tick)
+        return out
+
+    def key(self, tick: datetime) -> str:
+        return f"{KEY_PREFIX}:{self.name}:{tick.astimezone(UTC).isoformat()}"
+
+    # -- enqueue -----------------------------------------------------------------------------
+    def enqueue(self, tick: datetime) -> bool:
+        """Enqueue this tick unless some process already did. True if this call created it."""
+        from . import services
+
+        key = self.key(tick)
+        if self.type is not None:
+            _, created = services.enqueue_job(
+                self.type, dict(self.payload), priority=self.priority, queue=self.queue,
+                idempotency_key=key, max_attempts=self.max_attempts, timeout=self.timeout)
+            return created
+        from .models import Job
+
+        if Job.objects.filter(idempotency_key=key).exists():
+            return False
+        task = self._load_task()
+        options = {"idempotency_key": key, "max_attempts": self.max_attempts,
+                   "timeout": self.timeout, "queue_name": self.queue, "priority": self.priority}
+        task.using(**{k: v for k, v in options.items() if v is not None}).enqueue(
+            *self.args, **self.kwargs)
+        return True  # (a concurrent process may have won the insert: then it was a replay)
+
+
+# -- the declared entries ---------------------------------------------------------------------
+_declared: dict[str, PeriodicEntry] = {}
+_discovered = False
+
+
+def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
+             payload: dict | None = None, args: list | None = None, kwargs: dict | None = None,
+             queue: str | None = None, priority: int | None = None,
+             max_attempts: int | None = None, timeout: int | None = None):
+    """Run the decorated `@handler` function or Django `@task` on a cron schedule.
+
+    Put it above `@handler(...)` / `@task(...)`. `name` defaults to the job type, or to the
+    task's module path. Invalid entries are reported by `manage.py check` (jobs.E201)."""
+
+    def decorate(obj):
+        from django.tasks import Task
+
+        from .registry import registry
+
+        common = dict(cron=cron, timezone=timezone, queue=queue, priority=priority,
+                      max_attempts=max_attempts, timeout=timeout, source="decorator")
+        if isinstance(obj, Task):
+            entry = PeriodicEntry(name=name or obj.module_path, task=obj.module_path,
+                                  args=list(args or []), kwargs=dict(kwargs or {}), **common)
+        else:
+            spec = next((s for s in registry.all() if s.func is obj), None)
+            if spec is None:
+                raise ImproperlyConfigured(
+                    f"@periodic goes above @handler(...) or @task(...); {obj!r} is neither")
+            entry = PeriodicEntry(name=name or spec.name, type=spec.name,
+                                  payload=dict(payload or {}), **common)
+        _declared[entry.name] = entry
+        return obj
+
+    return decorate
+
+
+def _discover() -> None:
+    """Import every installed app's handlers.py and tasks.py, where decorated entries live."""
+    global _discovered
+    if not _discovered:
+        from django.utils.module_loading import autodiscover_modules
+
+        autodiscover_modules("handlers", "tasks")
+        _discovered = True
+
+
+_ENTRY_KEYS = {"cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
+               "priority", "max_attempts", "timeout"}
+
+
+def entries() -> list[PeriodicEntry]:
+    """Every schedule: settings.JOB_PERIODIC, then decorated ones. Raises
+    ImproperlyConfigured for a malformed settings entry or a name declared twice."""
+    _discover()
+    configured = getattr(settings, "JOB_PERIODIC", None) or {}
+    if not isinstance(configured, dict):
+        raise ImproperlyConfigured("JOB_PERIODIC must be a dict: {name: {cron: ..., type: ...}}")
+    out: dict[str, PeriodicEntry] = {}
+    for name, spec in configured.items():
+        if not isinstance(spec, dict) or "cron" not in spec:
+            raise ImproperlyConfigured(f"JOB_PERIODIC[{name!r}] must be a dict with a 'cron'")
+        unknown = set(spec) - _ENTRY_KEYS
+        if unknown:
+            raise ImproperlyConfigured(
+                f"JOB_PERIODIC[{name!r}]: unknown keys {sorted(unknown)}; "
+                f"expected some of {sorted(_ENTRY_KEYS)}")
+        out[name] = PeriodicEntry(name=name, **spec)
+    for name, entry in _declared.items():
+        if name in out:
+            raise ImproperlyConfigured(
+                f"periodic entry {name!r} is declared both in JOB_PERIODIC and with @periodic")
+        out[name] = entry
+    return sorted(out.values(), key=lambda e: e.name)
+
+
+@checks.register("django_pg_jobqueue")
+def check_periodic(app_configs=None, **kwargs):
+    try:
+        found = entries()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="django_pg_jobqueue.E200")]
+    return [
+        checks.Error(f"periodic entry {e.name!r}: {problem}", id="django_pg_jobqueue.E201")
+        for e in found for problem in e.problems()
+    ]
+
+
+# -- the selector for the API -------------------------------------------------------------------
+def schedule(now: datetime | None = None) -> list[dict]:
+    """Each entry with its next run and its latest due tick's job (None if not enqueued).
+
+    [{"name", "cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
+      "priority", "max_attempts", "timeout", "source", "valid", "problems",
+      "next_run_at", "last_tick_at", "last_job": {"id", "status"} | None}, ...]
+    """
+    from .models import Job
+
+    now = now or dj_timezone.now()
+    rows, by_key = [], {}
+    for entry in entries():
+        problems = entry.problems()
+        row = {**asdict(entry), "valid": not problems, "problems": problems,
+               "next_run_at": None, "last_tick_at": None, "last_job": None}
+        if not any(p.startswith(("invalid cron", "unknown time zone")) for p in problems):
+            row["next_run_at"] = entry.next_tick(now)
+            row["last_tick_at"] = entry.latest_tick(now)
+            by_key[entry.key(row["last_tick_at"])] = row
+        rows.append(row)
+    for key, job_id, status in Job.objects.filter(idempotency_key__in=list(by_key)).values_list(
+            "idempotency_key", "id", "status"):
+        by_key[key]["last_job"] = {"id": job_id, "status": status}
+    return rows
+
+
+# -- the service thread each worker process runs ------------------------------------------------
+class PeriodicEnqueuer(ServiceThread):
+    """Enqueues due ticks, then sleeps until the next one (at most MAX_WAIT_SECONDS)."""
+
+    def __init__(self):
+        super().__init__("periodic", log)
+        self.interval = 1.0
+        self._cursor: dict[str, datetime] = {}  # entry name -> end of this process's last pass
+        self.total: dict[str, int] = {}
+
+    def run_once(self, now: datetime | None = None) -> dict[str, int]:
+        started = time.monotonic()
+        now = now or dj_timezone.now()
+        counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0}
+        next_at = now + timedelta(seconds=MAX_WAIT_SECONDS)
+        for entry in entries():
+            problems = entry.problems()
+            if problems:
+                counts["invalid"] += 1
+                log.error("periodic entry %r is invalid: %s", entry.name, "; ".join(problems))
+                continue
+            cursor = self._cursor.get(entry.name)
+            if cursor is None:
+                due = [entry.latest_tick(now)]
+            else:
+                due = entry.ticks_between(cursor, now, MAX_CATCH_UP)
+                if len(due) > MAX_CATCH_UP:
+                    counts["skipped"] += len(due) - 1
+                    log.warning("periodic entry %r: more than %d ticks due at once; enqueueing "
+                                "only the latest", entry.name, MAX_CATCH_UP)
+                    due = [entry.latest_tick(now)]
+            for tick in due:
+                try:
+                    created = entry.enqueue(tick)
+                except DatabaseError:
+                    raise  # the service loop reconnects and backs off; the cursor stays put
+                except Exception as exc:
+                    # This entry's problem (a bad queue name, arguments that are not JSON, a
+                    # changed payload under the same key): it must not hold up the others.
+                    log.error("periodic entry %r tick %s not enqueued: %s: %s", entry.name,
+                              tick.isoformat(), type(exc).__name__, exc)
+                    counts["invalid"] += 1
+                    continue
+                counts["enqueued" if created else "existing"] += 1
+                if created:
+                    log.info("periodic entry %r: enqueued tick %s", entry.name, tick.isoformat())
+            self._cursor[entry.name] = now
+            next_at = min(next_at, entry.next_tick(now))
+        for k, v in counts.items():
+            self.total[k] = self.total.get(k, 0) + v
+        wait = (next_at - now).total_seconds() - (time.monotonic() - started)
+        self.interval = min(MAX_WAIT_SECONDS, max(0.01, wait + 0.005))
+        return counts

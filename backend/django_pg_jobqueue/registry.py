@@ -1,0 +1,89 @@
+"""The handler registry: job type name -> handler function and its per-type defaults.
+
+Declare handlers with the `@handler` decorator in a `handlers.py` module of any installed
+app; the jobs app imports those modules at start-up, the way the admin finds `admin.py`.
+
+    from django_pg_jobqueue import handler
+
+    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2)
+    def make_thumbnail(ctx, payload):
+        ctx.progress(50, "resizing")
+        return {"ok": True}
+"""
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    name: str
+    func: Callable
+    max_attempts: int | None = None
+    timeout_seconds: int | None = None
+    queue: str = "default"
+    priority: int = 0
+    concurrency: int | None = None  # most jobs of this type running at once, across all workers
+    description: str = ""
+    payload_example: dict = field(default_factory=dict)
+
+
+def _where(func: Callable) -> str:
+    """`module.qualname` of a handler function: the same function imported twice is one handler."""
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
+
+
+class Registry:
+    def __init__(self):
+        self._specs: dict[str, HandlerSpec] = {}
+
+    def register(self, name: str, func: Callable, **defaults) -> HandlerSpec:
+        if not name or len(name) > 100:
+            raise ValueError("a job type name has 1 to 100 characters")
+        if "description" not in defaults:
+            defaults["description"] = (func.__doc__ or "").strip().split("\n")[0]
+        spec = HandlerSpec(name=name, func=func, **defaults)
+        existing = self._specs.get(name)
+        if existing is not None and _where(existing.func) != _where(func):
+            raise ImproperlyConfigured(
+                f"two handlers are registered as {name!r}: {_where(existing.func)} and "
+                f"{_where(func)}; give one of them another name")
+        self._specs[name] = spec
+        return spec
+
+    def unregister(self, name: str) -> None:
+        self._specs.pop(name, None)
+
+    def get(self, name: str) -> HandlerSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._specs
+
+    def type_limits(self) -> dict[str, int]:
+        return {s.name: s.concurrency for s in self._specs.values() if s.concurrency}
+
+    def all(self) -> list[HandlerSpec]:
+        return sorted(self._specs.values(), key=lambda s: s.name)
+
+
+registry = Registry()
+
+
+def handler(name: str | None = None, *, max_attempts: int | None = None,
+            timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
+            concurrency: int | None = None, description: str | None = None,
+            payload_example: dict | None = None):
+    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
+
+    def decorate(func):
+        defaults = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
+                        priority=priority, concurrency=concurrency,
+                        payload_example=payload_example or {})
+        if description is not None:
+            defaults["description"] = description
+        registry.register(name or func.__name__, func, **defaults)
+        return func
+
+    return decorate

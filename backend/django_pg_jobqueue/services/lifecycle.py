@@ -1,0 +1,165 @@
+"""Worker-side transitions: renew, progress, log, complete, fail, release, snooze.
+
+Every one presents the lease token its claim stamped, in the statement's WHERE clause. A
+write that matches no row means the lease was lost (the reaper requeued the job, an operator
+cancelled it, another worker reclaimed it): the write is refused, never applied.
+"""
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import connection
+
+from .. import conf, db, sql
+from ..exceptions import LeaseLost
+
+log = logging.getLogger("django_pg_jobqueue.lifecycle")
+
+
+def _backoff_params() -> dict:
+    c = conf.get()
+    return {
+        "retry_base": c.RETRY_BASE_SECONDS,
+        "retry_max": c.RETRY_MAX_SECONDS,
+        "retry_jitter": c.RETRY_JITTER,
+    }
+
+
+@dataclass
+class Completion:
+    job_id: int
+    lease_token: uuid.UUID
+    worker_id: str
+    result: object = None
+    job_type: str = ""  # for the worker's log line only
+    attempt: int = 0
+    result_json: str | None = None  # `result` already encoded (the executor checks it is JSON)
+
+
+def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, float]], list[Completion]]:
+    """Record successes in one statement, each guarded by its own lease token.
+
+    Returns (done, refused): done rows are (job id, final status, run seconds); refused are
+    the completions whose lease was lost, so their result was discarded (and recorded).
+    """
+    if not completions:
+        return [], []
+    # One JSON document for the whole batch, where four Python-side array parameters cost
+    # more than the statement's own server time. A UUID's text needs no JSON escaping; each
+    # worker id is encoded once per batch.
+    worker_ids = {c.worker_id: json.dumps(c.worker_id) for c in completions}
+    batch = "[" + ",".join(
+        f'[{int(c.job_id)},"{c.lease_token}",{worker_ids[c.worker_id]},'
+        f'{c.result_json if c.result_json is not None else json.dumps(c.result)}]'
+        for c in completions) + "]"
+    done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
+    done_ids = {row[0] for row in done}
+    refused = [c for c in completions if c.job_id not in done_ids]
+    for c in refused:
+        record_lease_lost(c.job_id, c.lease_token, c.worker_id, "complete",
+                          "late result discarded: the lease was lost before completion")
+    return done, refused
+
+
+def complete(job_id: int, lease_token, *, worker_id: str, result=None) -> str:
+    """Complete a running job if it still holds `lease_token`; raise LeaseLost otherwise."""
+    done, refused = complete_many([Completion(job_id, lease_token, worker_id, result)])
+    if refused:
+        raise LeaseLost(job_id, lease_token, "complete")
+    return done[0][1]
+
+
+def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str | None = None,
+         permanent: bool = False, reason: str = "error") -> tuple[str, float | None]:
+    """Fail the attempt if it still holds `lease_token`: queued again at now() + backoff while
+    attempts remain (unless `permanent`), else failed. Returns (new status, delay seconds)."""
+    params = {
+        "id": job_id, "token": lease_token, "worker_id": worker_id, "error": error[:10000],
+        "traceback": traceback[-20000:] if traceback else None, "permanent": permanent,
+        "reason": reason, **_backoff_params(),
+    }
+    with connection.cursor() as cur:
+        cur.execute(sql.FAIL, params)
+        row = cur.fetchone()
+    if row is None:
+        record_lease_lost(job_id, lease_token, worker_id, "fail",
+                          f"late failure discarded: the lease was lost ({error[:200]})")
+        raise LeaseLost(job_id, lease_token, "fail")
+    return row[1], row[3]
+
+
+def _requeue_uncharged(items: list[tuple[int, uuid.UUID, str]], *, kind: str, message: str,
+                       delay_seconds: float) -> list[int]:
+    if not items:
+        return []
+    params = {
+        "ids": [i[0] for i in items], "tokens": [i[1] for i in items],
+        "worker_ids": [i[2] for i in items], "kind": kind, "message": message,
+        "delay_seconds": float(delay_seconds),
+    }
+    with connection.cursor() as cur:
+        cur.execute(sql.REQUEUE_UNCHARGED, params)
+        return [row[0] for row in cur.fetchall()]
+
+
+def release_many(items: list[tuple[int, uuid.UUID, str]], *, message: str = "worker shutting down") -> list[int]:
+    """Give running jobs back to the queue at once, without charging the attempt (shutdown)."""
+    return _requeue_uncharged(items, kind="released", message=message, delay_seconds=0)
+
+
+def snooze(job_id: int, lease_token, *, worker_id: str, seconds: float) -> None:
+    """Back to queued, runnable in `seconds`, without spending an attempt."""
+    if not _requeue_uncharged([(job_id, lease_token, worker_id)], kind="snoozed",
+                              message=f"snoozed for {seconds:g}s", delay_seconds=seconds):
+        raise LeaseLost(job_id, lease_token, "snooze")
+
+
+@dataclass
+class Renewal:
+    job_id: int
+    cancel_requested: bool
+    timed_out: bool
+
+
+def renew_many(leases: list[tuple[int, uuid.UUID]], *, lease_seconds: float | None = None) -> dict[int, Renewal]:
+    """Extend the leases still held; jobs missing from the answer were lost."""
+    if not leases:
+        return {}
+    params = {
+        "ids": [l[0] for l in leases], "tokens": [l[1] for l in leases],
+        "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
+    }
+    return {row[0]: Renewal(row[0], row[1], row[2]) for row in db.fetch_all(sql.RENEW_MANY, params)}
+
+
+def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | None,
+                    message: str = "") -> None:
+    if percent is not None:
+        percent = max(0, min(100, int(percent)))
+    params = {"id": job_id, "token": lease_token, "worker_id": worker_id, "percent": percent,
+              "message": (message or "")[:500]}
+    with connection.cursor() as cur:
+        cur.execute(sql.PROGRESS, params)
+        if cur.fetchone() is None:
+            raise LeaseLost(job_id, lease_token, "progress")
+
+
+def log_message(job_id: int, lease_token, *, worker_id: str, message: str, data: dict | None = None) -> None:
+    params = {"id": job_id, "token": lease_token, "worker_id": worker_id,
+              "message": message[:10000], "data": json.dumps(data or {})}
+    with connection.cursor() as cur:
+        cur.execute(sql.LOG, params)
+        if cur.fetchone() is None:
+            raise LeaseLost(job_id, lease_token, "log")
+
+
+def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, message: str,
+                      attempt: int = 0) -> None:
+    """Leave a `lease_lost` event: a stale worker's write was refused."""
+    log.warning("lease lost job=%s worker=%s refused=%s", job_id, worker_id, action)
+    with connection.cursor() as cur:
+        cur.execute(sql.LEASE_LOST, {
+            "id": job_id, "token": str(lease_token), "worker_id": worker_id, "action": action,
+            "message": message, "attempt": attempt,
+        })

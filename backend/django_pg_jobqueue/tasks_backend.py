@@ -1,0 +1,388 @@
+"""A Django Tasks backend (`django.tasks`) that stores each task as a job in this queue.
+
+    TASKS = {
+        "default": {
+            "BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
+            "QUEUES": ["default", "emails"],   # [] accepts any queue name
+        }
+    }
+
+    from django.tasks import task
+
+    @task(priority=10, queue_name="emails", max_attempts=5, timeout=30)
+    def send_welcome(user_id): ...
+
+    result = send_welcome.enqueue(user.id)      # inside atomic(): commits with the caller
+    send_welcome.get_result(result.id).status   # READY, RUNNING, SUCCESSFUL, FAILED
+
+Each enqueue is one job of the internal type `django_task`; its payload holds the task's
+module path, args, kwargs and the backend alias. `run_job_workers` runs it through the
+`django_task` handler registered below: it imports the task, calls it (coroutines natively,
+cancelled when the job must stop), and stores the JSON return value as the job's result. The
+result id is the job id, as a string.
+
+Mapping to Django's model:
+- status: queued -> READY, running -> RUNNING, succeeded -> SUCCESSFUL, failed and
+  cancelled -> FAILED (a cancel appears in `errors` as `jobs.exceptions.JobCancelled`).
+- priority -> priority (-100..100, higher first), queue_name -> queue, run_after -> the
+  job's `available_at`.
+- Retries, timeouts and uniqueness, which Django does not define, come from `task_class`
+  (`QueueTask`): `@task(max_attempts=5, timeout=30)`, and per enqueue
+  `.using(max_attempts=..., timeout=..., idempotency_key=...)`.
+- errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
+  worker_ids: one per attempt (so `TaskResult.attempts` is the job's attempt count).
+- Signals: `task_enqueued` once the enqueueing transaction commits; `task_started` and
+  `task_finished` in the worker around every attempt. `task_finished` carries the status the
+  task has after that attempt: SUCCESSFUL, FAILED, or READY when a retry is scheduled.
+"""
+import asyncio
+import json
+import traceback as tb_module
+from dataclasses import dataclass, replace
+from datetime import datetime
+from inspect import iscoroutinefunction
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core import checks
+from django.db import connection, transaction
+from django.tasks import task_backends
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued, task_finished, task_started
+from django.utils import timezone
+from django.utils.json import normalize_json
+from django.utils.module_loading import import_string
+
+from .context import JobContext, Snooze
+from .exceptions import JobCancelled, LeaseLost, PermanentError
+from .registry import handler
+
+JOB_TYPE = "django_task"
+MAX_QUEUE_NAME_LENGTH = 100  # Job.queue's max_length
+
+STATUS_MAP = {
+    "queued": TaskResultStatus.READY,
+    "running": TaskResultStatus.RUNNING,
+    "succeeded": TaskResultStatus.SUCCESSFUL,
+    "failed": TaskResultStatus.FAILED,
+    "cancelled": TaskResultStatus.FAILED,
+}
+
+# The events a result is rebuilt from.
+_RESULT_EVENT_KINDS = ("claimed", "log", "retry_scheduled", "failed", "cancelled",
+                       "lease_expired")
+# Failures the worker records without a Python exception of the task's own.
+_SYNTHETIC_ERRORS = {
+    "timeout": "builtins.TimeoutError",
+    "cancelled": "django_pg_jobqueue.exceptions.JobCancelled",
+    "lease_expired": "django_pg_jobqueue.exceptions.LeaseLost",
+    "lease_lost": "django_pg_jobqueue.exceptions.LeaseLost",
+    "shutdown": "django_pg_jobqueue.exceptions.JobCancelled",
+    "unknown_type": "django_pg_jobqueue.exceptions.UnknownJobType",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueTask(Task):
+    """Django's Task plus what this queue adds: retries, a timeout and an idempotency key.
+
+    `@task(max_attempts=5, timeout=30)` sets them for every enqueue (Django 6.1 passes extra
+    `@task` arguments to the backend's `task_class`); `.using(...)` overrides them per call.
+    """
+
+    max_attempts: int | None = None  # None: JOB_DEFAULT_MAX_ATTEMPTS
+    timeout: int | None = None  # seconds; None: JOB_DEFAULT_TIMEOUT_SECONDS
+    # Enqueueing again with the same key and the same arguments returns the first result
+    # instead of a new task; with other arguments it raises jobs.exceptions.IdempotencyConflict.
+    idempotency_key: str | None = None
+
+    def using(self, *, priority=None, queue_name=None, run_after=None, backend=None,
+              max_attempts=None, timeout=None, idempotency_key=None):
+        """Create a new Task with modified defaults (Django's, and this queue's)."""
+        task = Task.using(self, priority=priority, queue_name=queue_name,
+                          run_after=run_after, backend=backend)
+        changes = {}
+        if max_attempts is not None:
+            changes["max_attempts"] = max_attempts
+        if timeout is not None:
+            changes["timeout"] = timeout
+        if idempotency_key is not None:
+            changes["idempotency_key"] = idempotency_key
+        return replace(task, **changes) if changes else task
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueTaskContext(TaskContext):
+    """Django's TaskContext plus `job`, the queue's JobContext for this attempt: a
+    `takes_context` task can report `context.job.progress(...)`, check
+    `context.job.should_stop()` (cancel, timeout, shutdown), or `context.job.snooze(60)`."""
+
+    job: JobContext | None = None
+
+
+class QueueBackend(BaseTaskBackend):
+    task_class = QueueTask
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    # -- validation ---------------------------------------------------------------------------
+    def validate_task(self, task):
+        super().validate_task(task)
+        max_attempts = getattr(task, "max_attempts", None)
+        if max_attempts is not None and (not isinstance(max_attempts, int) or max_attempts < 1):
+            raise InvalidTask("max_attempts must be a whole number of at least 1.")
+        timeout = getattr(task, "timeout", None)
+        if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
+            raise InvalidTask("timeout must be a whole number of seconds, at least 1.")
+        key = getattr(task, "idempotency_key", None)
+        if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
+            raise InvalidTask("idempotency_key must be a string of 1 to 255 characters.")
+        if len(task.queue_name) > MAX_QUEUE_NAME_LENGTH or not task.queue_name:
+            raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters.")
+
+    def check(self, **kwargs):
+        errors = []
+        raw_queues = settings.TASKS[self.alias].get("QUEUES", None)
+        if raw_queues is not None and (
+            isinstance(raw_queues, str)
+            or not all(isinstance(q, str) and 1 <= len(q) <= MAX_QUEUE_NAME_LENGTH
+                       for q in raw_queues)
+        ):
+            errors.append(checks.Error(
+                f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names of 1 to "
+                f"{MAX_QUEUE_NAME_LENGTH} characters.",
+                hint='For example "QUEUES": ["default", "emails"]; [] accepts any queue.',
+                id="django_pg_jobqueue.E101",
+            ))
+        if connection.vendor != "postgresql":
+            errors.append(checks.Error(
+                f"{type(self).__name__} stores tasks in PostgreSQL; the default database is "
+                f"{connection.vendor}.", id="django_pg_jobqueue.E102",
+            ))
+        from django.apps import apps
+
+        if not apps.is_installed("django_pg_jobqueue"):
+            errors.append(checks.Error(
+                f"{type(self).__name__} needs the 'django_pg_jobqueue' app in INSTALLED_APPS.",
+                id="django_pg_jobqueue.E103",
+            ))
+        if self.options:
+            errors.append(checks.Warning(
+                f"TASKS[{self.alias!r}]['OPTIONS'] is ignored by {type(self).__name__}: "
+                f"{sorted(self.options)}.",
+                hint="Set retries and timeouts on the task: @task(max_attempts=..., timeout=...).",
+                id="django_pg_jobqueue.W101",
+            ))
+        return errors
+
+    # -- producing ----------------------------------------------------------------------------
+    def enqueue(self, task, args, kwargs):
+        """Store the task as a job. Inside `transaction.atomic()` it commits or rolls back
+        with the caller's transaction, and `task_enqueued` is sent only once it commits."""
+        from . import services
+
+        self.validate_task(task)
+        args, kwargs = normalize_json(list(args)), normalize_json(dict(kwargs))
+        payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
+                   "backend": self.alias}
+        job, created = services.enqueue_job(
+            JOB_TYPE, payload, priority=task.priority, queue=task.queue_name,
+            run_at=task.run_after, max_attempts=getattr(task, "max_attempts", None),
+            timeout=getattr(task, "timeout", None),
+            idempotency_key=getattr(task, "idempotency_key", None),
+        )
+        if not created:  # an idempotent replay: the existing task's result, as it is now
+            return self.get_result(str(job.id))
+        result = TaskResult(
+            task=task, id=str(job.id), status=TaskResultStatus.READY,
+            enqueued_at=job.created_at, started_at=None, finished_at=None,
+            last_attempted_at=None, args=args, kwargs=kwargs, backend=self.alias, errors=[],
+            worker_ids=[],
+        )
+        transaction.on_commit(
+            lambda: task_enqueued.send(type(self), task_result=result), robust=True)
+        return result
+
+    # -- results ------------------------------------------------------------------------------
+    def get_result(self, result_id):
+        from .models import Job, JobEvent
+
+        try:
+            job_id = int(result_id)
+        except (TypeError, ValueError):
+            raise TaskResultDoesNotExist(result_id) from None
+        job = Job.objects.filter(pk=job_id, type=JOB_TYPE).first()
+        if job is None:
+            raise TaskResultDoesNotExist(result_id)
+        events = list(JobEvent.objects.filter(job_id=job_id, kind__in=_RESULT_EVENT_KINDS)
+                      .order_by("id").values("kind", "attempt", "worker_id", "message", "data",
+                                             "created_at"))
+        return _build_result(job, events)
+
+
+def _load_task(path: str) -> Task:
+    try:
+        task = import_string(path)
+    except ImportError as exc:
+        raise PermanentError(f"cannot import task {path!r}: {exc}") from exc
+    if not isinstance(task, Task):
+        raise PermanentError(f"{path!r} is not a Task (decorate it with @task)")
+    return task
+
+
+def _task_for(job) -> Task:
+    """The task a job was enqueued as: the imported Task with the job's own options."""
+    payload = job.payload
+    task = _load_task(payload["task"])
+    changes = {"priority": job.priority, "queue_name": job.queue,
+               "backend": payload.get("backend", task.backend)}
+    if isinstance(task, QueueTask):
+        changes.update(max_attempts=job.max_attempts, timeout=job.timeout_seconds,
+                       idempotency_key=job.idempotency_key)
+    try:
+        return replace(task, **changes)
+    except InvalidTask:  # the settings changed since: keep the task as its module declares it
+        return task
+
+
+def _build_result(job, events: list[dict]) -> TaskResult:
+    try:
+        task = _task_for(job)
+    except PermanentError as exc:
+        raise TaskResultDoesNotExist(f"{job.id}: {exc}") from exc
+    by_attempt: dict[int, str] = {}
+    first_claim_at: datetime | None = None
+    task_errors: dict[int, TaskError] = {}
+    errors: list[TaskError] = []
+    for ev in events:
+        kind, data = ev["kind"], ev["data"] or {}
+        if kind == "claimed":
+            by_attempt[ev["attempt"]] = ev["worker_id"] or ""
+            first_claim_at = first_claim_at or ev["created_at"]
+        elif kind == "log" and "task_error" in data:
+            err = data["task_error"]
+            task_errors[ev["attempt"]] = TaskError(
+                exception_class_path=err["exception_class_path"], traceback=err["traceback"])
+        elif kind in ("retry_scheduled", "failed"):
+            own = task_errors.pop(ev["attempt"], None)
+            errors.append(own or TaskError(
+                exception_class_path=_SYNTHETIC_ERRORS.get(data.get("reason"),
+                                                           "builtins.Exception"),
+                traceback=ev["message"]))
+        elif kind == "cancelled":
+            errors.append(task_errors.pop(ev["attempt"], None) or TaskError(
+                exception_class_path="django_pg_jobqueue.exceptions.JobCancelled",
+                traceback=ev["message"] or "cancelled"))
+        elif kind == "lease_expired":
+            errors.append(TaskError(exception_class_path="django_pg_jobqueue.exceptions.LeaseLost",
+                                    traceback=ev["message"]))
+    worker_ids = [by_attempt[n] for n in sorted(by_attempt) if n <= job.attempts]
+    result = TaskResult(
+        task=task, id=str(job.id), status=STATUS_MAP[job.status], enqueued_at=job.created_at,
+        started_at=first_claim_at, last_attempted_at=job.started_at,
+        finished_at=job.finished_at, args=job.payload.get("args", []),
+        kwargs=job.payload.get("kwargs", {}), backend=job.payload.get("backend", task.backend),
+        errors=errors, worker_ids=worker_ids,
+    )
+    if job.status == "succeeded":
+        object.__setattr__(result, "_return_value", job.result)
+    return result
+
+
+# -- the worker side --------------------------------------------------------------------------
+def _call(task: Task, ctx: JobContext, args: list, kwargs: dict) -> Any:
+    if not iscoroutinefunction(task.func):
+        return task.func(*args, **kwargs)
+    # A coroutine runs on its own event loop in this executor thread; async_to_sync keeps the
+    # ORM's thread-sensitive calls on this thread's connection. When the job must stop
+    # (cancel, timeout, lease lost, shutdown) the coroutine is cancelled at its next await.
+    return async_to_sync(_run_cancellable)(task.func, ctx, args, kwargs)
+
+
+async def _run_cancellable(func, ctx: JobContext, args, kwargs):
+    running = asyncio.ensure_future(func(*args, **kwargs))
+    while True:
+        done, _ = await asyncio.wait({running}, timeout=0.1)
+        if done:
+            return running.result()
+        if ctx.should_stop():
+            running.cancel()
+            try:
+                await running
+            except asyncio.CancelledError:
+                pass
+            raise JobCancelled(ctx.stop_reason or "stop requested")
+
+
+def _finish(sender, result: TaskResult, status: TaskResultStatus, **changes) -> None:
+    for name, value in {"status": status, **changes}.items():
+        object.__setattr__(result, name, value)
+    task_finished.send(sender, task_result=result)
+
+
+@handler(JOB_TYPE, description="Runs a Django task (django.tasks) enqueued through QueueBackend.")
+def run_django_task(ctx: JobContext, payload: dict):
+    from .models import Job, JobEvent
+
+    alias = payload.get("backend")
+    try:
+        backend = task_backends[alias]
+    except Exception as exc:
+        raise PermanentError(f"no task backend {alias!r} in TASKS: {exc}") from exc
+    sender = type(backend)
+    job = Job.objects.get(pk=ctx.job_id)
+    events = list(JobEvent.objects.filter(job_id=ctx.job_id, kind__in=_RESULT_EVENT_KINDS)
+                  .order_by("id").values("kind", "attempt", "worker_id", "message", "data",
+                                         "created_at"))
+    try:
+        result = _build_result(job, events)
+    except TaskResultDoesNotExist as exc:
+        raise PermanentError(str(exc.args[0])) from None
+    task = result.task
+    task_started.send(sender, task_result=result)
+    args, kwargs = list(result.args), dict(result.kwargs)
+    if task.takes_context:
+        args.insert(0, QueueTaskContext(task_result=result, job=ctx))
+    try:
+        raw = _call(task, ctx, args, kwargs)
+    except (Snooze, LeaseLost):
+        raise  # not a failure of the task: requeued uncharged, or no longer ours
+    except Exception as exc:
+        _record_failure(sender, ctx, result, exc,
+                        final=isinstance(exc, (PermanentError, JobCancelled)))
+        raise
+    try:
+        value = normalize_json(raw)
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        # Deterministic: running it again would return the same value. Fail for good.
+        _record_failure(sender, ctx, result, exc, final=True)
+        raise PermanentError(f"the task returned a value that is not JSON: {exc}") from exc
+    object.__setattr__(result, "_return_value", value)
+    _finish(sender, result, TaskResultStatus.SUCCESSFUL, finished_at=timezone.now())
+    return value
+
+
+def _record_failure(sender, ctx: JobContext, result: TaskResult, exc: BaseException, *,
+                    final: bool) -> None:
+    """Keep the exception's class path and traceback (as a `log` event the result is rebuilt
+    from), then send `task_finished` with the status the task has after this attempt."""
+    exc_type = type(exc)
+    error = TaskError(exception_class_path=f"{exc_type.__module__}.{exc_type.__qualname__}",
+                      traceback="".join(tb_module.format_exception(exc))[-20000:])
+    try:
+        ctx.log(f"task raised {error.exception_class_path}: {exc}"[:1000],
+                task_error={"exception_class_path": error.exception_class_path,
+                            "traceback": error.traceback})
+    except LeaseLost:
+        pass
+    result.errors.append(error)
+    final = final or ctx.attempt >= ctx.max_attempts
+    _finish(sender, result, TaskResultStatus.FAILED if final else TaskResultStatus.READY,
+            finished_at=timezone.now() if final else None)

@@ -1,0 +1,334 @@
+"""Test helpers for your own test suite: assert what was enqueued, run jobs synchronously,
+and inject the faults production will throw at your handlers.
+
+    from django_pg_jobqueue.testing import assert_enqueued, drain, crash_mid_handler, expire_lease, run_reaper
+
+    def test_signup_sends_the_welcome_email(db):
+        signup("ada@example.com")
+        assert_enqueued(type="email_send", payload_subset={"to": "ada@example.com"})
+        assert drain().succeeded == 1
+
+    def test_charge_is_safe_to_run_twice(db):
+        job = enqueue("charge_invoice", {"invoice_id": 7})
+        crash_mid_handler(job)           # the handler ran, then the process died before the ack
+        expire_lease(job)                # ... the lease runs out
+        run_reaper()                     # ... the reaper requeues the job
+        assert drain(include_scheduled=True).succeeded == 1   # and it runs a second time
+        assert Charge.objects.filter(invoice_id=7).count() == 1
+
+Everything goes through the real engine: `drain()` claims with `services.claim` (worker id
+"testing-drain"), runs the handler with a real `JobContext`, and records the outcome through
+the same fenced writes the workers use (`services.complete`, `services.fail`, ...). The
+helpers work in an ordinary `db` test (one transaction: jobs enqueued in it are visible to
+them) as well as with `transaction=True`. Inside one transaction the database clock stands
+still, so retries and reaped jobs (due at now() + backoff) only run with
+`drain(include_scheduled=True)`.
+"""
+from __future__ import annotations
+
+import json
+import traceback as tb
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from . import services
+from .context import JobContext, Snooze
+from .exceptions import JobCancelled, LeaseLost, PermanentError
+from .models import Job
+from .registry import registry
+from .states import Status
+
+DRAIN_WORKER_ID = "testing-drain"
+CRASH_WORKER_ID = "testing-crashed"
+
+__all__ = [
+    "enqueued_jobs", "assert_enqueued", "assert_not_enqueued", "drain", "DrainResult",
+    "expire_lease", "run_reaper", "crash_mid_handler", "Crash", "SimulatedCrash",
+]
+
+
+# --- what was enqueued ------------------------------------------------------------------------
+def enqueued_jobs(type: str | None = None, *, payload_subset: dict | None = None,
+                  queue: str | None = None, status: str | None = Status.QUEUED) -> list[Job]:
+    """Jobs matching every given filter, oldest first. Sees jobs enqueued in the current
+    transaction. `payload_subset` matches jobs whose payload contains it (JSON containment:
+    nested objects match by subset too). `status=None` matches every status."""
+    qs = Job.objects.order_by("id")
+    if type is not None:
+        qs = qs.filter(type=type)
+    if queue is not None:
+        qs = qs.filter(queue=queue)
+    if status is not None:
+        qs = qs.filter(status=status)
+    if payload_subset:
+        qs = qs.filter(payload__contains=payload_subset)
+    return list(qs)
+
+
+def assert_enqueued(type: str | None = None, *, payload_subset: dict | None = None,
+                    queue: str | None = None, count: int | None = None,
+                    status: str | None = Status.QUEUED) -> list[Job]:
+    """Assert that matching jobs were enqueued (exactly `count` of them, when given) and return
+    them. The failure message lists what was enqueued instead."""
+    found = enqueued_jobs(type, payload_subset=payload_subset, queue=queue, status=status)
+    if (count is None and found) or (count is not None and len(found) == count):
+        return found
+    wanted = _describe(type, payload_subset, queue, status)
+    expected = f"{count} job(s)" if count is not None else "a job"
+    raise AssertionError(f"expected {expected} {wanted}, found {len(found)}.\n"
+                         + _listing(status))
+
+
+def assert_not_enqueued(type: str | None = None, *, payload_subset: dict | None = None,
+                        queue: str | None = None, status: str | None = Status.QUEUED) -> None:
+    found = enqueued_jobs(type, payload_subset=payload_subset, queue=queue, status=status)
+    if found:
+        raise AssertionError(f"expected no job {_describe(type, payload_subset, queue, status)}, "
+                             f"found {len(found)}: " + ", ".join(f"#{j.id}" for j in found))
+
+
+def _describe(type, payload_subset, queue, status) -> str:
+    parts = [f"{k}={v!r}" for k, v in (("type", type), ("payload_subset", payload_subset),
+                                        ("queue", queue), ("status", status)) if v is not None]
+    return "with " + ", ".join(parts) if parts else "at all"
+
+
+def _listing(status, limit: int = 20) -> str:
+    qs = Job.objects.order_by("id")
+    if status is not None:
+        qs = qs.filter(status=status)
+    jobs = list(qs[:limit])
+    if not jobs:
+        return "No jobs " + (f"are {status}." if status else "exist.")
+    lines = [f"  #{j.id} {j.type} queue={j.queue} status={j.status} payload={json.dumps(j.payload)}"
+             for j in jobs]
+    return ("Jobs" + (f" ({status})" if status else "") + ":\n" + "\n".join(lines))
+
+
+# --- running jobs synchronously ---------------------------------------------------------------
+@dataclass
+class DrainResult:
+    succeeded: int = 0
+    failed: int = 0          # failed for good
+    retried: int = 0         # the attempt failed; the job is queued again with backoff
+    snoozed: int = 0
+    cancelled: int = 0
+    lease_lost: int = 0
+    jobs: list[int] = field(default_factory=list)       # ids, in the order they ran
+    errors: list[str] = field(default_factory=list)     # "#id: Error: message"
+
+    @property
+    def ran(self) -> int:
+        return len(self.jobs)
+
+
+def drain(types: list[str] | str | None = None, *, queues: list[str] | None = None,
+          max_jobs: int = 1000, include_scheduled: bool = False,
+          raise_errors: bool = False) -> DrainResult:
+    """Run due jobs one by one in this thread until none is left (or `max_jobs` ran).
+
+    - `types` / `queues`: only jobs of these types / queues.
+    - `include_scheduled`: also run jobs due later (delayed, retrying, reaped): each round makes
+      them due now. Together with retries this runs a flaky job until it ends.
+    - `raise_errors`: re-raise the first handler exception (after recording it) instead of
+      counting it in `errors`.
+
+    Jobs that enqueue jobs are fine: those run too, in the same drain.
+    """
+    if isinstance(types, str):
+        types = [types]
+    result = DrainResult()
+    while result.ran < max_jobs:
+        if include_scheduled:
+            _make_due(types, queues)
+        claimed = services.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types)
+        if not claimed:
+            break
+        job = claimed[0]
+        result.jobs.append(job.id)
+        error = _execute(job, result)
+        if error is not None and raise_errors:
+            raise error
+    return result
+
+
+def _make_due(types, queues) -> None:
+    # now(), the engine's clock (transaction time), not Django's Now() (statement time): inside
+    # a test's transaction the two differ, and the claim compares with now().
+    sql = "UPDATE jobs SET available_at = now() WHERE status = 'queued' AND available_at > now()"
+    params: list = []
+    if types:
+        sql += " AND type = ANY(%s::text[])"
+        params.append(list(types))
+    if queues:
+        sql += " AND queue = ANY(%s::text[])"
+        params.append(list(queues))
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+
+
+def _context(job, worker_id: str) -> JobContext:
+    return JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
+                      max_attempts=job.max_attempts, lease_token=job.lease_token,
+                      worker_id=worker_id)
+
+
+def _execute(job, result: DrainResult) -> BaseException | None:
+    """The executor's pipeline for one claimed job (see jobs/worker/executor.py)."""
+    ctx = _context(job, DRAIN_WORKER_ID)
+    spec = registry.get(job.type)
+
+    def fail(error: str, trace: str | None, permanent: bool, reason: str) -> None:
+        try:
+            status, _ = services.fail(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
+                                      error=error, traceback=trace, permanent=permanent,
+                                      reason=reason)
+        except LeaseLost:
+            result.lease_lost += 1
+            return
+        if status == Status.QUEUED:
+            result.retried += 1
+        elif status == Status.CANCELLED:
+            result.cancelled += 1
+        else:
+            result.failed += 1
+
+    if spec is None:
+        fail(f"no handler registered for job type {job.type!r}", None, True, "unknown_type")
+        result.errors.append(f"#{job.id}: no handler for {job.type!r}")
+        return None
+    try:
+        value = spec.func(ctx, job.payload)
+        json.dumps(value)
+    except Snooze as snooze:
+        try:
+            services.snooze(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
+                            seconds=snooze.seconds)
+            result.snoozed += 1
+        except LeaseLost:
+            result.lease_lost += 1
+        return None
+    except LeaseLost:
+        result.lease_lost += 1
+        return None
+    except JobCancelled:
+        fail(f"stopped: {ctx.stop_reason or 'cancelled'}", None, True,
+             ctx.stop_reason or "cancelled")
+        return None
+    except Exception as exc:  # the handler's failure is the job's, not the test's
+        permanent = isinstance(exc, PermanentError)
+        result.errors.append(f"#{job.id}: {type(exc).__name__}: {exc}")
+        fail(f"{type(exc).__name__}: {exc}", tb.format_exc(), permanent,
+             "permanent" if permanent else "error")
+        return exc
+    try:
+        status = services.complete(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
+                                   result=value)
+    except LeaseLost:
+        result.lease_lost += 1
+        return None
+    if status == Status.CANCELLED:
+        result.cancelled += 1
+    else:
+        result.succeeded += 1
+    return None
+
+
+# --- fault injection --------------------------------------------------------------------------
+def expire_lease(job) -> None:
+    """Force a running job's lease deadline into the past, as if its worker stopped renewing
+    it (died, froze, lost the network). The reaper will then requeue it."""
+    job_id = getattr(job, "id", job)
+    with connection.cursor() as cur:
+        cur.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second'"
+                    " WHERE id = %s AND status = 'running'", [job_id])
+        if cur.rowcount != 1:
+            status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first()
+            raise AssertionError(
+                f"job {job_id} is not running (it is {status}): no lease to expire")
+
+
+def run_reaper() -> dict[str, int]:
+    """Run the reaper once, as every worker process does periodically: jobs whose lease
+    expired go back to queued (with backoff) or to failed. Returns counts by new status."""
+    return services.reap()
+
+
+class SimulatedCrash(BaseException):
+    """Raised inside a handler by `crash_mid_handler` at its crash point. A BaseException, so
+    that handlers' own `except Exception` blocks do not swallow the "process death"."""
+
+
+@dataclass
+class Crash:
+    job_id: int
+    lease_token: object
+    worker_id: str
+    attempt: int
+    handler_finished: bool      # True: the handler returned; the process died before the ack
+    writes_before_crash: int    # progress/log calls that went through before the crash
+
+
+def crash_mid_handler(job=None, *, type: str | None = None,
+                      after_writes: int | None = None) -> Crash:
+    """Claim a job, run its handler, and abandon it as if the worker process died.
+
+    Pass the job (or its id), or a job `type` to take the next due job of that type.
+
+    - `after_writes=None` (default): the handler runs to the end, then the process "dies"
+      before recording the outcome: the handler's side effects happened, the job is still
+      running under a lease nobody will renew. The classic at-least-once case.
+    - `after_writes=N`: the process "dies" at the handler's (N+1)-th `ctx.progress()` or
+      `ctx.log()` call, that is after N of them went through: the handler stops half-way.
+      If it makes fewer calls, it runs to the end as with None.
+
+    Afterwards the job is still `running`: call `expire_lease(job)` and `run_reaper()` to let
+    the engine recover it, then `drain(include_scheduled=True)` to run it again.
+    """
+    if (job is None) == (type is None):
+        raise TypeError("give a job (or job id) or a type, not both")
+    job_ids = [getattr(job, "id", job)] if job is not None else None
+    claimed = services.claim(worker_ids=[CRASH_WORKER_ID], job_ids=job_ids,
+                             types=[type] if type else None)
+    if not claimed:
+        which = f"job {job_ids[0]}" if job_ids else f"type {type!r}"
+        raise AssertionError(f"no due queued job to crash ({which})")
+    c = claimed[0]
+    spec = registry.get(c.type)
+    if spec is None:
+        raise AssertionError(f"no handler registered for job type {c.type!r}")
+    ctx = _CrashingContext(_context(c, CRASH_WORKER_ID), after_writes)
+    finished = False
+    try:
+        spec.func(ctx, c.payload)
+        finished = True
+    except SimulatedCrash:
+        pass
+    except Exception:
+        finished = True  # it failed on its own; the crash still comes before the write
+    return Crash(job_id=c.id, lease_token=c.lease_token, worker_id=CRASH_WORKER_ID,
+                 attempt=c.attempt, handler_finished=finished, writes_before_crash=ctx.writes)
+
+
+class _CrashingContext:
+    """A JobContext whose fenced writes count down to a simulated process death."""
+
+    def __init__(self, ctx: JobContext, after_writes: int | None):
+        self._ctx, self._after, self.writes = ctx, after_writes, 0
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def _write(self) -> None:
+        if self._after is not None and self.writes >= self._after:
+            raise SimulatedCrash(f"simulated crash after {self.writes} write(s)")
+        self.writes += 1
+
+    def progress(self, percent, message: str = "") -> None:
+        self._write()
+        self._ctx.progress(percent, message)
+
+    def log(self, message: str, **data) -> None:
+        self._write()
+        self._ctx.log(message, **data)

@@ -1,0 +1,318 @@
+"""The worker pool of one `run_job_workers` process.
+
+    lanes (one per --queues group) --claim in batches--> executor threads --outcome-->
+        completer (batched, fenced)      renewer (leases, cancel, timeouts, heartbeat)
+        reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups)
+
+A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
+hands each to the executor whose worker id the claim stamped on it. With prefetch on
+(worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog, and
+executors that finish a job take the next of those themselves. Idle dispatchers wake
+on NOTIFY from an enqueue's commit, or after the poll interval (with jitter) as a fallback.
+"""
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+from django.db import close_old_connections, connection
+from django.db.backends.signals import connection_created
+
+from .. import conf, services
+from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
+from .completer import Completer
+from .executor import Executor
+from .held import Held, HeldJobs
+from .listener import Listener
+from .prefetch import Prefetched
+from .pruner import Pruner
+from .reaper import Reaper
+from .renewer import LeaseRenewer
+from .stats import PoolStats
+
+log = logging.getLogger("django_pg_jobqueue.worker")
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    queues: tuple[str, ...] | None  # None: every queue
+    threads: int
+
+
+def parse_queues(value: str | None, default_threads: int) -> list[LaneSpec]:
+    """'' -> one lane over all queues; 'a,b' -> one lane over a and b; 'a=4,b=1' -> a lane each."""
+    if not value:
+        return [LaneSpec(None, default_threads)]
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if all("=" in p for p in parts):
+        lanes = []
+        for p in parts:
+            name, _, n = p.partition("=")
+            if not name.strip() or not n.strip().isdigit() or int(n) < 1:
+                raise ValueError(f"bad queue spec {p!r}: expected name=threads")
+            lanes.append(LaneSpec((name.strip(),), int(n)))
+        return lanes
+    if any("=" in p for p in parts):
+        raise ValueError("give either 'a,b' or 'a=4,b=1', not a mix")
+    return [LaneSpec(tuple(parts), default_threads)]
+
+
+class Lane(threading.Thread):
+    def __init__(self, pool: "WorkerPool", spec: LaneSpec, executors: list[Executor]):
+        label = ",".join(spec.queues) if spec.queues else "*"
+        super().__init__(name=f"dispatcher[{label}]", daemon=True)
+        self.pool, self.spec, self.executors = pool, spec, executors
+        self.wake = threading.Event()
+        self.errors = RateLimitedLog(log)
+        self.prefetch_id = f"{pool.process_id}-prefetch"
+        self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
+
+    # While there is a backlog, a dispatcher woken by the first executor to free up waits
+    # this long for more to free up, so that it claims (and the completer completes) in
+    # batches instead of one job per round trip. An idle pool claims at once.
+    LINGER_SECONDS = 0.002
+
+    def _linger(self, want: int) -> list[Executor]:
+        deadline = time.monotonic() + self.LINGER_SECONDS
+        while True:
+            free = [e for e in self.executors if e.idle][:want]
+            remaining = deadline - time.monotonic()
+            if len(free) >= want or remaining <= 0 or self.pool.stopping.is_set():
+                return free
+            self.wake.wait(remaining)
+            self.wake.clear()
+
+    def _hand_out_prefetched(self, free: list[Executor]) -> list[Executor]:
+        """Give prefetched jobs to idle executors; return the executors still idle."""
+        while free:
+            held, _ = self.prefetched.take()
+            if held is None:
+                break
+            free.pop().assign(held.job, held)
+        return free
+
+    def _release_prefetched(self, stale: list[Held], message: str) -> None:
+        if not stale:
+            return
+        self.pool.held.discard_many([(h.job.id, h.job.lease_token) for h in stale])
+        self.pool._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in stale],
+                           message=message)
+
+    def _idle_wait(self) -> float:
+        """How long an idle dispatcher may sleep: the poll interval, or less when a prefetched
+        job is due for release."""
+        due = self.prefetched.seconds_until_stale()
+        return self.pool.poll_interval if due is None else min(self.pool.poll_interval, due)
+
+    def run(self) -> None:
+        pool, backoff = self.pool, Backoff()
+        want = min(pool.batch_size, len(self.executors))
+        backlog = False
+        try:
+            while not pool.stopping.is_set():
+                self.wake.clear()
+                free = self._hand_out_prefetched([e for e in self.executors if e.idle])
+                stale = self.prefetched.stale()
+                if stale:
+                    log.info("%s: %d prefetched job(s) found no thread within %ss; releasing "
+                             "them, prefetch depth now %d", self.name, len(stale),
+                             Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
+                    self._release_prefetched(stale, f"prefetched, but no thread was free "
+                                                    f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
+                extra = self.prefetched.wanted(backlog)
+                if not free and not extra:
+                    self.wake.wait(self._idle_wait())
+                    continue
+                if backlog and not extra and len(free) < want:
+                    free = self._linger(want)
+                free = free[: pool.batch_size]
+                extra = min(extra, pool.batch_size - len(free))
+                try:
+                    close_old_connections()
+                    jobs = services.claim(
+                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                        queues=list(self.spec.queues) if self.spec.queues else None,
+                        lease_seconds=pool.lease_seconds)
+                    backoff.reset()
+                except CONNECTION_ERRORS as exc:
+                    self.errors.error("%s: database unavailable: %s", self.name, exc)
+                    connection.close()
+                    pool.stopping.wait(backoff.next_delay())
+                    continue
+                except Exception:
+                    log.exception("%s: claim failed", self.name)
+                    connection.close()
+                    pool.stopping.wait(backoff.next_delay())
+                    continue
+                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
+                by_worker = {e.worker_id: e for e in free}
+                for job in jobs:
+                    log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id, job.type,
+                              job.attempt, job.worker_id)
+                    executor = by_worker.get(job.worker_id)
+                    if executor is not None:
+                        executor.assign(job)
+                    else:
+                        self._hold_prefetched(job)
+                backlog = len(jobs) == len(free) + extra
+                if not backlog and not len(self.prefetched):
+                    self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
+        finally:
+            try:
+                self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
+            finally:
+                connection.close()
+
+    def _hold_prefetched(self, job) -> None:
+        held = Held.of(job, job.worker_id)
+        self.pool.held.add(held)
+        self.prefetched.put(held)
+
+    def matches(self, queue_name: str | None) -> bool:
+        return queue_name is None or self.spec.queues is None or queue_name in self.spec.queues
+
+
+class WorkerPool:
+    def __init__(self, *, threads: int | None = None, queues: str | None = None,
+                 lease_seconds: float | None = None, poll_interval: float | None = None,
+                 reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
+                 shutdown_grace: float | None = None, prefetch: int | None = None):
+        c = conf.get()
+        self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
+        self.lease_seconds = lease_seconds or c.LEASE_SECONDS
+        self.poll_interval = poll_interval or c.POLL_INTERVAL_SECONDS
+        self.poll_jitter = c.POLL_JITTER_SECONDS
+        self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
+        self.prefetch = c.PREFETCH if prefetch is None else prefetch
+        self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
+        self.process_id = f"{socket.gethostname()}-{os.getpid()}"
+        self.stopping = threading.Event()   # stop claiming
+        self.hard_stop = threading.Event()  # give up retrying writes
+        self.stats = PoolStats()
+        self.held = HeldJobs()
+        self.completer = Completer(self.held, on_done=self.stats.completed)
+        self.lanes: list[Lane] = []
+        n = 0
+        for spec in self.lane_specs:
+            executors = []
+            for _ in range(spec.threads):
+                n += 1
+                executors.append(Executor(self, None, f"{self.process_id}-{n}"))
+            lane = Lane(self, spec, executors)
+            for e in executors:
+                e.lane = lane
+            self.lanes.append(lane)
+        self.executors = [e for lane in self.lanes for e in lane.executors]
+        all_queues = sorted({q for s in self.lane_specs for q in (s.queues or ("*",))})
+        self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
+                                    threads=len(self.executors), queues=all_queues,
+                                    lease_seconds=self.lease_seconds)
+        self.reaper = Reaper() if reaper else None
+        use_listen = c.LISTEN_NOTIFY if listen is None else listen
+        self.listener = Listener(self.wake) if use_listen else None
+        self.pruner = Pruner() if Pruner.enabled() else None
+        from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
+
+        self.periodic = PeriodicEnqueuer()
+        self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
+                                              self.periodic) if t]
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def wake(self, queue_name: str | None = None) -> None:
+        for lane in self.lanes:
+            if lane.matches(queue_name):
+                lane.wake.set()
+
+    def start(self) -> "WorkerPool":
+        connection_created.connect(_set_session_limits)
+        log.info("worker pool %s starting: %s, lease %ss", self.process_id,
+                 ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
+                           for s in self.lane_specs), self.lease_seconds)
+        self.completer.start()
+        for e in self.executors:
+            e.start()
+        for t in self.maintenance:
+            t.start()
+        if self.listener:
+            self.listener.start()
+        for lane in self.lanes:
+            lane.start()
+        return self
+
+    def busy_executors(self) -> list[Executor]:
+        return [e for e in self.executors if not e.idle]
+
+    def shutdown(self, grace: float | None = None) -> dict[str, int]:
+        """Stop claiming; let running handlers finish within the grace period; then ask the
+        rest to stop and release their jobs to queued at once (no attempt charged)."""
+        grace = self.shutdown_grace if grace is None else grace
+        log.info("worker pool %s stopping: %d running, grace %ss", self.process_id,
+                 len(self.busy_executors()), grace)
+        self.stopping.set()
+        for lane in self.lanes:
+            lane.wake.set()
+        deadline = time.monotonic() + grace
+        while self.busy_executors() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        leftovers = [e.current for e in self.busy_executors() if e.current is not None]
+        if leftovers:
+            for h in leftovers:
+                h.ctx.request_stop("shutdown")
+                self.held.discard(h.job.id, h.job.lease_token)
+            self._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in leftovers])
+        self.completer.stop()
+        self.completer.join(timeout=10)
+        for e in self.executors:
+            if e.idle:
+                e.stop()
+        for t in self.maintenance:
+            t.stop()
+        if self.listener:
+            self.listener.stop()
+        try:
+            close_old_connections()
+            self.renewer.remove_worker_row()
+        except CONNECTION_ERRORS:
+            pass
+        for t in [*self.lanes, *self.maintenance]:
+            t.join(timeout=5)
+        self.hard_stop.set()
+        connection_created.disconnect(_set_session_limits)
+        log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
+        return self.stats.snapshot()
+
+    def _release(self, items, message: str = "worker shutting down") -> None:
+        backoff = Backoff()
+        for _ in range(5):
+            try:
+                close_old_connections()
+                released = services.release_many(items, message=message)
+                self.stats.released(len(released))
+                log.info("released %d job(s) to the queue: %s", len(released), released)
+                return
+            except CONNECTION_ERRORS as exc:
+                log.error("release failed (%s); the reaper will requeue them on lease expiry", exc)
+                connection.close()
+                time.sleep(backoff.next_delay())
+
+
+def _set_session_limits(sender, connection, **kwargs) -> None:
+    """Worker sessions never hang: statements and idle transactions have a ceiling.
+
+    And no health check: with CONN_HEALTH_CHECKS, every close_old_connections() in a worker
+    loop would make the next query pay a `SELECT 1` round trip first, doubling the round trips
+    of the claim and of each completion batch. The loops catch connection errors, close the
+    connection and retry, which is all the check would buy."""
+    connection.health_check_enabled = False
+    c = conf.get()
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT set_config('statement_timeout', %s, false),"
+            " set_config('idle_in_transaction_session_timeout', %s, false),"
+            " set_config('application_name', %s, false)",
+            [str(c.STATEMENT_TIMEOUT_MS), str(max(c.STATEMENT_TIMEOUT_MS * 2, 60000)),
+             f"jobqueue-worker {socket.gethostname()}-{os.getpid()}"],
+        )

@@ -1,0 +1,40 @@
+"""The reaper: requeues (or fails) running jobs whose lease expired.
+
+Runs inside every `run_job_workers` process, and once with `manage.py reap_jobs`. Several at
+once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry."""
+import logging
+import time
+
+from .. import conf, services
+from .base import Backoff, ServiceThread
+
+log = logging.getLogger("django_pg_jobqueue.reaper")
+
+
+class Reaper(ServiceThread):
+    def __init__(self, interval: float | None = None):
+        super().__init__("reaper", log)
+        self.interval = interval or conf.get().REAPER_INTERVAL_SECONDS
+        self.total: dict[str, int] = {}
+        self.hold_until = 0.0
+
+    def on_connection_error(self) -> None:
+        # After an outage every lease looks expired on the database clock, though most
+        # workers are healthy and about to renew (their own reconnect backoff is capped at
+        # Backoff.cap). Reaping at once would re-run every in-flight job, so wait until
+        # they had the chance to, but never longer than one lease.
+        c = conf.get()
+        renew_interval = max(0.2, min(c.LEASE_SECONDS / 3, 2.0))
+        hold = min(c.LEASE_SECONDS, Backoff().cap + 2 * renew_interval)
+        self.hold_until = time.monotonic() + hold
+
+    def run_once(self) -> dict[str, int]:
+        if time.monotonic() < self.hold_until:
+            log.debug("reaper holding off after reconnecting")
+            return {}
+        counts = services.reap()
+        for status, n in counts.items():
+            self.total[status] = self.total.get(status, 0) + n
+        if counts:
+            log.info("reaped expired leases: %s", counts)
+        return counts

@@ -1,0 +1,92 @@
+"""The lease renewer: one statement extends every lease this process holds.
+
+It also relays what the database says about each job to its handler: a job missing from the
+answer lost its lease (stop now; its result will be refused), a cancel was requested (stop),
+or the job's own timeout passed on the database clock (fail the attempt, retryably, and stop).
+It keeps the process's heartbeat row in `job_workers` too."""
+import json
+import logging
+import os
+import socket
+
+from django.db import connection
+
+from .. import conf, services
+from ..exceptions import LeaseLost
+from ..models import WorkerProcess
+from .base import ServiceThread
+from .held import HeldJobs
+
+log = logging.getLogger("django_pg_jobqueue.renewer")
+
+HEARTBEAT_SQL = """
+INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at)
+VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
+                               queues = EXCLUDED.queues
+"""
+
+
+class LeaseRenewer(ServiceThread):
+    def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
+                 lease_seconds: float | None = None):
+        super().__init__("renewer", log)
+        self.held = held
+        self.lease_seconds = lease_seconds or conf.get().LEASE_SECONDS
+        # Renew well before expiry, and often enough that a cancel reaches its handler quickly.
+        self.interval = max(0.2, min(self.lease_seconds / 3, 2.0))
+        self.process_id, self.threads, self.queues = process_id, threads, queues
+        self.lost = 0
+        self.timed_out = 0
+
+    def heartbeat(self) -> None:
+        with connection.cursor() as cur:
+            cur.execute(HEARTBEAT_SQL, [self.process_id, socket.gethostname(), os.getpid(),
+                                        self.threads, json.dumps(self.queues)])
+
+    def run_once(self) -> dict[str, int]:
+        self.heartbeat()
+        held = self.held.snapshot()
+        if not held:
+            return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0}
+        answer = services.renew_many([(h.job.id, h.job.lease_token) for h in held],
+                                     lease_seconds=self.lease_seconds)
+        counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0}
+        for h in held:
+            row = answer.get(h.job.id)
+            if row is None:
+                if h.finishing:
+                    continue  # its final write just committed (a refusal is recorded by the writer)
+                if self.held.discard(h.job.id, h.job.lease_token):
+                    counts["lost"] += 1
+                    self.lost += 1
+                    h.ctx.request_stop("lease_lost")
+                    services.record_lease_lost(
+                        h.job.id, h.job.lease_token, h.job.worker_id, "renew",
+                        "lease renewal refused; the handler was asked to stop",
+                        attempt=h.job.attempt)
+                continue
+            log.debug("renewed job=%s worker=%s", h.job.id, h.job.worker_id)
+            if row.cancel_requested and h.ctx.stop_reason is None:
+                counts["cancelled"] += 1
+                log.info("cancel requested job=%s worker=%s", h.job.id, h.job.worker_id)
+                h.ctx.request_stop("cancelled")
+            if row.timed_out and self.held.discard(h.job.id, h.job.lease_token):
+                counts["timed_out"] += 1
+                self.timed_out += 1
+                h.ctx.request_stop("timeout")
+                self._fail_timed_out(h)
+        return counts
+
+    def _fail_timed_out(self, h) -> None:
+        try:
+            status, delay = services.fail(
+                h.job.id, h.job.lease_token, worker_id=h.job.worker_id, reason="timeout",
+                error=f"timed out after {h.job.timeout_seconds}s (attempt {h.job.attempt})")
+            log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,
+                        h.job.attempt, status)
+        except LeaseLost:
+            pass
+
+    def remove_worker_row(self) -> None:
+        WorkerProcess.objects.filter(pk=self.process_id).delete()

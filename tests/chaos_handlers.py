@@ -1,0 +1,151 @@
+"""The `chaos` handler and the tools the fault tests share: a ledger of executions, the worker
+subprocess environment, and a reader for worker output.
+
+Worker subprocesses import this module through JOB_EXTRA_HANDLER_MODULES; the handler appends
+one line to the ledger file (CHAOS_LEDGER) when an execution starts and one when it ends. Each
+line is a single O_APPEND write of less than PIPE_BUF bytes, so lines from many threads and
+processes never interleave, and a line written before a SIGKILL survives it (it is in the
+kernel, not in a Python buffer). The ledger, not the database, is the ground truth of what ran.
+"""
+import os
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django_pg_jobqueue.exceptions import PermanentError
+from django_pg_jobqueue.registry import handler
+
+_fd = None
+_fd_lock = threading.Lock()
+
+
+def _ledger(kind: str, ctx, extra: str = "") -> None:
+    global _fd
+    path = os.environ.get("CHAOS_LEDGER")
+    if not path:
+        return
+    with _fd_lock:
+        if _fd is None:
+            _fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    line = (f"{kind}\t{ctx.job_id}\t{ctx.attempt}\t{ctx.lease_token}\t{ctx.worker_id}\t"
+            f"{os.getpid()}\t{time.time():.6f}\t{extra}\n")
+    os.write(_fd, line.encode())
+
+
+@handler("chaos", max_attempts=20, timeout_seconds=300,
+         description="Fault-test handler: payload.mode ok|flaky|fail|long; writes the ledger.")
+def chaos(ctx, payload):
+    _ledger("start", ctx)
+    mode = payload.get("mode", "ok")
+    try:
+        if mode == "ok":
+            if ctx.wait(float(payload.get("seconds", 0.02))):
+                ctx.raise_if_should_stop()
+        elif mode == "flaky":
+            ctx.wait(float(payload.get("seconds", 0.01)))
+            if ctx.attempt <= int(payload.get("fail_times", 1)):
+                raise RuntimeError(f"chaos flaky: attempt {ctx.attempt}")
+        elif mode == "fail":
+            if payload.get("permanent"):
+                raise PermanentError("chaos: permanent failure")
+            raise RuntimeError("chaos: failure")
+        elif mode == "long":
+            # Runs past several lease renewals, reporting progress (fenced writes).
+            seconds, step = float(payload.get("seconds", 5)), 0.25
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                if ctx.wait(step):
+                    ctx.raise_if_should_stop()
+                left = max(0.0, deadline - time.monotonic())
+                ctx.progress(int(100 * (1 - left / seconds)), "working")
+        else:
+            raise PermanentError(f"unknown chaos mode {mode!r}")
+    except BaseException as exc:
+        _ledger("end", ctx, f"raise:{type(exc).__name__}")
+        raise
+    _ledger("end", ctx, "return")
+    return {"mode": mode, "attempt": ctx.attempt, "pid": os.getpid()}
+
+
+# --- for the tests ------------------------------------------------------------------------
+LEASE_SECONDS = 2.0
+REAPER_INTERVAL_SECONDS = 0.5
+
+
+def worker_env(ledger: str | os.PathLike, **overrides) -> dict:
+    """Fast leases, reaper and retries for worker subprocesses, and the chaos handler."""
+    env = {
+        "JOB_LEASE_SECONDS": str(LEASE_SECONDS),
+        "JOB_REAPER_INTERVAL_SECONDS": str(REAPER_INTERVAL_SECONDS),
+        "JOB_RETRY_BASE_SECONDS": "0.05", "JOB_RETRY_MAX_SECONDS": "0.5", "JOB_RETRY_JITTER": "0.1",
+        "JOB_POLL_INTERVAL_SECONDS": "0.2", "JOB_POLL_JITTER_SECONDS": "0.1",
+        "JOB_SHUTDOWN_GRACE_SECONDS": "3", "JOB_WORKER_LOG_LEVEL": "WARNING",
+        "JOB_EXTRA_HANDLER_MODULES": "tests.chaos_handlers",
+        "CHAOS_LEDGER": str(ledger),
+    }
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+class Output(threading.Thread):
+    """Reads a worker subprocess's output (so the pipe never fills and blocks it), keeping
+    every line with the time it arrived."""
+
+    def __init__(self, proc: subprocess.Popen):
+        super().__init__(daemon=True)
+        self.proc, self.lines = proc, []
+        self.start()
+
+    def run(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
+
+    def matching(self, needle: str, since: float = 0.0, until: float = float("inf")) -> list[str]:
+        return [line for t, line in self.lines if needle in line and since <= t <= until]
+
+
+@dataclass
+class Execution:
+    job_id: int
+    attempt: int
+    token: str
+    worker_id: str
+    pid: int
+    started: float
+    ended: float | None = None
+    outcome: str | None = None  # "return", "raise:<Exception>", None: never ended (killed)
+
+
+@dataclass
+class Ledger:
+    executions: dict[str, Execution] = field(default_factory=dict)  # by lease token
+    by_job: dict[int, list[Execution]] = field(default_factory=lambda: defaultdict(list))
+    duplicate_starts: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path) -> "Ledger":
+        ledger = cls()
+        if not os.path.exists(path):
+            return ledger
+        with open(path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) < 8:
+                    continue  # a line cut short cannot happen with O_APPEND; be safe anyway
+                kind, job_id, attempt, token, worker_id, pid, at, extra = parts[:8]
+                if kind == "start":
+                    if token in ledger.executions:
+                        ledger.duplicate_starts.append(token)
+                        continue
+                    ex = Execution(int(job_id), int(attempt), token, worker_id, int(pid), float(at))
+                    ledger.executions[token] = ex
+                    ledger.by_job[ex.job_id].append(ex)
+                elif kind == "end" and token in ledger.executions:
+                    ledger.executions[token].ended = float(at)
+                    ledger.executions[token].outcome = extra
+        return ledger

@@ -1,0 +1,123 @@
+"""The admin: read-only jobs, cancel/retry actions through the services, read-only events."""
+import pytest
+from django.test import Client
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job, JobEvent, QueueSetting
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "/admin/django_pg_jobqueue/job/"
+
+
+@pytest.fixture
+def staff_operator(make_user):
+    user = make_user("ops", perms=["view_job", "change_job", "view_jobevent", "view_queuesetting",
+                                   "change_queuesetting", "add_queuesetting"], is_staff=True)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def staff_viewer(make_user):
+    client = Client()
+    client.force_login(make_user("look", perms=["view_job", "view_jobevent"], is_staff=True))
+    return client
+
+
+def test_changelist_filters_and_search(staff_operator):
+    a = services.enqueue("email_send", {"to": "a@example.com"}, idempotency_key="idem-1")
+    b = services.enqueue("noop", priority=5, queue="reports")
+    page = staff_operator.get(CHANGELIST)
+    assert page.status_code == 200
+    assert {a, b} <= set(page.context["cl"].result_list)
+    for query, expected in [({"status__exact": "queued"}, {a, b}), ({"type": "noop"}, {b}),
+                            ({"queue": "reports"}, {b}), ({"priority": "high"}, {b}),
+                            ({"q": "idem-1"}, {a}), ({"q": str(b.id)}, {b}),
+                            ({"q": "email_send"}, {a}), ({"q": "99999999999999999999"}, set())]:
+        response = staff_operator.get(CHANGELIST, query)
+        assert response.status_code == 200, query
+        assert set(response.context["cl"].result_list) == expected, query
+
+
+def test_cancel_and_retry_actions_use_the_services(staff_operator):
+    queued = services.enqueue("noop")
+    response = staff_operator.post(CHANGELIST, {"action": "cancel_jobs", "_selected_action": [queued.id]},
+                                   follow=True)
+    assert response.status_code == 200
+    queued.refresh_from_db()
+    assert queued.status == "cancelled"
+    assert JobEvent.objects.filter(job=queued, kind="cancelled", message__contains="by ops").exists()
+    staff_operator.post(CHANGELIST, {"action": "retry_jobs", "_selected_action": [queued.id]})
+    queued.refresh_from_db()
+    assert queued.status == "queued"
+    assert JobEvent.objects.filter(job=queued, kind="retried").exists()
+
+
+def test_an_action_refused_by_the_state_machine_is_reported_not_forced(staff_operator):
+    job = services.enqueue("noop")
+    response = staff_operator.post(CHANGELIST, {"action": "retry_jobs", "_selected_action": [job.id]},
+                                   follow=True)
+    job.refresh_from_db()
+    assert job.status == "queued"
+    assert any("refused" in str(m) for m in response.context["messages"])
+
+
+def test_viewers_cannot_run_actions(staff_viewer):
+    job = services.enqueue("noop")
+    staff_viewer.post(CHANGELIST, {"action": "cancel_jobs", "_selected_action": [job.id]})
+    job.refresh_from_db()
+    assert job.status == "queued"
+
+
+def test_a_job_cannot_be_added_edited_or_deleted(staff_operator, make_user):
+    job = services.enqueue("noop")
+    assert staff_operator.get("/admin/django_pg_jobqueue/job/add/").status_code == 403
+    page = staff_operator.get(f"/admin/django_pg_jobqueue/job/{job.id}/change/")
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert page.context["adminform"].form.fields == {}  # every field read-only
+    post = staff_operator.post(f"/admin/django_pg_jobqueue/job/{job.id}/change/", {"status": "succeeded"})
+    assert post.status_code == 403
+    assert staff_operator.post(f"/admin/django_pg_jobqueue/job/{job.id}/delete/", {"post": "yes"}).status_code == 403
+    job.refresh_from_db()
+    assert job.status == "queued"
+    superuser = make_user("root", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(superuser)
+    assert client.post(f"/admin/django_pg_jobqueue/job/{job.id}/change/", {"status": "succeeded"}).status_code == 403
+    assert client.get("/admin/django_pg_jobqueue/job/add/").status_code == 403
+
+
+def test_the_change_page_shows_the_latest_events_read_only(staff_operator):
+    job = services.enqueue("noop")
+    claimed = services.claim(worker_ids=["h-1-0"], job_ids=[job.id])[0]
+    for n in range(70):
+        services.log_message(job.id, claimed.lease_token, worker_id="h-1-0", message=f"m{n}")
+    page = staff_operator.get(f"/admin/django_pg_jobqueue/job/{job.id}/change/")
+    formset = page.context["inline_admin_formsets"][0].formset
+    shown = [form.instance.id for form in formset.forms]
+    assert len(shown) == 50
+    assert shown == list(JobEvent.objects.filter(job=job).order_by("id").values_list("id", flat=True))[-50:]
+    assert b"h-1-0" in page.content  # the lease owner
+
+
+def test_event_admin_is_read_only(staff_operator):
+    job = services.enqueue("noop")
+    event = JobEvent.objects.get(job=job)
+    assert staff_operator.get("/admin/django_pg_jobqueue/jobevent/").status_code == 200
+    assert staff_operator.get("/admin/django_pg_jobqueue/jobevent/", {"q": str(job.id)}).status_code == 200
+    assert staff_operator.get("/admin/django_pg_jobqueue/jobevent/", {"q": "abc"}).status_code == 200
+    assert staff_operator.get("/admin/django_pg_jobqueue/jobevent/add/").status_code == 403
+    assert staff_operator.post(f"/admin/django_pg_jobqueue/jobevent/{event.id}/change/", {"kind": "failed"}).status_code == 403
+
+
+def test_queue_settings_are_editable_through_the_services(staff_operator):
+    response = staff_operator.post("/admin/django_pg_jobqueue/queuesetting/add/",
+                                   {"queue": "reports", "paused": "on", "concurrency_limit": "2"})
+    assert response.status_code == 302
+    setting = QueueSetting.objects.get(queue="reports")
+    assert setting.paused and setting.concurrency_limit == 2
+    staff_operator.post("/admin/django_pg_jobqueue/queuesetting/", {"action": "resume", "_selected_action": ["reports"]})
+    setting.refresh_from_db()
+    assert not setting.paused

@@ -1,0 +1,85 @@
+"""Event feeds: cursor polling, oldest first, global and per job."""
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.api.authentication import forget_all
+from django_pg_jobqueue.models import JobEvent
+from tests.utils import wait_for
+
+# The global feed only returns events of committed transactions older than every one still
+# in flight (jobs/feed.py), so these tests commit for real.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FEED = "/api/v1/events/"
+
+
+def poll(client, path, query, expect: int):
+    """Other transactions on the server may hold the feed's horizon back for a moment."""
+    return wait_for(lambda: (body := client.get(path, query).json())
+                    and len(body["results"]) >= expect and body, 10)
+
+
+def test_global_feed_polls_with_a_cursor_oldest_first(operator_client):
+    jobs = [services.enqueue("noop", {"i": i}) for i in range(5)]
+    everything = list(JobEvent.objects.order_by("id").values_list("id", flat=True))
+    first = poll(operator_client, FEED, {"after": 0, "limit": 3}, 3)
+    assert [e["id"] for e in first["results"]] == everything[:3]
+    assert first["has_more"] is True and first["next_after"] == everything[2]
+    second = poll(operator_client, FEED, {"after": first["next_after"], "limit": 3}, 2)
+    assert [e["id"] for e in second["results"]] == everything[3:5]
+    assert second["has_more"] is False
+    idle = operator_client.get(FEED, {"after": second["next_after"]}).json()
+    assert idle == {"results": [], "has_more": False, "next_after": second["next_after"]}
+    services.cancel(jobs[0].id)
+    new = poll(operator_client, FEED, {"after": second["next_after"]}, 1)["results"]
+    assert [(e["job_id"], e["kind"], e["job_type"], e["job_status"]) for e in new] == [
+        (jobs[0].id, "cancelled", "noop", "cancelled")]
+
+
+def test_global_feed_without_a_cursor_starts_at_the_latest(operator_client):
+    for i in range(10):
+        services.enqueue("noop", {"i": i})
+    ids = list(JobEvent.objects.order_by("id").values_list("id", flat=True))
+    body = operator_client.get(FEED, {"limit": 4}).json()
+    assert [e["id"] for e in body["results"]] == ids[-4:]  # the newest, oldest first
+    assert body["next_after"] == ids[-1]
+
+
+def test_event_rows_have_the_documented_shape(operator_client):
+    job = services.enqueue("email_send", {"to": "a@example.com"})
+    row = operator_client.get(FEED).json()["results"][0]
+    assert set(row) == {"id", "job_id", "job_type", "job_status", "kind", "attempt", "worker_id",
+                        "message", "data", "created_at"}
+    assert row["job_id"] == job.id and row["kind"] == "created" and row["data"]["queue"] == "default"
+
+
+def test_job_feed_has_only_that_jobs_events(operator_client):
+    a = services.enqueue("noop")
+    b = services.enqueue("noop")
+    services.cancel(a.id)
+    body = operator_client.get(f"/api/v1/jobs/{a.id}/events/", {"after": 0}).json()
+    assert [e["kind"] for e in body["results"]] == ["created", "cancelled"]
+    assert all(e["job_id"] == a.id for e in body["results"])
+    later = operator_client.get(f"/api/v1/jobs/{a.id}/events/", {"after": body["next_after"]}).json()
+    assert later["results"] == []
+    assert operator_client.get(f"/api/v1/jobs/{b.id}/events/").json()["results"][0]["job_id"] == b.id
+
+
+def test_feeds_run_a_fixed_number_of_queries(operator_client, django_assert_num_queries):
+    for i in range(30):
+        services.enqueue("noop", {"i": i})
+    poll(operator_client, FEED, {"after": 0}, 30)
+    # token+user, user perms, group perms, the cursor's tx id, ids in commit order, rows
+    # (counted cold: the API remembers tokens and permissions for a few seconds)
+    forget_all()
+    with django_assert_num_queries(6):
+        response = operator_client.get(FEED, {"after": 0})
+    assert len(response.json()["results"]) == 30
+
+
+@pytest.mark.parametrize("query", [{"after": -1}, {"after": "x"}, {"limit": 0}, {"limit": 501},
+                                   {"after": 2**64}])
+def test_bad_cursor_parameters_are_400(operator_client, query):
+    response = operator_client.get(FEED, query)
+    assert response.status_code == 400
+    assert set(response.json()["errors"]) <= {"after", "limit"}

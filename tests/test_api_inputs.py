@@ -1,0 +1,92 @@
+"""Bad input never yields a 500: oversized, deep, non-finite, non-UTF-8 and non-JSON bodies."""
+import json
+
+import pytest
+from django.test import override_settings
+
+from django_pg_jobqueue.models import Job
+
+pytestmark = pytest.mark.django_db
+
+JOBS = "/api/v1/jobs/"
+
+
+def post_raw(client, body: bytes, content_type="application/json", path=JOBS):
+    return client.generic("POST", path, body, content_type=content_type)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"type": "noop", "payload": {"x": NaN}}', "NaN"),
+    (b'{"type": "noop", "payload": {"x": Infinity}}', "Infinity"),
+    (b'{"type": "noop", "payload": {"x": -Infinity}}', "Infinity"),
+    (b'{"type": "noop", "payload": {"x": 1e400}}', "out of range"),
+    (b'{"type": "noop", "payload": {"x": "\\u0000"}}', "NUL"),
+    (b'{"type": "noop", "payload": {"\\u0000": 1}}', "NUL"),
+    (b'{"type": "noop", "payload": {"x": "\\ud800"}}', "surrogate"),
+    (b'{"type": "noop", "payload": {"x": "\xff\xfe"}}', "UTF-8"),
+    (b'{"type": "noop", "payload": ', "JSON parse error"),
+    (b'{"type": "noop", "payload": {"x": ' + b"1" * 5000 + b"}}", "JSON parse error"),
+    (b"[" * 1000 + b"]" * 1000, "nested deeper"),
+    (b'{"type": "noop", "payload": ' + b'{"a":' * 1000 + b"1" + b"}" * 1000 + b"}", "nested deeper"),
+    (b'{"type": "noop", "payload": ' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}", "nested deeper"),
+])
+def test_malformed_json_is_400_with_a_clear_message(operator_client, body, message):
+    response = post_raw(operator_client, body)
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == "application/json"
+    assert message in response.json()["detail"]
+    assert not Job.objects.exists()
+
+
+def test_moderately_nested_payloads_are_fine(operator_client):
+    payload = {}
+    for _ in range(30):
+        payload = {"a": payload}
+    assert operator_client.post(JOBS, {"type": "noop", "payload": payload}, format="json").status_code == 201
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000)
+def test_a_body_over_the_request_limit_is_413_json(operator_client):
+    body = json.dumps({"type": "noop", "payload": {"x": "y" * 20_000}}).encode()
+    response = post_raw(operator_client, body)
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
+    bulk = json.dumps({"jobs": [{"type": "noop", "payload": {"x": "y" * 100}}] * 200}).encode()
+    assert post_raw(operator_client, bulk, path=JOBS + "bulk/").status_code == 413
+
+
+def test_a_huge_body_is_413_not_500(operator_client):
+    body = b'{"type": "noop", "payload": {"x": "' + b"y" * (3 * 1024 * 1024) + b'"}}'
+    response = post_raw(operator_client, body)
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x"])
+def test_non_json_bodies_are_415(operator_client, content_type):
+    response = post_raw(operator_client, b"type=noop", content_type=content_type)
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported_media_type"
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"noop"', b"42", b"null"])
+def test_a_body_that_is_not_an_object_is_400(operator_client, body):
+    response = post_raw(operator_client, body)
+    assert response.status_code == 400
+    assert not Job.objects.exists()
+
+
+def test_an_empty_body_is_400_naming_type(operator_client):
+    response = post_raw(operator_client, b"")
+    assert response.status_code == 400
+    assert "type" in response.json()["errors"]
+
+
+def test_unknown_api_paths_are_json_404(operator_client):
+    for path in ("/api/v1/nope/", "/api/nope", "/api/v2/jobs/"):
+        response = operator_client.get(path)
+        assert response.status_code == 404
+        assert response.json()["code"] == "not_found"
+    assert operator_client.post("/api/v1/jobs", {"type": "noop"}, format="json").status_code == 404
+    redirect = operator_client.get("/api/v1/jobs?status=queued")
+    assert redirect.status_code == 301 and redirect["Location"] == "/api/v1/jobs/?status=queued"

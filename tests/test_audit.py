@@ -1,0 +1,169 @@
+"""audit_jobs: a clean history passes; each kind of corruption is reported, and the command
+exits non-zero with a readable report."""
+import io
+import uuid
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.testing import expire_lease, run_reaper
+
+pytestmark = pytest.mark.django_db
+
+
+def _sql(statement, params=()):
+    with connection.cursor() as cur:
+        cur.execute(statement, params)
+
+
+def _claim(job, worker="w1"):
+    return services.claim(worker_ids=[worker], job_ids=[job.id])[0]
+
+
+def _checks(report):
+    return {v.check for v in report.violations}
+
+
+def _run_command(*args):
+    out = io.StringIO()
+    try:
+        call_command("audit_jobs", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue(), str(exc)
+    return out.getvalue(), None
+
+
+def test_every_transition_of_a_realistic_history_audits_clean():
+    done = services.enqueue("noop")
+    c = _claim(done)
+    services.record_progress(done.id, c.lease_token, worker_id="w1", percent=50)
+    services.log_message(done.id, c.lease_token, worker_id="w1", message="half way")
+    services.complete(done.id, c.lease_token, worker_id="w1", result={"ok": 1})
+
+    retried = services.enqueue("flaky", max_attempts=3)
+    c = _claim(retried)
+    services.fail(retried.id, c.lease_token, worker_id="w1", error="boom")      # -> queued
+    _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [retried.id])
+    c = _claim(retried, "w2")
+    services.fail(retried.id, c.lease_token, worker_id="w2", error="boom", permanent=True)
+    services.retry(retried.id, actor="ops")                                       # failed -> queued
+
+    reaped = services.enqueue("noop")
+    stale = _claim(reaped)
+    expire_lease(reaped)
+    assert run_reaper() == {"queued": 1}
+    with pytest.raises(Exception):
+        services.complete(reaped.id, stale.lease_token, worker_id="w1")          # fenced: lease_lost
+    _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [reaped.id])
+    c = _claim(reaped, "w2")
+    services.release_many([(reaped.id, c.lease_token, "w2")])                     # uncharged
+    c = _claim(reaped, "w3")
+    services.snooze(reaped.id, c.lease_token, worker_id="w3", seconds=0)
+
+    services.cancel(services.enqueue("noop").id)                                  # queued -> cancelled
+    running = services.enqueue("noop")
+    c = _claim(running)
+    services.cancel(running.id)                                                   # cancel_requested
+    services.complete(running.id, c.lease_token, worker_id="w1")                  # -> cancelled
+    services.enqueue("noop")
+
+    report = audit()
+    assert report.ok, report.format()
+    assert report.jobs == 6
+    out, error = _run_command()
+    assert error is None
+    assert "result: clean" in out
+
+
+def test_a_status_written_without_its_event_fails_the_replay():
+    job = services.enqueue("noop")
+    _sql("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE id = %s", [job.id])
+    report = audit()
+    assert _checks(report) == {"replay"}
+    assert "events replay to queued, but the job is succeeded" in report.violations[0].message
+
+
+def test_a_second_success_under_another_lease_token_is_reported():
+    job = services.enqueue("noop")
+    c = _claim(job)
+    services.complete(job.id, c.lease_token, worker_id="w1")
+    JobEvent.objects.create(job_id=job.id, kind="succeeded", attempt=1,
+                            data={"lease_token": str(uuid.uuid4())})
+    report = audit()
+    assert "double_success" in _checks(report)
+    out, error = _run_command()
+    assert error and "violation" in error
+    assert "FAIL  at most one success per job: 1 violation(s)" in out
+    assert f"job {job.id}: 2 succeeded events" in out
+
+
+def test_a_stale_workers_write_applied_after_a_reclaim_is_reported():
+    job = services.enqueue("noop")
+    old = _claim(job, "stale")
+    expire_lease(job)
+    run_reaper()
+    _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [job.id])
+    _claim(job, "fresh")
+    # What a queue that checks only `status = 'running'` would do: let the stale worker finish.
+    _sql("UPDATE jobs SET status = 'succeeded', finished_at = now(), locked_by = NULL,"
+         " lease_token = NULL, lease_expires_at = NULL WHERE id = %s", [job.id])
+    JobEvent.objects.create(job_id=job.id, kind="succeeded", attempt=2, worker_id="stale",
+                            data={"lease_token": str(old.lease_token)})
+    report = audit()
+    assert _checks(report) == {"replay"}
+    assert "a stale write was applied" in report.violations[0].message
+
+
+def test_a_running_job_whose_lease_expired_long_ago_is_reported_as_unreaped():
+    job = services.enqueue("noop")
+    _claim(job)
+    _sql("UPDATE jobs SET lease_expires_at = now() - interval '5 minutes' WHERE id = %s", [job.id])
+    report = audit()
+    assert _checks(report) == {"stale_lease"}
+    assert "no reaper is running" in report.violations[0].message
+    assert audit(stale_after_seconds=600).ok
+
+
+def test_attempts_over_max_attempts_are_reported_even_without_the_constraint():
+    job = services.enqueue("noop", max_attempts=2)
+    _sql("ALTER TABLE jobs DROP CONSTRAINT job_attempts_within_max")
+    _sql("ALTER TABLE jobs DROP CONSTRAINT job_queued_has_attempt_left")
+    _sql("UPDATE jobs SET attempts = 5 WHERE id = %s", [job.id])
+    report = audit()
+    assert "attempts_over_max" in _checks(report)
+    assert "attempts 5 > max_attempts 2" in report.format()
+
+
+def test_a_finished_job_that_still_holds_a_lock_is_reported():
+    job = services.enqueue("noop")
+    c = _claim(job)
+    services.complete(job.id, c.lease_token, worker_id="w1")
+    _sql("ALTER TABLE jobs DROP CONSTRAINT job_finished_has_finish_time_and_no_lock")
+    _sql("UPDATE jobs SET locked_by = 'w1' WHERE id = %s", [job.id])
+    report = audit()
+    assert _checks(report) == {"finished_with_lock"}
+    assert "succeeded but still holds locked_by=w1" in report.violations[0].message
+
+
+def test_an_attempt_charged_twice_is_reported():
+    job = services.enqueue("noop")
+    _claim(job)
+    Job.objects.filter(pk=job.id).update(attempts=2)
+    report = audit()
+    assert _checks(report) == {"replay"}
+    assert "events count 1 attempt(s), but the job says 2" in report.violations[0].message
+
+
+def test_the_command_can_audit_chosen_jobs_and_print_json():
+    good = services.enqueue("noop")
+    bad = services.enqueue("noop")
+    _sql("UPDATE jobs SET status = 'cancelled', finished_at = now() WHERE id = %s", [bad.id])
+    out, error = _run_command("--job", str(good.id))
+    assert error is None
+    out, error = _run_command("--json")
+    assert error
+    assert '"replay": 1' in out

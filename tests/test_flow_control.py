@@ -1,0 +1,94 @@
+"""Global concurrency limits (per queue, per type) enforced inside the claim, and pause/resume."""
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job, QueueSetting
+from django_pg_jobqueue.registry import registry
+from django_pg_jobqueue.services.claiming import forget_cached_limits
+from tests.utils import spawn_workers, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class RunningSampler(threading.Thread):
+    """Samples how many jobs matching a filter are running, every few milliseconds."""
+
+    def __init__(self, where: str):
+        super().__init__(daemon=True)
+        self.where, self.samples, self.stop = where, [], threading.Event()
+
+    def run(self):
+        try:
+            with connection.cursor() as cur:
+                while not self.stop.is_set():
+                    cur.execute(f"SELECT count(*) FROM jobs WHERE status = 'running' AND {self.where}")
+                    self.samples.append(cur.fetchone()[0])
+                    time.sleep(0.01)
+        finally:
+            connection.close()
+
+
+def test_queue_limit_holds_across_three_worker_processes():
+    forget_cached_limits()
+    QueueSetting.objects.create(queue="reports", concurrency_limit=2)
+    services.enqueue_many([{"type": "sleep", "payload": {"seconds": 0.3}, "queue": "reports"}
+                           for _ in range(24)])
+    services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(30)])
+    sampler = RunningSampler("queue = 'reports'")
+    sampler.start()
+    env = {"JOB_POLL_INTERVAL_SECONDS": "0.05", "JOB_LEASE_SECONDS": "10"}
+    procs = [spawn_workers("--threads", "4", env=env) for _ in range(3)]
+    try:
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 54, 60,
+                 message="all jobs done")
+    finally:
+        sampler.stop.set()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+    assert max(sampler.samples) == 2, "the limit was reached, never exceeded"
+    assert max(sampler.samples) <= 2
+
+
+def test_type_limit_holds_across_pools(worker_pool):
+    forget_cached_limits()
+    registry.register("limited_sleep", registry.get("sleep").func, concurrency=1)
+    try:
+        services.enqueue_many([{"type": "limited_sleep", "payload": {"seconds": 0.2}}
+                               for _ in range(6)])
+        sampler = RunningSampler("type = 'limited_sleep'")
+        sampler.start()
+        worker_pool(threads=3)
+        worker_pool(threads=3)
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, 30)
+        sampler.stop.set()
+        sampler.join()
+        assert max(sampler.samples) == 1
+    finally:
+        registry.unregister("limited_sleep")
+
+
+def test_paused_queue_is_not_claimed_until_resumed(worker_pool):
+    QueueSetting.objects.create(queue="emails", paused=True)
+    held = services.enqueue("noop", {}, queue="emails")
+    other = services.enqueue("noop", {}, queue="default")
+    worker_pool(threads=2)
+    wait_for(lambda: Job.objects.get(pk=other.pk).status == "succeeded", 10)
+    time.sleep(0.5)  # several poll intervals (0.1 s under fast_queue_settings)
+    assert Job.objects.get(pk=held.pk).status == "queued"
+    QueueSetting.objects.filter(queue="emails").update(paused=False)
+    wait_for(lambda: Job.objects.get(pk=held.pk).status == "succeeded", 5,
+             message="claimed within a poll interval or so of the resume")
+
+
+def test_pausing_lets_running_jobs_finish(worker_pool):
+    job = services.enqueue("sleep", {"seconds": 1}, queue="slow")
+    worker_pool(threads=1)
+    wait_for(lambda: Job.objects.get(pk=job.pk).status == "running", 10)
+    QueueSetting.objects.create(queue="slow", paused=True)
+    wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", 10)

@@ -1,0 +1,92 @@
+"""Worker logs: one line per lifecycle event, and JOB_LOG_FORMAT=json lines carry the job."""
+import io
+import json
+import logging
+
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.logformat import JsonFormatter
+from django_pg_jobqueue.models import Job
+from tests.utils import wait_for
+
+
+@pytest.fixture
+def json_lines(request):
+    """The worker's log lines as parsed JSON, at the level the test's `log_level` mark gives."""
+    marker = request.node.get_closest_marker("log_level")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("django_pg_jobqueue.worker")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(marker.args[0] if marker else logging.INFO)
+    yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
+
+
+@pytest.mark.log_level(logging.DEBUG)
+@pytest.mark.django_db(transaction=True)
+def test_json_worker_log_lines_carry_job_id_type_attempt_and_worker_id(worker_pool, json_lines):
+    ok = services.enqueue("noop", {})
+    flaky = services.enqueue("flaky", {"fail_times": 1})
+    dead = services.enqueue("fail", {"permanent": True})
+    pool = worker_pool(threads=2)
+    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 3,
+             message="three jobs to finish")
+    pool.shutdown(grace=2)
+    lines = json_lines()
+    with_job = [line for line in lines if "job_id" in line]
+    assert with_job, lines
+    for line in with_job:  # every line about a job says which job, attempt and worker
+        assert {"time", "level", "logger", "message", "job_id", "job_type", "attempt",
+                "worker_id"} <= set(line), line
+        assert line["worker_id"].startswith(pool.process_id)
+
+    def find(job, start):
+        return [line for line in with_job
+                if line["job_id"] == job.id and line["message"].startswith(start)]
+
+    # "started" and "succeeded" lines are DEBUG (the claimed and succeeded events record
+    # them); retries and failures are INFO or above.
+    [succeeded] = find(ok, "succeeded")
+    assert succeeded["job_type"] == "noop" and succeeded["attempt"] == 1
+    assert succeeded["level"] == "DEBUG" and succeeded["worker_id"]
+    assert [line["attempt"] for line in find(flaky, "succeeded")] == [2]
+    [retry] = find(flaky, "retry scheduled")
+    assert retry["attempt"] == 1 and retry["level"] == "INFO" and retry["job_type"] == "flaky"
+    [ended] = find(dead, f"job={dead.id}")
+    assert ended["level"] == "WARNING" and "ended failed" in ended["message"]
+    assert ended["job_type"] == "fail" and ended["attempt"] == 1
+
+
+def test_the_json_formatter_keeps_extra_fields_and_exceptions():
+    record = logging.LogRecord("django_pg_jobqueue.worker", logging.ERROR, __file__, 1, "boom %s", ("x",),
+                               None)
+    record.job_id, record.worker_id = 7, "h-1-1"
+    try:
+        raise RuntimeError("kaput")
+    except RuntimeError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "boom x" and line["job_id"] == 7 and line["worker_id"] == "h-1-1"
+    assert "RuntimeError: kaput" in line["exc"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_info_successes_are_quiet_and_failures_are_not(worker_pool, json_lines):
+    ok = services.enqueue("noop", {})
+    dead = services.enqueue("fail", {"permanent": True})
+    pool = worker_pool(threads=2)
+    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 2,
+             message="both jobs to finish")
+    pool.shutdown(grace=2)
+    about = {}
+    for line in json_lines():
+        about.setdefault(line.get("job_id"), []).append(line)
+    assert ok.id not in about
+    assert [line["level"] for line in about[dead.id]] == ["WARNING"]

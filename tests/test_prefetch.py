@@ -1,0 +1,103 @@
+"""Prefetch (JOB_PREFETCH): a lane with a backlog claims jobs ahead of its idle threads and
+holds them under `<process>-prefetch`; they still run exactly once each, a thread that takes
+one runs it under its own worker id, and a prefetched job that cannot find a thread in time,
+is cancelled while it waits, or is still waiting at shutdown never runs under that claim."""
+import threading
+import time
+
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.registry import registry
+from tests.utils import wait_for
+from django_pg_jobqueue.worker.prefetch import Prefetched
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def kinds(job_id):
+    return list(JobEvent.objects.filter(job_id=job_id).order_by("id").values_list("kind", flat=True))
+
+
+@pytest.fixture
+def slow_handler():
+    """A handler that sleeps `seconds` and records which job ids ran."""
+    ran = []
+
+    def slow(ctx, payload):
+        ran.append(ctx.job_id)
+        time.sleep(payload.get("seconds", 0))
+        return {"ok": True}
+
+    registry.register("prefetch_probe", slow)
+    yield ran
+    registry.unregister("prefetch_probe")
+
+
+def test_a_prefetching_pool_runs_every_job_once_under_its_thread_id(worker_pool):
+    ids = [j.pk for j in services.enqueue_many([{"type": "noop", "payload": {"i": i}}
+                                                for i in range(300)])]
+    pool = worker_pool(threads=2, batch_size=20, prefetch=16)
+    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 300, 30)
+    assert set(Job.objects.values_list("attempts", flat=True)) == {1}
+    events = JobEvent.objects.filter(job_id__in=ids)
+    assert events.filter(kind="claimed").count() == 300
+    assert events.filter(kind="succeeded").count() == 300
+    assert not events.exclude(kind__in=["created", "claimed", "succeeded"]).exists()
+    prefetched = events.filter(kind="claimed", worker_id=f"{pool.process_id}-prefetch")
+    assert prefetched.count() > 0, "the backlog should have been prefetched"
+    # A prefetched job's success is recorded under the thread that ran it.
+    threads = {e.worker_id for e in pool.executors}
+    assert set(events.filter(kind="succeeded").values_list("worker_id", flat=True)) <= threads
+
+
+def test_prefetch_off_claims_only_for_idle_threads(worker_pool):
+    services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(100)])
+    pool = worker_pool(threads=2, batch_size=20, prefetch=0)
+    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 100, 30)
+    assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
+
+
+def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, slow_handler,
+                                                                  monkeypatch):
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 0.3)
+    slow = services.enqueue("prefetch_probe", {"seconds": 2}, priority=10)
+    waiting = services.enqueue("prefetch_probe", {}, priority=5)
+    services.enqueue("prefetch_probe", {}, priority=0)
+    pool = worker_pool(threads=1, prefetch=4)
+    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 3, 20)
+    assert kinds(waiting.pk) == ["created", "claimed", "released", "claimed", "succeeded"]
+    released = JobEvent.objects.get(job_id=waiting.pk, kind="released")
+    assert released.worker_id == f"{pool.process_id}-prefetch"
+    assert "no thread was free" in released.message
+    assert Job.objects.get(pk=waiting.pk).attempts == 1  # the release charged no attempt
+    assert slow_handler[0] == slow.pk and sorted(slow_handler) == sorted(set(slow_handler))
+
+
+def test_a_job_cancelled_while_prefetched_never_runs(worker_pool, slow_handler, monkeypatch):
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 30)
+    services.enqueue("prefetch_probe", {"seconds": 2.5}, priority=10)
+    victim = services.enqueue("prefetch_probe", {}, priority=5)
+    pool = worker_pool(threads=1, prefetch=4)
+    wait_for(lambda: JobEvent.objects.filter(
+        job_id=victim.pk, kind="claimed", worker_id=f"{pool.process_id}-prefetch").exists(), 10)
+    services.cancel(victim.pk)
+    wait_for(lambda: Job.objects.get(pk=victim.pk).status == "cancelled", 15)
+    assert victim.pk not in slow_handler
+    assert Job.objects.get(pk=victim.pk).attempts == 1
+
+
+def test_shutdown_releases_prefetched_jobs_uncharged(worker_pool, slow_handler, monkeypatch):
+    monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 30)
+    services.enqueue("prefetch_probe", {"seconds": 1}, priority=10)
+    waiting = services.enqueue("prefetch_probe", {}, priority=5)
+    pool = worker_pool(threads=1, prefetch=4)
+    wait_for(lambda: JobEvent.objects.filter(job_id=waiting.pk, kind="claimed").exists(), 10)
+    stopper = threading.Thread(target=pool.shutdown, kwargs={"grace": 5})
+    stopper.start()
+    stopper.join(20)
+    row = Job.objects.get(pk=waiting.pk)
+    assert (row.status, row.attempts, row.locked_by) == ("queued", 0, None)
+    assert kinds(waiting.pk)[-1] == "released"
+    assert waiting.pk not in slow_handler

@@ -1,0 +1,53 @@
+"""The reaper's run-once step, called directly (no sleeping for its loop)."""
+from datetime import timedelta
+
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job, JobEvent, TxNow
+from django_pg_jobqueue.worker.reaper import Reaper
+
+pytestmark = pytest.mark.django_db
+
+
+def expired_job(max_attempts=3, attempts_used=1):
+    job = services.enqueue("noop", {}, max_attempts=max_attempts)
+    for _ in range(attempts_used):
+        [c] = services.claim(worker_ids=["w-dead"], queues=["default"])
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=TxNow() - timedelta(seconds=1))
+    return job, c
+
+
+def test_run_once_requeues_expired_leases_with_backoff_and_an_event():
+    job, claim = expired_job()
+    assert Reaper().run_once() == {"queued": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == "queued" and row.locked_by is None and row.attempts == 1
+    assert "lease expired" in row.last_error
+    event = JobEvent.objects.filter(job_id=job.pk).last()
+    assert event.kind == "lease_expired" and event.data["lease_token"] == str(claim.lease_token)
+    assert event.worker_id == "w-dead" and event.data["delay_seconds"] is not None
+
+
+def test_run_once_fails_the_job_when_attempts_are_spent():
+    job, _ = expired_job(max_attempts=1)
+    assert Reaper().run_once() == {"failed": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == "failed" and row.finished_at is not None
+
+
+def test_live_leases_are_left_alone():
+    job = services.enqueue("noop", {})
+    services.claim(worker_ids=["w-live"], lease_seconds=60)
+    assert Reaper().run_once() == {}
+    assert Job.objects.get(pk=job.pk).status == "running"
+
+
+def test_after_an_outage_the_reaper_gives_renewers_time_to_come_back():
+    job, _ = expired_job()
+    reaper = Reaper()
+    reaper.on_connection_error()
+    assert reaper.run_once() == {}, "holds off right after reconnecting"
+    assert Job.objects.get(pk=job.pk).status == "running"
+    reaper.hold_until = 0
+    assert reaper.run_once() == {"queued": 1}

@@ -1,0 +1,293 @@
+"""The django.tasks backend, driven only through Django's public task API, with a real worker.
+
+The tasks are module-level functions here, so the in-process worker imports this module."""
+import asyncio
+import threading
+from datetime import timedelta
+
+import pytest
+from django.tasks import TaskResultStatus, default_task_backend, task
+from django.tasks.checks import check_tasks
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
+from django.tasks.signals import task_enqueued, task_finished, task_started
+from django.test import override_settings
+from django.utils import timezone
+
+from django_pg_jobqueue import enqueue, services
+from django_pg_jobqueue.tasks_backend import QueueBackend, QueueTask
+from tests.utils import wait_for
+
+ORDER: list[str] = []
+GATE = threading.Event()
+
+
+@task
+def add(a, b):
+    return a + b
+
+
+@task
+def record(label):
+    ORDER.append(label)
+    return label
+
+
+@task(takes_context=True, max_attempts=3)
+def fail_then_succeed(context, fail_times):
+    if context.attempt <= fail_times:
+        raise ValueError(f"failing attempt {context.attempt}")
+    return {"attempt": context.attempt, "job_id": context.job.job_id}
+
+
+@task(max_attempts=2)
+def always_fail(message):
+    raise KeyError(message)
+
+
+@task
+def gated(seconds):
+    GATE.wait(seconds)
+    return "released"
+
+
+@task
+async def async_multiply(a, b):
+    await asyncio.sleep(0.01)
+    return a * b
+
+
+@task(max_attempts=1, timeout=1)
+async def async_sleep(seconds):
+    await asyncio.sleep(seconds)
+    return "woke"
+
+
+@task
+def returns_a_set():
+    return {1, 2}
+
+
+def finished(result_id, fn=add):
+    def check():
+        r = fn.get_result(result_id)
+        return r if r.is_finished else None
+    return check
+
+
+# -- success ----------------------------------------------------------------------------------
+
+def test_a_task_runs_in_the_worker_and_its_return_value_comes_back(worker_pool):
+    worker_pool(threads=2)
+    result = add.enqueue(2, b=40)
+    assert result.status == TaskResultStatus.READY
+    assert result.backend == "default" and result.args == [2] and result.kwargs == {"b": 40}
+    done = wait_for(finished(result.id), message="add to finish")
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.return_value == 42
+    assert done.errors == []
+    assert done.attempts == 1 and len(done.worker_ids) == 1
+    assert done.enqueued_at <= done.started_at <= done.last_attempted_at <= done.finished_at
+    result.refresh()  # Django's refresh goes through get_result too
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 42
+
+
+def test_an_async_task_runs_natively_and_aenqueue_and_aget_result_work(worker_pool):
+    worker_pool(threads=1)
+
+    async def produce():
+        return await async_multiply.aenqueue(6, 7)
+
+    result = asyncio.run(produce())
+    wait_for(finished(result.id, async_multiply), message="async task")
+
+    async def read():
+        return await async_multiply.aget_result(result.id)
+
+    done = asyncio.run(read())
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 42
+
+
+# -- exception and retry ----------------------------------------------------------------------
+
+def test_a_failing_task_is_retried_and_then_succeeds(worker_pool):
+    worker_pool(threads=1)
+    result = fail_then_succeed.enqueue(fail_times=1)
+    done = wait_for(finished(result.id, fail_then_succeed), message="retried task")
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.return_value == {"attempt": 2, "job_id": int(result.id)}
+    assert done.attempts == 2
+    [error] = done.errors
+    assert error.exception_class is ValueError
+    assert "failing attempt 1" in error.traceback and "fail_then_succeed" in error.traceback
+
+
+def test_a_task_that_always_fails_ends_failed_with_each_attempts_error(worker_pool):
+    worker_pool(threads=1)
+    result = always_fail.enqueue("no such thing")
+    done = wait_for(finished(result.id, always_fail), message="failing task")
+    assert done.status == TaskResultStatus.FAILED
+    assert done.attempts == 2  # max_attempts=2 from @task(...)
+    assert [e.exception_class_path for e in done.errors] == ["builtins.KeyError"] * 2
+    assert "no such thing" in done.errors[-1].traceback
+    with pytest.raises(ValueError, match="failed"):
+        done.return_value
+
+
+def test_signals_follow_each_attempt(worker_pool):
+    seen = []
+
+    def on(signal_name):
+        def receiver(sender, task_result, **kwargs):
+            if task_result.task.func is fail_then_succeed.func:
+                seen.append((signal_name, task_result.status, task_result.attempts))
+        return receiver
+
+    receivers = [(task_enqueued, on("enqueued")), (task_started, on("started")),
+                 (task_finished, on("finished"))]
+    for signal, receiver in receivers:
+        signal.connect(receiver, sender=QueueBackend)
+    try:
+        worker_pool(threads=1)
+        result = fail_then_succeed.enqueue(fail_times=1)
+        wait_for(finished(result.id, fail_then_succeed), message="retried task")
+        wait_for(lambda: len(seen) == 5, message="five signals")
+    finally:
+        for signal, receiver in receivers:
+            signal.disconnect(receiver, sender=QueueBackend)
+    assert seen == [
+        ("enqueued", TaskResultStatus.READY, 0),
+        ("started", TaskResultStatus.RUNNING, 1),
+        ("finished", TaskResultStatus.READY, 1),  # a retry is scheduled
+        ("started", TaskResultStatus.RUNNING, 2),
+        ("finished", TaskResultStatus.SUCCESSFUL, 2),
+    ]
+
+
+def test_a_return_value_that_is_not_json_fails_the_task_without_retrying(worker_pool):
+    worker_pool(threads=1)
+    result = returns_a_set.enqueue()
+    done = wait_for(finished(result.id, returns_a_set), message="bad return value")
+    assert done.status == TaskResultStatus.FAILED and done.attempts == 1
+    assert done.errors[0].exception_class is TypeError
+
+
+# -- get_result while queued, running and finished --------------------------------------------
+
+def test_get_result_while_queued_running_and_finished(worker_pool):
+    GATE.clear()
+    result = gated.enqueue(10)
+    queued = gated.get_result(result.id)
+    assert queued.status == TaskResultStatus.READY
+    assert queued.started_at is None and queued.worker_ids == [] and not queued.is_finished
+    with pytest.raises(ValueError, match="not finished"):
+        queued.return_value
+
+    pool = worker_pool(threads=1)
+    running = wait_for(lambda: (r := gated.get_result(result.id)).status
+                       == TaskResultStatus.RUNNING and r, message="running")
+    assert running.started_at is not None and running.finished_at is None
+    assert running.worker_ids == [pool.executors[0].worker_id]
+    with pytest.raises(ValueError, match="not finished"):
+        running.return_value
+
+    GATE.set()
+    done = wait_for(finished(result.id, gated), message="finished")
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == "released"
+    assert done.finished_at >= done.started_at
+
+
+def test_get_result_refuses_unknown_ids_and_other_tasks_results(db):
+    result = add.enqueue(1, 2)
+    with pytest.raises(TaskResultMismatch):
+        record.get_result(result.id)
+    for bad in ("999999999", "abc", ""):
+        with pytest.raises(TaskResultDoesNotExist):
+            add.get_result(bad)
+    plain_job = enqueue("noop")  # a job, but not a task
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(str(plain_job.id))
+
+
+# -- priority, run_after, queues, options -------------------------------------------------------
+
+def test_higher_priority_tasks_run_first(worker_pool):
+    ORDER.clear()
+    ids = [record.using(priority=p).enqueue(label).id
+           for label, p in [("low", -10), ("mid", 0), ("high", 50), ("top", 100)]]
+    worker_pool(threads=1, batch_size=1)
+    for result_id in ids:
+        wait_for(finished(result_id, record), message="recorded")
+    assert ORDER == ["top", "high", "mid", "low"]
+    assert record.get_result(ids[2]).task.priority == 50
+
+
+def test_run_after_defers_the_task(worker_pool):
+    worker_pool(threads=1)
+    run_after = timezone.now() + timedelta(seconds=1.5)
+    result = add.using(run_after=run_after).enqueue(1, 1)
+    assert result.task.run_after == run_after
+    for _ in range(5):
+        assert add.get_result(result.id).status == TaskResultStatus.READY
+        threading.Event().wait(0.2)
+    done = wait_for(finished(result.id), timeout=10, message="deferred task")
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.started_at >= run_after
+
+
+def test_queue_names_are_validated_against_the_backend_queues(db):
+    with pytest.raises(InvalidTask, match="not valid"):
+        add.using(queue_name="reports")
+    with override_settings(TASKS={"default": {"BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
+                                              "QUEUES": ["default", "reports"]}}):
+        result = add.using(queue_name="reports").enqueue(1, 2)
+        assert add.get_result(result.id).task.queue_name == "reports"
+        with pytest.raises(InvalidTask):
+            add.using(queue_name="x" * 101)
+
+
+def test_task_class_carries_retries_timeouts_and_an_idempotency_key(db):
+    assert isinstance(always_fail, QueueTask) and always_fail.max_attempts == 2
+    assert async_sleep.timeout == 1
+    first = add.using(idempotency_key="sum:1:2", max_attempts=7).enqueue(1, 2)
+    again = add.using(idempotency_key="sum:1:2", max_attempts=7).enqueue(1, 2)
+    assert again.id == first.id
+    assert add.get_result(first.id).task.max_attempts == 7
+    with pytest.raises(InvalidTask, match="max_attempts"):
+        add.using(max_attempts=0)
+    with pytest.raises(InvalidTask, match="timeout"):
+        task(timeout=-1)(_module_level_helper)
+
+
+def _module_level_helper():
+    return None
+
+
+def test_a_cancelled_task_is_failed_with_an_error_saying_so(db):
+    result = add.enqueue(1, 2)
+    services.cancel(int(result.id), actor="test")
+    done = add.get_result(result.id)
+    assert done.status == TaskResultStatus.FAILED
+    [error] = done.errors
+    assert error.exception_class_path == "django_pg_jobqueue.exceptions.JobCancelled"
+    assert "cancelled" in error.traceback
+
+
+def test_a_timed_out_async_task_is_cancelled_and_failed_with_a_timeout_error(worker_pool):
+    pool = worker_pool(threads=1)
+    result = async_sleep.enqueue(30)
+    done = wait_for(finished(result.id, async_sleep), timeout=10, message="timeout")
+    assert done.status == TaskResultStatus.FAILED
+    assert done.errors[0].exception_class is TimeoutError
+    # The coroutine was cancelled: the executor is free again long before 30 s.
+    wait_for(lambda: not pool.busy_executors(), timeout=3, message="executor freed")
+
+
+def test_the_backend_reports_its_features_and_misconfiguration(db):
+    assert (QueueBackend.supports_defer and QueueBackend.supports_async_task
+            and QueueBackend.supports_get_result and QueueBackend.supports_priority)
+    assert default_task_backend.check() == []
+    bad = {"default": {"BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend", "QUEUES": "default",
+                       "OPTIONS": {"retries": 3}}}
+    with override_settings(TASKS=bad):
+        ids = {m.id for m in check_tasks()}  # the check Django registers for TASKS
+        assert {"django_pg_jobqueue.E101", "django_pg_jobqueue.W101"} <= ids

@@ -1,0 +1,98 @@
+"""A worker process killed with SIGKILL mid-drain: its jobs are requeued once their leases
+expire and finish elsewhere; nothing is lost, nothing succeeds twice."""
+import signal
+import time
+from collections import Counter
+
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.models import Job, JobEvent
+from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
+from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Ledger, Output, worker_env
+from tests.utils import spawn_workers, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
+
+
+def _stop(proc, out, timeout=20):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except Exception:
+            proc.kill()
+            raise AssertionError("worker did not stop on SIGTERM:\n" + out.text()[-3000:])
+    return proc.returncode
+
+
+def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
+    ledger_path = tmp_path / "ledger.tsv"
+    services.enqueue_many(
+        [{"type": "chaos", "payload": {"mode": "ok", "seconds": 0.4}} for _ in range(150)]
+        + [{"type": "chaos", "payload": {"mode": "long", "seconds": 3}, "priority": 10}
+           for _ in range(3)])
+    victim = spawn_workers("--threads", "6", env=worker_env(ledger_path))
+    Output(victim)  # keeps the pipe drained
+    prefix = None
+    try:
+        # Kill it while it holds several jobs, the long ones among them.
+        wait_for(lambda: Job.objects.running().filter(payload__mode="long").count() == 3
+                 and Job.objects.running().count() >= 6, timeout=30, message="victim busy")
+        prefix = Job.objects.running().values_list("locked_by", flat=True)[0].rsplit("-", 1)[0]
+        victim.send_signal(signal.SIGKILL)
+        killed_at = time.time()
+        victim.wait(5)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    orphans = set(Job.objects.running().filter(locked_by__startswith=prefix + "-")
+                  .values_list("id", flat=True))
+    assert len(orphans) >= 6
+    assert victim.returncode == -signal.SIGKILL
+
+    survivor = spawn_workers("--threads", "6", env=worker_env(ledger_path))
+    survivor_out = Output(survivor)
+    try:
+        wait_for(lambda: not Job.objects.exclude(status__in=["succeeded", "failed"]).exists(),
+                 timeout=60, message="every job finished")
+    finally:
+        rc = _stop(survivor, survivor_out)
+    assert rc == 0, survivor_out.text()[-3000:]
+
+    assert Counter(Job.objects.values_list("status", flat=True)) == {"succeeded": 153}
+    ledger = Ledger.read(ledger_path)
+    assert not ledger.duplicate_starts
+    long_ids = set(Job.objects.filter(payload__mode="long").values_list("id", flat=True))
+    recovery, recovery_first = [], []
+    for job_id in orphans:
+        events = list(JobEvent.objects.filter(job_id=job_id).order_by("id"))
+        expired = [e for e in events if e.kind == "lease_expired"]
+        assert len(expired) == 1 and expired[0].worker_id.startswith(prefix + "-")
+        reclaimed = [e for e in events if e.kind == "claimed" and e.id > expired[0].id]
+        delay = reclaimed[0].created_at.timestamp() - killed_at
+        (recovery_first if job_id in long_ids else recovery).append(delay)
+        success = [e for e in events if e.kind == "succeeded"]
+        assert len(success) == 1
+        # The success ran to the end under the new lease, in the survivor.
+        ex = ledger.executions[success[0].data["lease_token"]]
+        assert ex.outcome == "return" and ex.pid == survivor.pid
+        # The killed execution started in the victim and never ended.
+        killed = [x for x in ledger.by_job[job_id] if x.pid == victim.pid]
+        assert all(x.outcome is None for x in killed)
+    # Every job ran exactly once more than it was killed; the others exactly once.
+    for job_id, runs in ledger.by_job.items():
+        assert len([x for x in runs if x.outcome == "return"]) == 1
+    worst = max(recovery_first)
+    print(f"\nworker crash: {len(orphans)} orphaned jobs; the 3 high-priority ones re-claimed "
+          f"{min(recovery_first):.2f}-{worst:.2f}s after SIGKILL (lease {LEASE_SECONDS}s, "
+          f"reaper {REAPER_INTERVAL_SECONDS}s, plus the survivor's start-up); the others, "
+          f"requeued behind the backlog in claim order, {min(recovery):.2f}-{max(recovery):.2f}s")
+    # Lease + reaper interval + the survivor's start-up (a couple of seconds) + backoff. Jobs
+    # the reaper requeues are due at now() + backoff, so ordinary ones wait behind the backlog
+    # that was due before them; high-priority ones go first.
+    assert len(recovery_first) == 3
+    assert worst < LEASE_SECONDS + REAPER_INTERVAL_SECONDS + 6
+    report = audit()
+    assert report.ok, report.format()

@@ -1,0 +1,49 @@
+"""Helpers for the suite's own tests (users get `jobs.testing`)."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db import close_old_connections
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = ""):
+    """Poll `predicate` until it returns a truthy value; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        close_old_connections()
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
+        time.sleep(interval)
+
+
+def start_pool(**kwargs):
+    from django_pg_jobqueue.worker.pool import WorkerPool
+
+    kwargs.setdefault("threads", 4)
+    return WorkerPool(**kwargs).start()
+
+
+def worker_database_url() -> str:
+    """A DATABASE_URL for the test database, for worker subprocesses."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+def spawn_workers(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    """Start `manage.py run_job_workers` as a real subprocess against the test database."""
+    full_env = {**os.environ, "DATABASE_URL": worker_database_url(), "PYTHONUNBUFFERED": "1",
+                **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "manage.py"), "run_job_workers", *args],
+        env=full_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        **popen,
+    )
