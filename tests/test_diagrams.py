@@ -12,7 +12,7 @@ import pytest
 
 from django_pg_jobqueue.states import TRANSITIONS, EventKind, Status
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "assets"
 SQL = REPO / "backend/django_pg_jobqueue/sql.py"
 PYTHON_SOURCES = [*sorted((REPO / "backend/django_pg_jobqueue/services").glob("*.py")),

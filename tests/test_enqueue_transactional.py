@@ -11,7 +11,7 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
-import django_pg_jobqueue
+import django_pg_jobqueue as jobs
 from django_pg_jobqueue.exceptions import UnknownJobType
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.tasks_backend import QueueBackend

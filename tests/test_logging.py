@@ -90,3 +90,35 @@ def test_at_info_successes_are_quiet_and_failures_are_not(worker_pool, json_line
         about.setdefault(line.get("job_id"), []).append(line)
     assert ok.id not in about
     assert [line["level"] for line in about[dead.id]] == ["WARNING"]
+
+
+def _isolated_logger(monkeypatch):
+    """This package's logger and the root logger with no handlers, as in a host whose LOGGING
+    says nothing about them; restored afterwards."""
+    pkg, root = logging.getLogger("django_pg_jobqueue"), logging.getLogger()
+    monkeypatch.setattr(pkg, "handlers", [])
+    monkeypatch.setattr(pkg, "level", logging.NOTSET)
+    monkeypatch.setattr(pkg, "propagate", True)
+    monkeypatch.setattr(root, "handlers", [])
+    return pkg, root
+
+
+def test_the_worker_installs_its_own_handler_when_the_hosts_logging_gives_none(monkeypatch):
+    from django_pg_jobqueue.logformat import JsonFormatter, configure_worker_logging
+
+    pkg, _ = _isolated_logger(monkeypatch)
+    assert configure_worker_logging("DEBUG", "json") is True
+    assert pkg.level == logging.DEBUG and not pkg.propagate
+    (stream,) = pkg.handlers
+    assert isinstance(stream.formatter, JsonFormatter)
+
+
+def test_the_worker_leaves_a_hosts_own_logging_alone(monkeypatch):
+    from django_pg_jobqueue.logformat import configure_worker_logging
+
+    pkg, root = _isolated_logger(monkeypatch)
+    hosts = logging.StreamHandler()
+    root.handlers.append(hosts)
+    pkg.setLevel(logging.WARNING)
+    assert configure_worker_logging("DEBUG", "text") is False
+    assert pkg.handlers == [] and pkg.propagate and pkg.level == logging.WARNING

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 SETTINGS = REPO / "backend" / "config" / "settings.py"
 GOOD_KEY = "k" * 20 + "-production-test-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 # Never connected to: `check --deploy` and these requests need no database. Setting it also
@@ -26,8 +26,8 @@ import django
 django.setup()
 from django.conf import settings as s
 from django.test import Client
-plain = Client(HTTP_HOST="django_pg_jobqueue.example.com").get("/api/v1/auth/csrf/")
-proxied = Client(HTTP_HOST="django_pg_jobqueue.example.com", HTTP_X_FORWARDED_PROTO="https").get("/api/v1/auth/csrf/")
+plain = Client(HTTP_HOST="jobs.example.com").get("/api/v1/auth/csrf/")
+proxied = Client(HTTP_HOST="jobs.example.com", HTTP_X_FORWARDED_PROTO="https").get("/api/v1/auth/csrf/")
 print(json.dumps({
     "DEBUG": s.DEBUG,
     "SESSION_COOKIE_SECURE": s.SESSION_COOKIE_SECURE,
@@ -59,7 +59,7 @@ def run(args: list[str], **env_vars: str) -> subprocess.CompletedProcess:
 
 def production(**env_vars: str) -> dict[str, str]:
     return {"DJANGO_ENV": "production", "SECRET_KEY": GOOD_KEY, "DEBUG": "false",
-            "ALLOWED_HOSTS": "django_pg_jobqueue.example.com", **env_vars}
+            "ALLOWED_HOSTS": "jobs.example.com", **env_vars}
 
 
 def test_check_deploy_passes_clean_in_production():
@@ -122,7 +122,7 @@ def test_production_can_turn_the_https_redirect_off_for_a_plain_http_setup():
 
 
 def test_development_is_unaffected_by_the_production_checks():
-    proc = run(["-c", PROBE.replace('"django_pg_jobqueue.example.com"', '"localhost"')])
+    proc = run(["-c", PROBE.replace('"jobs.example.com"', '"localhost"')])
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["DEBUG"] is True

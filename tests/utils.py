@@ -1,4 +1,4 @@
-"""Helpers for the suite's own tests (users get `jobs.testing`)."""
+"""Helpers for the suite's own tests (users get `django_pg_jobqueue.testing`)."""
 import os
 import subprocess
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.db import close_old_connections
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = ""):

@@ -128,7 +128,7 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description="events")
     def all_events(self, job):
-        url = reverse("admin:jobs_jobevent_changelist") + f"?job__id__exact={job.pk}"
+        url = reverse("admin:django_pg_jobqueue_jobevent_changelist") + f"?job__id__exact={job.pk}"
         return format_html('<a href="{}">every event of this job</a>', url)
 
     def get_search_results(self, request, queryset, search_term):
@@ -190,7 +190,7 @@ class JobEventAdmin(admin.ModelAdmin):
 
     @admin.display(description="job")
     def job_link(self, event):
-        url = reverse("admin:jobs_job_change", args=[event.job_id])
+        url = reverse("admin:django_pg_jobqueue_job_change", args=[event.job_id])
         return format_html('<a href="{}">{}</a>', url, event.job)
 
     def has_add_permission(self, request):

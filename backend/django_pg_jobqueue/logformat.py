@@ -17,3 +17,28 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)
+
+
+LOGGER_NAME = "django_pg_jobqueue"
+
+
+def configure_worker_logging(level: str, log_format: str) -> bool:
+    """Make `run_job_workers` log with the host's LOGGING untouched.
+
+    If the host's LOGGING gives this package's logger (or one of its ancestors, root included)
+    a handler, that configuration wins and only an unset level is filled in from
+    JOB_WORKER_LOG_LEVEL. Otherwise the lines would go nowhere (Python's last-resort handler
+    prints warnings only), so a stderr handler is installed with JOB_LOG_FORMAT's formatter.
+    Returns whether a handler was installed.
+    """
+    logger = logging.getLogger(LOGGER_NAME)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(level.upper())
+    if logger.hasHandlers():
+        return False
+    stream = logging.StreamHandler()
+    stream.setFormatter(JsonFormatter() if log_format == "json" else
+                        logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logger.addHandler(stream)
+    logger.propagate = False
+    return True

@@ -62,7 +62,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
           job_ids: list[int] | None = None) -> list[ClaimedJob]:
     """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
 
-    `types` and `job_ids` narrow the claim further (used by `jobs.testing`'s drain and crash
+    `types` and `job_ids` narrow the claim further (used by `django_pg_jobqueue.testing`'s drain and crash
     helpers; workers claim by queue only). Runs as its own short transaction (autocommit):
     nothing stays open while handlers run.
     """

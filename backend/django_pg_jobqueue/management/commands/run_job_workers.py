@@ -6,6 +6,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue import conf
+from django_pg_jobqueue.logformat import configure_worker_logging
 from django_pg_jobqueue.worker.pool import WorkerPool, parse_queues
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -51,6 +52,8 @@ class Command(BaseCommand):
             parse_queues(opts["queues"], opts["threads"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        c = conf.get()
+        configure_worker_logging(c.WORKER_LOG_LEVEL, c.LOG_FORMAT)
         pool = WorkerPool(
             threads=opts["threads"], queues=opts["queues"], lease_seconds=opts["lease_seconds"],
             poll_interval=opts["poll_interval"], batch_size=opts["batch_size"],
