@@ -77,7 +77,7 @@ run: venv ui migrate demo-user static
 	$(PY) manage.py run_job_workers --threads $(THREADS) & \
 	wait
 
-test-backend: venv migrate
+test-backend: venv ui migrate
 	$(PY) -m pytest -q
 
 test-frontend: ui
