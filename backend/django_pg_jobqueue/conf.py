@@ -118,10 +118,13 @@ def mapping(value) -> str | None:
     return None if isinstance(value, dict) else "a dict: {name: {'cron': ..., 'type': ...}}"
 
 
-def setting(default, *, check_id: int, rule: Rule | None, group: str, doc: str, **kwargs):
-    """A QueueConf field: its default and the metadata the check and the docs read."""
-    metadata = {"check_id": f"django_pg_jobqueue.E{check_id:03d}", "rule": rule, "group": group,
-                "doc": " ".join(doc.split())}
+def setting(default, *, check_id: int | None, rule: Rule | None, group: str, doc: str,
+            type_doc: str | None = None, **kwargs):
+    """A QueueConf field: its default and the metadata the check and the docs read
+    (`type_doc`: the type as the reference shows it, when the annotation says too little)."""
+    metadata = {"check_id": None if check_id is None else f"django_pg_jobqueue.E{check_id:03d}",
+                "rule": rule, "group": group,
+                "doc": " ".join(doc.split()), "type_doc": type_doc}
     if callable(default):
         return field(default_factory=default, metadata=metadata, **kwargs)
     return field(default=default, metadata=metadata, **kwargs)
@@ -184,7 +187,7 @@ class QueueConf:
         keep prepared statements (PgBouncer before 1.21, or without
         `max_prepared_statements`).""")
     EXTRA_HANDLER_MODULES: tuple[str, ...] = setting(
-        (), check_id=12, rule=module_list, group="workers", doc="""
+        (), check_id=12, rule=module_list, group="workers", type_doc="list of str", doc="""
         Modules of `@handler` functions to import at start-up, besides every installed app's
         `handlers.py`: for example `["django_pg_jobqueue.builtin_handlers"]` registers the
         deterministic `noop`, `sleep`, `flaky` and `fail` job types.""")
@@ -210,8 +213,8 @@ class QueueConf:
         is asked to stop (`ctx.should_stop()`).""")
 
     # -- producers -----------------------------------------------------------------------------
-    PERIODIC: dict = setting(dict, check_id=18, rule=None, group="producers", hash=False,  # noqa: RUF009
-                             doc="""
+    PERIODIC: dict = setting(dict, check_id=None, rule=None, group="producers", hash=False,  # noqa: RUF009
+                             type_doc="dict of dicts", doc="""
         Periodic jobs: `{name: {"cron": "0 3 * * *", "timezone": "Europe/Paris", "type":
         "report_generate", "payload": {...}}}`, or `"task": "myapp.tasks.cleanup"` with
         `"args"` and `"kwargs"` for a Django task; optional keys `queue`, `priority`,
@@ -220,59 +223,62 @@ class QueueConf:
         and each bad entry (`django_pg_jobqueue.E201`).""")
 
     # -- the REST API -------------------------------------------------------------------------
-    MAX_PAYLOAD_BYTES: int = setting(65536, check_id=19, rule=whole(2), group="api", doc="""
+    MAX_PAYLOAD_BYTES: int = setting(65536, check_id=18, rule=whole(2), group="api", doc="""
         The largest JSON payload, in bytes, the API accepts when creating a job (413
         beyond).""")
-    API_PUBLIC_READ: bool = setting(False, check_id=20, rule=boolean, group="api", doc="""
+    API_PUBLIC_READ: bool = setting(False, check_id=19, rule=boolean, group="api", doc="""
         True lets anonymous clients read jobs, events, queues and figures through the API;
         writes always need an authenticated user with the permission.""")
-    CREATE_RATE: str = setting("600/min", check_id=21, rule=rate, group="api", doc="""
+    CREATE_RATE: str = setting("600/min", check_id=20, rule=rate, group="api", doc="""
         The per-user throttle on job creation through the API (429 beyond), in DRF's
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`.""")
-    MAX_QUEUE_DEPTH: int | None = setting(None, check_id=22, rule=whole(1, none="no limit"),
+    MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503
         `queue_full` and a `Retry-After` header; None sets no limit. `enqueue()` from Python
         is not limited.""")
 
     # -- retention -------------------------------------------------------------------------------
-    RETENTION_SUCCEEDED: str = setting("7d", check_id=23, rule=retention, group="retention", doc="""
+    RETENTION_SUCCEEDED: str = setting("7d", check_id=22, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
         How long succeeded jobs and their events are kept: `"90s"`, `"15m"`, `"12h"`, `"7d"`,
         `"2w"` (or seconds as a number, or a `timedelta`); `""`, `"off"` or None keeps them
         forever.""")
-    RETENTION_FAILED: str = setting("30d", check_id=24, rule=retention, group="retention", doc="""
+    RETENTION_FAILED: str = setting("30d", check_id=23, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
         How long failed jobs and their events are kept (the same form).""")
-    RETENTION_CANCELLED: str = setting("7d", check_id=25, rule=retention, group="retention", doc="""
+    RETENTION_CANCELLED: str = setting("7d", check_id=24, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
         How long cancelled jobs and their events are kept (the same form).""")
-    PRUNE_INTERVAL_SECONDS: float = setting(300.0, check_id=26, rule=number(0), group="retention",
+    PRUNE_INTERVAL_SECONDS: float = setting(300.0, check_id=25, rule=number(0), group="retention",
                                             doc="""
         How often each worker process's pruner deletes the jobs past their retention; 0 turns
         it off (then run `manage.py prune_jobs` from cron).""")
-    PRUNE_BATCH_SIZE: int = setting(1000, check_id=27, rule=whole(1), group="retention", doc="""
+    PRUNE_BATCH_SIZE: int = setting(1000, check_id=26, rule=whole(1), group="retention", doc="""
         Jobs deleted per transaction by the pruner and by `prune_jobs`.""")
 
     # -- observability ---------------------------------------------------------------------------
-    WORKER_LOG_LEVEL: str = setting("INFO", check_id=28, rule=one_of(*LOG_LEVELS),
+    WORKER_LOG_LEVEL: str = setting("INFO", check_id=27, rule=one_of(*LOG_LEVELS),
                                     group="observability", doc="""
         The level of the `django_pg_jobqueue` loggers: `INFO` logs retries, failures, cancels,
         snoozes, lost leases and requeues; `DEBUG` adds every success, poll, claim and
         renewal; `WARNING` keeps only failures and lost leases.""")
-    LOG_FORMAT: str = setting("text", check_id=29, rule=one_of(*LOG_FORMATS),
+    LOG_FORMAT: str = setting("text", check_id=28, rule=one_of(*LOG_FORMATS),
                               group="observability", doc="""
         `json` writes one JSON object per log line, with the job's id, type, attempt and worker
         id as fields (`job_id`, `job_type`, `attempt`, `worker_id`); `text` writes plain
         lines.""")
-    METRICS_TOKEN: str = setting("", check_id=30, rule=text, group="observability", doc="""
+    METRICS_TOKEN: str = setting("", check_id=29, rule=text, group="observability", doc="""
         When set, `GET /metrics` requires `Authorization: Bearer <token>`; empty leaves it
         public.""")
-    METRICS_WINDOW_SECONDS: float = setting(300.0, check_id=31, rule=number(1),
+    METRICS_WINDOW_SECONDS: float = setting(300.0, check_id=30, rule=number(1),
                                             group="observability", doc="""
         The sliding window, in seconds, of the `*_recent` metrics and histograms.""")
-    METRICS_STATEMENT_TIMEOUT_MS: int = setting(5000, check_id=32, rule=whole(1),
+    METRICS_STATEMENT_TIMEOUT_MS: int = setting(5000, check_id=31, rule=whole(1),
                                                 group="observability", doc="""
         The ceiling, in milliseconds, on a metrics scrape's queries; a slower scrape answers
         503 instead of piling up.""")
-    OTEL_ENABLED: bool = setting(False, check_id=33, rule=boolean, group="observability", doc="""
+    OTEL_ENABLED: bool = setting(False, check_id=32, rule=boolean, group="observability", doc="""
         OpenTelemetry spans around enqueue and execution. Needs the `otel` extra
         (`opentelemetry-api`) and an SDK with an exporter, configured the usual
         OpenTelemetry way.""")
