@@ -17,7 +17,7 @@ HAS_UI := $(wildcard frontend/package.json)
 .PHONY: static
 .PHONY: chromium
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
-        db-start db-stop demo-user schema clean
+        db-start db-stop demo-user schema clean docs
 
 help:
 	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
@@ -25,6 +25,7 @@ help:
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
 	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db (BENCH_QUICK=1: faster)"
 	@echo "make diagrams  render assets/*.svg from their sources"
+	@echo "make docs    build the documentation site into docs/_build/html (warnings are errors)"
 	@echo "make db-stop stop the embedded PostgreSQL"
 
 $(VENV)/.installed: pyproject.toml
@@ -129,6 +130,9 @@ schema: venv
 
 diagrams:
 	$(MAKE) -C assets
+
+docs: venv
+	$(PY) -m sphinx -W --keep-going -n -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist backend/staticfiles

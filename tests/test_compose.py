@@ -1,4 +1,4 @@
-"""docker-compose.yml, the Dockerfile, .env.sample and the README's configuration table agree
+"""docker-compose.yml, the Dockerfile, .env.sample and the docs' environment table agree
 with the code. Docker cannot run here, so the compose file is parsed and checked instead: its
 services, commands, ports and variables; and every variable is documented exactly once."""
 import re
@@ -11,7 +11,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 ENV_SAMPLE = REPO / ".env.sample"
-README = REPO / "README.md"
+ENVIRONMENT_DOC = REPO / "docs" / "reference" / "environment.md"
 CONFIG_MODULES = [REPO / "backend" / "config" / "settings.py", REPO / "backend" / "config" / "gunicorn.py"]
 COMPOSE_ONLY_HEADER = "# --- docker-compose only"
 
@@ -228,11 +228,8 @@ def test_every_variable_the_settings_read_is_in_env_sample():
 
 # --- README -------------------------------------------------------------------------------------
 def readme_configuration_table() -> dict[str, list[str]]:
-    text = README.read_text()
-    start = text.index("<!-- section:configuration")
-    end = text.index("<!-- /section:configuration -->")
     rows = {}
-    for line in text[start:end].splitlines():
+    for line in ENVIRONMENT_DOC.read_text().splitlines():
         m = re.match(r"^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|(.*)\|\s*$", line)
         if m:
             assert m.group(1) not in rows, f"README's table lists {m.group(1)} twice"

@@ -17,7 +17,7 @@ class JobsConfig(AppConfig):
 
         from . import conf
 
-        for module in conf.get().EXTRA_HANDLER_MODULES:
+        for module in conf.extra_handler_modules():
             import_module(module)
         # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
         # system check (jobs.E200/E201).

@@ -1,86 +1,293 @@
-"""Every JOB_* setting with its typed default, validated once.
+"""Every JOB_* setting: its type, default, allowed values and documentation, defined once.
 
-`config/settings.py` reads them from the environment; this module is the only place the
-queue reads them from, through `get()`. Tests change them with `override_settings`.
+Each field of `QueueConf` is one setting (`LEASE_SECONDS` is `JOB_LEASE_SECONDS`). Its
+metadata holds what the docs' settings reference is rendered from (`doc`, `group`) and what
+`manage.py check` validates (`rule`, `check_id`). The queue reads its settings only through
+`get()`, which raises ImproperlyConfigured on a bad value; `check_settings` (registered as a
+system check when this module is imported, which the app's `ready()` does) reports every
+bad value at once as a `django_pg_jobqueue.E0xx` error. Tests change settings with
+`override_settings`, which clears `get()`'s cache.
 """
+import math
 import re
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from functools import cache
 
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+PREFIX = "JOB_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+RATE_PATTERN = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
+MAX_ATTEMPTS_LIMIT = 1000  # the API's limit on max_attempts
+MAX_TIMEOUT_SECONDS = 30 * 86400  # the API's limit on timeout_seconds
+
+
+# --- rules: each returns None when the value is allowed, else what is allowed -----------------
+Rule = Callable[[object], str | None]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def number(minimum: float, *, above: bool = False, maximum: float | None = None) -> Rule:
+    """A finite int or float >= minimum (> minimum with above=True), at most maximum."""
+    bound = f"greater than {minimum:g}" if above else f"at least {minimum:g}"
+    if maximum is not None:
+        bound += f" and at most {maximum:g}"
+
+    def rule(value):
+        ok = _is_number(value) and (value > minimum if above else value >= minimum)
+        if ok and (maximum is None or value <= maximum):
+            return None
+        return f"a number (int or float) {bound}"
+
+    return rule
+
+
+def whole(minimum: int, *, maximum: int | None = None, none: str | None = None) -> Rule:
+    """An int >= minimum (at most maximum); None too when `none` says what None means."""
+    allowed = f"a whole number (int) at least {minimum}"
+    if maximum is not None:
+        allowed += f" and at most {maximum}"
+    if none:
+        allowed += f", or None ({none})"
+
+    def rule(value):
+        if value is None and none:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= minimum and (
+                maximum is None or value <= maximum):
+            return None
+        return allowed
+
+    return rule
+
+
+def boolean(value) -> str | None:
+    return None if isinstance(value, bool) else "True or False (a bool)"
+
+
+def text(value) -> str | None:
+    return None if isinstance(value, str) else "a string"
+
+
+def one_of(*choices: str) -> Rule:
+    def rule(value):
+        return None if value in choices else "one of " + ", ".join(repr(c) for c in choices)
+
+    return rule
+
+
+def rate(value) -> str | None:
+    if isinstance(value, str) and RATE_PATTERN.fullmatch(value):
+        return None
+    return "a rate such as '600/min': a whole number, '/', then s, min, hour or day"
+
+
+def retention(value) -> str | None:
+    from datetime import timedelta
+
+    from .durations import parse_retention
+
+    if value is None or isinstance(value, (str, timedelta)) or _is_number(value):
+        try:
+            parse_retention(value)
+            return None
+        except ValueError:
+            pass
+    return ("a duration such as '90s', '15m', '12h', '7d' or '2w' (or seconds as a number, or "
+            "a timedelta), or '', 'off' or None to keep the jobs forever")
+
+
+def module_list(value) -> str | None:
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(m, str) and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", m) for m in value):
+        return None
+    return ("a list of dotted module paths, e.g. ['django_pg_jobqueue.builtin_handlers'] "
+            "(a list, not one comma-separated string)")
+
+
+def mapping(value) -> str | None:
+    return None if isinstance(value, dict) else "a dict: {name: {'cron': ..., 'type': ...}}"
+
+
+def setting(default, *, check_id: int | None, rule: Rule | None, group: str, doc: str,
+            type_doc: str | None = None, **kwargs):
+    """A QueueConf field: its default and the metadata the check and the docs read
+    (`type_doc`: the type as the reference shows it, when the annotation says too little)."""
+    metadata = {"check_id": None if check_id is None else f"django_pg_jobqueue.E{check_id:03d}",
+                "rule": rule, "group": group,
+                "doc": " ".join(doc.split()), "type_doc": type_doc}
+    if callable(default):
+        return field(default_factory=default, metadata=metadata, **kwargs)
+    return field(default=default, metadata=metadata, **kwargs)
+
+
+# Groups, in the order the reference shows them.
+GROUPS = {
+    "workers": "Workers",
+    "retries": "Retries, timeouts and attempts",
+    "producers": "Producers and periodic jobs",
+    "api": "The REST API",
+    "retention": "Retention and pruning",
+    "observability": "Logs, metrics and tracing",
+}
+
 
 @dataclass(frozen=True)
 class QueueConf:
-    LEASE_SECONDS: float = 30.0
-    WORKER_THREADS: int = 4
-    WORKER_LOG_LEVEL: str = "INFO"
-    LOG_FORMAT: str = "text"
-    POLL_INTERVAL_SECONDS: float = 1.0
-    POLL_JITTER_SECONDS: float = 0.25
-    LISTEN_NOTIFY: bool = True
-    SHUTDOWN_GRACE_SECONDS: float = 25.0
-    REAPER_INTERVAL_SECONDS: float = 5.0
-    RETRY_BASE_SECONDS: float = 1.0
-    RETRY_MAX_SECONDS: float = 3600.0
-    RETRY_JITTER: float = 0.2
-    DEFAULT_MAX_ATTEMPTS: int = 3
-    DEFAULT_TIMEOUT_SECONDS: int | None = 600
-    MAX_PAYLOAD_BYTES: int = 65536
-    API_PUBLIC_READ: bool = False
-    MAX_QUEUE_DEPTH: int | None = None
-    CLAIM_BATCH_SIZE: int = 50
-    PREFETCH: int = 0  # most jobs a lane claims beyond its idle threads (worker/pool.py); 0: off
-    STATEMENT_TIMEOUT_MS: int = 30000
-    PREPARED_STATEMENTS: bool = True
-    CREATE_RATE: str = "600/min"
-    # Retention (jobs/services/pruning.py): how long finished jobs and their events are kept,
-    # per final status, as durations ('7d', '12h'; '' or 'off' keeps them forever).
-    RETENTION_SUCCEEDED: str = "7d"
-    RETENTION_FAILED: str = "30d"
-    RETENTION_CANCELLED: str = "7d"
-    PRUNE_INTERVAL_SECONDS: float = 300.0  # the worker pool's pruner; 0 turns it off
-    PRUNE_BATCH_SIZE: int = 1000
-    # GET /metrics (jobs/metrics.py)
-    METRICS_TOKEN: str = ""  # set: the endpoint requires `Authorization: Bearer <token>`
-    METRICS_WINDOW_SECONDS: float = 300.0  # the sliding window of the *_recent metrics
-    METRICS_STATEMENT_TIMEOUT_MS: int = 5000
-    OTEL_ENABLED: bool = False  # OpenTelemetry spans (jobs/tracing.py), if opentelemetry-api is installed
-    EXTRA_HANDLER_MODULES: tuple[str, ...] = ()
+    # -- workers ---------------------------------------------------------------------------------
+    LEASE_SECONDS: float = setting(30.0, check_id=1, rule=number(1), group="workers", doc="""
+        How long a claim owns a job without renewal. Workers renew their leases every
+        `min(lease / 3, 2 s)`; the jobs of a worker that died run again this long (plus up to
+        one reaper interval) after it died. `run_job_workers --lease-seconds` overrides it.""")
+    WORKER_THREADS: int = setting(4, check_id=2, rule=whole(1), group="workers", doc="""
+        Executor threads per `run_job_workers` process (`--threads` overrides it). Each
+        thread holds its own database connection.""")
+    POLL_INTERVAL_SECONDS: float = setting(1.0, check_id=3, rule=number(0, above=True),
+                                           group="workers", doc="""
+        How often an idle worker polls for due jobs when no NOTIFY wakes it: retries and
+        delayed jobs become due without one.""")
+    POLL_JITTER_SECONDS: float = setting(0.25, check_id=4, rule=number(0), group="workers", doc="""
+        A random extra wait, up to this long, added to each idle poll so that workers spread
+        out.""")
+    LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
+        Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
+        Set it to False for workers behind a transaction-pooling PgBouncer; they then poll
+        every `JOB_POLL_INTERVAL_SECONDS`.""")
+    SHUTDOWN_GRACE_SECONDS: float = setting(25.0, check_id=6, rule=number(0), group="workers", doc="""
+        On SIGTERM or SIGINT, how long running handlers may finish before their jobs are
+        released back to the queue (the attempt not charged). Keep it below your process
+        manager's kill timeout.""")
+    REAPER_INTERVAL_SECONDS: float = setting(5.0, check_id=7, rule=number(0, above=True),
+                                             group="workers", doc="""
+        How often each worker process's reaper requeues (or fails, when attempts are spent)
+        the running jobs whose lease expired.""")
+    CLAIM_BATCH_SIZE: int = setting(50, check_id=8, rule=whole(1), group="workers", doc="""
+        The most jobs one claim statement takes. A dispatcher claims at most one job per idle
+        thread, plus its prefetch (`--batch-size` overrides it).""")
+    PREFETCH: int = setting(0, check_id=9, rule=whole(0), group="workers", doc="""
+        The most jobs each dispatcher claims ahead of its idle threads while the queue has a
+        backlog; 0 turns prefetching off (`--prefetch` overrides it). A prefetched job is
+        already `running` while it waits for a thread; see the design page.""")
+    STATEMENT_TIMEOUT_MS: int = setting(30000, check_id=10, rule=whole(0), group="workers", doc="""
+        PostgreSQL `statement_timeout` of worker sessions, in milliseconds (and twice that, at
+        least 60 s, for `idle_in_transaction_session_timeout`), so that no worker query or
+        transaction hangs; 0 sets no limit.""")
+    PREPARED_STATEMENTS: bool = setting(True, check_id=11, rule=boolean, group="workers", doc="""
+        Run the hot-path statements (claim, complete, renew, enqueue) as server-side prepared
+        statements, planned once per connection. Set it to False behind a pooler that cannot
+        keep prepared statements (PgBouncer before 1.21, or without
+        `max_prepared_statements`).""")
+    EXTRA_HANDLER_MODULES: tuple[str, ...] = setting(
+        (), check_id=12, rule=module_list, group="workers", type_doc="list of str", doc="""
+        Modules of `@handler` functions to import at start-up, besides every installed app's
+        `handlers.py`: for example `["django_pg_jobqueue.builtin_handlers"]` registers the
+        deterministic `noop`, `sleep`, `flaky` and `fail` job types.""")
+
+    # -- retries, timeouts, attempts ---------------------------------------------------------------
+    RETRY_BASE_SECONDS: float = setting(1.0, check_id=13, rule=number(0), group="retries", doc="""
+        Retry backoff base: after attempt *n* fails, the next one waits `base * 2^n` seconds,
+        randomised by `JOB_RETRY_JITTER`, at most `JOB_RETRY_MAX_SECONDS`.""")
+    RETRY_MAX_SECONDS: float = setting(3600.0, check_id=14, rule=number(0), group="retries", doc="""
+        The cap on a single retry delay, in seconds; at least `JOB_RETRY_BASE_SECONDS`.""")
+    RETRY_JITTER: float = setting(0.2, check_id=15, rule=number(0, maximum=1), group="retries",
+                                  doc="""
+        The fraction (0 to 1) of each retry delay that is randomised, so that the retries of a
+        batch that failed together spread out.""")
+    DEFAULT_MAX_ATTEMPTS: int = setting(3, check_id=16, rule=whole(1, maximum=MAX_ATTEMPTS_LIMIT),
+                                        group="retries", doc="""
+        Attempts for a job whose enqueue call and handler do not say.""")
+    DEFAULT_TIMEOUT_SECONDS: int | None = setting(
+        600, check_id=17, rule=whole(1, maximum=MAX_TIMEOUT_SECONDS, none="no time limit"),
+        group="retries", doc="""
+        The per-attempt time limit, in seconds, of a job whose enqueue call and handler do not
+        say; None sets no limit. At the deadline the attempt fails (retryably) and the handler
+        is asked to stop (`ctx.should_stop()`).""")
+
+    # -- producers -----------------------------------------------------------------------------
+    PERIODIC: dict = setting(dict, check_id=None, rule=None, group="producers", hash=False,  # noqa: RUF009
+                             type_doc="dict of dicts", doc="""
+        Periodic jobs: `{name: {"cron": "0 3 * * *", "timezone": "Europe/Paris", "type":
+        "report_generate", "payload": {...}}}`, or `"task": "myapp.tasks.cleanup"` with
+        `"args"` and `"kwargs"` for a Django task; optional keys `queue`, `priority`,
+        `max_attempts`, `timeout`. Each tick is enqueued once, whichever worker process gets
+        there first. `manage.py check` reports a malformed value (`django_pg_jobqueue.E200`)
+        and each bad entry (`django_pg_jobqueue.E201`).""")
+
+    # -- the REST API -------------------------------------------------------------------------
+    MAX_PAYLOAD_BYTES: int = setting(65536, check_id=18, rule=whole(2), group="api", doc="""
+        The largest JSON payload, in bytes, the API accepts when creating a job (413
+        beyond).""")
+    API_PUBLIC_READ: bool = setting(False, check_id=19, rule=boolean, group="api", doc="""
+        True lets anonymous clients read jobs, events, queues and figures through the API;
+        writes always need an authenticated user with the permission.""")
+    CREATE_RATE: str = setting("600/min", check_id=20, rule=rate, group="api", doc="""
+        The per-user throttle on job creation through the API (429 beyond), in DRF's
+        `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`.""")
+    MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
+                                          group="api", doc="""
+        Backpressure: with this many queued jobs, the API refuses new ones with 503
+        `queue_full` and a `Retry-After` header; None sets no limit. `enqueue()` from Python
+        is not limited.""")
+
+    # -- retention -------------------------------------------------------------------------------
+    RETENTION_SUCCEEDED: str = setting("7d", check_id=22, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
+        How long succeeded jobs and their events are kept: `"90s"`, `"15m"`, `"12h"`, `"7d"`,
+        `"2w"` (or seconds as a number, or a `timedelta`); `""`, `"off"` or None keeps them
+        forever.""")
+    RETENTION_FAILED: str = setting("30d", check_id=23, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
+        How long failed jobs and their events are kept (the same form).""")
+    RETENTION_CANCELLED: str = setting("7d", check_id=24, rule=retention, group="retention",
+                                   type_doc="duration or None", doc="""
+        How long cancelled jobs and their events are kept (the same form).""")
+    PRUNE_INTERVAL_SECONDS: float = setting(300.0, check_id=25, rule=number(0), group="retention",
+                                            doc="""
+        How often each worker process's pruner deletes the jobs past their retention; 0 turns
+        it off (then run `manage.py prune_jobs` from cron).""")
+    PRUNE_BATCH_SIZE: int = setting(1000, check_id=26, rule=whole(1), group="retention", doc="""
+        Jobs deleted per transaction by the pruner and by `prune_jobs`.""")
+
+    # -- observability ---------------------------------------------------------------------------
+    WORKER_LOG_LEVEL: str = setting("INFO", check_id=27, rule=one_of(*LOG_LEVELS),
+                                    group="observability", doc="""
+        The level of the `django_pg_jobqueue` loggers: `INFO` logs retries, failures, cancels,
+        snoozes, lost leases and requeues; `DEBUG` adds every success, poll, claim and
+        renewal; `WARNING` keeps only failures and lost leases.""")
+    LOG_FORMAT: str = setting("text", check_id=28, rule=one_of(*LOG_FORMATS),
+                              group="observability", doc="""
+        `json` writes one JSON object per log line, with the job's id, type, attempt and worker
+        id as fields (`job_id`, `job_type`, `attempt`, `worker_id`); `text` writes plain
+        lines.""")
+    METRICS_TOKEN: str = setting("", check_id=29, rule=text, group="observability", doc="""
+        When set, `GET /metrics` requires `Authorization: Bearer <token>`; empty leaves it
+        public.""")
+    METRICS_WINDOW_SECONDS: float = setting(300.0, check_id=30, rule=number(1),
+                                            group="observability", doc="""
+        The sliding window, in seconds, of the `*_recent` metrics and histograms.""")
+    METRICS_STATEMENT_TIMEOUT_MS: int = setting(5000, check_id=31, rule=whole(1),
+                                                group="observability", doc="""
+        The ceiling, in milliseconds, on a metrics scrape's queries; a slower scrape answers
+        503 instead of piling up.""")
+    OTEL_ENABLED: bool = setting(False, check_id=32, rule=boolean, group="observability", doc="""
+        OpenTelemetry spans around enqueue and execution. Needs the `otel` extra
+        (`opentelemetry-api`) and an SDK with an exporter, configured the usual
+        OpenTelemetry way.""")
 
     def validate(self) -> "QueueConf":
-        if self.LEASE_SECONDS < 1:
-            raise ImproperlyConfigured("JOB_LEASE_SECONDS must be at least 1")
-        if self.WORKER_THREADS < 1:
-            raise ImproperlyConfigured("JOB_WORKER_THREADS must be at least 1")
-        if not 0 <= self.RETRY_JITTER <= 1:
-            raise ImproperlyConfigured("JOB_RETRY_JITTER must be between 0 and 1")
-        if self.RETRY_BASE_SECONDS < 0 or self.RETRY_MAX_SECONDS < self.RETRY_BASE_SECONDS:
-            raise ImproperlyConfigured("need 0 <= JOB_RETRY_BASE_SECONDS <= JOB_RETRY_MAX_SECONDS")
-        if self.DEFAULT_MAX_ATTEMPTS < 1:
-            raise ImproperlyConfigured("JOB_DEFAULT_MAX_ATTEMPTS must be at least 1")
-        if self.POLL_INTERVAL_SECONDS <= 0:
-            raise ImproperlyConfigured("JOB_POLL_INTERVAL_SECONDS must be positive")
-        if self.LOG_FORMAT not in ("text", "json"):
-            raise ImproperlyConfigured("JOB_LOG_FORMAT must be 'text' or 'json'")
-        for status in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            try:
-                self.retention(status)
-            except ValueError as exc:
-                raise ImproperlyConfigured(f"JOB_RETENTION_{status}: {exc}") from None
-        if self.PREFETCH < 0:
-            raise ImproperlyConfigured("JOB_PREFETCH must be >= 0 (0: off)")
-        if self.PRUNE_INTERVAL_SECONDS < 0:
-            raise ImproperlyConfigured("JOB_PRUNE_INTERVAL_SECONDS must be >= 0 (0: off)")
-        if self.PRUNE_BATCH_SIZE < 1:
-            raise ImproperlyConfigured("JOB_PRUNE_BATCH_SIZE must be at least 1")
-        if self.METRICS_WINDOW_SECONDS < 1:
-            raise ImproperlyConfigured("JOB_METRICS_WINDOW_SECONDS must be at least 1")
-        if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", self.CREATE_RATE):
-            raise ImproperlyConfigured("JOB_CREATE_RATE must look like 600/min (per s, min, hour or day)")
+        """Raise ImproperlyConfigured naming every bad setting; return self when all are fine."""
+        found = problems({f.name: getattr(self, f.name) for f in fields(self)})
+        if found:
+            raise ImproperlyConfigured("; ".join(p.message for p in found))
         return self
 
     def retention(self, status: str):
@@ -90,19 +297,78 @@ class QueueConf:
         return parse_retention(getattr(self, f"RETENTION_{str(status).upper()}"))
 
 
+@dataclass(frozen=True)
+class Problem:
+    setting: str  # JOB_LEASE_SECONDS
+    value: object
+    allowed: str
+    id: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.setting} = {self.value!r} is not allowed: it must be {self.allowed}."
+
+
+def problems(values: dict) -> list[Problem]:
+    """Every problem of `values` ({field name: value}; absent fields take their default)."""
+    found = []
+    by_name = {f.name: f for f in fields(QueueConf)}
+    for name, value in values.items():
+        f = by_name[name]
+        rule = f.metadata["rule"]
+        allowed = rule(value) if rule is not None else None
+        if allowed is not None:
+            found.append(Problem(PREFIX + name, value, allowed, f.metadata["check_id"]))
+    base = values.get("RETRY_BASE_SECONDS", by_name["RETRY_BASE_SECONDS"].default)
+    cap = values.get("RETRY_MAX_SECONDS", by_name["RETRY_MAX_SECONDS"].default)
+    if _is_number(base) and _is_number(cap) and 0 <= base and cap < base:
+        found.append(Problem("JOB_RETRY_MAX_SECONDS", cap,
+                             f"at least JOB_RETRY_BASE_SECONDS ({base!r})",
+                             by_name["RETRY_MAX_SECONDS"].metadata["check_id"]))
+    return found
+
+
+def configured() -> dict:
+    """The JOB_* settings the project sets, by field name."""
+    return {f.name: getattr(settings, PREFIX + f.name) for f in fields(QueueConf)
+            if hasattr(settings, PREFIX + f.name)}
+
+
 @cache
 def get() -> QueueConf:
-    values = {
-        f.name: getattr(settings, f"JOB_{f.name}")
-        for f in fields(QueueConf)
-        if hasattr(settings, f"JOB_{f.name}")
-    }
+    """The queue's settings, validated: raises ImproperlyConfigured on any bad value."""
+    values = configured()
+    found = problems(values)
+    if found:
+        raise ImproperlyConfigured("; ".join(p.message for p in found))
     if "EXTRA_HANDLER_MODULES" in values:
-        values["EXTRA_HANDLER_MODULES"] = tuple(values["EXTRA_HANDLER_MODULES"] or ())
-    return QueueConf(**values).validate()
+        values["EXTRA_HANDLER_MODULES"] = tuple(values["EXTRA_HANDLER_MODULES"])
+    return QueueConf(**values)
+
+
+def default(name: str):
+    """The default of a setting, by its name (JOB_LEASE_SECONDS)."""
+    f = next(f for f in fields(QueueConf) if PREFIX + f.name == name)
+    return f.default_factory() if callable(f.default_factory) else f.default
+
+
+def extra_handler_modules() -> tuple[str, ...]:
+    """JOB_EXTRA_HANDLER_MODULES for the app's start-up. A bad value gives () here, so that
+    `manage.py check` can report it (and any other bad setting) instead of a traceback."""
+    value = getattr(settings, PREFIX + "EXTRA_HANDLER_MODULES", ())
+    return tuple(value) if module_list(value) is None else ()
+
+
+@checks.register("django_pg_jobqueue")
+def check_settings(app_configs=None, **kwargs) -> list[checks.Error]:
+    """`manage.py check`: one error per bad JOB_* setting, naming it, its value and what is
+    allowed."""
+    return [checks.Error(p.message, hint=f"Remove {p.setting} to use its default, "
+                                         f"{default(p.setting)!r}.", obj=p.setting, id=p.id)
+            for p in problems(configured())]
 
 
 @receiver(setting_changed)
 def _reset(setting, **kwargs):
-    if setting.startswith("JOB_"):
+    if setting.startswith(PREFIX):
         get.cache_clear()
