@@ -108,7 +108,7 @@ ifneq ($(HAS_UI),)
 	cd frontend && npm run e2e
 endif
 
-test: chromium test-backend test-frontend test-e2e
+test: chromium docs test-backend test-frontend test-e2e
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s

@@ -244,6 +244,12 @@ JOB_OTEL_ENABLED = env.bool("JOB_OTEL_ENABLED", default=False)
 # (e.g. test-only handlers that worker subprocesses must know).
 JOB_EXTRA_HANDLER_MODULES = env.list("JOB_EXTRA_HANDLER_MODULES", default=[])
 
+# A bad JOB_LOG_FORMAT or JOB_WORKER_LOG_LEVEL must reach `manage.py check`, which names it,
+# rather than crash logging's set-up first: LOGGING only takes values it can use.
+_LOG_FORMATTER = JOB_LOG_FORMAT if JOB_LOG_FORMAT in ("text", "json") else "text"
+_JOB_LOG_LEVEL = (JOB_WORKER_LOG_LEVEL.upper() if JOB_WORKER_LOG_LEVEL.upper() in
+                  ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "INFO")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -253,11 +259,11 @@ LOGGING = {
     },
     "handlers": {
         # Production logs go to stdout for the container runtime; development keeps stderr.
-        "console": {"class": "logging.StreamHandler", "formatter": JOB_LOG_FORMAT,
+        "console": {"class": "logging.StreamHandler", "formatter": _LOG_FORMATTER,
                     "stream": "ext://sys.stdout" if PRODUCTION else "ext://sys.stderr"},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
-        "django_pg_jobqueue": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+        "django_pg_jobqueue": {"handlers": ["console"], "level": _JOB_LOG_LEVEL, "propagate": False},
     },
 }
