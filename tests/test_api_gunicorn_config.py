@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "gunicorn.py"
+CONFIG = Path(__file__).resolve().parents[1] / "backend" / "config" / "gunicorn.py"
 
 
 def _load(monkeypatch, cpus: int, **env):

@@ -103,7 +103,7 @@ def test_health_is_503_with_pending_migrations(client):
         response = client.get("/api/health/")
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"
-    assert response.json()["migrations"] == "pending: jobs.0099_new"
+    assert response.json()["migrations"] == "pending: django_pg_jobqueue.0099_new"
 
 
 def test_health_is_503_when_the_database_does_not_answer(client):

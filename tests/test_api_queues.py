@@ -194,12 +194,12 @@ def test_admin_actions_pause_and_resume_through_the_services(admin_for):
     client = admin_for(["view_queuesetting", "change_queuesetting"])
     services.resume_queue("reports")
     services.resume_queue("emails")
-    response = client.post("/admin/jobs/queuesetting/",
+    response = client.post("/admin/django_pg_jobqueue/queuesetting/",
                            {"action": "pause", "_selected_action": ["reports", "emails"]})
     assert response.status_code == 302
     assert set(QueueSetting.objects.filter(paused=True).values_list("queue", flat=True)) == {
         "reports", "emails"}
-    client.post("/admin/jobs/queuesetting/", {"action": "resume", "_selected_action": ["emails"]})
+    client.post("/admin/django_pg_jobqueue/queuesetting/", {"action": "resume", "_selected_action": ["emails"]})
     assert set(QueueSetting.objects.filter(paused=True).values_list("queue", flat=True)) == {
         "reports"}
 
@@ -207,9 +207,9 @@ def test_admin_actions_pause_and_resume_through_the_services(admin_for):
 def test_admin_pause_needs_the_change_permission(admin_for):
     client = admin_for(["view_queuesetting"])
     services.resume_queue("reports")
-    page = client.get("/admin/jobs/queuesetting/")
+    page = client.get("/admin/django_pg_jobqueue/queuesetting/")
     assert page.status_code == 200
     form = page.context["action_form"]  # None: no action at all for this user
     assert form is None or "pause" not in dict(form.fields["action"].choices)
-    client.post("/admin/jobs/queuesetting/", {"action": "pause", "_selected_action": ["reports"]})
+    client.post("/admin/django_pg_jobqueue/queuesetting/", {"action": "pause", "_selected_action": ["reports"]})
     assert not QueueSetting.objects.get(queue="reports").paused
