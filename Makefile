@@ -125,8 +125,14 @@ soak: venv migrate
 bench: venv migrate
 	$(PY) bench/run.py
 
+# The API's schema as /api/schema/ serves it (its own drf-spectacular settings:
+# django_pg_jobqueue.api.openapi), then the dashboard's types from it.
 schema: venv
-	$(PY) manage.py spectacular --file frontend/openapi.yaml --validate
+	$(PY) manage.py jobqueue_api_schema --file frontend/openapi.yaml --validate --fail-on-warn
+ifneq ($(HAS_UI),)
+	$(MAKE) frontend/node_modules/.installed
+	cd frontend && npm run gen:api
+endif
 
 diagrams:
 	$(MAKE) -C assets

@@ -12,6 +12,10 @@ only when their entries expire, so a revoked token or a removed permission can s
 honoured for up to AUTH_CACHE_SECONDS there. Changes made with `QuerySet.update()` send
 no signals and also wait for the expiry. Unknown tokens are never remembered: each one
 is looked up.
+
+Token authentication needs `rest_framework.authtoken` in INSTALLED_APPS (its Token model);
+this module imports that model only when a token is first looked up, so that a project
+without it can still use the rest (session authentication, `has_perm`).
 """
 import copy
 import time
@@ -20,7 +24,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from rest_framework.authentication import TokenAuthentication
-from rest_framework.authtoken.models import Token
 
 AUTH_CACHE_SECONDS = 5.0
 MAX_ENTRIES = 10_000
@@ -58,14 +61,27 @@ def forget_all(**_) -> None:
     permissions.clear()
 
 
+def _forget_on_changes_to(model) -> None:
+    for name, signal in (("save", post_save), ("delete", post_delete)):
+        signal.connect(forget_all, sender=model, weak=False,
+                       dispatch_uid=f"jobs-api-auth-{model._meta.label}-{name}")
+
+
 _User = get_user_model()
-for _model in (_User, Token, Group, Permission):
-    for _name, _signal in (("save", post_save), ("delete", post_delete)):
-        _signal.connect(forget_all, sender=_model, weak=False,
-                        dispatch_uid=f"jobs-api-auth-{_model.__name__}-{_name}")
+for _model in (_User, Group, Permission):
+    _forget_on_changes_to(_model)
 for _through in (_User.groups.through, _User.user_permissions.through, Group.permissions.through):
     m2m_changed.connect(forget_all, sender=_through, weak=False,
                         dispatch_uid=f"jobs-api-auth-{_through.__name__}")
+_watching_tokens = False
+
+
+def _watch_tokens(token_model) -> None:
+    """Forget on any change to a token; connected before the first token is remembered."""
+    global _watching_tokens
+    if not _watching_tokens:
+        _forget_on_changes_to(token_model)  # dispatch_uid: connecting twice is harmless
+        _watching_tokens = True
 
 
 class CachedTokenAuthentication(TokenAuthentication):
@@ -75,6 +91,7 @@ class CachedTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         hit = tokens.get(key)
         if hit is None:
+            _watch_tokens(self.get_model())
             hit = super().authenticate_credentials(key)  # 401 for unknown keys, inactive users
             tokens.put(key, hit)
         user, token = hit

@@ -13,6 +13,8 @@ from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings as host_api_settings
+from rest_framework.views import set_rollback
 
 from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound, UnknownJobType
 
@@ -120,6 +122,26 @@ def _translate(exc):
     return None
 
 
+NON_FIELD_ERRORS = "non_field_errors"
+
+
+def _own_non_field_key(errors):
+    """DRF's serializers file errors that belong to no field under the host's
+    NON_FIELD_ERRORS_KEY; the API's shape keeps them under `non_field_errors`."""
+    key = host_api_settings.NON_FIELD_ERRORS_KEY
+    if key == NON_FIELD_ERRORS:
+        return errors
+    return _rename_key(errors, key)
+
+
+def _rename_key(errors, key):
+    if isinstance(errors, dict):
+        return {NON_FIELD_ERRORS if k == key else k: _rename_key(v, key) for k, v in errors.items()}
+    if isinstance(errors, list):
+        return [_rename_key(v, key) for v in errors]
+    return errors
+
+
 def exception_handler(exc, context):
     if not isinstance(exc, exceptions.APIException):
         exc = _translate(exc)
@@ -137,7 +159,8 @@ def exception_handler(exc, context):
         headers["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
 
     if isinstance(exc, exceptions.ValidationError):
-        detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        detail = (_own_non_field_key(exc.detail) if isinstance(exc.detail, dict)
+                  else {NON_FIELD_ERRORS: exc.detail})
         body = {"code": "invalid", "detail": "; ".join(_flatten(detail)) or "invalid input",
                 "errors": detail}
     else:
@@ -146,9 +169,5 @@ def exception_handler(exc, context):
                 "detail": str(exc.detail) if not isinstance(exc.detail, (list, dict))
                 else "; ".join(_flatten(exc.detail))}
     body.update(getattr(exc, "extra", {}))
-    # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES when imported, our
-    # parser imports this module, and so `import django_pg_jobqueue.api.serializers` first went round.
-    from rest_framework.views import set_rollback
-
     set_rollback()
     return Response(body, status=exc.status_code, headers=headers)

@@ -2,10 +2,10 @@
 import datetime as dt
 
 import django_filters
-from django_filters.fields import IsoDateTimeField
-from django_filters.rest_framework import DjangoFilterBackend
 from django import forms
 from django.db.models import Q
+from django_filters.fields import IsoDateTimeField
+from django_filters.rest_framework import DjangoFilterBackend
 
 from ..models import Job
 from ..selectors import parse_job_id
@@ -44,10 +44,13 @@ class JobFilter(django_filters.FilterSet):
         field_name="status", lookup_expr="in", choices=[(s, s) for s in STATUS_CHOICES],
         help_text="One status or several, comma-separated: queued,running.",
     )
-    type = django_filters.CharFilter(field_name="type", max_length=100, help_text="Exact job type.")
-    queue = django_filters.CharFilter(field_name="queue", max_length=100, help_text="Exact queue name.")
-    priority = IntegerFilter(field_name="priority", min_value=-100, max_value=100,
-                                           help_text="Exact priority.")
+    # lookup_expr is spelled out: django-filter's default comes from FILTERS_DEFAULT_LOOKUP_EXPR.
+    type = django_filters.CharFilter(field_name="type", lookup_expr="exact", max_length=100,
+                                     help_text="Exact job type.")
+    queue = django_filters.CharFilter(field_name="queue", lookup_expr="exact", max_length=100,
+                                      help_text="Exact queue name.")
+    priority = IntegerFilter(field_name="priority", lookup_expr="exact", min_value=-100,
+                             max_value=100, help_text="Exact priority.")
     priority_min = IntegerFilter(field_name="priority", lookup_expr="gte",
                                                min_value=-100, max_value=100)
     priority_max = IntegerFilter(field_name="priority", lookup_expr="lte",

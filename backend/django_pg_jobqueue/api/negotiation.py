@@ -9,11 +9,15 @@ negotiation unchanged (so `Accept: text/html` is still a 406).
 """
 from rest_framework.negotiation import DefaultContentNegotiation
 
+from .drf_settings import api_settings
+
 JSON = "application/json"
 _ANSWERED_AT_ONCE = frozenset({None, "*/*", JSON})
 
 
 class JSONFirstContentNegotiation(DefaultContentNegotiation):
+    settings = api_settings  # ?format= is the query parameter, whatever the host's settings
+
     def select_renderer(self, request, renderers, format_suffix=None):
         if (renderers and renderers[0].media_type == JSON and not format_suffix
                 and request._request.META.get("HTTP_ACCEPT") in _ANSWERED_AT_ONCE

@@ -12,7 +12,6 @@ import math
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
-from rest_framework.renderers import JSONRenderer
 
 from .exceptions import PayloadTooLarge
 
@@ -57,7 +56,6 @@ def body_limit() -> int | None:
 
 class StrictJSONParser(BaseParser):
     media_type = "application/json"
-    renderer_class = JSONRenderer
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = body_limit()

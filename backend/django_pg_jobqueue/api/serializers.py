@@ -10,18 +10,18 @@ import re
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import models
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
-from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
 from .. import conf
-from .per_class import once_per_class
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import EventKind, Status
 from .exceptions import PayloadTooLarge
+from .per_class import once_per_class
 
 MAX_BULK_JOBS = 1000
 MAX_ATTEMPTS_LIMIT = 1000
@@ -41,6 +41,58 @@ QUEUE_MAINTAINED_FIELDS = frozenset({
     "progress_percent", "progress_message", "result", "last_error", "last_traceback",
     "request_fingerprint", "cancel_requested_at", "events",
 })
+
+
+# --- Fields and bases that do not follow the host's REST_FRAMEWORK -----------------------
+# DRF's fields read some of their behaviour from the global settings (DATETIME_FORMAT,
+# DATETIME_INPUT_FORMATS, COERCE_BIGINT_TO_STRING, LIST_SERIALIZER_ERRORS_AS_DICT): the API's
+# serializers use these instead, which fix DRF's defaults, so that a host's settings do not
+# change the API's JSON.
+
+class ISODateTimeField(serializers.DateTimeField):
+    """ISO 8601 out and in (DRF's default), whatever DATETIME_FORMAT the host sets."""
+
+    format = ISO_8601
+    input_formats = [ISO_8601]
+
+
+class BigIntegerField(serializers.BigIntegerField):
+    """A number, never a string, whatever COERCE_BIGINT_TO_STRING the host sets."""
+
+    coerce_to_string = False
+
+
+class DictErrorsListSerializer(serializers.ListSerializer):
+    """Errors of a list of items name only the bad items, `{"3": {"type": [...]}}`, whatever
+    LIST_SERIALIZER_ERRORS_AS_DICT the host sets. Not-a-list, empty and length errors are
+    DRF's own."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list) or (not self.allow_empty and not data) \
+                or (self.max_length is not None and len(data) > self.max_length) \
+                or (self.min_length is not None and len(data) < self.min_length):
+            return super().to_internal_value(data)  # raises DRF's error
+        ret, errors = [], {}
+        for index, item in enumerate(data):
+            try:
+                ret.append(self.run_child_validation(item))
+            except serializers.ValidationError as exc:
+                errors[index] = exc.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        return ret
+
+
+# DRF's ModelSerializer, with the model fields above mapped to the fields above. (A comment:
+# drf-spectacular would publish a docstring as the description of every component.)
+class JobQueueModelSerializer(serializers.ModelSerializer):
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.DateTimeField: ISODateTimeField,
+        models.BigAutoField: BigIntegerField,
+        models.BigIntegerField: BigIntegerField,
+    }
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True,
@@ -75,9 +127,8 @@ def _plan_kind(field) -> int:
     if (isinstance(field, serializers.JSONField) and not field.binary
             and kind.to_representation is serializers.JSONField.to_representation):
         return _AS_IS  # the value itself
-    if kind is serializers.DateTimeField and not hasattr(field, "format") \
-            and not hasattr(field, "timezone"):
-        return _AS_DATETIME  # ISO 8601 in the current time zone, when that is the setting
+    if kind is ISODateTimeField and field.format == ISO_8601 and not hasattr(field, "timezone"):
+        return _AS_DATETIME  # ISO 8601 in the current time zone
     return _BY_FIELD
 
 
@@ -139,7 +190,7 @@ class SharedFieldsMixin:
         model = getattr(getattr(self, "Meta", None), "model", None)
         if model is None or type(instance) is not model:
             return super().to_representation(instance)
-        iso = settings.USE_TZ and api_settings.DATETIME_FORMAT.lower() == ISO_8601
+        iso = settings.USE_TZ
         tz = timezone.get_current_timezone() if iso else None
         ret = {}
         for name, attr, kind, field, direct in self._representation_plan():
@@ -210,12 +261,15 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         required=False, allow_null=True, max_length=255,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
     )
-    run_at = serializers.DateTimeField(required=False, allow_null=True,
-                                       help_text="Not runnable before this time. Not with delay_seconds.")
+    run_at = ISODateTimeField(required=False, allow_null=True,
+                              help_text="Not runnable before this time. Not with delay_seconds.")
     delay_seconds = serializers.FloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
                                            help_text="Not runnable for this many seconds. Not with run_at.")
     timeout_seconds = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
+
+    class Meta:
+        list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
 
     def validate_type(self, value):
         if value not in registry:
@@ -317,9 +371,9 @@ class JobRetryMatchingSerializer(StrictSerializer):
     error_contains = serializers.CharField(
         required=False, max_length=1000,
         help_text="Failed jobs whose last error contains this text (case-insensitive).")
-    finished_after = serializers.DateTimeField(
+    finished_after = ISODateTimeField(
         required=False, help_text="Failed jobs that failed at or after this time.")
-    finished_before = serializers.DateTimeField(
+    finished_before = ISODateTimeField(
         required=False, help_text="Failed jobs that failed before this time.")
 
     def validate_finished_after(self, value):
@@ -374,7 +428,7 @@ class ProgressSerializer(SharedFieldsMixin, serializers.Serializer):
         model = Job  # what it renders: SharedFieldsMixin's plan applies
 
 
-class JobSerializer(SharedFieldsMixin, serializers.ModelSerializer):
+class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
     """A job as lists, creation, cancel and retry return it."""
 
     status = serializers.ChoiceField(choices=STATUS_CHOICES)
@@ -398,7 +452,7 @@ class JobSerializer(SharedFieldsMixin, serializers.ModelSerializer):
         return job.status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 
-class EventSerializer(SharedFieldsMixin, serializers.ModelSerializer):
+class EventSerializer(SharedFieldsMixin, JobQueueModelSerializer):
     """One event; `job_type` and `job_status` (the job's status now) save the UI a lookup."""
 
     job_id = serializers.IntegerField()
@@ -509,8 +563,8 @@ class ScheduleSerializer(serializers.Serializer):
                                      help_text="JOB_PERIODIC, or the @periodic decorator.")
     valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")
     problems = serializers.ListField(child=serializers.CharField())
-    next_run_at = serializers.DateTimeField(allow_null=True)
-    last_tick_at = serializers.DateTimeField(
+    next_run_at = ISODateTimeField(allow_null=True)
+    last_tick_at = ISODateTimeField(
         allow_null=True, help_text="The latest tick due at or before now.")
     last_job = _LastJob(allow_null=True,
                         help_text="The job of the latest tick (null: not enqueued, e.g. no "
@@ -555,7 +609,7 @@ class _RunTime(serializers.Serializer):
 
 
 class _ThroughputPoint(serializers.Serializer):
-    minute = serializers.DateTimeField()
+    minute = ISODateTimeField()
     succeeded = serializers.IntegerField()
     failed = serializers.IntegerField()
 
@@ -564,7 +618,7 @@ class _RunningJob(serializers.Serializer):
     id = serializers.IntegerField()
     type = serializers.CharField()
     worker_id = serializers.CharField()
-    started_at = serializers.DateTimeField(allow_null=True)
+    started_at = ISODateTimeField(allow_null=True)
     progress_percent = serializers.IntegerField(allow_null=True)
 
 
@@ -574,8 +628,8 @@ class _WorkerProcess(serializers.Serializer):
     pid = serializers.IntegerField()
     threads = serializers.IntegerField()
     queues = serializers.ListField(child=serializers.CharField())
-    started_at = serializers.DateTimeField()
-    heartbeat_at = serializers.DateTimeField()
+    started_at = ISODateTimeField()
+    heartbeat_at = ISODateTimeField()
     running_jobs = _RunningJob(many=True)
 
 
@@ -595,7 +649,7 @@ class _CountsByStatus(serializers.Serializer):
 
 
 class MetricsSerializer(serializers.Serializer):
-    generated_at = serializers.DateTimeField()
+    generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
     queued = _Queued()
     oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
@@ -620,7 +674,7 @@ class _Can(serializers.Serializer):
     retry = serializers.BooleanField()
 
 
-class UserSerializer(serializers.ModelSerializer):
+class UserSerializer(JobQueueModelSerializer):
     permissions = serializers.SerializerMethodField()
     can = serializers.SerializerMethodField()
 

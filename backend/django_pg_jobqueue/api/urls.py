@@ -1,9 +1,17 @@
-"""The API's routes, mounted at /api/ by config/urls.py."""
+"""The API's routes. A project mounts them at any prefix, with no REST_FRAMEWORK or
+SPECTACULAR_SETTINGS of its own needed (see api/base.py and docs/how-to/api.md):
+
+    path("api/", include("django_pg_jobqueue.api.urls")),
+
+URL names are in the `django_pg_jobqueue_api` namespace: reverse("django_pg_jobqueue_api:job-list").
+"""
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from . import views
+from .openapi import RedocView, SchemaView, SwaggerUIView
+
+app_name = "django_pg_jobqueue_api"
 
 router = SimpleRouter()
 router.register("jobs", views.JobViewSet, basename="job")
@@ -24,6 +32,7 @@ v1 = [
 urlpatterns = [
     path("v1/", include(v1)),
     path("health/", views.HealthView.as_view(), name="health"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", SwaggerUIView.as_view(), name="swagger-ui"),
+    path("docs/redoc/", RedocView.as_view(), name="redoc"),
 ]

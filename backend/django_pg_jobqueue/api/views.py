@@ -1,5 +1,6 @@
 """API views. Each validates, calls one service or selector, and serializes; the exception
-handler (api/exceptions.py) turns domain errors into 404/409/400/503."""
+handler (api/exceptions.py) turns domain errors into 404/409/400/503. Every view derives from
+api/base.py's classes, which carry the API's whole DRF configuration (no REST_FRAMEWORK)."""
 from django.contrib.auth import authenticate, login, logout
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -7,30 +8,46 @@ from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.utils import (
-    OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view,
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema_view,
 )
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.filters import OrderingFilter
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from .. import conf, selectors, services
 from ..exceptions import InvalidTransition, JobNotFound
 from ..services.bulk_retry import retry_matching
+from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
 from .permissions import ADD, CHANGE, VIEW, JobPermission
-from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors
+from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
-    BulkCreatedSerializer, CsrfSerializer, EventFeedQuerySerializer, EventPageSerializer,
-    HealthSerializer, JobBulkCreateSerializer, JobCreateSerializer, JobDetailSerializer,
-    JobRetryMatchingResultSerializer, JobRetryMatchingSerializer, JobSerializer,
-    JobTypeSerializer, LoginSerializer, MetricsSerializer, QueueNameSerializer,
-    QueueSerializer, QueueUpdateSerializer, ScheduleSerializer, UserSerializer,
+    BulkCreatedSerializer,
+    CsrfSerializer,
+    EventFeedQuerySerializer,
+    EventPageSerializer,
+    HealthSerializer,
+    JobBulkCreateSerializer,
+    JobCreateSerializer,
+    JobDetailSerializer,
+    JobRetryMatchingResultSerializer,
+    JobRetryMatchingSerializer,
+    JobSerializer,
+    JobTypeSerializer,
+    LoginSerializer,
+    MetricsSerializer,
+    QueueNameSerializer,
+    QueueSerializer,
+    QueueUpdateSerializer,
+    ScheduleSerializer,
+    UserSerializer,
 )
 from .throttles import JobCreateThrottle, LoginThrottle
 
@@ -122,17 +139,20 @@ _EVENT_PARAMS = [
         responses={200: JobDetailSerializer, **errors(401, 403, 404, 503)},
     ),
 )
-class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     permission_classes = [JobPermission]
     job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
                        "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
                        "retry_matching": CHANGE}
     serializer_class = JobSerializer
-    filter_backends = [JobFilterBackend, OrderingFilter]
+    filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
     filterset_class = JobFilter
     ordering_fields = ["id", "created_at", "updated_at", "available_at", "finished_at",
                        "priority", "attempts", "status", "type", "queue"]
     ordering = ["-id"]
+    # The URL's `{id}`: DRF's `pk` would be published as `{id}` only while the host keeps
+    # SCHEMA_COERCE_PATH_PK on (DRF's default).
+    lookup_url_kwarg = "id"
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
@@ -143,8 +163,8 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             return [JobCreateThrottle()]
         return super().get_throttles()
 
-    def retrieve(self, request, pk=None):
-        detail = selectors.job_detail(_job_id(pk))
+    def retrieve(self, request, id=None):
+        detail = selectors.job_detail(_job_id(id))
         detail.job.latest_events = detail.events
         return Response(JobDetailSerializer(detail.job).data)
 
@@ -212,8 +232,8 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
     )
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
-        job = services.cancel(_job_id(pk), actor=request.user.get_username())
+    def cancel(self, request, id=None):
+        job = services.cancel(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data)
 
     @extend_schema(
@@ -223,8 +243,8 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
     )
     @action(detail=True, methods=["post"])
-    def retry(self, request, pk=None):
-        job = services.retry(_job_id(pk), actor=request.user.get_username())
+    def retry(self, request, id=None):
+        job = services.retry(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data)
 
     @extend_schema(
@@ -274,9 +294,9 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             **errors(400, 401, 403, 404, 503)},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
-    def events(self, request, pk=None):
+    def events(self, request, id=None):
         query = _events_query(request)
-        job = selectors.job_get(_job_id(pk))
+        job = selectors.job_get(_job_id(id))
         page = selectors.events_feed(job_id=job.pk, **query)
         return Response(EventPageSerializer(page).data)
 
@@ -311,7 +331,7 @@ def _queue_response(description: str, **overrides):
         OpenApiExample("queue", response_only=True, value=example)])
 
 
-class QueueViewSet(viewsets.ViewSet):
+class QueueViewSet(JobQueueViewSet):
     """Named queues: list them, pause and resume them, set their concurrency limit. Writes go
     through `jobs.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
 
@@ -381,7 +401,7 @@ class QueueViewSet(viewsets.ViewSet):
         return Response(QueueSerializer(selectors.queue_get(name)).data)
 
 
-class ScheduleListView(APIView):
+class ScheduleListView(JobQueueAPIView):
     permission_classes = [JobPermission]
     job_permission = VIEW
 
@@ -408,7 +428,7 @@ class ScheduleListView(APIView):
         return Response(ScheduleSerializer(selectors.schedules(), many=True).data)
 
 
-class EventFeedView(APIView):
+class EventFeedView(JobQueueAPIView):
     permission_classes = [JobPermission]
     job_permission = VIEW
 
@@ -428,7 +448,7 @@ class EventFeedView(APIView):
         return Response(EventPageSerializer(page).data)
 
 
-class JobTypeListView(APIView):
+class JobTypeListView(JobQueueAPIView):
     permission_classes = [JobPermission]
     job_permission = VIEW
 
@@ -440,7 +460,7 @@ class JobTypeListView(APIView):
         return Response(JobTypeSerializer(selectors.job_types(), many=True).data)
 
 
-class MetricsView(APIView):
+class MetricsView(JobQueueAPIView):
     permission_classes = [JobPermission]
     job_permission = VIEW
 
@@ -456,7 +476,7 @@ class MetricsView(APIView):
         return Response(MetricsSerializer(selectors.metrics()).data)
 
 
-class HealthView(APIView):
+class HealthView(JobQueueAPIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
@@ -491,7 +511,7 @@ def _enforce_csrf(request) -> None:
     SessionAuthentication().enforce_csrf(request)
 
 
-class CsrfView(APIView):
+class CsrfView(JobQueueAPIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
@@ -502,7 +522,7 @@ class CsrfView(APIView):
         return Response({"csrf_token": get_token(request)})
 
 
-class LoginView(APIView):
+class LoginView(JobQueueAPIView):
     authentication_classes = []
     permission_classes = [AllowAny]
     throttle_classes = [LoginThrottle]
@@ -524,7 +544,7 @@ class LoginView(APIView):
         return Response(UserSerializer(user).data)
 
 
-class LogoutView(APIView):
+class LogoutView(JobQueueAPIView):
     permission_classes = [AllowAny]
 
     @extend_schema(summary="Log out (end the session)", tags=["auth"], request=None,
@@ -537,7 +557,7 @@ class LogoutView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MeView(APIView):
+class MeView(JobQueueAPIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(summary="The current user and what they may do", tags=["auth"],
