@@ -200,19 +200,26 @@ def test_a_new_project_follows_the_tutorial_and_runs_jobs_tasks_the_api_and_the_
 def _adopt(host, wheel, db, tmp_path):
     host.run(sys.executable, "-m", "venv", str(host.venv), cwd=tmp_path)
     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip", cwd=tmp_path)
-    # The project as its team had it: Django only, a custom user model, an app named `jobs`.
-    host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "django", cwd=tmp_path)
+    # The project as its team had it: Django, DRF and psycopg, a custom user model, an app named `jobs`
+    # with a DRF view of its own on DRF's defaults.
+    host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "django",
+             "djangorestframework", "psycopg[binary]", cwd=tmp_path)
     host.run(str(host.bin / "django-admin"), "startproject", "mysite", str(host.project), cwd=tmp_path)
     for app in ("accounts", "jobs", "myapp"):
         host.manage("startapp", app)
     (host.project / "accounts" / "models.py").write_text(HOST_USER_MODEL)
     (host.project / "jobs" / "models.py").write_text(HOST_JOBS_MODELS)
+    (host.project / "jobs" / "views.py").write_text(HOST_JOBS_VIEWS)
+    urls = host.project / "mysite" / "urls.py"
+    urls.write_text(urls.read_text() + "\nfrom jobs.views import Echo\n"
+                    "urlpatterns.append(path('echo/', Echo.as_view()))\n")
     settings = host.project / "mysite" / "settings.py"
     settings.write_text(settings.read_text() + f"""
-INSTALLED_APPS += ["accounts", "jobs", "myapp"]
+INSTALLED_APPS += ["rest_framework", "accounts", "jobs", "myapp"]
 AUTH_USER_MODEL = "accounts.User"
 DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}}}
 """)
+    host.manage("makemigrations", "accounts", "jobs")
 
     steps = BLOCK.findall(TUTORIAL.read_text())
     assert len(steps) >= 6, "the tutorial's steps were not found"
@@ -228,13 +235,8 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
                     spec = command.split()[2:]
                     spec = [s.strip("'").replace("django-pg-jobqueue", str(wheel)) for s in spec]
                     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", *spec)
-                    # After the install step, the host's own DRF view and URL (DRF came with the extra).
+                    # With the library installed, the host's `jobs` app declares a handler too.
                     (host.project / "jobs" / "handlers.py").write_text(HOST_JOBS_HANDLERS)
-                    (host.project / "jobs" / "views.py").write_text(HOST_JOBS_VIEWS)
-                    urls = host.project / "mysite" / "urls.py"
-                    urls.write_text(urls.read_text() + "\nfrom jobs.views import Echo\n"
-                                    "urlpatterns.append(path('echo/', Echo.as_view()))\n")
-                    host.manage("makemigrations", "accounts", "jobs")
                 elif command == "python manage.py migrate":
                     check = host.manage("check")
                     assert check.stdout.strip() == "System check identified no issues (0 silenced).", \
