@@ -5,6 +5,9 @@ from rest_framework.routers import SimpleRouter
 
 from . import views
 
+# The dashboard finds the API wherever the host mounts it by reversing these names.
+app_name = "django_pg_jobqueue_api"
+
 router = SimpleRouter()
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("queues", views.QueueViewSet, basename="queue")
@@ -25,5 +28,5 @@ urlpatterns = [
     path("v1/", include(v1)),
     path("health/", views.HealthView.as_view(), name="health"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name=f"{app_name}:schema"), name="swagger-ui"),
 ]
