@@ -29,7 +29,7 @@ RUN python -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))
 
 COPY manage.py ./
 COPY backend/ backend/
-COPY --from=ui /src/backend/django_pg_jobqueue/dashboard/static/django_pg_jobqueue/dashboard backend/django_pg_jobqueue/dashboard/static/django_pg_jobqueue/dashboard
+COPY --from=ui /src/backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 # Static files with whitenoise's compressed manifest, as production serves them. Nothing
 # connects to a database here; the build-time values only satisfy the production checks.

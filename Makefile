@@ -13,7 +13,7 @@ PORT ?= 8000
 THREADS ?= 4
 HAS_UI := $(wildcard frontend/package.json)
 # Where `npm run build` writes the dashboard (frontend/vite.config.ts): package data of the app.
-UI_BUILD := backend/django_pg_jobqueue/dashboard/static/django_pg_jobqueue/dashboard
+UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static

@@ -1,8 +1,8 @@
 """Packaging steps beyond pyproject.toml: the built dashboard is part of every wheel.
 
-The React dashboard (frontend/) is built by Vite into the package's static files,
-backend/django_pg_jobqueue/dashboard/static/django_pg_jobqueue/dashboard/, which
-pyproject.toml lists as package data. Building a wheel or an sdist makes sure it is there:
+The React dashboard (frontend/) is built by Vite into the app's static files,
+backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard/, which pyproject.toml lists
+as package data. Building a wheel or an sdist makes sure it is there:
 
 - built already and not older than its sources: used as it is;
 - missing or stale, in a checkout with frontend/package.json and npm on PATH: built
@@ -24,7 +24,7 @@ from setuptools.command.sdist import sdist
 
 ROOT = Path(__file__).resolve().parent
 FRONTEND = ROOT / "frontend"
-BUILD_DIR = ROOT / "backend" / "django_pg_jobqueue" / "dashboard" / "static" / "django_pg_jobqueue" / "dashboard"
+BUILD_DIR = ROOT / "backend" / "django_pg_jobqueue" / "static" / "django_pg_jobqueue" / "dashboard"
 BUILT_INDEX = BUILD_DIR / "index.html"
 # What the build is made from: newer than the build means the build is stale.
 SOURCES = ("src", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json")

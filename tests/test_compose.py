@@ -175,7 +175,7 @@ def test_dockerfile_builds_the_ui_then_the_django_image():
     assert "npm ci" in text and "npm run build" in text
     # Vite builds into the app's static files (package data); the image's repo is its WORKDIR.
     workdir = re.findall(r"^WORKDIR\s+(\S+)", text, re.M)[-1]
-    built = "backend/django_pg_jobqueue/dashboard/static/django_pg_jobqueue/dashboard"
+    built = "backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard"
     assert re.search(rf"^COPY --from={node_stage} \S+/{built} {built}$", text, re.M)
     assert re.search(r"^COPY backend/ backend/$", text, re.M) and workdir == "/app"
     assert "collectstatic" in text

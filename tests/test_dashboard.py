@@ -7,9 +7,12 @@ directory, so they do not depend on `make ui`; one checks the real build when th
 """
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.contrib import admin
+from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import include, path, reverse
 from django_pg_jobqueue.dashboard import views
@@ -320,11 +323,18 @@ def test_without_a_build_the_page_says_to_run_make_ui(client, no_build, view_log
     assert "make ui" in view_log.text
 
 
+def test_the_build_lives_where_djangos_static_finders_and_collectstatic_look():
+    """In the app's own static/ dir: the host needs no STATICFILES_DIRS or extra app for it."""
+    app_static = Path(apps.get_app_config("django_pg_jobqueue").path) / "static"
+    assert views.BUILD_DIR == app_static / views.STATIC_DIR
+
+
 @mounted
 def test_the_real_build_references_files_it_contains(client):
     """The build `make ui` writes (and the wheel ships): every URL the page names exists."""
     if not (views.BUILD_DIR / "index.html").is_file():
         pytest.skip("the dashboard is not built (make ui)")
+    assert Path(finders.find(f"{views.STATIC_DIR}/index.html")) == views.BUILD_DIR / "index.html"
     html = page(client.get("/ops/queue/"))
     static_base = "/static/django_pg_jobqueue/dashboard/"
     urls = [html.entry] + [link["href"] for link in html.links]
@@ -332,4 +342,5 @@ def test_the_real_build_references_files_it_contains(client):
     for url in urls:
         assert url.startswith(static_base), url
         assert (views.BUILD_DIR / url.removeprefix(static_base)).is_file(), url
+        assert finders.find(url.removeprefix("/static/")), url
     assert html.config["basename"] == "/ops/queue/"

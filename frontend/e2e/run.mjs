@@ -4,8 +4,9 @@
  *
  * It starts everything itself and stops it again, also on failure:
  *   1. `manage.py migrate`, an operator user (permissions on jobs, not staff);
- *   2. `manage.py runserver 127.0.0.1:<free port>` serving the built UI (the dashboard's view,
- *      its assets from backend/django_pg_jobqueue/dashboard/static/) and the API, and `manage.py run_job_workers --threads 4` with fast poll/retry and 5 s leases,
+ *   2. `manage.py runserver 127.0.0.1:<free port>` serving the API and the built UI (the
+ *      dashboard's view; its assets from the app's static files), and
+ *      `manage.py run_job_workers --threads 4` with fast poll/retry and 5 s leases,
  *      claiming only from a queue private to this run (so other jobs in a shared database
  *      neither delay nor disturb it);
  *   3. Debian's Chromium (/usr/bin/chromium, or $CHROMIUM_PATH) driven by playwright-core:
@@ -33,7 +34,7 @@ const FRONTEND = resolve(HERE, "..");
 const REPO = resolve(FRONTEND, "..");
 const RESULTS = join(FRONTEND, "e2e-results");
 // Where `npm run build` writes the dashboard (vite.config.ts): package data of the Django app.
-const BUILT_INDEX = join(REPO, "backend", "django_pg_jobqueue", "dashboard", "static", "django_pg_jobqueue", "dashboard", "index.html");
+const BUILT_INDEX = join(REPO, "backend", "django_pg_jobqueue", "static", "django_pg_jobqueue", "dashboard", "index.html");
 const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const MANAGE = join(REPO, "manage.py");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

@@ -1,8 +1,10 @@
 """The dashboard's page: the built app's index.html, with the runtime config it needs.
 
-``npm run build`` (``make ui``; building the wheel does it) writes the app into this package's
-static files, ``static/django_pg_jobqueue/dashboard/``: ``index.html`` and ``assets/``. This
-view answers that index.html, changed in two ways at render time:
+``npm run build`` (``make ui``; building the wheel does it) writes the app into the
+django_pg_jobqueue app's static files, ``django_pg_jobqueue/static/django_pg_jobqueue/dashboard/``
+(``index.html`` and ``assets/``), where Django's app-directories finder and collectstatic find
+it with no setting of the host's. This view answers that index.html, changed in two ways at
+render time:
 
 - its asset URLs go through Django's ``static()``, so they follow the host's STATIC_URL and
   storage (whitenoise, ManifestStaticFilesStorage's hashed names, S3, a CDN...);
@@ -33,9 +35,10 @@ from django.views.decorators.http import require_safe
 
 logger = logging.getLogger(__name__)
 
-#: Where the build lives among the static files (and in this package, under static/).
+#: Where the build lives among the static files, and in the app (the package's static/ dir:
+#: the dashboard is no app of its own, so its files live in django_pg_jobqueue's).
 STATIC_DIR = "django_pg_jobqueue/dashboard"
-BUILD_DIR = Path(__file__).resolve().parent / "static" / STATIC_DIR
+BUILD_DIR = Path(__file__).resolve().parent.parent / "static" / STATIC_DIR
 #: The id of the JSON island; frontend/src/config.ts reads the same id.
 CONFIG_ELEMENT_ID = "jobqueue-config"
 API_NAMESPACE = "django_pg_jobqueue_api"
