@@ -2,7 +2,7 @@
 # Django (whitenoise) next to the API and admin. docker-compose.yml runs the same image as
 # `api` (gunicorn) and `worker` (manage.py run_job_workers).
 
-# --- 1. the dashboard (frontend/dist) ---------------------------------------------------------
+# --- 1. the dashboard (built into the app's static files) ------------------------------------
 FROM node:22-slim AS ui
 WORKDIR /src/frontend
 COPY frontend/package.json frontend/package-lock.json ./
@@ -30,7 +30,7 @@ RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); e
 
 COPY manage.py ./
 COPY backend/ backend/
-COPY --from=ui /src/frontend/dist frontend/dist
+COPY --from=ui /src/backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 # Static files with whitenoise's compressed manifest, as production serves them. Nothing
 # connects to a database here; the build-time values only satisfy the production checks.

@@ -12,6 +12,8 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 THREADS ?= 4
 HAS_UI := $(wildcard frontend/package.json)
+# Where `npm run build` writes the dashboard (frontend/vite.config.ts): package data of the app.
+UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static
@@ -51,6 +53,7 @@ frontend/node_modules/.installed: frontend/package.json frontend/package-lock.js
 	cd frontend && npm ci --no-audit --no-fund
 	@touch $@
 
+# The dashboard, built into $(UI_BUILD) (served by django_pg_jobqueue.dashboard's view).
 ui:
 ifneq ($(HAS_UI),)
 	$(MAKE) frontend/node_modules/.installed
@@ -141,4 +144,4 @@ docs: venv
 	$(PY) -m sphinx -W --keep-going -n -b html docs docs/_build/html
 
 clean:
-	rm -rf $(VENV) frontend/node_modules frontend/dist backend/staticfiles
+	rm -rf $(VENV) frontend/node_modules frontend/dist $(UI_BUILD) backend/staticfiles build dist

@@ -173,9 +173,10 @@ def test_dockerfile_builds_the_ui_then_the_django_image():
     assert [image.split(":")[0] for image, _ in stages] == ["node", "python"]
     node_stage = stages[0][1]
     assert "npm ci" in text and "npm run build" in text
-    # settings.FRONTEND_DIST is <repo>/frontend/dist; the image's repo is its WORKDIR.
+    # Vite builds into the app's static files (package data); the image's repo is its WORKDIR.
     workdir = re.findall(r"^WORKDIR\s+(\S+)", text, re.M)[-1]
-    assert re.search(rf"^COPY --from={node_stage} \S+/dist frontend/dist$", text, re.M)
+    built = "backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard"
+    assert re.search(rf"^COPY --from={node_stage} \S+/{built} {built}$", text, re.M)
     assert re.search(r"^COPY backend/ backend/$", text, re.M) and workdir == "/app"
     assert "collectstatic" in text
     python_version = re.search(r"^FROM python:(\d+)\.(\d+)", text, re.M).groups()

@@ -127,10 +127,12 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BACKEND_DIR / "staticfiles"
-# The built dashboard (frontend/dist) is served at / by whitenoise; see config/urls.py.
-FRONTEND_DIST = REPO_DIR / "frontend" / "dist"
-WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.is_dir() else None
-WHITENOISE_INDEX_FILE = True
+# Whitenoise serves STATIC_ROOT (collectstatic), the dashboard's built assets among them
+# (django_pg_jobqueue/dashboard/, `make ui`); the dashboard's page is its view (config/urls.py).
+# In development it serves the apps' static files straight from the finders, under gunicorn as
+# under runserver, and picks up a rebuilt UI without a restart.
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

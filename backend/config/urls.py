@@ -1,32 +1,14 @@
-"""Routes: the admin, the API (/api/), and the dashboard (a single-page app) for the rest.
+"""Routes: the admin, the API (/api/), /metrics, and the dashboard at / for the rest.
 
-The built dashboard (frontend/dist, `make ui`) is served by whitenoise from WHITENOISE_ROOT:
-its files at their paths and index.html at `/`. Any other path not under api/, admin/,
-static/ or metrics is a client-side route: it gets index.html too, so that a reload of
-/jobs/42 works. Unknown paths under api/ get a JSON 404, never an HTML page.
+The dashboard is the library's own view (django_pg_jobqueue.dashboard.urls), mounted here at
+the site root as a host project mounts it at any prefix: its page at /, the same page for every
+client route below it (a reload of /jobs/42 works), its assets from the static files. Unknown
+paths under api/ get a JSON 404, never the dashboard's page.
 """
-from django.conf import settings
 from django.contrib import admin
-from django.http import FileResponse, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
-from django.views.decorators.cache import never_cache
-
 from django_pg_jobqueue.metrics import metrics_view
-
-_NO_UI = """<!doctype html><html><head><meta charset="utf-8"><title>Job queue</title></head>
-<body style="font-family:system-ui;margin:3rem;max-width:40rem">
-<h1>Job queue</h1>
-<p>The dashboard is not built yet: run <code>make ui</code> (or <code>make run</code>).</p>
-<p>Meanwhile: <a href="/api/docs/">API docs</a> · <a href="/admin/">admin</a> ·
-<a href="/api/health/">health</a></p></body></html>"""
-
-
-@never_cache
-def spa_index(request, path=""):
-    index = settings.FRONTEND_DIST / "index.html"
-    if index.is_file():
-        return FileResponse(index.open("rb"), content_type="text/html; charset=utf-8")
-    return HttpResponse(_NO_UI, status=200 if path == "" else 404)
 
 
 def api_not_found(request, path=""):
@@ -50,5 +32,8 @@ urlpatterns = [
     path("api/", include("django_pg_jobqueue.api.urls")),
     path("metrics", metrics_view, name="metrics"),
     re_path(r"^api(?:/(?P<path>.*))?$", api_not_found),
-    re_path(r"^(?!api(?:/|$)|admin(?:/|$)|static/|metrics(?:/|$))(?P<path>.*)$", spa_index),
+    # At the root, the dashboard would answer every path: leave admin (APPEND_SLASH sends
+    # /admin to /admin/), static/ and metrics/ to their 404s. Under a prefix of its own, a plain
+    # path("queue/", include("django_pg_jobqueue.dashboard.urls")) is all it takes.
+    re_path(r"^(?!admin$|static/|metrics/)", include("django_pg_jobqueue.dashboard.urls")),
 ]

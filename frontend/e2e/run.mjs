@@ -4,8 +4,9 @@
  *
  * It starts everything itself and stops it again, also on failure:
  *   1. `manage.py migrate`, an operator user (permissions on jobs, not staff);
- *   2. `manage.py runserver 127.0.0.1:<free port>` serving the built UI (frontend/dist) and the
- *      API, and `manage.py run_job_workers --threads 4` with fast poll/retry and 5 s leases,
+ *   2. `manage.py runserver 127.0.0.1:<free port>` serving the API and the built UI (the
+ *      dashboard's view; its assets from the app's static files), and
+ *      `manage.py run_job_workers --threads 4` with fast poll/retry and 5 s leases,
  *      claiming only from a queue private to this run (so other jobs in a shared database
  *      neither delay nor disturb it);
  *   3. Debian's Chromium (/usr/bin/chromium, or $CHROMIUM_PATH) driven by playwright-core:
@@ -32,6 +33,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = resolve(HERE, "..");
 const REPO = resolve(FRONTEND, "..");
 const RESULTS = join(FRONTEND, "e2e-results");
+// Where `npm run build` writes the dashboard (vite.config.ts): package data of the Django app.
+const BUILT_INDEX = join(REPO, "backend", "django_pg_jobqueue", "static", "django_pg_jobqueue", "dashboard", "index.html");
 const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const MANAGE = join(REPO, "manage.py");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -446,8 +449,8 @@ async function main() {
   }
   rmSync(RESULTS, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
-  if (!existsSync(join(FRONTEND, "dist", "index.html"))) {
-    log("no frontend/dist: building the UI");
+  if (!existsSync(BUILT_INDEX)) {
+    log("the dashboard is not built: building it");
     const b = spawnSync("npm", ["run", "build"], { cwd: FRONTEND, stdio: "inherit" });
     if (b.status !== 0) throw new Error("npm run build failed");
   }
@@ -471,7 +474,9 @@ async function main() {
   startProcess("workers", ["run_job_workers", "--threads", "4", "--queues", QUEUE], env);
   await waitForHttp(`${baseURL}/api/health/`, server);
   const index = await fetch(`${baseURL}/jobs/1`);
-  check(index.ok && (await index.text()).includes('id="root"'), "Django should serve the dashboard for client routes");
+  const indexHtml = await index.text();
+  check(index.ok && indexHtml.includes('id="root"'), "Django should serve the dashboard for client routes");
+  check(indexHtml.includes('id="jobqueue-config"'), "the dashboard's page should carry its runtime config");
   log(`backend up at ${baseURL}`);
 
   await runBrowser(baseURL);

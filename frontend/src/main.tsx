@@ -3,6 +3,7 @@ import { createRoot } from "react-dom/client";
 import { QueryClientProvider } from "@tanstack/react-query";
 import { BrowserRouter } from "react-router";
 import { App } from "./App";
+import { runtimeConfig } from "./config";
 import { createQueryClient } from "./queryClient";
 import "./styles.css";
 
@@ -11,7 +12,8 @@ const queryClient = createQueryClient();
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
-      <BrowserRouter>
+      {/* Every route and link is relative to the prefix the host mounted the dashboard at. */}
+      <BrowserRouter basename={runtimeConfig().basename}>
         <App />
       </BrowserRouter>
     </QueryClientProvider>

@@ -11,6 +11,7 @@ from rest_framework.routers import SimpleRouter
 from . import views
 from .openapi import RedocView, SchemaView, SwaggerUIView
 
+# The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
 
 router = SimpleRouter()

@@ -2,14 +2,18 @@
  * The one module that talks HTTP. Everything else goes through `api.get/post` (usually via a
  * resource module's query options), so credentials, CSRF and error decoding live here only.
  *
+ * - Every path is relative to the API base the serving page injected (see ../config.ts), so
+ *   the dashboard works with the API at any prefix.
  * - `credentials: 'same-origin'`: the Django session cookie rides along.
- * - Unsafe methods send `X-CSRFToken` from the `csrftoken` cookie; when the cookie is missing
- *   (first visit), it is fetched once from `auth/csrf/`.
+ * - Unsafe methods send the CSRF token (header and cookie names as the host's Django settings
+ *   say, `X-CSRFToken` / `csrftoken` by default) from the cookie; when the cookie is missing
+ *   (first visit) it is fetched from `auth/csrf/`; when the page cannot read it at all
+ *   (CSRF_USE_SESSIONS), the token `auth/csrf/` answers is used.
  * - A non-2xx answer becomes an `ApiError` carrying the status and the decoded JSON body, so
  *   forms can show DRF's per-field errors next to their fields.
  */
 
-export const API_BASE = "/api/v1/";
+import { runtimeConfig } from "../config";
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -108,7 +112,7 @@ export function readCookie(name: string, cookies: string = document.cookie): str
 export type Query = Record<string, string | number | boolean | null | undefined | (string | number)[]>;
 
 export function buildUrl(path: string, query?: Query): string {
-  const url = API_BASE + path.replace(/^\/+/, "");
+  const url = runtimeConfig().apiBase + path.replace(/^\/+/, "");
   if (!query) return url;
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {
@@ -130,20 +134,25 @@ type RequestOptions = {
 };
 
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-let csrfPrimed: Promise<void> | null = null;
+let csrfPrimed: Promise<string | null> | null = null;
 
 async function csrfToken(): Promise<string | null> {
-  let token = readCookie("csrftoken");
-  if (!token) {
-    csrfPrimed ??= request("GET", "auth/csrf/").then(
-      () => undefined,
-      () => undefined,
-    );
-    await csrfPrimed;
+  const { csrfCookieName } = runtimeConfig();
+  const fromCookie = () => (csrfCookieName ? readCookie(csrfCookieName) : null);
+  const token = fromCookie();
+  if (token) return token;
+  // One request for concurrent writes. Its answer sets the cookie; the token it carries is for
+  // a host whose token is not in a readable cookie (it rotates at login: asked for each time).
+  csrfPrimed ??= request<{ csrf_token?: unknown }>("GET", "auth/csrf/").then(
+    (body) => (typeof body?.csrf_token === "string" ? body.csrf_token : null),
+    () => null,
+  );
+  try {
+    const answered = await csrfPrimed;
+    return fromCookie() ?? answered;
+  } finally {
     csrfPrimed = null;
-    token = readCookie("csrftoken");
   }
-  return token;
 }
 
 /** The response, with the headers a caller may need (idempotent replay). */
@@ -158,7 +167,7 @@ export async function requestWithMeta<T>(
   if (body !== undefined) h["Content-Type"] = "application/json";
   if (UNSAFE.has(method)) {
     const token = await csrfToken();
-    if (token) h["X-CSRFToken"] = token;
+    if (token) h[runtimeConfig().csrfHeaderName] = token;
   }
   let response: Response;
   try {

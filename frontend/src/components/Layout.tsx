@@ -3,12 +3,14 @@ import { NavLink, Outlet, useNavigate } from "react-router";
 import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
 import type { User } from "../api/types";
+import { runtimeConfig } from "../config";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   // Shared with the Overview (same key): the Failed count in the nav stays current.
   const metrics = useQuery({ ...metricsOptions(5000), retry: false });
+  const { apiDocsUrl, adminUrl } = runtimeConfig();
   const failed = metrics.data?.counts_by_status.failed ?? 0;
   const logout = useMutation({
     ...authMutations.logout(queryClient),
@@ -36,8 +38,8 @@ export function Layout({ user }: { user: User }) {
         </nav>
         <div className="sidebar-foot">
           <span className="who">Signed in as <strong>{user.username}</strong></span>
-          <a href="/api/docs/">API docs</a>
-          {user.is_staff && <a href="/admin/">Admin</a>}
+          {apiDocsUrl && <a href={apiDocsUrl}>API docs</a>}
+          {user.is_staff && adminUrl && <a href={adminUrl}>Admin</a>}
           <button type="button" className="link" onClick={() => logout.mutate()} disabled={logout.isPending}>
             Log out
           </button>
