@@ -169,9 +169,9 @@ def test_the_wheel_holds_the_library_its_dashboard_and_migrations_and_nothing_of
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"django_pg_jobqueue"}
     assert not [n for n in names if "/tests/" in n or n.startswith(("config/", "demo/", "tests/"))]
-    assert any(n.startswith("django_pg_jobqueue/dashboard/static/") and n.endswith("index.html")
-               for n in names)
-    assert any(n.endswith(".js") and "/dashboard/static/" in n for n in names)
+    ui = "django_pg_jobqueue/static/django_pg_jobqueue/dashboard/"
+    assert ui + "index.html" in names
+    assert any(n.startswith(ui) and n.endswith(".js") for n in names)
     assert "django_pg_jobqueue/migrations/0001_initial.py" in names
     assert "django_pg_jobqueue/py.typed" in names
     metadata = zipfile.ZipFile(wheel).read(
