@@ -16,7 +16,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.db.models.lookups import Exact
 
-from .states import EventKind, Status
+from .states import PRIORITY_MAX, PRIORITY_MIN, EventKind, Status
+
 
 class TxNow(models.Func):
     """PostgreSQL's now(): the transaction's start time, the clock every queue statement uses
@@ -64,7 +65,8 @@ class Job(models.Model):
         max_length=16, choices=[(s.value, s.value) for s in Status], default=Status.QUEUED,
         db_default=Status.QUEUED.value,
     )
-    priority = models.SmallIntegerField(default=0, db_default=0, help_text="-100..100, higher runs first")
+    priority = models.SmallIntegerField(default=0, db_default=0,
+                                        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first")
     attempts = models.PositiveIntegerField(default=0, db_default=0)
     max_attempts = models.PositiveIntegerField(default=3, db_default=3)
     available_at = models.DateTimeField(db_default=Now())
@@ -130,7 +132,8 @@ class Job(models.Model):
             ),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
             models.CheckConstraint(
-                condition=Q(priority__gte=-100, priority__lte=100), name="job_priority_in_range"
+                condition=Q(priority__gte=PRIORITY_MIN, priority__lte=PRIORITY_MAX),
+                name="job_priority_in_range",
             ),
             models.CheckConstraint(
                 condition=Q(timeout_seconds__isnull=True) | Q(timeout_seconds__gte=1),
