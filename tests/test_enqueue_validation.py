@@ -3,7 +3,8 @@
 ValueError; TypeError too for a value of the wrong type) naming the argument, and write
 nothing. What they accept is stored as given and runs."""
 import math
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.db import connection, transaction

@@ -88,3 +88,17 @@ class UnknownJobType(InvalidJobArgument):
     def __init__(self, job_type: str, *, index: int | None = None):
         self.job_type = job_type
         super().__init__("type", f"unknown job type {job_type!r}", index=index)
+
+
+class DirectJobCreation(JobError):
+    """A job row was about to be inserted through the ORM (`Job.objects.create`,
+    `Job(...).save()`, `bulk_create`): such a job would have no `created` event and wake no
+    worker. Create jobs with `enqueue()`; see `models.allow_direct_job_writes` for tests."""
+
+    def __init__(self, how: str):
+        self.how = how
+        super().__init__(
+            f"{how} would insert a job without its 'created' event or the NOTIFY that wakes "
+            "workers: create jobs with django_pg_jobqueue.enqueue() (or enqueue_many()). "
+            "Tests of the table itself may wrap the insert in "
+            "django_pg_jobqueue.models.allow_direct_job_writes().")
