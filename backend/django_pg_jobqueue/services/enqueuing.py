@@ -74,8 +74,8 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _where(path: list) -> str:
-    return "payload" + "".join(f"[{key!r}]" for key in path)
+def _where(path: list, root: str = "payload") -> str:
+    return root + "".join(f"[{key!r}]" for key in path)
 
 
 def _unstorable_text(text: str) -> str | None:
@@ -90,7 +90,7 @@ def _unstorable_text(text: str) -> str | None:
     return None
 
 
-def _check_json(value, path: list, depth: int) -> bool:
+def _check_json(value, path: list, depth: int, root: str = "payload") -> bool:
     """Refuse what json.dumps would encode but jsonb cannot hold, or what would not come
     back as it went in: NUL, lone surrogates, non-string keys, NaN and infinities, nesting
     deeper than MAX_PAYLOAD_DEPTH (a circular payload is infinitely deep). Returns whether
@@ -100,50 +100,57 @@ def _check_json(value, path: list, depth: int) -> bool:
     if kind is str:
         problem = _unstorable_text(value)
         if problem:
-            raise InvalidJobArgument("payload", f"{_where(path)} {problem}")
+            raise InvalidJobArgument(root, f"{_where(path, root)} {problem}")
         return False
     if kind is int or kind is bool or value is None:
         return False
     if kind is float:
         if not math.isfinite(value):
             raise InvalidJobArgument(
-                "payload", f"{_where(path)} is {value!r}, which JSON cannot hold")
+                root, f"{_where(path, root)} is {value!r}, which JSON cannot hold")
         return False
     if isinstance(value, (dict, list, tuple)):
         if depth >= MAX_PAYLOAD_DEPTH:
             raise InvalidJobArgument(
-                "payload", f"nests deeper than {MAX_PAYLOAD_DEPTH} levels at {_where(path)} "
+                root, f"nests deeper than {MAX_PAYLOAD_DEPTH} levels at {_where(path, root)} "
                            "(or refers to itself)")
         odd = kind not in (dict, list)
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise JobArgumentTypeError(
-                        "payload", f"{_where(path)} has the key {key!r} "
+                        root, f"{_where(path, root)} has the key {key!r} "
                                    f"({type(key).__name__}); JSON object keys are strings")
                 problem = _unstorable_text(key)
                 if problem:
-                    raise InvalidJobArgument("payload", f"a key of {_where(path)} {problem}")
+                    raise InvalidJobArgument(root, f"a key of {_where(path, root)} {problem}")
                 path.append(key)
-                odd = _check_json(item, path, depth + 1) or odd or type(key) is not str
+                odd = _check_json(item, path, depth + 1, root) or odd or type(key) is not str
                 path.pop()
         else:
             for index, item in enumerate(value):
                 path.append(index)
-                odd = _check_json(item, path, depth + 1) or odd
+                odd = _check_json(item, path, depth + 1, root) or odd
                 path.pop()
         return odd
     if isinstance(value, str):
-        _check_json(str(value), path, depth)
+        _check_json(str(value), path, depth, root)
         return True
     if isinstance(value, (int, float)):  # subclasses (IntEnum ...): stored as the number
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidJobArgument(
-                "payload", f"{_where(path)} is {value!r}, which JSON cannot hold")
+                root, f"{_where(path, root)} is {value!r}, which JSON cannot hold")
         return True
     raise JobArgumentTypeError(
-        "payload", f"{_where(path)} is a {type(value).__name__}, which JSON cannot encode "
+        root, f"{_where(path, root)} is a {type(value).__name__}, which JSON cannot encode "
                    "(use str, int, float, bool, None, list and dict)")
+
+
+def check_json_value(value, argument: str) -> None:
+    """Refuse, as InvalidJobArgument naming `argument`, a value that a job's JSON could not
+    hold as it is (the rules of a payload, for any JSON value: the Tasks backend checks a
+    task's args and kwargs with it, so that its errors name them)."""
+    _check_json(value, [], 0, argument)
 
 
 def validate_payload(payload) -> tuple[dict, str]:
