@@ -260,3 +260,23 @@ def test_accepted_hostile_looking_input_runs(db):
     assert Job.objects.get(pk=job.pk).payload["text"] == "back\\slash \\u0000 not a NUL"
     assert drain(queues=["q.1"]).succeeded == 1
     assert Job.objects.get(pk=job.pk).status == "succeeded"
+
+
+def test_an_instant_outside_years_1_to_9999_in_utc_is_refused():
+    # PostgreSQL would store it, but it could not be read back into a Python datetime.
+    refused("run_at", "noop", run_at=datetime(1, 1, 1, tzinfo=dt_timezone(timedelta(hours=14))))
+    refused("run_at", "noop",
+            run_at=datetime(9999, 12, 31, 23, tzinfo=dt_timezone(timedelta(hours=-14))))
+
+
+def test_a_key_given_twice_in_one_batch_replays_or_conflicts():
+    from django_pg_jobqueue.exceptions import IdempotencyConflict
+
+    first, again = enqueue_many([{"type": "noop", "idempotency_key": "twice"},
+                                 {"type": "noop", "idempotency_key": "twice"}])
+    assert first.pk == again.pk and Job.objects.filter(idempotency_key="twice").count() == 1
+    before = counts()
+    with pytest.raises(IdempotencyConflict):
+        enqueue_many([{"type": "noop", "idempotency_key": "other"},
+                      {"type": "noop", "idempotency_key": "other", "priority": 5}])
+    assert counts() == before

@@ -9,7 +9,7 @@ import json
 import math
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from numbers import Real
 
 from django.db import connection, transaction
@@ -202,6 +202,11 @@ def _check_run_at(run_at) -> datetime | None:
         raise InvalidJobArgument(
             "run_at", f"{run_at.isoformat()} is naive: give a timezone-aware datetime "
                       "(django.utils.timezone.now() + timedelta(...), or tzinfo=...)")
+    try:  # stored in UTC: an instant before year 1 or after 9999 there could not be read back
+        run_at.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidJobArgument(
+            "run_at", f"{run_at.isoformat()} is outside years 1 to 9999 in UTC") from None
     return run_at
 
 
@@ -489,12 +494,20 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
             for job in Job.objects.filter(idempotency_key__in=missing_keys)
         } if missing_keys else {}
         out: list[tuple[Job, bool]] = []
+        in_batch: dict[str, Job] = {}  # a key given twice in one batch: the first one's job
         for new in new_jobs:
-            if new.idempotency_key is not None and new.idempotency_key in existing:
-                out.append(_replay(new, existing[new.idempotency_key]))
+            key = new.idempotency_key
+            if key is not None and key in existing:
+                out.append(_replay(new, existing[key]))
                 continue
-            row = inserted_by_key[new.idempotency_key] if new.idempotency_key else next(unkeyed)
-            out.append((_new_job(new, row[0], row[2], row[3], alias, plain_init), True))
+            if key is not None and key in in_batch:
+                out.append(_replay(new, in_batch[key]))
+                continue
+            row = inserted_by_key[key] if key else next(unkeyed)
+            job = _new_job(new, row[0], row[2], row[3], alias, plain_init)
+            if key is not None:
+                in_batch[key] = job
+            out.append((job, True))
         return out
 
 
