@@ -254,7 +254,7 @@ def test_the_strategies_reach_both_outcomes():
 
     outcomes = set()
 
-    @settings(max_examples=200, deadline=None, database=None)
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
     @given(args=enqueue_args())
     def sample(args):
         kwargs = {k: v for k, v in args.items() if k not in ("type", "payload")}
@@ -266,4 +266,4 @@ def test_the_strategies_reach_both_outcomes():
 
     sample()
     assert "stored" in outcomes
-    assert {"payload", "run_at", "delay", "queue"} <= outcomes, outcomes
+    assert {"type", "payload", "run_at", "delay", "queue", "priority"} <= outcomes, outcomes
