@@ -130,7 +130,7 @@ def test_a_task_that_always_fails_ends_failed_with_each_attempts_error(worker_po
     assert [e.exception_class_path for e in done.errors] == ["builtins.KeyError"] * 2
     assert "no such thing" in done.errors[-1].traceback
     with pytest.raises(ValueError, match="failed"):
-        done.return_value
+        _ = done.return_value
 
 
 def test_signals_follow_each_attempt(worker_pool):
@@ -180,7 +180,7 @@ def test_get_result_while_queued_running_and_finished(worker_pool):
     assert queued.status == TaskResultStatus.READY
     assert queued.started_at is None and queued.worker_ids == [] and not queued.is_finished
     with pytest.raises(ValueError, match="not finished"):
-        queued.return_value
+        _ = queued.return_value
 
     pool = worker_pool(threads=1)
     running = wait_for(lambda: (r := gated.get_result(result.id)).status
@@ -188,7 +188,7 @@ def test_get_result_while_queued_running_and_finished(worker_pool):
     assert running.started_at is not None and running.finished_at is None
     assert running.worker_ids == [pool.executors[0].worker_id]
     with pytest.raises(ValueError, match="not finished"):
-        running.return_value
+        _ = running.return_value
 
     GATE.set()
     done = wait_for(finished(result.id, gated), message="finished")
@@ -291,3 +291,116 @@ def test_the_backend_reports_its_features_and_misconfiguration(db):
     with override_settings(TASKS=bad):
         ids = {m.id for m in check_tasks()}  # the check Django registers for TASKS
         assert {"django_pg_jobqueue.E101", "django_pg_jobqueue.W101"} <= ids
+
+
+# -- issue 15, findings 10-12: Django's Tasks contract ----------------------------------------
+
+@task
+def echo(*args, **kwargs):
+    return [args, kwargs]
+
+
+def test_get_result_equals_the_result_enqueue_returned(db):
+    for t in (echo, echo.using(priority=7, queue_name="default"),
+              echo.using(run_after=timezone.now() + timedelta(hours=2)),
+              always_fail.using(timeout=9), async_sleep):
+        result = t.enqueue(1, "two", three=[3.5, None, True])
+        again = default_task_backend.get_result(result.id)
+        assert again == result, (again, result)
+        assert again.task == t  # no max_attempts/timeout defaults filled in, run_after kept
+
+
+def test_get_result_keeps_run_after_of_a_deferred_task(db):
+    from zoneinfo import ZoneInfo
+
+    at = timezone.now().astimezone(ZoneInfo("America/Chicago")) + timedelta(days=1)
+    result = echo.using(run_after=at).enqueue()
+    assert echo.get_result(result.id).task.run_after == at
+    from django_pg_jobqueue.models import Job
+
+    assert Job.objects.get(pk=int(result.id)).available_at == at
+
+
+def test_args_postgresql_cannot_store_are_refused_naming_args_and_nothing_is_written(db):
+    from django_pg_jobqueue.exceptions import InvalidJobArgument
+    from django_pg_jobqueue.models import Job
+
+    before = Job.objects.count()
+    with pytest.raises(InvalidJobArgument, match=r"args\[0\]") as caught:
+        echo.enqueue("a\x00b")
+    assert caught.value.argument == "args"
+    with pytest.raises(InvalidJobArgument, match=r"kwargs\['x'\]") as caught:
+        echo.enqueue(x=float("nan"))
+    assert caught.value.argument == "kwargs"
+    assert Job.objects.count() == before
+
+
+def _move_task(result_id, path):
+    """What a deploy that removed or renamed a task's module leaves behind."""
+    from django_pg_jobqueue.models import Job
+
+    job = Job.objects.get(pk=int(result_id))
+    Job.objects.filter(pk=job.pk).update(payload={**job.payload, "task": path})
+
+
+@pytest.mark.parametrize("path, exception_class_path", [
+    ("tests.no_such_module.gone", "builtins.ModuleNotFoundError"),
+    ("tests.test_tasks_backend.no_such_task", "builtins.ImportError"),
+])
+def test_a_task_that_cannot_be_imported_keeps_its_import_error_and_stays_readable(
+        db, path, exception_class_path):
+    from django_pg_jobqueue.testing import drain
+
+    result = always_fail.enqueue("x")  # max_attempts=2
+    _move_task(result.id, path)
+    readable = default_task_backend.get_result(result.id)  # no TaskResultDoesNotExist
+    assert readable.status == TaskResultStatus.READY and readable.task.module_path == path
+    drain(include_scheduled=True)
+    done = default_task_backend.get_result(result.id)
+    assert done.status == TaskResultStatus.FAILED and done.attempts == 2  # retried like any error
+    assert [e.exception_class_path for e in done.errors] == [exception_class_path] * 2
+    assert issubclass(done.errors[0].exception_class, ImportError)
+    assert path.rpartition(".")[0] in done.errors[0].traceback
+    with pytest.raises(ImportError, match="cannot load task"):
+        done.task.call()
+
+
+def test_a_task_imported_again_after_a_failed_import_runs(db):
+    from django_pg_jobqueue.testing import drain
+
+    result = add.using(max_attempts=3).enqueue(2, 3)
+    _move_task(result.id, "tests.no_such_module.add")
+    drain()
+    assert default_task_backend.get_result(result.id).status == TaskResultStatus.READY  # retrying
+    _move_task(result.id, add.module_path)  # the deploy caught up
+    drain(include_scheduled=True)
+    done = add.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 5
+    assert [e.exception_class_path for e in done.errors] == ["builtins.ModuleNotFoundError"]
+
+
+def test_every_system_check_of_the_backend_carries_a_hint(db):
+    from unittest import mock
+
+    from django.apps import apps
+
+    backend = QueueBackend("default", {"QUEUES": "not a list", "OPTIONS": {"x": 1}})
+    with mock.patch.object(apps, "is_installed", return_value=False), \
+            mock.patch("django_pg_jobqueue.tasks_backend.connection") as conn:
+        conn.vendor = "sqlite"
+        with override_settings(TASKS={"default": {"BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
+                                                  "QUEUES": "not a list", "OPTIONS": {"x": 1}}}):
+            found = {m.id: m for m in backend.check()}
+    assert set(found) == {"django_pg_jobqueue.E101", "django_pg_jobqueue.E102",
+                          "django_pg_jobqueue.E103", "django_pg_jobqueue.W101"}
+    for message in found.values():
+        assert message.hint, message.id
+    assert "INSTALLED_APPS" in found["django_pg_jobqueue.E103"].hint
+
+
+def test_queue_names_outside_the_queue_pattern_are_invalid_tasks(db):
+    with override_settings(TASKS={"default": {"BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
+                                              "QUEUES": []}}):
+        with pytest.raises(InvalidTask, match="queue_name"):
+            add.using(queue_name="bad queue!")
+        assert add.using(queue_name="reports.eu-1").queue_name == "reports.eu-1"

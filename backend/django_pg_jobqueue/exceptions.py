@@ -29,10 +29,6 @@ class LeaseLost(JobError):
         super().__init__(f"lease lost on job {job_id} ({action} refused for token {lease_token})")
 
 
-class UnknownJobType(JobError):
-    def __init__(self, job_type: str):
-        self.job_type = job_type
-        super().__init__(f"unknown job type {job_type!r}")
 
 
 class IdempotencyConflict(JobError):
@@ -51,3 +47,58 @@ class PermanentError(Exception):
 
 class JobCancelled(Exception):
     """Raised by `ctx.raise_if_should_stop()` when the job was cancelled or its lease lost."""
+
+
+class InvalidJobArgument(JobError, ValueError):
+    """An argument of `enqueue` / `enqueue_many` (or of the Tasks backend, the API, the admin)
+    that the queue refuses. `argument` names it ("payload", "run_at", ...); in a batch, `index`
+    is the position of the offending job (None for a single enqueue). Nothing was written.
+
+    The API answers 400 naming `argument` as the field."""
+
+    def __init__(self, argument: str, message: str, *, index: int | None = None):
+        self.argument, self.index, self.detail = argument, index, message
+        prefix = f"jobs[{index}]: " if index is not None else ""
+        super().__init__(f"{prefix}{argument}: {message}")
+
+    def at(self, index: int) -> "InvalidJobArgument":
+        """The same error, for the job at `index` of a batch."""
+        error = type(self).__new__(type(self))
+        error.__dict__.update(self.__dict__)
+        InvalidJobArgument.__init__(error, self.argument, self.detail, index=index)
+        return error
+
+
+class JobArgumentTypeError(InvalidJobArgument, TypeError):
+    """An argument of the wrong type (a str for `run_at`, a float for `timeout` ...)."""
+
+
+class JobPayloadTooLarge(InvalidJobArgument):
+    """The payload encodes to more than JOB_MAX_PAYLOAD_BYTES of JSON (the API answers 413)."""
+
+    def __init__(self, size: int, limit: int, *, index: int | None = None):
+        self.size, self.limit = size, limit
+        super().__init__("payload", f"encodes to {size} bytes of JSON; the limit is {limit} "
+                                    f"(JOB_MAX_PAYLOAD_BYTES)", index=index)
+
+
+class UnknownJobType(InvalidJobArgument):
+    """No handler is registered for this job type (an InvalidJobArgument naming `type`)."""
+
+    def __init__(self, job_type: str, *, index: int | None = None):
+        self.job_type = job_type
+        super().__init__("type", f"unknown job type {job_type!r}", index=index)
+
+
+class DirectJobCreation(JobError):
+    """A job row was about to be inserted through the ORM (`Job.objects.create`,
+    `Job(...).save()`, `bulk_create`): such a job would have no `created` event and wake no
+    worker. Create jobs with `enqueue()`; see `models.allow_direct_job_writes` for tests."""
+
+    def __init__(self, how: str):
+        self.how = how
+        super().__init__(
+            f"{how} would insert a job without its 'created' event or the NOTIFY that wakes "
+            "workers: create jobs with django_pg_jobqueue.enqueue() (or enqueue_many()). "
+            "Tests of the table itself may wrap the insert in "
+            "django_pg_jobqueue.models.allow_direct_job_writes().")

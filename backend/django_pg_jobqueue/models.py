@@ -11,12 +11,17 @@ Which code moves a job in and out of each status:
   snooze (each presenting the lease token) or by the reaper once the lease expired.
 - succeeded, failed, cancelled: terminal; only `services.retry` (failed, cancelled) leaves them.
 """
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.db.models.lookups import Exact
 
-from .states import EventKind, Status
+from .exceptions import DirectJobCreation
+from .states import PRIORITY_MAX, PRIORITY_MIN, EventKind, Status
+
 
 class TxNow(models.Func):
     """PostgreSQL's now(): the transaction's start time, the clock every queue statement uses
@@ -29,7 +34,42 @@ class TxNow(models.Func):
 LOCK_FIELDS_EMPTY = Q(locked_by__isnull=True, lease_token__isnull=True, lease_expires_at__isnull=True)
 
 
+# -- jobs are created by services.enqueue, not through the ORM --------------------------------
+# A row inserted by Job.objects.create, Job(...).save() or bulk_create would have no `created`
+# event (the event feed, the dashboard and audit_jobs start from it) and send no NOTIFY (idle
+# workers would not hear of it until their next poll). Those inserts raise DirectJobCreation,
+# naming enqueue(). Updates through the ORM (`.filter(...).update(...)`, saving a fetched job)
+# are not refused, nor `loaddata` (fixtures save rows raw, their events included).
+_direct_writes_allowed: ContextVar[bool] = ContextVar("direct_job_writes", default=False)
+
+
+@contextmanager
+def allow_direct_job_writes():
+    """Within this block (in this thread or task), the ORM may insert job rows directly.
+
+    For tests of the table itself (its check constraints) and for data repairs that write
+    the events themselves. Jobs inserted so have no `created` event and wake no worker.
+
+        with allow_direct_job_writes():
+            Job.objects.create(type="noop", idempotency_key="k1")
+    """
+    token = _direct_writes_allowed.set(True)
+    try:
+        yield
+    finally:
+        _direct_writes_allowed.reset(token)
+
+
+def _refuse_direct_creation(how: str) -> None:
+    if not _direct_writes_allowed.get():
+        raise DirectJobCreation(how)
+
+
 class JobQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        _refuse_direct_creation("Job.objects.bulk_create()")
+        return super().bulk_create(objs, *args, **kwargs)
+
     def queued(self):
         return self.filter(status=Status.QUEUED)
 
@@ -64,7 +104,8 @@ class Job(models.Model):
         max_length=16, choices=[(s.value, s.value) for s in Status], default=Status.QUEUED,
         db_default=Status.QUEUED.value,
     )
-    priority = models.SmallIntegerField(default=0, db_default=0, help_text="-100..100, higher runs first")
+    priority = models.SmallIntegerField(default=0, db_default=0,
+                                        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first")
     attempts = models.PositiveIntegerField(default=0, db_default=0)
     max_attempts = models.PositiveIntegerField(default=3, db_default=3)
     available_at = models.DateTimeField(db_default=Now())
@@ -130,7 +171,8 @@ class Job(models.Model):
             ),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
             models.CheckConstraint(
-                condition=Q(priority__gte=-100, priority__lte=100), name="job_priority_in_range"
+                condition=Q(priority__gte=PRIORITY_MIN, priority__lte=PRIORITY_MAX),
+                name="job_priority_in_range",
             ),
             models.CheckConstraint(
                 condition=Q(timeout_seconds__isnull=True) | Q(timeout_seconds__gte=1),
@@ -178,6 +220,12 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type}#{self.id} ({self.status})"
+
+    def save(self, *args, **kwargs):
+        # A new instance, or force_insert: an INSERT (Job.objects.create comes here too).
+        if self._state.adding or kwargs.get("force_insert"):
+            _refuse_direct_creation("Job.objects.create() / Job(...).save()")
+        return super().save(*args, **kwargs)
 
 
 class JobEvent(models.Model):

@@ -43,6 +43,7 @@ from django.db import DatabaseError
 from django.utils import timezone as dj_timezone
 from django.utils.module_loading import import_string
 
+from .states import PRIORITY_MAX, PRIORITY_MIN
 from .worker.base import ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.periodic")
@@ -97,9 +98,11 @@ class PeriodicEntry:
             out.append("'payload' must be an object")
         if not isinstance(self.args, list | tuple) or not isinstance(self.kwargs, dict):
             out.append("'args' must be a list and 'kwargs' an object")
-        if self.priority is not None and not (isinstance(self.priority, int)
-                                              and -100 <= self.priority <= 100):
-            out.append("'priority' must be a whole number between -100 and 100")
+        if self.priority is not None and not (
+                isinstance(self.priority, int) and not isinstance(self.priority, bool)
+                and PRIORITY_MIN <= self.priority <= PRIORITY_MAX):
+            out.append(f"'priority' must be a whole number between {PRIORITY_MIN} and "
+                       f"{PRIORITY_MAX}")
         return out
 
     def _load_task(self):

@@ -15,7 +15,29 @@ the two in step.
     failed    -- manual retry ----------------------------------> queued
     cancelled -- manual retry ----------------------------------> queued
 """
+import re
 from enum import StrEnum
+
+# -- Bounds of a job's arguments --------------------------------------------------------------
+# `services.enqueue` / `enqueue_many` (and through them the Tasks backend, the API and the
+# admin) refuse anything outside these; see services/enqueuing.py and docs/how-to/enqueue.md.
+# The database's check constraints hold the priority range too (models.py).
+
+# Higher runs first. The same range as Django's Tasks (django.tasks.base.TASK_MIN_PRIORITY).
+PRIORITY_MIN = -100
+PRIORITY_MAX = 100
+# A queue name: 1 to 100 of ASCII letters, digits and _ . : - (URL-safe: the API names queues
+# in its paths). 100 is Job.queue's max_length.
+QUEUE_NAME_PATTERN = r"[A-Za-z0-9_.:-]+"
+QUEUE_NAME_RE = re.compile(QUEUE_NAME_PATTERN)  # use .fullmatch()
+MAX_QUEUE_NAME_LENGTH = 100
+MAX_ATTEMPTS_LIMIT = 1000
+MAX_TIMEOUT_SECONDS = 30 * 86400  # a timeout, in seconds: at most 30 days
+MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year); run_at has no bound
+MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
+# How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
+# json module both recurse; a payload nested deeper is almost always a bug, or circular).
+MAX_PAYLOAD_DEPTH = 64
 
 
 class Status(StrEnum):

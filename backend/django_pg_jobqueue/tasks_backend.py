@@ -24,12 +24,18 @@ result id is the job id, as a string.
 Mapping to Django's model:
 - status: queued -> READY, running -> RUNNING, succeeded -> SUCCESSFUL, failed and
   cancelled -> FAILED (a cancel appears in `errors` as `jobs.exceptions.JobCancelled`).
-- priority -> priority (-100..100, higher first), queue_name -> queue, run_after -> the
-  job's `available_at`.
+- priority -> priority (-100..100, higher first), queue_name -> queue (a queue name: letters,
+  digits and _ . : -), run_after -> the job's `available_at`.
+- `get_result(id)` returns the result as `enqueue` did, later fields filled in: its `task` is
+  the task as enqueued (`run_after` kept, options left unset stay None), so
+  `get_result(r.id) == r` until the task starts.
 - Retries, timeouts and uniqueness, which Django does not define, come from `task_class`
   (`QueueTask`): `@task(max_attempts=5, timeout=30)`, and per enqueue
   `.using(max_attempts=..., timeout=..., idempotency_key=...)`.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
+  A task that cannot be imported in the worker fails that attempt with its ImportError (or
+  ModuleNotFoundError) and is retried like any error; `get_result` still reads it, its
+  `task` then a stand-in whose function raises that ImportError.
   worker_ids: one per attempt (so `TaskResult.attempts` is the job's attempt count).
 - Signals: `task_enqueued` once the enqueueing transaction commits; `task_started` and
   `task_finished` in the worker around every attempt. `task_finished` carries the status the
@@ -38,7 +44,7 @@ Mapping to Django's model:
 import asyncio
 import json
 import traceback as tb_module
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from inspect import iscoroutinefunction
 from typing import Any
@@ -59,9 +65,9 @@ from django.utils.module_loading import import_string
 from .context import JobContext, Snooze
 from .exceptions import JobCancelled, LeaseLost, PermanentError
 from .registry import handler
+from .states import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_RE
 
 JOB_TYPE = "django_task"
-MAX_QUEUE_NAME_LENGTH = 100  # Job.queue's max_length
 
 STATUS_MAP = {
     "queued": TaskResultStatus.READY,
@@ -83,6 +89,11 @@ _SYNTHETIC_ERRORS = {
     "shutdown": "django_pg_jobqueue.exceptions.JobCancelled",
     "unknown_type": "django_pg_jobqueue.exceptions.UnknownJobType",
 }
+
+
+class TaskExited(Exception):
+    """A task raised SystemExit or KeyboardInterrupt: its attempt failed (the exception
+    itself is in the result's `errors`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,33 +154,38 @@ class QueueBackend(BaseTaskBackend):
         key = getattr(task, "idempotency_key", None)
         if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
             raise InvalidTask("idempotency_key must be a string of 1 to 255 characters.")
-        if len(task.queue_name) > MAX_QUEUE_NAME_LENGTH or not task.queue_name:
-            raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters.")
+        if not _is_queue_name(task.queue_name):
+            raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters: "
+                              "ASCII letters, digits and _ . : -")
 
     def check(self, **kwargs):
         errors = []
         raw_queues = settings.TASKS[self.alias].get("QUEUES", None)
         if raw_queues is not None and (
             isinstance(raw_queues, str)
-            or not all(isinstance(q, str) and 1 <= len(q) <= MAX_QUEUE_NAME_LENGTH
-                       for q in raw_queues)
+            or not all(_is_queue_name(q) for q in raw_queues)
         ):
             errors.append(checks.Error(
                 f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names of 1 to "
-                f"{MAX_QUEUE_NAME_LENGTH} characters.",
+                f"{MAX_QUEUE_NAME_LENGTH} characters (ASCII letters, digits and _ . : -).",
                 hint='For example "QUEUES": ["default", "emails"]; [] accepts any queue.',
                 id="django_pg_jobqueue.E101",
             ))
         if connection.vendor != "postgresql":
             errors.append(checks.Error(
                 f"{type(self).__name__} stores tasks in PostgreSQL; the default database is "
-                f"{connection.vendor}.", id="django_pg_jobqueue.E102",
+                f"{connection.vendor}.",
+                hint="Point DATABASES['default'] at PostgreSQL "
+                     "(ENGINE 'django.db.backends.postgresql').",
+                id="django_pg_jobqueue.E102",
             ))
         from django.apps import apps
 
         if not apps.is_installed("django_pg_jobqueue"):
             errors.append(checks.Error(
                 f"{type(self).__name__} needs the 'django_pg_jobqueue' app in INSTALLED_APPS.",
+                hint="Add 'django_pg_jobqueue' to INSTALLED_APPS and run migrate; then run "
+                     "workers with `manage.py run_job_workers`.",
                 id="django_pg_jobqueue.E103",
             ))
         if self.options:
@@ -186,14 +202,26 @@ class QueueBackend(BaseTaskBackend):
         """Store the task as a job. Inside `transaction.atomic()` it commits or rolls back
         with the caller's transaction, and `task_enqueued` is sent only once it commits."""
         from . import services
+        from .services.enqueuing import check_json_value
 
         self.validate_task(task)
         args, kwargs = normalize_json(list(args)), normalize_json(dict(kwargs))
+        check_json_value(args, "args")  # NUL, surrogates, NaN ...: refused naming args/kwargs
+        check_json_value(kwargs, "kwargs")
+        run_at = task.run_after
+        if run_at is not None and timezone.is_naive(run_at):  # USE_TZ = False: local time
+            run_at = timezone.make_aware(run_at)
+        # The task's own options as enqueued, for get_result to return the same task (the
+        # job's columns hold them with the defaults filled in, and available_at moves on
+        # retries).
+        enqueued = {"run_after": task.run_after.isoformat() if task.run_after else None}
+        if isinstance(task, QueueTask):
+            enqueued.update(max_attempts=task.max_attempts, timeout=task.timeout)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
-                   "backend": self.alias}
+                   "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_job(
-            JOB_TYPE, payload, priority=task.priority, queue=task.queue_name,
-            run_at=task.run_after, max_attempts=getattr(task, "max_attempts", None),
+            JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
+            run_at=run_at, max_attempts=getattr(task, "max_attempts", None),
             timeout=getattr(task, "timeout", None),
             idempotency_key=getattr(task, "idempotency_key", None),
         )
@@ -226,36 +254,70 @@ class QueueBackend(BaseTaskBackend):
         return _build_result(job, events)
 
 
-def _load_task(path: str) -> Task:
-    try:
-        task = import_string(path)
-    except ImportError as exc:
-        raise PermanentError(f"cannot import task {path!r}: {exc}") from exc
+def _is_queue_name(name) -> bool:
+    return (isinstance(name, str) and 0 < len(name) <= MAX_QUEUE_NAME_LENGTH
+            and QUEUE_NAME_RE.fullmatch(name) is not None)
+
+
+def _load_task(path) -> Task:
+    """The task at `path`. Raises the import's own ImportError (ModuleNotFoundError ...), or
+    PermanentError for something that is not a Task."""
+    task = import_string(path)
     if not isinstance(task, Task):
         raise PermanentError(f"{path!r} is not a Task (decorate it with @task)")
     return task
 
 
-def _task_for(job) -> Task:
-    """The task a job was enqueued as: the imported Task with the job's own options."""
+def _build_task(cls, values: dict) -> Task:
+    """A task of `cls` with these fields, not validated again: it is a task as it was when it
+    was enqueued (validated then), and settings may have changed since."""
+    task = object.__new__(cls)
+    for f in fields(cls):
+        object.__setattr__(task, f.name, values.get(f.name, f.default))
+    return task
+
+
+def _stand_in(path: str, error: BaseException) -> Task:
+    """A task for a path that cannot be loaded here: its module_path is that path, and its
+    function raises the error again."""
+    module, _, name = path.rpartition(".")
+    message = f"cannot load task {path!r}: {type(error).__name__}: {error}"
+
+    def unloadable(*args, **kwargs):
+        raise ImportError(message)
+
+    unloadable.__module__, unloadable.__name__, unloadable.__qualname__ = module, name, name
+    return _build_task(QueueTask, {"func": unloadable})
+
+
+def _task_for(job, task: Task | None = None) -> Task:
+    """The task a job was enqueued as: the imported Task (or a stand-in, if it cannot be
+    loaded) with the options it was enqueued with."""
     payload = job.payload
-    task = _load_task(payload["task"])
-    changes = {"priority": job.priority, "queue_name": job.queue,
-               "backend": payload.get("backend", task.backend)}
-    if isinstance(task, QueueTask):
-        changes.update(max_attempts=job.max_attempts, timeout=job.timeout_seconds,
-                       idempotency_key=job.idempotency_key)
-    try:
-        return replace(task, **changes)
-    except InvalidTask:  # the settings changed since: keep the task as its module declares it
-        return task
+    path = str(payload.get("task"))
+    if task is None:
+        try:
+            task = _load_task(path)
+        except (ImportError, PermanentError) as exc:
+            task = _stand_in(path, exc)
+    values = {f.name: getattr(task, f.name) for f in fields(task)}
+    values.update(priority=job.priority, queue_name=job.queue,
+                  backend=payload.get("backend", task.backend))
+    enqueued = payload.get("enqueued")
+    if isinstance(enqueued, dict):  # as enqueued (jobs from before kept no record of it)
+        run_after = enqueued.get("run_after")
+        values["run_after"] = datetime.fromisoformat(run_after) if run_after else None
+        if isinstance(task, QueueTask):
+            values.update(max_attempts=enqueued.get("max_attempts"),
+                          timeout=enqueued.get("timeout"), idempotency_key=job.idempotency_key)
+    elif isinstance(task, QueueTask):
+        values.update(max_attempts=job.max_attempts, timeout=job.timeout_seconds,
+                      idempotency_key=job.idempotency_key)
+    return _build_task(type(task), values)
 
 
-def _build_result(job, events: list[dict]) -> TaskResult:
-    try:
-        task = _task_for(job)
-    except PermanentError as exc:
-        raise TaskResultDoesNotExist(f"{job.id}: {exc}") from exc
+def _build_result(job, events: list[dict], task: Task | None = None) -> TaskResult:
+    task = _task_for(job, task)
     by_attempt: dict[int, str] = {}
     first_claim_at: datetime | None = None
     task_errors: dict[int, TaskError] = {}
@@ -341,9 +403,16 @@ def run_django_task(ctx: JobContext, payload: dict):
                   .order_by("id").values("kind", "attempt", "worker_id", "message", "data",
                                          "created_at"))
     try:
+        loaded = _load_task(str(payload.get("task")))
+    except (ImportError, PermanentError) as exc:
+        # Not importable here (a deploy that lags, a task since removed): this attempt fails
+        # with the import's own exception, kept in errors, and is retried like any error;
+        # "not a Task" is final.
         result = _build_result(job, events)
-    except TaskResultDoesNotExist as exc:
-        raise PermanentError(str(exc.args[0])) from None
+        task_started.send(sender, task_result=result)
+        _record_failure(sender, ctx, result, exc, final=isinstance(exc, PermanentError))
+        raise
+    result = _build_result(job, events, loaded)
     task = result.task
     task_started.send(sender, task_result=result)
     args, kwargs = list(result.args), dict(result.kwargs)
@@ -357,6 +426,13 @@ def run_django_task(ctx: JobContext, payload: dict):
         _record_failure(sender, ctx, result, exc,
                         final=isinstance(exc, (PermanentError, JobCancelled)))
         raise
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # The task's own sys.exit() or KeyboardInterrupt (a worker's executor thread never
+        # receives a real Ctrl-C: signals go to the main thread). As Django's backends do,
+        # the task fails with that exception in its errors; the worker carries on, the
+        # attempt failed like any other.
+        _record_failure(sender, ctx, result, exc, final=False)
+        raise TaskExited(f"the task raised {type(exc).__name__}: {exc}") from exc
     try:
         value = normalize_json(raw)
         json.dumps(value, allow_nan=False)

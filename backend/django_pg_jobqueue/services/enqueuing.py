@@ -5,26 +5,46 @@ becomes visible to workers only when the caller commits, and never exists if it 
 The NOTIFY that wakes idle workers is transactional too: PostgreSQL delivers it on commit.
 """
 import hashlib
-from contextlib import nullcontext
 import json
+import math
+from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from numbers import Real
 
 from django.db import connection, transaction
 from django.db.models import signals
 from django.db.models.base import ModelState
 
 from .. import conf, db, sql, tracing
-from ..exceptions import IdempotencyConflict, UnknownJobType
+from ..exceptions import (
+    IdempotencyConflict,
+    InvalidJobArgument,
+    JobArgumentTypeError,
+    JobPayloadTooLarge,
+    UnknownJobType,
+)
 from ..models import Job
 from ..registry import registry
-from ..states import Status
+from ..states import (
+    MAX_ATTEMPTS_LIMIT,
+    MAX_DELAY_SECONDS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_PAYLOAD_DEPTH,
+    MAX_QUEUE_NAME_LENGTH,
+    MAX_TIMEOUT_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_NAME_RE,
+    Status,
+)
 
 
 @dataclass
 class NewJob:
     type: str
     payload: dict
+    payload_json: str  # the payload as the JSON text stored (compact, UTF-8)
     priority: int
     queue: str
     max_attempts: int
@@ -39,39 +59,247 @@ def _fingerprint(spec: dict) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
+# -- the one validation of a job's arguments --------------------------------------------------
+# Everything a job row holds is checked here, before any SQL: what PostgreSQL would refuse
+# (NUL in jsonb or text, lone surrogates, 'infinity', out-of-range numbers) and what it would
+# accept but the queue must not (a negative delay jumps the queue, timeout=0 means no limit,
+# a queue name the API cannot address). Each refusal is an InvalidJobArgument (a ValueError;
+# JobArgumentTypeError is also a TypeError) naming the argument; nothing is written.
+
+def _type_error(argument: str, expected: str, value) -> JobArgumentTypeError:
+    return JobArgumentTypeError(argument, f"must be {expected}, not {type(value).__name__}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _where(path: list, root: str = "payload") -> str:
+    return root + "".join(f"[{key!r}]" for key in path)
+
+
+def _unstorable_text(text: str) -> str | None:
+    """Why PostgreSQL cannot store this string (in jsonb or text), or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which PostgreSQL cannot store"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate (not valid Unicode), which PostgreSQL cannot store"
+    return None
+
+
+def _check_json(value, path: list, depth: int, root: str = "payload") -> bool:
+    """Refuse what json.dumps would encode but jsonb cannot hold, or what would not come
+    back as it went in: NUL, lone surrogates, non-string keys, NaN and infinities, nesting
+    deeper than MAX_PAYLOAD_DEPTH (a circular payload is infinitely deep). Returns whether
+    the value holds a tuple or a subclass of a JSON type (stored as plain JSON: the returned
+    job then carries the decoded payload, as the row does)."""
+    kind = type(value)
+    if kind is str:
+        problem = _unstorable_text(value)
+        if problem:
+            raise InvalidJobArgument(root, f"{_where(path, root)} {problem}")
+        return False
+    if kind is int or kind is bool or value is None:
+        return False
+    if kind is float:
+        if not math.isfinite(value):
+            raise InvalidJobArgument(
+                root, f"{_where(path, root)} is {value!r}, which JSON cannot hold")
+        return False
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= MAX_PAYLOAD_DEPTH:
+            raise InvalidJobArgument(
+                root, f"nests deeper than {MAX_PAYLOAD_DEPTH} levels at {_where(path, root)} "
+                           "(or refers to itself)")
+        odd = kind not in (dict, list)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise JobArgumentTypeError(
+                        root, f"{_where(path, root)} has the key {key!r} "
+                                   f"({type(key).__name__}); JSON object keys are strings")
+                problem = _unstorable_text(key)
+                if problem:
+                    raise InvalidJobArgument(root, f"a key of {_where(path, root)} {problem}")
+                path.append(key)
+                odd = _check_json(item, path, depth + 1, root) or odd or type(key) is not str
+                path.pop()
+        else:
+            for index, item in enumerate(value):
+                path.append(index)
+                odd = _check_json(item, path, depth + 1, root) or odd
+                path.pop()
+        return odd
+    if isinstance(value, str):
+        _check_json(str(value), path, depth, root)
+        return True
+    if isinstance(value, (int, float)):  # subclasses (IntEnum ...): stored as the number
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidJobArgument(
+                root, f"{_where(path, root)} is {value!r}, which JSON cannot hold")
+        return True
+    raise JobArgumentTypeError(
+        root, f"{_where(path, root)} is a {type(value).__name__}, which JSON cannot encode "
+                   "(use str, int, float, bool, None, list and dict)")
+
+
+def check_json_value(value, argument: str) -> None:
+    """Refuse, as InvalidJobArgument naming `argument`, a value that a job's JSON could not
+    hold as it is (the rules of a payload, for any JSON value: the Tasks backend checks a
+    task's args and kwargs with it, so that its errors name them)."""
+    _check_json(value, [], 0, argument)
+
+
+def validate_payload(payload) -> tuple[dict, str]:
+    """The payload as stored (a dict) and its JSON text; InvalidJobArgument if refused."""
+    if payload is None:
+        return {}, "{}"
+    if not isinstance(payload, dict):
+        raise _type_error("payload", "a dict (a JSON object)", payload)
+    normalize = _check_json(payload, [], 0)
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
+        raise InvalidJobArgument("payload", f"cannot be encoded as JSON: {exc}") from None
+    limit = conf.get().MAX_PAYLOAD_BYTES
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > limit:
+        raise JobPayloadTooLarge(size, limit)
+    return (json.loads(text) if normalize else payload), text
+
+
+def _check_int(argument: str, value, low: int, high: int) -> int:
+    if not _is_int(value):
+        raise _type_error(argument, "a whole number (int)", value)
+    if not low <= value <= high:
+        raise InvalidJobArgument(argument, f"must be between {low} and {high}, not {value}")
+    return int(value)
+
+
+def _check_queue(queue) -> str:
+    if not isinstance(queue, str):
+        raise _type_error("queue", "a str", queue)
+    if not (0 < len(queue) <= MAX_QUEUE_NAME_LENGTH and QUEUE_NAME_RE.fullmatch(queue)):
+        raise InvalidJobArgument(
+            "queue", f"{queue[:120]!r} is not a queue name: use 1 to {MAX_QUEUE_NAME_LENGTH} "
+                     "ASCII letters, digits and _ . : -")
+    return str(queue)
+
+
+def _check_run_at(run_at) -> datetime | None:
+    if run_at is None:
+        return None
+    if not isinstance(run_at, datetime):
+        raise _type_error("run_at", "a timezone-aware datetime", run_at)
+    try:
+        offset = run_at.utcoffset()
+    except Exception as exc:
+        raise InvalidJobArgument("run_at", f"its tzinfo fails: {exc}") from None
+    if offset is None:
+        raise InvalidJobArgument(
+            "run_at", f"{run_at.isoformat()} is naive: give a timezone-aware datetime "
+                      "(django.utils.timezone.now() + timedelta(...), or tzinfo=...)")
+    try:  # stored in UTC: an instant before year 1 or after 9999 there could not be read back
+        run_at.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidJobArgument(
+            "run_at", f"{run_at.isoformat()} is outside years 1 to 9999 in UTC") from None
+    return run_at
+
+
+def _check_delay(delay) -> float:
+    if delay is None:
+        return 0.0
+    if isinstance(delay, timedelta):
+        seconds = delay.total_seconds()
+    elif isinstance(delay, Real) and not isinstance(delay, bool):
+        try:
+            seconds = float(delay)
+        except OverflowError:
+            seconds = math.inf
+    else:
+        raise _type_error("delay", "a number of seconds or a timedelta", delay)
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY_SECONDS):
+        raise InvalidJobArgument(
+            "delay", f"must be between 0 and {MAX_DELAY_SECONDS} seconds, not {delay!r}")
+    return seconds
+
+
+def _check_key(key) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise _type_error("idempotency_key", "a str or None", key)
+    if not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidJobArgument(
+            "idempotency_key", f"must have 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters, "
+                               "not all blank")
+    problem = _unstorable_text(key)
+    if problem:
+        raise InvalidJobArgument("idempotency_key", problem)
+    return str(key)
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
              idempotency_key=None, max_attempts=None, timeout=None) -> NewJob:
+    """Every argument of one job checked and resolved against the type's defaults.
+    Arguments left None take the type's default, else the setting's."""
+    if not isinstance(job_type, str):
+        raise _type_error("type", "a registered job type (a str)", job_type)
     spec = registry.get(job_type)
     if spec is None:
         raise UnknownJobType(job_type)
-    if payload is None:
-        payload = {}
-    if not isinstance(payload, dict):
-        raise ValueError("payload must be a JSON object (a dict)")
-    if isinstance(delay, timedelta):
-        delay = delay.total_seconds()
-    if run_at is not None and delay:
-        raise ValueError("give run_at or delay, not both")
-    priority = spec.priority if priority is None else int(priority)
-    if not -100 <= priority <= 100:
-        raise ValueError("priority must be between -100 and 100")
+    payload, payload_json = validate_payload(payload)
+    run_at = _check_run_at(run_at)
+    delay_seconds = _check_delay(delay)
+    if run_at is not None and delay_seconds:
+        raise InvalidJobArgument("delay", "give run_at or delay, not both")
     settings = conf.get()
-    max_attempts = max_attempts or spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS
+    priority = _check_int("priority", spec.priority if priority is None else priority,
+                          PRIORITY_MIN, PRIORITY_MAX)
+    queue = _check_queue(spec.queue or "default" if queue is None else queue)
+    if max_attempts is None:
+        max_attempts = spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS
+    max_attempts = _check_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS_LIMIT)
     if timeout is None:
         timeout = spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS
-    queue = queue or spec.queue or "default"
+    if timeout is not None:
+        timeout = _check_int("timeout", timeout, 1, MAX_TIMEOUT_SECONDS)
+    idempotency_key = _check_key(idempotency_key)
     fingerprint = None
     if idempotency_key is not None:
         fingerprint = _fingerprint({
             "type": job_type, "payload": payload, "priority": priority, "queue": queue,
-            "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at, "delay": delay,
+            "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
+            # as before validation existed, so that keys stored then still replay
+            "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
         })
     return NewJob(
-        type=job_type, payload=payload, priority=priority, queue=queue,
-        max_attempts=int(max_attempts), timeout_seconds=int(timeout) if timeout else None,
-        run_at=run_at, delay_seconds=float(delay or 0), idempotency_key=idempotency_key,
-        fingerprint=fingerprint,
+        type=job_type, payload=payload, payload_json=payload_json, priority=priority,
+        queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
+        delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
     )
+
+
+_ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempotency_key",
+                              "max_attempts", "timeout"})
+
+
+def _prepare_item(item) -> NewJob:
+    """One item of enqueue_many: a dict of enqueue's arguments."""
+    if not isinstance(item, dict):
+        raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
+    if "type" not in item:
+        raise InvalidJobArgument("type", "is required")
+    unknown = sorted(str(k) for k in item if k not in _ENQUEUE_OPTIONS | {"type", "payload"})
+    if unknown:
+        raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
+                                               f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
+    return _prepare(item["type"], item.get("payload"),
+                    **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
 # Every job is created with its `created` event in the same statement (the event feed and the
@@ -191,7 +419,7 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
     # nothing listens to: most of enqueue_many's Python time for a batch of 1,000.
     job = Job.__new__(Job)
-    job.__dict__.update(zip(_JOB_FIELDS, values))
+    job.__dict__.update(zip(_JOB_FIELDS, values, strict=True))
     job._state = state = ModelState()
     state.adding, state.db = False, db_alias
     return job
@@ -216,7 +444,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     keyed = new.idempotency_key is not None
     statement = _STATEMENTS[_INSERT_ONE, keyed, conf.get().LISTEN_NOTIFY]
     rows = db.fetch_all(statement, (
-        new.type, new.queue, json.dumps(new.payload), new.priority, new.max_attempts,
+        new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
         new.fingerprint, tracing.carrier_json(),
     ))
@@ -226,26 +454,27 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     return _new_job(new, job_id, available_at, created_at, connection.alias, _plain_init()), True
 
 
-def _row(new: NewJob) -> dict:
-    """One job as a row object of _INSERT_MANY's input, its NULL columns left out."""
-    row = {"type": new.type, "queue": new.queue, "payload": new.payload,
-           "priority": new.priority, "max_attempts": new.max_attempts}
+def _row(new: NewJob) -> str:
+    """One job as a row object of _INSERT_MANY's input (JSON text), its NULL columns left
+    out. The payload goes in as the text validation encoded, not encoded again."""
+    row = {"type": new.type, "queue": new.queue, "priority": new.priority,
+           "max_attempts": new.max_attempts}
     if new.timeout_seconds is not None:
         row["timeout_seconds"] = new.timeout_seconds
-    if new.run_at is not None:  # a string is left for PostgreSQL to parse, as a parameter was
-        row["run_at"] = new.run_at.isoformat() if isinstance(new.run_at, datetime) else new.run_at
+    if new.run_at is not None:  # validated: an aware datetime, so the ISO text has an offset
+        row["run_at"] = new.run_at.isoformat()
     if new.delay_seconds:
         row["delay"] = new.delay_seconds
     if new.idempotency_key is not None:
         row["idempotency_key"] = new.idempotency_key
         row["fingerprint"] = new.fingerprint
-    return row
+    return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
 def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     keyed = any(j.idempotency_key is not None for j in new_jobs)
     statement = _STATEMENTS[_INSERT_MANY, keyed, conf.get().LISTEN_NOTIFY]
-    params = {"rows": json.dumps([_row(j) for j in new_jobs]), "trace": tracing.carrier_json()}
+    params = {"rows": f"[{','.join(_row(j) for j in new_jobs)}]", "trace": tracing.carrier_json()}
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
     with transaction.atomic() if keyed else nullcontext():
@@ -253,7 +482,7 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         alias, plain_init = connection.alias, _plain_init()
         if not keyed:
             return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
-                    for new, row in zip(new_jobs, rows)]
+                    for new, row in zip(new_jobs, rows, strict=True)]
         inserted_by_key = {r[1]: r for r in rows if r[1] is not None}
         unkeyed = iter(r for r in rows if r[1] is None)
         missing_keys = [
@@ -265,12 +494,20 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
             for job in Job.objects.filter(idempotency_key__in=missing_keys)
         } if missing_keys else {}
         out: list[tuple[Job, bool]] = []
+        in_batch: dict[str, Job] = {}  # a key given twice in one batch: the first one's job
         for new in new_jobs:
-            if new.idempotency_key is not None and new.idempotency_key in existing:
-                out.append(_replay(new, existing[new.idempotency_key]))
+            key = new.idempotency_key
+            if key is not None and key in existing:
+                out.append(_replay(new, existing[key]))
                 continue
-            row = inserted_by_key[new.idempotency_key] if new.idempotency_key else next(unkeyed)
-            out.append((_new_job(new, row[0], row[2], row[3], alias, plain_init), True))
+            if key is not None and key in in_batch:
+                out.append(_replay(new, in_batch[key]))
+                continue
+            row = inserted_by_key[key] if key else next(unkeyed)
+            job = _new_job(new, row[0], row[2], row[3], alias, plain_init)
+            if key is not None:
+                in_batch[key] = job
+            out.append((job, True))
         return out
 
 
@@ -283,18 +520,26 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
             queue: str | None = None, run_at: datetime | None = None,
             delay: float | timedelta | None = None, idempotency_key: str | None = None,
             max_attempts: int | None = None, timeout: int | None = None) -> Job:
-    """Enqueue one job of a registered type and return it.
+    """Enqueue one job of a registered type and return it (the row as stored).
 
-    - `priority`: -100..100, higher runs first (default: the type's default, else 0).
-    - `queue`: the named queue (default: the type's queue, else "default").
-    - `run_at` / `delay`: not runnable before this time / for this many seconds.
-    - `idempotency_key`: a second enqueue with the same key and the same arguments returns
-      the first job; with different arguments it raises `IdempotencyConflict`.
-    - `max_attempts`, `timeout` (seconds): override the type's defaults.
+    - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
+      characters or lone surrogates, no NaN or infinities, nested at most
+      `states.MAX_PAYLOAD_DEPTH` deep, at most JOB_MAX_PAYLOAD_BYTES of JSON.
+    - `priority`: an int from `states.PRIORITY_MIN` to `PRIORITY_MAX` (-100..100), higher runs
+      first (default: the type's, else 0).
+    - `queue`: a queue name matching `states.QUEUE_NAME_PATTERN` (default: the type's queue,
+      else "default").
+    - `run_at`: a timezone-aware datetime: not runnable before it. `delay`: seconds (a number
+      or a timedelta), 0 to `states.MAX_DELAY_SECONDS`. Not both.
+    - `idempotency_key`: 1 to 255 characters; a second enqueue with the same key and the same
+      arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
+    - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
+      `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
 
     Inside `transaction.atomic()` the job commits or rolls back with the caller's work.
-    Raises `UnknownJobType` for a type no handler is registered for, `ValueError` for bad
-    arguments.
+    Raises `InvalidJobArgument` (a ValueError; `JobArgumentTypeError`, also a TypeError, for
+    a value of the wrong type; `UnknownJobType` for a type no handler is registered for;
+    `JobPayloadTooLarge`) naming the argument in `.argument`. Nothing is written then.
     """
     job, _ = enqueue_job(
         job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
@@ -307,10 +552,15 @@ def enqueue_many(jobs: list[dict]) -> list[Job]:
     """Enqueue many jobs in one statement, all or nothing.
 
     Each item is a dict of `enqueue`'s arguments: {"type": ..., "payload": ..., "priority": ...}.
+    Every item is validated before anything is written: a refused item raises
+    `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
     """
-    prepared = [_prepare(item["type"], item.get("payload"), **{
-        k: v for k, v in item.items() if k not in ("type", "payload")
-    }) for item in jobs]
+    prepared = []
+    for index, item in enumerate(jobs):
+        try:
+            prepared.append(_prepare_item(item))
+        except InvalidJobArgument as exc:
+            raise exc.at(index) from None
     if not prepared:
         return []
     return [job for job, _ in _insert(prepared)]
