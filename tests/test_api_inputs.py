@@ -90,3 +90,27 @@ def test_unknown_api_paths_are_json_404(operator_client):
     assert operator_client.post("/api/v1/jobs", {"type": "noop"}, format="json").status_code == 404
     redirect = operator_client.get("/api/v1/jobs?status=queued")
     assert redirect.status_code == 301 and redirect["Location"] == "/api/v1/jobs/?status=queued"
+
+
+def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator_client):
+    # The serializer and the parser refuse most bad input first; what only the service's one
+    # validation knows still reaches the client as a field error, never a 500.
+    from unittest import mock
+
+    from django_pg_jobqueue.exceptions import InvalidJobArgument, JobPayloadTooLarge
+
+    with mock.patch("django_pg_jobqueue.services.enqueue_job",
+                    side_effect=InvalidJobArgument("delay", "at most 366 days")):
+        single = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
+    assert single.status_code == 400
+    assert single.json()["errors"] == {"delay_seconds": ["at most 366 days"]}
+    with mock.patch("django_pg_jobqueue.services.enqueue_many",
+                    side_effect=InvalidJobArgument("timeout", "must be positive", index=1)):
+        bulk = operator_client.post("/api/v1/jobs/bulk/", {"jobs": [{"type": "noop"}] * 2},
+                                    format="json")
+    assert bulk.status_code == 400
+    assert bulk.json()["errors"] == {"jobs": {"1": {"timeout_seconds": ["must be positive"]}}}
+    with mock.patch("django_pg_jobqueue.services.enqueue_job",
+                    side_effect=JobPayloadTooLarge("payload", "70000 bytes; the limit is 65536")):
+        too_big = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
+    assert too_big.status_code == 413

@@ -16,7 +16,14 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings as host_api_settings
 from rest_framework.views import set_rollback
 
-from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound, UnknownJobType
+from ..exceptions import (
+    IdempotencyConflict,
+    InvalidJobArgument,
+    InvalidTransition,
+    JobNotFound,
+    JobPayloadTooLarge,
+    UnknownJobType,
+)
 
 log = logging.getLogger("django_pg_jobqueue.api")
 
@@ -88,6 +95,18 @@ def _first_code(codes) -> str:
     return "invalid"
 
 
+# enqueue()'s argument names -> the API's field names, where they differ.
+_FIELD_OF_ARGUMENT = {"job_type": "type", "delay": "delay_seconds", "timeout": "timeout_seconds"}
+
+
+def _field_error(exc: InvalidJobArgument, messages: list[str], code: str):
+    field = _FIELD_OF_ARGUMENT.get(exc.argument, exc.argument)
+    errors = {field: messages}
+    if exc.index is not None:  # a bulk request: errors.jobs[i] names the bad fields of item i
+        errors = {"jobs": {str(exc.index): errors}}
+    return exceptions.ValidationError(errors, code=code)
+
+
 def _translate(exc):
     """Domain and Django errors -> DRF APIExceptions (or None: not ours, a real 500)."""
     if isinstance(exc, JobNotFound):
@@ -101,8 +120,12 @@ def _translate(exc):
         err.extra = {"job_id": exc.job_id}
         return err
     if isinstance(exc, UnknownJobType):
-        return exceptions.ValidationError({"type": [f"unknown job type {exc.job_type!r}"]},
-                                          code="unknown_type")
+        return _field_error(exc, [f"unknown job type {exc.job_type!r}"], "unknown_type")
+    if isinstance(exc, JobPayloadTooLarge):
+        return PayloadTooLarge(str(exc))
+    if isinstance(exc, InvalidJobArgument):
+        # The service layer's one validation of a job's arguments, named as the API's fields.
+        return _field_error(exc, [exc.detail], "invalid")
     if isinstance(exc, Http404):
         return exceptions.NotFound()
     if isinstance(exc, PermissionDenied):

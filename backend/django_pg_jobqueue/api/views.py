@@ -192,10 +192,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         options["idempotency_key"] = _idempotency_key(request, options["idempotency_key"])
         key = options["idempotency_key"]
         _check_backpressure(1, [key] if key else [])
-        try:
-            job, created = services.enqueue_job(**options)
-        except ValueError as exc:
-            raise ValidationError({"non_field_errors": [str(exc)]}) from None
+        job, created = services.enqueue_job(**options)
         if created:
             return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
         return Response(JobSerializer(job).data, status=status.HTTP_200_OK,
@@ -217,10 +214,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         serializer.is_valid(raise_exception=True)
         items = serializer.enqueue_items()
         _check_backpressure(len(items), [i["idempotency_key"] for i in items if "idempotency_key" in i])
-        try:
-            jobs = services.enqueue_many(items)
-        except ValueError as exc:
-            raise ValidationError({"non_field_errors": [str(exc)]}) from None
+        jobs = services.enqueue_many(items)
         return Response({"count": len(jobs), "jobs": JobSerializer(jobs, many=True).data},
                         status=status.HTTP_201_CREATED)
 
