@@ -50,6 +50,9 @@ class QueueConf:
     METRICS_STATEMENT_TIMEOUT_MS: int = 5000
     OTEL_ENABLED: bool = False  # OpenTelemetry spans (jobs/tracing.py), if opentelemetry-api is installed
     EXTRA_HANDLER_MODULES: tuple[str, ...] = ()
+    MAX_RESULT_BYTES: int = 1048576  # most bytes of a result's JSON; over it the job fails for good (outcomes.py)
+    MAX_ERROR_CHARS: int = 10000  # an error message is cut to this many characters, saying so
+    MAX_TRACEBACK_CHARS: int = 20000  # a traceback keeps its last this many characters, saying so
 
     def validate(self) -> "QueueConf":
         if self.LEASE_SECONDS < 1:
@@ -81,6 +84,10 @@ class QueueConf:
             raise ImproperlyConfigured("JOB_METRICS_WINDOW_SECONDS must be at least 1")
         if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", self.CREATE_RATE):
             raise ImproperlyConfigured("JOB_CREATE_RATE must look like 600/min (per s, min, hour or day)")
+        if self.MAX_RESULT_BYTES < 16:
+            raise ImproperlyConfigured("JOB_MAX_RESULT_BYTES must be at least 16")
+        if self.MAX_ERROR_CHARS < 100 or self.MAX_TRACEBACK_CHARS < 100:
+            raise ImproperlyConfigured("JOB_MAX_ERROR_CHARS and JOB_MAX_TRACEBACK_CHARS must be at least 100")
         return self
 
     def retention(self, status: str):
