@@ -78,7 +78,7 @@ class Lane(threading.Thread):
     def _linger(self, want: int) -> list[Executor]:
         deadline = time.monotonic() + self.LINGER_SECONDS
         while True:
-            free = [e for e in self.executors if e.idle][:want]
+            free = [e for e in self.executors if e.idle and e.is_alive()][:want]
             remaining = deadline - time.monotonic()
             if len(free) >= want or remaining <= 0 or self.pool.stopping.is_set():
                 return free
@@ -114,7 +114,8 @@ class Lane(threading.Thread):
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
-                free = self._hand_out_prefetched([e for e in self.executors if e.idle])
+                free = self._hand_out_prefetched(
+                    [e for e in self.executors if e.idle and e.is_alive()])
                 stale = self.prefetched.stale()
                 if stale:
                     log.info("%s: %d prefetched job(s) found no thread within %ss; releasing "
@@ -167,7 +168,7 @@ class Lane(threading.Thread):
                 connection.close()
 
     def _hold_prefetched(self, job) -> None:
-        held = Held.of(job, job.worker_id)
+        held = Held.of(job, job.worker_id, owner=self.prefetched)
         self.pool.held.add(held)
         self.prefetched.put(held)
 
