@@ -471,3 +471,62 @@ def test_a_slow_handler_is_renewed_while_it_runs_and_its_neighbours_are_not_dist
     row = final(job, *noops(3))[job.pk]
     assert row.status == "succeeded" and row.attempts == 1
     assert pool.renewer.orphaned == 0
+
+
+# --- isolation: a failure the database refuses ----------------------------------------------
+@pytest.fixture
+def refuse_failures_mentioning(monkeypatch):
+    """Make the database refuse `services.fail` writes whose error holds a marker (as it would a
+    value the cleaning missed); `always=True` refuses every failure of those jobs."""
+    from django_pg_jobqueue import services as services_module
+
+    real_fail = services_module.fail
+    refused_jobs = set()
+
+    def install(marker, *, always=False):
+        def fail(job_id, *args, **kwargs):
+            if marker in kwargs["error"] or (always and job_id in refused_jobs):
+                refused_jobs.add(job_id)
+                raise DataError(f"refused: {marker}")
+            return real_fail(job_id, *args, **kwargs)
+
+        monkeypatch.setattr(services_module, "fail", fail)
+
+    return install
+
+
+def test_a_failure_the_database_refuses_is_recorded_without_its_text(
+        worker_pool, custom_handler, refuse_failures_mentioning):
+    def raises(ctx, payload):
+        raise RuntimeError("poison-marker")
+
+    custom_handler("refused_error", raises)
+    refuse_failures_mentioning("poison-marker")
+    job = services.enqueue("refused_error", max_attempts=1)
+    later = noops(3)
+    pool = worker_pool(threads=1)
+    rows = final(job, *later)
+    assert rows[job.pk].status == "failed"
+    assert rows[job.pk].last_error == ("RuntimeError: [the error could not be stored: "
+                                       "the database refused it (DataError)]")
+    assert {rows[j.pk].status for j in later} == {"succeeded"}
+    assert len(pool.held) == 0
+
+
+def test_a_job_whose_failure_cannot_be_written_at_all_is_left_to_lease_expiry_and_the_reaper(
+        worker_pool, custom_handler, refuse_failures_mentioning):
+    def raises(ctx, payload):
+        raise RuntimeError("poison-marker")
+
+    custom_handler("unwritable_error", raises)
+    refuse_failures_mentioning("poison-marker", always=True)
+    job = services.enqueue("unwritable_error", max_attempts=1)
+    later = noops(3)
+    pool = worker_pool(threads=1)
+    rows = final(job, *later, timeout=20)
+    # The worker stopped renewing it; the reaper ended it when the lease ran out.
+    assert rows[job.pk].status == "failed" and rows[job.pk].last_error.startswith("lease expired")
+    assert "lease_expired" in JobEvent.objects.filter(job_id=job.pk).values_list("kind", flat=True)
+    assert {rows[j.pk].status for j in later} == {"succeeded"}
+    assert len(pool.held) == 0 and all(e.is_alive() for e in pool.executors)
+    assert audit().ok

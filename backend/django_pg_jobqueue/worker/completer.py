@@ -72,18 +72,23 @@ def _write_one(c: Completion) -> list[tuple]:
     log.warning("job=%s: %s; failing it", c.job_id, error,
                 extra={"job_id": c.job_id, "job_type": c.job_type, "attempt": c.attempt,
                        "worker_id": c.worker_id})
-    for attempt in range(WRITE_ATTEMPTS):
-        try:
-            status, _ = savepointed(fail, c.job_id, c.lease_token, worker_id=c.worker_id,
-                                    error=error, permanent=True, reason="bad_result")
-            return [(c.job_id, status, None)]
-        except LeaseLost:
-            return []
-        except CONNECTION_ERRORS:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            refused = exc
-            time.sleep(0.05 * (attempt + 1))
+    # The failure with the database's message, then (that refused too) without it: the
+    # message may quote the value refused.
+    textless = ("the handler's result could not be stored: the database refused it "
+                f"({type(refused).__name__})")
+    for message in (error, textless):
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                status, _ = savepointed(fail, c.job_id, c.lease_token, worker_id=c.worker_id,
+                                        error=message, permanent=True, reason="bad_result")
+                return [(c.job_id, status, None)]
+            except LeaseLost:
+                return []
+            except CONNECTION_ERRORS:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                refused = exc
+                time.sleep(0.05 * (attempt + 1))
     log.error("job=%s: neither its result nor its failure could be written (%s); no longer "
               "renewing it: the reaper takes it at lease expiry", c.job_id,
               outcomes.describe_exception(refused))

@@ -198,9 +198,11 @@ class JobRunner:
         try:
             outcome = self._write(job, write)
         except OutcomeNotWritten as refused:
-            # Still refused after cleaning: record the failure without its text.
+            # Still refused after cleaning: record the failure without its text (nor the
+            # database's message, which may quote it).
             name = type(exc).__name__ if exc is not None else reason
-            error = (f"{name}: [the error could not be stored: {refused}]")
+            error = (f"{name}: [the error could not be stored: the database refused it "
+                     f"({type(refused.cause).__name__})]")
             try:
                 outcome = self._write(job, lambda: write(error, None))
             except OutcomeNotWritten as again:
