@@ -57,12 +57,15 @@ class LeaseRenewer(ServiceThread):
                                         self.threads, json.dumps(self.queues)])
 
     def run_once(self) -> dict[str, int]:
-        self.heartbeat()
         held, orphaned = self._watch(self.held.snapshot())
+        answer = services.renew_many([(h.job.id, h.job.lease_token) for h in held],
+                                     lease_seconds=self.lease_seconds) if held else {}
+        # The heartbeat comes after the renewals: a heartbeat later than one of this process's
+        # running jobs' lease expiry then means the process chose not to renew that job
+        # (audit_jobs: held_without_executor), never that it had not got to it yet.
+        self.heartbeat()
         if not held:
             return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0, "orphaned": orphaned}
-        answer = services.renew_many([(h.job.id, h.job.lease_token) for h in held],
-                                     lease_seconds=self.lease_seconds)
         counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0,
                   "orphaned": orphaned}
         for h in held:
