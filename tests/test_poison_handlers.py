@@ -361,8 +361,43 @@ def test_the_dispatcher_hands_no_job_to_a_dead_executor_thread(worker_pool):
     jobs = noops(10)
     rows = final(*jobs)
     assert {r.status for r in rows.values()} == {"succeeded"}
+    # None waited for a lease to expire: a claim that raced the thread's end was released.
     assert {r.attempts for r in rows.values()} == {1}
-    assert not JobEvent.objects.filter(kind="claimed", worker_id=gone.worker_id).exists()
+    events = JobEvent.objects.filter(job_id__in=[j.pk for j in jobs])
+    assert not events.filter(kind="lease_expired").exists()
+    assert not events.filter(kind="succeeded", worker_id=gone.worker_id).exists()
+
+
+def test_a_job_claimed_for_a_thread_that_ended_during_the_claim_is_released_uncharged(
+        transactional_db, fast_queue_settings, monkeypatch):
+    from django_pg_jobqueue import services as services_module
+    from django_pg_jobqueue.worker.pool import WorkerPool
+
+    real_claim = services_module.claim
+    pool = WorkerPool(threads=2)
+    victim = pool.executors[0]
+
+    def claim_as_the_thread_ends(**kwargs):
+        if victim.is_alive() and victim.worker_id in kwargs["worker_ids"]:
+            victim.stop()
+            victim.join(5)
+        return real_claim(**kwargs)
+
+    monkeypatch.setattr(services_module, "claim", claim_as_the_thread_ends)
+    jobs = noops(4)
+    pool.start()
+    try:
+        rows = final(*jobs)
+    finally:
+        pool.shutdown(grace=2)
+    assert {r.status for r in rows.values()} == {"succeeded"}
+    assert {r.attempts for r in rows.values()} == {1}
+    events = JobEvent.objects.filter(job_id__in=[j.pk for j in jobs])
+    released = events.filter(kind="released", worker_id=victim.worker_id)
+    assert released.count() == 1
+    assert "no longer alive" in released.get().message
+    assert not events.filter(kind="lease_expired").exists()
+    assert audit().ok
 
 
 def test_audit_reports_a_running_job_a_live_worker_process_stopped_renewing(transactional_db):
@@ -443,8 +478,8 @@ def test_drain_inside_a_test_transaction_survives_a_result_the_database_refuses(
     real = outcomes.encode_result
     monkeypatch.setattr(outcomes, "encode_result",
                         lambda value: '"\\u0000"' if value == "poison" else real(value))
-    custom_handler("poison", lambda ctx, payload: "poison")
-    bad = services.enqueue("poison")
+    custom_handler("refused_result", lambda ctx, payload: "poison")
+    bad = services.enqueue("refused_result")
     ok = services.enqueue("noop")
     result = drain()
     assert (result.succeeded, result.failed) == (1, 1)

@@ -150,14 +150,22 @@ class Lane(threading.Thread):
                     continue
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
                 by_worker = {e.worker_id: e for e in free}
+                orphans = []
                 for job in jobs:
                     log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id, job.type,
                               job.attempt, job.worker_id)
                     executor = by_worker.get(job.worker_id)
-                    if executor is not None:
-                        executor.assign(job)
-                    else:
+                    if executor is None:
                         self._hold_prefetched(job)
+                    elif executor.is_alive():
+                        executor.assign(job)
+                    else:  # its thread ended since the claim began: nobody would run it
+                        orphans.append((job.id, job.lease_token, job.worker_id))
+                if orphans:
+                    log.error("%s: %d job(s) claimed for an executor thread that is no longer "
+                              "alive; releasing them", self.name, len(orphans))
+                    pool._release(orphans, message="claimed for an executor thread that is "
+                                                   "no longer alive")
                 backlog = len(jobs) == len(free) + extra
                 if not backlog and not len(self.prefetched):
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
