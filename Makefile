@@ -122,6 +122,11 @@ chaos-3: venv migrate
 		CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s || exit 1; \
 	done
 
+# The hostile-handler property test, long (POISON_EXAMPLES=... examples, default 60).
+.PHONY: poison
+poison: venv migrate
+	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/test_poison_property.py -s
+
 soak: venv migrate
 	SOAK=1 $(PY) -m pytest -q -m slow tests/test_soak.py -s
 

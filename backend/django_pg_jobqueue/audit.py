@@ -15,6 +15,14 @@ Checks:
 - attempts_over_max: attempts > max_attempts.
 - finished_with_lock: a succeeded, failed or cancelled job that still has a lock owner, a
   lease token or a lease deadline, or no finish time.
+- held_without_executor: a running job whose worker process is alive (its heartbeat is fresh,
+  and later than the job's lease expiry by more than a renewal period) but whose lease its
+  renewer no longer extends: no executor of that process runs it (the watchdog released it),
+  or its outcome could not be written. The reaper requeues such a job at its next pass; seeing
+  one means a handler or the engine lost a job. Cheap to observe because the renewer renews
+  only the jobs a live executor, prefetch buffer or completer answers for: the database sees
+  the rest as expired leases of a process still heartbeating. A process killed or frozen stops
+  heartbeating too: that is the reaper's case (and stale_lease's), not this one.
 
 Why event ids order a job's history: every statement that moves a job takes its row lock
 (UPDATE or SELECT ... FOR UPDATE) before it inserts the event, so the next transition of the
@@ -51,7 +59,12 @@ CHECKS = {
     "stale_lease": "no running job with a long-expired lease",
     "attempts_over_max": "attempts within max_attempts",
     "finished_with_lock": "finished jobs hold no lock and have a finish time",
+    "held_without_executor": "no running job left unrenewed by its live worker process",
 }
+
+# A live process's renewer renews every job it holds for a live executor at least every
+# 2 s; one that heartbeated this long after a job's lease ran out has stopped renewing it.
+HELD_WITHOUT_EXECUTOR_SLACK_SECONDS = 3.0
 
 
 @dataclass
@@ -84,8 +97,8 @@ class AuditReport:
         return out
 
     def format(self, limit: int = 20) -> str:
-        lines = [f"audit_jobs: {self.jobs} jobs, {self.events} events checked in "
-                 f"{self.seconds:.2f}s; {self.live_workers} live worker process(es)"]
+        lines = [(f"audit_jobs: {self.jobs} jobs, {self.events} events checked in "
+                 f"{self.seconds:.2f}s; {self.live_workers} live worker process(es)")]
         for name, found in self.by_check().items():
             title = CHECKS.get(name, name)
             if not found:
@@ -133,6 +146,7 @@ def _id_filter(job_ids, column="id") -> tuple[str, list]:
 
 def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
     extra, params = _id_filter(job_ids)
+    extra_j, params_j = _id_filter(job_ids, "j.id")
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM job_workers"
                     " WHERE heartbeat_at > now() - interval '60 seconds'")
@@ -147,6 +161,23 @@ def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
                 "stale_lease", job_id,
                 f"running on {locked_by}, lease expired {ago}s ago (> {stale_after:g}s): no "
                 f"reaper is running (run `manage.py reap_jobs`, or start `run_job_workers`)"))
+        cur.execute(
+            "SELECT j.id, j.locked_by, w.id,"
+            " round(extract(epoch FROM w.heartbeat_at - j.lease_expires_at)::numeric, 1)"
+            " FROM jobs j JOIN job_workers w"
+            "   ON left(j.locked_by, length(w.id) + 1) = w.id || '-'"
+            "  AND substr(j.locked_by, length(w.id) + 2) ~ '^([0-9]+|prefetch)$'"
+            " WHERE j.status = 'running'"
+            "   AND w.heartbeat_at > now() - interval '60 seconds'"
+            "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s)"
+            + extra_j + " ORDER BY j.id",
+            [HELD_WITHOUT_EXECUTOR_SLACK_SECONDS, *params_j])
+        for job_id, locked_by, process, after in cur.fetchall():
+            report.violations.append(Violation(
+                "held_without_executor", job_id,
+                f"running on {locked_by}, whose process {process} is alive (heartbeat {after}s "
+                f"after the lease expired) but no longer renews it: no executor of it runs the "
+                f"job, or its outcome could not be written (the reaper requeues it)"))
         cur.execute("SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts"
                     + extra + " ORDER BY id", params)
         for job_id, attempts, max_attempts in cur.fetchall():

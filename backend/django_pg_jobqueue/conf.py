@@ -136,6 +136,7 @@ GROUPS = {
     "retries": "Retries, timeouts and attempts",
     "producers": "Producers and periodic jobs",
     "api": "The REST API",
+    "outcomes": "Results and errors",
     "retention": "Retention and pruning",
     "observability": "Logs, metrics and tracing",
 }
@@ -211,6 +212,18 @@ class QueueConf:
         The per-attempt time limit, in seconds, of a job whose enqueue call and handler do not
         say; None sets no limit. At the deadline the attempt fails (retryably) and the handler
         is asked to stop (`ctx.should_stop()`).""")
+
+    # -- results and errors ----------------------------------------------------------------------
+    MAX_RESULT_BYTES: int = setting(1048576, check_id=33, rule=whole(16), group="outcomes", doc="""
+        The largest result a handler may return, in bytes of JSON. A larger one fails its job
+        for good (`bad_result`), as a result that is not JSON does.""")
+    MAX_ERROR_CHARS: int = setting(10000, check_id=34, rule=whole(100), group="outcomes", doc="""
+        An error message longer than this keeps its first characters and ends with
+        `[cut: N more characters]`.""")
+    MAX_TRACEBACK_CHARS: int = setting(20000, check_id=35, rule=whole(100), group="outcomes",
+                                       doc="""
+        A traceback longer than this keeps its last characters (where the error was raised)
+        and starts with `[cut: N earlier characters]`.""")
 
     # -- producers -----------------------------------------------------------------------------
     PERIODIC: dict = setting(dict, check_id=None, rule=None, group="producers", hash=False,  # noqa: RUF009

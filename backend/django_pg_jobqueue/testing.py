@@ -17,8 +17,11 @@ and inject the faults production will throw at your handlers.
         assert Charge.objects.filter(invoice_id=7).count() == 1
 
 Everything goes through the real engine: `drain()` claims with `services.claim` (worker id
-"testing-drain"), runs the handler with a real `JobContext`, and records the outcome through
-the same fenced writes the workers use (`services.complete`, `services.fail`, ...). The
+"testing-drain") and runs each job through the worker's own executor pipeline
+(`django_pg_jobqueue.worker.executor.JobRunner`, as Oban's drainer does): the same handling of
+whatever the handler returns or raises, the same fenced writes. Only the threads differ: the
+success is written at once, in the calling thread, and nothing renews leases or enforces
+timeouts. The
 helpers work in an ordinary `db` test (one transaction: jobs enqueued in it are visible to
 them) as well as with `transaction=True`. Inside one transaction the database clock stands
 still, so retries and reaped jobs (due at now() + backoff) only run with
@@ -27,24 +30,33 @@ still, so retries and reaped jobs (due at now() + backoff) only run with
 from __future__ import annotations
 
 import json
-import traceback as tb
 from dataclasses import dataclass, field
 
 from django.db import connection
 
 from . import services
-from .context import JobContext, Snooze
-from .exceptions import JobCancelled, LeaseLost, PermanentError
+from .context import JobContext
 from .models import Job
 from .registry import registry
 from .states import Status
+from .worker.executor import JobRunner
+from .worker.held import HeldJobs
+from .worker.stats import PoolStats
 
 DRAIN_WORKER_ID = "testing-drain"
 CRASH_WORKER_ID = "testing-crashed"
 
 __all__ = [
-    "enqueued_jobs", "assert_enqueued", "assert_not_enqueued", "drain", "DrainResult",
-    "expire_lease", "run_reaper", "crash_mid_handler", "Crash", "SimulatedCrash",
+    "Crash",
+    "DrainResult",
+    "SimulatedCrash",
+    "assert_enqueued",
+    "assert_not_enqueued",
+    "crash_mid_handler",
+    "drain",
+    "enqueued_jobs",
+    "expire_lease",
+    "run_reaper",
 ]
 
 
@@ -132,7 +144,8 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     - `include_scheduled`: also run jobs due later (delayed, retrying, reaped): each round makes
       them due now. Together with retries this runs a flaky job until it ends.
     - `raise_errors`: re-raise the first handler exception (after recording it) instead of
-      counting it in `errors`.
+      counting it in `errors`; a result that cannot be stored raises its
+      `django_pg_jobqueue.outcomes.UnstorableResult`.
 
     Jobs that enqueue jobs are fine: those run too, in the same drain.
     """
@@ -174,64 +187,37 @@ def _context(job, worker_id: str) -> JobContext:
                       worker_id=worker_id)
 
 
+def _runner() -> JobRunner:
+    """The worker's pipeline for one job, with drain's completer: the worker's own
+    row-isolating write, at once, in this thread. Nothing renews the lease meanwhile."""
+    from .worker.completer import write_completions
+
+    held = HeldJobs()
+
+    def complete_now(completion, _held) -> str:
+        done = write_completions([completion], held)
+        return done[0][1] if done else "lease_lost"
+
+    return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now)
+
+
+_COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",
+            Status.FAILED: "failed", "snoozed": "snoozed", "lease_lost": "lease_lost"}
+
+
 def _execute(job, result: DrainResult) -> BaseException | None:
-    """The executor's pipeline for one claimed job (see jobs/worker/executor.py)."""
-    ctx = _context(job, DRAIN_WORKER_ID)
-    spec = registry.get(job.type)
-
-    def fail(error: str, trace: str | None, permanent: bool, reason: str) -> None:
-        try:
-            status, _ = services.fail(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
-                                      error=error, traceback=trace, permanent=permanent,
-                                      reason=reason)
-        except LeaseLost:
-            result.lease_lost += 1
-            return
-        if status == Status.QUEUED:
-            result.retried += 1
-        elif status == Status.CANCELLED:
-            result.cancelled += 1
-        else:
-            result.failed += 1
-
-    if spec is None:
-        fail(f"no handler registered for job type {job.type!r}", None, True, "unknown_type")
+    """Run one claimed job through the worker's own pipeline (worker/executor.py JobRunner):
+    the same outcomes, classifications and writes as in production."""
+    outcome = _runner().run(job)
+    counter = _COUNTED.get(outcome.status)
+    if counter is not None:
+        setattr(result, counter, getattr(result, counter) + 1)
+    if outcome.reason == "unknown_type":
         result.errors.append(f"#{job.id}: no handler for {job.type!r}")
         return None
-    try:
-        value = spec.func(ctx, job.payload)
-        json.dumps(value)
-    except Snooze as snooze:
-        try:
-            services.snooze(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
-                            seconds=snooze.seconds)
-            result.snoozed += 1
-        except LeaseLost:
-            result.lease_lost += 1
-        return None
-    except LeaseLost:
-        result.lease_lost += 1
-        return None
-    except JobCancelled:
-        fail(f"stopped: {ctx.stop_reason or 'cancelled'}", None, True,
-             ctx.stop_reason or "cancelled")
-        return None
-    except Exception as exc:  # the handler's failure is the job's, not the test's
-        permanent = isinstance(exc, PermanentError)
-        result.errors.append(f"#{job.id}: {type(exc).__name__}: {exc}")
-        fail(f"{type(exc).__name__}: {exc}", tb.format_exc(), permanent,
-             "permanent" if permanent else "error")
-        return exc
-    try:
-        status = services.complete(job.id, job.lease_token, worker_id=DRAIN_WORKER_ID,
-                                   result=value)
-    except LeaseLost:
-        result.lease_lost += 1
-        return None
-    if status == Status.CANCELLED:
-        result.cancelled += 1
-    else:
-        result.succeeded += 1
+    if outcome.exception is not None and outcome.reason != "cancelled":
+        result.errors.append(f"#{job.id}: {outcome.error}")
+        return outcome.exception
     return None
 
 
@@ -305,7 +291,7 @@ def crash_mid_handler(job=None, *, type: str | None = None,
         finished = True
     except SimulatedCrash:
         pass
-    except Exception:
+    except Exception:  # noqa: BLE001
         finished = True  # it failed on its own; the crash still comes before the write
     return Crash(job_id=c.id, lease_token=c.lease_token, worker_id=CRASH_WORKER_ID,
                  attempt=c.attempt, handler_finished=finished, writes_before_crash=ctx.writes)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from .. import conf, db, sql
+from .. import conf, db, outcomes, sql
 from ..exceptions import LeaseLost
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
@@ -34,7 +34,7 @@ class Completion:
     result: object = None
     job_type: str = ""  # for the worker's log line only
     attempt: int = 0
-    result_json: str | None = None  # `result` already encoded (the executor checks it is JSON)
+    result_json: str | None = None  # `result` already encoded (outcomes.encode_result)
 
 
 def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, float]], list[Completion]]:
@@ -42,6 +42,9 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
 
     Returns (done, refused): done rows are (job id, final status, run seconds); refused are
     the completions whose lease was lost, so their result was discarded (and recorded).
+    A result not yet encoded is encoded here (outcomes.encode_result: UnstorableResult when it
+    cannot be stored). One row the database refuses fails the whole statement: the worker's
+    completer then writes the batch row by row (worker/completer.py).
     """
     if not completions:
         return [], []
@@ -51,7 +54,7 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     worker_ids = {c.worker_id: json.dumps(c.worker_id) for c in completions}
     batch = "[" + ",".join(
         f'[{int(c.job_id)},"{c.lease_token}",{worker_ids[c.worker_id]},'
-        f'{c.result_json if c.result_json is not None else json.dumps(c.result)}]'
+        f'{c.result_json if c.result_json is not None else outcomes.encode_result(c.result)}]'
         for c in completions) + "]"
     done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
     done_ids = {row[0] for row in done}
@@ -73,11 +76,13 @@ def complete(job_id: int, lease_token, *, worker_id: str, result=None) -> str:
 def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str | None = None,
          permanent: bool = False, reason: str = "error") -> tuple[str, float | None]:
     """Fail the attempt if it still holds `lease_token`: queued again at now() + backoff while
-    attempts remain (unless `permanent`), else failed. Returns (new status, delay seconds)."""
+    attempts remain (unless `permanent`), else failed. Returns (new status, delay seconds).
+    The error and traceback are made storable first (outcomes.py: cleaned and capped)."""
+    error = outcomes.error_message(error)
     params = {
-        "id": job_id, "token": lease_token, "worker_id": worker_id, "error": error[:10000],
-        "traceback": traceback[-20000:] if traceback else None, "permanent": permanent,
-        "reason": reason, **_backoff_params(),
+        "id": job_id, "token": lease_token, "worker_id": worker_id, "error": error,
+        "traceback": outcomes.traceback_text(traceback) if traceback else None,
+        "permanent": permanent, "reason": reason, **_backoff_params(),
     }
     with connection.cursor() as cur:
         cur.execute(sql.FAIL, params)
@@ -138,7 +143,7 @@ def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | 
     if percent is not None:
         percent = max(0, min(100, int(percent)))
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id, "percent": percent,
-              "message": (message or "")[:500]}
+              "message": outcomes.progress_message(message)}
     with connection.cursor() as cur:
         cur.execute(sql.PROGRESS, params)
         if cur.fetchone() is None:
@@ -146,8 +151,10 @@ def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | 
 
 
 def log_message(job_id: int, lease_token, *, worker_id: str, message: str, data: dict | None = None) -> None:
+    """A `log` event. The message is cleaned and capped; `data` must be JSON (ValueError naming
+    it otherwise), its strings cleaned (outcomes.log_data)."""
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id,
-              "message": message[:10000], "data": json.dumps(data or {})}
+              "message": outcomes.log_message(message), "data": outcomes.log_data(data)}
     with connection.cursor() as cur:
         cur.execute(sql.LOG, params)
         if cur.fetchone() is None:

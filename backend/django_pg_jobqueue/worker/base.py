@@ -5,7 +5,13 @@ import random
 import threading
 import time
 
-from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+)
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 

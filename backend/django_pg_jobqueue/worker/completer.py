@@ -1,7 +1,16 @@
 """The completer: records successes in batches, each row still fenced by its lease token.
 
 Executors hand a finished job over and go back to work; the completer writes whatever has
-piled up in one statement (group commit: the busier the pool, the bigger the batch)."""
+piled up in one statement (group commit: the busier the pool, the bigger the batch).
+
+One row must never block the others: when the batch statement fails for any reason but an
+outage, the batch is written row by row (`write_completions`). A row the database still
+refuses after WRITE_ATTEMPTS tries fails its job for good ("the handler's result could not be
+stored", reason `bad_result`); if even that write is refused, the job is released to lease
+expiry (no longer renewed; the reaper takes it). Through an outage the rows are kept and
+retried, their leases renewed meanwhile, as before."""
+from __future__ import annotations
+
 import logging
 import queue
 import threading
@@ -9,15 +18,86 @@ import time
 
 from django.db import close_old_connections, connection
 
-from ..services.lifecycle import Completion, complete_many
+from .. import outcomes
+from ..exceptions import LeaseLost
+from ..services.lifecycle import Completion, complete_many, fail
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
-from .held import HeldJobs
+from .executor import WRITE_ATTEMPTS, savepointed
+from .held import Held, HeldJobs
 
 log = logging.getLogger("django_pg_jobqueue.worker")  # lifecycle lines share the worker logger
 
 
+def write_completions(batch: list[Completion], held: HeldJobs) -> list[tuple]:
+    """Write the successes in `batch` and return the (job id, final status, run seconds) rows
+    of the jobs it ended (run seconds None for a job failed because its result was refused).
+
+    Each completion written, refused for a lost lease, or given up on is removed from `batch`
+    and from `held`; an outage error propagates with the rest still in `batch`, to retry."""
+    keys = [(c.job_id, c.lease_token) for c in batch]
+    held.mark_finishing_many(keys)
+    try:
+        done, _ = savepointed(complete_many, batch)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad row fails the statement: isolate it
+        log.warning("completer: a batch of %d completion(s) was refused (%s); writing them one "
+                    "by one", len(batch), outcomes.describe_exception(exc))
+    else:
+        held.discard_many(keys)
+        batch.clear()
+        return done
+    done = []
+    while batch:
+        c = batch[0]
+        done.extend(_write_one(c))
+        held.discard(c.job_id, c.lease_token)
+        batch.pop(0)
+    return done
+
+
+def _write_one(c: Completion) -> list[tuple]:
+    refused: BaseException | None = None
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            done, _ = savepointed(complete_many, [c])
+            return done
+        except CONNECTION_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            refused = exc
+            time.sleep(0.05 * (attempt + 1))
+    error = ("the handler's result could not be stored: "
+             + outcomes.describe_exception(refused))
+    log.warning("job=%s: %s; failing it", c.job_id, error,
+                extra={"job_id": c.job_id, "job_type": c.job_type, "attempt": c.attempt,
+                       "worker_id": c.worker_id})
+    # The failure with the database's message, then (that refused too) without it: the
+    # message may quote the value refused.
+    textless = ("the handler's result could not be stored: the database refused it "
+                f"({type(refused).__name__})")
+    for message in (error, textless):
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                status, _ = savepointed(fail, c.job_id, c.lease_token, worker_id=c.worker_id,
+                                        error=message, permanent=True, reason="bad_result")
+                return [(c.job_id, status, None)]
+            except LeaseLost:
+                return []
+            except CONNECTION_ERRORS:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                refused = exc
+                time.sleep(0.05 * (attempt + 1))
+    log.error("job=%s: neither its result nor its failure could be written (%s); no longer "
+              "renewing it: the reaper takes it at lease expiry", c.job_id,
+              outcomes.describe_exception(refused))
+    return []
+
+
 class Completer(threading.Thread):
     MAX_BATCH = 500
+    MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
 
     def __init__(self, held: HeldJobs, on_done=None):
         super().__init__(name="completer", daemon=True)
@@ -31,17 +111,29 @@ class Completer(threading.Thread):
         self._pending = 0
         self._lock = threading.Lock()
 
-    def submit(self, completion: Completion) -> None:
+    def submit(self, completion: Completion, held: Held | None = None) -> None:
+        """Queue a success; from now on the completer answers for `held` (the watchdog)."""
+        if held is not None:
+            held.owner = self
         with self._lock:
             self._pending += 1
             self._idle.clear()
         self.inbox.put(completion)
+
+    def owns(self, held: Held) -> bool:
+        return self.is_alive()
 
     def wait_idle(self, timeout: float) -> bool:
         return self._idle.wait(timeout)
 
     def stop(self) -> None:
         self.inbox.put(None)
+
+    def _settled(self, n: int) -> None:
+        with self._lock:
+            self._pending -= n
+            if self._pending == 0:
+                self._idle.set()
 
     def run(self) -> None:
         errors, backoff = RateLimitedLog(log), Backoff()
@@ -55,7 +147,8 @@ class Completer(threading.Thread):
                         stopping = True
                         continue
                     batch.append(item)
-                while len(batch) < self.MAX_BATCH:
+                size = sum(len(c.result_json or "") for c in batch)
+                while len(batch) < self.MAX_BATCH and size < self.MAX_BATCH_BYTES:
                     try:
                         item = self.inbox.get_nowait()
                     except queue.Empty:
@@ -64,48 +157,53 @@ class Completer(threading.Thread):
                         stopping = True
                         break
                     batch.append(item)
+                    size += len(item.result_json or "")
+                before = len(batch)
                 try:
                     close_old_connections()
                     self.flush(batch)
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
-                    # Keep the batch: the leases are still renewed while we hold the jobs,
-                    # so the completion is retried when the database is back.
+                    # Keep the rows not written: the leases are still renewed while we hold
+                    # the jobs, so the completion is retried when the database is back.
                     errors.error("completer: database unavailable: %s", exc)
                     connection.close()
+                    self._settled(before - len(batch))
                     time.sleep(backoff.next_delay())
                     continue
                 except Exception:
-                    log.exception("completer: unexpected error; retrying the batch")
-                    time.sleep(backoff.next_delay())
-                    continue
-                with self._lock:
-                    self._pending -= len(batch)
-                    if self._pending == 0:
-                        self._idle.set()
-                batch = []
+                    # A fault of ours. Retrying the same batch could fail forever: release its
+                    # jobs to lease expiry instead (the reaper takes them).
+                    log.exception("completer: unexpected error; %d job(s) left to lease expiry",
+                                  len(batch))
+                    self.held.discard_many([(c.job_id, c.lease_token) for c in batch])
+                    batch.clear()
+                self._settled(before - len(batch))
         finally:
             connection.close()
 
     def flush(self, batch: list[Completion]) -> None:
-        keys = [(c.job_id, c.lease_token) for c in batch]
-        self.held.mark_finishing_many(keys)
-        done, refused = complete_many(batch)
+        """Write `batch` (emptied as it is written; see write_completions)."""
+        submitted = list(batch)
+        done = write_completions(batch, self.held)
+        written = submitted[:len(submitted) - len(batch)]
         self.completed += len(done)
-        self.refused += len(refused)
-        self.held.discard_many(keys)
+        self.refused += len(written) - len(done)
         # One line per success is DEBUG: at thousands of jobs a second, formatting and writing
         # it cost more CPU than the job (the `succeeded` event records each one anyway).
         # Failures, retries and lost leases stay at INFO and above.
         if self.on_done and done:
-            self.on_done(done)
+            try:
+                self.on_done(done)
+            except Exception:
+                log.exception("completer: the on_done callback failed")
         if not log.isEnabledFor(logging.DEBUG):
             return
-        by_id = {c.job_id: c for c in batch}
+        by_id = {c.job_id: c for c in written}
         for job_id, status, run_seconds in done:
             c = by_id[job_id]
             log.debug("%s job=%s type=%s attempt=%s worker=%s in %.3fs", status, job_id,
-                      c.job_type, c.attempt, c.worker_id, run_seconds,
+                      c.job_type, c.attempt, c.worker_id, run_seconds or 0.0,
                       extra={"job_id": job_id, "job_type": c.job_type, "attempt": c.attempt,
                              "worker_id": c.worker_id, "status": status,
-                             "run_seconds": float(run_seconds)})
+                             "run_seconds": float(run_seconds or 0.0)})

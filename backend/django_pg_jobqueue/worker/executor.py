@@ -1,28 +1,265 @@
 """An executor thread runs one job at a time, outside any transaction.
 
-The pipeline for one job: hold it (the renewer now keeps its lease), resolve the handler,
-run it, and record the outcome through a fenced write: success goes to the completer (batched),
-a failure schedules a retry or fails the job, a snooze or cancel requeues or ends it. A write
-refused because the lease was lost leaves a `lease_lost` event and nothing else."""
-import json
+The pipeline for one job (`JobRunner`, also what `django_pg_jobqueue.testing.drain` runs):
+hold it (the renewer now keeps its lease), resolve the handler, run it, and record the outcome
+through a fenced write: success goes to the completer (batched), a failure schedules a retry
+or fails the job, a snooze or cancel requeues or ends it. A write refused because the lease
+was lost leaves a `lease_lost` event and nothing else.
+
+Nothing a handler returns or raises may stop the thread or leave its job running:
+- every exception is the job's failure, `BaseException` included (`SystemExit`,
+  `KeyboardInterrupt`, `GeneratorExit`: a handler's, since signals reach only the main
+  thread), retried under the usual rules; `PermanentError` fails at once;
+- the result is encoded here, after the handler returned (outcomes.encode_result): a result
+  that cannot be stored fails the job for good, classified by where it failed, not by text;
+- errors and tracebacks are made storable first (outcomes.py); a write the database still
+  refuses is tried WRITE_ATTEMPTS times, then written without its text, and if even that
+  fails the job is released to lease expiry (no longer renewed; the reaper takes it)."""
+from __future__ import annotations
+
 import logging
+import math
 import queue
 import threading
 import time
-import traceback
+from dataclasses import dataclass
 
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections, transaction
 
-from .. import services, tracing
+from .. import outcomes, services, tracing
 from ..context import Snooze
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
 from ..services.lifecycle import Completion
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
-from .held import Held
+from .held import Held, HeldJobs
 
 log = logging.getLogger("django_pg_jobqueue.worker")
+
+WRITE_ATTEMPTS = 3  # tries of a write the database refuses (an outage is waited out instead)
+MAX_SNOOZE_SECONDS = 366 * 24 * 3600
+
+
+class OutcomeNotWritten(Exception):
+    """The database refused an outcome's write WRITE_ATTEMPTS times (not an outage)."""
+
+    def __init__(self, cause: BaseException):
+        self.cause = cause
+        super().__init__(outcomes.describe_exception(cause))
+
+
+@dataclass
+class Outcome:
+    """What one run of the pipeline recorded. `status`: succeeded, cancelled, queued (a retry
+    is scheduled), failed, snoozed, lease_lost, stopped (timed out, lost or released while it
+    ran: recorded elsewhere), submitted (handed to the completer), or abandoned (its outcome
+    could not be written: left to lease expiry)."""
+    status: str
+    error: str | None = None
+    exception: BaseException | None = None
+    reason: str | None = None
+
+
+_LOST = object()
+
+
+def savepointed(write, *args, **kwargs):
+    """Run a write; inside a transaction (a test's), within a savepoint, so that a statement
+    the database refuses does not abort the transaction (a worker runs in autocommit)."""
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            return write(*args, **kwargs)
+    return write(*args, **kwargs)
+
+
+class JobRunner:
+    """The pipeline for one claimed job, without threads.
+
+    `complete(completion, held)` records a success: the pool's completer queues it (and
+    returns None), drain writes it at once (and returns the final status). `owner` is who
+    answers for a job while this runner runs it (the executor thread; None in drain).
+    `hard_stop`: set when the pool gives up retrying writes through an outage; None (drain):
+    outage errors propagate at once."""
+
+    def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
+                 hard_stop: threading.Event | None = None):
+        self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
+        self.owner, self.hard_stop = owner, hard_stop
+        self.current: Held | None = None
+        self.errors = RateLimitedLog(log)
+
+    def run(self, job: ClaimedJob, held: Held | None = None) -> Outcome:
+        if held is None:
+            held = Held.of(job, self.worker_id, owner=self.owner)
+            self.current = held
+            self.held.add(held)
+        else:  # prefetched: held (and renewed) since the claim; from now on it is this runner's
+            self.current = held
+            held.owner = self.owner
+            job.worker_id = held.ctx.worker_id = self.worker_id
+        try:
+            return self._run(job, held)
+        except BaseException as exc:
+            # A fault of ours (not the handler's: those are outcomes). The job may have no
+            # outcome written: stop renewing it, so that its lease expires and the reaper
+            # requeues it, rather than hold it forever.
+            if held.owner is self.owner and self.held.discard(job.id, job.lease_token):
+                log.error("job=%s: unexpected error (%s) before its outcome was written; no "
+                          "longer renewing it: the reaper takes it at lease expiry", job.id,
+                          outcomes.describe_exception(exc), extra=self._log_fields(job))
+            raise
+        finally:
+            self.current = None
+
+    def _run(self, job: ClaimedJob, held: Held) -> Outcome:
+        ctx = held.ctx
+        debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
+        if debug:
+            log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
+                      job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
+        self.stats.claimed(job)
+        spec = registry.get(job.type)
+        if spec is None:
+            return self._fail(job, f"no handler registered for job type {job.type!r}", None,
+                              permanent=True, reason="unknown_type")
+        started = time.monotonic()
+        try:
+            if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
+                raise JobCancelled(ctx.stop_reason)
+            result = tracing.run_handler(spec.func, ctx, job)
+        except Snooze as snooze:
+            return self._snooze(job, snooze)
+        except LeaseLost:
+            self.held.discard(job.id, job.lease_token)
+            services.record_lease_lost(job.id, job.lease_token, self.worker_id, "progress",
+                                       "a fenced write from the handler was refused; it stopped",
+                                       attempt=job.attempt)
+            self.stats.lease_lost(job)
+            return Outcome("lease_lost")
+        except JobCancelled as exc:
+            reason = ctx.stop_reason or "cancelled"
+            if reason == "cancelled":
+                # The fail statement sees cancel_requested_at and ends the job cancelled.
+                return self._fail(job, "cancelled while running", None, permanent=True,
+                                  reason=reason, exc=exc)
+            # Timed out, lease lost, orphaned or released at shutdown: that path already
+            # recorded the job's fate; this attempt has nothing left to write.
+            self.held.discard(job.id, job.lease_token)
+            log.info("handler stopped job=%s reason=%s", job.id, reason,
+                     extra=self._log_fields(job))
+            return Outcome("stopped", reason=reason)
+        except PermanentError as exc:
+            return self._fail(job, outcomes.describe_exception(exc), outcomes.format_traceback(exc),
+                              permanent=True, reason="permanent", exc=exc)
+        except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
+            return self._fail(job, outcomes.describe_exception(exc), outcomes.format_traceback(exc),
+                              exc=exc)
+        # The handler returned: what fails from here on is ours to classify, not its.
+        try:
+            result_json = outcomes.encode_result(result)
+        except outcomes.UnstorableResult as exc:
+            return self._fail(job, str(exc), None, permanent=True, reason="bad_result", exc=exc)
+        status = self.complete(Completion(job.id, job.lease_token, self.worker_id, None, job.type,
+                                          job.attempt, result_json), held)
+        if debug:
+            log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
+                      extra=self._log_fields(job))
+        return Outcome(status or "submitted")
+
+    def _snooze(self, job: ClaimedJob, snooze: Snooze) -> Outcome:
+        seconds = snooze.seconds
+        try:
+            seconds = float(seconds)
+        except (TypeError, ValueError, OverflowError):
+            seconds = math.nan
+        if not 0 <= seconds <= MAX_SNOOZE_SECONDS:  # NaN fails this too
+            return self._fail(job, f"ctx.snooze() needs a number of seconds from 0 to "
+                                   f"{MAX_SNOOZE_SECONDS}, got {outcomes.safe_repr(snooze.seconds)}",
+                              None)
+        try:
+            outcome = self._write(job, lambda: services.snooze(job.id, job.lease_token,
+                                                               worker_id=self.worker_id,
+                                                               seconds=seconds))
+        except OutcomeNotWritten as exc:
+            return self._abandon(job, exc)
+        self.held.discard(job.id, job.lease_token)
+        if outcome is _LOST:
+            return Outcome("lease_lost")
+        log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
+        return Outcome("snoozed")
+
+    def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
+              reason: str = "error", exc: BaseException | None = None) -> Outcome:
+        def write(error=error, tb=tb):
+            return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
+                                 traceback=tb, permanent=permanent, reason=reason)
+
+        try:
+            outcome = self._write(job, write)
+        except OutcomeNotWritten as refused:
+            # Still refused after cleaning: record the failure without its text (nor the
+            # database's message, which may quote it).
+            name = type(exc).__name__ if exc is not None else reason
+            error = (f"{name}: [the error could not be stored: the database refused it "
+                     f"({type(refused.cause).__name__})]")
+            try:
+                outcome = self._write(job, lambda: write(error, None))
+            except OutcomeNotWritten as again:
+                return self._abandon(job, again, error=error, exc=exc)
+        self.held.discard(job.id, job.lease_token)
+        if outcome is _LOST or outcome is None:
+            return Outcome("lease_lost", error, exc, reason)
+        status, delay = outcome
+        self.stats.failed(job, status)
+        if status == "queued":
+            log.info("retry scheduled job=%s type=%s attempt=%s in %.2fs: %s", job.id,
+                     job.type, job.attempt, delay or 0, error, extra=self._log_fields(job))
+        else:
+            log.warning("job=%s type=%s attempt=%s ended %s: %s", job.id, job.type,
+                        job.attempt, status, error, extra=self._log_fields(job))
+        return Outcome(status, error, exc, reason)
+
+    def _abandon(self, job: ClaimedJob, refused: OutcomeNotWritten, *, error: str | None = None,
+                 exc: BaseException | None = None) -> Outcome:
+        """Release a job whose outcome cannot be written to lease expiry: stop renewing it."""
+        self.held.discard(job.id, job.lease_token)
+        log.error("job=%s: its outcome could not be written (%s); no longer renewing it: the "
+                  "reaper takes it at lease expiry", job.id, refused, extra=self._log_fields(job))
+        return Outcome("abandoned", error, exc)
+
+    def _log_fields(self, job: ClaimedJob) -> dict:
+        """The fields every log line about a job carries (JOB_LOG_FORMAT=json)."""
+        return {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
+                "worker_id": self.worker_id}
+
+    def _write(self, job: ClaimedJob, write):
+        """Run a fenced write, retrying through a database outage; a write the database
+        refuses is tried WRITE_ATTEMPTS times, then OutcomeNotWritten. Returns the write's
+        answer, or _LOST when the lease was lost, or None when the pool gave up (hard stop)."""
+        self.held.mark_finishing(job.id, job.lease_token)
+        backoff, refusals = Backoff(), 0
+        while True:
+            try:
+                return savepointed(write)
+            except LeaseLost:
+                self.stats.lease_lost(job)
+                return _LOST
+            except CONNECTION_ERRORS as exc:
+                if self.hard_stop is None:
+                    raise
+                self.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
+                connection.close()
+                if self.hard_stop.is_set():
+                    return None
+                time.sleep(backoff.next_delay())
+            except Exception as exc:
+                refusals += 1
+                if refusals >= WRITE_ATTEMPTS:
+                    raise OutcomeNotWritten(exc) from exc
+                log.warning("job=%s: write refused (%s); trying again", job.id,
+                            outcomes.describe_exception(exc), extra=self._log_fields(job))
+                time.sleep(0.05 * refusals)
 
 
 class Executor(threading.Thread):
@@ -31,8 +268,17 @@ class Executor(threading.Thread):
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
-        self.current: Held | None = None
-        self.errors = RateLimitedLog(log)
+        self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
+                                complete=pool.completer.submit, owner=self,
+                                hard_stop=pool.hard_stop)
+
+    @property
+    def current(self) -> Held | None:
+        return self.runner.current
+
+    def owns(self, held: Held) -> bool:
+        """Whether this thread is alive and running `held` (the watchdog's question)."""
+        return self.runner.current is held and self.is_alive()
 
     def assign(self, job: ClaimedJob, held: Held | None = None) -> None:
         """Run `job` next; `held` is given for a prefetched job, already held by the lane."""
@@ -56,17 +302,16 @@ class Executor(threading.Thread):
                             # What Django does around a request: drop a connection that broke
                             # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
                             close_old_connections()
-                        self.execute(job, held)
+                        self.runner.run(job, held)
                         # Next, a prefetched job if one waits: taken here, without a round
                         # trip through the dispatcher (which is woken to refill when low).
                         held = self._take_prefetched()
                         if held is None:
                             break
                         job = held.job
-                except Exception:
+                except BaseException:
                     log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)
                 finally:
-                    self.current = None
                     self.idle = True
                     self.lane.wake.set()
         finally:
@@ -79,112 +324,3 @@ class Executor(threading.Thread):
         if refill:
             self.lane.wake.set()
         return held
-
-    # -- the pipeline ------------------------------------------------------------------------
-    def execute(self, job: ClaimedJob, held: Held | None = None) -> None:
-        if held is None:
-            held = Held.of(job, self.worker_id)
-            self.pool.held.add(held)
-        else:  # prefetched: held (and renewed) since the claim; from now on it is this thread's
-            job.worker_id = held.ctx.worker_id = self.worker_id
-        ctx = held.ctx
-        self.current = held
-        debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
-        if debug:
-            log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
-                      job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
-        self.pool.stats.claimed(job)
-        spec = registry.get(job.type)
-        if spec is None:
-            self._fail(job, f"no handler registered for job type {job.type!r}", None,
-                       permanent=True, reason="unknown_type")
-            return
-        started = time.monotonic()
-        try:
-            if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
-                raise JobCancelled(ctx.stop_reason)
-            result = tracing.run_handler(spec.func, ctx, job)
-            result_json = json.dumps(result, allow_nan=False)  # checked here, stored as is
-        except Snooze as snooze:
-            seconds = snooze.seconds
-            self._write(job, lambda: services.snooze(job.id, job.lease_token,
-                                                     worker_id=self.worker_id, seconds=seconds))
-            self.pool.held.discard(job.id, job.lease_token)
-            log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
-        except LeaseLost:
-            self.pool.held.discard(job.id, job.lease_token)
-            services.record_lease_lost(job.id, job.lease_token, self.worker_id, "progress",
-                                       "a fenced write from the handler was refused; it stopped",
-                                       attempt=job.attempt)
-            self.pool.stats.lease_lost(job)
-        except JobCancelled:
-            reason = ctx.stop_reason or "cancelled"
-            if reason == "cancelled":
-                # The fail statement sees cancel_requested_at and ends the job cancelled.
-                self._fail(job, "cancelled while running", None, permanent=True, reason=reason)
-            else:
-                # Timed out, lease lost or released at shutdown: that path already recorded
-                # the job's fate; this attempt has nothing left to write.
-                self.pool.held.discard(job.id, job.lease_token)
-                log.info("handler stopped job=%s reason=%s", job.id, reason,
-                         extra=self._log_fields(job))
-        except PermanentError as exc:
-            self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
-                       permanent=True, reason="permanent")
-        except (TypeError, ValueError) as exc:
-            if "JSON serializable" in str(exc) or "Out of range float" in str(exc):
-                self._fail(job, f"handler returned a result that is not JSON: {exc}", None,
-                           permanent=True, reason="bad_result")
-            else:
-                self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
-        except Exception as exc:
-            self._fail(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
-        else:
-            self.pool.completer.submit(
-                Completion(job.id, job.lease_token, self.worker_id, result, job.type, job.attempt,
-                           result_json))
-            if debug:
-                log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
-                          extra=self._log_fields(job))
-
-    def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
-              reason: str = "error") -> None:
-        def write():
-            return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
-                                 traceback=tb, permanent=permanent, reason=reason)
-
-        outcome = self._write(job, write)
-        self.pool.held.discard(job.id, job.lease_token)
-        if outcome is not None:
-            status, delay = outcome
-            self.pool.stats.failed(job, status)
-            if status == "queued":
-                log.info("retry scheduled job=%s type=%s attempt=%s in %.2fs: %s", job.id,
-                         job.type, job.attempt, delay or 0, error,
-                         extra=self._log_fields(job))
-            else:
-                log.warning("job=%s type=%s attempt=%s ended %s: %s", job.id, job.type,
-                            job.attempt, status, error,
-                            extra=self._log_fields(job))
-
-    def _log_fields(self, job: ClaimedJob) -> dict:
-        """The fields every log line about a job carries (JOB_LOG_FORMAT=json)."""
-        return {"job_id": job.id, "job_type": job.type, "attempt": job.attempt,
-                "worker_id": self.worker_id}
-
-    def _write(self, job: ClaimedJob, write):
-        """Run a fenced write, retrying through a database outage. LeaseLost ends it."""
-        self.pool.held.mark_finishing(job.id, job.lease_token)
-        backoff = Backoff()
-        while True:
-            try:
-                return write()
-            except LeaseLost:
-                self.pool.stats.lease_lost(job)
-                return None
-            except CONNECTION_ERRORS as exc:
-                self.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
-                connection.close()
-                if self.pool.hard_stop.is_set():
-                    return None
-                time.sleep(backoff.next_delay())

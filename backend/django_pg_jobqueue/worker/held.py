@@ -1,6 +1,12 @@
-"""The jobs a worker process holds leases on, shared by its executors, renewer and completer."""
+"""The jobs a worker process holds leases on, shared by its executors, renewer and completer.
+
+Each held job has an owner: the executor running it, the prefetch buffer it waits in, or the
+completer writing its result. An owner answers `owns(held)`: an executor while its thread is
+alive and running that job, a buffer while the job is in it, the completer while its thread
+is alive. The renewer renews only owned jobs (worker/renewer.py: the watchdog)."""
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ..context import JobContext
 from ..services import ClaimedJob
@@ -14,13 +20,24 @@ class Held:
     # that no longer finds the job running means that write committed, not that the lease was
     # lost; if the write is refused instead, its writer records the `lease_lost` itself.
     finishing: bool = False
+    # Who answers for the job now (see the module docstring); None: nobody, which the
+    # watchdog treats as an orphan.
+    owner: Any = None
+    # Consecutive renewer passes that found no live owner (the watchdog releases at 2: one
+    # pass may fall inside a hand-over, from a prefetch buffer to an executor, say).
+    unowned_passes: int = 0
 
     @classmethod
-    def of(cls, job: ClaimedJob, worker_id: str) -> "Held":
+    def of(cls, job: ClaimedJob, worker_id: str, owner=None) -> "Held":
         """A claimed job with the context its handler will see, run under `worker_id`."""
         return cls(job, JobContext(job_id=job.id, type=job.type, queue=job.queue,
                                    attempt=job.attempt, max_attempts=job.max_attempts,
-                                   lease_token=job.lease_token, worker_id=worker_id))
+                                   lease_token=job.lease_token, worker_id=worker_id),
+                   owner=owner)
+
+    def owned(self) -> bool:
+        owner = self.owner
+        return owner is not None and bool(owner.owns(self))
 
 
 class HeldJobs:

@@ -78,7 +78,7 @@ class Lane(threading.Thread):
     def _linger(self, want: int) -> list[Executor]:
         deadline = time.monotonic() + self.LINGER_SECONDS
         while True:
-            free = [e for e in self.executors if e.idle][:want]
+            free = [e for e in self.executors if e.idle and e.is_alive()][:want]
             remaining = deadline - time.monotonic()
             if len(free) >= want or remaining <= 0 or self.pool.stopping.is_set():
                 return free
@@ -114,7 +114,8 @@ class Lane(threading.Thread):
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
-                free = self._hand_out_prefetched([e for e in self.executors if e.idle])
+                free = self._hand_out_prefetched(
+                    [e for e in self.executors if e.idle and e.is_alive()])
                 stale = self.prefetched.stale()
                 if stale:
                     log.info("%s: %d prefetched job(s) found no thread within %ss; releasing "
@@ -149,14 +150,22 @@ class Lane(threading.Thread):
                     continue
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
                 by_worker = {e.worker_id: e for e in free}
+                orphans = []
                 for job in jobs:
                     log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id, job.type,
                               job.attempt, job.worker_id)
                     executor = by_worker.get(job.worker_id)
-                    if executor is not None:
-                        executor.assign(job)
-                    else:
+                    if executor is None:
                         self._hold_prefetched(job)
+                    elif executor.is_alive():
+                        executor.assign(job)
+                    else:  # its thread ended since the claim began: nobody would run it
+                        orphans.append((job.id, job.lease_token, job.worker_id))
+                if orphans:
+                    log.error("%s: %d job(s) claimed for an executor thread that is no longer "
+                              "alive; releasing them", self.name, len(orphans))
+                    pool._release(orphans, message="claimed for an executor thread that is "
+                                                   "no longer alive")
                 backlog = len(jobs) == len(free) + extra
                 if not backlog and not len(self.prefetched):
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
@@ -167,7 +176,7 @@ class Lane(threading.Thread):
                 connection.close()
 
     def _hold_prefetched(self, job) -> None:
-        held = Held.of(job, job.worker_id)
+        held = Held.of(job, job.worker_id, owner=self.prefetched)
         self.pool.held.add(held)
         self.prefetched.put(held)
 

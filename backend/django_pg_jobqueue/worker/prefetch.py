@@ -33,7 +33,13 @@ class Prefetched:
 
     def put(self, held: Held) -> None:
         with self._lock:
+            held.owner = self
             self._waiting.append((time.monotonic(), held))
+
+    def owns(self, held: Held) -> bool:
+        """Whether `held` waits here (the watchdog's question; the buffer is a few jobs)."""
+        with self._lock:
+            return any(h is held for _, h in self._waiting)
 
     def take(self) -> tuple[Held | None, bool]:
         """The oldest prefetched job (or None), and whether the dispatcher should refill now."""

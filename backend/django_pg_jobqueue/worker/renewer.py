@@ -3,7 +3,14 @@
 It also relays what the database says about each job to its handler: a job missing from the
 answer lost its lease (stop now; its result will be refused), a cancel was requested (stop),
 or the job's own timeout passed on the database clock (fail the attempt, retryably, and stop).
-It keeps the process's heartbeat row in `job_workers` too."""
+It keeps the process's heartbeat row in `job_workers` too.
+
+The watchdog: it renews only the jobs someone in this process answers for (worker/held.py:
+a live executor running it, the prefetch buffer it waits in, the live completer writing its
+result). A held job found without a live owner on ORPHAN_PASSES passes in a row (one pass may
+fall inside a hand-over) is released: no longer renewed, its handler (if any still runs) asked
+to stop, a `log` event saying so; its lease expires and the reaper requeues it (the attempt
+counts, as for any expired lease: a handler that kills its thread cannot loop forever)."""
 import json
 import logging
 import os
@@ -18,6 +25,10 @@ from .base import ServiceThread
 from .held import HeldJobs
 
 log = logging.getLogger("django_pg_jobqueue.renewer")
+
+ORPHAN_PASSES = 2
+ORPHAN_MESSAGE = ("watchdog: no live executor runs this job and no prefetch buffer holds it; "
+                  "no longer renewing its lease: the reaper requeues it when the lease expires")
 
 HEARTBEAT_SQL = """
 INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at)
@@ -38,6 +49,7 @@ class LeaseRenewer(ServiceThread):
         self.process_id, self.threads, self.queues = process_id, threads, queues
         self.lost = 0
         self.timed_out = 0
+        self.orphaned = 0
 
     def heartbeat(self) -> None:
         with connection.cursor() as cur:
@@ -45,13 +57,17 @@ class LeaseRenewer(ServiceThread):
                                         self.threads, json.dumps(self.queues)])
 
     def run_once(self) -> dict[str, int]:
-        self.heartbeat()
-        held = self.held.snapshot()
-        if not held:
-            return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0}
+        held, orphaned = self._watch(self.held.snapshot())
         answer = services.renew_many([(h.job.id, h.job.lease_token) for h in held],
-                                     lease_seconds=self.lease_seconds)
-        counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0}
+                                     lease_seconds=self.lease_seconds) if held else {}
+        # The heartbeat comes after the renewals: a heartbeat later than one of this process's
+        # running jobs' lease expiry then means the process chose not to renew that job
+        # (audit_jobs: held_without_executor), never that it had not got to it yet.
+        self.heartbeat()
+        if not held:
+            return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0, "orphaned": orphaned}
+        counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0,
+                  "orphaned": orphaned}
         for h in held:
             row = answer.get(h.job.id)
             if row is None:
@@ -78,9 +94,34 @@ class LeaseRenewer(ServiceThread):
                 self._fail_timed_out(h)
         return counts
 
+    def _watch(self, held: list) -> tuple[list, int]:
+        """The held jobs to renew, and how many orphans were released this pass."""
+        keep, orphaned = [], 0
+        for h in held:
+            if h.owned():
+                h.unowned_passes = 0
+                keep.append(h)
+                continue
+            h.unowned_passes += 1
+            if h.unowned_passes < ORPHAN_PASSES:
+                keep.append(h)
+                continue
+            if not self.held.discard(h.job.id, h.job.lease_token):
+                continue
+            orphaned += 1
+            self.orphaned += 1
+            h.ctx.request_stop("orphaned")
+            log.error("job=%s worker=%s: %s", h.job.id, h.job.worker_id, ORPHAN_MESSAGE)
+            try:
+                services.log_message(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
+                                     message=ORPHAN_MESSAGE)
+            except LeaseLost:
+                pass
+        return keep, orphaned
+
     def _fail_timed_out(self, h) -> None:
         try:
-            status, delay = services.fail(
+            status, _ = services.fail(
                 h.job.id, h.job.lease_token, worker_id=h.job.worker_id, reason="timeout",
                 error=f"timed out after {h.job.timeout_seconds}s (attempt {h.job.attempt})")
             log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,
