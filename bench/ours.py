@@ -15,8 +15,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
 
-from bench.common import (CpuSampler, analyze, best_drain, emit, latency_summary, log,  # noqa: E402
-                          pickup_from_stamps, summary, wait_until)
+from bench.common import (  # noqa: E402
+    CpuSampler,
+    analyze,
+    best_drain,
+    emit,
+    latency_summary,
+    log,
+    pickup_from_stamps,
+    summary,
+    wait_until,
+)
 
 BULK_CHUNK = 1000
 
@@ -150,6 +159,7 @@ def pickup(url: str, n: int, gap: float, logdir: str) -> list[float]:
 def build_claim_scale(terminal: int, queued: int) -> None:
     """`terminal` finished rows and `queued` runnable ones, cloned from real rows in SQL."""
     from django.db import connection
+
     from django_pg_jobqueue.services import claim, complete_many, enqueue
     from django_pg_jobqueue.services.lifecycle import Completion
 

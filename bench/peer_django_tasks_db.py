@@ -11,8 +11,17 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.common import (CpuSampler, analyze, best_drain, emit, latency_summary, log,  # noqa: E402
-                          pickup_from_stamps, summary, wait_until)
+from bench.common import (  # noqa: E402
+    CpuSampler,
+    analyze,
+    best_drain,
+    emit,
+    latency_summary,
+    log,
+    pickup_from_stamps,
+    summary,
+    wait_until,
+)
 
 
 def env(url, stamp_file=""):

@@ -14,8 +14,18 @@ import asyncpg  # noqa: E402
 from pgqueuer import AsyncpgDriver, Queries, QueueManager  # noqa: E402
 from pgqueuer.types import QueueExecutionMode  # noqa: E402
 
-from bench.common import (CpuSampler, analyze, best_drain, conninfo, emit,  # noqa: E402
-                          latency_summary, log, pickup_from_stamps, summary, wait_until)
+from bench.common import (  # noqa: E402
+    CpuSampler,
+    analyze,
+    best_drain,
+    conninfo,
+    emit,
+    latency_summary,
+    log,
+    pickup_from_stamps,
+    summary,
+    wait_until,
+)
 
 BULK_CHUNK = 1000
 

@@ -14,9 +14,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import psycopg  # noqa: E402
 from procrastinate import App, PsycopgConnector  # noqa: E402
 
-from bench.common import (CpuSampler, analyze, best_drain, conninfo, emit,  # noqa: E402
-                          latency_summary, log, pickup_from_stamps, stamp, summary,
-                          wait_until)
+from bench.common import (  # noqa: E402
+    CpuSampler,
+    analyze,
+    best_drain,
+    conninfo,
+    emit,
+    latency_summary,
+    log,
+    pickup_from_stamps,
+    stamp,
+    summary,
+    wait_until,
+)
 
 BULK_CHUNK = 1000
 # Silence its "App is instantiated in the main module" hint: the bench defines it here on purpose.

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from bench.common import create_db, drop_db, connect, log, with_dbname  # noqa: E402
+from bench.common import connect, create_db, drop_db, log, with_dbname  # noqa: E402
 
 PEERS_VENV = os.path.join(HERE, ".venv-peers")
 PEERS_PY = os.path.join(PEERS_VENV, "bin", "python")

@@ -9,6 +9,7 @@ from django.db import connection
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.exceptions import LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.testing import expire_lease, run_reaper
 
@@ -56,7 +57,7 @@ def test_every_transition_of_a_realistic_history_audits_clean():
     stale = _claim(reaped)
     expire_lease(reaped)
     assert run_reaper() == {"queued": 1}
-    with pytest.raises(Exception):
+    with pytest.raises(LeaseLost):
         services.complete(reaped.id, stale.lease_token, worker_id="w1")          # fenced: lease_lost
     _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [reaped.id])
     c = _claim(reaped, "w2")

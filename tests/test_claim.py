@@ -17,7 +17,7 @@ from tests.utils import REPO, worker_database_url
 @pytest.mark.django_db
 def test_claim_order_is_priority_then_available_at_then_created_at_then_id():
     now = timezone.now()
-    low = services.enqueue("noop", {"n": "low"}, priority=-5)
+    services.enqueue("noop", {"n": "low"}, priority=-5)
     high_late = services.enqueue("noop", {"n": "high_late"}, priority=10)
     high_early = services.enqueue("noop", {"n": "high_early"}, priority=10)
     Job.objects.filter(pk=high_early.pk).update(available_at=now - timedelta(minutes=5))

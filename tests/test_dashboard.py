@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import include, path, reverse
+
 from django_pg_jobqueue.dashboard import views
 
 urlpatterns = [

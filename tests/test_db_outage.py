@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -100,7 +100,7 @@ def test_workers_ride_out_a_database_outage_and_finish_every_job(tmp_path):
         outage.end()
         ended = time.monotonic()
         # Claiming resumes within seconds (workers back off at most 10 s between attempts).
-        back = datetime.fromtimestamp(outage_end_wall, tz=timezone.utc)
+        back = datetime.fromtimestamp(outage_end_wall, tz=UTC)
         first_claim = wait_for(
             lambda: JobEvent.objects.filter(kind="claimed", created_at__gt=back)
             .order_by("id").values_list("created_at", flat=True).first(),

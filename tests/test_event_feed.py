@@ -67,7 +67,7 @@ def test_feed_pages_through_every_event_in_order():
 
 def test_per_job_feed_only_returns_that_job():
     a = services.enqueue("noop", {})
-    b = services.enqueue("noop", {})
+    services.enqueue("noop", {})  # another job, whose events must not appear
     services.cancel(a.pk)
     ids = event_ids_after(0, limit=100, job_id=a.pk)
     assert set(JobEvent.objects.filter(id__in=ids).values_list("job_id", flat=True)) == {a.pk}

@@ -10,7 +10,13 @@ from django.test import override_settings
 
 from django_pg_jobqueue import periodic as periodic_module
 from django_pg_jobqueue.models import Job, JobEvent
-from django_pg_jobqueue.periodic import PeriodicEnqueuer, PeriodicEntry, check_periodic, periodic, schedule
+from django_pg_jobqueue.periodic import (
+    PeriodicEnqueuer,
+    PeriodicEntry,
+    check_periodic,
+    periodic,
+    schedule,
+)
 from django_pg_jobqueue.registry import handler, registry
 from tests.utils import spawn_workers
 

@@ -13,12 +13,12 @@ import time
 import pytest
 from django.db import DataError, connection
 from django.test import override_settings
+
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.testing import drain
-
 from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

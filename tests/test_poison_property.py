@@ -23,12 +23,12 @@ import time
 import pytest
 from django.db import connection
 from django.db.models import Count
-from django_pg_jobqueue import services
-from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from django_pg_jobqueue import services
+from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.models import Job, JobEvent
 from tests import poison_handlers  # noqa: F401  (registers `poison` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Output, worker_env
 from tests.poison_handlers import KINDS, ORDINARY, read_ledger

@@ -10,8 +10,8 @@ import pytest
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.registry import registry
-from tests.utils import wait_for
 from django_pg_jobqueue.worker.prefetch import Prefetched
+from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

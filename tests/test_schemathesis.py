@@ -106,6 +106,7 @@ def test_linked_operations_conform_step_by_step(operator_token):
     """Create a job, then follow the links from its response (detail, events, cancel, retry;
     cancel -> retry), validating every response; each scenario starts from an empty queue."""
     from django.core.cache import cache
+
     from django_pg_jobqueue.models import Job
 
     machine = _load(_with_registered_types(_raw_schema()), bulk_links=False).as_state_machine()

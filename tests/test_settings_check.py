@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
+
 from django_pg_jobqueue import conf
 
 REPO = Path(__file__).resolve().parents[1]

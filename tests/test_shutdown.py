@@ -23,7 +23,7 @@ def _wait_exit(proc, out, timeout):
         return proc.wait(timeout)
     except Exception:
         proc.kill()
-        raise AssertionError(f"worker still alive {timeout}s after the signal:\n{out.text()[-3000:]}")
+        raise AssertionError(f"worker still alive {timeout}s after the signal:\n{out.text()[-3000:]}") from None
 
 
 def test_sigterm_finishes_short_jobs_releases_long_ones_uncharged_and_exits_0(tmp_path):

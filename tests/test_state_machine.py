@@ -1,10 +1,9 @@
 """Every allowed transition happens, every refused one is refused: a hypothesis stateful test
 drives the real services against PostgreSQL and compares each row with a model of the rules."""
 import uuid
-
-import pytest
 from datetime import timedelta
 
+import pytest
 from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st

@@ -3,6 +3,7 @@ synchronous drain through the real claim/complete path, and crash injection that
 handler safe (or unsafe) to run twice."""
 import pytest
 from django.db import transaction
+
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import LeaseLost

@@ -23,7 +23,7 @@ def _stop(proc, out, timeout=20):
             proc.wait(timeout)
         except Exception:
             proc.kill()
-            raise AssertionError("worker did not stop on SIGTERM:\n" + out.text()[-3000:])
+            raise AssertionError("worker did not stop on SIGTERM:\n" + out.text()[-3000:]) from None
     return proc.returncode
 
 

@@ -9,7 +9,6 @@ from django.db.models import F
 from django.test import override_settings
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.context import JobContext
 from django_pg_jobqueue.exceptions import LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent, TxNow
 from django_pg_jobqueue.registry import registry

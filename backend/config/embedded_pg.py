@@ -254,7 +254,7 @@ def _locked():
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise EmbeddedPgError(f"timed out waiting for lock {LOCK_FILE}")
+                    raise EmbeddedPgError(f"timed out waiting for lock {LOCK_FILE}") from None
                 time.sleep(0.05)
         yield
     finally:

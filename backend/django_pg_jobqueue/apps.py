@@ -22,6 +22,7 @@ class JobsConfig(AppConfig):
         # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
         # system check (jobs.E200/E201).
         from . import periodic, tasks_backend  # noqa: F401
+
         # What a project that mounts the API must install (django_pg_jobqueue.E300/W301);
         # imports Django only.
         from .api import checks  # noqa: F401

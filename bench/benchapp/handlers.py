@@ -1,7 +1,6 @@
 """Bench-only handler: loaded only under bench.settings, never in the product."""
-from django_pg_jobqueue.registry import handler
-
 from bench.common import stamp
+from django_pg_jobqueue.registry import handler
 
 
 @handler("bench_stamp", description="Benchmark: records its start time, then returns.")

@@ -34,6 +34,7 @@ def library_defaults():
     read from the environment), so that every default shown is the library's."""
     from django.conf import settings
     from django.test import override_settings
+
     from django_pg_jobqueue import conf
 
     with override_settings():

@@ -3,8 +3,9 @@
 import django.db.models.deletion
 import django.db.models.functions.datetime
 import django.db.models.lookups
-import django_pg_jobqueue.states
 from django.db import migrations, models
+
+import django_pg_jobqueue.states
 
 
 class Migration(migrations.Migration):
