@@ -414,6 +414,11 @@ def _pooler_problems(values: dict, by_name: dict) -> list[Problem]:
             "JOB_TRANSACTION_POOLER", True, f"False unless DATABASES[{alias!r}] sets "
             "DISABLE_SERVER_SIDE_CURSORS = True: Django's server-side cursors do not survive a "
             "transaction pooler", by_name["TRANSACTION_POOLER"].metadata["check_id"]))
+    if entry is not None and (entry.get("OPTIONS") or {}).get("server_side_binding"):
+        found.append(Problem(
+            "JOB_TRANSACTION_POOLER", True, f"False unless DATABASES[{alias!r}]['OPTIONS'] "
+            "leaves server_side_binding off: the per-transaction SET LOCAL limits ride in "
+            "the statement's own simple query", by_name["TRANSACTION_POOLER"].metadata["check_id"]))
     return found
 
 
