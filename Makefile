@@ -17,7 +17,7 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static
-.PHONY: chromium
+.PHONY: chromium pgbouncer
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
         db-start db-stop demo-user schema clean docs
 
@@ -106,12 +106,25 @@ chromium:
 		exit 1; \
 	fi
 
+# The pooler tests (tests/test_pgbouncer.py) need Debian's PgBouncer: installed here when root
+# with apt-get; otherwise those tests skip, naming the command.
+pgbouncer:
+	@if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "==> installing PgBouncer from Debian for the pooler tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null) \
+			|| echo "could not install PgBouncer (the pooler tests will skip); run: sudo apt-get install -y pgbouncer"; \
+	else \
+		echo "PgBouncer not found: the pooler tests will skip. Install it with:"; \
+		echo "    sudo apt-get install -y pgbouncer     (Debian/Ubuntu)"; \
+	fi
+
 test-e2e: chromium venv ui migrate
 ifneq ($(HAS_UI),)
 	cd frontend && npm run e2e
 endif
 
-test: chromium docs test-backend test-frontend test-e2e
+test: chromium pgbouncer docs test-backend test-frontend test-e2e
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s

@@ -107,7 +107,8 @@ def test_health_is_503_with_pending_migrations(client):
 
 
 def test_health_is_503_when_the_database_does_not_answer(client):
-    with mock.patch("django_pg_jobqueue.api.views.connection.cursor", side_effect=OperationalError("down")):
+    down = mock.Mock(cursor=mock.Mock(side_effect=OperationalError("down")))
+    with mock.patch("django_pg_jobqueue.api.views.queue_connection", return_value=down):
         response = client.get("/api/health/")
     assert response.status_code == 503
     assert response.json()["database"].startswith("unavailable")

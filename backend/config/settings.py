@@ -113,6 +113,27 @@ else:
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
 DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=None)}
 
+# The queue in a database of its own (docs/how-to/poolers-and-databases.md): JOB_DATABASE_URL
+# defines the alias "queue", and the router sends the queue's models and migrations there.
+JOB_DATABASE_URL = env.str("JOB_DATABASE_URL", default="")
+if JOB_DATABASE_URL:
+    DATABASES["queue"] = env.db_url_config(JOB_DATABASE_URL)
+    DATABASES["queue"]["ENGINE"] = "django.db.backends.postgresql"
+    DATABASES["queue"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+    DATABASES["queue"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    DATABASES["queue"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["queue"]["TEST"] = {"NAME": env.str("JOB_TEST_DATABASE_NAME", default=None)}
+    JOB_DATABASE = "queue"
+    DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
+# Behind PgBouncer in transaction mode (DATABASE_URL, or JOB_DATABASE_URL, pointing at it):
+# no prepared statements, SET LOCAL limits, LISTEN on the direct JOB_LISTEN_DATABASE_URL; and
+# no server-side cursors, which a transaction pooler cannot keep.
+JOB_TRANSACTION_POOLER = env.bool("JOB_TRANSACTION_POOLER", default=False)
+JOB_LISTEN_DATABASE_URL = env.str("JOB_LISTEN_DATABASE_URL", default="")
+if JOB_TRANSACTION_POOLER:
+    for _database in DATABASES.values():
+        _database["DISABLE_SERVER_SIDE_CURSORS"] = True
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

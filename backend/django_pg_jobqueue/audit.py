@@ -34,8 +34,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
-
+from .db import atomic as queue_atomic
+from .db import queue_connection
 from .states import EventKind, Status, can_transition
 
 # event kind -> the status it moves the job to (None: depends on the event; absent: no move).
@@ -126,10 +126,10 @@ def audit(*, stale_after_seconds: float = 60.0, job_ids: list[int] | None = None
     report = AuditReport(stale_after_seconds=stale_after_seconds)
     # Only a transaction's first statement may set its isolation level: inside a caller's
     # transaction (a test case, say) the audit reads that transaction's snapshot instead.
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
+    outermost = not queue_connection().in_atomic_block
+    with queue_atomic():
         if outermost:
-            with connection.cursor() as cur:
+            with queue_connection().cursor() as cur:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         _row_checks(report, stale_after_seconds, job_ids)
         _double_success(report, job_ids)
@@ -147,7 +147,7 @@ def _id_filter(job_ids, column="id") -> tuple[str, list]:
 def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
     extra, params = _id_filter(job_ids)
     extra_j, params_j = _id_filter(job_ids, "j.id")
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute("SELECT count(*) FROM job_workers"
                     " WHERE heartbeat_at > now() - interval '60 seconds'")
         report.live_workers = cur.fetchone()[0]
@@ -201,7 +201,7 @@ def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
 
 def _double_success(report: AuditReport, job_ids) -> None:
     extra, params = _id_filter(job_ids, "job_id")
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(
             "SELECT job_id, count(*), array_agg(data->>'lease_token' ORDER BY id)"
             " FROM job_events WHERE kind = 'succeeded'" + extra +
@@ -214,7 +214,7 @@ def _double_success(report: AuditReport, job_ids) -> None:
 
 def _stream(sql: str, params: list):
     """Rows of a large query through a server-side cursor, a few thousand at a time."""
-    with connection.chunked_cursor() as cur:
+    with queue_connection().chunked_cursor() as cur:
         cur.execute(sql, params)
         while rows := cur.fetchmany(5000):
             yield from rows

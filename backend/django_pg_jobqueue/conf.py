@@ -114,6 +114,30 @@ def module_list(value) -> str | None:
             "(a list, not one comma-separated string)")
 
 
+def conninfo(value) -> str | None:
+    """'' (not set), or a libpq connection string or URL that psycopg can parse."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        import psycopg
+
+        try:
+            psycopg.conninfo.conninfo_to_dict(value)
+            return None
+        except psycopg.ProgrammingError:
+            pass
+    return ("'' or a PostgreSQL connection URL (postgres://user@host:5432/dbname) or libpq "
+            "connection string (host=... dbname=...)")
+
+
+def database_alias(value) -> str | None:
+    """An alias of DATABASES."""
+    aliases = list(getattr(settings, "DATABASES", {}))
+    if isinstance(value, str) and value in aliases:
+        return None
+    return "an alias of DATABASES: " + ", ".join(repr(a) for a in aliases)
+
+
 def mapping(value) -> str | None:
     return None if isinstance(value, dict) else "a dict: {name: {'cron': ..., 'type': ...}}"
 
@@ -139,6 +163,7 @@ GROUPS = {
     "outcomes": "Results and errors",
     "retention": "Retention and pruning",
     "observability": "Logs, metrics and tracing",
+    "database": "Databases and poolers",
 }
 
 
@@ -161,8 +186,9 @@ class QueueConf:
         out.""")
     LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
         Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
-        Set it to False for workers behind a transaction-pooling PgBouncer; they then poll
-        every `JOB_POLL_INTERVAL_SECONDS`.""")
+        Behind a transaction pooler, LISTEN needs the direct connection of
+        `JOB_LISTEN_DATABASE_URL`; False makes the workers poll every
+        `JOB_POLL_INTERVAL_SECONDS` instead.""")
     SHUTDOWN_GRACE_SECONDS: float = setting(25.0, check_id=6, rule=number(0), group="workers", doc="""
         On SIGTERM or SIGINT, how long running handlers may finish before their jobs are
         released back to the queue (the attempt not charged). Keep it below your process
@@ -184,9 +210,8 @@ class QueueConf:
         transaction hangs; 0 sets no limit.""")
     PREPARED_STATEMENTS: bool = setting(True, check_id=11, rule=boolean, group="workers", doc="""
         Run the hot-path statements (claim, complete, renew, enqueue) as server-side prepared
-        statements, planned once per connection. Set it to False behind a pooler that cannot
-        keep prepared statements (PgBouncer before 1.21, or without
-        `max_prepared_statements`).""")
+        statements, planned once per connection. `JOB_TRANSACTION_POOLER = True` turns them
+        off; so does False here (e.g. behind any pooler that cannot keep them).""")
     EXTRA_HANDLER_MODULES: tuple[str, ...] = setting(
         (), check_id=12, rule=module_list, group="workers", type_doc="list of str", doc="""
         Modules of `@handler` functions to import at start-up, besides every installed app's
@@ -296,6 +321,31 @@ class QueueConf:
         (`opentelemetry-api`) and an SDK with an exporter, configured the usual
         OpenTelemetry way.""")
 
+    # -- databases and poolers -------------------------------------------------------------------
+    DATABASE: str = setting("default", check_id=42, rule=database_alias, group="database", doc="""
+        The alias of `DATABASES` that holds the queue's tables: the workers, `enqueue()`, the
+        API, the admin, the metrics and the Tasks backend use it, and migrations go there when
+        the project adds `django_pg_jobqueue.routers.JobQueueRouter` to `DATABASE_ROUTERS`.
+        An enqueue is part of the caller's transaction only when that transaction is on this
+        alias (`transaction.atomic(using=...)`).""")
+    TRANSACTION_POOLER: bool = setting(False, check_id=40, rule=boolean, group="database", doc="""
+        True when the queue's database connection goes through a transaction-mode pooler
+        (PgBouncer `pool_mode = transaction`): prepared statements are off whatever
+        `JOB_PREPARED_STATEMENTS` says, the workers' statement and idle-transaction timeouts
+        are set with `SET LOCAL` in each transaction rather than once per session, and LISTEN
+        runs on the direct connection of `JOB_LISTEN_DATABASE_URL`. Needs
+        `DISABLE_SERVER_SIDE_CURSORS = True` on the `DATABASES` entry.""")
+    LISTEN_DATABASE_URL: str = setting("", check_id=41, rule=conninfo, group="database", doc="""
+        A direct (session) connection to the queue's database, for the workers' LISTEN only
+        (one connection per worker process): `postgres://user:password@db-host:5432/dbname`.
+        Empty: LISTEN uses the queue's `DATABASES` entry. Required with
+        `JOB_TRANSACTION_POOLER` unless `JOB_LISTEN_NOTIFY` is False.""")
+
+    @property
+    def use_prepared_statements(self) -> bool:
+        """JOB_PREPARED_STATEMENTS, unless a transaction pooler is in front."""
+        return self.PREPARED_STATEMENTS and not self.TRANSACTION_POOLER
+
     def validate(self) -> "QueueConf":
         """Raise ImproperlyConfigured naming every bad setting; return self when all are fine."""
         found = problems({f.name: getattr(self, f.name) for f in fields(self)})
@@ -338,6 +388,37 @@ def problems(values: dict) -> list[Problem]:
         found.append(Problem("JOB_RETRY_MAX_SECONDS", cap,
                              f"at least JOB_RETRY_BASE_SECONDS ({base!r})",
                              by_name["RETRY_MAX_SECONDS"].metadata["check_id"]))
+    found.extend(_pooler_problems(values, by_name))
+    return found
+
+
+def _pooler_problems(values: dict, by_name: dict) -> list[Problem]:
+    """What a transaction pooler needs besides the switch: a direct connection for LISTEN,
+    and no server-side cursors (Django's, WITH HOLD in autocommit, outlive a transaction)."""
+    def value(name):
+        return values.get(name, by_name[name].default)
+
+    if value("TRANSACTION_POOLER") is not True:
+        return []
+    found = []
+    if value("LISTEN_NOTIFY") is True and value("LISTEN_DATABASE_URL") == "":
+        found.append(Problem(
+            "JOB_LISTEN_DATABASE_URL", "", "a direct (not pooled) connection URL when "
+            "JOB_TRANSACTION_POOLER is True and JOB_LISTEN_NOTIFY is True: LISTEN cannot work "
+            "through a transaction pooler (or set JOB_LISTEN_NOTIFY = False to poll only)",
+            by_name["LISTEN_DATABASE_URL"].metadata["check_id"]))
+    alias = value("DATABASE")
+    entry = getattr(settings, "DATABASES", {}).get(alias)
+    if entry is not None and not entry.get("DISABLE_SERVER_SIDE_CURSORS"):
+        found.append(Problem(
+            "JOB_TRANSACTION_POOLER", True, f"False unless DATABASES[{alias!r}] sets "
+            "DISABLE_SERVER_SIDE_CURSORS = True: Django's server-side cursors do not survive a "
+            "transaction pooler", by_name["TRANSACTION_POOLER"].metadata["check_id"]))
+    if entry is not None and (entry.get("OPTIONS") or {}).get("server_side_binding"):
+        found.append(Problem(
+            "JOB_TRANSACTION_POOLER", True, f"False unless DATABASES[{alias!r}]['OPTIONS'] "
+            "leaves server_side_binding off: the per-transaction SET LOCAL limits ride in "
+            "the statement's own simple query", by_name["TRANSACTION_POOLER"].metadata["check_id"]))
     return found
 
 

@@ -5,9 +5,9 @@
 - All events (the global feed): ids do not follow commit order across jobs, so the feed
   follows transaction ids instead, and holds back what is still in flight (sql.EVENTS_AFTER).
 """
-from django.db import connection
 
 from . import sql
+from .db import queue_connection
 from .models import JobEvent
 
 
@@ -16,7 +16,7 @@ def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> lis
     if job_id is not None:
         return list(JobEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
                     .values_list("id", flat=True)[:limit])
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute("SELECT tx_id FROM job_events WHERE id = %s", [after])
         row = cur.fetchone()
         cursor = sql.EVENTS_AFTER_CURSOR if row else sql.EVENTS_AFTER_ID_CURSOR

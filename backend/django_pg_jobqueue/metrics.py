@@ -37,12 +37,14 @@ import hmac
 import time
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError
 from django.http import HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 
 from . import conf
+from .db import atomic as queue_atomic
+from .db import queue_connection
 
 # The classic text format, which every Prometheus version reads (generate_latest writes it).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -165,7 +167,7 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
     c = conf.get()
     window = float(window_seconds or c.METRICS_WINDOW_SECONDS)
     snap = Snapshot(window_seconds=window, max_queue_depth=c.MAX_QUEUE_DEPTH)
-    with transaction.atomic(), connection.cursor() as cur:
+    with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute("SELECT set_config('statement_timeout', %s, true)",
                     [str(int(c.METRICS_STATEMENT_TIMEOUT_MS))])
         cur.execute(JOBS_BY_QUEUE_STATUS)

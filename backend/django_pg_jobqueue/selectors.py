@@ -6,12 +6,12 @@ Each list or detail read is a fixed number of queries, whatever the number of ro
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import connection
 from django.db.models import Count, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import conf
+from .db import queue_connection
 from .exceptions import JobNotFound
 from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
@@ -288,7 +288,7 @@ def metrics() -> dict:
         {"queue": r["queue"], "count": r["n"], "paused": paused.get(r["queue"], False)}
         for r in queued.values("queue").annotate(n=Count("id")).order_by("queue")
     ]
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(_QUEUED_SQL)
         oldest_age, runnable, scheduled = cur.fetchone()
         cur.execute(_FINISHED_SQL)

@@ -52,7 +52,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core import checks
-from django.db import connection, transaction
+from django.db import connections, transaction
 from django.tasks import task_backends
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
@@ -63,6 +63,7 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from .context import JobContext, Snooze
+from .db import queue_connection
 from .exceptions import JobCancelled, LeaseLost, PermanentError
 from .registry import handler
 from .states import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_RE
@@ -171,11 +172,13 @@ class QueueBackend(BaseTaskBackend):
                 hint='For example "QUEUES": ["default", "emails"]; [] accepts any queue.',
                 id="django_pg_jobqueue.E101",
             ))
-        if connection.vendor != "postgresql":
+        alias = getattr(settings, "JOB_DATABASE", "default")
+        vendor = connections[alias].vendor if alias in settings.DATABASES else None
+        if vendor is not None and vendor != "postgresql":
             errors.append(checks.Error(
-                f"{type(self).__name__} stores tasks in PostgreSQL; the default database is "
-                f"{connection.vendor}.",
-                hint="Point DATABASES['default'] at PostgreSQL "
+                f"{type(self).__name__} stores tasks in PostgreSQL; the queue's database "
+                f"(DATABASES[{alias!r}], JOB_DATABASE) is {vendor}.",
+                hint=f"Point DATABASES[{alias!r}] at PostgreSQL "
                      "(ENGINE 'django.db.backends.postgresql').",
                 id="django_pg_jobqueue.E102",
             ))
@@ -234,7 +237,8 @@ class QueueBackend(BaseTaskBackend):
             worker_ids=[],
         )
         transaction.on_commit(
-            lambda: task_enqueued.send(type(self), task_result=result), robust=True)
+            lambda: task_enqueued.send(type(self), task_result=result), robust=True,
+            using=queue_connection().alias)
         return result
 
     # -- results ------------------------------------------------------------------------------

@@ -32,10 +32,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from django.db import connection
-
 from . import services
 from .context import JobContext
+from .db import queue_connection
 from .models import Job
 from .registry import registry
 from .states import Status
@@ -177,7 +176,7 @@ def _make_due(types, queues) -> None:
     if queues:
         sql += " AND queue = ANY(%s::text[])"
         params.append(list(queues))
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql, params)
 
 
@@ -226,7 +225,7 @@ def expire_lease(job) -> None:
     """Force a running job's lease deadline into the past, as if its worker stopped renewing
     it (died, froze, lost the network). The reaper will then requeue it."""
     job_id = getattr(job, "id", job)
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second'"
                     " WHERE id = %s AND status = 'running'", [job_id])
         if cur.rowcount != 1:

@@ -23,9 +23,8 @@ Engine hooks (in jobs/services/enqueuing.py and jobs/worker/executor.py):
 import functools
 import json
 
-from django.db import connection
-
 from . import conf
+from .db import queue_connection
 
 try:  # optional dependency
     from opentelemetry import propagate, trace
@@ -96,7 +95,7 @@ def carrier_json() -> str:
 
 def stored_carrier(job_id: int) -> dict:
     """The trace context the job's producer left in its `created` event."""
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(CREATED_EVENT_TRACE, [job_id])
         row = cur.fetchone()
     data = row[0] if row else {}

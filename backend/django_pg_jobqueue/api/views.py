@@ -2,7 +2,6 @@
 handler (api/exceptions.py) turns domain errors into 404/409/400/503. Every view derives from
 api/base.py's classes, which carry the API's whole DRF configuration (no REST_FRAMEWORK)."""
 from django.contrib.auth import authenticate, login, logout
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
@@ -21,6 +20,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from .. import conf, selectors, services
+from ..db import queue_connection
 from ..exceptions import InvalidTransition, JobNotFound
 from ..services.bulk_retry import retry_matching
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
@@ -484,9 +484,9 @@ class HealthView(JobQueueAPIView):
     def get(self, request):
         body = {"status": "ok", "database": "ok", "migrations": "ok"}
         try:
-            with connection.cursor() as cur:
+            with queue_connection().cursor() as cur:
                 cur.execute("SELECT 1")
-            executor = MigrationExecutor(connection)
+            executor = MigrationExecutor(queue_connection())
             pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
             if pending:
                 body["migrations"] = "pending: " + ", ".join(

@@ -12,9 +12,9 @@ one saw, so every job is considered once per call: a retried job that fails agai
 """
 from datetime import datetime
 
-from django.db import connection, transaction
-
 from .. import conf, sql
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
 
 RETRY_FAILED_BATCH = """
 WITH picked AS (
@@ -76,8 +76,8 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
               "message": f"retried from failed (bulk){f' by {actor}' if actor else ''}"}
     total = 0
     while True:
-        with transaction.atomic():
-            with connection.cursor() as cur:
+        with queue_atomic():
+            with queue_connection().cursor() as cur:
                 cur.execute(statement, params)
                 last_id, picked, retried, queues = cur.fetchone()
                 if retried and notify:  # wake idle workers on commit, as enqueue does

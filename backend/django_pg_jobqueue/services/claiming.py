@@ -6,9 +6,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
-
 from .. import conf, db, sql
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
 from ..registry import registry
 
 # Queue limits live in job_queue_settings and may change at run time; each process re-reads
@@ -24,7 +24,7 @@ def queue_limits() -> dict[str, int]:
         fetched_at, limits = _queue_limits
         if time.monotonic() - fetched_at < _LIMITS_TTL:
             return limits
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute("SELECT queue, concurrency_limit FROM job_queue_settings"
                     " WHERE concurrency_limit IS NOT NULL")
         limits = dict(cur.fetchall())
@@ -90,8 +90,8 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
             limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
             limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
         )
-        with transaction.atomic():
-            with connection.cursor() as cur:
+        with queue_atomic():
+            with queue_connection().cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
             rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
     return [

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from numbers import Real
 
-from django.db import connection, transaction
 from django.db.models import signals
 from django.db.models.base import ModelState
 
 from .. import conf, db, sql, tracing
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
 from ..exceptions import (
     IdempotencyConflict,
     InvalidJobArgument,
@@ -451,7 +452,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     if not rows:  # only a keyed insert can insert nothing: the key is taken
         return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
     job_id, available_at, created_at = rows[0][:3]
-    return _new_job(new, job_id, available_at, created_at, connection.alias, _plain_init()), True
+    return _new_job(new, job_id, available_at, created_at, queue_connection().alias, _plain_init()), True
 
 
 def _row(new: NewJob) -> str:
@@ -477,9 +478,9 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     params = {"rows": f"[{','.join(_row(j) for j in new_jobs)}]", "trace": tracing.carrier_json()}
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
-    with transaction.atomic() if keyed else nullcontext():
+    with queue_atomic() if keyed else nullcontext():
         rows = db.fetch_all(statement, params)
-        alias, plain_init = connection.alias, _plain_init()
+        alias, plain_init = queue_connection().alias, _plain_init()
         if not keyed:
             return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
                     for new, row in zip(new_jobs, rows, strict=True)]

@@ -9,9 +9,8 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from django.db import connection
-
 from .. import conf, db, outcomes, sql
+from ..db import queue_connection
 from ..exceptions import LeaseLost
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
@@ -84,7 +83,7 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
         "traceback": outcomes.traceback_text(traceback) if traceback else None,
         "permanent": permanent, "reason": reason, **_backoff_params(),
     }
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql.FAIL, params)
         row = cur.fetchone()
     if row is None:
@@ -103,7 +102,7 @@ def _requeue_uncharged(items: list[tuple[int, uuid.UUID, str]], *, kind: str, me
         "worker_ids": [i[2] for i in items], "kind": kind, "message": message,
         "delay_seconds": float(delay_seconds),
     }
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql.REQUEUE_UNCHARGED, params)
         return [row[0] for row in cur.fetchall()]
 
@@ -144,7 +143,7 @@ def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | 
         percent = max(0, min(100, int(percent)))
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id, "percent": percent,
               "message": outcomes.progress_message(message)}
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql.PROGRESS, params)
         if cur.fetchone() is None:
             raise LeaseLost(job_id, lease_token, "progress")
@@ -155,7 +154,7 @@ def log_message(job_id: int, lease_token, *, worker_id: str, message: str, data:
     it otherwise), its strings cleaned (outcomes.log_data)."""
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id,
               "message": outcomes.log_message(message), "data": outcomes.log_data(data)}
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql.LOG, params)
         if cur.fetchone() is None:
             raise LeaseLost(job_id, lease_token, "log")
@@ -165,7 +164,7 @@ def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, mes
                       attempt: int = 0) -> None:
     """Leave a `lease_lost` event: a stale worker's write was refused."""
     log.warning("lease lost job=%s worker=%s refused=%s", job_id, worker_id, action)
-    with connection.cursor() as cur:
+    with queue_connection().cursor() as cur:
         cur.execute(sql.LEASE_LOST, {
             "id": job_id, "token": str(lease_token), "worker_id": worker_id, "action": action,
             "message": message, "attempt": attempt,

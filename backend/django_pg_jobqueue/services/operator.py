@@ -1,8 +1,8 @@
 """Operator transitions, used alike by the API, the admin and the UI: cancel and retry."""
-from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Greatest
 
+from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
 from ..models import TxNow as Now
@@ -20,7 +20,7 @@ def cancel(job_id, *, actor: str = "") -> Job:
     """Cancel a job: a queued one ends at once (cancelled); a running one gets
     `cancel_requested_at`, which its handler sees through `ctx.should_stop()`, and the worker
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
-    with transaction.atomic():
+    with queue_atomic():
         job = _locked(job_id)
         if job.status == Status.QUEUED:
             Job.objects.filter(pk=job.pk, status=Status.QUEUED).update(
@@ -45,7 +45,7 @@ def cancel(job_id, *, actor: str = "") -> Job:
 def retry(job_id, *, actor: str = "") -> Job:
     """Put a failed or cancelled job back in the queue, runnable now. Attempts already spent
     stay counted; if none are left, max_attempts grows by one so the job may run again."""
-    with transaction.atomic():
+    with queue_atomic():
         job = _locked(job_id)
         if job.status not in RETRYABLE_BY_OPERATOR:
             raise InvalidTransition(job.pk, "retry", job.status)

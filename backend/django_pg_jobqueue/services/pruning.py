@@ -17,9 +17,9 @@ Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from django.db import connection, transaction
-
 from .. import conf
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
 from ..durations import parse_duration
 from ..states import TERMINAL, Status
 
@@ -105,7 +105,7 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
     for status in parse_statuses(statuses):
         params = {"status": status.value, "age": age, "limit": int(batch_size)}
         if dry_run:
-            with connection.cursor() as cur:
+            with queue_connection().cursor() as cur:
                 cur.execute(COUNT_PRUNABLE, params)
                 jobs, n_events = cur.fetchone()
             counts[status.value] = jobs
@@ -115,8 +115,8 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
         while True:
             if should_stop is not None and should_stop():
                 break
-            with transaction.atomic():
-                with connection.cursor() as cur:
+            with queue_atomic():
+                with queue_connection().cursor() as cur:
                     cur.execute(PRUNE_BATCH, params)
                     jobs, n_events = cur.fetchone()
             counts[status.value] += jobs

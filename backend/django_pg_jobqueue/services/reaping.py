@@ -1,9 +1,8 @@
 """reap: running jobs whose lease expired go back to queued (with backoff) or to failed."""
 import logging
 
-from django.db import connection
-
 from .. import conf, sql
+from ..db import queue_connection
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
 
@@ -17,7 +16,7 @@ def reap(*, limit: int = 500) -> dict[str, int]:
     c = conf.get()
     counts: dict[str, int] = {}
     while True:
-        with connection.cursor() as cur:
+        with queue_connection().cursor() as cur:
             cur.execute(sql.REAP, {
                 "limit": limit, "retry_base": c.RETRY_BASE_SECONDS,
                 "retry_max": c.RETRY_MAX_SECONDS, "retry_jitter": c.RETRY_JITTER,

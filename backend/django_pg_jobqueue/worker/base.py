@@ -10,8 +10,9 @@ from django.db import (
     InterfaceError,
     OperationalError,
     close_old_connections,
-    connection,
 )
+
+from ..db import queue_connection
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
@@ -80,16 +81,16 @@ class ServiceThread(threading.Thread):
                     self.backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
-                    connection.close()
+                    queue_connection().close()
                     wait = self.backoff.next_delay()
                     self.on_connection_error()
                 except DatabaseError as exc:
                     self.errors.error("%s: database error: %s", self.name, exc)
-                    connection.close()
+                    queue_connection().close()
                     wait = self.backoff.next_delay()
                 except Exception:
                     self.log.exception("%s: unexpected error", self.name)
                     wait = self.backoff.next_delay()
                 self.stopping.wait(wait)
         finally:
-            connection.close()
+            queue_connection().close()

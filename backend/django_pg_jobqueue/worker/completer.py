@@ -16,9 +16,10 @@ import queue
 import threading
 import time
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from .. import outcomes
+from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..services.lifecycle import Completion, complete_many, fail
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -167,7 +168,7 @@ class Completer(threading.Thread):
                     # Keep the rows not written: the leases are still renewed while we hold
                     # the jobs, so the completion is retried when the database is back.
                     errors.error("completer: database unavailable: %s", exc)
-                    connection.close()
+                    queue_connection().close()
                     self._settled(before - len(batch))
                     time.sleep(backoff.next_delay())
                     continue
@@ -180,7 +181,7 @@ class Completer(threading.Thread):
                     batch.clear()
                 self._settled(before - len(batch))
         finally:
-            connection.close()
+            queue_connection().close()
 
     def flush(self, batch: list[Completion]) -> None:
         """Write `batch` (emptied as it is written; see write_completions)."""

@@ -24,10 +24,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections, transaction
+from django.db import close_old_connections, connections, transaction
 
 from .. import outcomes, services, tracing
 from ..context import Snooze
+from ..db import queue_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
@@ -67,8 +68,8 @@ _LOST = object()
 def savepointed(write, *args, **kwargs):
     """Run a write; inside a transaction (a test's), within a savepoint, so that a statement
     the database refuses does not abort the transaction (a worker runs in autocommit)."""
-    if connection.in_atomic_block:
-        with transaction.atomic():
+    if queue_connection().in_atomic_block:
+        with transaction.atomic(using=queue_connection().alias):
             return write(*args, **kwargs)
     return write(*args, **kwargs)
 
@@ -249,7 +250,7 @@ class JobRunner:
                 if self.hard_stop is None:
                     raise
                 self.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
-                connection.close()
+                queue_connection().close()
                 if self.hard_stop.is_set():
                     return None
                 time.sleep(backoff.next_delay())
@@ -289,7 +290,6 @@ class Executor(threading.Thread):
         self.inbox.put(None)
 
     def run(self) -> None:
-        db = connections[DEFAULT_DB_ALIAS]  # this thread's own connection object
         try:
             while True:
                 item = self.inbox.get()
@@ -298,7 +298,8 @@ class Executor(threading.Thread):
                 job, held = item
                 try:
                     while True:
-                        if db.connection is not None:
+                        if any(c.connection is not None
+                               for c in connections.all(initialized_only=True)):
                             # What Django does around a request: drop a connection that broke
                             # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
                             close_old_connections()
@@ -315,7 +316,7 @@ class Executor(threading.Thread):
                     self.idle = True
                     self.lane.wake.set()
         finally:
-            connection.close()
+            connections.close_all()  # this thread's: the queue's and any its handlers opened
 
     def _take_prefetched(self) -> Held | None:
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):

@@ -2,15 +2,20 @@
 
 Enqueueing sends NOTIFY inside its transaction, so PostgreSQL delivers it on commit. Polling
 stays as the fallback (a missed notification costs at most one poll interval), and
-JOB_LISTEN_NOTIFY=false turns this off for poolers that break LISTEN (PgBouncer in
-transaction mode)."""
+JOB_LISTEN_NOTIFY=false turns this off.
+
+LISTEN is session state: a transaction pooler (PgBouncer in transaction mode) would run it on
+one server connection and deliver nothing after. So the listener holds a connection of its
+own, in autocommit, for the life of the process: to JOB_LISTEN_DATABASE_URL when set (a direct
+connection to PostgreSQL, past the pooler), otherwise with the parameters of the queue's
+DATABASES entry. NOTIFY itself is sent inside the enqueuing transaction and works through the
+pooler: PostgreSQL delivers it to every listener of the database on commit."""
 import logging
 import threading
 
 import psycopg
-from django.db import connection
 
-from .. import sql
+from .. import conf, db, sql
 from .base import Backoff, RateLimitedLog
 
 log = logging.getLogger("django_pg_jobqueue.listener")
@@ -28,10 +33,7 @@ class Listener(threading.Thread):
 
     def run(self) -> None:
         errors, backoff = RateLimitedLog(log), Backoff()
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        params.pop("prepare_threshold", None)
+        params = connection_params()
         while not self.stopping.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
@@ -48,3 +50,17 @@ class Listener(threading.Thread):
                 self.connected.clear()
                 errors.error("listener: %s", exc)
                 self.stopping.wait(backoff.next_delay())
+
+
+def connection_params() -> dict:
+    """psycopg.connect() keyword arguments of the listener's connection."""
+    c = conf.get()
+    if c.LISTEN_DATABASE_URL:
+        params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
+    else:
+        params = db.queue_connection().get_connection_params()
+        for name in ("cursor_factory", "context", "prepare_threshold"):
+            params.pop(name, None)
+    params.setdefault("application_name", "jobqueue-listener")
+    params.setdefault("connect_timeout", 5)
+    return params

@@ -18,10 +18,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
-from .. import conf, services
+from .. import conf, db, services
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
@@ -140,12 +140,12 @@ class Lane(threading.Thread):
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
-                    connection.close()
+                    db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
                 except Exception:
                     log.exception("%s: claim failed", self.name)
-                    connection.close()
+                    db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
@@ -173,7 +173,7 @@ class Lane(threading.Thread):
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
-                connection.close()
+                db.queue_connection().close()
 
     def _hold_prefetched(self, job) -> None:
         held = Held.of(job, job.worker_id, owner=self.prefetched)
@@ -304,24 +304,18 @@ class WorkerPool:
                 return
             except CONNECTION_ERRORS as exc:
                 log.error("release failed (%s); the reaper will requeue them on lease expiry", exc)
-                connection.close()
+                db.queue_connection().close()
                 time.sleep(backoff.next_delay())
 
 
 def _set_session_limits(sender, connection, **kwargs) -> None:
-    """Worker sessions never hang: statements and idle transactions have a ceiling.
+    """Worker sessions never hang: statements and idle transactions have a ceiling (set per
+    transaction behind a transaction pooler: db.apply_worker_limits).
 
     And no health check: with CONN_HEALTH_CHECKS, every close_old_connections() in a worker
     loop would make the next query pay a `SELECT 1` round trip first, doubling the round trips
     of the claim and of each completion batch. The loops catch connection errors, close the
     connection and retry, which is all the check would buy."""
     connection.health_check_enabled = False
-    c = conf.get()
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT set_config('statement_timeout', %s, false),"
-            " set_config('idle_in_transaction_session_timeout', %s, false),"
-            " set_config('application_name', %s, false)",
-            [str(c.STATEMENT_TIMEOUT_MS), str(max(c.STATEMENT_TIMEOUT_MS * 2, 60000)),
-             f"jobqueue-worker {socket.gethostname()}-{os.getpid()}"],
-        )
+    db.apply_worker_limits(connection, statement_timeout_ms=conf.get().STATEMENT_TIMEOUT_MS,
+                           application_name=f"jobqueue-worker {socket.gethostname()}-{os.getpid()}")

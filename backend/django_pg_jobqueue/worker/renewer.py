@@ -16,9 +16,8 @@ import logging
 import os
 import socket
 
-from django.db import connection
-
 from .. import conf, services
+from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
@@ -52,7 +51,7 @@ class LeaseRenewer(ServiceThread):
         self.orphaned = 0
 
     def heartbeat(self) -> None:
-        with connection.cursor() as cur:
+        with queue_connection().cursor() as cur:
             cur.execute(HEARTBEAT_SQL, [self.process_id, socket.gethostname(), os.getpid(),
                                         self.threads, json.dumps(self.queues)])
 

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
+from django_pg_jobqueue.db import queue_connection
 from django_pg_jobqueue.metrics import OUTCOMES, snapshot
 from django_pg_jobqueue.states import Status
 
@@ -66,7 +67,7 @@ class Command(BaseCommand):
 
         out("")
         out("Throughput (attempts ended)      last 1m    last 5m   last 15m")
-        with connection.cursor() as cur:
+        with queue_connection().cursor() as cur:
             for kind in OUTCOMES:
                 cur.execute(THROUGHPUT, [kind])
                 one, five, fifteen = cur.fetchone()
