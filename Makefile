@@ -159,7 +159,7 @@ diagrams:
 	$(MAKE) -C assets
 
 docs: venv
-	$(PY) -m sphinx -W --keep-going -n -b html docs docs/_build/html
+	$(PY) -m sphinx -E -W --keep-going -n -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist $(UI_BUILD) backend/staticfiles build dist

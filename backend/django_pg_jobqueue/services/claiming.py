@@ -94,6 +94,11 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
             with queue_connection().cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
             rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
+    # RETURNING comes in the join's order, which the planner chooses (stale statistics make it
+    # a hash join): put the jobs back in claim order, the order of the workers they went to.
+    if len(rows) > 1:
+        position = {worker_id: i for i, worker_id in enumerate(worker_ids)}
+        rows.sort(key=lambda r: position.get(r[13], 0))
     return [
         ClaimedJob(
             id=r[0], type=r[1], queue=r[2],
