@@ -34,7 +34,15 @@ const FRONTEND = resolve(HERE, "..");
 const REPO = resolve(FRONTEND, "..");
 const RESULTS = join(FRONTEND, "e2e-results");
 // Where `npm run build` writes the dashboard (vite.config.ts): package data of the Django app.
-const BUILT_INDEX = join(REPO, "backend", "django_pg_jobqueue", "static", "django_pg_jobqueue", "dashboard", "index.html");
+const BUILT_INDEX = join(
+  REPO,
+  "backend",
+  "django_pg_jobqueue",
+  "static",
+  "django_pg_jobqueue",
+  "dashboard",
+  "index.html",
+);
 const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const MANAGE = join(REPO, "manage.py");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -85,7 +93,9 @@ function backendEnv(port) {
 function manage(args, env, { timeoutMs = 120_000 } = {}) {
   const result = spawnSync(PYTHON, [MANAGE, ...args], { cwd: REPO, env, encoding: "utf8", timeout: timeoutMs });
   if (result.status !== 0) {
-    throw new Error(`manage.py ${args[0]} failed (exit ${result.status ?? result.signal}):\n${result.stdout}\n${result.stderr}`);
+    throw new Error(
+      `manage.py ${args[0]} failed (exit ${result.status ?? result.signal}):\n${result.stdout}\n${result.stderr}`,
+    );
   }
   return result.stdout;
 }
@@ -138,7 +148,10 @@ function freePort() {
 
 function serverURL() {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-  const r = spawnSync(PYTHON, [join(REPO, "backend", "config", "embedded_pg.py"), "url"], { cwd: REPO, encoding: "utf8" });
+  const r = spawnSync(PYTHON, [join(REPO, "backend", "config", "embedded_pg.py"), "url"], {
+    cwd: REPO,
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`embedded PostgreSQL did not start:\n${r.stdout}\n${r.stderr}`);
   return r.stdout.trim().split("\n").pop();
 }
@@ -170,7 +183,8 @@ async function waitForHttp(url, child, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${child.name} exited early (code ${child.exitCode}); see ${child.logPath}`);
+    if (child.exitCode !== null)
+      throw new Error(`${child.name} exited early (code ${child.exitCode}); see ${child.logPath}`);
     try {
       const r = await fetch(url);
       if (r.ok) return;
@@ -252,8 +266,14 @@ async function runBrowser(baseURL) {
     baseURL,
     viewport: { width: 1360, height: 900 },
     args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
     ].filter((a) => !(HEADED && a === "--headless")),
     timeout: 30_000,
   });
@@ -264,7 +284,8 @@ async function runBrowser(baseURL) {
   page.on("console", (m) => {
     // The browser logs every 4xx answer ("Failed to load resource"); those are outcomes the test
     // provokes (401 before login, 400 for bad input). Anything else logged as an error is a bug.
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(`console: ${m.text()}`);
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource"))
+      pageErrors.push(`console: ${m.text()}`);
   });
   page.on("response", (r) => {
     if (r.status() >= 500) pageErrors.push(`HTTP ${r.status()} from ${r.request().method()} ${r.url()}`);
@@ -278,11 +299,17 @@ async function runBrowser(baseURL) {
   await page.getByLabel("Password").fill("wrong-password");
   await page.getByLabel("Username").fill(USERNAME);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("alert").filter({ hasText: /invalid username or password/i }).waitFor();
+  await page
+    .getByRole("alert")
+    .filter({ hasText: /invalid username or password/i })
+    .waitFor();
   await shot(page, "login");
   await page.getByLabel("Username").focus();
   await page.keyboard.press("Tab");
-  check(await page.getByLabel("Password").evaluate((el) => el === document.activeElement), "Tab from Username should reach Password");
+  check(
+    await page.getByLabel("Password").evaluate((el) => el === document.activeElement),
+    "Tab from Username should reach Password",
+  );
   await page.keyboard.press("ControlOrMeta+A");
   await page.keyboard.type(PASSWORD);
   await page.keyboard.press("Enter");
@@ -299,7 +326,10 @@ async function runBrowser(baseURL) {
   await page.getByTestId("error-priority").waitFor();
   check(/100/.test(await page.getByTestId("error-priority").innerText()), "the priority error should name the limit");
   await page.getByTestId("error-queue").waitFor();
-  check((await page.getByLabel("Priority").getAttribute("aria-invalid")) === "true", "priority should be marked invalid");
+  check(
+    (await page.getByLabel("Priority").getAttribute("aria-invalid")) === "true",
+    "priority should be marked invalid",
+  );
   check(page.url().endsWith("/jobs/new"), "a refused job must not navigate away");
   await page.getByTestId("payload-editor").fill('{"seconds": 3,}');
   await page.getByTestId("payload-error").waitFor();
@@ -324,7 +354,10 @@ async function runBrowser(baseURL) {
         if (progressSeen.length <= 2) {
           const owner = await page.getByTestId("lease-owner").innerText();
           check(owner.trim().length > 0, "a running job shows its lease owner");
-          check(/expires in/.test(await page.getByTestId("lease-countdown").innerText()), "a running job shows its lease countdown");
+          check(
+            /expires in/.test(await page.getByTestId("lease-countdown").innerText()),
+            "a running job shows its lease countdown",
+          );
           await shot(page, "job-running");
           // The README's picture: the first screen only, small.
           await shot(page, "readme-job-detail", { fullPage: false });
@@ -338,20 +371,36 @@ async function runBrowser(baseURL) {
   check(seen.has("succeeded"), `job #${sleepId} did not succeed within 20 s (saw ${[...seen].join(", ")})`);
   // The detail is polled every second and the job reports every 0.25 s for 3 s: at least one
   // value between 0 and 100 must show (usually two or three), and they only grow.
-  check(progressSeen.length >= 1, `the progress bar should move while running (saw ${progressSeen.join(", ") || "none"})`);
-  check(progressSeen.every((p, i) => i === 0 || p > progressSeen[i - 1]), `progress went backwards: ${progressSeen}`);
+  check(
+    progressSeen.length >= 1,
+    `the progress bar should move while running (saw ${progressSeen.join(", ") || "none"})`,
+  );
+  check(
+    progressSeen.every((p, i) => i === 0 || p > progressSeen[i - 1]),
+    `progress went backwards: ${progressSeen}`,
+  );
   await page.locator('[data-testid=events-timeline] > li[data-kind="succeeded"]').waitFor();
   const kinds = await timelineKinds(page);
   const order = ["created", "claimed", "progress", "succeeded"].map((k) => kinds.indexOf(k));
-  check(order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
-    `timeline should read created, claimed, progress, succeeded; got ${kinds.join(", ")}`);
-  check(Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow")) === 100, "a succeeded job shows 100%");
-  log(`job #${sleepId}: statuses ${[...seen].join(" -> ")}; progress ${progressSeen.join("%, ")}%; timeline ${kinds.join(", ")}`);
+  check(
+    order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
+    `timeline should read created, claimed, progress, succeeded; got ${kinds.join(", ")}`,
+  );
+  check(
+    Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow")) === 100,
+    "a succeeded job shows 100%",
+  );
+  log(
+    `job #${sleepId}: statuses ${[...seen].join(" -> ")}; progress ${progressSeen.join("%, ")}%; timeline ${kinds.join(", ")}`,
+  );
   await shot(page, "job-succeeded");
 
   // 4. A permanently failing job lands in the dead letter; retry it from there.
   log("step: failed job, retried from the failed-jobs page");
-  const failId = await createJob(page, { type: "fail", payload: { permanent: true, message: `e2e permanent failure ${RUN_ID}` } });
+  const failId = await createJob(page, {
+    type: "fail",
+    payload: { permanent: true, message: `e2e permanent failure ${RUN_ID}` },
+  });
   await waitForStatus(page, "failed");
   await page.getByText(`e2e permanent failure ${RUN_ID}`).first().waitFor();
   await page.getByRole("link", { name: /Failed jobs/ }).click();
@@ -369,7 +418,10 @@ async function runBrowser(baseURL) {
   await waitForStatus(page, "failed");
   await page.locator('[data-testid=events-timeline] > li[data-kind="failed"]').nth(1).waitFor();
   const failKinds = await timelineKinds(page);
-  check(failKinds.indexOf("retried") > failKinds.indexOf("failed"), `retried should follow the first failure: ${failKinds}`);
+  check(
+    failKinds.indexOf("retried") > failKinds.indexOf("failed"),
+    `retried should follow the first failure: ${failKinds}`,
+  );
   log(`job #${failId}: timeline ${failKinds.join(", ")}`);
   await shot(page, "job-failed-retried");
 
@@ -382,8 +434,14 @@ async function runBrowser(baseURL) {
   await page.getByRole("link", { name: "Overview" }).click();
   await page.getByRole("heading", { name: "Throughput, jobs per minute" }).waitFor();
   await page.locator(".recharts-surface").first().waitFor();
-  await page.locator("section[aria-labelledby=workers-title]").getByRole("link", { name: `#${longId}` }).waitFor();
-  check(Number(await page.getByTestId("stat-active-workers").innerText()) >= 1, "the overview counts the worker process");
+  await page
+    .locator("section[aria-labelledby=workers-title]")
+    .getByRole("link", { name: `#${longId}` })
+    .waitFor();
+  check(
+    Number(await page.getByTestId("stat-active-workers").innerText()) >= 1,
+    "the overview counts the worker process",
+  );
   check(Number(await page.getByTestId("stat-running").innerText()) >= 1, "the overview counts the running job");
   await sleep(300);
   await shot(page, "overview");
@@ -402,8 +460,10 @@ async function runBrowser(baseURL) {
   check(/cancel/i.test(outcome) && !/could not/i.test(outcome), `cancel outcome: ${outcome}`);
   await waitForStatus(page, "cancelled", 15_000);
   const cancelKinds = await timelineKinds(page);
-  check(cancelKinds.includes("cancel_requested") && cancelKinds.at(-1) === "cancelled",
-    `timeline should end cancel_requested ... cancelled; got ${cancelKinds.join(", ")}`);
+  check(
+    cancelKinds.includes("cancel_requested") && cancelKinds.at(-1) === "cancelled",
+    `timeline should end cancel_requested ... cancelled; got ${cancelKinds.join(", ")}`,
+  );
   check(await page.getByRole("button", { name: "Cancel" }).isDisabled(), "a cancelled job cannot be cancelled again");
   check(!(await page.getByRole("button", { name: "Retry" }).isDisabled()), "a cancelled job can be retried");
   log(`job #${longId}: ${outcome}; timeline ${cancelKinds.join(", ")}`);
@@ -412,16 +472,27 @@ async function runBrowser(baseURL) {
   // 6. The list, filtered to this run's queue, and the overview.
   log("step: jobs list and overview");
   await page.goto(`/jobs?queue=${encodeURIComponent(QUEUE)}`);
-  for (const [id, status] of [[sleepId, "succeeded"], [failId, "failed"], [longId, "cancelled"]]) {
+  for (const [id, status] of [
+    [sleepId, "succeeded"],
+    [failId, "failed"],
+    [longId, "cancelled"],
+  ]) {
     const r = page.locator(`[data-testid=jobs-table] tr[data-job-id="${id}"]`);
     await r.waitFor();
-    check((await r.getByTestId("status-badge").getAttribute("data-status")) === status, `list: job #${id} should be ${status}`);
+    check(
+      (await r.getByTestId("status-badge").getAttribute("data-status")) === status,
+      `list: job #${id} should be ${status}`,
+    );
   }
   await shot(page, "jobs");
   await page.goto("/");
   await page.getByRole("heading", { name: "Overview" }).waitFor();
   // The activity feed has this run's last event.
-  await page.locator("section[aria-labelledby=activity-title]").getByRole("link", { name: `#${longId}` }).first().waitFor();
+  await page
+    .locator("section[aria-labelledby=activity-title]")
+    .getByRole("link", { name: `#${longId}` })
+    .first()
+    .waitFor();
   await page.setViewportSize({ width: 390, height: 844 });
   await sleep(300);
   await shot(page, "overview-phone");
@@ -440,7 +511,9 @@ async function runBrowser(baseURL) {
 
 async function main() {
   if (!existsSync(CHROMIUM)) {
-    console.error(`e2e: Chromium not found at ${CHROMIUM}. Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    console.error(
+      `e2e: Chromium not found at ${CHROMIUM}. Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`,
+    );
     return 2;
   }
   if (!existsSync(PYTHON)) {
@@ -460,14 +533,21 @@ async function main() {
   const env = { ...backendEnv(port), DATABASE_URL: createScratchDatabase() };
   log("migrate");
   manage(["migrate", "--no-input", "-v", "0"], env);
-  manage(["shell", "-c", [
-    "from django.contrib.auth import get_user_model",
-    "from django.contrib.auth.models import Permission",
-    "U = get_user_model()",
-    `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
-    `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
-    "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
-  ].join("\n")], env);
+  manage(
+    [
+      "shell",
+      "-c",
+      [
+        "from django.contrib.auth import get_user_model",
+        "from django.contrib.auth.models import Permission",
+        "U = get_user_model()",
+        `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
+        `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
+        "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
+      ].join("\n"),
+    ],
+    env,
+  );
   log(`operator ${USERNAME} ready`);
 
   const server = startProcess("server", ["runserver", `127.0.0.1:${port}`, "--noreload"], env);
@@ -489,7 +569,11 @@ const timer = setTimeout(async () => {
   console.error(`e2e: FAILED — timed out after ${TIMEOUT_MS / 1000} s`);
   if (browserContext) {
     const page = browserContext.pages()[0];
-    if (page) await Promise.race([page.screenshot({ path: join(RESULTS, "timeout.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+    if (page)
+      await Promise.race([
+        page.screenshot({ path: join(RESULTS, "timeout.png"), fullPage: true }).catch(() => {}),
+        sleep(3000),
+      ]);
   }
   await cleanup();
   process.exit(1);
@@ -503,12 +587,15 @@ try {
   exitCode = 1;
   // After a timeout, the steps still in flight fail as their browser closes: already reported.
   if (timedOut) await new Promise(() => {});
-  console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : error.stack ?? error}`);
+  console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : (error.stack ?? error)}`);
   if (browserContext) {
     const page = browserContext.pages()[0];
     if (page) {
       console.error(`e2e: at ${page.url()}`);
-      await Promise.race([page.screenshot({ path: join(RESULTS, "failure.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+      await Promise.race([
+        page.screenshot({ path: join(RESULTS, "failure.png"), fullPage: true }).catch(() => {}),
+        sleep(3000),
+      ]);
       writeFileSync(join(RESULTS, "failure.html"), await page.content().catch(() => ""));
     }
   }

@@ -7,7 +7,15 @@ import { api, requestWithMeta } from "./client";
 import { polling } from "./polling";
 import { lastEventId, mergeEvents } from "../lib/events";
 import type {
-  EventPage, Job, JobCreate, JobDetail, JobEvent, JobListParams, JobPage, RetryMatching, RetryMatchingResult,
+  EventPage,
+  Job,
+  JobCreate,
+  JobDetail,
+  JobEvent,
+  JobListParams,
+  JobPage,
+  RetryMatching,
+  RetryMatchingResult,
 } from "./types";
 
 export const jobKeys = {

@@ -8,7 +8,8 @@ describe("nextPollInterval", () => {
   });
 
   it("backs off exponentially while the server keeps failing, up to a cap", () => {
-    const at = (errorCount: number) => nextPollInterval(1000, { data: undefined, errorCount }, { maxBackoffMs: 20_000 });
+    const at = (errorCount: number) =>
+      nextPollInterval(1000, { data: undefined, errorCount }, { maxBackoffMs: 20_000 });
     expect([1, 2, 3, 4, 5, 6].map(at)).toEqual([2000, 4000, 8000, 16000, 20000, 20000]);
   });
 
@@ -16,7 +17,11 @@ describe("nextPollInterval", () => {
     const done = (job: { status: string }) => job.status === "succeeded";
     expect(nextPollInterval(1000, { data: { status: "succeeded" }, errorCount: 0 }, { stopWhen: done })).toBe(false);
     expect(
-      nextPollInterval(1000, { data: { status: "succeeded" }, errorCount: 0 }, { stopWhen: done, settledIntervalMs: 10_000 }),
+      nextPollInterval(
+        1000,
+        { data: { status: "succeeded" }, errorCount: 0 },
+        { stopWhen: done, settledIntervalMs: 10_000 },
+      ),
     ).toBe(10_000);
     expect(nextPollInterval(1000, { data: { status: "running" }, errorCount: 0 }, { stopWhen: done })).toBe(1000);
   });

@@ -12,7 +12,15 @@ export function Loading({ label = "Loading…", rows = 3 }: { label?: string; ro
   );
 }
 
-export function ErrorState({ error, onRetry, title = "Could not load this" }: { error: unknown; onRetry?: () => void; title?: string }) {
+export function ErrorState({
+  error,
+  onRetry,
+  title = "Could not load this",
+}: {
+  error: unknown;
+  onRetry?: () => void;
+  title?: string;
+}) {
   const message = error instanceof Error ? error.message : String(error);
   return (
     <div className="notice error" role="alert">
@@ -20,7 +28,9 @@ export function ErrorState({ error, onRetry, title = "Could not load this" }: { 
       {isApiError(error, 403) && <div className="hint">Your account lacks the permission this needs.</div>}
       {onRetry && (
         <div style={{ marginTop: 8 }}>
-          <button type="button" className="small" onClick={onRetry}>Try again</button>
+          <button type="button" className="small" onClick={onRetry}>
+            Try again
+          </button>
         </div>
       )}
     </div>
@@ -37,9 +47,23 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
 }
 
 /** "Live" while polling succeeds; says so when the last poll failed (data may be stale). */
-export function LiveIndicator({ isError, isFetching, paused }: { isError: boolean; isFetching?: boolean; paused?: boolean }) {
+export function LiveIndicator({
+  isError,
+  isFetching,
+  paused,
+}: {
+  isError: boolean;
+  isFetching?: boolean;
+  paused?: boolean;
+}) {
   const cls = isError ? "live error" : paused ? "live paused" : "live";
-  const text = isError ? "Connection problem — retrying" : paused ? "Not refreshing" : isFetching ? "Live · updating" : "Live";
+  const text = isError
+    ? "Connection problem — retrying"
+    : paused
+      ? "Not refreshing"
+      : isFetching
+        ? "Live · updating"
+        : "Live";
   return (
     <span className={cls} aria-live="polite">
       {text}

@@ -2,7 +2,14 @@ import { type ReactNode, useEffect, useMemo } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
-import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, jobMutations, loadEarlierEventsMutation } from "../api/jobs";
+import {
+  isFinished,
+  jobDetailOptions,
+  jobEventsOptions,
+  jobKeys,
+  jobMutations,
+  loadEarlierEventsMutation,
+} from "../api/jobs";
 import type { Job, JobDetail, JobEvent } from "../api/types";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
@@ -19,7 +26,13 @@ export function JobDetailPage() {
   const params = useParams();
   const id = Number(params.id);
   if (!Number.isInteger(id) || id <= 0) {
-    return <div className="panel"><Empty title={`“${params.id}” is not a job id`}><Link to="/jobs">All jobs</Link></Empty></div>;
+    return (
+      <div className="panel">
+        <Empty title={`“${params.id}” is not a job id`}>
+          <Link to="/jobs">All jobs</Link>
+        </Empty>
+      </div>
+    );
   }
   return <JobDetailView key={id} id={id} />;
 }
@@ -33,7 +46,10 @@ function JobDetailView({ id }: { id: number }) {
   const events = useQuery(jobEventsOptions(queryClient, id, job.data?.events, live));
   // The detail (polled every second) also carries the latest events: show them at once rather
   // than at the feed's next poll. And when the status changes, poll the feed right away.
-  const timeline = useMemo(() => mergeEvents(events.data ?? [], job.data?.events ?? []), [events.data, job.data?.events]);
+  const timeline = useMemo(
+    () => mergeEvents(events.data ?? [], job.data?.events ?? []),
+    [events.data, job.data?.events],
+  );
   const earlier = useMutation(loadEarlierEventsMutation(queryClient, id));
   const status = job.data?.status;
   useEffect(() => {
@@ -47,10 +63,23 @@ function JobDetailView({ id }: { id: number }) {
     };
   }, [id, job.data]);
 
-  if (job.isPending) return <div className="panel"><Loading rows={8} label="Loading the job…" /></div>;
+  if (job.isPending)
+    return (
+      <div className="panel">
+        <Loading rows={8} label="Loading the job…" />
+      </div>
+    );
   if (job.isError && !job.data) {
     if (isApiError(job.error, 404)) {
-      return <div className="panel"><Empty title={`Job #${id} does not exist`}><p>It may have been pruned. <Link to="/jobs">All jobs</Link></p></Empty></div>;
+      return (
+        <div className="panel">
+          <Empty title={`Job #${id} does not exist`}>
+            <p>
+              It may have been pruned. <Link to="/jobs">All jobs</Link>
+            </p>
+          </Empty>
+        </div>
+      );
     }
     return <ErrorState error={job.error} onRetry={() => void job.refetch()} />;
   }
@@ -60,9 +89,14 @@ function JobDetailView({ id }: { id: number }) {
     <>
       <div className="page-head">
         <div>
-          <div className="muted"><Link to="/jobs">Jobs</Link> / #{j.id}</div>
+          <div className="muted">
+            <Link to="/jobs">Jobs</Link> / #{j.id}
+          </div>
           <h1 style={{ display: "flex", gap: 10, alignItems: "center", flexWrap: "wrap" }}>
-            <span>#{j.id} {j.type}</span> <StatusBadge job={j} />
+            <span>
+              #{j.id} {j.type}
+            </span>{" "}
+            <StatusBadge job={j} />
           </h1>
         </div>
         <div className="actions">
@@ -81,17 +115,25 @@ function JobDetailView({ id }: { id: number }) {
 
       <div className="grid grid-3" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="progress-title">
-          <header><h2 id="progress-title">Progress</h2></header>
+          <header>
+            <h2 id="progress-title">Progress</h2>
+          </header>
           <ProgressBar percent={progress.percent} status={j.status} label={`Job ${j.id} progress`} />
-          <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>{progress.message || (j.status === "queued" ? "Waiting for a worker." : "")}</p>
+          <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>
+            {progress.message || (j.status === "queued" ? "Waiting for a worker." : "")}
+          </p>
           <RunFacts job={j} />
         </section>
         <section className="panel" aria-labelledby="lease-title">
-          <header><h2 id="lease-title">Lease</h2></header>
+          <header>
+            <h2 id="lease-title">Lease</h2>
+          </header>
           <LeasePanel job={j} />
         </section>
         <section className="panel" aria-labelledby="attempts-title">
-          <header><h2 id="attempts-title">Attempts</h2></header>
+          <header>
+            <h2 id="attempts-title">Attempts</h2>
+          </header>
           <AttemptsPanel job={j} />
         </section>
       </div>
@@ -111,13 +153,25 @@ function JobDetailView({ id }: { id: number }) {
               {earlier.isError && <span className="field-error"> {(earlier.error as Error).message}</span>}
             </div>
           )}
-          {events.isPending ? <Loading /> : events.isError && !events.data ? <ErrorState error={events.error} onRetry={() => void events.refetch()} /> : <EventsTimeline events={timeline} />}
+          {events.isPending ? (
+            <Loading />
+          ) : events.isError && !events.data ? (
+            <ErrorState error={events.error} onRetry={() => void events.refetch()} />
+          ) : (
+            <EventsTimeline events={timeline} />
+          )}
         </section>
         <div className="grid" style={{ alignContent: "start" }}>
           {(j.last_error || j.last_traceback) && (
             <section className="panel" aria-labelledby="error-title">
-              <header><h2 id="error-title">Last error</h2></header>
-              {j.last_error && <p className="mono" style={{ color: "var(--failed)", marginTop: 0, overflowWrap: "anywhere" }}>{j.last_error}</p>}
+              <header>
+                <h2 id="error-title">Last error</h2>
+              </header>
+              {j.last_error && (
+                <p className="mono" style={{ color: "var(--failed)", marginTop: 0, overflowWrap: "anywhere" }}>
+                  {j.last_error}
+                </p>
+              )}
               {j.last_traceback && (
                 <details>
                   <summary>Traceback</summary>
@@ -127,17 +181,25 @@ function JobDetailView({ id }: { id: number }) {
             </section>
           )}
           <section className="panel" aria-labelledby="payload-title">
-            <header><h2 id="payload-title">Payload</h2></header>
-            <pre className="json" data-testid="job-payload">{JSON.stringify(j.payload, null, 2)}</pre>
+            <header>
+              <h2 id="payload-title">Payload</h2>
+            </header>
+            <pre className="json" data-testid="job-payload">
+              {JSON.stringify(j.payload, null, 2)}
+            </pre>
           </section>
           {j.result !== null && j.result !== undefined && (
             <section className="panel" aria-labelledby="result-title">
-              <header><h2 id="result-title">Result</h2></header>
+              <header>
+                <h2 id="result-title">Result</h2>
+              </header>
               <pre className="json">{JSON.stringify(j.result, null, 2)}</pre>
             </section>
           )}
           <section className="panel" aria-labelledby="fields-title">
-            <header><h2 id="fields-title">All fields</h2></header>
+            <header>
+              <h2 id="fields-title">All fields</h2>
+            </header>
             <AllFields job={j} />
           </section>
         </div>
@@ -175,9 +237,15 @@ function outcomeOf(verb: "cancel" | "retry", result: { job?: Job; error?: unknow
   if (verb === "cancel") {
     return job.status === "cancelled"
       ? { tone: "success", text: "Cancelled. No worker will run it." }
-      : { tone: "success", text: "Cancel requested: the worker stops the handler at its next check, then the job ends cancelled." };
+      : {
+          tone: "success",
+          text: "Cancel requested: the worker stops the handler at its next check, then the job ends cancelled.",
+        };
   }
-  return { tone: "success", text: `Retried: the job is ${job.status} again and runnable now (attempt ${job.attempts + 1} of ${job.max_attempts} next).` };
+  return {
+    tone: "success",
+    text: `Retried: the job is ${job.status} again and runnable now (attempt ${job.attempts + 1} of ${job.max_attempts} next).`,
+  };
 }
 
 function JobActions({ job }: { job: JobDetail }) {
@@ -187,33 +255,51 @@ function JobActions({ job }: { job: JobDetail }) {
   const retry = useMutation(jobMutations.retry(queryClient));
   const canCancel = !isFinished(job) && !job.cancel_requested_at;
   const canRetry = job.status === "failed" || job.status === "cancelled";
-  const last = cancel.submittedAt > retry.submittedAt ? { verb: "cancel" as const, m: cancel } : { verb: "retry" as const, m: retry };
-  const outcome = last.m.isIdle || last.m.isPending ? null : outcomeOf(last.verb, { job: last.m.data, error: last.m.error });
+  const last =
+    cancel.submittedAt > retry.submittedAt
+      ? { verb: "cancel" as const, m: cancel }
+      : { verb: "retry" as const, m: retry };
+  const outcome =
+    last.m.isIdle || last.m.isPending ? null : outcomeOf(last.verb, { job: last.m.data, error: last.m.error });
   return (
     <>
       {user.can.cancel && (
-        <button type="button" className="danger" disabled={!canCancel || cancel.isPending}
-          title={canCancel ? "Stop this job" : job.cancel_requested_at ? "Cancel already requested" : "The job has finished"}
+        <button
+          type="button"
+          className="danger"
+          disabled={!canCancel || cancel.isPending}
+          title={
+            canCancel ? "Stop this job" : job.cancel_requested_at ? "Cancel already requested" : "The job has finished"
+          }
           onClick={() => {
             retry.reset();
             cancel.mutate(job.id);
-          }}>
+          }}
+        >
           {cancel.isPending ? "Cancelling…" : "Cancel"}
         </button>
       )}
       {user.can.retry && (
-        <button type="button" className="primary" disabled={!canRetry || retry.isPending}
+        <button
+          type="button"
+          className="primary"
+          disabled={!canRetry || retry.isPending}
           title={canRetry ? "Queue it again" : "Only failed or cancelled jobs can be retried"}
           onClick={() => {
             cancel.reset();
             retry.mutate(job.id);
-          }}>
+          }}
+        >
           {retry.isPending ? "Retrying…" : "Retry"}
         </button>
       )}
       {outcome && (
-        <div className={`notice ${outcome.tone}`} role={outcome.tone === "error" ? "alert" : "status"} data-testid="action-outcome"
-          style={{ flexBasis: "100%", margin: 0 }}>
+        <div
+          className={`notice ${outcome.tone}`}
+          role={outcome.tone === "error" ? "alert" : "status"}
+          data-testid="action-outcome"
+          style={{ flexBasis: "100%", margin: 0 }}
+        >
           {outcome.text}
         </div>
       )}
@@ -223,30 +309,65 @@ function JobActions({ job }: { job: JobDetail }) {
 
 function RunFacts({ job }: { job: JobDetail }) {
   const now = useNow(1000);
-  const ran = job.started_at ? (job.finished_at ? Date.parse(job.finished_at) : now) - Date.parse(job.started_at) : null;
+  const ran = job.started_at
+    ? (job.finished_at ? Date.parse(job.finished_at) : now) - Date.parse(job.started_at)
+    : null;
   return (
     <dl className="kv" style={{ marginTop: 12 }}>
-      <dt>Created</dt><dd title={job.created_at}>{formatRelative(job.created_at, now)}</dd>
+      <dt>Created</dt>
+      <dd title={job.created_at}>{formatRelative(job.created_at, now)}</dd>
       {job.status === "queued" && (
-        <><dt>Runnable</dt><dd title={job.available_at}>{Date.parse(job.available_at) > now ? formatRelative(job.available_at, now) : "now"}</dd></>
+        <>
+          <dt>Runnable</dt>
+          <dd title={job.available_at}>
+            {Date.parse(job.available_at) > now ? formatRelative(job.available_at, now) : "now"}
+          </dd>
+        </>
       )}
-      {ran !== null && <><dt>{job.finished_at ? "Ran for" : "Running for"}</dt><dd>{formatDuration(ran)}</dd></>}
-      {job.finished_at && <><dt>Finished</dt><dd title={job.finished_at}>{formatRelative(job.finished_at, now)}</dd></>}
-      <dt>Timeout</dt><dd>{job.timeout_seconds ? `${job.timeout_seconds} s per attempt` : "none"}</dd>
+      {ran !== null && (
+        <>
+          <dt>{job.finished_at ? "Ran for" : "Running for"}</dt>
+          <dd>{formatDuration(ran)}</dd>
+        </>
+      )}
+      {job.finished_at && (
+        <>
+          <dt>Finished</dt>
+          <dd title={job.finished_at}>{formatRelative(job.finished_at, now)}</dd>
+        </>
+      )}
+      <dt>Timeout</dt>
+      <dd>{job.timeout_seconds ? `${job.timeout_seconds} s per attempt` : "none"}</dd>
     </dl>
   );
 }
 
 function LeasePanel({ job }: { job: JobDetail }) {
   if (!job.locked_by) {
-    return <p className="muted" style={{ margin: 0 }}>{job.status === "queued" ? "Not claimed yet: no worker holds it." : "Released: no worker holds this job."}</p>;
+    return (
+      <p className="muted" style={{ margin: 0 }}>
+        {job.status === "queued" ? "Not claimed yet: no worker holds it." : "Released: no worker holds this job."}
+      </p>
+    );
   }
   return (
     <dl className="kv">
-      <dt>Owner</dt><dd className="mono" data-testid="lease-owner">{job.locked_by}</dd>
-      <dt>Expires</dt><dd><LeaseCountdown expiresAt={job.lease_expires_at} /></dd>
-      <dt>Token</dt><dd className="mono faint">{job.lease_token ?? "—"}</dd>
-      {job.cancel_requested_at && <><dt>Cancel</dt><dd className="lease-warn">requested {formatTimestamp(job.cancel_requested_at)}</dd></>}
+      <dt>Owner</dt>
+      <dd className="mono" data-testid="lease-owner">
+        {job.locked_by}
+      </dd>
+      <dt>Expires</dt>
+      <dd>
+        <LeaseCountdown expiresAt={job.lease_expires_at} />
+      </dd>
+      <dt>Token</dt>
+      <dd className="mono faint">{job.lease_token ?? "—"}</dd>
+      {job.cancel_requested_at && (
+        <>
+          <dt>Cancel</dt>
+          <dd className="lease-warn">requested {formatTimestamp(job.cancel_requested_at)}</dd>
+        </>
+      )}
     </dl>
   );
 }
@@ -257,26 +378,50 @@ function AttemptsPanel({ job }: { job: JobDetail }) {
   const backoff = job.status === "queued" && job.attempts > 0 && Date.parse(job.available_at) > now;
   return (
     <dl className="kv">
-      <dt>Used</dt><dd><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></dd>
-      <dt>Left</dt><dd>{left}</dd>
-      {backoff && <><dt>Next try</dt><dd className="lease-warn">{formatRelative(job.available_at, now)} (back-off)</dd></>}
-      <dt>Priority</dt><dd>{job.priority}</dd>
-      <dt>Queue</dt><dd>{job.queue}</dd>
+      <dt>Used</dt>
+      <dd>
+        <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
+      </dd>
+      <dt>Left</dt>
+      <dd>{left}</dd>
+      {backoff && (
+        <>
+          <dt>Next try</dt>
+          <dd className="lease-warn">{formatRelative(job.available_at, now)} (back-off)</dd>
+        </>
+      )}
+      <dt>Priority</dt>
+      <dd>{job.priority}</dd>
+      <dt>Queue</dt>
+      <dd>{job.queue}</dd>
     </dl>
   );
 }
 
 function AllFields({ job }: { job: JobDetail }) {
   const rows: [string, ReactNode][] = [
-    ["id", job.id], ["type", job.type], ["queue", job.queue], ["status", job.status], ["priority", job.priority],
-    ["attempts", job.attempts], ["max_attempts", job.max_attempts], ["available_at", formatTimestamp(job.available_at)],
-    ["created_at", formatTimestamp(job.created_at)], ["updated_at", formatTimestamp(job.updated_at)],
-    ["started_at", formatTimestamp(job.started_at)], ["finished_at", formatTimestamp(job.finished_at)],
-    ["locked_by", job.locked_by ?? "—"], ["lease_expires_at", formatTimestamp(job.lease_expires_at)],
-    ["lease_token", job.lease_token ?? "—"], ["timeout_seconds", job.timeout_seconds ?? "—"],
-    ["progress_percent", job.progress_percent ?? "—"], ["progress_message", job.progress_message || "—"],
-    ["idempotency_key", job.idempotency_key ?? "—"], ["request_fingerprint", job.request_fingerprint ?? "—"],
-    ["cancel_requested_at", formatTimestamp(job.cancel_requested_at)], ["is_finished", String(job.is_finished)],
+    ["id", job.id],
+    ["type", job.type],
+    ["queue", job.queue],
+    ["status", job.status],
+    ["priority", job.priority],
+    ["attempts", job.attempts],
+    ["max_attempts", job.max_attempts],
+    ["available_at", formatTimestamp(job.available_at)],
+    ["created_at", formatTimestamp(job.created_at)],
+    ["updated_at", formatTimestamp(job.updated_at)],
+    ["started_at", formatTimestamp(job.started_at)],
+    ["finished_at", formatTimestamp(job.finished_at)],
+    ["locked_by", job.locked_by ?? "—"],
+    ["lease_expires_at", formatTimestamp(job.lease_expires_at)],
+    ["lease_token", job.lease_token ?? "—"],
+    ["timeout_seconds", job.timeout_seconds ?? "—"],
+    ["progress_percent", job.progress_percent ?? "—"],
+    ["progress_message", job.progress_message || "—"],
+    ["idempotency_key", job.idempotency_key ?? "—"],
+    ["request_fingerprint", job.request_fingerprint ?? "—"],
+    ["cancel_requested_at", formatTimestamp(job.cancel_requested_at)],
+    ["is_finished", String(job.is_finished)],
   ];
   return (
     <dl className="kv" data-testid="job-fields">

@@ -29,7 +29,11 @@ export function JobsPage() {
         </div>
         <div className="actions">
           <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
-          {user.can.create && <Link className="button primary" to="/jobs/new">Create job</Link>}
+          {user.can.create && (
+            <Link className="button primary" to="/jobs/new">
+              Create job
+            </Link>
+          )}
         </div>
       </div>
       <section className="panel">
@@ -38,12 +42,22 @@ export function JobsPage() {
           <Loading rows={6} />
         ) : pastEnd ? (
           <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>Go to the first page</button>
+            <button type="button" onClick={() => setPage(1)}>
+              Go to the first page
+            </button>
           </Empty>
         ) : jobs.isError && !jobs.data ? (
           <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         ) : jobs.data!.results.length === 0 ? (
-          <Empty title="No jobs match">Change or clear the filters{user.can.create ? <>, or <Link to="/jobs/new">create a job</Link></> : null}.</Empty>
+          <Empty title="No jobs match">
+            Change or clear the filters
+            {user.can.create ? (
+              <>
+                , or <Link to="/jobs/new">create a job</Link>
+              </>
+            ) : null}
+            .
+          </Empty>
         ) : (
           <>
             <JobTable jobs={jobs.data!.results} />
@@ -62,8 +76,14 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
       <table data-testid="jobs-table">
         <thead>
           <tr>
-            <th>Job</th><th>Status</th><th>Queue</th><th className="num">Priority</th><th className="num">Attempts</th>
-            <th>Lease owner</th><th>Created</th><th>Last error</th>
+            <th>Job</th>
+            <th>Status</th>
+            <th>Queue</th>
+            <th className="num">Priority</th>
+            <th className="num">Attempts</th>
+            <th>Lease owner</th>
+            <th>Created</th>
+            <th>Last error</th>
           </tr>
         </thead>
         <tbody>
@@ -71,30 +91,46 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
             <tr key={job.id} data-job-id={job.id}>
               <td className="nowrap">
                 <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
-                {job.idempotency_key && <div className="sub truncate" title={job.idempotency_key}>key {job.idempotency_key}</div>}
+                {job.idempotency_key && (
+                  <div className="sub truncate" title={job.idempotency_key}>
+                    key {job.idempotency_key}
+                  </div>
+                )}
               </td>
               <td>
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
-                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}><span style={{ width: `${job.progress_percent}%` }} /></span>
+                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}>
+                    <span style={{ width: `${job.progress_percent}%` }} />
+                  </span>
                 )}
-                {job.status === "queued" && Date.parse(job.available_at) > now && <div className="sub">runs {formatRelative(job.available_at, now)}</div>}
+                {job.status === "queued" && Date.parse(job.available_at) > now && (
+                  <div className="sub">runs {formatRelative(job.available_at, now)}</div>
+                )}
               </td>
               <td className="nowrap">{job.queue}</td>
               <td className="num">{job.priority}</td>
-              <td className="num"><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></td>
+              <td className="num">
+                <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
+              </td>
               <td>
                 {job.locked_by ? (
                   <>
-                    <div className="mono truncate" title={job.locked_by}>{job.locked_by}</div>
+                    <div className="mono truncate" title={job.locked_by}>
+                      {job.locked_by}
+                    </div>
                     <LeaseCountdown expiresAt={job.lease_expires_at} tickMs={1000} />
                   </>
                 ) : (
                   <span className="faint">—</span>
                 )}
               </td>
-              <td className="nowrap" title={job.created_at}>{formatRelative(job.created_at, now)}</td>
-              <td className="error-cell" title={job.last_error ?? undefined}>{job.last_error ?? ""}</td>
+              <td className="nowrap" title={job.created_at}>
+                {formatRelative(job.created_at, now)}
+              </td>
+              <td className="error-cell" title={job.last_error ?? undefined}>
+                {job.last_error ?? ""}
+              </td>
             </tr>
           ))}
         </tbody>
