@@ -4,6 +4,7 @@ import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
+import { RefreshControl, ThemeControl } from "./Controls";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
@@ -46,8 +47,13 @@ export function Layout({ user }: { user: User }) {
               </span>
             )}
           </NavLink>
+          <NavLink to="/schedules">Periodic jobs</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
         </nav>
+        <div className="sidebar-controls">
+          <RefreshControl />
+          <ThemeControl />
+        </div>
         <div className="sidebar-foot">
           <span className="who">
             Signed in as <strong>{user.username}</strong>

@@ -12,7 +12,14 @@ import { threadUse, workerLabel } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
-const COLORS = { succeeded: "#1d7a46", failed: "#c0362c", queued: "#5b6b8c" };
+// The stylesheet's tokens, so the charts follow the light or dark theme.
+const COLORS = { succeeded: "var(--succeeded)", failed: "var(--failed)", queued: "var(--queued)" };
+const GRID = "var(--chart-grid)";
+const TICK = { fill: "var(--muted)" };
+const TOOLTIP = {
+  contentStyle: { background: "var(--panel)", border: "1px solid var(--border)", color: "var(--text)" },
+  cursor: { fill: "var(--accent-soft)" },
+};
 
 export function OverviewPage() {
   const metrics = useQuery(metricsOptions(2000));
@@ -23,7 +30,7 @@ export function OverviewPage() {
           <h1>Overview</h1>
           <p>Queue pressure, throughput and workers, refreshed every 2 s.</p>
         </div>
-        <LiveIndicator isError={metrics.isError} isFetching={metrics.isFetching} />
+        <LiveIndicator isError={metrics.isError} error={metrics.error} isFetching={metrics.isFetching} />
       </div>
       {metrics.isError && metrics.data && (
         <ErrorState error={metrics.error} title="Showing the last figures; the latest poll failed" />
@@ -174,10 +181,10 @@ function MetricsView({ m }: { m: Metrics }) {
                   data={[...m.queued.by_priority].sort((a, b) => b.priority - a.priority)}
                   margin={{ top: 8, right: 8, bottom: 0, left: -12 }}
                 >
-                  <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e2e5ea" />
-                  <XAxis dataKey="priority" tick={{ fontSize: 12 }} />
-                  <YAxis allowDecimals={false} tick={{ fontSize: 12 }} />
-                  <Tooltip formatter={(v) => [v, "queued"]} labelFormatter={(p) => `priority ${p}`} />
+                  <CartesianGrid strokeDasharray="3 3" vertical={false} stroke={GRID} />
+                  <XAxis dataKey="priority" tick={{ ...TICK, fontSize: 12 }} />
+                  <YAxis allowDecimals={false} tick={{ ...TICK, fontSize: 12 }} />
+                  <Tooltip {...TOOLTIP} formatter={(v) => [v, "queued"]} labelFormatter={(p) => `priority ${p}`} />
                   <Bar dataKey="count" fill={COLORS.queued} radius={[3, 3, 0, 0]} isAnimationActive={false} />
                 </BarChart>
               </ResponsiveContainer>
@@ -248,10 +255,10 @@ function ThroughputChart({ points }: { points: Metrics["throughput"] }) {
     <div className="chart" role="img" aria-label={`${total} jobs finished in the last ${points.length} minutes`}>
       <ResponsiveContainer width="100%" height="100%">
         <BarChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: -12 }} barCategoryGap="18%">
-          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e2e5ea" />
-          <XAxis dataKey="minute" tick={{ fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
-          <YAxis allowDecimals={false} tick={{ fontSize: 12 }} />
-          <Tooltip cursor={{ fill: "rgba(43, 89, 195, 0.06)" }} />
+          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke={GRID} />
+          <XAxis dataKey="minute" tick={{ ...TICK, fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
+          <YAxis allowDecimals={false} tick={{ ...TICK, fontSize: 12 }} />
+          <Tooltip {...TOOLTIP} />
           <Legend wrapperStyle={{ fontSize: 12 }} />
           <Bar dataKey="succeeded" stackId="finished" fill={COLORS.succeeded} isAnimationActive={false} />
           <Bar
@@ -352,7 +359,7 @@ function ActivityPanel() {
     <section className="panel" aria-labelledby="activity-title">
       <header>
         <h2 id="activity-title">Recent activity</h2>
-        <LiveIndicator isError={feed.isError} />
+        <LiveIndicator isError={feed.isError} error={feed.error} />
       </header>
       {feed.isPending ? (
         <Loading />
