@@ -1,10 +1,11 @@
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions, jobMutations, retryMatchingMutation } from "../api/jobs";
 import type { Job, RetryMatching, RetryMatchingResult } from "../api/types";
-import { JobFilters } from "../components/JobFilters";
+import { InlineConfirm } from "../components/Confirm";
+import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
 import { Pager } from "../components/Pager";
 import { Attempts } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
@@ -55,8 +56,11 @@ export function FailedJobsPage() {
   const retryOne = useMutation(jobMutations.retry(queryClient));
   const retryMany = useMutation(retryMatchingMutation(queryClient));
   const [confirmAll, setConfirmAll] = useState(false);
+  const retryAllButton = useRef<HTMLButtonElement>(null);
   const allBody = retryAllBody(values);
-  const rows = useMemo(() => jobs.data?.results ?? [], [jobs.data]);
+  const refused = jobs.isError ? filterProblems(jobs.error, { ...values, status: "failed" }) : null;
+  const isRefused = refused !== null;
+  const rows = useMemo(() => (isRefused ? [] : (jobs.data?.results ?? [])), [jobs.data, isRefused]);
 
   // Drop selections of jobs that left the page (retried elsewhere, another page).
   useEffect(() => {
@@ -100,7 +104,7 @@ export function FailedJobsPage() {
           <h1>Failed jobs</h1>
           <p>The dead letter: jobs that used every attempt or failed permanently. Retry puts them back in the queue.</p>
         </div>
-        <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
+        <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
       </div>
       {outcome && (
         <div
@@ -112,7 +116,12 @@ export function FailedJobsPage() {
         </div>
       )}
       <section className="panel">
-        <JobFilters values={values} onChange={(v) => setValues({ ...v, status: undefined })} fixed={["status"]} />
+        <JobFilters
+          values={values}
+          onChange={(v) => setValues({ ...v, status: undefined })}
+          fixed={["status"]}
+          invalid={refused?.map((p) => p.field)}
+        />
         {user.can.retry && rows.length > 0 && (
           <div className="selection-bar">
             <span>{selected.size ? `${selected.size} selected` : "Select jobs to retry them together."}</span>
@@ -133,25 +142,18 @@ export function FailedJobsPage() {
                   Retry-all works by type; clear the queue, priority and search filters to use it.
                 </span>
               ) : confirmAll ? (
-                <>
-                  <span>
-                    Retry {values.type ? `every failed ${values.type} job` : "every failed job"} (
-                    {jobs.data!.count.toLocaleString()})?
-                  </span>
-                  <button
-                    type="button"
-                    className="primary small"
-                    disabled={retryMany.isPending}
-                    onClick={() => retryMany.mutate(allBody, { onSettled: () => setConfirmAll(false) })}
-                  >
-                    Yes, retry them
-                  </button>
-                  <button type="button" className="small" onClick={() => setConfirmAll(false)}>
-                    Keep them
-                  </button>
-                </>
+                <InlineConfirm
+                  question={`Retry ${values.type ? `every failed ${values.type} job` : "every failed job"} (${jobs.data!.count.toLocaleString()})?`}
+                  confirmLabel="Yes, retry them"
+                  keepLabel="Keep them"
+                  busy={retryMany.isPending}
+                  onConfirm={() => retryMany.mutate(allBody, { onSettled: () => setConfirmAll(false) })}
+                  onKeep={() => setConfirmAll(false)}
+                  returnFocus={retryAllButton}
+                />
               ) : (
                 <button
+                  ref={retryAllButton}
                   type="button"
                   className="small"
                   disabled={retryMany.isPending}
@@ -172,6 +174,13 @@ export function FailedJobsPage() {
               Go to the first page
             </button>
           </Empty>
+        ) : refused ? (
+          <FilterProblem
+            error={jobs.error}
+            values={values}
+            onChange={(v) => setValues({ ...v, status: undefined })}
+            fixed={["status"]}
+          />
         ) : jobs.isError && !jobs.data ? (
           <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         ) : rows.length === 0 ? (

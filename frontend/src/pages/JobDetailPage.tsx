@@ -1,4 +1,4 @@
-import { type ReactNode, useEffect, useMemo } from "react";
+import { type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
@@ -10,13 +10,15 @@ import {
   jobMutations,
   loadEarlierEventsMutation,
 } from "../api/jobs";
-import type { Job, JobDetail, JobEvent } from "../api/types";
+import type { JobDetail, JobEvent } from "../api/types";
+import { InlineConfirm } from "../components/Confirm";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Attempts, ProgressBar } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
 import { mergeEvents } from "../lib/events";
+import { type LastAction, actionNotice, createdNotice, leaseSummary, timelineAsOf } from "../lib/jobView";
 import { formatDuration, formatRelative, formatTimestamp, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
@@ -46,10 +48,18 @@ function JobDetailView({ id }: { id: number }) {
   const events = useQuery(jobEventsOptions(queryClient, id, job.data?.events, live));
   // The detail (polled every second) also carries the latest events: show them at once rather
   // than at the feed's next poll. And when the status changes, poll the feed right away.
-  const timeline = useMemo(
-    () => mergeEvents(events.data ?? [], job.data?.events ?? []),
-    [events.data, job.data?.events],
+  const merged = useMemo(() => mergeEvents(events.data ?? [], job.data?.events ?? []), [events.data, job.data?.events]);
+  // One source of truth: the timeline shows what the detail's snapshot knows (lib/jobView.ts).
+  const { shown: timeline, heldBack } = useMemo(
+    () => (job.data ? timelineAsOf(job.data, merged) : { shown: merged, heldBack: null }),
+    [job.data, merged],
   );
+  // The feed saw a change the detail does not show yet: read the detail now, not in a second.
+  const heldBackId = heldBack?.id;
+  const { refetch: refetchJob } = job;
+  useEffect(() => {
+    if (heldBackId !== undefined) void refetchJob();
+  }, [heldBackId, refetchJob]);
   const earlier = useMutation(loadEarlierEventsMutation(queryClient, id));
   const status = job.data?.status;
   useEffect(() => {
@@ -87,30 +97,11 @@ function JobDetailView({ id }: { id: number }) {
   const progress = currentProgress(j, timeline);
   return (
     <>
-      <div className="page-head">
-        <div>
-          <div className="muted">
-            <Link to="/jobs">Jobs</Link> / #{j.id}
-          </div>
-          <h1 style={{ display: "flex", gap: 10, alignItems: "center", flexWrap: "wrap" }}>
-            <span>
-              #{j.id} {j.type}
-            </span>{" "}
-            <StatusBadge job={j} />
-          </h1>
-        </div>
-        <div className="actions">
-          <LiveIndicator isError={job.isError} isFetching={job.isFetching} paused={!live} />
-          <JobActions job={j} />
-        </div>
-      </div>
-      {created.created && (
-        <div className="notice success" role="status">
-          {created.replayed
-            ? "This idempotency key was used before with the same request: this is the job it created."
-            : `Job created.${j.status === "queued" ? " It runs when a worker is free." : ""}`}
-        </div>
-      )}
+      <JobHead
+        job={j}
+        created={created}
+        live={<LiveIndicator isError={job.isError} error={job.error} isFetching={job.isFetching} paused={!live} />}
+      />
       {job.isError && <ErrorState error={job.error} title="Showing the last known state; refreshing failed" />}
 
       <div className="grid grid-3" style={{ marginBottom: 14 }}>
@@ -142,7 +133,12 @@ function JobDetailView({ id }: { id: number }) {
         <section className="panel" aria-labelledby="timeline-title">
           <header>
             <h2 id="timeline-title">Events</h2>
-            <LiveIndicator isError={events.isError} isFetching={events.isFetching} paused={!live} />
+            <LiveIndicator
+              isError={events.isError}
+              error={events.error}
+              isFetching={events.isFetching}
+              paused={!live}
+            />
           </header>
           {timeline.length > 0 && timeline[0].kind !== "created" && (
             <div className="hint" style={{ marginBottom: 10 }}>
@@ -225,82 +221,114 @@ export function currentProgress(job: JobDetail, events: JobEvent[]): { percent: 
   return fromJob;
 }
 
-type Outcome = { tone: "success" | "error"; text: string };
-
-function outcomeOf(verb: "cancel" | "retry", result: { job?: Job; error?: unknown }): Outcome {
-  if (result.error) {
-    const e = result.error;
-    const reason = e instanceof Error ? e.message : String(e);
-    return { tone: "error", text: `Could not ${verb}: ${reason}` };
-  }
-  const job = result.job!;
-  if (verb === "cancel") {
-    return job.status === "cancelled"
-      ? { tone: "success", text: "Cancelled. No worker will run it." }
-      : {
-          tone: "success",
-          text: "Cancel requested: the worker stops the handler at its next check, then the job ends cancelled.",
-        };
-  }
-  return {
-    tone: "success",
-    text: `Retried: the job is ${job.status} again and runnable now (attempt ${job.attempts + 1} of ${job.max_attempts} next).`,
-  };
-}
-
-function JobActions({ job }: { job: JobDetail }) {
+/**
+ * The title row (breadcrumb, title, badge, the live dot and the actions) and, under it, the
+ * notices: the confirmation before cancelling a running job, the last action's outcome and
+ * the creation notice, each read against the job as it is now (lib/jobView.ts), so a notice
+ * goes once it no longer applies.
+ */
+function JobHead({ job, created, live }: { job: JobDetail; created: CreatedState; live: ReactNode }) {
   const user = useUser();
   const queryClient = useQueryClient();
   const cancel = useMutation(jobMutations.cancel(queryClient));
   const retry = useMutation(jobMutations.retry(queryClient));
+  const [confirming, setConfirming] = useState(false);
+  const cancelButton = useRef<HTMLButtonElement>(null);
   const canCancel = !isFinished(job) && !job.cancel_requested_at;
   const canRetry = job.status === "failed" || job.status === "cancelled";
+  // A confirmation for a job that has meanwhile finished no longer applies.
+  const askToCancel = confirming && canCancel && job.status === "running";
   const last =
     cancel.submittedAt > retry.submittedAt
       ? { verb: "cancel" as const, m: cancel }
       : { verb: "retry" as const, m: retry };
-  const outcome =
-    last.m.isIdle || last.m.isPending ? null : outcomeOf(last.verb, { job: last.m.data, error: last.m.error });
+  const action: LastAction | null =
+    last.m.isIdle || last.m.isPending
+      ? null
+      : { verb: last.verb, answer: last.m.data, error: last.m.error ?? undefined };
+  const outcome = actionNotice(action, job);
+  const welcome = createdNotice(created, job);
+  const doCancel = () => {
+    setConfirming(false);
+    retry.reset();
+    cancel.mutate(job.id);
+  };
   return (
     <>
-      {user.can.cancel && (
-        <button
-          type="button"
-          className="danger"
-          disabled={!canCancel || cancel.isPending}
-          title={
-            canCancel ? "Stop this job" : job.cancel_requested_at ? "Cancel already requested" : "The job has finished"
-          }
-          onClick={() => {
-            retry.reset();
-            cancel.mutate(job.id);
-          }}
-        >
-          {cancel.isPending ? "Cancelling…" : "Cancel"}
-        </button>
-      )}
-      {user.can.retry && (
-        <button
-          type="button"
-          className="primary"
-          disabled={!canRetry || retry.isPending}
-          title={canRetry ? "Queue it again" : "Only failed or cancelled jobs can be retried"}
-          onClick={() => {
-            cancel.reset();
-            retry.mutate(job.id);
-          }}
-        >
-          {retry.isPending ? "Retrying…" : "Retry"}
-        </button>
+      <div className="page-head">
+        <div className="page-title">
+          <div className="muted">
+            <Link to="/jobs">Jobs</Link> / #{job.id}
+          </div>
+          <h1 className="title-with-badge">
+            <span>
+              #{job.id} {job.type}
+            </span>{" "}
+            <StatusBadge job={job} />
+          </h1>
+        </div>
+        <div className="actions">
+          {live}
+          {user.can.cancel && (
+            <button
+              ref={cancelButton}
+              type="button"
+              className="danger"
+              disabled={!canCancel || cancel.isPending || askToCancel}
+              title={
+                canCancel
+                  ? "Stop this job"
+                  : job.cancel_requested_at
+                    ? "Cancel already requested"
+                    : "The job has finished"
+              }
+              onClick={() => (job.status === "running" ? setConfirming(true) : doCancel())}
+            >
+              {cancel.isPending ? "Cancelling…" : "Cancel"}
+            </button>
+          )}
+          {user.can.retry && (
+            <button
+              type="button"
+              className="primary"
+              disabled={!canRetry || retry.isPending}
+              title={canRetry ? "Queue it again" : "Only failed or cancelled jobs can be retried"}
+              onClick={() => {
+                cancel.reset();
+                retry.mutate(job.id);
+              }}
+            >
+              {retry.isPending ? "Retrying…" : "Retry"}
+            </button>
+          )}
+        </div>
+      </div>
+      {askToCancel && (
+        <div className="notice warn confirm-bar">
+          <InlineConfirm
+            testId="confirm-cancel"
+            tone="danger"
+            question={`Cancel job #${job.id} while it runs? The worker stops the handler at its next check and the job ends cancelled.`}
+            confirmLabel="Yes, cancel it"
+            keepLabel="Keep it running"
+            onConfirm={doCancel}
+            onKeep={() => setConfirming(false)}
+            returnFocus={cancelButton}
+          />
+        </div>
       )}
       {outcome && (
         <div
           className={`notice ${outcome.tone}`}
           role={outcome.tone === "error" ? "alert" : "status"}
           data-testid="action-outcome"
-          style={{ flexBasis: "100%", margin: 0 }}
         >
           {outcome.text}
+        </div>
+      )}
+      {welcome && (
+        <div className={`notice ${welcome.tone}`} role="status" data-testid="created-notice">
+          {welcome.text}
         </div>
       )}
     </>
@@ -343,10 +371,11 @@ function RunFacts({ job }: { job: JobDetail }) {
 }
 
 function LeasePanel({ job }: { job: JobDetail }) {
+  const now = useNow(1000);
   if (!job.locked_by) {
     return (
       <p className="muted" style={{ margin: 0 }}>
-        {job.status === "queued" ? "Not claimed yet: no worker holds it." : "Released: no worker holds this job."}
+        {leaseSummary(job, now)}
       </p>
     );
   }

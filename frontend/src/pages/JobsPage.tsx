@@ -3,7 +3,7 @@ import { Link } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions } from "../api/jobs";
 import type { Job } from "../api/types";
-import { JobFilters } from "../components/JobFilters";
+import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
 import { Attempts } from "../components/Progress";
@@ -20,6 +20,8 @@ export function JobsPage() {
   const { values, page, setValues, setPage } = useFilterParams();
   const jobs = useQuery(jobListOptions(toListParams(values, page, PAGE_SIZE)));
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
+  const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
   return (
     <>
       <div className="page-head">
@@ -28,7 +30,7 @@ export function JobsPage() {
           <p>Every job, newest first; filter by status, type, queue or priority.</p>
         </div>
         <div className="actions">
-          <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
+          <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
           {user.can.create && (
             <Link className="button primary" to="/jobs/new">
               Create job
@@ -37,7 +39,7 @@ export function JobsPage() {
         </div>
       </div>
       <section className="panel">
-        <JobFilters values={values} onChange={setValues} />
+        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
         {jobs.isPending ? (
           <Loading rows={6} />
         ) : pastEnd ? (
@@ -46,6 +48,8 @@ export function JobsPage() {
               Go to the first page
             </button>
           </Empty>
+        ) : refused ? (
+          <FilterProblem error={jobs.error} values={values} onChange={setValues} />
         ) : jobs.isError && !jobs.data ? (
           <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         ) : jobs.data!.results.length === 0 ? (

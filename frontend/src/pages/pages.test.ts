@@ -100,12 +100,13 @@ describe("toListParams", () => {
     });
   });
 
-  it("drops a priority that is not a number and page 1", () => {
-    expect(toListParams({ priority: "high" }, 1, 50)).toMatchObject({
-      priority: undefined,
+  it("passes a priority that is not a whole number on, for the API to refuse by name; drops page 1", () => {
+    expect(toListParams({ priority: "abc" }, 1, 50)).toMatchObject({
+      priority: "abc",
       page: undefined,
       page_size: 50,
     });
+    expect(toListParams({ priority: " " }, 1, 50).priority).toBeUndefined();
   });
 });
 
