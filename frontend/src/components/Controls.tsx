@@ -5,16 +5,17 @@ import { THEME_CHOICES, type ThemeChoice, setTheme, useTheme } from "../lib/them
 export function RefreshControl() {
   const { everyMs, paused } = useRefreshSettings();
   return (
-    <div className="control" role="group" aria-label="Refresh">
+    <div className="control" role="group" aria-label="Refresh settings">
       <label htmlFor="refresh-every">Refresh</label>
       <select
         id="refresh-every"
+        title="How often every page refreshes (Auto: each page's own rate, 1 to 5 s)"
         value={everyMs === null ? "auto" : String(everyMs)}
         onChange={(e) => setRefreshSettings({ everyMs: e.target.value === "auto" ? null : Number(e.target.value) })}
       >
         {REFRESH_CHOICES.map((c) => (
           <option key={c.label} value={c.everyMs === null ? "auto" : String(c.everyMs)}>
-            {c.everyMs === null ? "Auto (1–5 s)" : `every ${c.label}`}
+            {c.label}
           </option>
         ))}
       </select>

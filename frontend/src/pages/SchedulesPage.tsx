@@ -90,7 +90,7 @@ function SchedulesTable({ rows }: { rows: Schedule[] }) {
             return (
               <tr key={s.name} data-schedule={s.name}>
                 <td>
-                  <div className="nowrap">
+                  <div className="schedule-name">
                     <strong>{s.name}</strong>
                     {!s.valid && (
                       <span className="badge badge-failed" style={{ marginLeft: 6 }}>
