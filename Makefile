@@ -86,7 +86,7 @@ test-backend: venv ui migrate
 
 test-frontend: ui
 ifneq ($(HAS_UI),)
-	cd frontend && npm test
+	cd frontend && npm test && npm run format:check
 endif
 
 # The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise

@@ -121,3 +121,11 @@ def test_queue_settings_are_editable_through_the_services(staff_operator):
     staff_operator.post("/admin/django_pg_jobqueue/queuesetting/", {"action": "resume", "_selected_action": ["reports"]})
     setting.refresh_from_db()
     assert not setting.paused
+
+
+def test_the_admin_index_names_worker_processes_in_plain_english(make_user):
+    client = Client()
+    client.force_login(make_user("boss", perms=["view_workerprocess"], is_staff=True))
+    page = client.get("/admin/").content.decode()
+    assert "Worker processes" in page
+    assert "processs" not in page

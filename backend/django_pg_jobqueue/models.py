@@ -271,6 +271,7 @@ class WorkerProcess(models.Model):
     class Meta:
         db_table = "job_workers"
         ordering = ["id"]
+        verbose_name_plural = "worker processes"
 
 
 class QueueSetting(models.Model):

@@ -30,8 +30,14 @@ const context = await chromium.launchPersistentContext(profile, {
   headless: true,
   viewport: { width: 1360, height: 900 },
   args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
   ],
   timeout: 30_000,
 });

@@ -12,11 +12,16 @@
  *   3. Debian's Chromium (/usr/bin/chromium, or $CHROMIUM_PATH) driven by playwright-core:
  *      log in with the keyboard; create a `sleep` job and watch it go queued -> running with
  *      progress and a lease -> succeeded in the live timeline; create a permanently failing
- *      `fail` job and retry it from the failed-jobs page; cancel a running `sleep` job;
- *      a server-side validation error shown next to its field; a screenshot of each page.
+ *      `fail` job and retry it from the failed-jobs page; cancel a running `sleep` job
+ *      (confirmed by keyboard; the badge, status field and timeline agreeing throughout;
+ *      the notices that no longer apply gone); a server-side validation error shown next
+ *      to its field; a bad filter in the address explained and cleared; refresh paused
+ *      (no request) and resumed; the periodic jobs page with this run's JOB_PERIODIC entry;
+ *      dark mode from prefers-color-scheme and from the theme control; a screenshot of each
+ *      page at 1440x900, some at 390 wide and in dark.
  *
  * Screenshots and server logs go to frontend/e2e-results/. Exit code 0 only when every step
- * passed. The whole run is capped at E2E_TIMEOUT_SECONDS (default 180).
+ * passed. The whole run is capped at E2E_TIMEOUT_SECONDS (default 300).
  *
  * It runs in a database of its own, `<your database>_e2e` on the server of DATABASE_URL (or
  * of the embedded PostgreSQL when DATABASE_URL is unset), created fresh and dropped at the
@@ -34,14 +39,24 @@ const FRONTEND = resolve(HERE, "..");
 const REPO = resolve(FRONTEND, "..");
 const RESULTS = join(FRONTEND, "e2e-results");
 // Where `npm run build` writes the dashboard (vite.config.ts): package data of the Django app.
-const BUILT_INDEX = join(REPO, "backend", "django_pg_jobqueue", "static", "django_pg_jobqueue", "dashboard", "index.html");
+const BUILT_INDEX = join(
+  REPO,
+  "backend",
+  "django_pg_jobqueue",
+  "static",
+  "django_pg_jobqueue",
+  "dashboard",
+  "index.html",
+);
 const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const MANAGE = join(REPO, "manage.py");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_SECONDS ?? 180) * 1000;
+const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_SECONDS ?? 300) * 1000;
 const HEADED = process.env.E2E_HEADED === "1";
 const RUN_ID = `${Date.now().toString(36)}-${process.pid}`;
 const QUEUE = `e2e-${RUN_ID}`;
+// A periodic entry on this run's queue: the workers enqueue its latest due tick at start.
+const SCHEDULE = `e2e-every-minute-${RUN_ID}`;
 const USERNAME = "e2e-operator";
 const PASSWORD = `e2e-${Math.random().toString(36).slice(2)}-pw`;
 
@@ -79,13 +94,16 @@ function backendEnv(port) {
     JOB_REAPER_INTERVAL_SECONDS: "1",
     JOB_SHUTDOWN_GRACE_SECONDS: "2",
     JOB_CREATE_RATE: "10000/min",
+    JOB_PERIODIC: JSON.stringify({ [SCHEDULE]: { cron: "* * * * *", type: "noop", queue: QUEUE } }),
   };
 }
 
 function manage(args, env, { timeoutMs = 120_000 } = {}) {
   const result = spawnSync(PYTHON, [MANAGE, ...args], { cwd: REPO, env, encoding: "utf8", timeout: timeoutMs });
   if (result.status !== 0) {
-    throw new Error(`manage.py ${args[0]} failed (exit ${result.status ?? result.signal}):\n${result.stdout}\n${result.stderr}`);
+    throw new Error(
+      `manage.py ${args[0]} failed (exit ${result.status ?? result.signal}):\n${result.stdout}\n${result.stderr}`,
+    );
   }
   return result.stdout;
 }
@@ -138,7 +156,10 @@ function freePort() {
 
 function serverURL() {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-  const r = spawnSync(PYTHON, [join(REPO, "backend", "config", "embedded_pg.py"), "url"], { cwd: REPO, encoding: "utf8" });
+  const r = spawnSync(PYTHON, [join(REPO, "backend", "config", "embedded_pg.py"), "url"], {
+    cwd: REPO,
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`embedded PostgreSQL did not start:\n${r.stdout}\n${r.stderr}`);
   return r.stdout.trim().split("\n").pop();
 }
@@ -170,7 +191,8 @@ async function waitForHttp(url, child, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${child.name} exited early (code ${child.exitCode}); see ${child.logPath}`);
+    if (child.exitCode !== null)
+      throw new Error(`${child.name} exited early (code ${child.exitCode}); see ${child.logPath}`);
     try {
       const r = await fetch(url);
       if (r.ok) return;
@@ -250,10 +272,16 @@ async function runBrowser(baseURL) {
     executablePath: CHROMIUM,
     headless: !HEADED,
     baseURL,
-    viewport: { width: 1360, height: 900 },
+    viewport: { width: 1440, height: 900 },
     args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
     ].filter((a) => !(HEADED && a === "--headless")),
     timeout: 30_000,
   });
@@ -264,7 +292,8 @@ async function runBrowser(baseURL) {
   page.on("console", (m) => {
     // The browser logs every 4xx answer ("Failed to load resource"); those are outcomes the test
     // provokes (401 before login, 400 for bad input). Anything else logged as an error is a bug.
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(`console: ${m.text()}`);
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource"))
+      pageErrors.push(`console: ${m.text()}`);
   });
   page.on("response", (r) => {
     if (r.status() >= 500) pageErrors.push(`HTTP ${r.status()} from ${r.request().method()} ${r.url()}`);
@@ -278,11 +307,17 @@ async function runBrowser(baseURL) {
   await page.getByLabel("Password").fill("wrong-password");
   await page.getByLabel("Username").fill(USERNAME);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("alert").filter({ hasText: /invalid username or password/i }).waitFor();
+  await page
+    .getByRole("alert")
+    .filter({ hasText: /invalid username or password/i })
+    .waitFor();
   await shot(page, "login");
   await page.getByLabel("Username").focus();
   await page.keyboard.press("Tab");
-  check(await page.getByLabel("Password").evaluate((el) => el === document.activeElement), "Tab from Username should reach Password");
+  check(
+    await page.getByLabel("Password").evaluate((el) => el === document.activeElement),
+    "Tab from Username should reach Password",
+  );
   await page.keyboard.press("ControlOrMeta+A");
   await page.keyboard.type(PASSWORD);
   await page.keyboard.press("Enter");
@@ -299,7 +334,10 @@ async function runBrowser(baseURL) {
   await page.getByTestId("error-priority").waitFor();
   check(/100/.test(await page.getByTestId("error-priority").innerText()), "the priority error should name the limit");
   await page.getByTestId("error-queue").waitFor();
-  check((await page.getByLabel("Priority").getAttribute("aria-invalid")) === "true", "priority should be marked invalid");
+  check(
+    (await page.getByLabel("Priority").getAttribute("aria-invalid")) === "true",
+    "priority should be marked invalid",
+  );
   check(page.url().endsWith("/jobs/new"), "a refused job must not navigate away");
   await page.getByTestId("payload-editor").fill('{"seconds": 3,}');
   await page.getByTestId("payload-error").waitFor();
@@ -324,7 +362,10 @@ async function runBrowser(baseURL) {
         if (progressSeen.length <= 2) {
           const owner = await page.getByTestId("lease-owner").innerText();
           check(owner.trim().length > 0, "a running job shows its lease owner");
-          check(/expires in/.test(await page.getByTestId("lease-countdown").innerText()), "a running job shows its lease countdown");
+          check(
+            /expires in/.test(await page.getByTestId("lease-countdown").innerText()),
+            "a running job shows its lease countdown",
+          );
           await shot(page, "job-running");
           // The README's picture: the first screen only, small.
           await shot(page, "readme-job-detail", { fullPage: false });
@@ -338,20 +379,36 @@ async function runBrowser(baseURL) {
   check(seen.has("succeeded"), `job #${sleepId} did not succeed within 20 s (saw ${[...seen].join(", ")})`);
   // The detail is polled every second and the job reports every 0.25 s for 3 s: at least one
   // value between 0 and 100 must show (usually two or three), and they only grow.
-  check(progressSeen.length >= 1, `the progress bar should move while running (saw ${progressSeen.join(", ") || "none"})`);
-  check(progressSeen.every((p, i) => i === 0 || p > progressSeen[i - 1]), `progress went backwards: ${progressSeen}`);
+  check(
+    progressSeen.length >= 1,
+    `the progress bar should move while running (saw ${progressSeen.join(", ") || "none"})`,
+  );
+  check(
+    progressSeen.every((p, i) => i === 0 || p > progressSeen[i - 1]),
+    `progress went backwards: ${progressSeen}`,
+  );
   await page.locator('[data-testid=events-timeline] > li[data-kind="succeeded"]').waitFor();
   const kinds = await timelineKinds(page);
   const order = ["created", "claimed", "progress", "succeeded"].map((k) => kinds.indexOf(k));
-  check(order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
-    `timeline should read created, claimed, progress, succeeded; got ${kinds.join(", ")}`);
-  check(Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow")) === 100, "a succeeded job shows 100%");
-  log(`job #${sleepId}: statuses ${[...seen].join(" -> ")}; progress ${progressSeen.join("%, ")}%; timeline ${kinds.join(", ")}`);
+  check(
+    order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
+    `timeline should read created, claimed, progress, succeeded; got ${kinds.join(", ")}`,
+  );
+  check(
+    Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow")) === 100,
+    "a succeeded job shows 100%",
+  );
+  log(
+    `job #${sleepId}: statuses ${[...seen].join(" -> ")}; progress ${progressSeen.join("%, ")}%; timeline ${kinds.join(", ")}`,
+  );
   await shot(page, "job-succeeded");
 
   // 4. A permanently failing job lands in the dead letter; retry it from there.
   log("step: failed job, retried from the failed-jobs page");
-  const failId = await createJob(page, { type: "fail", payload: { permanent: true, message: `e2e permanent failure ${RUN_ID}` } });
+  const failId = await createJob(page, {
+    type: "fail",
+    payload: { permanent: true, message: `e2e permanent failure ${RUN_ID}` },
+  });
   await waitForStatus(page, "failed");
   await page.getByText(`e2e permanent failure ${RUN_ID}`).first().waitFor();
   await page.getByRole("link", { name: /Failed jobs/ }).click();
@@ -369,7 +426,10 @@ async function runBrowser(baseURL) {
   await waitForStatus(page, "failed");
   await page.locator('[data-testid=events-timeline] > li[data-kind="failed"]').nth(1).waitFor();
   const failKinds = await timelineKinds(page);
-  check(failKinds.indexOf("retried") > failKinds.indexOf("failed"), `retried should follow the first failure: ${failKinds}`);
+  check(
+    failKinds.indexOf("retried") > failKinds.indexOf("failed"),
+    `retried should follow the first failure: ${failKinds}`,
+  );
   log(`job #${failId}: timeline ${failKinds.join(", ")}`);
   await shot(page, "job-failed-retried");
 
@@ -382,8 +442,14 @@ async function runBrowser(baseURL) {
   await page.getByRole("link", { name: "Overview" }).click();
   await page.getByRole("heading", { name: "Throughput, jobs per minute" }).waitFor();
   await page.locator(".recharts-surface").first().waitFor();
-  await page.locator("section[aria-labelledby=workers-title]").getByRole("link", { name: `#${longId}` }).waitFor();
-  check(Number(await page.getByTestId("stat-active-workers").innerText()) >= 1, "the overview counts the worker process");
+  await page
+    .locator("section[aria-labelledby=workers-title]")
+    .getByRole("link", { name: `#${longId}` })
+    .waitFor();
+  check(
+    Number(await page.getByTestId("stat-active-workers").innerText()) >= 1,
+    "the overview counts the worker process",
+  );
   check(Number(await page.getByTestId("stat-running").innerText()) >= 1, "the overview counts the running job");
   await sleep(300);
   await shot(page, "overview");
@@ -396,38 +462,218 @@ async function runBrowser(baseURL) {
   await queueRow.getByText("active", { exact: true }).waitFor();
   await page.goBack();
   await waitForStatus(page, "running");
-  await page.getByRole("button", { name: "Cancel" }).click();
+  const cancelButton = page.getByRole("button", { name: "Cancel", exact: true });
+  // A running job asks first; Escape keeps it running and gives the focus back to Cancel.
+  await cancelButton.click();
+  const confirm = page.getByTestId("confirm-cancel");
+  await confirm.waitFor();
+  check(
+    await confirm.getByRole("button", { name: "Yes, cancel it" }).evaluate((el) => el === document.activeElement),
+    "the confirmation's button should take the focus",
+  );
+  await shot(page, "job-confirm-cancel", { fullPage: false });
+  await page.keyboard.press("Escape");
+  await confirm.waitFor({ state: "detached" });
+  check(
+    await cancelButton.evaluate((el) => el === document.activeElement),
+    "Escape should give the focus back to Cancel",
+  );
+  check((await badgeStatus(page)) === "running", "Escape must not cancel the job");
+  // By keyboard this time: Enter opens the confirmation, Enter confirms.
+  await page.keyboard.press("Enter");
+  await confirm.waitFor();
+  await page.keyboard.press("Enter");
   await page.getByTestId("action-outcome").waitFor();
   const outcome = await page.getByTestId("action-outcome").innerText();
   check(/cancel/i.test(outcome) && !/could not/i.test(outcome), `cancel outcome: ${outcome}`);
-  await waitForStatus(page, "cancelled", 15_000);
+  // The notice sits under the title row; the title, badge and buttons stay on one line.
+  const head = await page.locator(".page-head").boundingBox();
+  const notice = await page.getByTestId("action-outcome").boundingBox();
+  const title = await page.locator("h1").boundingBox();
+  const button = await cancelButton.boundingBox();
+  check(
+    notice.y >= head.y + head.height - 1,
+    `the outcome notice should be below the title row (${JSON.stringify({ head, notice })})`,
+  );
+  check(head.height < 80, `the title row should not wrap at 1440 px (height ${head.height})`);
+  check(button.y < title.y + title.height && button.y + button.height > title.y, "title and buttons share a line");
+  await shot(page, "job-cancel-requested", { fullPage: false });
+  // Until it ends, every part of the page tells the same state: the timeline never shows the
+  // end while the badge and the status field do not.
+  const seenStates = new Set();
+  const stateDeadline = Date.now() + 15_000;
+  while (Date.now() < stateDeadline) {
+    const snap = await page.evaluate(() => {
+      const badge = document.querySelector("h1 [data-testid=status-badge]");
+      const fields = [...document.querySelectorAll("[data-testid=job-fields] dt")];
+      const statusField = fields.find((dt) => dt.textContent === "status")?.nextElementSibling?.textContent;
+      const ended = !!document.querySelector('[data-testid=events-timeline] > li[data-kind="cancelled"]');
+      return { badge: badge?.getAttribute("data-status"), label: badge?.textContent, statusField, ended };
+    });
+    seenStates.add(`${snap.label}/${snap.statusField}/${snap.ended ? "Cancelled" : "-"}`);
+    check(snap.badge === snap.statusField, `badge ${snap.badge} but status field ${snap.statusField}`);
+    check(!snap.ended || snap.badge === "cancelled", `the timeline says Cancelled while the badge says ${snap.label}`);
+    if (snap.badge === "cancelled") break;
+    await sleep(50);
+  }
+  await waitForStatus(page, "cancelled", 1_000);
   const cancelKinds = await timelineKinds(page);
-  check(cancelKinds.includes("cancel_requested") && cancelKinds.at(-1) === "cancelled",
-    `timeline should end cancel_requested ... cancelled; got ${cancelKinds.join(", ")}`);
-  check(await page.getByRole("button", { name: "Cancel" }).isDisabled(), "a cancelled job cannot be cancelled again");
-  check(!(await page.getByRole("button", { name: "Retry" }).isDisabled()), "a cancelled job can be retried");
-  log(`job #${longId}: ${outcome}; timeline ${cancelKinds.join(", ")}`);
+  check(
+    cancelKinds.includes("cancel_requested") && cancelKinds.at(-1) === "cancelled",
+    `timeline should end cancel_requested ... cancelled; got ${cancelKinds.join(", ")}`,
+  );
+  check(await cancelButton.isDisabled(), "a cancelled job cannot be cancelled again");
+  check(
+    !(await page.getByRole("button", { name: "Retry", exact: true }).isDisabled()),
+    "a cancelled job can be retried",
+  );
+  // The notices that no longer apply are gone; the Lease card says what is true.
+  check((await page.getByText("Cancel requested:").count()) === 0, "'Cancel requested' should go once cancelled");
+  check((await page.getByTestId("created-notice").count()) === 0, "'Job created.' should go once the job ended");
+  check(/^Cancelled/.test(await page.getByTestId("action-outcome").innerText()), "the outcome says Cancelled");
+  const leaseText = await page.locator("section[aria-labelledby=lease-title]").innerText();
+  check(/the job was cancelled/.test(leaseText) && !/Released/.test(leaseText), `lease card: ${leaseText}`);
+  log(`job #${longId}: ${outcome}; states ${[...seenStates].join(" -> ")}; timeline ${cancelKinds.join(", ")}`);
   await shot(page, "job-cancelled");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  await shot(page, "job-cancelled-phone", { fullPage: false });
+  await page.setViewportSize({ width: 1440, height: 900 });
 
   // 6. The list, filtered to this run's queue, and the overview.
   log("step: jobs list and overview");
   await page.goto(`/jobs?queue=${encodeURIComponent(QUEUE)}`);
-  for (const [id, status] of [[sleepId, "succeeded"], [failId, "failed"], [longId, "cancelled"]]) {
+  for (const [id, status] of [
+    [sleepId, "succeeded"],
+    [failId, "failed"],
+    [longId, "cancelled"],
+  ]) {
     const r = page.locator(`[data-testid=jobs-table] tr[data-job-id="${id}"]`);
     await r.waitFor();
-    check((await r.getByTestId("status-badge").getAttribute("data-status")) === status, `list: job #${id} should be ${status}`);
+    check(
+      (await r.getByTestId("status-badge").getAttribute("data-status")) === status,
+      `list: job #${id} should be ${status}`,
+    );
   }
   await shot(page, "jobs");
   await page.goto("/");
   await page.getByRole("heading", { name: "Overview" }).waitFor();
   // The activity feed has this run's last event.
-  await page.locator("section[aria-labelledby=activity-title]").getByRole("link", { name: `#${longId}` }).first().waitFor();
+  await page
+    .locator("section[aria-labelledby=activity-title]")
+    .getByRole("link", { name: `#${longId}` })
+    .first()
+    .waitFor();
   await page.setViewportSize({ width: 390, height: 844 });
   await sleep(300);
   await shot(page, "overview-phone");
 
+  await page.setViewportSize({ width: 1440, height: 900 });
+
+  // 7. A bad filter in the address: what is wrong with it, and a way to clear it.
+  log("step: a bad filter in the address");
+  await page.goto(`/jobs?status=bogus&queue=${encodeURIComponent(QUEUE)}`);
+  const problem = page.getByTestId("filter-problem");
+  await problem.waitFor();
+  const problemText = await problem.innerText();
+  check(/Status “bogus”/.test(problemText), `the problem names the status filter: ${problemText}`);
+  check((await page.getByText("Connection problem").count()) === 0, "a refused filter is not a connection problem");
+  check(
+    (await page.getByLabel("Status", { exact: true }).inputValue()) === "bogus",
+    "the dropdown shows the value asked for",
+  );
+  await shot(page, "jobs-bad-filter", { fullPage: false });
+  await problem.getByRole("button", { name: "Clear status" }).click();
+  await page.waitForURL(new RegExp(`/jobs\\?queue=${encodeURIComponent(QUEUE)}$`));
+  await page.locator(`[data-testid=jobs-table] tr[data-job-id="${longId}"]`).waitFor();
+  await page.goto("/jobs?priority=abc");
+  check(/Priority “abc”/.test(await page.getByTestId("filter-problem").innerText()), "?priority=abc is not ignored");
+
+  // 8. Refresh: paused, the page sends no request; resumed, it polls again.
+  log("step: refresh control");
+  await page.goto(`/jobs?queue=${encodeURIComponent(QUEUE)}`);
+  await page.locator(`[data-testid=jobs-table] tr[data-job-id="${longId}"]`).waitFor();
+  const listRequests = [];
+  const onRequest = (r) => {
+    if (new URL(r.url()).pathname.endsWith("/api/v1/jobs/")) listRequests.push(Date.now());
+  };
+  page.on("request", onRequest);
+  await page.getByRole("button", { name: "Pause", exact: true }).click();
+  await page.getByTestId("live").filter({ hasText: "Paused" }).waitFor();
+  const pausedAt = Date.now();
+  await sleep(7_000);
+  check(
+    listRequests.filter((t) => t > pausedAt + 200).length === 0,
+    `paused, yet ${listRequests.length} list requests`,
+  );
+  await page.getByRole("button", { name: "Resume", exact: true }).click();
+  await page.getByTestId("live").filter({ hasText: /^Live/ }).waitFor();
+  const resumedAt = Date.now();
+  while (Date.now() - resumedAt < 5_000 && !listRequests.some((t) => t >= resumedAt)) await sleep(100);
+  check(
+    listRequests.some((t) => t >= resumedAt),
+    "resumed, the list polls again",
+  );
+  await page.getByLabel("Refresh", { exact: true }).selectOption({ label: "15 s" });
+  await page.reload();
+  check((await page.getByLabel("Refresh", { exact: true }).inputValue()) === "15000", "the chosen rate is remembered");
+  await page.getByLabel("Refresh", { exact: true }).selectOption("auto");
+  page.off("request", onRequest);
+
+  // 9. Periodic jobs: the run's schedule (JOB_PERIODIC), its cron, runs and jobs.
+  log("step: periodic jobs");
+  await page.getByRole("link", { name: "Periodic jobs" }).click();
+  await page.getByRole("heading", { name: "Periodic jobs" }).waitFor();
+  const scheduleRow = page.locator(`[data-testid=schedules-table] tr[data-schedule="${SCHEDULE}"]`);
+  await scheduleRow.waitFor();
+  check((await scheduleRow.getByTestId("schedule-cron").innerText()) === "* * * * *", "the schedule shows its cron");
+  check(/^in /.test(await scheduleRow.getByTestId("schedule-next").innerText()), "the schedule shows its next run");
+  // A worker enqueues the latest due tick when it starts: the last run links to its job.
+  await scheduleRow.getByTestId("schedule-last").getByRole("link").waitFor({ timeout: 20_000 });
+  await shot(page, "schedules");
+  await scheduleRow.getByRole("link", { name: "noop jobs" }).click();
+  await page.waitForURL(/\/jobs\?type=noop&queue=/);
+  await page.locator("[data-testid=jobs-table] tbody tr").first().waitFor();
+  await page.goto("/schedules");
+  await scheduleRow.waitFor();
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  await shot(page, "schedules-phone", { fullPage: false });
+  await page.setViewportSize({ width: 1440, height: 900 });
+
+  // 10. Dark: the system's preference, and the theme control (remembered).
+  log("step: dark mode");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.goto("/");
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await page.locator(".recharts-surface").first().waitFor();
+  const panelDark = await page.evaluate(() => getComputedStyle(document.querySelector(".panel")).backgroundColor);
+  check(panelDark === "rgb(23, 28, 36)", `a dark system gets dark panels (got ${panelDark})`);
+  await sleep(300);
+  await shot(page, "overview-dark");
+  await page.goto(`/jobs/${failId}`);
+  await waitForStatus(page, "failed");
+  await shot(page, "job-failed-dark");
+  await page.goto(`/jobs?queue=${encodeURIComponent(QUEUE)}`);
+  await page.locator(`[data-testid=jobs-table] tr[data-job-id="${longId}"]`).waitFor();
+  await shot(page, "jobs-dark");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto("/");
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await sleep(500);
+  await shot(page, "overview-phone-dark", { fullPage: false });
+  await page.setViewportSize({ width: 1440, height: 900 });
+  // The control overrides the system, and stays after a reload.
+  await page.getByLabel("Theme", { exact: true }).selectOption("light");
+  await page.reload();
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  const panelLight = await page.evaluate(() => getComputedStyle(document.querySelector(".panel")).backgroundColor);
+  check(panelLight === "rgb(255, 255, 255)", `Light chosen on a dark system: light panels (got ${panelLight})`);
+  check((await page.getByLabel("Theme", { exact: true }).inputValue()) === "light", "the theme choice is remembered");
+  await page.getByLabel("Theme", { exact: true }).selectOption("system");
+  await page.emulateMedia({ colorScheme: "light" });
+
   // Log out: the session ends and the pages ask for a login again.
-  await page.setViewportSize({ width: 1360, height: 900 });
   await page.getByRole("button", { name: "Log out" }).click();
   await page.waitForURL(/\/login/);
   await page.goto(`/jobs/${sleepId}`);
@@ -440,7 +686,9 @@ async function runBrowser(baseURL) {
 
 async function main() {
   if (!existsSync(CHROMIUM)) {
-    console.error(`e2e: Chromium not found at ${CHROMIUM}. Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    console.error(
+      `e2e: Chromium not found at ${CHROMIUM}. Install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`,
+    );
     return 2;
   }
   if (!existsSync(PYTHON)) {
@@ -460,14 +708,21 @@ async function main() {
   const env = { ...backendEnv(port), DATABASE_URL: createScratchDatabase() };
   log("migrate");
   manage(["migrate", "--no-input", "-v", "0"], env);
-  manage(["shell", "-c", [
-    "from django.contrib.auth import get_user_model",
-    "from django.contrib.auth.models import Permission",
-    "U = get_user_model()",
-    `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
-    `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
-    "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
-  ].join("\n")], env);
+  manage(
+    [
+      "shell",
+      "-c",
+      [
+        "from django.contrib.auth import get_user_model",
+        "from django.contrib.auth.models import Permission",
+        "U = get_user_model()",
+        `u, _ = U.objects.get_or_create(username=${JSON.stringify(USERNAME)})`,
+        `u.set_password(${JSON.stringify(PASSWORD)}); u.is_active = True; u.save()`,
+        "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
+      ].join("\n"),
+    ],
+    env,
+  );
   log(`operator ${USERNAME} ready`);
 
   const server = startProcess("server", ["runserver", `127.0.0.1:${port}`, "--noreload"], env);
@@ -489,7 +744,11 @@ const timer = setTimeout(async () => {
   console.error(`e2e: FAILED — timed out after ${TIMEOUT_MS / 1000} s`);
   if (browserContext) {
     const page = browserContext.pages()[0];
-    if (page) await Promise.race([page.screenshot({ path: join(RESULTS, "timeout.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+    if (page)
+      await Promise.race([
+        page.screenshot({ path: join(RESULTS, "timeout.png"), fullPage: true }).catch(() => {}),
+        sleep(3000),
+      ]);
   }
   await cleanup();
   process.exit(1);
@@ -503,12 +762,15 @@ try {
   exitCode = 1;
   // After a timeout, the steps still in flight fail as their browser closes: already reported.
   if (timedOut) await new Promise(() => {});
-  console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : error.stack ?? error}`);
+  console.error(`e2e: FAILED — ${error instanceof StepFailure ? error.message : (error.stack ?? error)}`);
   if (browserContext) {
     const page = browserContext.pages()[0];
     if (page) {
       console.error(`e2e: at ${page.url()}`);
-      await Promise.race([page.screenshot({ path: join(RESULTS, "failure.png"), fullPage: true }).catch(() => {}), sleep(3000)]);
+      await Promise.race([
+        page.screenshot({ path: join(RESULTS, "failure.png"), fullPage: true }).catch(() => {}),
+        sleep(3000),
+      ]);
       writeFileSync(join(RESULTS, "failure.html"), await page.content().catch(() => ""));
     }
   }

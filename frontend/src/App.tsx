@@ -10,6 +10,7 @@ import { JobsPage } from "./pages/JobsPage";
 import { LoginPage } from "./pages/LoginPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { OverviewPage } from "./pages/OverviewPage";
+import { SchedulesPage } from "./pages/SchedulesPage";
 
 export function App() {
   return (
@@ -21,6 +22,7 @@ export function App() {
         <Route path="jobs/new" element={<CreateJobPage />} />
         <Route path="jobs/:id" element={<JobDetailPage />} />
         <Route path="failed" element={<FailedJobsPage />} />
+        <Route path="schedules" element={<SchedulesPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

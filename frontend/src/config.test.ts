@@ -69,14 +69,16 @@ describe("runtime config", () => {
   });
 
   it("ignores URLs that would leave the site, and values of the wrong type", () => {
-    inject(JSON.stringify({
-      basename: "https://evil.example/",
-      apiBase: "//evil.example/api/",
-      apiDocsUrl: "javascript:alert(1)",
-      csrfCookieName: "bad name;",
-      csrfHeaderName: null,
-      adminUrl: 42,
-    }));
+    inject(
+      JSON.stringify({
+        basename: "https://evil.example/",
+        apiBase: "//evil.example/api/",
+        apiDocsUrl: "javascript:alert(1)",
+        csrfCookieName: "bad name;",
+        csrfHeaderName: null,
+        adminUrl: 42,
+      }),
+    );
     expect(readRuntimeConfig()).toEqual(DEFAULT_CONFIG);
     expect(console.error).toHaveBeenCalledTimes(6);
   });
@@ -94,7 +96,9 @@ describe("runtime config", () => {
 describe("the api client under a mounted config", () => {
   it("builds every URL on the injected API base", () => {
     inject(JSON.stringify(mounted));
-    expect(buildUrl("jobs/", { status: ["queued", "running"] })).toBe("/ops/queue-api/v1/jobs/?status=queued%2Crunning");
+    expect(buildUrl("jobs/", { status: ["queued", "running"] })).toBe(
+      "/ops/queue-api/v1/jobs/?status=queued%2Crunning",
+    );
     expect(buildUrl("/auth/me/")).toBe("/ops/queue-api/v1/auth/me/");
   });
 
@@ -117,18 +121,23 @@ describe("the api client under a mounted config", () => {
     document.cookie = "host_csrf=stale; path=/";
     const urls: string[] = [];
     const sent: (string | undefined)[] = [];
-    vi.stubGlobal("fetch", vi.fn(async (url: string, init: RequestInit) => {
-      urls.push(url);
-      sent.push((init.headers as Record<string, string>)["X-HOST-CSRF"]);
-      const body = url.endsWith("auth/csrf/") ? { csrf_token: `t${urls.length}` } : { id: 1 };
-      return new Response(JSON.stringify(body), { status: 200 });
-    }));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init: RequestInit) => {
+        urls.push(url);
+        sent.push((init.headers as Record<string, string>)["X-HOST-CSRF"]);
+        const body = url.endsWith("auth/csrf/") ? { csrf_token: `t${urls.length}` } : { id: 1 };
+        return new Response(JSON.stringify(body), { status: 200 });
+      }),
+    );
     await api.post("auth/login/", { username: "a", password: "b" });
     // The token rotates at login: the next write asks again.
     await api.post("jobs/", { type: "noop" });
     expect(urls).toEqual([
-      "/ops/queue-api/v1/auth/csrf/", "/ops/queue-api/v1/auth/login/",
-      "/ops/queue-api/v1/auth/csrf/", "/ops/queue-api/v1/jobs/",
+      "/ops/queue-api/v1/auth/csrf/",
+      "/ops/queue-api/v1/auth/login/",
+      "/ops/queue-api/v1/auth/csrf/",
+      "/ops/queue-api/v1/jobs/",
     ]);
     expect(sent).toEqual([undefined, "t1", undefined, "t3"]);
   });

@@ -14,7 +14,8 @@ export function createQueryClient() {
     defaultOptions: {
       queries: {
         retry: (failureCount, error) => {
-          if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429) return false;
+          if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429)
+            return false;
           return failureCount < 2;
         },
         refetchOnWindowFocus: true,

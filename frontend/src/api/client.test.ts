@@ -5,11 +5,14 @@ type Call = { url: string; init: RequestInit };
 
 function mockFetch(responder: (call: Call) => Response | Promise<Response>) {
   const calls: Call[] = [];
-  vi.stubGlobal("fetch", vi.fn(async (url: string, init: RequestInit) => {
-    const call = { url, init };
-    calls.push(call);
-    return responder(call);
-  }));
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init: RequestInit) => {
+      const call = { url, init };
+      calls.push(call);
+      return responder(call);
+    }),
+  );
   return calls;
 }
 
@@ -72,10 +75,19 @@ describe("api client", () => {
 
   it("turns a 400 into an ApiError with the fields named", async () => {
     document.cookie = "csrftoken=tok; path=/";
-    mockFetch(() => json({
-      code: "invalid", detail: "Invalid input.",
-      errors: { priority: ["Ensure this value is less than or equal to 100."], payload: { seconds: ["must be a number."] } },
-    }, 400));
+    mockFetch(() =>
+      json(
+        {
+          code: "invalid",
+          detail: "Invalid input.",
+          errors: {
+            priority: ["Ensure this value is less than or equal to 100."],
+            payload: { seconds: ["must be a number."] },
+          },
+        },
+        400,
+      ),
+    );
     const error = await failure(api.post("jobs/", {}));
     expect(error).toBeInstanceOf(ApiError);
     expect(error.status).toBe(400);
@@ -100,9 +112,12 @@ describe("api client", () => {
   });
 
   it("reports an unreachable server as status 0", async () => {
-    vi.stubGlobal("fetch", vi.fn(async () => {
-      throw new TypeError("Failed to fetch");
-    }));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => {
+        throw new TypeError("Failed to fetch");
+      }),
+    );
     const error = await failure(api.get("jobs/"));
     expect(error).toBeInstanceOf(ApiError);
     expect(error.status).toBe(0);

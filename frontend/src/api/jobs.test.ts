@@ -4,19 +4,31 @@ import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMatchingMutation }
 import type { JobEvent } from "./types";
 
 const event = (id: number, kind = "log"): JobEvent => ({
-  id, job_id: 1, job_type: "sleep", job_status: "running", kind: kind as JobEvent["kind"], attempt: 1,
-  worker_id: "w-1", message: "", data: {}, created_at: "2026-01-01T00:00:00Z",
+  id,
+  job_id: 1,
+  job_type: "sleep",
+  job_status: "running",
+  kind: kind as JobEvent["kind"],
+  attempt: 1,
+  worker_id: "w-1",
+  message: "",
+  data: {},
+  created_at: "2026-01-01T00:00:00Z",
 });
 
-const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+const json = (body: unknown, status = 200) =>
+  new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 
 function routeFetch(route: (url: URL) => Response) {
   const urls: URL[] = [];
-  vi.stubGlobal("fetch", vi.fn(async (u: string) => {
-    const url = new URL(u, "http://test");
-    urls.push(url);
-    return route(url);
-  }));
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (u: string) => {
+      const url = new URL(u, "http://test");
+      urls.push(url);
+      return route(url);
+    }),
+  );
   return urls;
 }
 
@@ -59,10 +71,13 @@ describe("retryMatchingMutation", () => {
   it("posts the ids to the bulk retry endpoint with the CSRF header", async () => {
     document.cookie = "csrftoken=t; path=/";
     const calls: { url: string; init: RequestInit }[] = [];
-    vi.stubGlobal("fetch", vi.fn(async (url: string, init: RequestInit) => {
-      calls.push({ url, init });
-      return json({ retried: 2, not_retried: [3] });
-    }));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init: RequestInit) => {
+        calls.push({ url, init });
+        return json({ retried: 2, not_retried: [3] });
+      }),
+    );
     const result = await retryMatchingMutation(new QueryClient()).mutationFn({ ids: [1, 2, 3] });
     expect(result).toEqual({ retried: 2, not_retried: [3] });
     expect(calls[0].url).toBe("/api/v1/jobs/retry/");

@@ -7,7 +7,15 @@ import { api, requestWithMeta } from "./client";
 import { polling } from "./polling";
 import { lastEventId, mergeEvents } from "../lib/events";
 import type {
-  EventPage, Job, JobCreate, JobDetail, JobEvent, JobListParams, JobPage, RetryMatching, RetryMatchingResult,
+  EventPage,
+  Job,
+  JobCreate,
+  JobDetail,
+  JobEvent,
+  JobListParams,
+  JobPage,
+  RetryMatching,
+  RetryMatchingResult,
 } from "./types";
 
 export const jobKeys = {
@@ -105,10 +113,12 @@ export const jobMutations = {
   }),
   cancel: (queryClient: QueryClient) => ({
     mutationFn: (id: number) => api.post<Job>(`jobs/${id}/cancel/`),
+    onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
   }),
   retry: (queryClient: QueryClient) => ({
     mutationFn: (id: number) => api.post<Job>(`jobs/${id}/retry/`),
+    onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
   }),
 };
@@ -124,6 +134,14 @@ export const retryMatchingMutation = (queryClient: QueryClient) => ({
     void queryClient.invalidateQueries({ queryKey: ["metrics"] });
   },
 });
+
+/**
+ * An action answers with the job as it left it: the page shows that at once (its detail keeps
+ * the events and fields the answer lacks), rather than the state before until the refetch.
+ */
+function applyAnswer(queryClient: QueryClient, job: Job) {
+  queryClient.setQueryData<JobDetail>(jobKeys.detail(job.id), (known) => (known ? { ...known, ...job } : known));
+}
 
 function invalidateJob(queryClient: QueryClient, id: number) {
   void queryClient.invalidateQueries({ queryKey: jobKeys.detail(id) });

@@ -17,10 +17,19 @@ describe("generated API types", () => {
     const dir = mkdtempSync(join(tmpdir(), "gen-api-"));
     try {
       const out = join(dir, "schema.d.ts");
-      execFileSync(process.execPath, [join(FRONTEND, "node_modules", "openapi-typescript", "bin", "cli.js"), join(FRONTEND, "openapi.yaml"), "-o", out], {
-        cwd: FRONTEND,
-        stdio: "pipe",
-      });
+      execFileSync(
+        process.execPath,
+        [
+          join(FRONTEND, "node_modules", "openapi-typescript", "bin", "cli.js"),
+          join(FRONTEND, "openapi.yaml"),
+          "-o",
+          out,
+        ],
+        {
+          cwd: FRONTEND,
+          stdio: "pipe",
+        },
+      );
       const committed = readFileSync(join(FRONTEND, "src", "api", "schema.d.ts"), "utf8");
       expect(readFileSync(out, "utf8") === committed, "src/api/schema.d.ts is stale: run `npm run gen:api`").toBe(true);
     } finally {

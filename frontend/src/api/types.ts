@@ -16,6 +16,7 @@ export type JobPage = Schemas["PaginatedJobList"];
 export type Metrics = Schemas["Metrics"];
 export type User = Schemas["User"];
 export type Queue = Schemas["Queue"];
+export type Schedule = Schemas["Schedule"];
 export type RetryMatching = Schemas["JobRetryMatchingRequest"];
 export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];
 export type JobStatus = Job["status"];

@@ -4,8 +4,17 @@ import type { JobEvent } from "../api/types";
 import { EventsTimeline, eventDetail } from "./EventsTimeline";
 
 const ev = (id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent => ({
-  id, job_id: 1, job_type: "sleep", job_status: "running", kind: kind as JobEvent["kind"], attempt: 1,
-  worker_id: "host-1-0", message: "", data: {}, created_at: "2026-01-01T12:00:00.250Z", ...extra,
+  id,
+  job_id: 1,
+  job_type: "sleep",
+  job_status: "running",
+  kind: kind as JobEvent["kind"],
+  attempt: 1,
+  worker_id: "host-1-0",
+  message: "",
+  data: {},
+  created_at: "2026-01-01T12:00:00.250Z",
+  ...extra,
 });
 
 describe("EventsTimeline", () => {
@@ -24,7 +33,13 @@ describe("EventsTimeline", () => {
       />,
     );
     const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "progress", "lease_renewed", "succeeded"]);
+    expect(items.map((li) => li.dataset.kind)).toEqual([
+      "created",
+      "claimed",
+      "progress",
+      "lease_renewed",
+      "succeeded",
+    ]);
     expect(items[2]).toHaveTextContent("50% · slept 1.50s");
     expect(items[2]).toHaveTextContent("×2");
     expect(items[3]).toHaveTextContent("Lease renewed×2");
@@ -47,8 +62,8 @@ describe("EventsTimeline", () => {
 
 describe("eventDetail", () => {
   it("summarises a scheduled retry", () => {
-    expect(eventDetail({ kind: "retry_scheduled", message: "RuntimeError: boom", data: { delay_seconds: 1.234 } })).toBe(
-      "RuntimeError: boom · retry in 1.2 s",
-    );
+    expect(
+      eventDetail({ kind: "retry_scheduled", message: "RuntimeError: boom", data: { delay_seconds: 1.234 } }),
+    ).toBe("RuntimeError: boom · retry in 1.2 s");
   });
 });

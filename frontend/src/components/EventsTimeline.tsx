@@ -62,7 +62,11 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
           >
             <div className="ev-head">
               <span className="ev-kind">{kindLabel(event.kind)}</span>
-              {count > 1 && <span className="ev-count" title={`${count} events`}>×{count}</span>}
+              {count > 1 && (
+                <span className="ev-count" title={`${count} events`}>
+                  ×{count}
+                </span>
+              )}
               <span className="ev-meta">
                 {formatClock(event.created_at)}
                 {event.attempt ? ` · attempt ${event.attempt}` : ""}

@@ -1,9 +1,17 @@
 import { type FormEvent, useEffect, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
+import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
 import { STATUSES } from "./StatusBadge";
 
-export type FilterValues = { status?: string; type?: string; queue?: string; priority?: string; search?: string; ordering?: string };
+export type FilterValues = {
+  status?: string;
+  type?: string;
+  queue?: string;
+  priority?: string;
+  search?: string;
+  ordering?: string;
+};
 
 export const ORDERINGS: [string, string][] = [
   ["-id", "Newest first"],
@@ -18,71 +26,222 @@ export const ORDERINGS: [string, string][] = [
  * Filters that apply on change (selects) or on submit (text fields), so typing does not send a
  * request per keystroke. `fixed` hides filters the page pins (the failed-jobs page's status).
  */
-export function JobFilters({ values, onChange, fixed = [] }: { values: FilterValues; onChange: (v: FilterValues) => void; fixed?: (keyof FilterValues)[] }) {
+export function JobFilters({
+  values,
+  onChange,
+  fixed = [],
+  invalid = [],
+}: {
+  values: FilterValues;
+  onChange: (v: FilterValues) => void;
+  fixed?: (keyof FilterValues)[];
+  /** Filters the API refused (FilterProblem says why): marked invalid. */
+  invalid?: string[];
+}) {
+  const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
   const types = useQuery(jobTypesOptions());
-  const [text, setText] = useState({ queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" });
-  useEffect(() => setText({ queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" }), [values.queue, values.priority, values.search]);
+  const [text, setText] = useState({
+    queue: values.queue ?? "",
+    priority: values.priority ?? "",
+    search: values.search ?? "",
+  });
+  useEffect(
+    () => setText({ queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" }),
+    [values.queue, values.priority, values.search],
+  );
   const show = (k: keyof FilterValues) => !fixed.includes(k);
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onChange({ ...values, ...text });
   };
-  const active = Object.entries(values).some(([k, v]) => v && k !== "ordering" && !fixed.includes(k as keyof FilterValues));
+  const active = Object.entries(values).some(
+    ([k, v]) => v && k !== "ordering" && !fixed.includes(k as keyof FilterValues),
+  );
   return (
     <form className="filters" onSubmit={submit} role="search" aria-label="Filter jobs">
       {show("status") && (
         <div className="field">
           <label htmlFor="f-status">Status</label>
-          <select id="f-status" value={values.status ?? ""} onChange={(e) => onChange({ ...values, ...text, status: e.target.value })}>
+          <select
+            id="f-status"
+            value={values.status ?? ""}
+            {...bad("status")}
+            onChange={(e) => onChange({ ...values, ...text, status: e.target.value })}
+          >
             <option value="">Any</option>
-            {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+            {/* What the address asks for, even when it is several statuses or not one at all. */}
+            {values.status && !(STATUSES as readonly string[]).includes(values.status) && (
+              <option value={values.status}>{values.status.split(",").join(", ")}</option>
+            )}
           </select>
         </div>
       )}
       {show("type") && (
         <div className="field">
           <label htmlFor="f-type">Type</label>
-          <select id="f-type" value={values.type ?? ""} onChange={(e) => onChange({ ...values, ...text, type: e.target.value })}>
+          <select
+            id="f-type"
+            value={values.type ?? ""}
+            {...bad("type")}
+            onChange={(e) => onChange({ ...values, ...text, type: e.target.value })}
+          >
             <option value="">Any</option>
-            {(types.data ?? []).map((t) => <option key={t.name} value={t.name}>{t.name}</option>)}
-            {values.type && !types.data?.some((t) => t.name === values.type) && <option value={values.type}>{values.type}</option>}
+            {(types.data ?? []).map((t) => (
+              <option key={t.name} value={t.name}>
+                {t.name}
+              </option>
+            ))}
+            {values.type && !types.data?.some((t) => t.name === values.type) && (
+              <option value={values.type}>{values.type}</option>
+            )}
           </select>
         </div>
       )}
       {show("queue") && (
         <div className="field">
           <label htmlFor="f-queue">Queue</label>
-          <input id="f-queue" value={text.queue} placeholder="any" onChange={(e) => setText({ ...text, queue: e.target.value })} />
+          <input
+            id="f-queue"
+            value={text.queue}
+            {...bad("queue")}
+            placeholder="any"
+            onChange={(e) => setText({ ...text, queue: e.target.value })}
+          />
         </div>
       )}
       {show("priority") && (
         <div className="field">
           <label htmlFor="f-priority">Priority</label>
-          <input id="f-priority" type="number" min={-100} max={100} value={text.priority} placeholder="any" onChange={(e) => setText({ ...text, priority: e.target.value })} />
+          <input
+            id="f-priority"
+            inputMode="numeric"
+            value={text.priority}
+            {...bad("priority")}
+            placeholder="any"
+            onChange={(e) => setText({ ...text, priority: e.target.value })}
+          />
         </div>
       )}
       {show("search") && (
         <div className="field wide">
           <label htmlFor="f-search">Search</label>
-          <input id="f-search" type="search" value={text.search} placeholder="job id or idempotency key" onChange={(e) => setText({ ...text, search: e.target.value })} />
+          <input
+            id="f-search"
+            type="search"
+            value={text.search}
+            {...bad("search")}
+            placeholder="job id or idempotency key"
+            onChange={(e) => setText({ ...text, search: e.target.value })}
+          />
         </div>
       )}
       {show("ordering") && (
         <div className="field">
           <label htmlFor="f-ordering">Order</label>
-          <select id="f-ordering" value={values.ordering ?? "-id"} onChange={(e) => onChange({ ...values, ...text, ordering: e.target.value })}>
-            {ORDERINGS.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
+          <select
+            id="f-ordering"
+            value={values.ordering ?? "-id"}
+            {...bad("ordering")}
+            onChange={(e) => onChange({ ...values, ...text, ordering: e.target.value })}
+          >
+            {values.ordering && !ORDERINGS.some(([v]) => v === values.ordering) && (
+              <option value={values.ordering}>{values.ordering}</option>
+            )}
+            {ORDERINGS.map(([v, label]) => (
+              <option key={v} value={v}>
+                {label}
+              </option>
+            ))}
           </select>
         </div>
       )}
       <div className="actions">
         <button type="submit">Apply</button>
         {active && (
-          <button type="button" className="link" onClick={() => onChange(Object.fromEntries(fixed.map((k) => [k, values[k]])))}>
+          <button
+            type="button"
+            className="link"
+            onClick={() => onChange(Object.fromEntries(fixed.map((k) => [k, values[k]])))}
+          >
             Clear
           </button>
         )}
       </div>
     </form>
+  );
+}
+
+export const FILTER_LABELS: Record<keyof FilterValues, string> = {
+  status: "Status",
+  type: "Type",
+  queue: "Queue",
+  priority: "Priority",
+  search: "Search",
+  ordering: "Order",
+};
+
+export type FilterProblemItem = { field: keyof FilterValues; label: string; value: string; messages: string[] };
+
+/**
+ * The filters a 400 answer names (`errors: {status: ["Select a valid choice..."]}`), each with
+ * the value the address gave it. Null when the error is not about the filters.
+ */
+export function filterProblems(error: unknown, values: FilterValues): FilterProblemItem[] | null {
+  if (!isApiError(error, 400)) return null;
+  const out: FilterProblemItem[] = [];
+  for (const [path, messages] of Object.entries(error.fieldErrors)) {
+    const field = path.split(".")[0] as keyof FilterValues;
+    if (!(field in FILTER_LABELS) || out.some((p) => p.field === field)) continue;
+    out.push({ field, label: FILTER_LABELS[field], value: values[field] ?? "", messages });
+  }
+  return out;
+}
+
+/** A list the API refused to filter: what is wrong with which filter, and a way out. */
+export function FilterProblem({
+  error,
+  values,
+  onChange,
+  fixed = [],
+}: {
+  error: unknown;
+  values: FilterValues;
+  onChange: (v: FilterValues) => void;
+  fixed?: (keyof FilterValues)[];
+}) {
+  const problems = filterProblems(error, values) ?? [];
+  const without = (fields: (keyof FilterValues)[]) =>
+    Object.fromEntries(Object.entries(values).filter(([k]) => !fields.includes(k as keyof FilterValues)));
+  const keepFixed = Object.fromEntries(fixed.map((k) => [k, values[k]]));
+  return (
+    <div className="notice error" role="alert" data-testid="filter-problem">
+      <strong>{problems.length === 1 ? "This filter is not valid" : "These filters are not valid"}.</strong>
+      {problems.length === 0 ? (
+        <> {error instanceof Error ? error.message : String(error)}</>
+      ) : (
+        <ul className="problems">
+          {problems.map((p) => (
+            <li key={p.field}>
+              {p.label} “{p.value}”: {p.messages.join(" ")}
+            </li>
+          ))}
+        </ul>
+      )}
+      <div className="actions" style={{ marginTop: 8 }}>
+        {problems.length > 0 && (
+          <button type="button" className="small" onClick={() => onChange(without(problems.map((p) => p.field)))}>
+            {problems.length === 1 ? `Clear ${problems[0].label.toLowerCase()}` : "Clear these filters"}
+          </button>
+        )}
+        <button type="button" className="small" onClick={() => onChange(keepFixed)}>
+          Clear all filters
+        </button>
+      </div>
+    </div>
   );
 }

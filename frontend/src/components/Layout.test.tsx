@@ -7,7 +7,11 @@ import type { User } from "../api/types";
 import { CONFIG_ELEMENT_ID, resetRuntimeConfig } from "../config";
 
 const staff: User = {
-  id: 1, username: "ops", is_staff: true, is_superuser: false, permissions: [],
+  id: 1,
+  username: "ops",
+  is_staff: true,
+  is_superuser: false,
+  permissions: [],
   can: { view: true, create: true, cancel: true, retry: true },
 };
 
@@ -19,11 +23,14 @@ function renderMounted(config: object, at: string) {
   document.head.append(el);
   resetRuntimeConfig();
   const requested: string[] = [];
-  vi.stubGlobal("fetch", vi.fn(async (url: string) => {
-    requested.push(url);
-    if (url.endsWith("auth/me/")) return new Response(JSON.stringify(staff), { status: 200 });
-    return new Response(JSON.stringify({ detail: "Not found." }), { status: 404 });
-  }));
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string) => {
+      requested.push(url);
+      if (url.endsWith("auth/me/")) return new Response(JSON.stringify(staff), { status: 200 });
+      return new Response(JSON.stringify({ detail: "Not found." }), { status: 404 });
+    }),
+  );
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
   render(
     <QueryClientProvider client={client}>

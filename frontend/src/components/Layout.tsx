@@ -4,6 +4,7 @@ import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
+import { RefreshControl, ThemeControl } from "./Controls";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
@@ -21,23 +22,42 @@ export function Layout({ user }: { user: User }) {
   });
   return (
     <div className="shell">
-      <a className="skip-link" href="#main">Skip to content</a>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
       <aside className="sidebar" aria-label="Main navigation">
         <div className="brand">
-          <span className="brand-mark" aria-hidden="true">Q</span>
+          <span className="brand-mark" aria-hidden="true">
+            Q
+          </span>
           <span className="brand-name">Job queue</span>
         </div>
         <nav className="nav">
-          <NavLink to="/" end>Overview</NavLink>
-          <NavLink to="/jobs" end>Jobs</NavLink>
+          <NavLink to="/" end>
+            Overview
+          </NavLink>
+          <NavLink to="/jobs" end>
+            Jobs
+          </NavLink>
           <NavLink to="/failed">
             Failed jobs
-            {failed > 0 && <span className="count" aria-label={`${failed} failed`}>{failed}</span>}
+            {failed > 0 && (
+              <span className="count" aria-label={`${failed} failed`}>
+                {failed}
+              </span>
+            )}
           </NavLink>
+          <NavLink to="/schedules">Periodic jobs</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
         </nav>
+        <div className="sidebar-controls">
+          <RefreshControl />
+          <ThemeControl />
+        </div>
         <div className="sidebar-foot">
-          <span className="who">Signed in as <strong>{user.username}</strong></span>
+          <span className="who">
+            Signed in as <strong>{user.username}</strong>
+          </span>
           {apiDocsUrl && <a href={apiDocsUrl}>API docs</a>}
           {user.is_staff && adminUrl && <a href={adminUrl}>Admin</a>}
           <button type="button" className="link" onClick={() => logout.mutate()} disabled={logout.isPending}>

@@ -6,7 +6,9 @@ import { PayloadEditor } from "./PayloadEditor";
 
 function Harness({ initial = "{}", serverErrors = {} }: { initial?: string; serverErrors?: Record<string, string[]> }) {
   const [text, setText] = useState(initial);
-  return <PayloadEditor value={text} onChange={setText} serverErrors={serverErrors} example={{ seconds: 5 }} maxBytes={64} />;
+  return (
+    <PayloadEditor value={text} onChange={setText} serverErrors={serverErrors} example={{ seconds: 5 }} maxBytes={64} />
+  );
 }
 
 describe("PayloadEditor", () => {
@@ -30,7 +32,15 @@ describe("PayloadEditor", () => {
   });
 
   it("shows the server's errors for the payload and its keys, and only those", () => {
-    render(<Harness serverErrors={{ payload: ["must be a JSON object, not list."], "payload.seconds": ["must be positive."], priority: ["too big"] }} />);
+    render(
+      <Harness
+        serverErrors={{
+          payload: ["must be a JSON object, not list."],
+          "payload.seconds": ["must be positive."],
+          priority: ["too big"],
+        }}
+      />,
+    );
     const errors = screen.getAllByTestId("payload-server-error").map((e) => e.textContent);
     expect(errors).toEqual(["must be a JSON object, not list.", "seconds: must be positive."]);
     expect(screen.queryByText("too big")).not.toBeInTheDocument();

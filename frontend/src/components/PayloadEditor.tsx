@@ -6,7 +6,11 @@ import { checkPayload } from "../lib/payload";
  * shows the server's errors for `payload` and its keys (`payload.seconds: ...`) under itself.
  */
 export function PayloadEditor({
-  value, onChange, serverErrors = {}, example, maxBytes,
+  value,
+  onChange,
+  serverErrors = {},
+  example,
+  maxBytes,
 }: {
   value: string;
   onChange: (text: string) => void;
@@ -21,10 +25,17 @@ export function PayloadEditor({
   const invalid = !check.ok || server.length > 0;
   return (
     <div className="field">
-      <div style={{ display: "flex", justifyContent: "space-between", alignItems: "baseline", gap: 8, flexWrap: "wrap" }}>
+      <div
+        style={{ display: "flex", justifyContent: "space-between", alignItems: "baseline", gap: 8, flexWrap: "wrap" }}
+      >
         <label htmlFor={id}>Payload (JSON object)</label>
         <span className="actions">
-          <button type="button" className="small" disabled={!check.ok} onClick={() => check.ok && onChange(JSON.stringify(check.value, null, 2))}>
+          <button
+            type="button"
+            className="small"
+            disabled={!check.ok}
+            onClick={() => check.ok && onChange(JSON.stringify(check.value, null, 2))}
+          >
             Format
           </button>
           {example && (
@@ -46,9 +57,13 @@ export function PayloadEditor({
       />
       <div id={`${id}-status`} aria-live="polite">
         {!check.ok ? (
-          <div className="field-error" data-testid="payload-error">{check.error}</div>
+          <div className="field-error" data-testid="payload-error">
+            {check.error}
+          </div>
         ) : (
-          <div className="hint">{check.bytes.toLocaleString()} bytes{maxBytes ? ` of ${maxBytes.toLocaleString()}` : ""}</div>
+          <div className="hint">
+            {check.bytes.toLocaleString()} bytes{maxBytes ? ` of ${maxBytes.toLocaleString()}` : ""}
+          </div>
         )}
         {server.map(([path, messages]) => (
           <div key={path} className="field-error" data-testid="payload-server-error">

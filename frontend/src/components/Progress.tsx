@@ -1,4 +1,12 @@
-export function ProgressBar({ percent, status, label }: { percent: number | null | undefined; status: string; label?: string }) {
+export function ProgressBar({
+  percent,
+  status,
+  label,
+}: {
+  percent: number | null | undefined;
+  status: string;
+  label?: string;
+}) {
   const value = status === "succeeded" ? 100 : Math.max(0, Math.min(100, percent ?? 0));
   const cls = status === "succeeded" ? "progress done" : status === "failed" ? "progress failed" : "progress";
   return (
@@ -14,7 +22,9 @@ export function ProgressBar({ percent, status, label }: { percent: number | null
       >
         <span style={{ width: `${value}%` }} />
       </div>
-      <span className="progress-label">{percent === null || percent === undefined ? (status === "succeeded" ? "100%" : "—") : `${value}%`}</span>
+      <span className="progress-label">
+        {percent === null || percent === undefined ? (status === "succeeded" ? "100%" : "—") : `${value}%`}
+      </span>
     </div>
   );
 }

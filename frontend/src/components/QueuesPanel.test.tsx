@@ -7,22 +7,31 @@ import type { Queue } from "../api/types";
 import { QueuesPanel, sortQueues } from "./QueuesPanel";
 
 const q = (name: string, extra: Partial<Queue> = {}): Queue => ({
-  name, paused: false, concurrency_limit: null, queued: 0, runnable: 0, running: 0, ...extra,
+  name,
+  paused: false,
+  concurrency_limit: null,
+  queued: 0,
+  runnable: 0,
+  running: 0,
+  ...extra,
 });
 
 function renderPanel(initial: Queue[]) {
   let queues = initial;
   document.cookie = "csrftoken=t; path=/";
   const posted: string[] = [];
-  vi.stubGlobal("fetch", vi.fn(async (url: string, init: RequestInit) => {
-    if (init.method === "POST") {
-      posted.push(url);
-      const name = decodeURIComponent(url.split("/")[4]);
-      queues = queues.map((x) => (x.name === name ? { ...x, paused: url.endsWith("/pause/") } : x));
-      return new Response(JSON.stringify(queues.find((x) => x.name === name)), { status: 200 });
-    }
-    return new Response(JSON.stringify(queues), { status: 200 });
-  }));
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init: RequestInit) => {
+      if (init.method === "POST") {
+        posted.push(url);
+        const name = decodeURIComponent(url.split("/")[4]);
+        queues = queues.map((x) => (x.name === name ? { ...x, paused: url.endsWith("/pause/") } : x));
+        return new Response(JSON.stringify(queues.find((x) => x.name === name)), { status: 200 });
+      }
+      return new Response(JSON.stringify(queues), { status: 200 });
+    }),
+  );
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
   render(
     <QueryClientProvider client={client}>
@@ -39,9 +48,19 @@ afterEach(() => vi.unstubAllGlobals());
 describe("QueuesPanel", () => {
   it("shows busy, paused and limited queues, and hides idle ones behind a button", async () => {
     const user = userEvent.setup();
-    renderPanel([q("idle-1"), q("emails", { queued: 5, runnable: 3, running: 1 }), q("reports", { paused: true }), q("idle-2")]);
+    renderPanel([
+      q("idle-1"),
+      q("emails", { queued: 5, runnable: 3, running: 1 }),
+      q("reports", { paused: true }),
+      q("idle-2"),
+    ]);
     const table = await screen.findByTestId("queues-table");
-    expect(within(table).getAllByRole("row").slice(1).map((r) => r.dataset.queue)).toEqual(["emails", "reports"]);
+    expect(
+      within(table)
+        .getAllByRole("row")
+        .slice(1)
+        .map((r) => r.dataset.queue),
+    ).toEqual(["emails", "reports"]);
     expect(within(table).getByText("+2 later")).toBeInTheDocument();
     await user.click(screen.getByRole("button", { name: "Show 2 idle queues" }));
     expect(within(table).getAllByRole("row")).toHaveLength(5);
@@ -59,6 +78,11 @@ describe("QueuesPanel", () => {
 
 describe("sortQueues", () => {
   it("puts the busiest first, then by name", () => {
-    expect(sortQueues([q("b"), q("a"), q("c", { running: 2 }), q("d", { queued: 1 })]).map((x) => x.name)).toEqual(["c", "d", "a", "b"]);
+    expect(sortQueues([q("b"), q("a"), q("c", { running: 2 }), q("d", { queued: 1 })]).map((x) => x.name)).toEqual([
+      "c",
+      "d",
+      "a",
+      "b",
+    ]);
   });
 });

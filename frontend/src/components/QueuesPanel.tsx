@@ -44,13 +44,19 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
       ) : (
         <>
           {shown.length === 0 ? (
-            <p className="muted" style={{ margin: 0 }}>No queue has work waiting or running.</p>
+            <p className="muted" style={{ margin: 0 }}>
+              No queue has work waiting or running.
+            </p>
           ) : (
             <div className="table-wrap">
               <table data-testid="queues-table">
                 <thead>
                   <tr>
-                    <th>Queue</th><th className="num">Runnable</th><th className="num">Running</th>{limits && <th>Limit</th>}<th>State</th>
+                    <th>Queue</th>
+                    <th className="num">Runnable</th>
+                    <th className="num">Running</th>
+                    {limits && <th>Limit</th>}
+                    <th>State</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -58,19 +64,38 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                     const busy = toggle.isPending && toggle.variables?.name === q.name;
                     return (
                       <tr key={q.name} data-queue={q.name}>
-                        <td className="nowrap"><Link to={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
+                        <td className="nowrap">
+                          <Link to={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link>
+                        </td>
                         <td className="num" title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}>
-                          {q.runnable}{q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
+                          {q.runnable}
+                          {q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
                         </td>
                         <td className="num">{q.running}</td>
-                        {limits && <td className="nowrap">{q.concurrency_limit === null ? <span className="faint">none</span> : `${q.concurrency_limit} at once`}</td>}
+                        {limits && (
+                          <td className="nowrap">
+                            {q.concurrency_limit === null ? (
+                              <span className="faint">none</span>
+                            ) : (
+                              `${q.concurrency_limit} at once`
+                            )}
+                          </td>
+                        )}
                         <td className="nowrap">
                           <span className="actions" style={{ flexWrap: "nowrap" }}>
-                            {q.paused ? <span className="badge badge-retrying">paused</span> : <span className="muted">active</span>}
+                            {q.paused ? (
+                              <span className="badge badge-retrying">paused</span>
+                            ) : (
+                              <span className="muted">active</span>
+                            )}
                             {canChange && (
-                              <button type="button" className="small" disabled={busy}
+                              <button
+                                type="button"
+                                className="small"
+                                disabled={busy}
                                 aria-label={`${q.paused ? "Resume" : "Pause"} queue ${q.name}`}
-                                onClick={() => toggle.mutate({ name: q.name, action: q.paused ? "resume" : "pause" })}>
+                                onClick={() => toggle.mutate({ name: q.name, action: q.paused ? "resume" : "pause" })}
+                              >
                                 {busy ? "…" : q.paused ? "Resume" : "Pause"}
                               </button>
                             )}
@@ -84,7 +109,13 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
             </div>
           )}
           {idle > 0 && (
-            <button type="button" className="link" style={{ marginTop: 10 }} onClick={() => setShowIdle(!showIdle)} aria-expanded={showIdle}>
+            <button
+              type="button"
+              className="link"
+              style={{ marginTop: 10 }}
+              onClick={() => setShowIdle(!showIdle)}
+              aria-expanded={showIdle}
+            >
               {showIdle ? "Hide idle queues" : `Show ${idle} idle queue${idle === 1 ? "" : "s"}`}
             </button>
           )}

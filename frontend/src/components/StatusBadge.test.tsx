@@ -29,7 +29,9 @@ describe("describeStatus", () => {
   });
 
   it("shows a running job being cancelled", () => {
-    expect(describeStatus({ status: "running", cancel_requested_at: iso(-10), lease_expires_at: iso(5000) }, NOW).label).toBe("cancelling");
+    expect(
+      describeStatus({ status: "running", cancel_requested_at: iso(-10), lease_expires_at: iso(5000) }, NOW).label,
+    ).toBe("cancelling");
   });
 
   it("survives a status it does not know", () => {

@@ -37,7 +37,12 @@ export function describeStatus(job: StatusFacts, now: number): StatusView {
     case "running": {
       if (job.cancel_requested_at) return { status: "running", label: "cancelling", tone: "cancelling", hint: tries };
       if (job.lease_expires_at && Date.parse(job.lease_expires_at) < now) {
-        return { status: "running", label: "lease expired", tone: "stale", hint: "the worker stopped renewing its lease" };
+        return {
+          status: "running",
+          label: "lease expired",
+          tone: "stale",
+          hint: "the worker stopped renewing its lease",
+        };
       }
       return { status: "running", label: "running", tone: "running", hint: tries };
     }
@@ -70,7 +75,10 @@ export function StatusBadge({ job, now: fixedNow }: { job: StatusFacts; now?: nu
 /** A plain status (filters, metrics): no job facts to refine it. */
 export function StatusPill({ status }: { status: string }) {
   return (
-    <span className={`badge badge-${(STATUSES as readonly string[]).includes(status) ? status : "unknown"}`} data-status={status}>
+    <span
+      className={`badge badge-${(STATUSES as readonly string[]).includes(status) ? status : "unknown"}`}
+      data-status={status}
+    >
       {status}
     </span>
   );

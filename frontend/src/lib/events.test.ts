@@ -39,13 +39,23 @@ describe("lastEventId", () => {
 describe("compactEvents", () => {
   it("folds runs of lease renewals and progress into one entry with a count", () => {
     const entries = compactEvents([
-      ev(1, "created"), ev(2, "claimed"),
-      ev(3, "progress"), ev(4, "lease_renewed"), ev(5, "lease_renewed"), ev(6, "lease_renewed"),
-      ev(7, "progress"), ev(8, "progress"), ev(9, "succeeded"),
+      ev(1, "created"),
+      ev(2, "claimed"),
+      ev(3, "progress"),
+      ev(4, "lease_renewed"),
+      ev(5, "lease_renewed"),
+      ev(6, "lease_renewed"),
+      ev(7, "progress"),
+      ev(8, "progress"),
+      ev(9, "succeeded"),
     ]);
     expect(entries.map((e) => [e.event.kind, e.event.id, e.count])).toEqual([
-      ["created", 1, 1], ["claimed", 2, 1], ["progress", 3, 1], ["lease_renewed", 6, 3],
-      ["progress", 8, 2], ["succeeded", 9, 1],
+      ["created", 1, 1],
+      ["claimed", 2, 1],
+      ["progress", 3, 1],
+      ["lease_renewed", 6, 3],
+      ["progress", 8, 2],
+      ["succeeded", 9, 1],
     ]);
     expect(entries[3].first.id).toBe(4);
   });

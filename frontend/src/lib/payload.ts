@@ -131,7 +131,10 @@ export function checkPayload(text: string, maxBytes?: number): PayloadCheck {
   }
   const bytes = byteLength(JSON.stringify(value));
   if (maxBytes !== undefined && bytes > maxBytes) {
-    return { ok: false, error: `The payload is ${bytes.toLocaleString()} bytes; the limit is ${maxBytes.toLocaleString()}.` };
+    return {
+      ok: false,
+      error: `The payload is ${bytes.toLocaleString()} bytes; the limit is ${maxBytes.toLocaleString()}.`,
+    };
   }
   return { ok: true, value: value as Record<string, unknown>, bytes };
 }

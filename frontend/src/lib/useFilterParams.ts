@@ -48,12 +48,15 @@ export function useFilterParams(defaults: FilterValues = {}) {
 
 /** The filter form's strings as the API's typed list parameters. */
 export function toListParams(values: FilterValues, page: number, pageSize: number): JobListParams {
-  const priority = values.priority !== undefined && values.priority !== "" ? Number(values.priority) : undefined;
+  const given = values.priority?.trim();
+  const priority = given ? (/^-?\d+$/.test(given) ? Number(given) : given) : undefined;
   return {
+    // As the address says: the API judges the values, and a 400 names what it refused.
     status: values.status ? (values.status.split(",") as JobListParams["status"]) : undefined,
     type: values.type || undefined,
     queue: values.queue || undefined,
-    priority: Number.isFinite(priority) ? priority : undefined,
+    // Not a whole number ("abc"): sent as it is, for the API to refuse by name.
+    priority: priority as number | undefined,
     search: values.search?.trim() || undefined,
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,

@@ -21,7 +21,16 @@ type Form = {
   idempotency_key: string;
 };
 
-const EMPTY: Form = { type: "", payload: "{}", priority: "", max_attempts: "", queue: "", delay_seconds: "", timeout_seconds: "", idempotency_key: "" };
+const EMPTY: Form = {
+  type: "",
+  payload: "{}",
+  priority: "",
+  max_attempts: "",
+  queue: "",
+  delay_seconds: "",
+  timeout_seconds: "",
+  idempotency_key: "",
+};
 
 /** The form as the API's create body: blank fields are left out, so the type's defaults apply. */
 export function toCreateBody(form: Form): JobCreate {
@@ -45,7 +54,9 @@ export function CreateJobPage() {
   const user = useUser();
   const types = useQuery(jobTypesOptions());
   if (!user.can.create) {
-    return <ErrorState error={new ApiError(403, { detail: "Your account may not create jobs." })} title="Not allowed" />;
+    return (
+      <ErrorState error={new ApiError(403, { detail: "Your account may not create jobs." })} title="Not allowed" />
+    );
   }
   return (
     <>
@@ -56,7 +67,9 @@ export function CreateJobPage() {
         </div>
       </div>
       {types.isPending ? (
-        <div className="panel"><Loading rows={6} label="Loading job types…" /></div>
+        <div className="panel">
+          <Loading rows={6} label="Loading job types…" />
+        </div>
       ) : types.isError ? (
         <ErrorState error={types.error} onRetry={() => void types.refetch()} title="Could not load the job types" />
       ) : (
@@ -69,7 +82,11 @@ export function CreateJobPage() {
 function CreateForm({ types }: { types: JobType[] }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
-  const [form, setForm] = useState<Form>(() => ({ ...EMPTY, type: types[0]?.name ?? "", payload: JSON.stringify(types[0]?.payload_example ?? {}, null, 2) }));
+  const [form, setForm] = useState<Form>(() => ({
+    ...EMPTY,
+    type: types[0]?.name ?? "",
+    payload: JSON.stringify(types[0]?.payload_example ?? {}, null, 2),
+  }));
   const [payloadTouched, setPayloadTouched] = useState(false);
   const spec = useMemo(() => types.find((t) => t.name === form.type), [types, form.type]);
   const create = useMutation({
@@ -82,16 +99,31 @@ function CreateForm({ types }: { types: JobType[] }) {
 
   // A new type brings its example payload, unless the person already wrote their own.
   useEffect(() => {
-    if (!payloadTouched && spec) setForm((f) => ({ ...f, payload: JSON.stringify(spec.payload_example ?? {}, null, 2) }));
+    if (!payloadTouched && spec)
+      setForm((f) => ({ ...f, payload: JSON.stringify(spec.payload_example ?? {}, null, 2) }));
   }, [spec, payloadTouched]);
 
   const error = create.error;
   const fieldErrors = isApiError(error) ? error.fieldErrors : {};
   if (isApiError(error, 413)) fieldErrors.payload = [error.message];
   if (isApiError(error, 409) && error.code === "idempotency_conflict") fieldErrors.idempotency_key = [error.message];
-  const known = new Set(["type", "priority", "max_attempts", "queue", "delay_seconds", "timeout_seconds", "idempotency_key", "run_at"]);
-  const otherErrors = Object.entries(fieldErrors).filter(([k]) => !known.has(k) && k !== "payload" && !k.startsWith("payload."));
-  const conflictJobId = isApiError(error, 409) && error.body && typeof error.body === "object" ? (error.body as { job_id?: number }).job_id : undefined;
+  const known = new Set([
+    "type",
+    "priority",
+    "max_attempts",
+    "queue",
+    "delay_seconds",
+    "timeout_seconds",
+    "idempotency_key",
+    "run_at",
+  ]);
+  const otherErrors = Object.entries(fieldErrors).filter(
+    ([k]) => !known.has(k) && k !== "payload" && !k.startsWith("payload."),
+  );
+  const conflictJobId =
+    isApiError(error, 409) && error.body && typeof error.body === "object"
+      ? (error.body as { job_id?: number }).job_id
+      : undefined;
   const payloadOk = checkPayload(form.payload).ok;
 
   const set = (k: keyof Form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
@@ -101,26 +133,47 @@ function CreateForm({ types }: { types: JobType[] }) {
     create.mutate(toCreateBody(form));
   };
   const errorFor = (k: string) =>
-    fieldErrors[k] ? <div className="field-error" id={`err-${k}`} data-testid={`error-${k}`}>{fieldErrors[k].join(" ")}</div> : null;
-  const aria = (k: string) => ({ "aria-invalid": !!fieldErrors[k], "aria-describedby": fieldErrors[k] ? `err-${k}` : undefined });
+    fieldErrors[k] ? (
+      <div className="field-error" id={`err-${k}`} data-testid={`error-${k}`}>
+        {fieldErrors[k].join(" ")}
+      </div>
+    ) : null;
+  const aria = (k: string) => ({
+    "aria-invalid": !!fieldErrors[k],
+    "aria-describedby": fieldErrors[k] ? `err-${k}` : undefined,
+  });
 
   return (
     <form className="grid grid-2" onSubmit={submit} noValidate aria-label="Create a job">
       <section className="panel">
-        {error && !isApiError(error, 400) && !isApiError(error, 413) && !(isApiError(error, 409) && error.code === "idempotency_conflict") && (
-          <div className="notice error" role="alert">{error.message}</div>
-        )}
+        {error &&
+          !isApiError(error, 400) &&
+          !isApiError(error, 413) &&
+          !(isApiError(error, 409) && error.code === "idempotency_conflict") && (
+            <div className="notice error" role="alert">
+              {error.message}
+            </div>
+          )}
         {isApiError(error, 400) && (
           <div className="notice error" role="alert" data-testid="create-error">
             The server refused the job; see the fields marked below.
-            {otherErrors.map(([k, m]) => <div key={k}>{k === "non_field_errors" ? "" : `${k}: `}{m.join(" ")}</div>)}
+            {otherErrors.map(([k, m]) => (
+              <div key={k}>
+                {k === "non_field_errors" ? "" : `${k}: `}
+                {m.join(" ")}
+              </div>
+            ))}
           </div>
         )}
         <div className="field">
           <label htmlFor="type">Type</label>
           <select id="type" value={form.type} onChange={set("type")} {...aria("type")} required>
             {types.length === 0 && <option value="">No job types registered</option>}
-            {types.map((t) => <option key={t.name} value={t.name}>{t.name}</option>)}
+            {types.map((t) => (
+              <option key={t.name} value={t.name}>
+                {t.name}
+              </option>
+            ))}
           </select>
           {spec?.description && <div className="hint">{spec.description}</div>}
           {errorFor("type")}
@@ -146,39 +199,92 @@ function CreateForm({ types }: { types: JobType[] }) {
         <div className="field-row">
           <div className="field">
             <label htmlFor="priority">Priority</label>
-            <input id="priority" type="number" min={-100} max={100} step={1} value={form.priority} onChange={set("priority")} placeholder={String(spec?.priority ?? 0)} {...aria("priority")} />
+            <input
+              id="priority"
+              type="number"
+              min={-100}
+              max={100}
+              step={1}
+              value={form.priority}
+              onChange={set("priority")}
+              placeholder={String(spec?.priority ?? 0)}
+              {...aria("priority")}
+            />
             <div className="hint">-100..100, higher runs first</div>
             {errorFor("priority")}
           </div>
           <div className="field">
             <label htmlFor="max_attempts">Max attempts</label>
-            <input id="max_attempts" type="number" min={1} step={1} value={form.max_attempts} onChange={set("max_attempts")} placeholder={String(spec?.max_attempts ?? "")} {...aria("max_attempts")} />
+            <input
+              id="max_attempts"
+              type="number"
+              min={1}
+              step={1}
+              value={form.max_attempts}
+              onChange={set("max_attempts")}
+              placeholder={String(spec?.max_attempts ?? "")}
+              {...aria("max_attempts")}
+            />
             {errorFor("max_attempts")}
           </div>
         </div>
         <div className="field-row">
           <div className="field">
             <label htmlFor="delay_seconds">Delay (seconds)</label>
-            <input id="delay_seconds" type="number" min={0} step="any" value={form.delay_seconds} onChange={set("delay_seconds")} placeholder="0" {...aria("delay_seconds")} />
+            <input
+              id="delay_seconds"
+              type="number"
+              min={0}
+              step="any"
+              value={form.delay_seconds}
+              onChange={set("delay_seconds")}
+              placeholder="0"
+              {...aria("delay_seconds")}
+            />
             {errorFor("delay_seconds")}
           </div>
           <div className="field">
             <label htmlFor="timeout_seconds">Timeout (seconds)</label>
-            <input id="timeout_seconds" type="number" min={1} step={1} value={form.timeout_seconds} onChange={set("timeout_seconds")} placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"} {...aria("timeout_seconds")} />
+            <input
+              id="timeout_seconds"
+              type="number"
+              min={1}
+              step={1}
+              value={form.timeout_seconds}
+              onChange={set("timeout_seconds")}
+              placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"}
+              {...aria("timeout_seconds")}
+            />
             {errorFor("timeout_seconds")}
           </div>
         </div>
         <div className="field">
           <label htmlFor="queue">Queue</label>
-          <input id="queue" value={form.queue} onChange={set("queue")} placeholder={spec?.queue ?? "default"} {...aria("queue")} />
+          <input
+            id="queue"
+            value={form.queue}
+            onChange={set("queue")}
+            placeholder={spec?.queue ?? "default"}
+            {...aria("queue")}
+          />
           {errorFor("queue")}
         </div>
         <div className="field">
           <label htmlFor="idempotency_key">Idempotency key</label>
-          <input id="idempotency_key" value={form.idempotency_key} onChange={set("idempotency_key")} placeholder="optional, e.g. welcome-ada" {...aria("idempotency_key")} />
+          <input
+            id="idempotency_key"
+            value={form.idempotency_key}
+            onChange={set("idempotency_key")}
+            placeholder="optional, e.g. welcome-ada"
+            {...aria("idempotency_key")}
+          />
           <div className="hint">Sending the same key and request again returns the first job instead of a new one.</div>
           {errorFor("idempotency_key")}
-          {conflictJobId && <div className="hint"><Link to={`/jobs/${conflictJobId}`}>Open job #{conflictJobId}, which holds this key</Link></div>}
+          {conflictJobId && (
+            <div className="hint">
+              <Link to={`/jobs/${conflictJobId}`}>Open job #{conflictJobId}, which holds this key</Link>
+            </div>
+          )}
         </div>
       </section>
     </form>

@@ -3,7 +3,7 @@ import { Link } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions } from "../api/jobs";
 import type { Job } from "../api/types";
-import { JobFilters } from "../components/JobFilters";
+import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
 import { Attempts } from "../components/Progress";
@@ -20,6 +20,8 @@ export function JobsPage() {
   const { values, page, setValues, setPage } = useFilterParams();
   const jobs = useQuery(jobListOptions(toListParams(values, page, PAGE_SIZE)));
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
+  const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
   return (
     <>
       <div className="page-head">
@@ -28,22 +30,38 @@ export function JobsPage() {
           <p>Every job, newest first; filter by status, type, queue or priority.</p>
         </div>
         <div className="actions">
-          <LiveIndicator isError={jobs.isError} isFetching={jobs.isFetching} />
-          {user.can.create && <Link className="button primary" to="/jobs/new">Create job</Link>}
+          <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
+          {user.can.create && (
+            <Link className="button primary" to="/jobs/new">
+              Create job
+            </Link>
+          )}
         </div>
       </div>
       <section className="panel">
-        <JobFilters values={values} onChange={setValues} />
+        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
         {jobs.isPending ? (
           <Loading rows={6} />
         ) : pastEnd ? (
           <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>Go to the first page</button>
+            <button type="button" onClick={() => setPage(1)}>
+              Go to the first page
+            </button>
           </Empty>
+        ) : refused ? (
+          <FilterProblem error={jobs.error} values={values} onChange={setValues} />
         ) : jobs.isError && !jobs.data ? (
           <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         ) : jobs.data!.results.length === 0 ? (
-          <Empty title="No jobs match">Change or clear the filters{user.can.create ? <>, or <Link to="/jobs/new">create a job</Link></> : null}.</Empty>
+          <Empty title="No jobs match">
+            Change or clear the filters
+            {user.can.create ? (
+              <>
+                , or <Link to="/jobs/new">create a job</Link>
+              </>
+            ) : null}
+            .
+          </Empty>
         ) : (
           <>
             <JobTable jobs={jobs.data!.results} />
@@ -62,8 +80,14 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
       <table data-testid="jobs-table">
         <thead>
           <tr>
-            <th>Job</th><th>Status</th><th>Queue</th><th className="num">Priority</th><th className="num">Attempts</th>
-            <th>Lease owner</th><th>Created</th><th>Last error</th>
+            <th>Job</th>
+            <th>Status</th>
+            <th>Queue</th>
+            <th className="num">Priority</th>
+            <th className="num">Attempts</th>
+            <th>Lease owner</th>
+            <th>Created</th>
+            <th>Last error</th>
           </tr>
         </thead>
         <tbody>
@@ -71,30 +95,46 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
             <tr key={job.id} data-job-id={job.id}>
               <td className="nowrap">
                 <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
-                {job.idempotency_key && <div className="sub truncate" title={job.idempotency_key}>key {job.idempotency_key}</div>}
+                {job.idempotency_key && (
+                  <div className="sub truncate" title={job.idempotency_key}>
+                    key {job.idempotency_key}
+                  </div>
+                )}
               </td>
               <td>
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
-                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}><span style={{ width: `${job.progress_percent}%` }} /></span>
+                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}>
+                    <span style={{ width: `${job.progress_percent}%` }} />
+                  </span>
                 )}
-                {job.status === "queued" && Date.parse(job.available_at) > now && <div className="sub">runs {formatRelative(job.available_at, now)}</div>}
+                {job.status === "queued" && Date.parse(job.available_at) > now && (
+                  <div className="sub">runs {formatRelative(job.available_at, now)}</div>
+                )}
               </td>
               <td className="nowrap">{job.queue}</td>
               <td className="num">{job.priority}</td>
-              <td className="num"><Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} /></td>
+              <td className="num">
+                <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
+              </td>
               <td>
                 {job.locked_by ? (
                   <>
-                    <div className="mono truncate" title={job.locked_by}>{job.locked_by}</div>
+                    <div className="mono truncate" title={job.locked_by}>
+                      {job.locked_by}
+                    </div>
                     <LeaseCountdown expiresAt={job.lease_expires_at} tickMs={1000} />
                   </>
                 ) : (
                   <span className="faint">—</span>
                 )}
               </td>
-              <td className="nowrap" title={job.created_at}>{formatRelative(job.created_at, now)}</td>
-              <td className="error-cell" title={job.last_error ?? undefined}>{job.last_error ?? ""}</td>
+              <td className="nowrap" title={job.created_at}>
+                {formatRelative(job.created_at, now)}
+              </td>
+              <td className="error-cell" title={job.last_error ?? undefined}>
+                {job.last_error ?? ""}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -48,17 +48,38 @@ export function LoginPage() {
         )}
         <div className="field">
           <label htmlFor="username">Username</label>
-          <input id="username" name="username" autoComplete="username" autoFocus required value={username}
-            onChange={(e) => setUsername(e.target.value)} aria-invalid={!!fieldErrors.username} />
+          <input
+            id="username"
+            name="username"
+            autoComplete="username"
+            autoFocus
+            required
+            value={username}
+            onChange={(e) => setUsername(e.target.value)}
+            aria-invalid={!!fieldErrors.username}
+          />
           {fieldErrors.username && <div className="field-error">{fieldErrors.username.join(" ")}</div>}
         </div>
         <div className="field">
           <label htmlFor="password">Password</label>
-          <input id="password" name="password" type="password" autoComplete="current-password" required value={password}
-            onChange={(e) => setPassword(e.target.value)} aria-invalid={!!fieldErrors.password} />
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+            aria-invalid={!!fieldErrors.password}
+          />
           {fieldErrors.password && <div className="field-error">{fieldErrors.password.join(" ")}</div>}
         </div>
-        <button type="submit" className="primary" disabled={login.isPending || !username || !password} style={{ width: "100%", justifyContent: "center" }}>
+        <button
+          type="submit"
+          className="primary"
+          disabled={login.isPending || !username || !password}
+          style={{ width: "100%", justifyContent: "center" }}
+        >
           {login.isPending ? "Signing in…" : "Sign in"}
         </button>
       </form>

@@ -1,8 +1,6 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
-import {
-  Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis,
-} from "recharts";
+import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { activityFeedOptions } from "../api/events";
 import { metricsOptions } from "../api/metrics";
 import type { Metrics } from "../api/types";
@@ -14,7 +12,14 @@ import { threadUse, workerLabel } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
-const COLORS = { succeeded: "#1d7a46", failed: "#c0362c", queued: "#5b6b8c" };
+// The stylesheet's tokens, so the charts follow the light or dark theme.
+const COLORS = { succeeded: "var(--succeeded)", failed: "var(--failed)", queued: "var(--queued)" };
+const GRID = "var(--chart-grid)";
+const TICK = { fill: "var(--muted)" };
+const TOOLTIP = {
+  contentStyle: { background: "var(--panel)", border: "1px solid var(--border)", color: "var(--text)" },
+  cursor: { fill: "var(--accent-soft)" },
+};
 
 export function OverviewPage() {
   const metrics = useQuery(metricsOptions(2000));
@@ -25,11 +30,15 @@ export function OverviewPage() {
           <h1>Overview</h1>
           <p>Queue pressure, throughput and workers, refreshed every 2 s.</p>
         </div>
-        <LiveIndicator isError={metrics.isError} isFetching={metrics.isFetching} />
+        <LiveIndicator isError={metrics.isError} error={metrics.error} isFetching={metrics.isFetching} />
       </div>
-      {metrics.isError && metrics.data && <ErrorState error={metrics.error} title="Showing the last figures; the latest poll failed" />}
+      {metrics.isError && metrics.data && (
+        <ErrorState error={metrics.error} title="Showing the last figures; the latest poll failed" />
+      )}
       {metrics.isPending ? (
-        <div className="panel"><Loading rows={6} /></div>
+        <div className="panel">
+          <Loading rows={6} />
+        </div>
       ) : metrics.isError && !metrics.data ? (
         <ErrorState error={metrics.error} onRetry={() => void metrics.refetch()} />
       ) : (
@@ -47,66 +56,135 @@ function MetricsView({ m }: { m: Metrics }) {
   return (
     <>
       <section className="stats" aria-label="Jobs by status">
-        <Stat to="/jobs?status=queued" tone="queued" label="Queued" value={c.queued}
-          sub={`${m.queued.runnable} runnable · ${m.queued.scheduled} scheduled`} />
-        <Stat to="/jobs?status=running" tone="running" label="Running" value={c.running}
-          sub={`${m.workers.busy_threads}/${m.workers.threads} worker threads busy`} />
-        <Stat to="/jobs?status=succeeded" tone="succeeded" label="Succeeded" value={c.succeeded}
-          sub={`${m.finished.last_5m.succeeded} in the last 5 min`} />
-        <Stat to="/failed" tone="failed" label="Failed" value={c.failed} alert={c.failed > 0}
-          sub={`${m.finished.last_5m.failed} in the last 5 min`} />
+        <Stat
+          to="/jobs?status=queued"
+          tone="queued"
+          label="Queued"
+          value={c.queued}
+          sub={`${m.queued.runnable} runnable · ${m.queued.scheduled} scheduled`}
+        />
+        <Stat
+          to="/jobs?status=running"
+          tone="running"
+          label="Running"
+          value={c.running}
+          sub={`${m.workers.busy_threads}/${m.workers.threads} worker threads busy`}
+        />
+        <Stat
+          to="/jobs?status=succeeded"
+          tone="succeeded"
+          label="Succeeded"
+          value={c.succeeded}
+          sub={`${m.finished.last_5m.succeeded} in the last 5 min`}
+        />
+        <Stat
+          to="/failed"
+          tone="failed"
+          label="Failed"
+          value={c.failed}
+          alert={c.failed > 0}
+          sub={`${m.finished.last_5m.failed} in the last 5 min`}
+        />
         <Stat to="/jobs?status=cancelled" tone="cancelled" label="Cancelled" value={c.cancelled} />
-        <Stat tone={oldest !== null && oldest > 60 ? "warn" : "queued"} label="Oldest runnable job"
-          value={oldest === null ? "—" : formatSeconds(oldest)} sub={oldest === null ? "nothing waiting" : "waiting to be claimed"} />
-        <Stat tone={m.retry_rate !== null && m.retry_rate > 0.2 ? "warn" : "queued"} label="Retry rate (15 min)" value={retryRate}
-          sub="finished jobs that needed retries" />
-        <Stat tone={m.workers.active === 0 ? "warn" : "running"} label="Active workers" value={m.workers.active}
-          sub={m.workers.active === 0 ? "no worker is polling" : `${m.workers.threads} threads`} alert={m.workers.active === 0} />
+        <Stat
+          tone={oldest !== null && oldest > 60 ? "warn" : "queued"}
+          label="Oldest runnable job"
+          value={oldest === null ? "—" : formatSeconds(oldest)}
+          sub={oldest === null ? "nothing waiting" : "waiting to be claimed"}
+        />
+        <Stat
+          tone={m.retry_rate !== null && m.retry_rate > 0.2 ? "warn" : "queued"}
+          label="Retry rate (15 min)"
+          value={retryRate}
+          sub="finished jobs that needed retries"
+        />
+        <Stat
+          tone={m.workers.active === 0 ? "warn" : "running"}
+          label="Active workers"
+          value={m.workers.active}
+          sub={m.workers.active === 0 ? "no worker is polling" : `${m.workers.threads} threads`}
+          alert={m.workers.active === 0}
+        />
       </section>
 
       <div className="grid grid-2" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="throughput-title">
-          <header><h2 id="throughput-title">Throughput, jobs per minute</h2><span className="faint">last 15 min</span></header>
+          <header>
+            <h2 id="throughput-title">Throughput, jobs per minute</h2>
+            <span className="faint">last 15 min</span>
+          </header>
           <ThroughputChart points={m.throughput} />
         </section>
         <section className="panel" aria-labelledby="finished-title">
-          <header><h2 id="finished-title">Finished and run time</h2></header>
+          <header>
+            <h2 id="finished-title">Finished and run time</h2>
+          </header>
           <div className="table-wrap">
             <table>
-              <thead><tr><th>Window</th><th className="num">Succeeded</th><th className="num">Failed</th><th className="num">Failure share</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>Window</th>
+                  <th className="num">Succeeded</th>
+                  <th className="num">Failed</th>
+                  <th className="num">Failure share</th>
+                </tr>
+              </thead>
               <tbody>
-                {([["1 min", m.finished.last_1m], ["5 min", m.finished.last_5m], ["15 min", m.finished.last_15m]] as const).map(([label, w]) => (
+                {(
+                  [
+                    ["1 min", m.finished.last_1m],
+                    ["5 min", m.finished.last_5m],
+                    ["15 min", m.finished.last_15m],
+                  ] as const
+                ).map(([label, w]) => (
                   <tr key={label}>
                     <td>Last {label}</td>
                     <td className="num">{w.succeeded}</td>
-                    <td className="num" style={w.failed ? { color: COLORS.failed, fontWeight: 600 } : undefined}>{w.failed}</td>
-                    <td className="num">{w.succeeded + w.failed ? `${((w.failed / (w.succeeded + w.failed)) * 100).toFixed(0)}%` : "—"}</td>
+                    <td className="num" style={w.failed ? { color: COLORS.failed, fontWeight: 600 } : undefined}>
+                      {w.failed}
+                    </td>
+                    <td className="num">
+                      {w.succeeded + w.failed ? `${((w.failed / (w.succeeded + w.failed)) * 100).toFixed(0)}%` : "—"}
+                    </td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
           <dl className="kv" style={{ marginTop: 14 }}>
-            <dt>Mean run time</dt><dd>{formatSeconds(m.run_time_seconds.mean)}</dd>
-            <dt>p95 run time</dt><dd>{formatSeconds(m.run_time_seconds.p95)}</dd>
-            <dt>Sample</dt><dd>{m.run_time_seconds.sample_size} jobs finished in 15 min</dd>
+            <dt>Mean run time</dt>
+            <dd>{formatSeconds(m.run_time_seconds.mean)}</dd>
+            <dt>p95 run time</dt>
+            <dd>{formatSeconds(m.run_time_seconds.p95)}</dd>
+            <dt>Sample</dt>
+            <dd>{m.run_time_seconds.sample_size} jobs finished in 15 min</dd>
           </dl>
         </section>
       </div>
 
       <div className="grid grid-2" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="priority-title">
-          <header><h2 id="priority-title">Queued by priority</h2><span className="faint">{m.queued.total} queued</span></header>
+          <header>
+            <h2 id="priority-title">Queued by priority</h2>
+            <span className="faint">{m.queued.total} queued</span>
+          </header>
           {m.queued.by_priority.length === 0 ? (
             <Empty title="Nothing queued">Every job has been claimed.</Empty>
           ) : (
-            <div className="chart" role="img" aria-label={m.queued.by_priority.map((p) => `priority ${p.priority}: ${p.count}`).join(", ")}>
+            <div
+              className="chart"
+              role="img"
+              aria-label={m.queued.by_priority.map((p) => `priority ${p.priority}: ${p.count}`).join(", ")}
+            >
               <ResponsiveContainer width="100%" height="100%">
-                <BarChart data={[...m.queued.by_priority].sort((a, b) => b.priority - a.priority)} margin={{ top: 8, right: 8, bottom: 0, left: -12 }}>
-                  <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e2e5ea" />
-                  <XAxis dataKey="priority" tick={{ fontSize: 12 }} />
-                  <YAxis allowDecimals={false} tick={{ fontSize: 12 }} />
-                  <Tooltip formatter={(v) => [v, "queued"]} labelFormatter={(p) => `priority ${p}`} />
+                <BarChart
+                  data={[...m.queued.by_priority].sort((a, b) => b.priority - a.priority)}
+                  margin={{ top: 8, right: 8, bottom: 0, left: -12 }}
+                >
+                  <CartesianGrid strokeDasharray="3 3" vertical={false} stroke={GRID} />
+                  <XAxis dataKey="priority" tick={{ ...TICK, fontSize: 12 }} />
+                  <YAxis allowDecimals={false} tick={{ ...TICK, fontSize: 12 }} />
+                  <Tooltip {...TOOLTIP} formatter={(v) => [v, "queued"]} labelFormatter={(p) => `priority ${p}`} />
                   <Bar dataKey="count" fill={COLORS.queued} radius={[3, 3, 0, 0]} isAnimationActive={false} />
                 </BarChart>
               </ResponsiveContainer>
@@ -117,7 +195,12 @@ function MetricsView({ m }: { m: Metrics }) {
       </div>
 
       <section className="panel" aria-labelledby="workers-title" style={{ marginBottom: 14 }}>
-        <header><h2 id="workers-title">Workers</h2><span className="faint">{m.workers.busy_threads} of {m.workers.threads} threads busy</span></header>
+        <header>
+          <h2 id="workers-title">Workers</h2>
+          <span className="faint">
+            {m.workers.busy_threads} of {m.workers.threads} threads busy
+          </span>
+        </header>
         <WorkersTable m={m} />
       </section>
 
@@ -126,16 +209,38 @@ function MetricsView({ m }: { m: Metrics }) {
   );
 }
 
-function Stat({ label, value, sub, tone, to, alert }: { label: string; value: number | string; sub?: string; tone: string; to?: string; alert?: boolean }) {
+function Stat({
+  label,
+  value,
+  sub,
+  tone,
+  to,
+  alert,
+}: {
+  label: string;
+  value: number | string;
+  sub?: string;
+  tone: string;
+  to?: string;
+  alert?: boolean;
+}) {
   const body = (
     <>
       <div className="label">{label}</div>
-      <div className="value" data-testid={`stat-${label.toLowerCase().replace(/\W+/g, "-")}`}>{typeof value === "number" ? value.toLocaleString() : value}</div>
+      <div className="value" data-testid={`stat-${label.toLowerCase().replace(/\W+/g, "-")}`}>
+        {typeof value === "number" ? value.toLocaleString() : value}
+      </div>
       {sub && <div className="sub">{sub}</div>}
     </>
   );
   const cls = `stat tone-${tone}${alert ? " alert" : ""}`;
-  return to ? <Link className={cls} to={to}>{body}</Link> : <div className={cls}>{body}</div>;
+  return to ? (
+    <Link className={cls} to={to}>
+      {body}
+    </Link>
+  ) : (
+    <div className={cls}>{body}</div>
+  );
 }
 
 function ThroughputChart({ points }: { points: Metrics["throughput"] }) {
@@ -150,13 +255,19 @@ function ThroughputChart({ points }: { points: Metrics["throughput"] }) {
     <div className="chart" role="img" aria-label={`${total} jobs finished in the last ${points.length} minutes`}>
       <ResponsiveContainer width="100%" height="100%">
         <BarChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: -12 }} barCategoryGap="18%">
-          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e2e5ea" />
-          <XAxis dataKey="minute" tick={{ fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
-          <YAxis allowDecimals={false} tick={{ fontSize: 12 }} />
-          <Tooltip cursor={{ fill: "rgba(43, 89, 195, 0.06)" }} />
+          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke={GRID} />
+          <XAxis dataKey="minute" tick={{ ...TICK, fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
+          <YAxis allowDecimals={false} tick={{ ...TICK, fontSize: 12 }} />
+          <Tooltip {...TOOLTIP} />
           <Legend wrapperStyle={{ fontSize: 12 }} />
           <Bar dataKey="succeeded" stackId="finished" fill={COLORS.succeeded} isAnimationActive={false} />
-          <Bar dataKey="failed" stackId="finished" fill={COLORS.failed} radius={[3, 3, 0, 0]} isAnimationActive={false} />
+          <Bar
+            dataKey="failed"
+            stackId="finished"
+            fill={COLORS.failed}
+            radius={[3, 3, 0, 0]}
+            isAnimationActive={false}
+          />
         </BarChart>
       </ResponsiveContainer>
     </div>
@@ -168,14 +279,24 @@ function WorkersTable({ m }: { m: Metrics }) {
   if (m.workers.processes.length === 0) {
     return (
       <Empty title="No active workers">
-        <p>Start one with <code>python manage.py run_job_workers</code>; queued jobs wait until then.</p>
+        <p>
+          Start one with <code>python manage.py run_job_workers</code>; queued jobs wait until then.
+        </p>
       </Empty>
     );
   }
   return (
     <div className="table-wrap">
       <table>
-        <thead><tr><th>Process</th><th>Queues</th><th className="num">Busy</th><th>Heartbeat</th><th>Running</th></tr></thead>
+        <thead>
+          <tr>
+            <th>Process</th>
+            <th>Queues</th>
+            <th className="num">Busy</th>
+            <th>Heartbeat</th>
+            <th>Running</th>
+          </tr>
+        </thead>
         <tbody>
           {m.workers.processes.map((w) => {
             const beat = now - Date.parse(w.heartbeat_at);
@@ -183,10 +304,18 @@ function WorkersTable({ m }: { m: Metrics }) {
             return (
               <tr key={w.id}>
                 <td>
-                  <div className="mono">{w.hostname}:{w.pid}</div>
+                  <div className="mono">
+                    {w.hostname}:{w.pid}
+                  </div>
                   <div className="sub">up {formatDuration(now - Date.parse(w.started_at))}</div>
                 </td>
-                <td>{w.queues.length && !w.queues.includes("*") ? w.queues.join(", ") : <span className="muted">all</span>}</td>
+                <td>
+                  {w.queues.length && !w.queues.includes("*") ? (
+                    w.queues.join(", ")
+                  ) : (
+                    <span className="muted">all</span>
+                  )}
+                </td>
                 <td className="num">
                   {use.busy}/{w.threads}
                   {use.beyond > 0 && <div className="sub">+{use.beyond} prefetched</div>}
@@ -199,9 +328,15 @@ function WorkersTable({ m }: { m: Metrics }) {
                     w.running_jobs.map((j) => (
                       <div key={j.id} className="nowrap">
                         <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}
-                        <span className="faint" title={j.worker_id}> · {workerLabel(j.worker_id)} · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</span>
+                        <span className="faint" title={j.worker_id}>
+                          {" "}
+                          · {workerLabel(j.worker_id)} ·{" "}
+                          {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}
+                        </span>
                         {j.progress_percent !== null && (
-                          <span className="progress mini-progress" aria-label={`${j.progress_percent}%`}><span style={{ width: `${j.progress_percent}%` }} /></span>
+                          <span className="progress mini-progress" aria-label={`${j.progress_percent}%`}>
+                            <span style={{ width: `${j.progress_percent}%` }} />
+                          </span>
                         )}
                       </div>
                     ))
@@ -222,7 +357,10 @@ function ActivityPanel() {
   const events = [...(feed.data ?? [])].reverse().slice(0, 15);
   return (
     <section className="panel" aria-labelledby="activity-title">
-      <header><h2 id="activity-title">Recent activity</h2><LiveIndicator isError={feed.isError} /></header>
+      <header>
+        <h2 id="activity-title">Recent activity</h2>
+        <LiveIndicator isError={feed.isError} error={feed.error} />
+      </header>
       {feed.isPending ? (
         <Loading />
       ) : feed.isError && !feed.data ? (
@@ -232,15 +370,32 @@ function ActivityPanel() {
       ) : (
         <div className="table-wrap">
           <table>
-            <thead><tr><th>Time</th><th>Job</th><th>Event</th><th>Job now</th><th>Detail</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Time</th>
+                <th>Job</th>
+                <th>Event</th>
+                <th>Job now</th>
+                <th>Detail</th>
+              </tr>
+            </thead>
             <tbody>
               {events.map((e) => (
                 <tr key={e.id}>
                   <td className="mono nowrap">{formatClock(e.created_at)}</td>
-                  <td className="nowrap"><Link to={`/jobs/${e.job_id}`}>#{e.job_id}</Link> <span className="muted">{e.job_type}</span></td>
-                  <td className="nowrap">{kindLabel(e.kind)}{e.attempt ? <span className="faint"> · attempt {e.attempt}</span> : null}</td>
-                  <td><StatusPill status={e.job_status} /></td>
-                  <td className="truncate muted" title={e.message}>{e.message}</td>
+                  <td className="nowrap">
+                    <Link to={`/jobs/${e.job_id}`}>#{e.job_id}</Link> <span className="muted">{e.job_type}</span>
+                  </td>
+                  <td className="nowrap">
+                    {kindLabel(e.kind)}
+                    {e.attempt ? <span className="faint"> · attempt {e.attempt}</span> : null}
+                  </td>
+                  <td>
+                    <StatusPill status={e.job_status} />
+                  </td>
+                  <td className="truncate muted" title={e.message}>
+                    {e.message}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -7,26 +7,56 @@ import { currentProgress } from "./JobDetailPage";
 import type { JobDetail, JobEvent } from "../api/types";
 
 describe("toCreateBody", () => {
-  const blank = { type: "sleep", payload: '{"seconds": 3}', priority: "", max_attempts: "", queue: "", delay_seconds: "", timeout_seconds: "", idempotency_key: "" };
+  const blank = {
+    type: "sleep",
+    payload: '{"seconds": 3}',
+    priority: "",
+    max_attempts: "",
+    queue: "",
+    delay_seconds: "",
+    timeout_seconds: "",
+    idempotency_key: "",
+  };
 
   it("leaves blank fields out so the type's defaults apply", () => {
     expect(toCreateBody(blank)).toEqual({ type: "sleep", payload: { seconds: 3 } });
   });
 
   it("sends numbers as numbers and trims text", () => {
-    expect(toCreateBody({ ...blank, priority: "-5", max_attempts: "7", delay_seconds: "1.5", timeout_seconds: "30", queue: " emails ", idempotency_key: " k1 " })).toEqual({
-      type: "sleep", payload: { seconds: 3 }, priority: -5, max_attempts: 7, delay_seconds: 1.5, timeout_seconds: 30, queue: "emails", idempotency_key: "k1",
+    expect(
+      toCreateBody({
+        ...blank,
+        priority: "-5",
+        max_attempts: "7",
+        delay_seconds: "1.5",
+        timeout_seconds: "30",
+        queue: " emails ",
+        idempotency_key: " k1 ",
+      }),
+    ).toEqual({
+      type: "sleep",
+      payload: { seconds: 3 },
+      priority: -5,
+      max_attempts: 7,
+      delay_seconds: 1.5,
+      timeout_seconds: 30,
+      queue: "emails",
+      idempotency_key: "k1",
     });
   });
 });
 
 describe("summarizeRetries", () => {
   it("reports success", () => {
-    expect(summarizeRetries({ retried: 2, not_retried: [] })).toEqual({ tone: "success", text: "Retried 2 jobs: queued again." });
+    expect(summarizeRetries({ retried: 2, not_retried: [] })).toEqual({
+      tone: "success",
+      text: "Retried 2 jobs: queued again.",
+    });
   });
   it("names the jobs that were not retried", () => {
     expect(summarizeRetries({ retried: 1, not_retried: [9] })).toEqual({
-      tone: "warn", text: "Retried 1 job; not retried: #9 (gone, or no longer failed or cancelled).",
+      tone: "warn",
+      text: "Retried 1 job; not retried: #9 (gone, or no longer failed or cancelled).",
     });
     expect(summarizeRetries({ retried: 0, not_retried: [1, 2, 3, 4, 5, 6, 7] }).text).toContain("#5 and 2 more");
     expect(summarizeRetries({ retried: 0, not_retried: [9] }).tone).toBe("error");
@@ -56,20 +86,46 @@ describe("safeNext", () => {
 
 describe("toListParams", () => {
   it("turns the filter form into the API's typed parameters", () => {
-    expect(toListParams({ status: "failed", type: "sleep", priority: "-3", search: " ", ordering: "-id" }, 2, 25)).toEqual({
-      status: ["failed"], type: "sleep", queue: undefined, priority: -3, search: undefined, ordering: "-id", page: 2, page_size: 25,
+    expect(
+      toListParams({ status: "failed", type: "sleep", priority: "-3", search: " ", ordering: "-id" }, 2, 25),
+    ).toEqual({
+      status: ["failed"],
+      type: "sleep",
+      queue: undefined,
+      priority: -3,
+      search: undefined,
+      ordering: "-id",
+      page: 2,
+      page_size: 25,
     });
   });
 
-  it("drops a priority that is not a number and page 1", () => {
-    expect(toListParams({ priority: "high" }, 1, 50)).toMatchObject({ priority: undefined, page: undefined, page_size: 50 });
+  it("passes a priority that is not a whole number on, for the API to refuse by name; drops page 1", () => {
+    expect(toListParams({ priority: "abc" }, 1, 50)).toMatchObject({
+      priority: "abc",
+      page: undefined,
+      page_size: 50,
+    });
+    expect(toListParams({ priority: " " }, 1, 50).priority).toBeUndefined();
   });
 });
 
 describe("currentProgress", () => {
-  const job = { status: "running", attempts: 2, updated_at: "2026-01-01T00:00:02Z", progress: { percent: 40, message: "page 4/10" } } as JobDetail;
+  const job = {
+    status: "running",
+    attempts: 2,
+    updated_at: "2026-01-01T00:00:02Z",
+    progress: { percent: 40, message: "page 4/10" },
+  } as JobDetail;
   const progress = (percent: number, at: string, attempt = 2) =>
-    ({ id: percent, kind: "progress", attempt, message: `at ${percent}`, data: { percent }, created_at: at }) as unknown as JobEvent;
+    ({
+      id: percent,
+      kind: "progress",
+      attempt,
+      message: `at ${percent}`,
+      data: { percent },
+      created_at: at,
+    }) as unknown as JobEvent;
 
   it("takes a progress event newer than the detail", () => {
     expect(currentProgress(job, [progress(50, "2026-01-01T00:00:03Z")])).toEqual({ percent: 50, message: "at 50" });
@@ -77,7 +133,10 @@ describe("currentProgress", () => {
 
   it("keeps the detail when it is newer, or the event is from an earlier attempt", () => {
     expect(currentProgress(job, [progress(30, "2026-01-01T00:00:01Z")])).toEqual({ percent: 40, message: "page 4/10" });
-    expect(currentProgress(job, [progress(90, "2026-01-01T00:00:09Z", 1)])).toEqual({ percent: 40, message: "page 4/10" });
+    expect(currentProgress(job, [progress(90, "2026-01-01T00:00:09Z", 1)])).toEqual({
+      percent: 40,
+      message: "page 4/10",
+    });
   });
 
   it("uses the detail once the job stopped running", () => {

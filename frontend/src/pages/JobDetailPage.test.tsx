@@ -1,0 +1,204 @@
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { act, render, screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { MemoryRouter, Outlet, Route, Routes } from "react-router";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { JobDetail, JobEvent, User } from "../api/types";
+import { JobDetailPage } from "./JobDetailPage";
+
+const operator: User = {
+  id: 1,
+  username: "ops",
+  is_staff: false,
+  is_superuser: false,
+  permissions: [],
+  can: { view: true, create: true, cancel: true, retry: true },
+};
+
+const t0 = Date.now();
+const at = (s: number) => new Date(t0 + s * 1000).toISOString();
+
+function event(id: number, kind: string, s: number): JobEvent {
+  return {
+    id,
+    job_id: 7,
+    job_type: "sleep",
+    job_status: "running",
+    kind: kind as JobEvent["kind"],
+    attempt: 1,
+    worker_id: "host-1-0",
+    message: "",
+    data: {},
+    created_at: at(s),
+  };
+}
+
+function detail(fields: Partial<JobDetail>): JobDetail {
+  return {
+    id: 7,
+    type: "sleep",
+    queue: "default",
+    status: "running",
+    priority: 0,
+    payload: { seconds: 30 },
+    result: null,
+    attempts: 1,
+    max_attempts: 3,
+    available_at: at(-10),
+    created_at: at(-10),
+    updated_at: at(-9),
+    started_at: at(-9),
+    finished_at: null,
+    locked_by: "host-1-0",
+    lease_expires_at: at(60),
+    lease_token: "t",
+    timeout_seconds: null,
+    progress: { percent: null, message: "" },
+    progress_percent: null,
+    progress_message: "",
+    last_error: null,
+    idempotency_key: null,
+    cancel_requested_at: null,
+    is_finished: false,
+    last_traceback: null,
+    request_fingerprint: null,
+    events: [event(1, "created", -10), event(2, "claimed", -9)],
+    ...fields,
+  } as JobDetail;
+}
+
+/** The API of one job: its detail, its event feed and the cancel action, as the test sets them. */
+function fakeJobApi() {
+  const api = {
+    detail: detail({}),
+    feed: [event(1, "created", -10), event(2, "claimed", -9)],
+    detailReads: 0,
+    cancels: 0,
+  };
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: string, init?: RequestInit) => {
+      const url = new URL(input, "http://test");
+      const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200 });
+      if (url.pathname.endsWith("/auth/csrf/")) return json({ csrf_token: "x" });
+      if (url.pathname.endsWith("/jobs/7/cancel/") && init?.method === "POST") {
+        api.cancels += 1;
+        api.detail = detail({ ...api.detail, cancel_requested_at: at(1), updated_at: at(1) });
+        api.feed = [...api.feed, event(3, "cancel_requested", 1)];
+        api.detail.events = [...api.feed];
+        const { events: _events, ...job } = api.detail;
+        return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/events/")) {
+        const after = Number(url.searchParams.get("after") ?? 0);
+        return json({ results: api.feed.filter((e) => e.id > after), has_more: false, next_after: null });
+      }
+      if (url.pathname.endsWith("/jobs/7/")) {
+        api.detailReads += 1;
+        return json(api.detail);
+      }
+      return new Response("{}", { status: 404 });
+    }),
+  );
+  return api;
+}
+
+function renderJob() {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  render(
+    <QueryClientProvider client={client}>
+      <MemoryRouter initialEntries={[{ pathname: "/jobs/7", state: { created: true } }]}>
+        <Routes>
+          <Route element={<Outlet context={operator} />}>
+            <Route path="/jobs/:id" element={<JobDetailPage />} />
+          </Route>
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+}
+
+const kinds = () =>
+  within(screen.getByTestId("events-timeline"))
+    .queryAllByRole("listitem")
+    .map((li) => li.getAttribute("data-kind"));
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("cancelling a running job", () => {
+  it("asks first, by keyboard: Escape keeps it running, Enter on the confirmation cancels", async () => {
+    const api = fakeJobApi();
+    renderJob();
+    const user = userEvent.setup();
+    const cancel = await screen.findByRole("button", { name: "Cancel" });
+    cancel.focus();
+    await user.keyboard("{Enter}");
+    const confirm = await screen.findByTestId("confirm-cancel");
+    expect(confirm).toHaveTextContent("Cancel job #7 while it runs?");
+    expect(within(confirm).getByRole("button", { name: "Yes, cancel it" })).toHaveFocus();
+    await user.keyboard("{Escape}");
+    expect(screen.queryByTestId("confirm-cancel")).toBeNull();
+    await waitFor(() => expect(cancel).toHaveFocus());
+    expect(api.cancels).toBe(0);
+
+    await user.keyboard("{Enter}");
+    await screen.findByTestId("confirm-cancel");
+    await user.keyboard("{Enter}");
+    await waitFor(() => expect(api.cancels).toBe(1));
+    expect(await screen.findByTestId("action-outcome")).toHaveTextContent(/^Cancel requested/);
+    expect(screen.getByTestId("status-badge")).toHaveTextContent("cancelling");
+  });
+
+  it("shows one state everywhere while the cancel completes, and drops the notices that no longer apply", async () => {
+    const api = fakeJobApi();
+    renderJob();
+    const user = userEvent.setup();
+    expect(await screen.findByTestId("created-notice")).toHaveTextContent("Job created.");
+    await user.click(await screen.findByRole("button", { name: "Cancel" }));
+    await user.click(await screen.findByRole("button", { name: "Yes, cancel it" }));
+    await screen.findByText(/^Cancel requested:/);
+
+    // The worker ends it: the feed has the event, the next detail read still says running.
+    const readsBefore = api.detailReads;
+    api.feed = [...api.feed, event(4, "cancelled", 3)];
+    await act(() => new Promise((r) => setTimeout(r, 1300)));
+    // The feed saw it, so the page read the detail again at once; the timeline waits for it.
+    expect(api.detailReads).toBeGreaterThan(readsBefore);
+    expect(kinds()).not.toContain("cancelled");
+    expect(screen.getByTestId("status-badge")).toHaveTextContent("cancelling");
+
+    api.detail = detail({
+      ...api.detail,
+      status: "cancelled",
+      is_finished: true,
+      finished_at: at(3),
+      updated_at: at(3),
+      locked_by: null,
+      lease_expires_at: null,
+      lease_token: null,
+      events: [...api.feed],
+    });
+    await waitFor(() => expect(screen.getByTestId("status-badge")).toHaveTextContent("cancelled"), { timeout: 3000 });
+    expect(kinds()).toContain("cancelled");
+    expect(screen.getByTestId("job-fields")).toHaveTextContent(/status\s*cancelled/);
+    expect(screen.queryByText(/^Cancel requested:/)).toBeNull();
+    expect(screen.queryByTestId("created-notice")).toBeNull();
+    expect(screen.getByTestId("action-outcome")).toHaveTextContent(/^Cancelled/);
+    expect(screen.getByText("None: the job was cancelled; no worker holds it.")).toBeInTheDocument();
+  });
+
+  it("cancels a queued job without asking", async () => {
+    const api = fakeJobApi();
+    api.detail = detail({
+      status: "queued",
+      locked_by: null,
+      started_at: null,
+      attempts: 0,
+      events: [event(1, "created", -10)],
+    });
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Cancel" }));
+    await waitFor(() => expect(api.cancels).toBe(1));
+    expect(screen.queryByTestId("confirm-cancel")).toBeNull();
+  });
+});
