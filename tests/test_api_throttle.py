@@ -3,12 +3,12 @@ import random
 from array import array
 
 import pytest
-from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
+from django_pg_jobqueue import security
 from django_pg_jobqueue.api.throttles import JobCreateThrottle
 
 pytestmark = pytest.mark.django_db
@@ -54,5 +54,5 @@ def test_the_history_is_stored_as_a_packed_array(make_user):
     user = make_user("producer")
     for _ in range(3):
         assert JobCreateThrottle().allow_request(_request(user), None)
-    stored = cache.get(JobCreateThrottle().cache_format % {"scope": "job_create", "ident": user.pk})
+    stored = security.throttle_cache().get(JobCreateThrottle().cache_format % {"scope": "job_create", "ident": user.pk})
     assert isinstance(stored, array) and len(stored) == 3
