@@ -10,6 +10,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from ..models import Job
 from ..selectors import parse_job_id
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX, PRIORITY_MIN
+from .idempotency import scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
@@ -77,7 +78,10 @@ class JobFilter(django_filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
-        match = Q(idempotency_key=value)
+        match = Q(idempotency_key=value)  # a key from Python (enqueue)
+        user = getattr(self.request, "user", None)
+        if user is not None and user.is_authenticated:  # the reader's own key, from the API
+            match |= Q(idempotency_key=scoped(user, value))
         job_id = parse_job_id(value)
         if job_id is not None:
             match |= Q(pk=job_id)

@@ -52,7 +52,7 @@ _ERRORS = {
         "code": "permission_denied",
         "detail": "You do not have permission to perform this action.",
     }),
-    404: ("No such job (or page).", "not_found", {"code": "not_found", "detail": "job 42 not found"}),
+    404: ("No such job or queue (or page).", "not_found", {"code": "not_found", "detail": "job 42 not found"}),
     409: ("The job's status does not allow it, or the idempotency key was used for a different "
           "request.", "conflict", {
         "code": "invalid_transition", "detail": "cannot cancel job 42: it is succeeded",

@@ -32,6 +32,7 @@ from ..states import (
     Status,
 )
 from .exceptions import PayloadTooLarge
+from .idempotency import unscoped
 from .per_class import once_per_class
 
 MAX_BULK_JOBS = 1000
@@ -459,6 +460,12 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
 
     def get_is_finished(self, job) -> bool:
         return job.status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if "idempotency_key" in data:  # the key as its client sent it (api/idempotency.py)
+            data["idempotency_key"] = unscoped(data["idempotency_key"])
+        return data
 
 
 class EventSerializer(SharedFieldsMixin, JobQueueModelSerializer):
