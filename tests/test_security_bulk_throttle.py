@@ -52,3 +52,15 @@ def test_users_are_counted_apart(operator_client, make_user, client_for):
     other = client_for(make_user("other-producer", perms=["add_job"]))
     assert _bulk(other, 4).status_code == 201
     assert _bulk(operator_client, 1).status_code == 429
+
+
+@override_settings(JOB_CREATE_RATE="1000/min")
+def test_a_bulk_request_is_one_entry_of_the_window_however_many_jobs_it_holds(operator, operator_client):
+    from django_pg_jobqueue import security
+    from django_pg_jobqueue.api.throttles import JobCreateThrottle
+
+    assert _bulk(operator_client, 500).status_code == 201
+    assert operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json").status_code == 201
+    history, counts = security.throttle_cache().get(
+        JobCreateThrottle.cache_format % {"scope": "job_create", "ident": operator.pk})
+    assert len(history) == 2 and list(counts) == [1, 500]  # newest first

@@ -91,7 +91,7 @@ const pages = JSON.parse(pagesJson);
                                           args: ["--no-sandbox"] });
   const out = {};
   try {
-    for (const [name, [path, selector]] of Object.entries(pages)) {
+    for (const [name, { path, selector, login, then }] of Object.entries(pages)) {
       const context = await browser.newContext();
       const page = await context.newPage();
       const seen = { violations: [], console: [], errors: [], rendered: false, external: [] };
@@ -105,11 +105,23 @@ const pages = JSON.parse(pagesJson);
       page.on("pageerror", (e) => seen.errors.push(String(e)));
       page.on("request", (r) => { if (!r.url().startsWith(base) && !r.url().startsWith("data:")
         && !r.url().startsWith("blob:")) seen.external.push(r.url()); });
-      await page.goto(base + path, { waitUntil: "load" });
-      try {
-        await page.locator(selector).first().waitFor({ timeout: 20000 });
-        seen.rendered = true;
-      } catch (e) { seen.errors.push("not rendered: " + selector); }
+      const visit = async (path, selector) => {
+        await page.goto(base + path, { waitUntil: "load" });
+        try {
+          await page.locator(selector).first().waitFor({ timeout: 20000 });
+          return true;
+        } catch (e) { seen.errors.push(`not rendered: ${path} ${selector}`); return false; }
+      };
+      seen.rendered = await visit(path, selector);
+      if (seen.rendered && login) {
+        await page.getByLabel("Username").fill(login[0]);
+        await page.getByLabel("Password").fill(login[1]);
+        await page.getByRole("button", { name: "Sign in" }).click();
+        for (const [next, nextSelector] of then) {
+          await page.waitForTimeout(300);
+          seen.rendered = (await visit(next, nextSelector)) && seen.rendered;
+        }
+      }
       await page.waitForTimeout(1000);
       seen.violations = await page.evaluate(() => window.__csp);
       out[name] = seen;
@@ -125,11 +137,20 @@ const pages = JSON.parse(pagesJson);
                     or not (FRONTEND / "node_modules" / "playwright-core").is_dir(),
                     reason="needs Chromium, node and frontend/node_modules (make test-e2e)")
 @needs_build
-def test_chromium_renders_each_page_with_no_csp_violation(live_server):
+def test_chromium_renders_each_page_with_no_csp_violation(live_server, make_user):
+    from django_pg_jobqueue import services
+
+    make_user("csp-operator", password="csp-operator-pw-1", perms=["view_job", "add_job", "change_job"])
+    job = services.enqueue("noop", {"n": 1})
     pages = {
-        "swagger": [PAGES["swagger"], ".swagger-ui .info .title"],
-        "redoc": [PAGES["redoc"], "redoc .api-content h1, .api-content h1"],
-        "dashboard": ["/login", "input[type=password]"],
+        "swagger": {"path": PAGES["swagger"], "selector": ".swagger-ui .info .title"},
+        "redoc": {"path": PAGES["redoc"], "selector": ".api-content h1"},
+        # The login form, then every page after logging in: the overview's charts, the lists,
+        # a job's detail with its live timeline.
+        "dashboard": {"path": "/login", "selector": "input[type=password]",
+                      "login": ["csp-operator", "csp-operator-pw-1"],
+                      "then": [["/", "svg"], ["/jobs", "table"], ["/failed", "h1"],
+                               [f"/jobs/{job.id}", "[data-testid=status-badge]"]]},
     }
     proc = subprocess.run(["node", "-e", PROBE, str(FRONTEND), CHROMIUM, live_server.url,
                            json.dumps(pages)], capture_output=True, text=True, timeout=180)

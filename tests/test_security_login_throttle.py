@@ -23,6 +23,14 @@ REPO = Path(__file__).resolve().parents[1]
 LOGIN = "/api/v1/auth/login/"
 ADMIN_LOGIN = "/admin/login/"
 LIMIT = 30  # JOB_LOGIN_RATE's default: 30/min
+FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    # A wrong password costs a full PBKDF2 run (even for an unknown user, against timing
+    # attacks): ~0.5 s per attempt on a busy machine, and these tests make hundreds.
+    settings.PASSWORD_HASHERS = FAST_HASHER
 
 
 def _api_attempt(client: Client, **extra):
@@ -127,6 +135,8 @@ import django
 django.setup()
 from django.core.management import call_command
 from django.test import Client
+from django.test.utils import override_settings
+override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]).enable()
 call_command("createcachetable")
 client = Client(REMOTE_ADDR=sys.argv[1])
 statuses = []

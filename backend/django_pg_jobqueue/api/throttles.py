@@ -21,11 +21,11 @@ class JobCreateThrottle(UserRateThrottle):
     jobs than the rate allows in a whole window can never pass: a 400 says so, rather than a 429
     that a client would retry forever.
 
-    DRF's sliding window, decision for decision for single jobs, with the window's timestamps
-    (one per job) kept as one packed array of floats instead of a list: the cache pickles the
-    whole window on every request, which for a list costs ~50 us per thousand entries (a window
-    holds up to the rate's count: 1.4 ms a request at 20,000), and for an array one copy of its
-    bytes.
+    DRF's sliding window, decision for decision for single jobs: `history` holds one timestamp
+    per allowed request, newest first, and `counts` the jobs of each (a bulk request is one
+    entry, not n). Both are packed arrays, cached together: the cache pickles the whole window on
+    every request, which for a list costs ~50 us per thousand entries (a window holds up to the
+    rate's count: 1.4 ms a request at 20,000), and for an array one copy of its bytes.
 
     Across processes the window is read, then written: requests of one user that arrive at the
     same moment in different processes can each see the window before the other's jobs, so a
@@ -64,30 +64,35 @@ class JobCreateThrottle(UserRateThrottle):
                 f"this request holds {cost} jobs, more than JOB_CREATE_RATE "
                 f"({conf.get().CREATE_RATE}) allows in a whole period: send at most "
                 f"{self.num_requests} jobs per request (or raise JOB_CREATE_RATE)."]})
-        history = self.cache.get(self.key, [])
-        self.history = history if isinstance(history, array) else array("d", history)
+        stored = self.cache.get(self.key)
+        if isinstance(stored, tuple) and len(stored) == 2:
+            self.history, self.counts = stored
+        else:
+            self.history, self.counts = array("d"), array("L")
         self.now = self.timer()
         while self.history and self.history[-1] <= self.now - self.duration:
             self.history.pop()
-        if len(self.history) + cost > self.num_requests:
+            self.counts.pop()
+        self.spent = sum(self.counts)
+        if self.spent + cost > self.num_requests:
             return self.throttle_failure()
         return self.throttle_success()
 
     def throttle_success(self):
-        # Newest first, as DRF keeps it: one timestamp per job.
-        self.history = array("d", [self.now]) * self.cost_of_request + self.history
-        self.cache.set(self.key, self.history, self.duration)
+        self.history.insert(0, self.now)  # newest first, as DRF keeps it
+        self.counts.insert(0, self.cost_of_request)
+        self.cache.set(self.key, (self.history, self.counts), self.duration)
         return True
 
     def wait(self):
-        """Seconds until enough of the window has expired for this request's jobs to fit."""
-        if not self.history:
-            return self.duration
-        over = len(self.history) + self.cost_of_request - self.num_requests
-        if over <= 0:
-            return None
-        expires_first = self.history[-min(over, len(self.history))]
-        return max(0.0, expires_first + self.duration - self.now)
+        """Seconds until enough of the window has expired for this request's jobs to fit: when
+        the oldest entries holding the excess have left it."""
+        over = self.spent + self.cost_of_request - self.num_requests
+        for timestamp, count in zip(reversed(self.history), reversed(self.counts), strict=True):
+            over -= count
+            if over <= 0:
+                return max(0.0, timestamp + self.duration - self.now)
+        return self.duration
 
 
 class LoginThrottle(BaseThrottle):
