@@ -37,6 +37,9 @@ def worker_pool(transactional_db, fast_queue_settings):
 def _clear_throttle_counters():
     from django.core.cache import cache
 
+    # The default (memory) cache. The throttles count in the demo's database cache
+    # (JOB_THROTTLE_CACHE), whose rows roll back with each test's transaction; clearing it here
+    # would start that transaction early, which timing tests notice.
     cache.clear()
     yield
 

@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job, JobEvent, QueueSetting
+from django_pg_jobqueue.models import JobEvent, QueueSetting
 
 pytestmark = pytest.mark.django_db
 
@@ -113,6 +113,7 @@ def test_event_admin_is_read_only(staff_operator):
 
 
 def test_queue_settings_are_editable_through_the_services(staff_operator):
+    services.enqueue("noop", queue="reports")  # a setting only for a queue that exists
     response = staff_operator.post("/admin/django_pg_jobqueue/queuesetting/add/",
                                    {"queue": "reports", "paused": "on", "concurrency_limit": "2"})
     assert response.status_code == 302

@@ -35,8 +35,7 @@ def test_list_shows_every_queue_with_jobs_or_a_setting_with_its_counts(operator_
     done = services.enqueue("noop", queue="old")
     [c] = services.claim(worker_ids=["w-2"], job_ids=[done.id])
     services.complete(c.id, c.lease_token, worker_id="w-2", result={})
-    services.pause_queue("idle")
-    services.set_queue_limit("idle", 3)
+    QueueSetting.objects.create(queue="idle", paused=True, concurrency_limit=3)  # its jobs pruned
 
     response = operator_client.get(QUEUES)
 
@@ -91,12 +90,18 @@ def test_pause_stops_claims_from_that_queue_and_resume_restores_them(operator_cl
     assert _row(operator_client.get(QUEUES).json(), "reports")["running"] == 1
 
 
-def test_a_queue_without_jobs_can_be_paused_before_they_arrive(operator_client):
-    response = operator_client.post(f"{QUEUES}nightly.exports:v2/pause/")
-    assert response.status_code == 200
-    assert _row(operator_client.get(QUEUES).json(), "nightly.exports:v2")["paused"] is True
-    services.enqueue("noop", queue="nightly.exports:v2")
-    assert services.claim(worker_ids=["w"]) == []
+def test_a_queue_a_handler_declares_can_be_paused_before_its_jobs_arrive(operator_client):
+    from django_pg_jobqueue.registry import registry
+
+    registry.register("export_for_test", lambda ctx, payload: None, queue="nightly.exports:v2")
+    try:
+        response = operator_client.post(f"{QUEUES}nightly.exports:v2/pause/")
+        assert response.status_code == 200
+        assert _row(operator_client.get(QUEUES).json(), "nightly.exports:v2")["paused"] is True
+        services.enqueue("noop", queue="nightly.exports:v2")
+        assert services.claim(worker_ids=["w"]) == []
+    finally:
+        registry.unregister("export_for_test")
 
 
 def test_patch_sets_and_removes_the_concurrency_limit(operator_client):
@@ -115,6 +120,7 @@ def test_patch_sets_and_removes_the_concurrency_limit(operator_client):
 
 
 def test_an_empty_patch_changes_nothing(operator_client):
+    services.enqueue("noop", queue="reports")
     services.set_queue_limit("reports", 4)
     response = operator_client.patch(f"{QUEUES}reports/", {}, format="json")
     assert response.status_code == 200 and response.json()["concurrency_limit"] == 4
@@ -157,6 +163,7 @@ def test_queue_names_are_validated_like_a_jobs_queue_field(operator_client):
         create = operator_client.post("/api/v1/jobs/", {"type": "noop", "queue": name},
                                       format="json")
         assert create.status_code == 400 and "queue" in create.json()["errors"]
+    services.enqueue("noop", queue="x" * 100)
     assert operator_client.post(f"{QUEUES}{'x' * 100}/pause/").status_code == 200
 
 
@@ -192,6 +199,7 @@ def admin_for(make_user):
 
 def test_admin_actions_pause_and_resume_through_the_services(admin_for):
     client = admin_for(["view_queuesetting", "change_queuesetting"])
+    services.enqueue_many([{"type": "noop", "queue": "reports"}, {"type": "noop", "queue": "emails"}])
     services.resume_queue("reports")
     services.resume_queue("emails")
     response = client.post("/admin/django_pg_jobqueue/queuesetting/",
@@ -206,6 +214,7 @@ def test_admin_actions_pause_and_resume_through_the_services(admin_for):
 
 def test_admin_pause_needs_the_change_permission(admin_for):
     client = admin_for(["view_queuesetting"])
+    services.enqueue("noop", queue="reports")
     services.resume_queue("reports")
     page = client.get("/admin/django_pg_jobqueue/queuesetting/")
     assert page.status_code == 200

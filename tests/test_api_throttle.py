@@ -3,12 +3,12 @@ import random
 from array import array
 
 import pytest
-from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
+from django_pg_jobqueue import security
 from django_pg_jobqueue.api.throttles import JobCreateThrottle
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,7 @@ def test_decisions_and_waits_match_drf_over_200_requests_at_random_gaps(make_use
     for _ in range(200):
         now += rng.choice([0.05, 0.3, 1.0, 4.0, 9.0])
         ours, drf = JobCreateThrottle(), DRFThrottle()
-        ours.timer = drf.timer = lambda: now
+        ours.timer = drf.timer = lambda now=now: now
         request = _request(user)
         allowed = ours.allow_request(request, None)
         assert allowed == drf.allow_request(request, None)
@@ -54,5 +54,7 @@ def test_the_history_is_stored_as_a_packed_array(make_user):
     user = make_user("producer")
     for _ in range(3):
         assert JobCreateThrottle().allow_request(_request(user), None)
-    stored = cache.get(JobCreateThrottle().cache_format % {"scope": "job_create", "ident": user.pk})
-    assert isinstance(stored, array) and len(stored) == 3
+    history, counts = security.throttle_cache().get(
+        JobCreateThrottle().cache_format % {"scope": "job_create", "ident": user.pk})
+    assert isinstance(history, array) and len(history) == 3
+    assert isinstance(counts, array) and list(counts) == [1, 1, 1]

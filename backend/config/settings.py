@@ -1,7 +1,9 @@
 """Django settings, read from the environment (django-environ) and `.env` when present.
 
 Every variable is documented in `.env.sample`. `DJANGO_ENV=production` turns on the
-production checks: a real SECRET_KEY, DEBUG off, ALLOWED_HOSTS set, secure cookies.
+production checks: a strong SECRET_KEY, DEBUG off, ALLOWED_HOSTS set, secure cookies; and the
+demo app's system check refuses to start (`check`, `migrate`) while the demo account still
+opens with its published password (demo/checks.py).
 """
 import os
 from pathlib import Path
@@ -26,13 +28,42 @@ PRODUCTION = DJANGO_ENV == "production"
 
 _DEV_SECRET_KEY = "dev-insecure-change-me-0f3c1b9e8a7d4c2b"
 SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET_KEY)
+# The debug switch has one name, DEBUG. DJANGO_DEBUG looks like it should work and used to be
+# ignored without a word (`DJANGO_DEBUG=false` left a production-shaped setup in debug mode):
+# set, it stops the start-up.
+if "DJANGO_DEBUG" in env.ENVIRON:
+    raise ImproperlyConfigured("DJANGO_DEBUG is not read: the debug variable is DEBUG "
+                               "(DEBUG=false or DEBUG=true); remove DJANGO_DEBUG")
 DEBUG = env.bool("DEBUG", default=not PRODUCTION)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+
+def _weak_secret_key(key: str) -> str | None:
+    """Why `key` is too weak to sign production's sessions and tokens, or None. Refused: the
+    development key (even inside a longer one), Django's `django-insecure-` keys, fewer than 50
+    characters, fewer than 10 distinct characters, or a key so patterned (a repeated word or
+    phrase) that it compresses to under 36 bytes. `secrets.token_urlsafe(50)` passes by far."""
+    import zlib
+
+    if _DEV_SECRET_KEY in key:
+        return "it is the development key"
+    if key.startswith("django-insecure-"):
+        return "it is one of Django's insecure startproject keys"
+    if len(key) < 50:
+        return f"it has {len(key)} characters, fewer than 50"
+    if len(set(key)) < 10:
+        return f"it has {len(set(key))} distinct characters, fewer than 10"
+    if len(zlib.compress(key.encode("utf-8", "surrogatepass"), 9)) - 8 < 36:
+        return "it repeats itself (a word or phrase over and over): too little entropy"
+    return None
+
+
 if PRODUCTION:
-    if SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 50:
-        raise ImproperlyConfigured("production: set SECRET_KEY to a random string of 50+ characters")
+    if (_weakness := _weak_secret_key(SECRET_KEY)) is not None:
+        raise ImproperlyConfigured(
+            f"production: SECRET_KEY is too weak ({_weakness}); set it to a random string of "
+            "50+ characters: python -c \"import secrets; print(secrets.token_urlsafe(50))\"")
     if DEBUG:
         raise ImproperlyConfigured("production: DEBUG must be off")
     if not ALLOWED_HOSTS:
@@ -165,6 +196,25 @@ STORAGES = {
 
 LOGIN_URL = "/admin/login/"
 
+# --- Caches: the throttles' counts, shared by every process ----------------------------------
+# The API's login and job-creation throttles, and the admin's login throttle (config/urls.py),
+# count in JOB_THROTTLE_CACHE. It must be shared by gunicorn's processes (and hosts), or each
+# counts on its own: here the database cache, table `jobqueue_cache`, created after every
+# `migrate` by the demo app (demo/apps.py runs createcachetable). MAX_ENTRIES bounds the table;
+# Django's database cache counts its rows on every write, so keep it in the thousands, and use
+# Redis (django.core.cache.backends.redis.RedisCache) for heavy traffic. "default" stays a
+# per-process memory cache for anything else.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "jobqueue": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "jobqueue_cache",
+        "OPTIONS": {"MAX_ENTRIES": 10000, "CULL_FREQUENCY": 3},
+    },
+}
+# "default" (per process) is enough for one process alone, e.g. a benchmark of the API's raw speed.
+JOB_THROTTLE_CACHE = env.str("JOB_THROTTLE_CACHE", default="jobqueue")
+
 # --- The API ------------------------------------------------------------------------------
 # No REST_FRAMEWORK or SPECTACULAR_SETTINGS: the API (django_pg_jobqueue.api, mounted in
 # config/urls.py) declares its DRF and drf-spectacular configuration on its own views. The
@@ -209,6 +259,10 @@ JOB_PREFETCH = env.int("JOB_PREFETCH", default=0)
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=30000)
 JOB_PREPARED_STATEMENTS = env.bool("JOB_PREPARED_STATEMENTS", default=True)
 JOB_CREATE_RATE = env.str("JOB_CREATE_RATE", default="600/min")
+JOB_LOGIN_RATE = env.str("JOB_LOGIN_RATE", default="30/min")
+# How many proxies in front append to X-Forwarded-For; 0 reads REMOTE_ADDR only (the default:
+# `make run` and docker-compose publish gunicorn directly). See docs/how-to/security.md.
+JOB_TRUSTED_PROXY_COUNT = env.int("JOB_TRUSTED_PROXY_COUNT", default=0)
 # Operations (#6): retention and the pruner, /metrics, OpenTelemetry.
 JOB_RETENTION_SUCCEEDED = env.str("JOB_RETENTION_SUCCEEDED", default="7d")
 JOB_RETENTION_FAILED = env.str("JOB_RETENTION_FAILED", default="30d")

@@ -1,4 +1,4 @@
-"""Routes: the admin, the API (/api/), /metrics, and the dashboard at / for the rest.
+"""Routes: the admin (its login throttled), the API (/api/), /metrics, and the dashboard at /.
 
 The dashboard is the library's own view (django_pg_jobqueue.dashboard.urls), mounted here at
 the site root as a host project mounts it at any prefix: its page at /, the same page for every
@@ -8,7 +8,9 @@ paths under api/ get a JSON 404, never the dashboard's page.
 from django.contrib import admin
 from django.http import HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
+
 from django_pg_jobqueue.metrics import metrics_view
+from django_pg_jobqueue.security import throttle_login
 
 
 def api_not_found(request, path=""):
@@ -28,6 +30,9 @@ def api_not_found(request, path=""):
 
 
 urlpatterns = [
+    # The admin's login counts against the same per-client budget as the API's (JOB_LOGIN_RATE):
+    # this path comes before admin.site.urls, so it answers /admin/login/ (a host does the same).
+    path("admin/login/", throttle_login(admin.site.login)),
     path("admin/", admin.site.urls),
     path("api/", include("django_pg_jobqueue.api.urls")),
     path("metrics", metrics_view, name="metrics"),

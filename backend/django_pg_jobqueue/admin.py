@@ -4,13 +4,14 @@ Nothing here writes a job row directly: jobs cannot be added, edited or deleted 
 (the change form is read-only), so no admin page can bypass the state machine. Events are
 read-only. Queue settings (pause, concurrency limit) are the one editable model.
 """
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html
 
 from . import selectors, services
-from .exceptions import InvalidTransition, JobNotFound
+from .exceptions import InvalidTransition, JobNotFound, QueueNotFound
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
 from .services import queues
@@ -203,8 +204,22 @@ class JobEventAdmin(admin.ModelAdmin):
         return False
 
 
+class QueueSettingForm(forms.ModelForm):
+    class Meta:
+        model = QueueSetting
+        fields = ["queue", "paused", "concurrency_limit"]
+
+    def clean_queue(self):
+        # A setting only for a queue that exists: a typo must not make a phantom queue.
+        name = self.cleaned_data["queue"]
+        if self.instance._state.adding and not queues.queue_exists(name):
+            raise forms.ValidationError(str(QueueNotFound(name)))
+        return name
+
+
 @admin.register(QueueSetting)
 class QueueSettingAdmin(admin.ModelAdmin):
+    form = QueueSettingForm
     list_display = ["queue", "paused", "concurrency_limit", "updated_at"]
     list_editable = ["paused", "concurrency_limit"]
     fields = ["queue", "paused", "concurrency_limit", "updated_at"]

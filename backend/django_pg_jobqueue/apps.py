@@ -21,7 +21,12 @@ class JobsConfig(AppConfig):
             import_module(module)
         # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
         # system check (jobs.E200/E201).
-        from . import periodic, tasks_backend  # noqa: F401
+        # The throttle cache's deploy check (django_pg_jobqueue.W043/E044); imports Django only.
+        from . import (  # noqa: F401
+            periodic,
+            security,  # noqa: F401
+            tasks_backend,
+        )
 
         # What a project that mounts the API must install (django_pg_jobqueue.E300/W301);
         # imports Django only.

@@ -138,6 +138,13 @@ def database_alias(value) -> str | None:
     return "an alias of DATABASES: " + ", ".join(repr(a) for a in aliases)
 
 
+def cache_alias(value) -> str | None:
+    if isinstance(value, str) and value in getattr(settings, "CACHES", {}):
+        return None
+    known = ", ".join(repr(a) for a in getattr(settings, "CACHES", {})) or "none"
+    return f"the alias of a cache in CACHES (a str; CACHES has {known})"
+
+
 def mapping(value) -> str | None:
     return None if isinstance(value, dict) else "a dict: {name: {'cron': ..., 'type': ...}}"
 
@@ -269,12 +276,30 @@ class QueueConf:
         writes always need an authenticated user with the permission.""")
     CREATE_RATE: str = setting("600/min", check_id=20, rule=rate, group="api", doc="""
         The per-user throttle on job creation through the API (429 beyond), in DRF's
-        `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`.""")
+        `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
+        not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
+        allows per period is a 400. Counted in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503
         `queue_full` and a `Retry-After` header; None sets no limit. `enqueue()` from Python
         is not limited.""")
+    LOGIN_RATE: str = setting("30/min", check_id=37, rule=rate, group="api", doc="""
+        Login attempts per client address, right or wrong, across the API's `auth/login/` and
+        every login view wrapped in `django_pg_jobqueue.security.throttle_login` (429 beyond).
+        The client is REMOTE_ADDR, or what JOB_TRUSTED_PROXY_COUNT says; IPv6 clients are
+        counted by their /64.""")
+    TRUSTED_PROXY_COUNT: int = setting(0, check_id=36, rule=whole(0, maximum=10), group="api", doc="""
+        How many proxies in front of Django append the client's address to X-Forwarded-For
+        (a load balancer: 1). The throttles then count the address the outermost one appended.
+        0, the default, reads REMOTE_ADDR only and never X-Forwarded-For, which any client can
+        write. Set it only when every request passes through that many proxies: otherwise a
+        client that reaches Django directly picks its own address.""")
+    THROTTLE_CACHE: str = setting("default", check_id=38, rule=cache_alias, group="api", doc="""
+        The alias of the cache in CACHES that the login and job-creation throttles count in.
+        It must be shared by every process that serves the API (the database cache, Redis,
+        Memcached): a LocMemCache counts per process, so n gunicorn workers give a client n
+        times the rates (`check --deploy` warns, django_pg_jobqueue.W043).""")
 
     # -- retention -------------------------------------------------------------------------------
     RETENTION_SUCCEEDED: str = setting("7d", check_id=22, rule=retention, group="retention",

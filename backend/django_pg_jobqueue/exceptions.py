@@ -9,6 +9,20 @@ class JobNotFound(JobError):
     pass
 
 
+class QueueNotFound(JobError, LookupError):
+    """No such queue: it holds no jobs, no handler, Tasks backend or schedule names it, and it
+    has no setting. Pausing, resuming or limiting it is refused (HTTP 404), so that a typo
+    leaves no phantom queue behind."""
+
+    def __init__(self, queue: str):
+        self.queue = queue
+        super().__init__(
+            f"no queue named {queue!r}: it has no jobs, no registered handler, Tasks backend or "
+            "periodic schedule names it, and it has no setting. Check the name; a new queue "
+            "exists once a handler declares it (@handler(..., queue=...)) or a job is enqueued "
+            "into it.")
+
+
 class InvalidTransition(JobError):
     """The job is not in a status the requested transition starts from (HTTP 409)."""
 

@@ -3,7 +3,7 @@
     {"code": "invalid", "detail": "a sentence for people", "errors": {"field": ["..."]}}
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
-views stay three lines: JobNotFound -> 404, InvalidTransition and IdempotencyConflict -> 409,
+views stay three lines: JobNotFound and QueueNotFound -> 404, InvalidTransition and IdempotencyConflict -> 409,
 UnknownJobType -> 400 (on the `type` field), a database that does not answer -> 503.
 """
 import logging
@@ -22,6 +22,7 @@ from ..exceptions import (
     InvalidTransition,
     JobNotFound,
     JobPayloadTooLarge,
+    QueueNotFound,
     UnknownJobType,
 )
 
@@ -111,6 +112,8 @@ def _translate(exc):
     """Domain and Django errors -> DRF APIExceptions (or None: not ours, a real 500)."""
     if isinstance(exc, JobNotFound):
         return exceptions.NotFound(f"job {exc.args[0]} not found" if exc.args else "job not found")
+    if isinstance(exc, QueueNotFound):
+        return exceptions.NotFound(str(exc), code="queue_not_found")
     if isinstance(exc, InvalidTransition):
         err = Conflict(str(exc), code="invalid_transition")
         err.extra = {"status": exc.status}

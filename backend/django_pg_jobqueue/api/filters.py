@@ -9,6 +9,8 @@ from django_filters.rest_framework import DjangoFilterBackend
 
 from ..models import Job
 from ..selectors import parse_job_id
+from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX, PRIORITY_MIN
+from .idempotency import scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
@@ -47,19 +49,19 @@ class JobFilter(django_filters.FilterSet):
     # lookup_expr is spelled out: django-filter's default comes from FILTERS_DEFAULT_LOOKUP_EXPR.
     type = django_filters.CharFilter(field_name="type", lookup_expr="exact", max_length=100,
                                      help_text="Exact job type.")
-    queue = django_filters.CharFilter(field_name="queue", lookup_expr="exact", max_length=100,
-                                      help_text="Exact queue name.")
-    priority = IntegerFilter(field_name="priority", lookup_expr="exact", min_value=-100,
-                             max_value=100, help_text="Exact priority.")
+    queue = django_filters.CharFilter(field_name="queue", lookup_expr="exact",
+                                      max_length=MAX_QUEUE_NAME_LENGTH, help_text="Exact queue name.")
+    priority = IntegerFilter(field_name="priority", lookup_expr="exact", min_value=PRIORITY_MIN,
+                             max_value=PRIORITY_MAX, help_text="Exact priority.")
     priority_min = IntegerFilter(field_name="priority", lookup_expr="gte",
-                                               min_value=-100, max_value=100)
+                                               min_value=PRIORITY_MIN, max_value=PRIORITY_MAX)
     priority_max = IntegerFilter(field_name="priority", lookup_expr="lte",
-                                               min_value=-100, max_value=100)
+                                               min_value=PRIORITY_MIN, max_value=PRIORITY_MAX)
     created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte",
                                                      help_text="ISO 8601; created at or after.")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
-    search = django_filters.CharFilter(method="filter_search", max_length=255,
+    search = django_filters.CharFilter(method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
                                        help_text="A job id or an exact idempotency key.")
 
     class Meta:
@@ -76,7 +78,10 @@ class JobFilter(django_filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
-        match = Q(idempotency_key=value)
+        match = Q(idempotency_key=value)  # a key from Python (enqueue)
+        user = getattr(self.request, "user", None)
+        if user is not None and user.is_authenticated:  # the reader's own key, from the API
+            match |= Q(idempotency_key=scoped(user, value))
         job_id = parse_job_id(value)
         if job_id is not None:
             match |= Q(pk=job_id)

@@ -9,7 +9,8 @@ prefix the host mounted them at, with SETTINGS below: no SPECTACULAR_SETTINGS in
 settings is read for it, and the host's own schema (if it has one) is not changed by it.
 The docs pages load Swagger UI and ReDoc from drf-spectacular-sidecar's static files (under
 STATIC_URL; "drf_spectacular_sidecar" must be in INSTALLED_APPS, check django_pg_jobqueue.E300),
-never from a CDN, and need no template settings.
+never from a CDN, and need no template settings. Both pages send a Content-Security-Policy
+(security.content_security_policy): scripts from the site only, no inline script.
 
 `make schema` writes frontend/openapi.yaml with the same generator:
     manage.py spectacular --generator-class django_pg_jobqueue.api.openapi.SchemaGenerator
@@ -21,6 +22,7 @@ from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views import View
 from drf_spectacular import generators, plumbing
@@ -34,6 +36,7 @@ from drf_spectacular.settings import SPECTACULAR_DEFAULTS, patched_settings
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from ..security import content_security_policy
 from .base import JobQueueAPIMixin, JobQueueAPIView
 
 TITLE = "Job queue API"
@@ -126,7 +129,7 @@ _SWAGGER_PAGE = """<!doctype html>
 <title>{title}</title>
 <link rel="icon" type="image/png" href="{favicon}">
 <link rel="stylesheet" href="{css}">
-<style>body {{ margin: 0; background: #fafafa; }}</style>
+<link rel="stylesheet" href="{page_css}">
 </head>
 <body>
 <div id="swagger-ui" data-schema-url="{schema_url}" data-csrf-header="{csrf_header}"
@@ -147,6 +150,7 @@ _REDOC_PAGE = """<!doctype html>
 </head>
 <body>
 <redoc spec-url="{schema_url}"></redoc>
+<script src="{init}"></script>
 <script src="{bundle}"></script>
 </body>
 </html>
@@ -159,9 +163,11 @@ def _csrf_header_name() -> str:
     return name.removeprefix("HTTP_").replace("_", "-")
 
 
+@method_decorator(content_security_policy, name="dispatch")
 class SwaggerUIView(View):
     """Swagger UI over the schema. "Try it out" sends the session cookie and, on writes, the
-    CSRF token; "Authorize" takes `Token <key>`."""
+    CSRF token; "Authorize" takes `Token <key>`. Served with the app's Content-Security-Policy
+    (security.py): scripts and styles from the site only."""
 
     http_method_names = ["get", "head"]
 
@@ -170,6 +176,7 @@ class SwaggerUIView(View):
             _SWAGGER_PAGE, title=f"{TITLE} (Swagger UI)",
             favicon=_sidecar("swagger-ui-dist/favicon-32x32.png"),
             css=_sidecar("swagger-ui-dist/swagger-ui.css"),
+            page_css=static("django_pg_jobqueue/api/swagger.css"),
             bundle=_sidecar("swagger-ui-dist/swagger-ui-bundle.js"),
             init=static("django_pg_jobqueue/api/swagger-init.js"),
             schema_url=_schema_url(request), csrf_header=_csrf_header_name(),
@@ -178,8 +185,10 @@ class SwaggerUIView(View):
         return HttpResponse(page, content_type="text/html; charset=utf-8")
 
 
+@method_decorator(content_security_policy(inline_styles=True, workers=True), name="dispatch")
 class RedocView(View):
-    """ReDoc over the schema (read-only)."""
+    """ReDoc over the schema (read-only). Its policy allows inline styles (ReDoc injects its
+    own, styled-components) and blob: workers (its search index), never inline scripts."""
 
     http_method_names = ["get", "head"]
 
@@ -187,6 +196,7 @@ class RedocView(View):
         page = format_html(
             _REDOC_PAGE, title=f"{TITLE} (ReDoc)", schema_url=_schema_url(request),
             bundle=_sidecar("redoc/bundles/redoc.standalone.js"),
+            init=static("django_pg_jobqueue/api/redoc-init.js"),
         )
         return HttpResponse(page, content_type="text/html; charset=utf-8")
 

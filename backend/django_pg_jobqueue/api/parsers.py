@@ -65,7 +65,7 @@ class StrictJSONParser(BaseParser):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ParseError(f"request body is not valid UTF-8 ({exc.reason} at byte {exc.start})")
+            raise ParseError(f"request body is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
         try:
             data = json.loads(text, parse_constant=_reject_constant)
         except RecursionError:

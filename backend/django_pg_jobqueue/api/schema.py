@@ -8,8 +8,9 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from .serializers import MAX_QUEUE_NAME_LENGTH, ErrorSerializer
+from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX
 from .serializers import QUEUE_NAME as _QUEUE_NAME_RE
+from .serializers import ErrorSerializer
 
 
 @functools.wraps(spectacular.extend_schema)
@@ -39,9 +40,9 @@ _ERRORS = {
     400: ("Invalid input: `errors` names each bad field.", "invalid", {
         "code": "invalid",
         "detail": "type: unknown job type 'nope'; registered types: noop, sleep.; "
-                  "priority: Ensure this value is less than or equal to 100.",
+                  f"priority: Ensure this value is less than or equal to {PRIORITY_MAX}.",
         "errors": {"type": ["unknown job type 'nope'; registered types: noop, sleep."],
-                   "priority": ["Ensure this value is less than or equal to 100."]},
+                   "priority": [f"Ensure this value is less than or equal to {PRIORITY_MAX}."]},
     }),
     401: ("Not authenticated: send `Authorization: Token <key>` or log in.", "not_authenticated", {
         "code": "not_authenticated", "detail": "Authentication credentials were not provided.",
@@ -51,7 +52,7 @@ _ERRORS = {
         "code": "permission_denied",
         "detail": "You do not have permission to perform this action.",
     }),
-    404: ("No such job (or page).", "not_found", {"code": "not_found", "detail": "job 42 not found"}),
+    404: ("No such job or queue (or page).", "not_found", {"code": "not_found", "detail": "job 42 not found"}),
     409: ("The job's status does not allow it, or the idempotency key was used for a different "
           "request.", "conflict", {
         "code": "invalid_transition", "detail": "cannot cancel job 42: it is succeeded",
@@ -103,7 +104,7 @@ REPLAY = OpenApiParameter(
                 "the same request, and this is the job that request created.",
 )
 IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 255},
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH},
     OpenApiParameter.HEADER, required=False,
     description="Makes the request safe to repeat: the same key with the same request returns "
                 "the first job (200, X-Idempotency-Replay: true); with a different request, "

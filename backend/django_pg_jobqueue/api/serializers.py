@@ -19,18 +19,26 @@ from rest_framework.utils.serializer_helpers import BindingDict
 from .. import conf
 from ..models import Job, JobEvent
 from ..registry import registry
-from ..states import EventKind, Status
+from ..states import (
+    MAX_ATTEMPTS_LIMIT,
+    MAX_DELAY_SECONDS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_QUEUE_NAME_LENGTH,
+    MAX_TIMEOUT_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_NAME_PATTERN,
+    EventKind,
+    Status,
+)
 from .exceptions import PayloadTooLarge
+from .idempotency import unscoped
 from .per_class import once_per_class
 
 MAX_BULK_JOBS = 1000
-MAX_ATTEMPTS_LIMIT = 1000
-MAX_DELAY_SECONDS = 366 * 86400
-MAX_TIMEOUT_SECONDS = 30 * 86400
 STATUS_CHOICES = [s.value for s in Status]
 EVENT_KIND_CHOICES = [k.value for k in EventKind]
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
-MAX_QUEUE_NAME_LENGTH = 100  # Job.queue's max_length
+QUEUE_NAME = re.compile(f"^{QUEUE_NAME_PATTERN}$")
 MAX_RETRY_IDS = 1000
 MAX_CONCURRENCY_LIMIT = 2**31 - 1  # the column is a PostgreSQL integer
 
@@ -241,7 +249,8 @@ class StrictSerializer(serializers.Serializer):
 
 
 def queue_name_field(**kwargs) -> serializers.RegexField:
-    """A queue name as jobs carry it: 1 to 100 of letters, digits and _ . : -."""
+    """A queue name as jobs carry it: 1 to MAX_QUEUE_NAME_LENGTH (100) of letters, digits and
+    _ . : - (states.QUEUE_NAME_PATTERN)."""
     return serializers.RegexField(
         QUEUE_NAME.pattern, max_length=MAX_QUEUE_NAME_LENGTH,
         error_messages={"invalid": "use letters, digits and _ . : - only."}, **kwargs)
@@ -251,14 +260,15 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
                               help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.")
-    priority = serializers.IntegerField(required=False, min_value=-100, max_value=100,
-                                        help_text="-100..100, higher runs first. Default: the type's.")
+    priority = serializers.IntegerField(required=False, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
+                                        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first. "
+                                                  "Default: the type's.")
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
     queue = queue_name_field(
         required=False, help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
     idempotency_key = serializers.CharField(
-        required=False, allow_null=True, max_length=255,
+        required=False, allow_null=True, max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
     )
     run_at = ISODateTimeField(required=False, allow_null=True,
@@ -450,6 +460,12 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
 
     def get_is_finished(self, job) -> bool:
         return job.status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if "idempotency_key" in data:  # the key as its client sent it (api/idempotency.py)
+            data["idempotency_key"] = unscoped(data["idempotency_key"])
+        return data
 
 
 class EventSerializer(SharedFieldsMixin, JobQueueModelSerializer):

@@ -1,6 +1,8 @@
 """API views. Each validates, calls one service or selector, and serializes; the exception
 handler (api/exceptions.py) turns domain errors into 404/409/400/503. Every view derives from
 api/base.py's classes, which carry the API's whole DRF configuration (no REST_FRAMEWORK)."""
+from contextlib import contextmanager
+
 from django.contrib.auth import authenticate, login, logout
 from django.db.migrations.executor import MigrationExecutor
 from django.middleware.csrf import get_token
@@ -21,8 +23,10 @@ from rest_framework.response import Response
 
 from .. import conf, selectors, services
 from ..db import queue_connection
-from ..exceptions import InvalidTransition, JobNotFound
+from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound
 from ..services.bulk_retry import retry_matching
+from ..states import MAX_IDEMPOTENCY_KEY_LENGTH
+from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
@@ -87,11 +91,22 @@ def _idempotency_key(request, body_key: str | None) -> str | None:
     header = request.META.get("HTTP_IDEMPOTENCY_KEY")
     if header is None:
         return body_key
-    if not header.strip() or len(header) > 255:
-        raise ValidationError({"Idempotency-Key": ["must be 1 to 255 characters."]})
+    if not header.strip() or len(header) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise ValidationError({"Idempotency-Key": [
+            f"must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters."]})
     if body_key is not None and body_key != header:
         raise ValidationError({"idempotency_key": ["differs from the Idempotency-Key header."]})
     return header
+
+
+@contextmanager
+def _client_keys(sent: dict):
+    """A conflict on a scoped key names the key as its client sent it (the job is theirs)."""
+    try:
+        yield
+    except IdempotencyConflict as exc:
+        raise IdempotencyConflict(sent.get(exc.key, idempotency.unscoped(exc.key)),
+                                  exc.job_id) from None
 
 
 def _check_backpressure(new_jobs: int, keys: list[str]) -> None:
@@ -189,14 +204,17 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         serializer = JobCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         options = serializer.enqueue_options()
-        options["idempotency_key"] = _idempotency_key(request, options["idempotency_key"])
-        key = options["idempotency_key"]
-        _check_backpressure(1, [key] if key else [])
-        job, created = services.enqueue_job(**options)
+        key = _idempotency_key(request, options["idempotency_key"])
+        options["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
+        _check_backpressure(1, [stored_key] if stored_key else [])
+        with _client_keys({stored_key: key}):
+            job, created = services.enqueue_job(**options)
+        body = JobSerializer(job).data
+        if key is not None:
+            body["idempotency_key"] = key  # as sent, also when it was stored as its digest
         if created:
-            return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
-        return Response(JobSerializer(job).data, status=status.HTTP_200_OK,
-                        headers={"X-Idempotency-Replay": "true"})
+            return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_200_OK, headers={"X-Idempotency-Replay": "true"})
 
     @extend_schema(
         summary="Enqueue up to 1,000 jobs, all or nothing", tags=["jobs"],
@@ -213,10 +231,20 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         serializer = JobBulkCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         items = serializer.enqueue_items()
-        _check_backpressure(len(items), [i["idempotency_key"] for i in items if "idempotency_key" in i])
-        jobs = services.enqueue_many(items)
-        return Response({"count": len(jobs), "jobs": JobSerializer(jobs, many=True).data},
-                        status=status.HTTP_201_CREATED)
+        sent = {}  # stored key -> the key as sent
+        for item in items:
+            if "idempotency_key" in item:
+                key = item["idempotency_key"]
+                item["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
+                sent[stored_key] = key
+        _check_backpressure(len(items), list(sent))
+        with _client_keys(sent):
+            jobs = services.enqueue_many(items)
+        body = JobSerializer(jobs, many=True).data
+        for job, shown in zip(jobs, body, strict=True):
+            if job.idempotency_key in sent:
+                shown["idempotency_key"] = sent[job.idempotency_key]
+        return Response({"count": len(jobs), "jobs": body}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Cancel a job", tags=["jobs"], request=None, parameters=[JOB_ID],
@@ -354,12 +382,13 @@ class QueueViewSet(JobQueueViewSet):
         summary="Set a queue's concurrency limit", tags=["queues"], parameters=[QUEUE_NAME],
         description="At most `concurrency_limit` of the queue's jobs run at once, across every "
                     "worker process, enforced inside the claim; null removes the limit. "
-                    "Workers see the change within a second. The queue need not have jobs yet. "
+                    "Workers see the change within a second. The queue must exist (see pause). "
                     "An empty body changes nothing.",
         request=QueueUpdateSerializer,
         examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
                   OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None})],
-        responses={200: _queue_response("The queue, as it is now."), **errors(400, 401, 403, 503)},
+        responses={200: _queue_response("The queue, as it is now."),
+                   **errors(400, 401, 403, 404, 503)},
     )
     def partial_update(self, request, name=None):
         name = _queue_name(name)
@@ -373,9 +402,12 @@ class QueueViewSet(JobQueueViewSet):
         summary="Pause a queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
         description="Workers stop claiming its jobs within one poll interval; running jobs "
                     "finish. Jobs can still be enqueued. Survives restarts. Pausing a paused "
-                    "queue, or one without jobs yet, is fine.",
+                    "queue is fine. The queue must exist: it holds jobs (of any status), a "
+                    "registered handler, the Tasks backend's QUEUES or a periodic schedule "
+                    "names it, or it has a setting; otherwise 404 `queue_not_found`, and "
+                    "nothing is created (a typo leaves no phantom queue).",
         responses={200: _queue_response("The queue, paused.", paused=True),
-                   **errors(400, 401, 403, 503)},
+                   **errors(400, 401, 403, 404, 503)},
     )
     @action(detail=True, methods=["post"])
     def pause(self, request, name=None):
@@ -385,8 +417,10 @@ class QueueViewSet(JobQueueViewSet):
 
     @extend_schema(
         summary="Resume a paused queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
-        description="Workers claim its jobs again from their next poll.",
-        responses={200: _queue_response("The queue, resumed."), **errors(400, 401, 403, 503)},
+        description="Workers claim its jobs again from their next poll. 404 for a queue that "
+                    "does not exist (see pause). A queue that exists only by its setting (no "
+                    "jobs, nothing names it) loses that setting once it says nothing.",
+        responses={200: _queue_response("The queue, resumed."), **errors(400, 401, 403, 404, 503)},
     )
     @action(detail=True, methods=["post"])
     def resume(self, request, name=None):

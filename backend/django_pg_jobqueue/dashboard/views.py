@@ -14,6 +14,9 @@ render time:
   and header names. It is data, not code: a Content-Security-Policy without 'unsafe-inline'
   allows it. frontend/src/config.ts reads it.
 
+The page is served with the app's Content-Security-Policy (security.content_security_policy):
+scripts and styles from the site (or STATIC_URL's origin) only, no inline script or style.
+
 When the API is not mounted, or the app is not built (a source checkout without ``make ui``),
 the page says what to do instead.
 """
@@ -32,6 +35,8 @@ from django.utils.html import escape, format_html, json_script
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
+
+from ..security import content_security_policy
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +206,7 @@ def _not_built() -> HttpResponse:
 @require_safe
 @never_cache
 @ensure_csrf_cookie
+@content_security_policy
 def dashboard(request, path: str = "", **kwargs):
     """The single-page app, for its index and for every client route below it."""
     prefix = mount_prefix(request)

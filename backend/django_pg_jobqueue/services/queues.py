@@ -1,27 +1,76 @@
 """Queue settings: pause, resume and the global concurrency limit of a named queue.
 
 Workers read them inside the claim (paused queues are skipped) and re-read limits at most
-once a second, so a change holds across every worker process within a poll interval."""
-from ..models import QueueSetting, TxNow
+once a second, so a change holds across every worker process within a poll interval.
+
+Only a queue that exists can be changed (`QueueNotFound` otherwise), so that a typo never
+leaves a phantom paused queue behind. A queue exists when (`queue_exists`):
+- it holds jobs, of any status;
+- a registered handler declares it (`@handler(..., queue="media")`);
+- a Django Tasks backend of this queue lists it in its QUEUES, or a periodic schedule names it;
+- it already has a setting (it was paused, resumed or limited before; its jobs may be pruned).
+A setting that no longer says anything (resumed, no limit) for a queue that nothing else makes
+exist is removed: that is how a phantom queue left by an older version disappears.
+"""
+from django.conf import settings
+from django.db import transaction
+
+from ..exceptions import QueueNotFound
+from ..models import Job, QueueSetting, TxNow
+from ..registry import registry
+
+
+def declared_queues() -> set[str]:
+    """The queues named by the code and the settings: handlers, Tasks backends, schedules."""
+    names = {spec.queue for spec in registry.all() if spec.queue}
+    for alias in getattr(settings, "TASKS", {}) or {}:
+        config = settings.TASKS[alias]
+        if isinstance(config, dict) and str(config.get("BACKEND", "")).startswith("django_pg_jobqueue."):
+            queues = config.get("QUEUES") or []
+            if isinstance(queues, (list, tuple)):
+                names.update(q for q in queues if isinstance(q, str))
+    try:
+        from ..periodic import entries
+
+        names.update(e.queue for e in entries() if isinstance(e.queue, str))
+    except Exception:  # noqa: BLE001, S110 - a malformed JOB_PERIODIC is its own check's to report
+        pass
+    return names
+
+
+def queue_exists(queue: str, *, setting_counts: bool = True) -> bool:
+    """Whether `queue` holds jobs, is declared (`declared_queues`), or has a setting."""
+    return (queue in declared_queues()
+            or Job.objects.filter(queue=queue).exists()
+            or setting_counts and QueueSetting.objects.filter(queue=queue).exists())
 
 
 def _update_queue(queue: str, **fields) -> QueueSetting:
-    setting, _ = QueueSetting.objects.update_or_create(
-        queue=queue, defaults={**fields, "updated_at": TxNow()})
-    setting.refresh_from_db()
+    with transaction.atomic():
+        if not queue_exists(queue):
+            raise QueueNotFound(queue)
+        setting, _ = QueueSetting.objects.update_or_create(
+            queue=queue, defaults={**fields, "updated_at": TxNow()})
+        setting.refresh_from_db()
+        if (not setting.paused and setting.concurrency_limit is None
+                and not queue_exists(queue, setting_counts=False)):
+            setting.delete()  # says nothing, for a queue nothing else makes exist
     return setting
 
 
 def pause_queue(queue: str) -> QueueSetting:
+    """Workers stop claiming `queue`'s jobs. QueueNotFound (a LookupError) if it does not exist."""
     return _update_queue(queue, paused=True)
 
 
 def resume_queue(queue: str) -> QueueSetting:
+    """Workers claim `queue`'s jobs again. QueueNotFound if it does not exist."""
     return _update_queue(queue, paused=False)
 
 
 def set_queue_limit(queue: str, concurrency_limit: int | None) -> QueueSetting:
-    """At most `concurrency_limit` jobs of this queue run at once across all workers (None: no limit)."""
+    """At most `concurrency_limit` jobs of this queue run at once across all workers (None: no
+    limit). QueueNotFound if the queue does not exist."""
     if concurrency_limit is not None and concurrency_limit < 1:
         raise ValueError("concurrency_limit must be at least 1, or None for no limit")
     return _update_queue(queue, concurrency_limit=concurrency_limit)

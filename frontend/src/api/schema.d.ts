@@ -325,7 +325,7 @@ export interface paths {
         head?: never;
         /**
          * Set a queue's concurrency limit
-         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue need not have jobs yet. An empty body changes nothing.
+         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing.
          */
         patch: operations["v1_queues_partial_update"];
         trace?: never;
@@ -341,7 +341,7 @@ export interface paths {
         put?: never;
         /**
          * Pause a queue
-         * @description Workers stop claiming its jobs within one poll interval; running jobs finish. Jobs can still be enqueued. Survives restarts. Pausing a paused queue, or one without jobs yet, is fine.
+         * @description Workers stop claiming its jobs within one poll interval; running jobs finish. Jobs can still be enqueued. Survives restarts. Pausing a paused queue is fine. The queue must exist: it holds jobs (of any status), a registered handler, the Tasks backend's QUEUES or a periodic schedule names it, or it has a setting; otherwise 404 `queue_not_found`, and nothing is created (a typo leaves no phantom queue).
          */
         post: operations["v1_queues_pause_create"];
         delete?: never;
@@ -361,7 +361,7 @@ export interface paths {
         put?: never;
         /**
          * Resume a paused queue
-         * @description Workers claim its jobs again from their next poll.
+         * @description Workers claim its jobs again from their next poll. 404 for a queue that does not exist (see pause). A queue that exists only by its setting (no jobs, nothing names it) loses that setting once it says nothing.
          */
         post: operations["v1_queues_resume_create"];
         delete?: never;
@@ -1230,7 +1230,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1393,7 +1393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1451,7 +1451,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1532,7 +1532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1590,7 +1590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1912,6 +1912,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
             503: {
                 headers: {
@@ -1971,6 +1980,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
             503: {
                 headers: {
@@ -2023,6 +2041,15 @@ export interface operations {
             };
             /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

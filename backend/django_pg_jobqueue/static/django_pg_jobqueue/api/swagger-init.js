@@ -15,6 +15,9 @@
     layout: "BaseLayout",
     deepLinking: true,
     persistAuthorization: true,
+    // No badge from validator.swagger.io: the page loads nothing from another site (and its
+    // Content-Security-Policy would refuse it).
+    validatorUrl: null,
     requestInterceptor: function (request) {
       var method = (request.method || "GET").toUpperCase();
       if (method !== "GET" && method !== "HEAD" && method !== "OPTIONS" && csrfToken) {
