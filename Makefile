@@ -89,6 +89,11 @@ ifneq ($(HAS_UI),)
 	cd frontend && npm test && npm run format:check
 endif
 
+# ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,
+# the benchmark and the docs' extension.
+lint: venv
+	$(VENV)/bin/ruff check backend tests bench docs
+
 # The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise
 # stop at once with the command to run.
 CHROMIUM_PATH ?= $(shell command -v chromium 2>/dev/null || echo /usr/bin/chromium)
@@ -124,7 +129,7 @@ ifneq ($(HAS_UI),)
 	cd frontend && npm run e2e
 endif
 
-test: chromium pgbouncer docs test-backend test-frontend test-e2e
+test: chromium pgbouncer lint docs test-backend test-frontend test-e2e
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s

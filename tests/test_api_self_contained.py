@@ -20,13 +20,14 @@ from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.test import modify_settings, override_settings
 from django.urls import include, path, reverse
-from django_pg_jobqueue import services
-from django_pg_jobqueue.api.checks import check_api_apps
-from django_pg_jobqueue.models import Job
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.api.checks import check_api_apps
+from django_pg_jobqueue.models import Job
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "/jq/api/"

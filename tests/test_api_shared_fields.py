@@ -2,8 +2,9 @@
 per-instance fields and DRF's own to_representation do."""
 import threading
 import uuid
+from datetime import UTC, datetime, timedelta
+from datetime import timezone as dt_timezone
 from types import SimpleNamespace
-from datetime import UTC, datetime, timedelta, timezone as dt_timezone
 
 import pytest
 from django.test import override_settings
@@ -12,7 +13,10 @@ from rest_framework import serializers
 
 from django_pg_jobqueue import selectors, services
 from django_pg_jobqueue.api.serializers import (
-    EventSerializer, JobCreateSerializer, JobDetailSerializer, JobSerializer,
+    EventSerializer,
+    JobCreateSerializer,
+    JobDetailSerializer,
+    JobSerializer,
 )
 from django_pg_jobqueue.models import Job
 

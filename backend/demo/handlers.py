@@ -5,8 +5,11 @@ demo also offers the library's deterministic ones (`noop`, `sleep`, `flaky`, `fa
 """
 import random
 
-from django_pg_jobqueue import PermanentError, handler
-from django_pg_jobqueue import builtin_handlers  # noqa: F401  (registers noop, sleep, flaky, fail)
+from django_pg_jobqueue import (
+    PermanentError,
+    builtin_handlers,  # noqa: F401  (registers noop, sleep, flaky, fail)
+    handler,
+)
 
 
 @handler("email_send", max_attempts=5, timeout_seconds=30,
