@@ -130,3 +130,57 @@ def test_the_admin_index_names_worker_processes_in_plain_english(make_user):
     page = client.get("/admin/").content.decode()
     assert "Worker processes" in page
     assert "processs" not in page
+
+
+@pytest.fixture
+def staff_deleter(make_user):
+    client = Client()
+    client.force_login(make_user("janitor", perms=["view_job", "delete_job", "view_jobevent"],
+                                 is_staff=True))
+    return client
+
+
+def _finished() -> Job:
+    job = services.enqueue("noop")
+    services.cancel(job.id)
+    return job
+
+
+def test_the_delete_action_confirms_then_deletes_only_finished_jobs_with_their_events(staff_deleter):
+    done, queued = _finished(), services.enqueue("noop")
+    selection = {"action": "delete_jobs", "_selected_action": [done.id, queued.id]}
+
+    confirm = staff_deleter.post(CHANGELIST, selection)
+    assert confirm.status_code == 200 and b"Are you sure" in confirm.content
+    assert Job.objects.filter(pk=done.id).exists()  # nothing yet
+
+    response = staff_deleter.post(CHANGELIST, {**selection, "post": "yes"}, follow=True)
+
+    assert not Job.objects.filter(pk=done.id).exists()
+    assert not JobEvent.objects.filter(job_id=done.id).exists()
+    assert Job.objects.get(pk=queued.id).status == "queued"
+    shown = [str(m) for m in response.context["messages"]]
+    assert any("Successfully deleted 1" in m for m in shown), shown
+    assert any("1 job(s) not deleted" in m and "cancelled first" in m for m in shown), shown
+
+
+def test_the_delete_page_refuses_unfinished_jobs_and_deletes_finished_ones_through_the_service(
+        staff_deleter, make_user):
+    queued, done = services.enqueue("noop"), _finished()
+    superuser = Client()
+    superuser.force_login(make_user("root", is_staff=True, is_superuser=True))
+    for client in (staff_deleter, superuser):
+        assert client.post(f"{CHANGELIST}{queued.id}/delete/", {"post": "yes"}).status_code == 403
+    assert Job.objects.get(pk=queued.id).status == "queued"
+
+    assert staff_deleter.post(f"{CHANGELIST}{done.id}/delete/", {"post": "yes"}).status_code == 302
+    assert not Job.objects.filter(pk=done.id).exists()
+    assert not JobEvent.objects.filter(job_id=done.id).exists()
+
+
+def test_without_delete_job_there_is_no_delete_action(staff_operator):
+    done = _finished()
+    page = staff_operator.get(CHANGELIST)
+    assert "delete_jobs" not in dict(page.context["action_form"].fields["action"].choices)
+    staff_operator.post(CHANGELIST, {"action": "delete_jobs", "_selected_action": [done.id], "post": "yes"})
+    assert Job.objects.filter(pk=done.id).exists()

@@ -1,11 +1,18 @@
-"""The admin: look at jobs, and cancel or retry them through the same services as the API.
+"""The admin: look at jobs, and cancel, retry or delete them through the same services as
+the API.
 
-Nothing here writes a job row directly: jobs cannot be added, edited or deleted in the admin
-(the change form is read-only), so no admin page can bypass the state machine. Events are
+Nothing here writes a job row directly: jobs cannot be added or edited in the admin (the change
+form is read-only), so no admin page can bypass the state machine. Finished jobs (succeeded,
+failed, cancelled) may be deleted, with their events, by users with delete_job: the delete
+action and a finished job's delete page both go through `services.deleting.delete`, whose
+statement refuses any other job; the delete page of an unfinished job is a 403. Events are
 read-only. Queue settings (pause, concurrency limit) are the one editable model.
 """
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
+from django.contrib.admin.options import ActionLocation
+from django.contrib.admin.utils import get_deleted_objects
 from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html
@@ -15,6 +22,8 @@ from .exceptions import InvalidTransition, JobNotFound, QueueNotFound
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
 from .services import queues
+from .services.deleting import delete as delete_job
+from .states import TERMINAL
 
 INLINE_EVENTS = selectors.DETAIL_EVENTS
 
@@ -84,7 +93,7 @@ class JobAdmin(admin.ModelAdmin):
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False  # no second COUNT(*) over a big table
-    actions = ["cancel_jobs", "retry_jobs"]
+    actions = ["cancel_jobs", "retry_jobs", "delete_jobs"]
     inlines = [JobEventInline]
     fieldsets = [
         (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
@@ -102,12 +111,33 @@ class JobAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in Job._meta.fields] + ["all_events"]
 
-    # -- nothing can add, edit or delete a job row here ---------------------------------------
+    # -- nothing can add or edit a job row here; finished ones are deleted by the service -----
     def has_add_permission(self, request):
         return False
 
     def has_delete_permission(self, request, obj=None):
-        return False
+        # The delete page of a queued or running job is refused: cancel it first.
+        if obj is not None and obj.status not in TERMINAL:
+            return False
+        return request.user.has_perm("django_pg_jobqueue.delete_job")
+
+    def get_actions(self, request, action_location=ActionLocation.CHANGE_LIST):
+        actions = super().get_actions(request, action_location)
+        actions.pop("delete_selected", None)  # delete_jobs instead: finished jobs only
+        return actions
+
+    def get_deleted_objects(self, objs, request):
+        # A job's events go with it (the service deletes them): deleting a job needs
+        # delete_job alone, not a delete permission on the read-only events.
+        deleted, counts, _perms_needed, protected = get_deleted_objects(objs, request, self.admin_site)
+        return deleted, counts, set(), protected
+
+    def delete_model(self, request, obj):
+        self._apply(request, [obj.pk], delete_job, "Deleted", quiet_success=True)
+
+    def delete_queryset(self, request, queryset):
+        self._apply(request, queryset.values_list("id", flat=True), delete_job, "Deleted",
+                    quiet_success=True)
 
     def has_change_permission(self, request, obj=None):
         # The change list needs it for the actions; a single job's page is view-only.
@@ -148,15 +178,15 @@ class JobAdmin(admin.ModelAdmin):
         return kwargs
 
     # -- actions: the same services as the API ----------------------------------------------
-    def _apply(self, request, queryset, service, verb: str):
+    def _apply(self, request, ids, service, verb: str, *, quiet_success: bool = False):
         done, refused = 0, []
-        for job_id in queryset.values_list("id", flat=True):
+        for job_id in ids:
             try:
                 service(job_id, actor=request.user.get_username())
                 done += 1
             except (InvalidTransition, JobNotFound) as exc:
                 refused.append(str(exc))
-        if done:
+        if done and not quiet_success:  # Django's delete views say it themselves
             self.message_user(request, f"{verb} {done} job(s).", messages.SUCCESS)
         if refused:
             shown = "; ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")
@@ -164,11 +194,26 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected jobs", permissions=["change"])
     def cancel_jobs(self, request, queryset):
-        self._apply(request, queryset, services.cancel, "Cancelled (or asked to stop)")
+        self._apply(request, queryset.values_list("id", flat=True), services.cancel,
+                    "Cancelled (or asked to stop)")
 
     @admin.action(description="Retry the selected jobs (failed or cancelled)", permissions=["change"])
     def retry_jobs(self, request, queryset):
-        self._apply(request, queryset, services.retry, "Retried")
+        self._apply(request, queryset.values_list("id", flat=True), services.retry, "Retried")
+
+    @admin.action(description="Delete the selected finished jobs (with their events)",
+                  permissions=["delete"])
+    def delete_jobs(self, request, queryset):
+        """Django's confirmation page, then `delete_queryset` (the service), for the finished
+        jobs of the selection; the queued and running ones are left, and said so."""
+        finished = queryset.filter(status__in=TERMINAL)
+        unfinished = queryset.exclude(status__in=TERMINAL).count()
+        if unfinished and (request.POST.get("post") or not finished.exists()):
+            self.message_user(request, f"{unfinished} job(s) not deleted: queued or running "
+                                       "jobs must be cancelled first.", messages.WARNING)
+        if finished.exists():
+            return delete_selected(self, request, finished)
+        return None
 
 
 @admin.register(JobEvent)

@@ -350,3 +350,18 @@ LIMIT %(limit)s
 EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
 # The `after` event was pruned (or never existed): fall back to ids.
 EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
+
+# --- operator delete -------------------------------------------------------------------------
+# One finished job, guarded in the statement: a queued or running job is never deleted,
+# whatever the caller checked before. The row lock this DELETE takes also stops new events
+# being written for the job (an event's foreign key takes a KEY SHARE lock on it), so the
+# next statement, in the same transaction and with a fresh snapshot, sees every one of its
+# events. The foreign key is not ON DELETE CASCADE in the database (Django's CASCADE is
+# emulated in Python) and is DEFERRABLE INITIALLY DEFERRED: it is checked at commit.
+DELETE_FINISHED_JOB = (
+    "DELETE FROM jobs WHERE id = %s AND status IN ('succeeded', 'failed', 'cancelled') "
+    "RETURNING id"
+)
+DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
+# After a DELETE that matched nothing: gone, or not finished (and then which status)?
+JOB_STATUS = "SELECT status FROM jobs WHERE id = %s"

@@ -4,6 +4,12 @@
                                                        JOB_API_PUBLIC_READ=true
     create, bulk                                       jobs.add_job
     cancel, retry                                      jobs.change_job
+    delete (a finished job)                            jobs.delete_job
+    bulk actions (POST jobs/actions/)                  change_job for cancel and retry,
+                                                       delete_job for delete
+
+A viewset answers 403 to a method it has no action for: its permission is None. That is why
+DELETE on a job was a 403 even for a superuser until JobViewSet had `destroy`.
 
 Anonymous requests get 401 (TokenAuthentication comes first, so DRF answers with
 `WWW-Authenticate: Token`); authenticated users without the permission get 403.
@@ -15,6 +21,9 @@ from .. import conf
 from .authentication import has_perm
 
 VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"
+DELETE = "django_pg_jobqueue.delete_job"
+# What each bulk action (POST jobs/actions/) needs: the same as the single-job action.
+ACTION_PERMISSIONS = {"cancel": CHANGE, "retry": CHANGE, "delete": DELETE}
 
 
 class JobPermission(BasePermission):
@@ -38,3 +47,19 @@ class JobPermission(BasePermission):
         if not (user and user.is_authenticated):
             return False
         return perm is not None and has_perm(user, perm)
+
+
+class JobActionPermission(BasePermission):
+    """POST jobs/actions/: the user must hold one of the actions' permissions to be heard;
+    the view then checks the one its `action` needs (`has_action_permission`), once the body
+    says which."""
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return any(has_perm(user, perm) for perm in set(ACTION_PERMISSIONS.values()))
+
+
+def has_action_permission(user, action: str) -> bool:
+    return has_perm(user, ACTION_PERMISSIONS[action])

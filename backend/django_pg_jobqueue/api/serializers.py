@@ -688,6 +688,7 @@ class _Can(serializers.Serializer):
     create = serializers.BooleanField()
     cancel = serializers.BooleanField()
     retry = serializers.BooleanField()
+    delete = serializers.BooleanField(help_text="Delete finished jobs (delete_job).")
 
 
 class UserSerializer(JobQueueModelSerializer):
@@ -709,6 +710,7 @@ class UserSerializer(JobQueueModelSerializer):
             "create": user.has_perm("django_pg_jobqueue.add_job"),
             "cancel": user.has_perm("django_pg_jobqueue.change_job"),
             "retry": user.has_perm("django_pg_jobqueue.change_job"),
+            "delete": user.has_perm("django_pg_jobqueue.delete_job"),
         }
 
 
@@ -734,3 +736,69 @@ class ErrorSerializer(serializers.Serializer):
     status = serializers.CharField(required=False, help_text="On invalid_transition: the job's status.")
     job_id = serializers.IntegerField(required=False, help_text="On idempotency_conflict: the first job.")
 
+
+
+# --- Bulk actions: POST /api/v1/jobs/actions/ ----------------------------------------------
+MAX_ACTION_IDS = 1000
+JOB_ACTIONS = ["cancel", "retry", "delete"]
+
+
+class JobActionFilterSerializer(StrictSerializer):
+    """The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
+    filter set (api/filters.py JobFilter) applies them, so both select the same jobs."""
+
+    status = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                   help_text="One status or several, comma-separated.")
+    type = serializers.CharField(required=False, allow_blank=True, help_text="Exact job type.")
+    queue = serializers.CharField(required=False, allow_blank=True, help_text="Exact queue name.")
+    priority = serializers.IntegerField(required=False, allow_null=True, help_text="Exact priority.")
+    priority_min = serializers.IntegerField(required=False, allow_null=True)
+    priority_max = serializers.IntegerField(required=False, allow_null=True)
+    created_after = serializers.CharField(required=False, allow_blank=True,
+                                          help_text="ISO 8601; created at or after.")
+    created_before = serializers.CharField(required=False, allow_blank=True,
+                                           help_text="ISO 8601; created before.")
+    search = serializers.CharField(required=False, allow_blank=True,
+                                   help_text="A job id or an exact idempotency key.")
+
+
+class JobActionSerializer(StrictSerializer):
+    """An action on the given jobs (`ids`) or on every job matching `filter`: one of them."""
+
+    action = serializers.ChoiceField(choices=JOB_ACTIONS, help_text=(
+        "cancel (queued or running jobs), retry (failed or cancelled), delete (finished: "
+        "succeeded, failed or cancelled)."))
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        min_length=1, max_length=MAX_ACTION_IDS,
+        help_text=f"These jobs (1 to {MAX_ACTION_IDS:,} ids). Not with `filter`.")
+    filter = JobActionFilterSerializer(required=False, help_text=(
+        "Every job matching these list filters (all of them); `{}` is every job. Processed "
+        "in batches by id, each its own short transaction. Not with `ids`."))
+
+    def validate(self, attrs):
+        if ("ids" in attrs) == ("filter" in attrs):
+            raise serializers.ValidationError({"non_field_errors": [
+                "give either ids (a list of job ids) or filter (the job list's filter "
+                "parameters, as an object), not both."]})
+        return attrs
+
+    def filter_params(self) -> dict[str, str]:
+        """The filter as the list endpoint's query parameters (blank ones dropped)."""
+        given = self.validated_data.get("filter") or {}
+        return {name: str(value) for name, value in given.items() if value not in (None, "")}
+
+
+class _Refusal(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.ChoiceField(choices=["not_found", "invalid_transition"])
+    status = serializers.CharField(allow_null=True, help_text="The job's status (null when not found).")
+    detail = serializers.CharField(help_text="A sentence for people.")
+
+
+class JobActionResultSerializer(serializers.Serializer):
+    done = serializers.IntegerField(help_text="How many jobs the action was applied to.")
+    refused = _Refusal(many=True, help_text=(
+        "The jobs the action was refused for, and why (the first 100; `refused_count` counts "
+        "them all)."))
+    refused_count = serializers.IntegerField()

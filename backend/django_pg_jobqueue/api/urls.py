@@ -9,6 +9,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from . import views
+from .actions import JobActionsView
 from .openapi import RedocView, SchemaView, SwaggerUIView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
@@ -19,6 +20,8 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("queues", views.QueueViewSet, basename="queue")
 
 v1 = [
+    # Before the router's routes, whose `jobs/{id}/` would take `jobs/actions/`.
+    path("jobs/actions/", JobActionsView.as_view(), name="job-actions"),
     *router.urls,
     path("events/", views.EventFeedView.as_view(), name="event-feed"),
     path("job-types/", views.JobTypeListView.as_view(), name="job-types"),

@@ -25,12 +25,13 @@ from .. import conf, selectors, services
 from ..db import queue_connection
 from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound
 from ..services.bulk_retry import retry_matching
+from ..services.deleting import delete as delete_job
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH
 from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ADD, CHANGE, VIEW, JobPermission
+from .permissions import ADD, CHANGE, DELETE, VIEW, JobPermission
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -158,7 +159,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     permission_classes = [JobPermission]
     job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
                        "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
-                       "retry_matching": CHANGE}
+                       "retry_matching": CHANGE, "destroy": DELETE}
     serializer_class = JobSerializer
     filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
     filterset_class = JobFilter
@@ -182,6 +183,17 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         detail = selectors.job_detail(_job_id(id))
         detail.job.latest_events = detail.events
         return Response(JobDetailSerializer(detail.job).data)
+
+    @extend_schema(
+        summary="Delete a finished job and its events", tags=["jobs"], parameters=[JOB_ID],
+        description="Succeeded, failed and cancelled jobs only: 409 (`invalid_transition`, "
+                    "with the job's `status`) for a queued or running one, which must be "
+                    "cancelled first. Its events go with it. Needs delete_job.",
+        responses={204: OpenApiResponse(description="Deleted."), **errors(401, 403, 404, 409, 503)},
+    )
+    def destroy(self, request, id=None):
+        delete_job(_job_id(id), actor=request.user.get_username())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
         summary="Enqueue a job", tags=["jobs"],

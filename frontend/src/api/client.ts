@@ -208,4 +208,5 @@ export const api = {
     request<T>("POST", path, { ...options, body: body ?? {} }),
   postWithMeta: <T>(path: string, body?: unknown, options?: RequestOptions) =>
     requestWithMeta<T>("POST", path, { ...options, body: body ?? {} }),
+  delete: (path: string, options?: RequestOptions) => request<null>("DELETE", path, options),
 };

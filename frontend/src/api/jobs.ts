@@ -10,6 +10,8 @@ import type {
   EventPage,
   Job,
   JobCreate,
+  JobActionResult,
+  JobActions,
   JobDetail,
   JobEvent,
   JobListParams,
@@ -121,7 +123,29 @@ export const jobMutations = {
     onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
   }),
+  /** DELETE jobs/{id}/: a finished job and its events go; the detail is dropped, not refetched. */
+  delete: (queryClient: QueryClient) => ({
+    mutationFn: (id: number) => api.delete(`jobs/${id}/`),
+    onSuccess: (_answer: null, id: number) => {
+      queryClient.removeQueries({ queryKey: jobKeys.detail(id) });
+      queryClient.removeQueries({ queryKey: jobKeys.events(id) });
+      void queryClient.invalidateQueries({ queryKey: jobKeys.lists() });
+      void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+    },
+  }),
 };
+
+/**
+ * Bulk actions (`POST jobs/actions/`): cancel, retry or delete the given ids, or every job
+ * matching the list's filters. Any job may have changed: every job query is refetched.
+ */
+export const jobActionsMutation = (queryClient: QueryClient) => ({
+  mutationFn: (body: JobActions) => api.post<JobActionResult>("jobs/actions/", body),
+  onSettled: () => {
+    void queryClient.invalidateQueries({ queryKey: jobKeys.all });
+    void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+  },
+});
 
 /**
  * The dead letter's bulk retry (`POST jobs/retry/`): the given ids (failed or cancelled ones go

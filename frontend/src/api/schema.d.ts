@@ -167,7 +167,11 @@ export interface paths {
         get: operations["v1_jobs_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a finished job and its events
+         * @description Succeeded, failed and cancelled jobs only: 409 (`invalid_transition`, with the job's `status`) for a queued or running one, which must be cancelled first. Its events go with it. Needs delete_job.
+         */
+        delete: operations["v1_jobs_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -224,6 +228,26 @@ export interface paths {
          * @description Back to queued, runnable now; attempts already spent stay counted (one more is allowed if none is left). 409 for any other status.
          */
         post: operations["v1_jobs_retry_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/actions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. Permissions: change_job for cancel and retry, delete_job for delete.
+         */
+        post: operations["v1_jobs_actions_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -394,6 +418,13 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description * `cancel` - cancel
+         *     * `retry` - retry
+         *     * `delete` - delete
+         * @enum {string}
+         */
+        ActionEnum: "cancel" | "retry" | "delete";
         BulkCreated: {
             count: number;
             jobs: components["schemas"]["Job"][];
@@ -520,6 +551,50 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+        };
+        /**
+         * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
+         *     filter set (api/filters.py JobFilter) applies them, so both select the same jobs.
+         */
+        JobActionFilterRequest: {
+            /** @description One status or several, comma-separated. */
+            status?: string;
+            /** @description Exact job type. */
+            type?: string;
+            /** @description Exact queue name. */
+            queue?: string;
+            /** @description Exact priority. */
+            priority?: number | null;
+            priority_min?: number | null;
+            priority_max?: number | null;
+            /** @description ISO 8601; created at or after. */
+            created_after?: string;
+            /** @description ISO 8601; created before. */
+            created_before?: string;
+            /** @description A job id or an exact idempotency key. */
+            search?: string;
+        };
+        /** @description An action on the given jobs (`ids`) or on every job matching `filter`: one of them. */
+        JobActionRequest: {
+            /**
+             * @description cancel (queued or running jobs), retry (failed or cancelled), delete (finished: succeeded, failed or cancelled).
+             *
+             *     * `cancel` - cancel
+             *     * `retry` - retry
+             *     * `delete` - delete
+             */
+            action: components["schemas"]["ActionEnum"];
+            /** @description These jobs (1 to 1,000 ids). Not with `filter`. */
+            ids?: number[];
+            /** @description Every job matching these list filters (all of them); `{}` is every job. Processed in batches by id, each its own short transaction. Not with `ids`. */
+            filter?: components["schemas"]["JobActionFilterRequest"];
+        };
+        JobActionResult: {
+            /** @description How many jobs the action was applied to. */
+            done: number;
+            /** @description The jobs the action was refused for, and why (the first 100; `refused_count` counts them all). */
+            refused: components["schemas"]["_Refusal"][];
+            refused_count: number;
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         JobBulkCreateRequest: {
@@ -725,6 +800,12 @@ export interface components {
             runnable: number;
             running: number;
         };
+        /**
+         * @description * `not_found` - not_found
+         *     * `invalid_transition` - invalid_transition
+         * @enum {string}
+         */
+        ReasonEnum: "not_found" | "invalid_transition";
         /** @description A periodic entry, with its next run and the job of its latest due tick. */
         Schedule: {
             name: string;
@@ -815,6 +896,8 @@ export interface components {
             create: boolean;
             cancel: boolean;
             retry: boolean;
+            /** @description Delete finished jobs (delete_job). */
+            delete: boolean;
         };
         _CountsByStatus: {
             queued: number;
@@ -855,6 +938,14 @@ export interface components {
             by_queue: components["schemas"]["_QueueDepth"][];
             /** @description JOB_MAX_QUEUE_DEPTH (null: off). */
             max_depth: number | null;
+        };
+        _Refusal: {
+            id: number;
+            reason: components["schemas"]["ReasonEnum"];
+            /** @description The job's status (null when not found). */
+            status: string | null;
+            /** @description A sentence for people. */
+            detail: string;
         };
         _RunTime: {
             /** Format: double */
@@ -1413,6 +1504,72 @@ export interface operations {
             };
         };
     };
+    v1_jobs_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_jobs_cancel_create: {
         parameters: {
             query?: never;
@@ -1601,6 +1758,65 @@ export interface operations {
             };
             /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_jobs_actions_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobActionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobActionResult"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -19,6 +19,10 @@ export type Queue = Schemas["Queue"];
 export type Schedule = Schemas["Schedule"];
 export type RetryMatching = Schemas["JobRetryMatchingRequest"];
 export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];
+export type JobActions = Schemas["JobActionRequest"];
+export type JobActionFilter = Schemas["JobActionFilterRequest"];
+export type JobActionResult = Schemas["JobActionResult"];
+export type BulkAction = JobActions["action"];
 export type JobStatus = Job["status"];
 
 export type WorkerProcess = Metrics["workers"]["processes"][number];

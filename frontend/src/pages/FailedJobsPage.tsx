@@ -4,6 +4,7 @@ import { Link } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions, jobMutations, retryMatchingMutation } from "../api/jobs";
 import type { Job, RetryMatching, RetryMatchingResult } from "../api/types";
+import { BulkActions, toActionFilter } from "../components/BulkActions";
 import { InlineConfirm } from "../components/Confirm";
 import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
 import { Pager } from "../components/Pager";
@@ -53,6 +54,8 @@ export function FailedJobsPage() {
   const params = toListParams({ ...values, status: "failed" }, page, PAGE_SIZE);
   const jobs = useQuery(jobListOptions(params, 4000));
   const [selected, setSelected] = useState<Set<number>>(new Set());
+  const [allMatching, setAllMatching] = useState(false);
+  const selectable = user.can.retry || user.can.delete;
   const retryOne = useMutation(jobMutations.retry(queryClient));
   const retryMany = useMutation(retryMatchingMutation(queryClient));
   const [confirmAll, setConfirmAll] = useState(false);
@@ -70,6 +73,10 @@ export function FailedJobsPage() {
       return next.size === s.size ? s : next;
     });
   }, [rows]);
+
+  // A new filter starts a new selection.
+  const filterKey = JSON.stringify(values);
+  useEffect(() => setAllMatching(false), [filterKey]);
 
   const toggle = (id: number) =>
     setSelected((s) => {
@@ -166,6 +173,19 @@ export function FailedJobsPage() {
             </span>
           </div>
         )}
+        {user.can.delete && rows.length > 0 && (
+          // Retry has its bar above; failed jobs cannot be cancelled: this bar deletes.
+          <BulkActions
+            rows={rows}
+            selected={selected}
+            onSelect={setSelected}
+            allMatching={allMatching}
+            onAllMatching={setAllMatching}
+            matching={jobs.data!.count}
+            filter={toActionFilter({ ...values, status: "failed" })}
+            can={{ cancel: false, retry: false, delete: true }}
+          />
+        )}
         {jobs.isPending ? (
           <Loading rows={6} />
         ) : pastEnd ? (
@@ -195,6 +215,7 @@ export function FailedJobsPage() {
               toggle={toggle}
               allSelected={allSelected}
               toggleAll={toggleAll}
+              selectable={selectable}
               canRetry={user.can.retry}
               retrying={retryOne.isPending ? retryOne.variables : undefined}
               onRetry={(id) => retryOne.mutate(id)}
@@ -213,6 +234,7 @@ function FailedTable({
   toggle,
   allSelected,
   toggleAll,
+  selectable,
   canRetry,
   retrying,
   onRetry,
@@ -222,6 +244,7 @@ function FailedTable({
   toggle: (id: number) => void;
   allSelected: boolean;
   toggleAll: () => void;
+  selectable: boolean;
   canRetry: boolean;
   retrying: number | undefined;
   onRetry: (id: number) => void;
@@ -232,7 +255,7 @@ function FailedTable({
       <table data-testid="failed-table">
         <thead>
           <tr>
-            {canRetry && (
+            {selectable && (
               <th>
                 <input
                   type="checkbox"
@@ -257,7 +280,7 @@ function FailedTable({
         <tbody>
           {rows.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
-              {canRetry && (
+              {selectable && (
                 <td>
                   <input
                     type="checkbox"

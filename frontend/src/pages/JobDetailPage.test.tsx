@@ -1,7 +1,7 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { act, render, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet, Route, Routes } from "react-router";
+import { MemoryRouter, Outlet, Route, Routes, useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { JobDetail, JobEvent, User } from "../api/types";
 import { JobDetailPage } from "./JobDetailPage";
@@ -12,7 +12,7 @@ const operator: User = {
   is_staff: false,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true },
+  can: { view: true, create: true, cancel: true, retry: true, delete: true },
 };
 
 const t0 = Date.now();
@@ -74,6 +74,7 @@ function fakeJobApi() {
     feed: [event(1, "created", -10), event(2, "claimed", -9)],
     detailReads: 0,
     cancels: 0,
+    deletes: 0,
   };
   vi.stubGlobal(
     "fetch",
@@ -88,6 +89,10 @@ function fakeJobApi() {
         api.detail.events = [...api.feed];
         const { events: _events, ...job } = api.detail;
         return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/") && init?.method === "DELETE") {
+        api.deletes += 1;
+        return new Response(null, { status: 204 });
       }
       if (url.pathname.endsWith("/jobs/7/events/")) {
         const after = Number(url.searchParams.get("after") ?? 0);
@@ -111,11 +116,18 @@ function renderJob() {
         <Routes>
           <Route element={<Outlet context={operator} />}>
             <Route path="/jobs/:id" element={<JobDetailPage />} />
+            <Route path="/jobs" element={<ListStandIn />} />
           </Route>
         </Routes>
       </MemoryRouter>
     </QueryClientProvider>,
   );
+}
+
+/** Where the page goes after a delete, and what it is told. */
+function ListStandIn() {
+  const state = useLocation().state as { deleted?: number } | null;
+  return <p data-testid="list">the list; deleted {state?.deleted}</p>;
 }
 
 const kinds = () =>
@@ -200,5 +212,42 @@ describe("cancelling a running job", () => {
     await userEvent.click(await screen.findByRole("button", { name: "Cancel" }));
     await waitFor(() => expect(api.cancels).toBe(1));
     expect(screen.queryByTestId("confirm-cancel")).toBeNull();
+  });
+});
+
+describe("deleting a finished job", () => {
+  const finished = () =>
+    detail({
+      status: "succeeded",
+      locked_by: null,
+      lease_expires_at: null,
+      finished_at: at(-1),
+      is_finished: true,
+      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
+    });
+
+  it("is offered only once the job has finished", async () => {
+    fakeJobApi();
+    renderJob();
+    await screen.findByRole("button", { name: "Cancel" });
+    expect(screen.queryByRole("button", { name: "Delete" })).toBeNull();
+  });
+
+  it("asks first; Keep it deletes nothing, Yes deletes and goes to the list saying so", async () => {
+    const api = fakeJobApi();
+    api.detail = finished();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Delete" }));
+    const confirm = screen.getByTestId("confirm-delete");
+    expect(confirm).toHaveTextContent("Delete job #7 and its events? This cannot be undone.");
+    await userEvent.click(within(confirm).getByRole("button", { name: "Keep it" }));
+    expect(screen.queryByTestId("confirm-delete")).toBeNull();
+    expect(api.deletes).toBe(0);
+
+    await userEvent.click(screen.getByRole("button", { name: "Delete" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, delete it" }));
+    expect(await screen.findByTestId("list")).toHaveTextContent("deleted 7");
+    expect(api.deletes).toBe(1);
   });
 });

@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link, useLocation, useParams } from "react-router";
+import { Link, useLocation, useNavigate, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import {
   isFinished,
@@ -234,6 +234,12 @@ function JobHead({ job, created, live }: { job: JobDetail; created: CreatedState
   const retry = useMutation(jobMutations.retry(queryClient));
   const [confirming, setConfirming] = useState(false);
   const cancelButton = useRef<HTMLButtonElement>(null);
+  const remove = useMutation(jobMutations.delete(queryClient));
+  const [confirmingDelete, setConfirmingDelete] = useState(false);
+  const deleteButton = useRef<HTMLButtonElement>(null);
+  const navigate = useNavigate();
+  // Only a finished job can be deleted: a confirmation for one retried meanwhile no longer applies.
+  const askToDelete = confirmingDelete && isFinished(job);
   const canCancel = !isFinished(job) && !job.cancel_requested_at;
   const canRetry = job.status === "failed" || job.status === "cancelled";
   // A confirmation for a job that has meanwhile finished no longer applies.
@@ -301,8 +307,45 @@ function JobHead({ job, created, live }: { job: JobDetail; created: CreatedState
               {retry.isPending ? "Retrying…" : "Retry"}
             </button>
           )}
+          {user.can.delete && isFinished(job) && (
+            <button
+              ref={deleteButton}
+              type="button"
+              className="danger"
+              disabled={remove.isPending || askToDelete}
+              title="Delete this job and its events"
+              onClick={() => setConfirmingDelete(true)}
+            >
+              {remove.isPending ? "Deleting…" : "Delete"}
+            </button>
+          )}
         </div>
       </div>
+      {askToDelete && (
+        <div className="notice warn confirm-bar">
+          <InlineConfirm
+            testId="confirm-delete"
+            tone="danger"
+            question={`Delete job #${job.id} and its events? This cannot be undone.`}
+            confirmLabel="Yes, delete it"
+            keepLabel="Keep it"
+            busy={remove.isPending}
+            onConfirm={() =>
+              remove.mutate(job.id, {
+                onSuccess: () => void navigate("/jobs", { state: { deleted: job.id } }),
+                onSettled: () => setConfirmingDelete(false),
+              })
+            }
+            onKeep={() => setConfirmingDelete(false)}
+            returnFocus={deleteButton}
+          />
+        </div>
+      )}
+      {remove.isError && (
+        <div className="notice error" role="alert" data-testid="delete-outcome">
+          Could not delete job #{job.id}: {(remove.error as Error).message}
+        </div>
+      )}
       {askToCancel && (
         <div className="notice warn confirm-bar">
           <InlineConfirm

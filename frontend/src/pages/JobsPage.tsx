@@ -1,8 +1,10 @@
+import { useEffect, useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { Link } from "react-router";
+import { Link, useLocation } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions } from "../api/jobs";
 import type { Job } from "../api/types";
+import { BulkActions, toActionFilter } from "../components/BulkActions";
 import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
@@ -22,6 +24,9 @@ export function JobsPage() {
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
   // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
   const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
+  const selection = useSelection(refused ? [] : (jobs.data?.results ?? []), values);
+  const canBulk = user.can.cancel || user.can.retry || user.can.delete;
+  const deleted = (useLocation().state as { deleted?: number } | null)?.deleted;
   return (
     <>
       <div className="page-head">
@@ -38,8 +43,25 @@ export function JobsPage() {
           )}
         </div>
       </div>
+      {deleted && (
+        <div className="notice success" role="status" data-testid="deleted-notice">
+          Job #{deleted} deleted, with its events.
+        </div>
+      )}
       <section className="panel">
         <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
+        {canBulk && !refused && (jobs.data?.results.length ?? 0) > 0 && (
+          <BulkActions
+            rows={jobs.data!.results}
+            selected={selection.selected}
+            onSelect={selection.setSelected}
+            allMatching={selection.allMatching}
+            onAllMatching={selection.setAllMatching}
+            matching={jobs.data!.count}
+            filter={toActionFilter(values)}
+            can={user.can}
+          />
+        )}
         {jobs.isPending ? (
           <Loading rows={6} />
         ) : pastEnd ? (
@@ -64,7 +86,7 @@ export function JobsPage() {
           </Empty>
         ) : (
           <>
-            <JobTable jobs={jobs.data!.results} />
+            <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
             <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
           </>
         )}
@@ -73,13 +95,70 @@ export function JobsPage() {
   );
 }
 
-export function JobTable({ jobs }: { jobs: Job[] }) {
+export type Selection = ReturnType<typeof useSelection>;
+
+/**
+ * Rows picked on the page, or every job matching the filter (`allMatching`). Picks of rows that
+ * left the page are dropped, and a new filter starts afresh.
+ */
+export function useSelection(rows: Job[], filters: object) {
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const [allMatching, setAllMatching] = useState(false);
+  const filterKey = JSON.stringify(filters);
+  useEffect(() => {
+    setSelected(new Set());
+    setAllMatching(false);
+  }, [filterKey]);
+  useEffect(() => {
+    setSelected((s) => {
+      const visible = new Set(rows.map((j) => j.id));
+      const next = new Set([...s].filter((id) => visible.has(id)));
+      return next.size === s.size ? s : next;
+    });
+  }, [rows]);
+  return useMemo(() => {
+    const allSelected = allMatching || (rows.length > 0 && rows.every((j) => selected.has(j.id)));
+    return {
+      selected,
+      setSelected,
+      allMatching,
+      setAllMatching,
+      allSelected,
+      isSelected: (id: number) => allMatching || selected.has(id),
+      toggle: (id: number) => {
+        setAllMatching(false);
+        setSelected((s) => {
+          const next = new Set(allMatching ? rows.map((j) => j.id) : s);
+          if (next.has(id)) next.delete(id);
+          else next.add(id);
+          return next;
+        });
+      },
+      toggleAll: () => {
+        setAllMatching(false);
+        setSelected(allSelected ? new Set() : new Set(rows.map((j) => j.id)));
+      },
+    };
+  }, [rows, selected, allMatching]);
+}
+
+export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selection }) {
   const now = useNow(1000);
   return (
     <div className="table-wrap">
       <table data-testid="jobs-table">
         <thead>
           <tr>
+            {selection && (
+              <th>
+                <input
+                  type="checkbox"
+                  aria-label="Select every job on this page"
+                  checked={selection.allSelected}
+                  onChange={selection.toggleAll}
+                />
+              </th>
+            )}
             <th>Job</th>
             <th>Status</th>
             <th>Queue</th>
@@ -93,6 +172,16 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
         <tbody>
           {jobs.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
+              {selection && (
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Select job ${job.id}`}
+                    checked={selection.isSelected(job.id)}
+                    onChange={() => selection.toggle(job.id)}
+                  />
+                </td>
+              )}
               <td className="nowrap">
                 <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
                 {job.idempotency_key && (

@@ -1,0 +1,68 @@
+"""POST /api/v1/jobs/actions/: cancel, retry or delete many jobs, by ids or by filter.
+
+Validates, checks the action's permission, and hands over to services/bulk_actions.py, which
+puts each job through the single-job service in short batches."""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+
+from .. import selectors
+from ..services import bulk_actions
+from .base import JobQueueAPIView
+from .filters import JobFilter
+from .permissions import ACTION_PERMISSIONS, JobActionPermission, has_action_permission
+from .schema import errors, extend_schema
+from .serializers import JobActionResultSerializer, JobActionSerializer
+
+
+def _matching(params: dict[str, str]):
+    """The jobs the list endpoint would return for these filter parameters (400 otherwise)."""
+    filterset = JobFilter(data=params, queryset=selectors.job_list())
+    if not filterset.is_valid():
+        raise ValidationError({"filter": filterset.errors})
+    return filterset.qs
+
+
+class JobActionsView(JobQueueAPIView):
+    permission_classes = [JobActionPermission]
+
+    @extend_schema(
+        summary="Cancel, retry or delete many jobs: the given ids, or every job matching a filter",
+        tags=["jobs"], operation_id="v1_jobs_actions_create",
+        request=JobActionSerializer,
+        description="Each job goes through the single-job action's service, with its guards: "
+                    "cancel takes queued and running jobs, retry failed and cancelled ones, "
+                    "delete finished ones (succeeded, failed, cancelled) with their events. "
+                    "The others are listed in `refused` with the reason. `filter` takes the "
+                    "job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs "
+                    f"are processed in batches of {bulk_actions.BATCH_SIZE} by id, each batch "
+                    "its own short transaction, so a filter matching millions of jobs holds no "
+                    "long transaction. Permissions: change_job for cancel and retry, "
+                    "delete_job for delete.",
+        examples=[
+            OpenApiExample("selected", request_only=True,
+                           value={"action": "delete", "ids": [41, 42, 43]}),
+            OpenApiExample("by filter", request_only=True,
+                           value={"action": "retry", "filter": {"status": "failed",
+                                                                "type": "email_send"}}),
+        ],
+        responses={200: OpenApiResponse(JobActionResultSerializer, examples=[OpenApiExample(
+            "done", response_only=True, value={
+                "done": 2, "refused_count": 1, "refused": [{
+                    "id": 43, "reason": "invalid_transition", "status": "running",
+                    "detail": "cannot delete job 43: it is running"}]})]),
+            **errors(400, 401, 403, 503)},
+    )
+    def post(self, request):
+        serializer = JobActionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        action = serializer.validated_data["action"]
+        if not has_action_permission(request.user, action):
+            raise PermissionDenied(f"{action} needs the {ACTION_PERMISSIONS[action]} permission.")
+        actor = request.user.get_username()
+        if "ids" in serializer.validated_data:
+            outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
+        else:
+            outcome = bulk_actions.apply_to_matching(
+                action, _matching(serializer.filter_params()), actor=actor)
+        return Response(JobActionResultSerializer(outcome).data)

@@ -1,0 +1,96 @@
+"""apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete) on many jobs.
+
+Each job goes through the single-job service (operator.cancel, operator.retry,
+deleting.delete), so the guards are the same as for one job: a job the state machine refuses
+is listed in `refused` with the reason, never forced.
+
+Jobs are taken in batches of `batch_size` ids (BATCH_SIZE unless given), in id order, each
+batch its own short transaction (each job inside it a savepoint: a refused job leaves the
+others of its batch alone). A filter is walked by keyset, `id > <last id of the previous
+batch>`, so a filter matching millions of jobs never holds one long transaction or one big
+snapshot, every matching job is considered once per call (a retried job that fails again
+while the call runs is not retried twice), and the call always ends.
+"""
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..db import atomic as queue_atomic
+from ..exceptions import InvalidTransition, JobNotFound
+from . import deleting, operator
+
+BATCH_SIZE = 500
+MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all
+
+ACTIONS = {"cancel": operator.cancel, "retry": operator.retry, "delete": deleting.delete}
+
+
+@dataclass
+class BulkOutcome:
+    done: int = 0
+    refused: list[dict] = field(default_factory=list)
+    refused_count: int = 0
+    batches: int = 0
+
+    def refuse(self, job_id, reason: str, status: str | None, detail: str) -> None:
+        self.refused_count += 1
+        if len(self.refused) < MAX_REFUSED_LISTED:
+            self.refused.append({"id": job_id, "reason": reason, "status": status,
+                                 "detail": detail})
+
+
+def _service(action: str):
+    try:
+        return ACTIONS[action]
+    except KeyError:
+        raise ValueError(f"action must be one of {', '.join(ACTIONS)}; got {action!r}") from None
+
+
+def _batch_size(batch_size: int | None) -> int:
+    size = BATCH_SIZE if batch_size is None else int(batch_size)
+    if size < 1:
+        raise ValueError("batch_size must be at least 1")
+    return size
+
+
+def _apply_batch(service, ids: Iterable[int], outcome: BulkOutcome, actor: str) -> None:
+    with queue_atomic():
+        for job_id in ids:
+            try:
+                service(job_id, actor=actor)
+                outcome.done += 1
+            except InvalidTransition as exc:
+                outcome.refuse(job_id, "invalid_transition", exc.status, str(exc))
+            except JobNotFound:
+                outcome.refuse(job_id, "not_found", None, f"job {job_id} does not exist")
+    outcome.batches += 1
+
+
+def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
+                 batch_size: int | None = None) -> BulkOutcome:
+    """`action` ("cancel", "retry" or "delete") on each of `ids` (duplicates once, in the
+    order given). Raises ValueError for an unknown action or a bad batch size."""
+    service, size = _service(action), _batch_size(batch_size)
+    unique = list(dict.fromkeys(ids))
+    outcome = BulkOutcome()
+    for start in range(0, len(unique), size):
+        _apply_batch(service, unique[start:start + size], outcome, actor)
+    return outcome
+
+
+def apply_to_matching(action: str, queryset, *, actor: str = "",
+                      batch_size: int | None = None) -> BulkOutcome:
+    """`action` on every job of `queryset` (a filtered Job queryset: the API's list filters),
+    in batches keyed by id. Raises ValueError for an unknown action or a bad batch size."""
+    service, size = _service(action), _batch_size(batch_size)
+    ids = queryset.order_by("id").values_list("id", flat=True)
+    outcome = BulkOutcome()
+    after = 0
+    while True:
+        with queue_atomic():  # the batch's ids and its actions: one short transaction
+            batch = list(ids.filter(id__gt=after)[:size])
+            if not batch:
+                return outcome
+            _apply_batch(service, batch, outcome, actor)
+        if len(batch) < size:
+            return outcome
+        after = batch[-1]

@@ -1,0 +1,31 @@
+"""delete: remove one finished job and its events, as an operator asks (API, admin, UI).
+
+The same guard as the pruner's, in the statement itself (sql.DELETE_FINISHED_JOB): only a
+succeeded, failed or cancelled job is deleted. A queued or running job must be cancelled
+first: `InvalidTransition` names its status. An unknown id raises `JobNotFound`.
+"""
+from .. import sql
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
+from ..exceptions import InvalidTransition, JobNotFound
+from ..selectors import parse_job_id
+
+
+def delete(job_id, *, actor: str = "") -> int:
+    """Delete the finished job `job_id` and every one of its events, in one transaction.
+    Returns how many events went with it. `actor` is accepted for symmetry with cancel and
+    retry (nothing is left to record it on: the job's history goes with it)."""
+    parsed = parse_job_id(job_id)
+    if parsed is None:
+        raise JobNotFound(job_id)
+    with queue_atomic():
+        with queue_connection().cursor() as cur:
+            cur.execute(sql.DELETE_FINISHED_JOB, [parsed])
+            if cur.fetchone() is None:
+                cur.execute(sql.JOB_STATUS, [parsed])
+                row = cur.fetchone()
+                if row is None:
+                    raise JobNotFound(parsed)
+                raise InvalidTransition(parsed, "delete", row[0])
+            cur.execute(sql.DELETE_JOB_EVENTS, [parsed])
+            return cur.rowcount

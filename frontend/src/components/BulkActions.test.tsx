@@ -1,0 +1,152 @@
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { render, screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { MemoryRouter, Outlet as RouterOutlet, Route, Routes } from "react-router";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Job, User } from "../api/types";
+import { JobsPage } from "../pages/JobsPage";
+import { summarizeAction, toActionFilter } from "./BulkActions";
+
+const user: User = {
+  id: 1,
+  username: "ops",
+  is_staff: false,
+  is_superuser: false,
+  permissions: [],
+  can: { view: true, create: true, cancel: true, retry: true, delete: true },
+};
+
+const job = (id: number, status: Job["status"]): Job =>
+  ({
+    id,
+    type: "noop",
+    queue: "default",
+    status,
+    priority: 0,
+    attempts: 1,
+    max_attempts: 3,
+    available_at: "2026-01-01T00:00:00Z",
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    locked_by: null,
+    lease_expires_at: null,
+    last_error: null,
+    idempotency_key: null,
+    progress_percent: null,
+  }) as unknown as Job;
+
+/** The list (two jobs on the page, 1,234 matching) and the actions endpoint, recording bodies. */
+function fakeApi(posted: unknown[]) {
+  return vi.fn(async (input: string, init?: RequestInit) => {
+    const url = new URL(input, "http://test");
+    if (url.pathname.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
+    if (url.pathname.endsWith("/jobs/actions/")) {
+      posted.push(JSON.parse(String(init?.body)));
+      return new Response(
+        JSON.stringify({
+          done: 1233,
+          refused_count: 1,
+          refused: [{ id: 2, reason: "invalid_transition", status: "running", detail: "cannot delete job 2" }],
+        }),
+        { status: 200 },
+      );
+    }
+    if (url.pathname.endsWith("/jobs/")) {
+      return new Response(
+        JSON.stringify({ count: 1234, next: null, previous: null, results: [job(1, "failed"), job(2, "running")] }),
+        { status: 200 },
+      );
+    }
+    return new Response("[]", { status: 200 });
+  });
+}
+
+function Outlet() {
+  return <RouterOutlet context={user} />;
+}
+
+function renderJobs(path = "/jobs?status=failed,running&type=noop") {
+  const posted: unknown[] = [];
+  vi.stubGlobal("fetch", fakeApi(posted));
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  render(
+    <QueryClientProvider client={client}>
+      <MemoryRouter initialEntries={[path]}>
+        <Routes>
+          <Route element={<Outlet />}>
+            <Route path="/jobs" element={<JobsPage />} />
+          </Route>
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+  return posted;
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("bulk actions in the jobs list", () => {
+  it("acts on the rows picked, after a confirmation naming the count", async () => {
+    const posted = renderJobs();
+    await userEvent.click(await screen.findByLabelText("Select job 1"));
+    const bar = screen.getByTestId("bulk-actions");
+    expect(bar).toHaveTextContent("1 selected.");
+    await userEvent.click(within(bar).getByRole("button", { name: "Retry 1…" }));
+    const confirm = screen.getByTestId("confirm-bulk");
+    expect(confirm).toHaveTextContent("Retry 1 job? Only failed and cancelled jobs are retried.");
+    expect(posted).toEqual([]); // nothing before the answer
+    await userEvent.click(within(confirm).getByRole("button", { name: "Yes, retry 1 job" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "retry", ids: [1] }]));
+  });
+
+  it("selects every job matching the filter, sends the filter, and shows done and refused", async () => {
+    const posted = renderJobs();
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    await userEvent.click(screen.getByRole("button", { name: "Select all 1,234 matching the filter" }));
+    expect(screen.getByTestId("bulk-actions")).toHaveTextContent("All 1,234 jobs matching the filter are selected.");
+    await userEvent.click(screen.getByRole("button", { name: "Delete 1,234…" }));
+    expect(screen.getByTestId("confirm-bulk")).toHaveTextContent("Delete 1,234 jobs?");
+    await userEvent.click(screen.getByRole("button", { name: "Yes, delete 1,234 jobs" }));
+    await waitFor(() =>
+      expect(posted).toEqual([{ action: "delete", filter: { status: "failed,running", type: "noop" } }]),
+    );
+    expect(await screen.findByTestId("bulk-outcome")).toHaveTextContent("Deleted 1,233 jobs; 1 refused: #2 (running).");
+    expect(screen.getByTestId("bulk-actions")).toHaveTextContent("Select jobs to act on them together.");
+  });
+
+  it("Escape keeps the jobs", async () => {
+    const posted = renderJobs();
+    await userEvent.click(await screen.findByLabelText("Select job 2"));
+    await userEvent.click(screen.getByRole("button", { name: "Cancel 1…" }));
+    await userEvent.keyboard("{Escape}");
+    expect(screen.queryByTestId("confirm-bulk")).toBeNull();
+    expect(posted).toEqual([]);
+  });
+});
+
+describe("summarizeAction and toActionFilter", () => {
+  it("says nothing matched, all done, or lists the first refusals and counts the rest", () => {
+    expect(summarizeAction("cancel", { done: 0, refused: [], refused_count: 0 }).text).toBe(
+      "No job matched: nothing was done.",
+    );
+    const refused = Array.from({ length: 7 }, (_, i) => ({
+      id: i + 1,
+      reason: i === 0 ? ("not_found" as const) : ("invalid_transition" as const),
+      status: i === 0 ? null : "queued",
+      detail: "",
+    }));
+    const summary = summarizeAction("retry", { done: 0, refused, refused_count: 250 });
+    expect(summary.tone).toBe("error");
+    expect(summary.text).toBe(
+      "Retried 0 jobs; 250 refused: #1 (gone), #2 (queued), #3 (queued), #4 (queued), #5 (queued) and 245 more.",
+    );
+  });
+
+  it("drops blank filters and sends a whole-number priority as a number", () => {
+    expect(toActionFilter({ status: "failed", type: "", priority: "5", search: "  " })).toEqual({
+      status: "failed",
+      priority: 5,
+    });
+    expect(toActionFilter({ priority: "abc" })).toEqual({ priority: "abc" });
+  });
+});

@@ -1,0 +1,176 @@
+import { useRef, useState } from "react";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { jobActionsMutation } from "../api/jobs";
+import type { BulkAction, Job, JobActionFilter, JobActionResult } from "../api/types";
+import { InlineConfirm } from "./Confirm";
+import type { FilterValues } from "./JobFilters";
+
+const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" | "danger"; note: string }> = {
+  cancel: {
+    label: "Cancel",
+    done: "Cancelled (or asked to stop)",
+    tone: "danger",
+    note: "Only queued and running jobs are cancelled.",
+  },
+  retry: { label: "Retry", done: "Retried", tone: "primary", note: "Only failed and cancelled jobs are retried." },
+  delete: {
+    label: "Delete",
+    done: "Deleted",
+    tone: "danger",
+    note: "Only finished jobs are deleted, with their events; this cannot be undone.",
+  },
+};
+
+const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
+
+/** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
+export function toActionFilter(values: FilterValues): JobActionFilter {
+  const out: Record<string, string | number> = {};
+  for (const key of ["status", "type", "queue", "priority", "search"] as const) {
+    const value = values[key]?.toString().trim();
+    if (!value) continue;
+    out[key] = key === "priority" && /^-?\d+$/.test(value) ? Number(value) : value;
+  }
+  return out as JobActionFilter;
+}
+
+/** "Deleted 3 jobs." / "Deleted 2 jobs; 1 refused: #12 (running)." */
+export function summarizeAction(
+  action: BulkAction,
+  result: JobActionResult,
+): { tone: "success" | "warn" | "error"; text: string } {
+  const done = `${VERBS[action].done} ${plural(result.done)}`;
+  if (result.refused_count === 0) {
+    return result.done === 0
+      ? { tone: "warn", text: "No job matched: nothing was done." }
+      : { tone: "success", text: `${done}.` };
+  }
+  const shown = result.refused
+    .slice(0, 5)
+    .map((r) => `#${r.id} (${r.reason === "not_found" ? "gone" : r.status})`)
+    .join(", ");
+  const more = result.refused_count - Math.min(5, result.refused.length);
+  return {
+    tone: result.done === 0 ? "error" : "warn",
+    text: `${done}; ${result.refused_count.toLocaleString()} refused: ${shown}${more > 0 ? ` and ${more.toLocaleString()} more` : ""}.`,
+  };
+}
+
+/**
+ * The action bar over a job table: the selection (rows picked on this page, or every job
+ * matching the filter), cancel / retry / delete each after a confirmation naming the count,
+ * and the outcome (done, refused and why).
+ */
+export function BulkActions({
+  rows,
+  selected,
+  onSelect,
+  allMatching,
+  onAllMatching,
+  matching,
+  filter,
+  can,
+}: {
+  rows: Job[];
+  selected: Set<number>;
+  onSelect: (ids: Set<number>) => void;
+  allMatching: boolean;
+  onAllMatching: (all: boolean) => void;
+  matching: number;
+  filter: JobActionFilter;
+  can: { cancel: boolean; retry: boolean; delete: boolean };
+}) {
+  const queryClient = useQueryClient();
+  const run = useMutation(jobActionsMutation(queryClient));
+  const [asking, setAsking] = useState<BulkAction | null>(null);
+  const opener = useRef<HTMLButtonElement>(null);
+  const count = allMatching ? matching : selected.size;
+  const pageSelected = rows.length > 0 && rows.every((j) => selected.has(j.id));
+  const actions = (["cancel", "retry", "delete"] as const).filter((a) => can[a]);
+  if (actions.length === 0) return null;
+  const outcome = run.isSuccess
+    ? summarizeAction(run.variables.action, run.data)
+    : run.isError
+      ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
+      : null;
+  const confirm = (action: BulkAction) => {
+    const body = allMatching ? { action, filter } : { action, ids: [...selected] };
+    run.mutate(body, {
+      onSuccess: () => {
+        onSelect(new Set());
+        onAllMatching(false);
+      },
+      onSettled: () => setAsking(null),
+    });
+  };
+  return (
+    <>
+      {outcome && (
+        <div
+          className={`notice ${outcome.tone}`}
+          role={outcome.tone === "error" ? "alert" : "status"}
+          data-testid="bulk-outcome"
+        >
+          {outcome.text}
+        </div>
+      )}
+      <div className="selection-bar" data-testid="bulk-actions">
+        <span>
+          {allMatching
+            ? `All ${plural(matching)} matching the filter are selected.`
+            : selected.size
+              ? `${selected.size.toLocaleString()} selected.`
+              : "Select jobs to act on them together."}
+        </span>
+        {!allMatching && pageSelected && matching > rows.length && (
+          <button type="button" className="small" onClick={() => onAllMatching(true)}>
+            Select all {matching.toLocaleString()} matching the filter
+          </button>
+        )}
+        {(allMatching || selected.size > 0) && (
+          <button
+            type="button"
+            className="small"
+            onClick={() => {
+              onAllMatching(false);
+              onSelect(new Set());
+            }}
+          >
+            Clear selection
+          </button>
+        )}
+        <span style={{ marginLeft: "auto" }} className="actions">
+          {asking ? (
+            <InlineConfirm
+              testId="confirm-bulk"
+              tone={VERBS[asking].tone}
+              question={`${VERBS[asking].label} ${plural(count)}? ${VERBS[asking].note}`}
+              confirmLabel={`Yes, ${VERBS[asking].label.toLowerCase()} ${plural(count)}`}
+              keepLabel="Keep them"
+              busy={run.isPending}
+              onConfirm={() => confirm(asking)}
+              onKeep={() => setAsking(null)}
+              returnFocus={opener}
+            />
+          ) : (
+            actions.map((action) => (
+              <button
+                key={action}
+                type="button"
+                className={`small ${action === "retry" ? "primary" : "danger"}`}
+                disabled={count === 0 || run.isPending}
+                onClick={(e) => {
+                  opener.current = e.currentTarget;
+                  setAsking(action);
+                }}
+              >
+                {VERBS[action].label}
+                {count ? ` ${count.toLocaleString()}` : ""}…
+              </button>
+            ))
+          )}
+        </span>
+      </div>
+    </>
+  );
+}
