@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import JobEvent, QueueSetting
+from django_pg_jobqueue.models import Job, JobEvent, QueueSetting
 
 pytestmark = pytest.mark.django_db
 
