@@ -1541,7 +1541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such job (or page). */
+            /** @description No such job or queue (or page). */
             404: {
                 headers: {
                     [name: string]: unknown;
