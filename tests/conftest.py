@@ -92,3 +92,19 @@ def client_for():
 @pytest.fixture
 def operator_client(client_for, operator):
     return client_for(operator)
+
+
+@pytest.fixture
+def custom_handler():
+    """Register handlers for one test: `custom_handler(name, func, **defaults)`; unregistered after."""
+    from django_pg_jobqueue.registry import registry
+
+    names = []
+
+    def register(name, func, **defaults):
+        registry.register(name, func, **defaults)
+        names.append(name)
+
+    yield register
+    for name in names:
+        registry.unregister(name)

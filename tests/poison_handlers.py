@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from django_pg_jobqueue.exceptions import JobCancelled, LeaseLost, PermanentError
 from django_pg_jobqueue.registry import handler
+from tests.utils import circular_dict, deeply_nested_list
 
 _fd = None
 _fd_lock = threading.Lock()
@@ -33,17 +34,8 @@ class OwnBaseException(BaseException):
     pass
 
 
-def _circular():
-    loop = {"name": "loop"}
-    loop["self"] = loop
-    return loop
-
-
-def _deep():
-    value: list = []
-    for _ in range(3000):
-        value = [value]
-    return value
+_circular = circular_dict
+_deep = deeply_nested_list
 
 
 def _raise(exc):

@@ -17,26 +17,12 @@ from django.test import override_settings
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
-from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.testing import drain
-from tests.utils import wait_for
+from tests.utils import circular_dict, deeply_nested_list, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FINAL = ("succeeded", "failed", "cancelled")
-
-
-@pytest.fixture
-def custom_handler():
-    names = []
-
-    def register(name, func, **defaults):
-        registry.register(name, func, **defaults)
-        names.append(name)
-
-    yield register
-    for name in names:
-        registry.unregister(name)
 
 
 def final(*jobs, timeout=20.0):
@@ -249,17 +235,8 @@ class Circular(list):
     pass
 
 
-def _circular():
-    loop = {"name": "loop"}
-    loop["self"] = loop
-    return loop
-
-
-def _deep():
-    value: list = []
-    for _ in range(5000):
-        value = [value]
-    return value
+_circular = circular_dict
+_deep = deeply_nested_list
 
 
 @pytest.mark.parametrize("make, words", [

@@ -11,7 +11,6 @@ from django.test import override_settings
 from django_pg_jobqueue import services
 from django_pg_jobqueue.exceptions import LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent, TxNow
-from django_pg_jobqueue.registry import registry
 from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,19 +22,6 @@ def status_of(job):
 
 def kinds(job):
     return list(JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("kind", flat=True))
-
-
-@pytest.fixture
-def custom_handler():
-    names = []
-
-    def register(name, func, **defaults):
-        registry.register(name, func, **defaults)
-        names.append(name)
-
-    yield register
-    for name in names:
-        registry.unregister(name)
 
 
 @pytest.mark.parametrize("result", [float("nan"), float("inf"), {1, 2}, object()],

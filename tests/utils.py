@@ -47,3 +47,18 @@ def spawn_workers(*args: str, env: dict | None = None, **popen) -> subprocess.Po
         env=full_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         **popen,
     )
+
+
+def circular_dict():
+    """A dict that contains itself: what a handler's careless result can be."""
+    loop = {"name": "loop"}
+    loop["self"] = loop
+    return loop
+
+
+def deeply_nested_list(depth: int = 5000):
+    """A list nested deeper than any JSON encoder recurses."""
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value

@@ -12,6 +12,7 @@ import { chromium } from "playwright-core";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CHROMIUM, chromiumArgs } from "./chromium.mjs";
 
 const argv = process.argv.slice(2);
 const shotAt = argv.indexOf("--screenshot");
@@ -21,7 +22,6 @@ if (!base || !username || !password || types.length === 0) {
   console.error("usage: node e2e/adoption.mjs <dashboard URL> <username> <password> <job type>...");
   process.exit(2);
 }
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 const profile = mkdtempSync(join(tmpdir(), "jobqueue-adoption-"));
 const problems = [];
@@ -29,16 +29,7 @@ const context = await chromium.launchPersistentContext(profile, {
   executablePath: CHROMIUM,
   headless: true,
   viewport: { width: 1360, height: 900 },
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
+  args: chromiumArgs(),
   timeout: 30_000,
 });
 context.setDefaultTimeout(15_000);

@@ -33,6 +33,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CHROMIUM, chromiumArgs } from "./chromium.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = resolve(HERE, "..");
@@ -50,7 +51,6 @@ const BUILT_INDEX = join(
 );
 const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const MANAGE = join(REPO, "manage.py");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_SECONDS ?? 300) * 1000;
 const HEADED = process.env.E2E_HEADED === "1";
 const RUN_ID = `${Date.now().toString(36)}-${process.pid}`;
@@ -273,16 +273,7 @@ async function runBrowser(baseURL) {
     headless: !HEADED,
     baseURL,
     viewport: { width: 1440, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ].filter((a) => !(HEADED && a === "--headless")),
+    args: chromiumArgs({ headed: HEADED }),
     timeout: 30_000,
   });
   browserContext.setDefaultTimeout(15_000);
