@@ -204,13 +204,19 @@ class QueueConf:
                                              group="workers", doc="""
         How often each worker process's reaper requeues (or fails, when attempts are spent)
         the running jobs whose lease expired.""")
-    CLAIM_BATCH_SIZE: int = setting(50, check_id=8, rule=whole(1), group="workers", doc="""
-        The most jobs one claim statement takes. A dispatcher claims at most one job per idle
-        thread, plus its prefetch (`--batch-size` overrides it).""")
-    PREFETCH: int = setting(0, check_id=9, rule=whole(0), group="workers", doc="""
+    CLAIM_BATCH_SIZE: int = setting(200, check_id=8, rule=whole(1), group="workers", doc="""
+        The most jobs one claim statement takes (`--batch-size` overrides it). A dispatcher
+        claims one job per idle thread plus its prefetch, so the claim grows with the backlog
+        (the prefetch depth doubles while claims come back full and their jobs all find a
+        thread) up to this cap, and shrinks back to the idle threads when the queue runs dry.""")
+    PREFETCH: int = setting(128, check_id=9, rule=whole(0), group="workers", doc="""
         The most jobs each dispatcher claims ahead of its idle threads while the queue has a
-        backlog; 0 turns prefetching off (`--prefetch` overrides it). A prefetched job is
-        already `running` while it waits for a thread; see the design page.""")
+        backlog; 0 turns prefetching off (`--prefetch` overrides it). The depth adapts: it
+        starts at 1, doubles each time the prefetched jobs all found a thread, and halves (then
+        pauses 30 s) when one waited a second without a thread, which goes back to the queue
+        uncharged. A prefetched job is already `running` (its worker is `<process>-prefetch`
+        until a thread takes it) and its lease is renewed; no lane prefetches while a
+        concurrency limit applies to its queues or to any job type. See the performance page.""")
     STATEMENT_TIMEOUT_MS: int = setting(30000, check_id=10, rule=whole(0), group="workers", doc="""
         PostgreSQL `statement_timeout` of worker sessions, in milliseconds (and twice that, at
         least 60 s, for `idle_in_transaction_session_timeout`), so that no worker query or

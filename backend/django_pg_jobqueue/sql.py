@@ -24,11 +24,45 @@ BACKOFF_SECONDS = (
 # Pick runnable rows in claim order and lock them, skipping rows other claimers hold: no two
 # workers ever get the same row, and none waits on another. The inner SELECT walks the partial
 # index jobs_claim_order_idx in order and stops after LIMIT rows. Pitfall: the outer UPDATE
-# must not re-evaluate the ORDER BY (it does not need to: RETURNING order is irrelevant, the
-# worker ids are assigned by the row number the picked CTE computed, in claim order).
+# must not re-evaluate the ORDER BY (it does not need to: the worker ids are assigned by the
+# row number the picked CTE computed, in claim order, and the final SELECT orders by it).
 # Paused queues are skipped inside the claim, and queues with a concurrency limit are claimed
 # under a transaction-scoped advisory lock (see services/claiming.py), so limits hold across
 # every worker process.
+#
+# Second pitfall: that plan depends on the planner believing there are many queued rows.
+# With statistics older than the backlog (a table filled since its last ANALYZE, or never
+# analysed: autovacuum off or behind), it estimates a handful, and a bitmap scan of every
+# queued row plus a sort, or a scan of jobs_queue_status_idx plus a sort, costs less on paper
+# than the ordered index scan: each claim then reads and sorts the whole backlog (measured:
+# the drain at half speed until ANALYZE). No index or CTE shape takes that choice away from
+# the planner, so the claim runs under CLAIM_PLANNER_SETTINGS, transaction-local
+# (services/claiming.py), and tests/test_plans.py EXPLAINs it on unanalysed tables.
+CLAIM_PLANNER_SETTINGS = (
+    # Sorting all candidates is never what the claim wants: the index gives the order.
+    ("enable_sort", "off"),
+    ("enable_bitmapscan", "off"),
+    ("enable_seqscan", "off"),
+    # The UPDATE finds the picked rows by primary key, one by one: a generic plan (prepared
+    # statements) estimates LIMIT $n at a tenth of the table and would hash-join a seq scan.
+    ("enable_hashjoin", "off"),
+    ("enable_mergejoin", "off"),
+    # Pitfall of the above: a disabled plan node still exists (the final ORDER BY n is a
+    # sort), costed at 1e10, far past jit_above_cost: without this, each claim would spend a
+    # second and a half compiling itself (measured).
+    ("jit", "off"),
+)
+# One round trip: the settings (returning the values they replace), and for a claim under
+# concurrency limits the advisory lock. Transaction-local: they end with the claim's own
+# transaction; inside a caller's transaction, CLAIM_PLANNER_RESTORE puts the old values back.
+CLAIM_PREAMBLE = "SELECT " + ", ".join(
+    f"current_setting('{name}'), set_config('{name}', '{value}', true)"
+    for name, value in CLAIM_PLANNER_SETTINGS)
+CLAIM_PREAMBLE_LIMITED = CLAIM_PREAMBLE + ", pg_advisory_xact_lock(%(lock_key)s)"
+CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
+    f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
+    for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))
+
 _CLAIM_TAIL = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
@@ -44,7 +78,7 @@ _CLAIM_TAIL = """claimed AS (
     WHERE j.id = picked.id
     RETURNING j.id, j.type, j.queue, j.payload, j.priority, j.attempts, j.max_attempts,
               j.lease_token, j.timeout_seconds, j.available_at, j.created_at, j.started_at,
-              j.lease_expires_at, j.locked_by
+              j.lease_expires_at, j.locked_by, picked.n
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -54,7 +88,7 @@ events AS (
            now()
     FROM claimed
 )
-SELECT * FROM claimed
+SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th worker id
 """
 
 CLAIM = """

@@ -33,6 +33,15 @@ def queue_limits() -> dict[str, int]:
     return limits
 
 
+def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
+    """Whether a claim over `queues` (None: every queue) runs under a concurrency limit: a
+    limit on one of those queues, or on any job type. Cached like queue_limits()."""
+    if registry.type_limits():
+        return True
+    limited = queue_limits()
+    return bool(limited) and (queues is None or any(q in limited for q in queues))
+
+
 def forget_cached_limits() -> None:
     global _queue_limits
     with _limits_lock:
@@ -63,8 +72,8 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
 
     `types` and `job_ids` narrow the claim further (used by `django_pg_jobqueue.testing`'s drain and crash
-    helpers; workers claim by queue only). Runs as its own short transaction (autocommit):
-    nothing stays open while handlers run.
+    helpers; workers claim by queue only). Runs as its own short transaction, under the
+    planner settings of sql.CLAIM_PLANNER_SETTINGS: nothing stays open while handlers run.
     """
     if not worker_ids:
         return []
@@ -83,22 +92,25 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     }
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]
-    if not limits:
-        rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
-    else:
-        params.update(
-            limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
-            limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
-        )
-        with queue_atomic():
-            with queue_connection().cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", [sql.CLAIM_LIMIT_LOCK_KEY])
+    # One short transaction: the planner settings that keep the claim on its index whatever
+    # the statistics say (sql.CLAIM_PLANNER_SETTINGS), then, under limits, the advisory lock.
+    nested = queue_connection().in_atomic_block  # a caller's transaction (a test's, drain's)
+    with queue_atomic():
+        if not limits:
+            saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
+            rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
+        else:
+            params.update(
+                limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
+                limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
+            )
+            saved = db.fetch_all(sql.CLAIM_PREAMBLE_LIMITED,
+                                 {"lock_key": sql.CLAIM_LIMIT_LOCK_KEY})[0]
             rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
-    # RETURNING comes in the join's order, which the planner chooses (stale statistics make it
-    # a hash join): put the jobs back in claim order, the order of the workers they went to.
-    if len(rows) > 1:
-        position = {worker_id: i for i, worker_id in enumerate(worker_ids)}
-        rows.sort(key=lambda r: position.get(r[13], 0))
+        if nested:  # the settings would outlive the claim, until the caller's commit
+            old_values = saved[0:2 * len(sql.CLAIM_PLANNER_SETTINGS):2]  # (old, new) pairs
+            db.fetch_all(sql.CLAIM_PLANNER_RESTORE, {"values": list(old_values)})
+    # Rows come in claim order (the statement's ORDER BY n), the order of worker_ids.
     return [
         ClaimedJob(
             id=r[0], type=r[1], queue=r[2],

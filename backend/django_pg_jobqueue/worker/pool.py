@@ -5,9 +5,10 @@
         reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups)
 
 A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
-hands each to the executor whose worker id the claim stamped on it. With prefetch on
-(worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog, and
-executors that finish a job take the next of those themselves. Idle dispatchers wake
+hands each to the executor whose worker id the claim stamped on it. With prefetch on (the
+default; worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog and
+no concurrency limit applies, and executors that finish a job take the next of those
+themselves. Idle dispatchers wake
 on NOTIFY from an enqueue's commit, or after the poll interval (with jitter) as a fallback.
 """
 import logging
@@ -22,6 +23,7 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, db, services
+from ..services import claiming
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
@@ -123,7 +125,7 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                extra = self.prefetched.wanted(backlog)
+                extra = 0 if self._limited() else self.prefetched.wanted(backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
@@ -174,6 +176,14 @@ class Lane(threading.Thread):
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
                 db.queue_connection().close()
+
+    def _limited(self) -> bool:
+        """Whether a concurrency limit applies to this lane's claims: then it prefetches
+        nothing, so that a limited slot is never spent on a job waiting for a thread."""
+        try:
+            return claiming.limits_apply(self.spec.queues)
+        except Exception:  # noqa: BLE001 - cannot tell (the database is away): do not prefetch
+            return True
 
     def _hold_prefetched(self, job) -> None:
         held = Held.of(job, job.worker_id, owner=self.prefetched)

@@ -1,0 +1,191 @@
+"""The hot statements' plans stay on indexes whatever the table's statistics say.
+
+A queue's statistics are always behind its contents: a backlog is enqueued in seconds, and
+autovacuum analyses minutes later (or never, where it is off). Each test here builds fresh
+copies of the queue's tables (in a schema of their own, first on the search_path, inside the
+test's transaction), so that they have never been analysed, fills them with `enqueue_many`,
+and EXPLAINs every statement of the worker's hot path the way the worker runs it: prepared,
+as the generic plan a connection caches and as the custom plan of its first executions, the
+claim under its planner settings (sql.CLAIM_PLANNER_SETTINGS). Then the same after ANALYZE,
+on statistics that predate the backlog, and on a bloated table.
+
+What must not appear: a sequential scan of `jobs` or `job_events`, and for the claim a bitmap
+scan or a sort of the backlog (before its planner settings, a claim on a freshly filled table
+read and sorted every queued row: the drain ran at half speed until ANALYZE)."""
+import json
+import re
+import uuid
+
+import pytest
+from django.db import connection
+
+from django_pg_jobqueue import services, sql
+
+N = 20_000
+TOKEN = uuid.UUID(int=1)
+IDS = list(range(1, 33))
+
+# Each hot statement with parameters like the worker's; `planner`: runs under the claim's
+# planner settings.
+STATEMENTS = {
+    "claim": (sql.CLAIM.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0), True),
+    "claim_by_queue": (sql.CLAIM.format(queue_filter="AND queue = ANY(%(queues)s::text[])"),
+                       dict(limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]),
+                            lease_seconds=30.0, queues=["default"]), True),
+    "claim_limited": (sql.CLAIM_LIMITED.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        limit_kinds=["queue"], limit_names=["default"], limit_values=[8], window=320), True),
+    "complete_many": (sql.COMPLETE_MANY, dict(
+        batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
+    "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
+                   False),
+    "release_many": (sql.REQUEUE_UNCHARGED, dict(
+        ids=IDS, tokens=[TOKEN] * 32, worker_ids=["w"] * 32, delay_seconds=0.0,
+        kind="released", message="m"), False),
+    "fail": (sql.FAIL, dict(
+        id=5, token=TOKEN, permanent=False, error="e", traceback="", reason="error",
+        worker_id="w", retry_base=1.0, retry_max=3600.0, retry_jitter=0.2), False),
+    "reap": (sql.REAP, dict(limit=100, retry_base=1.0, retry_max=3600.0, retry_jitter=0.2),
+             False),
+    # What the job_events foreign key runs for every event row a statement inserts (the
+    # query PostgreSQL's RI trigger prepares and keeps for the connection's life).
+    "event_foreign_key": ("SELECT 1 FROM ONLY jobs x WHERE id = %(id)s FOR KEY SHARE OF x",
+                          dict(id=5), False),
+}
+
+
+def _pg_type(value) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "float8"
+    if isinstance(value, uuid.UUID):
+        return "uuid"
+    if isinstance(value, list):
+        return _pg_type(value[0]) + "[]"
+    return "text"
+
+
+def explain(statement: str, params: dict, *, generic: bool, planner: bool) -> str:
+    """The plan of `statement` prepared (typed like psycopg binds `params`) and executed."""
+    names: list[str] = []
+
+    def placeholder(m):
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", placeholder, statement)
+    types = ", ".join(_pg_type(params[n]) for n in names)
+    with connection.cursor() as cur:
+        cur.execute("SAVEPOINT plan_probe")
+        if planner:
+            cur.execute(sql.CLAIM_PREAMBLE)
+        cur.execute("SET LOCAL plan_cache_mode = "
+                    + ("force_generic_plan" if generic else "force_custom_plan"))
+        cur.execute(f"PREPARE plan_probe ({types}) AS {text}")
+        cur.execute("EXPLAIN EXECUTE plan_probe (" + ", ".join(["%s"] * len(names)) + ")",
+                    [params[n] for n in names])
+        plan = "\n".join(r[0] for r in cur.fetchall())
+        cur.execute("DEALLOCATE plan_probe")
+        cur.execute("ROLLBACK TO SAVEPOINT plan_probe")
+    return plan
+
+
+def problems(name: str, plan: str) -> list[str]:
+    found = [f"Seq Scan on {t}" for t in re.findall(r"Seq Scan on (\w+)", plan)
+             if t in ("jobs", "job_events")]
+    if name.startswith("claim"):
+        if re.search(r"Bitmap Heap Scan on jobs\b(?! r)", plan):
+            found.append("a bitmap scan of the backlog")
+        if re.search(r"Sort Key: jobs\.priority", plan):
+            found.append("a sort of the backlog")
+        if "Index Scan using jobs_claim_order_idx" not in plan:
+            found.append("not walking jobs_claim_order_idx")
+    return found
+
+
+def assert_plans_on_indexes(state: str) -> None:
+    bad = {}
+    for name, (statement, params, planner) in STATEMENTS.items():
+        for generic in (True, False):
+            plan = explain(statement, params, generic=generic, planner=planner)
+            if found := problems(name, plan):
+                bad[f"{name} ({'generic' if generic else 'custom'})"] = (found, plan)
+    assert not bad, f"{state}: " + "\n\n".join(
+        f"{k}: {', '.join(f)}\n{p}" for k, (f, p) in bad.items())
+
+
+@pytest.fixture
+def fresh_tables(db):
+    """Never-analysed copies of the queue's tables, first on the search_path until the test's
+    transaction rolls back."""
+    with connection.cursor() as cur:
+        cur.execute("CREATE SCHEMA plan_probe")
+        for table in ("jobs", "job_events", "job_queue_settings"):
+            cur.execute(f"CREATE TABLE plan_probe.{table} (LIKE public.{table} INCLUDING ALL)")
+        cur.execute("ALTER TABLE plan_probe.jobs SET (fillfactor = 70)")
+        # LIKE names the copied indexes itself: give them the originals' names.
+        cur.execute("SELECT schemaname, indexname, indexdef FROM pg_indexes"
+                    " WHERE schemaname IN ('public', 'plan_probe')"
+                    " AND tablename IN ('jobs', 'job_events', 'job_queue_settings')")
+        by_shape: dict[tuple, dict[str, str]] = {}
+        for schema, name, definition in cur.fetchall():
+            shape = definition.replace(f" {name} ", " ").replace(f"{schema}.", "")
+            by_shape.setdefault(shape, {})[schema] = name
+        for names in by_shape.values():
+            if names.get("plan_probe") not in (None, names.get("public", names["plan_probe"])):
+                cur.execute(f"ALTER INDEX plan_probe.{names['plan_probe']} "
+                            f"RENAME TO {names['public']}")
+        cur.execute("SET LOCAL search_path = plan_probe, public")
+    yield
+    with connection.cursor() as cur:
+        cur.execute("RESET search_path")
+
+
+def fill(n: int = N) -> None:
+    for start in range(0, n, 1000):
+        services.enqueue_many([{"type": "noop", "payload": {"i": start + i}}
+                               for i in range(min(1000, n - start))])
+
+
+def test_the_probe_tables_are_the_ones_explained(fresh_tables):
+    fill(10)
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM plan_probe.jobs")
+        assert cur.fetchone()[0] == 10
+        cur.execute("SELECT reltuples FROM pg_class WHERE oid = 'plan_probe.jobs'::regclass")
+        assert cur.fetchone()[0] < 0, "never analysed"
+
+
+def test_plans_on_an_empty_never_analysed_table(fresh_tables):
+    # Workers started before the backlog: the generic plans their connections cache now are
+    # the ones they keep using once it arrives.
+    assert_plans_on_indexes("empty, never analysed")
+
+
+def test_plans_right_after_a_fill_before_any_analyze(fresh_tables):
+    fill()
+    assert_plans_on_indexes(f"{N} queued jobs, never analysed")
+
+
+def test_plans_after_analyze(fresh_tables):
+    fill()
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE plan_probe.jobs, plan_probe.job_events")
+    assert_plans_on_indexes(f"{N} queued jobs, analysed")
+
+
+def test_plans_on_stale_statistics_and_a_bloated_table(fresh_tables):
+    # Analysed when everything had finished; since then a new backlog, and every row updated
+    # twice (dead versions in the heap and in every index), with no vacuum.
+    fill()
+    with connection.cursor() as cur:
+        cur.execute("UPDATE jobs SET status = 'succeeded', attempts = 1, finished_at = now()")
+        cur.execute("ANALYZE plan_probe.jobs, plan_probe.job_events")
+        cur.execute("UPDATE jobs SET updated_at = now()")
+    fill()
+    assert_plans_on_indexes("stale statistics, bloated")
