@@ -108,9 +108,11 @@ def problems(name: str, plan: str) -> list[str]:
     return found
 
 
-def assert_plans_on_indexes(state: str) -> None:
+def assert_plans_on_indexes(state: str, only=None) -> None:
     bad = {}
     for name, (statement, params, planner) in STATEMENTS.items():
+        if only is not None and not only(name):
+            continue
         for generic in (True, False):
             plan = explain(statement, params, generic=generic, planner=planner)
             if found := problems(name, plan):
@@ -189,3 +191,24 @@ def test_plans_on_stale_statistics_and_a_bloated_table(fresh_tables):
         cur.execute("UPDATE jobs SET updated_at = now()")
     fill()
     assert_plans_on_indexes("stale statistics, bloated")
+
+
+def test_claim_plans_after_an_analyze_of_the_empty_table(fresh_tables):
+    # Statistics that say "empty" (an ANALYZE after the queue drained, or after a TRUNCATE):
+    # every plan is a sequential scan on paper, and the generic plan a connection caches now
+    # is the one it keeps using once a backlog arrives (until the next ANALYZE invalidates
+    # it). The claim's settings hold.
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE plan_probe.jobs, plan_probe.job_events")
+    assert_plans_on_indexes("analysed while empty", only=lambda n: n.startswith("claim"))
+
+
+@pytest.mark.xfail(strict=True, reason="known, not fixed: on statistics that say the table is "
+                   "empty, the completion, renewal, release, fail and reap statements and the "
+                   "job_events foreign-key check plan sequential scans of jobs (they run "
+                   "without the claim's planner settings): a connection that caches them "
+                   "then keeps them as the table grows, until an ANALYZE")
+def test_other_plans_after_an_analyze_of_the_empty_table(fresh_tables):
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE plan_probe.jobs, plan_probe.job_events")
+    assert_plans_on_indexes("analysed while empty", only=lambda n: not n.startswith("claim"))

@@ -101,3 +101,25 @@ def test_shutdown_releases_prefetched_jobs_uncharged(worker_pool, slow_handler, 
     assert (row.status, row.attempts, row.locked_by) == ("queued", 0, None)
     assert kinds(waiting.pk)[-1] == "released"
     assert waiting.pk not in slow_handler
+
+
+def test_prefetch_is_on_by_default():
+    from django_pg_jobqueue import conf
+
+    assert conf.get().PREFETCH > 0
+
+
+def test_a_lane_under_a_concurrency_limit_prefetches_nothing(worker_pool, slow_handler):
+    # A prefetched job is `running` and would hold one of the queue's slots while it waits
+    # for a thread: under a limit, a lane claims only for its idle threads.
+    from django_pg_jobqueue.services.claiming import forget_cached_limits
+    from django_pg_jobqueue.services.queues import set_queue_limit
+
+    set_queue_limit("default", 2)
+    forget_cached_limits()
+    services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 0.01}}
+                           for _ in range(60)])
+    pool = worker_pool(threads=2, batch_size=20, prefetch=16)
+    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 60, 60)
+    assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
+    forget_cached_limits()
