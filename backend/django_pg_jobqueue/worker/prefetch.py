@@ -1,4 +1,4 @@
-"""Prefetch (opt-in, JOB_PREFETCH): jobs a lane claimed ahead of its idle threads.
+"""Prefetch (on by default, JOB_PREFETCH): jobs a lane claimed ahead of its idle threads.
 
 Without it, a thread that finishes a job waits for the dispatcher's next claim round trip.
 With it, while the queue has a backlog, the dispatcher claims up to `depth` jobs more than it
@@ -9,7 +9,9 @@ hand-off through the dispatcher.
 The depth adapts: it starts at 1 and doubles (up to JOB_PREFETCH) each time the prefetched jobs
 all found a thread. A job that waited longer than MAX_WAIT_SECONDS (every thread busy with slow
 jobs) is released back to the queue, uncharged, for another process to take, and the depth
-halves; at 0, prefetching pauses for PAUSE_SECONDS."""
+halves; at 0, prefetching pauses for PAUSE_SECONDS. While a concurrency limit applies to the
+lane's queues (or to any job type) the lane prefetches nothing (worker/pool.py, Lane._limited):
+a prefetched job is `running` and would hold a limited slot while it waits."""
 import threading
 import time
 from collections import deque
@@ -27,6 +29,7 @@ class Prefetched:
         self._paused_until = 0.0
         self._lock = threading.Lock()
         self._waiting: deque[tuple[float, Held]] = deque()  # (monotonic time put, held), oldest first
+        self._members: set[int] = set()  # id() of each held waiting: owns() in O(1)
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -35,11 +38,13 @@ class Prefetched:
         with self._lock:
             held.owner = self
             self._waiting.append((time.monotonic(), held))
+            self._members.add(id(held))
 
     def owns(self, held: Held) -> bool:
-        """Whether `held` waits here (the watchdog's question; the buffer is a few jobs)."""
+        """Whether `held` waits here (the watchdog's question, asked of every held job on
+        each renewal pass: a set lookup, not a walk of up to JOB_PREFETCH jobs)."""
         with self._lock:
-            return any(h is held for _, h in self._waiting)
+            return id(held) in self._members
 
     def take(self) -> tuple[Held | None, bool]:
         """The oldest prefetched job (or None), and whether the dispatcher should refill now."""
@@ -47,6 +52,7 @@ class Prefetched:
             if not self._waiting:
                 return None, False
             held = self._waiting.popleft()[1]
+            self._members.discard(id(held))
             if not self._waiting:
                 self.depth = min(self.limit, max(1, self.depth * 2))
             return held, len(self._waiting) <= self.depth // 2
@@ -69,6 +75,7 @@ class Prefetched:
         with self._lock:
             while self._waiting and now - self._waiting[0][0] > self.MAX_WAIT_SECONDS:
                 out.append(self._waiting.popleft()[1])
+                self._members.discard(id(out[-1]))
             if out:
                 self.depth //= 2
                 if not self.depth:
@@ -79,6 +86,7 @@ class Prefetched:
         with self._lock:
             out = [held for _, held in self._waiting]
             self._waiting.clear()
+            self._members.clear()
         return out
 
     def seconds_until_stale(self) -> float | None:
