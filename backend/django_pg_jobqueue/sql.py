@@ -59,6 +59,12 @@ CLAIM_PREAMBLE = "SELECT " + ", ".join(
     f"current_setting('{name}'), set_config('{name}', '{value}', true)"
     for name, value in CLAIM_PLANNER_SETTINGS)
 CLAIM_PREAMBLE_LIMITED = CLAIM_PREAMBLE + ", pg_advisory_xact_lock(%(lock_key)s)"
+# A worker's dispatcher sets them once for its session instead (services/claiming.py,
+# pin_claim_planner_settings): its connection runs nothing but claims and releases, so the
+# claim stays one round trip. Never behind a transaction pooler, whose server sessions other
+# clients share.
+CLAIM_PLANNER_SESSION = "SELECT " + ", ".join(
+    f"set_config('{name}', '{value}', false)" for name, value in CLAIM_PLANNER_SETTINGS)
 CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
     f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
     for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))

@@ -92,6 +92,9 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     }
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]
+    if not limits and _pinned(queue_connection()):  # a dispatcher's: one statement
+        rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
+        return _claimed(rows)
     # One short transaction: the planner settings that keep the claim on its index whatever
     # the statistics say (sql.CLAIM_PLANNER_SETTINGS), then, under limits, the advisory lock.
     nested = queue_connection().in_atomic_block  # a caller's transaction (a test's, drain's)
@@ -110,6 +113,10 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         if nested:  # the settings would outlive the claim, until the caller's commit
             old_values = saved[0:2 * len(sql.CLAIM_PLANNER_SETTINGS):2]  # (old, new) pairs
             db.fetch_all(sql.CLAIM_PLANNER_RESTORE, {"values": list(old_values)})
+    return _claimed(rows)
+
+
+def _claimed(rows) -> list[ClaimedJob]:
     # Rows come in claim order (the statement's ORDER BY n), the order of worker_ids.
     return [
         ClaimedJob(
@@ -121,3 +128,30 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         )
         for r in rows
     ]
+
+
+# --- the planner settings, pinned to a dispatcher's session -----------------------------------
+_PINNED_MARK = "_jobqueue_claim_planner_pinned"
+
+
+def _pinned(connection) -> bool:
+    raw = connection.connection
+    return raw is not None and getattr(raw, _PINNED_MARK, False)
+
+
+def pin_claim_planner_settings() -> bool:
+    """Set sql.CLAIM_PLANNER_SETTINGS for the session of this thread's queue connection, once
+    per connection (a reconnect sets them again): from then on claim() on it is one statement
+    instead of a transaction of three. Only for a connection that runs nothing but claims and
+    releases (a worker's dispatcher), and never behind a transaction pooler (the session is
+    not ours there): returns whether the settings are pinned."""
+    if conf.get().TRANSACTION_POOLER:
+        return False
+    connection = queue_connection()
+    if _pinned(connection):
+        return True
+    if connection.in_atomic_block:
+        return False
+    db.fetch_all(sql.CLAIM_PLANNER_SESSION, {})
+    setattr(connection.connection, _PINNED_MARK, True)
+    return True

@@ -74,10 +74,12 @@ class HeldJobs:
     def _under_their_tokens(self, items) -> list[Held]:
         """The held jobs among (job id, lease token) pairs, each only while it is still held
         under that token. Call with the lock held."""
-        items = list(items)
-        found = (self._jobs.get(job_id) for job_id, _ in items)
-        return [h for h, (_, token) in zip(found, items)
-                if h is not None and h.job.lease_token == token]
+        get, out = self._jobs.get, []
+        for job_id, token in items:  # twice per completion batch, under the lock: kept plain
+            held = get(job_id)
+            if held is not None and held.job.lease_token == token:
+                out.append(held)
+        return out
 
     def snapshot(self) -> list[Held]:
         with self._lock:

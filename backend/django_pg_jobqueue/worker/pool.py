@@ -135,6 +135,7 @@ class Lane(threading.Thread):
                 extra = min(extra, pool.batch_size - len(free))
                 try:
                     close_old_connections()
+                    claiming.pin_claim_planner_settings()  # once per connection
                     jobs = services.claim(
                         worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                         queues=list(self.spec.queues) if self.spec.queues else None,
