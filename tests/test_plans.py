@@ -212,3 +212,42 @@ def test_other_plans_after_an_analyze_of_the_empty_table(fresh_tables):
     with connection.cursor() as cur:
         cur.execute("ANALYZE plan_probe.jobs, plan_probe.job_events")
     assert_plans_on_indexes("analysed while empty", only=lambda n: not n.startswith("claim"))
+
+
+def _setting(name: str) -> str:
+    with connection.cursor() as cur:
+        cur.execute(f"SHOW {name}")
+        return cur.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dispatcher_pins_the_claim_settings_to_its_session_once_per_connection():
+    from django_pg_jobqueue.services import claiming
+
+    services.enqueue_many([{"type": "noop", "payload": {}}] * 3)
+    connection.close()
+    assert claiming.pin_claim_planner_settings()
+    assert _setting("enable_sort") == "off" and _setting("jit") == "off"
+    assert len(services.claim(worker_ids=["w1", "w2"])) == 2  # one statement on this session
+    connection.close()  # a reconnect: a new session, not pinned until asked again
+    assert _setting("enable_sort") == "on"
+    assert len(services.claim(worker_ids=["w3"])) == 1  # the transaction-local settings
+    assert _setting("enable_sort") == "on", "transaction-local settings end with the claim"
+    connection.close()
+
+
+def test_behind_a_transaction_pooler_the_claim_settings_are_never_pinned(monkeypatch):
+    from django_pg_jobqueue import conf
+    from django_pg_jobqueue.services import claiming
+
+    # A pooler's server sessions are shared with other clients: never set anything on them.
+    monkeypatch.setattr(conf, "get", lambda: type("C", (), {"TRANSACTION_POOLER": True})())
+    assert not claiming.pin_claim_planner_settings()
+
+
+def test_a_claim_inside_a_callers_transaction_leaves_its_settings_as_they_were(db):
+    services.enqueue_many([{"type": "noop", "payload": {}}])
+    assert _setting("enable_sort") == "on"
+    assert len(services.claim(worker_ids=["w"])) == 1
+    assert _setting("enable_sort") == "on"
+    assert _setting("enable_seqscan") == "on"

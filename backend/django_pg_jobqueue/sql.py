@@ -35,9 +35,10 @@ BACKOFF_SECONDS = (
 # analysed: autovacuum off or behind), it estimates a handful, and a bitmap scan of every
 # queued row plus a sort, or a scan of jobs_queue_status_idx plus a sort, costs less on paper
 # than the ordered index scan: each claim then reads and sorts the whole backlog (measured:
-# the drain at half speed until ANALYZE). No index or CTE shape takes that choice away from
-# the planner, so the claim runs under CLAIM_PLANNER_SETTINGS, transaction-local
-# (services/claiming.py), and tests/test_plans.py EXPLAINs it on unanalysed tables.
+# the drain at a fifth of its speed until ANALYZE). No index or CTE shape takes that choice
+# away from the planner, so the claim runs under CLAIM_PLANNER_SETTINGS (services/claiming.py:
+# pinned to a dispatcher's session, else transaction-local), and tests/test_plans.py EXPLAINs
+# it on unanalysed tables.
 CLAIM_PLANNER_SETTINGS = (
     # Sorting all candidates is never what the claim wants: the index gives the order.
     ("enable_sort", "off"),
