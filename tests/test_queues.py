@@ -68,7 +68,9 @@ def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(wor
                              "priority": 50} for _ in range(10)])
     emails = enqueue_many([{"type": "sleep", "payload": {"seconds": 0.05}, "queue": "emails"}
                            for _ in range(8)])
-    worker_pool(queues="emails=2,reports=1")
+    # Prefetch off: this is about threads per lane (a prefetched report would be `running`
+    # too while it waits for the one thread, until it went back to the queue a second later).
+    worker_pool(queues="emails=2,reports=1", prefetch=0)
     wait_for(lambda: Job.objects.filter(id__in=[e.id for e in emails], status="succeeded")
              .count() == 8, timeout=5, message="emails done")
     report_statuses = list(Job.objects.filter(id__in=[r.id for r in reports])

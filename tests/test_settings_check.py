@@ -135,7 +135,7 @@ def test_an_unset_setting_takes_its_documented_default():
         del settings.JOB_PREFETCH
         del settings.JOB_CREATE_RATE
         got = conf.get()
-    assert got.PREFETCH == conf.default("JOB_PREFETCH") == 0
+    assert got.PREFETCH == conf.default("JOB_PREFETCH") == 128
     assert got.CREATE_RATE == conf.default("JOB_CREATE_RATE") == "600/min"
 
 
