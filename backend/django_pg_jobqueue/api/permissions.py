@@ -8,8 +8,10 @@
     bulk actions (POST jobs/actions/)                  change_job for cancel and retry,
                                                        delete_job for delete
 
-A viewset answers 403 to a method it has no action for: its permission is None. That is why
-DELETE on a job was a 403 even for a superuser until JobViewSet had `destroy`.
+A method a view has no handler for (PUT or PATCH on a job, DELETE on a queue) is a 405 for an
+authenticated user, whatever their permissions: the permission check lets it through to DRF's
+`http_method_not_allowed`. (It used to be a 403, even for a superuser: an action-less method
+has no permission.) Anonymous requests still get 401 first.
 
 Anonymous requests get 401 (TokenAuthentication comes first, so DRF answers with
 `WWW-Authenticate: Token`); authenticated users without the permission get 403.
@@ -46,7 +48,15 @@ class JobPermission(BasePermission):
         user = request.user
         if not (user and user.is_authenticated):
             return False
+        if not _handles(view, request):
+            return True  # DRF answers 405 Method Not Allowed
         return perm is not None and has_perm(user, perm)
+
+
+def _handles(view, request) -> bool:
+    """Whether the view has a handler for the request's method (a viewset binds one per
+    method its router mapped to an action)."""
+    return getattr(view, request.method.lower(), None) is not None
 
 
 class JobActionPermission(BasePermission):

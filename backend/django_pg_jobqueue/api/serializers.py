@@ -763,7 +763,9 @@ class JobActionFilterSerializer(StrictSerializer):
 
 
 class JobActionSerializer(StrictSerializer):
-    """An action on the given jobs (`ids`) or on every job matching `filter`: one of them."""
+    """An action on the given jobs (`ids`), on every job matching `filter`, or on every job
+    (`"all": true`): exactly one of them. A filter that filters nothing (`{}`, or only blank
+    values) is a 400: every job is only ever meant by saying `"all": true`."""
 
     action = serializers.ChoiceField(choices=JOB_ACTIONS, help_text=(
         "cancel (queued or running jobs), retry (failed or cancelled), delete (finished: "
@@ -771,22 +773,47 @@ class JobActionSerializer(StrictSerializer):
     ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
         min_length=1, max_length=MAX_ACTION_IDS,
-        help_text=f"These jobs (1 to {MAX_ACTION_IDS:,} ids). Not with `filter`.")
+        help_text=f"These jobs (1 to {MAX_ACTION_IDS:,} ids). Not with `filter` or `all`.")
     filter = JobActionFilterSerializer(required=False, help_text=(
-        "Every job matching these list filters (all of them); `{}` is every job. Processed "
-        "in batches by id, each its own short transaction. Not with `ids`."))
+        "Every job matching these list filters (all of them), at least one of them given: "
+        "`{}` is a 400 (send `\"all\": true` to mean every job). Processed in batches by id, "
+        "each its own short transaction. Not with `ids`."))
+    all = serializers.BooleanField(required=False, help_text=(
+        "true: every job (each still through the action's guards). The explicit way to act on "
+        "every job; not with `ids` or a non-empty `filter`."))
+
+    def validate_all(self, value):
+        if not isinstance(self.initial_data.get("all"), bool):
+            raise serializers.ValidationError("must be true or false.")
+        return value
 
     def validate(self, attrs):
+        every = attrs.get("all") is True
+        given = self._given_filter(attrs)
+        if every:
+            if "ids" in attrs or given:
+                raise serializers.ValidationError({"all": [
+                    "all means every job: send it without ids and without filters."]})
+            return attrs
         if ("ids" in attrs) == ("filter" in attrs):
             raise serializers.ValidationError({"non_field_errors": [
-                "give either ids (a list of job ids) or filter (the job list's filter "
-                "parameters, as an object), not both."]})
+                "give either ids (a list of job ids), filter (the job list's filter "
+                "parameters, as an object) or \"all\": true (every job), one of them."]})
+        if "filter" in attrs and not given:
+            raise serializers.ValidationError({"filter": [
+                "an empty filter would select every job: give at least one filter, or send "
+                "\"all\": true (without filter) to mean every job."]})
         return attrs
 
-    def filter_params(self) -> dict[str, str]:
-        """The filter as the list endpoint's query parameters (blank ones dropped)."""
-        given = self.validated_data.get("filter") or {}
+    @staticmethod
+    def _given_filter(attrs) -> dict[str, str]:
+        given = attrs.get("filter") or {}
         return {name: str(value) for name, value in given.items() if value not in (None, "")}
+
+    def filter_params(self) -> dict[str, str]:
+        """The filter as the list endpoint's query parameters (blank ones dropped); {} when
+        `all` is true."""
+        return self._given_filter(self.validated_data)
 
 
 class _Refusal(serializers.Serializer):

@@ -114,6 +114,15 @@ describe("bulk actions in the jobs list", () => {
     expect(screen.getByTestId("bulk-actions")).toHaveTextContent("Select jobs to act on them together.");
   });
 
+  it("sends all: true, not an empty filter, when the list is unfiltered", async () => {
+    const posted = renderJobs("/jobs");
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    await userEvent.click(screen.getByRole("button", { name: "Select all 1,234 matching the filter" }));
+    await userEvent.click(screen.getByRole("button", { name: "Cancel 1,234…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 1,234 jobs" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "cancel", all: true }]));
+  });
+
   it("Escape keeps the jobs", async () => {
     const posted = renderJobs();
     await userEvent.click(await screen.findByLabelText("Select job 2"));

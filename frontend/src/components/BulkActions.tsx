@@ -34,6 +34,14 @@ export function toActionFilter(values: FilterValues): JobActionFilter {
   return out as JobActionFilter;
 }
 
+/**
+ * The body for "every job matching the filter": the filter, or `all: true` when the list is
+ * unfiltered (the API refuses an empty filter, so that no request means every job by accident).
+ */
+export function matchingBody(action: BulkAction, filter: JobActionFilter) {
+  return Object.keys(filter).length === 0 ? { action, all: true } : { action, filter };
+}
+
 /** "Deleted 3 jobs." / "Deleted 2 jobs; 1 refused: #12 (running)." */
 export function summarizeAction(
   action: BulkAction,
@@ -94,7 +102,7 @@ export function BulkActions({
       ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
       : null;
   const confirm = (action: BulkAction) => {
-    const body = allMatching ? { action, filter } : { action, ids: [...selected] };
+    const body = allMatching ? matchingBody(action, filter) : { action, ids: [...selected] };
     run.mutate(body, {
       onSuccess: () => {
         onSelect(new Set());
