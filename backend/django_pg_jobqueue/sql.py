@@ -137,6 +137,7 @@ events AS (
            attempts, %(worker_id)s, %(error)s,
            jsonb_build_object(
                'lease_token', %(token)s::text, 'permanent', %(permanent)s, 'reason', %(reason)s,
+               'traceback', %(traceback)s::text,  -- each attempt's; the row keeps the last only
                'run_seconds', round(run_seconds::numeric, 4),
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
            now()
