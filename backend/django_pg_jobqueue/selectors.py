@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import Count, Q
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import conf
+from . import conf, sql
 from .db import queue_connection
 from .exceptions import JobNotFound
 from .feed import event_ids_after
@@ -26,6 +27,10 @@ EVENTS_MAX_LIMIT = 500
 WORKER_ALIVE_SECONDS = 15
 THROUGHPUT_MINUTES = 15
 _MAX_BIGINT = 2**63 - 1
+# The job list's text search (`?search=`) looks at the newest this many jobs only: its cost is
+# bounded by this, not by the table's size (see text_search).
+SEARCH_SCAN_LIMIT = 10_000
+SEARCH_MIN_TEXT_CHARS = 3
 
 
 def parse_job_id(value) -> int | None:
@@ -40,6 +45,40 @@ def parse_job_id(value) -> int | None:
 def job_list():
     """All jobs, newest first, without the (long) traceback; the API filters and pages it."""
     return Job.objects.defer("last_traceback", "request_fingerprint").order_by("-id")
+
+
+@dataclass
+class SearchScope:
+    """What a text search looked at: the newest `jobs_searched` jobs (at most `limit`);
+    `limited` when older jobs exist that it did not look at."""
+
+    jobs_searched: int
+    limit: int
+    limited: bool
+
+
+def _like_pattern(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def text_search(value: str, *, limit: int | None = None) -> tuple[Q, SearchScope]:
+    """The jobs, among the newest `limit` (SEARCH_SCAN_LIMIT), whose payload (its JSON text) or
+    last error contains `value`, case-insensitively, as a Q for the job list; and what the
+    search looked at (one query: the primary key's newest limit + 1 entries). ValueError if
+    `value` is shorter than SEARCH_MIN_TEXT_CHARS once stripped, or `limit` is below 1."""
+    value = value.strip()
+    if len(value) < SEARCH_MIN_TEXT_CHARS:
+        raise ValueError(f"value must have at least {SEARCH_MIN_TEXT_CHARS} characters")
+    limit = SEARCH_SCAN_LIMIT if limit is None else int(limit)
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    pattern = _like_pattern(value)
+    match = Q(pk__in=RawSQL(sql.SEARCH_RECENT_JOB_IDS, (limit, pattern, pattern)))
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.SEARCH_SCOPE, (limit + 1,))
+        (seen,) = cur.fetchone()
+    return match, SearchScope(jobs_searched=min(seen, limit), limit=limit, limited=seen > limit)
 
 
 def job_get(job_id) -> Job:

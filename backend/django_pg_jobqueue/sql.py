@@ -366,3 +366,19 @@ DELETE_FINISHED_JOB = (
 DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
 # After a DELETE that matched nothing: gone, or not finished (and then which status)?
 JOB_STATUS = "SELECT status FROM jobs WHERE id = %s"
+
+# --- search: the job list's text search, over the newest jobs only --------------------------
+# The bound is in the statement's shape: the inner SELECT walks the primary key backwards and
+# stops after LIMIT rows (a LIMIT subquery is never flattened, so no filter is pushed below it),
+# and only those rows are matched against the pattern. The cost is that many rows, whatever the
+# table's size. Positional parameters: it is embedded in the list's ORM query (RawSQL):
+# the limit, then the ILIKE pattern twice.
+SEARCH_RECENT_JOB_IDS = """
+SELECT recent.id
+FROM (SELECT id, payload, last_error FROM jobs ORDER BY id DESC LIMIT %s) AS recent
+WHERE recent.payload::text ILIKE %s OR recent.last_error ILIKE %s
+"""
+
+# How many jobs that search looks at, and whether there are older ones it does not: counts
+# at most limit + 1 entries of the primary key (an index-only scan).
+SEARCH_SCOPE = "SELECT count(*) FROM (SELECT 1 FROM jobs ORDER BY id DESC LIMIT %s) AS recent"

@@ -759,7 +759,7 @@ class JobActionFilterSerializer(StrictSerializer):
     created_before = serializers.CharField(required=False, allow_blank=True,
                                            help_text="ISO 8601; created before.")
     search = serializers.CharField(required=False, allow_blank=True,
-                                   help_text="A job id or an exact idempotency key.")
+                                   help_text="As the list's search: an id, a key, or text among the newest jobs.")
 
 
 class JobActionSerializer(StrictSerializer):
