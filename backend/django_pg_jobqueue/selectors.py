@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from . import conf, sql
 from .db import queue_connection
-from .exceptions import JobNotFound
+from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
@@ -207,6 +207,52 @@ def queues(name: str | None = None) -> list[dict]:
             "running": count.get("running", 0),
         })
     return rows
+
+
+# The throughput chart's ranges: name -> (bucket seconds, buckets).
+THROUGHPUT_RANGES = {"15m": (60, 15), "1h": (60, 60), "24h": (1800, 48)}
+
+
+def throughput(*, range: str = "15m", queue: str | None = None, type: str | None = None) -> dict:
+    """Succeeded and failed jobs per bucket over `range` ("15m", "1h": per minute; "24h": per
+    30 minutes), every bucket present, oldest first; only `queue`'s / `type`'s jobs when given.
+    ValueError naming `range` for another value. One query."""
+    if range not in THROUGHPUT_RANGES:
+        raise ValueError(f"range must be one of {', '.join(THROUGHPUT_RANGES)}; got {range!r}")
+    bucket_seconds, buckets = THROUGHPUT_RANGES[range]
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.THROUGHPUT, {"bucket": timedelta(seconds=bucket_seconds),
+                                     "buckets": buckets, "queue": queue, "type": type})
+        points = [{"at": at, "succeeded": ok, "failed": bad} for at, ok, bad in cur.fetchall()]
+    return {"range": range, "bucket_seconds": bucket_seconds, "queue": queue, "type": type,
+            "points": points}
+
+
+def queue_detail(name: str) -> dict:
+    """One queue for its page: `queue_get(name)`, its jobs counted by every status, and the live
+    worker processes that claim from it (they list it, or every queue: "*"), each with how
+    many of this queue's jobs it runs. Raises QueueNotFound when the queue does not exist."""
+    from .services.queues import queue_exists
+
+    if not queue_exists(name):
+        raise QueueNotFound(name)
+    row = dict(queue_get(name))
+    counts = {s.value: 0 for s in Status}
+    for r in Job.objects.filter(queue=name).values("status").annotate(n=Count("id")).order_by():
+        counts[r["status"]] = r["n"]
+    row["counts_by_status"] = counts
+    cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
+    processes = [p for p in WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id")
+                 if name in (p.queues or ["*"]) or "*" in (p.queues or ["*"])]
+    running = list(Job.objects.running().filter(queue=name, locked_by__isnull=False)
+                   .values_list("locked_by", flat=True)) if processes else []
+    row["workers"] = [{
+        "id": p.id, "hostname": p.hostname, "pid": p.pid, "threads": p.threads,
+        "queues": p.queues, "all_queues": "*" in (p.queues or ["*"]),
+        "heartbeat_at": p.heartbeat_at,
+        "running_here": sum(1 for w in running if w.startswith(f"{p.id}-")),
+    } for p in processes]
+    return row
 
 
 def queue_get(name: str) -> dict:

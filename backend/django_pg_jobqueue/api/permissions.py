@@ -3,7 +3,8 @@
     reads (list, detail, events, metrics, job types)  jobs.view_job, or anyone when
                                                        JOB_API_PUBLIC_READ=true
     create, bulk                                       jobs.add_job
-    cancel, retry                                      jobs.change_job
+    cancel, retry, queue pause and resume              jobs.change_job
+    a queue's concurrency limit (PATCH queues/{name}/)  jobs.change_queuesetting
     delete (a finished job)                            jobs.delete_job
     bulk actions (POST jobs/actions/)                  change_job for cancel and retry,
                                                        delete_job for delete
@@ -24,6 +25,9 @@ from .authentication import has_perm
 
 VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"
 DELETE = "django_pg_jobqueue.delete_job"
+# A queue's concurrency limit is configuration, as in the admin's QueueSetting form; pausing
+# and resuming are an operator's actions, like cancel (change_job).
+CHANGE_QUEUE = "django_pg_jobqueue.change_queuesetting"
 # What each bulk action (POST jobs/actions/) needs: the same as the single-job action.
 ACTION_PERMISSIONS = {"cancel": CHANGE, "retry": CHANGE, "delete": DELETE}
 

@@ -664,6 +664,47 @@ class _CountsByStatus(serializers.Serializer):
     cancelled = serializers.IntegerField()
 
 
+class _QueueWorker(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField(),
+                                   help_text='The queues it claims from ("*": every queue).')
+    all_queues = serializers.BooleanField(help_text="It claims from every queue.")
+    heartbeat_at = ISODateTimeField()
+    running_here = serializers.IntegerField(help_text="This queue's jobs it runs now.")
+
+
+class QueueDetailSerializer(QueueSerializer):
+    """One queue for its page: the list's fields, every status's count, and its workers."""
+
+    counts_by_status = _CountsByStatus(help_text="The queue's jobs by status.")
+    workers = _QueueWorker(many=True, help_text=(
+        "Live worker processes (a heartbeat in the last 15 s) that claim from this queue."))
+
+
+class ThroughputQuerySerializer(StrictSerializer):
+    range = serializers.ChoiceField(choices=["15m", "1h", "24h"], default="15m", help_text=(
+        "15m and 1h: per minute; 24h: per 30 minutes."))
+    queue = queue_name_field(required=False, help_text="Only this queue's jobs.")
+    type = serializers.CharField(required=False, max_length=100, help_text="Only this type's jobs.")
+
+
+class _ThroughputBucket(serializers.Serializer):
+    at = ISODateTimeField(help_text="The bucket's start.")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class ThroughputSerializer(serializers.Serializer):
+    range = serializers.CharField()
+    bucket_seconds = serializers.IntegerField()
+    queue = serializers.CharField(allow_null=True)
+    type = serializers.CharField(allow_null=True)
+    points = _ThroughputBucket(many=True, help_text="Every bucket of the range, oldest first.")
+
+
 class MetricsSerializer(serializers.Serializer):
     generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
@@ -689,6 +730,8 @@ class _Can(serializers.Serializer):
     cancel = serializers.BooleanField()
     retry = serializers.BooleanField()
     delete = serializers.BooleanField(help_text="Delete finished jobs (delete_job).")
+    change_queue = serializers.BooleanField(help_text=(
+        "Set a queue's concurrency limit (change_queuesetting)."))
 
 
 class UserSerializer(JobQueueModelSerializer):
@@ -711,6 +754,7 @@ class UserSerializer(JobQueueModelSerializer):
             "cancel": user.has_perm("django_pg_jobqueue.change_job"),
             "retry": user.has_perm("django_pg_jobqueue.change_job"),
             "delete": user.has_perm("django_pg_jobqueue.delete_job"),
+            "change_queue": user.has_perm("django_pg_jobqueue.change_queuesetting"),
         }
 
 
