@@ -116,3 +116,13 @@ def test_text_search_refuses_a_short_value_or_a_bad_limit():
         selectors.text_search("  a ")
     with pytest.raises(ValueError, match="limit"):
         selectors.text_search("needle", limit=0)
+
+
+def test_the_schedule_filter_lists_the_jobs_a_schedule_enqueued(operator_client):
+    mine = services.enqueue("noop", idempotency_key="periodic:nightly:2026-01-01T03:00:00+00:00").id
+    services.enqueue("noop", idempotency_key="periodic:nightly-2:2026-01-01T03:00:00+00:00")
+    services.enqueue("noop", idempotency_key="nightly")
+    body = operator_client.get(JOBS, {"schedule": "nightly", "type": "noop"}).json()
+    assert ids(body) == {mine}
+    bulk = operator_client.get(JOBS, {"schedule": "nightly%"}).json()
+    assert bulk["results"] == []  # the name is literal, not a pattern

@@ -62,6 +62,10 @@ class JobFilter(django_filters.FilterSet):
                                                      help_text="ISO 8601; created at or after.")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
+    schedule = django_filters.CharFilter(
+        method="filter_schedule", max_length=200,
+        help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
+                   "`periodic:<name>:<tick>`). Give `type` too for an index to serve it."))
     search = django_filters.CharFilter(
         method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text=(f"A job id, an exact idempotency key, or (from {SEARCH_MIN_TEXT_CHARS} "
@@ -79,6 +83,10 @@ class JobFilter(django_filters.FilterSet):
         request: ~1 ms of a list. The class is the same every time, and each form instance
         deep-copies its fields anyway, so it is built once."""
         return once_per_class(self, "_shared_form_class", super().get_form_class)
+
+    def filter_schedule(self, queryset, name, value):
+        value = value.strip()
+        return queryset.filter(idempotency_key__startswith=f"periodic:{value}:") if value else queryset
 
     def filter_search(self, queryset, name, value):
         value = value.strip()

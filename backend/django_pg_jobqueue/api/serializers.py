@@ -802,6 +802,8 @@ class JobActionFilterSerializer(StrictSerializer):
                                           help_text="ISO 8601; created at or after.")
     created_before = serializers.CharField(required=False, allow_blank=True,
                                            help_text="ISO 8601; created before.")
+    schedule = serializers.CharField(required=False, allow_blank=True,
+                                     help_text="The jobs this periodic schedule enqueued.")
     search = serializers.CharField(required=False, allow_blank=True,
                                    help_text="As the list's search: an id, a key, or text among the newest jobs.")
 

@@ -595,6 +595,8 @@ export interface components {
             created_after?: string;
             /** @description ISO 8601; created before. */
             created_before?: string;
+            /** @description The jobs this periodic schedule enqueued. */
+            schedule?: string;
             /** @description As the list's search: an id, a key, or text among the newest jobs. */
             search?: string;
         };
@@ -1354,6 +1356,8 @@ export interface operations {
                 priority_min?: number;
                 /** @description Exact queue name. */
                 queue?: string;
+                /** @description The jobs a periodic schedule enqueued (by its name: their idempotency key is `periodic:<name>:<tick>`). Give `type` too for an index to serve it. */
+                schedule?: string;
                 /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, among the newest 10,000 jobs only: the body's `search` says how many jobs the text search looked at and whether older ones were left out (`limited`). */
                 search?: string;
                 /**
