@@ -131,3 +131,16 @@ describe("filterProblems", () => {
     expect(filterProblems(new ApiError(503, null), {})).toBeNull();
   });
 });
+
+describe("the list's last error", () => {
+  it("is red for a failed job, muted and marked earlier for a succeeded one", async () => {
+    const { listedError } = await import("./JobsPage");
+    expect(listedError({ status: "failed", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
+    expect(listedError({ status: "queued", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
+    expect(listedError({ status: "succeeded", last_error: "boom" })).toEqual({
+      text: "earlier attempt: boom",
+      earlier: true,
+    });
+    expect(listedError({ status: "succeeded", last_error: null })).toBeNull();
+  });
+});
