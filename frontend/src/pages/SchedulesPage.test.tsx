@@ -62,9 +62,9 @@ describe("the periodic jobs page", () => {
     expect(within(row).getByTestId("schedule-last")).toHaveTextContent(/1 min 00 s ago|60 s ago|1 min/);
     expect(within(row).getByRole("link", { name: "#42" })).toHaveAttribute("href", "/jobs/42");
     expect(within(row).getByTestId("schedule-next")).toHaveTextContent(/^in /);
-    expect(within(row).getByRole("link", { name: "Recent jobs" })).toHaveAttribute(
+    expect(within(row).getByRole("link", { name: "Recent report_generate jobs" })).toHaveAttribute(
       "href",
-      "/jobs?schedule=nightly-report&type=report_generate",
+      "/jobs?type=report_generate&queue=reports&schedule=nightly-report",
     );
     const bad = screen.getByText("cleanup").closest("tr")!;
     expect(bad).toHaveTextContent("invalid");
@@ -77,7 +77,7 @@ describe("the periodic jobs page", () => {
   it("describes what a tick enqueues", () => {
     expect(scheduleTarget(base)).toBe('report_generate {"pages":20}');
     expect(scheduleTarget({ ...base, type: null, task: "a.b", args: [1], kwargs: { x: "y" } })).toBe('a.b(1, x="y")');
-    expect(scheduleJobsLink({ name: "tick", type: "noop" })).toBe("/jobs?schedule=tick&type=noop");
-    expect(scheduleJobsLink({ name: "every day", type: null })).toBe("/jobs?schedule=every+day");
+    expect(scheduleJobsLink({ name: "tick", type: "noop", queue: null })).toBe("/jobs?type=noop&schedule=tick");
+    expect(scheduleJobsLink({ name: "every day", type: null, queue: null })).toBe("/jobs?schedule=every+day");
   });
 });

@@ -9,11 +9,13 @@ import { formatRelative, formatTimestamp, useNow } from "../lib/time";
 /**
  * Where a schedule's recent jobs are listed: the jobs list filtered by `schedule` (the jobs
  * whose idempotency key the schedule's ticks gave them), newest first, with the entry's type
- * when it has one (an index then serves the filter).
+ * and queue when it names them (they narrow nothing away, and an index serves the type).
  */
-export function scheduleJobsLink(schedule: Pick<Schedule, "name" | "type">): string {
-  const params = new URLSearchParams({ schedule: schedule.name });
+export function scheduleJobsLink(schedule: Pick<Schedule, "name" | "type" | "queue">): string {
+  const params = new URLSearchParams();
   if (schedule.type) params.set("type", schedule.type);
+  if (schedule.queue) params.set("queue", schedule.queue);
+  params.set("schedule", schedule.name);
   return `/jobs?${params}`;
 }
 
@@ -150,7 +152,7 @@ function SchedulesTable({ rows }: { rows: Schedule[] }) {
                 </td>
                 <td className="nowrap">
                   <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
-                    Recent jobs
+                    {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
                   </Link>
                 </td>
               </tr>
