@@ -243,12 +243,12 @@ def queue_detail(name: str) -> dict:
     row["counts_by_status"] = counts
     cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
     processes = [p for p in WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id")
-                 if name in (p.queues or ["*"]) or "*" in (p.queues or ["*"])]
+                 if not p.queues or name in p.queues or "*" in p.queues]
     running = list(Job.objects.running().filter(queue=name, locked_by__isnull=False)
                    .values_list("locked_by", flat=True)) if processes else []
     row["workers"] = [{
         "id": p.id, "hostname": p.hostname, "pid": p.pid, "threads": p.threads,
-        "queues": p.queues, "all_queues": "*" in (p.queues or ["*"]),
+        "queues": p.queues, "all_queues": not p.queues or "*" in p.queues,
         "heartbeat_at": p.heartbeat_at,
         "running_here": sum(1 for w in running if w.startswith(f"{p.id}-")),
     } for p in processes]

@@ -40,7 +40,8 @@ export const queueMutations = {
       void queryClient.invalidateQueries({ queryKey: ["metrics"] });
     },
   }),
-  /** Set the concurrency limit (null: none); needs change_queuesetting. */
+  /** Set the concurrency limit (null: none); needs change_queuesetting. Refetches every queue
+   * query: the list and each queue's page. */
   setLimit: (queryClient: QueryClient) => ({
     mutationFn: ({ name, limit }: { name: string; limit: number | null }) =>
       api.patch<Queue>(`queues/${encodeURIComponent(name)}/`, { concurrency_limit: limit }),

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { isApiError } from "../api/client";
-import { queueDetailOptions, queueKeys, queueMutations } from "../api/queues";
+import { queueDetailOptions, queueMutations } from "../api/queues";
 import type { QueueDetail } from "../api/types";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { ThroughputPanel } from "../components/ThroughputPanel";
@@ -68,13 +68,8 @@ export function QueuePage() {
 function QueueView({ q }: { q: QueueDetail }) {
   const user = useUser();
   const queryClient = useQueryClient();
-  const toggle = useMutation({
-    ...queueMutations.toggle(queryClient),
-    onSettled: () => {
-      void queryClient.invalidateQueries({ queryKey: ["queues"] });
-      void queryClient.invalidateQueries({ queryKey: ["metrics"] });
-    },
-  });
+  // Its onSettled refetches every queue query, this page's too (["queues", "detail", name]).
+  const toggle = useMutation(queueMutations.toggle(queryClient));
   return (
     <>
       <section className="stats" aria-label="The queue's jobs by status">
@@ -155,14 +150,7 @@ function LimitEditor({ q, canChange }: { q: QueueDetail; canChange: boolean }) {
   useEffect(() => {
     if (!editing) setText(shown);
   }, [shown, editing]);
-  const save = useMutation({
-    ...queueMutations.setLimit(queryClient),
-    onSuccess: () => setEditing(false),
-    onSettled: () => {
-      void queryClient.invalidateQueries({ queryKey: ["queues"] });
-      void queryClient.invalidateQueries({ queryKey: queueKeys.detail(q.name) });
-    },
-  });
+  const save = useMutation({ ...queueMutations.setLimit(queryClient), onSuccess: () => setEditing(false) });
   const current = q.concurrency_limit === null ? "none" : `${q.concurrency_limit} at once`;
   if (!canChange) {
     return (
