@@ -23,10 +23,10 @@ test("a queue's page: from the overview, its counts, pause and resume, the limit
   await expect(page.getByTestId("queue-workers").locator("tbody tr").first()).toBeVisible();
   await shot(page, "queue");
 
-  await page.getByRole("button", { name: "Pause", exact: true }).click();
+  await page.getByRole("button", { name: `Pause queue ${backend.queue}` }).click();
   await expect(page.getByTestId("queue-state")).toHaveText("paused");
   expect((await api.get<{ paused: boolean }>(`queues/${backend.queue}/`)).paused).toBe(true);
-  await page.getByRole("button", { name: "Resume", exact: true }).click();
+  await page.getByRole("button", { name: `Resume queue ${backend.queue}` }).click();
   await expect(page.getByTestId("queue-state")).toHaveText("active");
 
   const limit = page.getByLabel("Concurrency limit");

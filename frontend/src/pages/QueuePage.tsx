@@ -115,6 +115,7 @@ function QueueView({ q }: { q: QueueDetail }) {
                     type="button"
                     className="small"
                     disabled={toggle.isPending}
+                    aria-label={`${q.paused ? "Resume" : "Pause"} queue ${q.name}`}
                     onClick={() => toggle.mutate({ name: q.name, action: q.paused ? "resume" : "pause" })}
                   >
                     {toggle.isPending ? "…" : q.paused ? "Resume" : "Pause"}
