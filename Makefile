@@ -50,7 +50,7 @@ migrate: db-start
 	$(PY) manage.py migrate --no-input
 
 frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
-	cd frontend && npm ci --no-audit --no-fund
+	cd frontend && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 	@touch $@
 
 # The dashboard, built into $(UI_BUILD) (served by django_pg_jobqueue.dashboard's view).
@@ -124,9 +124,14 @@ pgbouncer:
 		echo "    sudo apt-get install -y pgbouncer     (Debian/Ubuntu)"; \
 	fi
 
+# Playwright's runner (frontend/playwright.config.ts) on Debian's Chromium: its global setup
+# starts the backend (a scratch database beside DATABASE_URL's, runserver on E2E_PORT or a free
+# port, a worker pool) and stops it at the end. Traces of failed tests, the HTML report and
+# every page's screenshots land in frontend/test-results/.
 test-e2e: chromium venv ui migrate
 ifneq ($(HAS_UI),)
-	cd frontend && npm run e2e
+	$(MAKE) frontend/node_modules/.installed
+	cd frontend && npx playwright test
 endif
 
 test: chromium pgbouncer lint docs test-backend test-frontend test-e2e

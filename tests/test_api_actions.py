@@ -86,9 +86,9 @@ def test_a_filter_selects_the_same_jobs_as_the_list_endpoint(admin_client):
     assert status(other_type) == "cancelled" and status(kept_running) == "running"
 
 
-def test_an_empty_filter_means_every_job_and_refuses_the_unfinished_ones(admin_client):
+def test_all_means_every_job_and_refuses_the_unfinished_ones(admin_client):
     s, q = succeeded(), queued()
-    body = post(admin_client, {"action": "delete", "filter": {}}).json()
+    body = post(admin_client, {"action": "delete", "all": True}).json()
     assert body["done"] == 1
     assert [(x["id"], x["status"]) for x in body["refused"]] == [(q, "queued")]
     assert status(s) is None and status(q) == "queued"

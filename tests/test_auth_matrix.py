@@ -1,4 +1,5 @@
 """Who may do what, endpoint by endpoint: anonymous, no permission, viewer, operator, staff.
+(No role here holds change_queuesetting, which a queue's limit needs.)
 
 Plus: public reads, session login with CSRF, throttling (429) and backpressure (503)."""
 import pytest
@@ -54,7 +55,10 @@ def _requests():
         ("schedules", "read", lambda c: c.get("/api/v1/schedules/"), 200),
         ("queue pause", "change", lambda c: c.post(f"/api/v1/queues/{queue()}/pause/"), 200),
         ("queue resume", "change", lambda c: c.post(f"/api/v1/queues/{queue()}/resume/"), 200),
-        ("queue limit", "change", lambda c: c.patch(f"/api/v1/queues/{queue()}/",
+        ("queue detail", "read", lambda c: c.get(f"/api/v1/queues/{queue()}/"), 200),
+        ("throughput", "read", lambda c: c.get("/api/v1/metrics/throughput/"), 200),
+        # The limit is configuration: change_queuesetting (tests/test_api_queue_page.py).
+        ("queue limit", "queue_setting", lambda c: c.patch(f"/api/v1/queues/{queue()}/",
                                                     {"concurrency_limit": 2}, format="json"), 200),
         ("bulk retry", "change", lambda c: c.post("/api/v1/jobs/retry/", {"all": True},
                                                   format="json"), 200),
@@ -107,10 +111,10 @@ def test_me_reports_permissions(users, client_for):
     body = client_for(users["viewer"]).get("/api/v1/auth/me/").json()
     assert body["username"] == "viewer" and body["permissions"] == ["django_pg_jobqueue.view_job"]
     assert body["can"] == {"view": True, "create": False, "cancel": False, "retry": False,
-                           "delete": False}
+                           "delete": False, "change_queue": False}
     operator = client_for(users["operator"]).get("/api/v1/auth/me/").json()
     assert operator["can"] == {"view": True, "create": True, "cancel": True, "retry": True,
-                              "delete": False}
+                              "delete": False, "change_queue": False}
 
 
 def test_session_login_needs_csrf_and_session_writes_need_it_too(users):

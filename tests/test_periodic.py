@@ -1,5 +1,6 @@
 """Periodic jobs: cron in time zones, each tick enqueued exactly once, missed ticks."""
 import json
+import logging
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -162,3 +163,31 @@ def test_three_worker_processes_enqueue_each_tick_exactly_once(transactional_db)
     # Every tick's job ran once (the last may still be running when the workers stopped).
     finished = [j for j in jobs if j.status == "succeeded"]
     assert len(finished) >= 6 and all(j.attempts == 1 for j in finished)
+
+
+def test_the_service_loop_sleeps_the_interval_its_pass_just_set(db):
+    # The enqueuer's pass sets how long to sleep until the next tick; the loop must sleep that,
+    # not the previous pass's figure (which made a tick up to a minute late).
+    from django_pg_jobqueue.worker.base import ServiceThread
+
+    waits = []
+
+    class Pass(ServiceThread):
+        def __init__(self):
+            super().__init__("pass", logging.getLogger("test"))
+            self.planned = [40.0, 59.0, 21.0]
+
+        def run_once(self):
+            self.interval = self.planned[len(waits)]
+
+    loop = Pass()
+
+    def wait(seconds):
+        waits.append(seconds)
+        if len(waits) == len(loop.planned):
+            loop.stopping.set()
+        return loop.stopping.is_set()
+
+    loop.stopping.wait = wait
+    loop.run()
+    assert waits == [40.0, 59.0, 21.0]

@@ -15,6 +15,12 @@ pytestmark = pytest.mark.django_db
 QUEUES = "/api/v1/queues/"
 
 
+@pytest.fixture
+def operator(make_user):
+    """conftest's operator, who may also set limits (change_queuesetting)."""
+    return make_user("operator", perms=["add_job", "change_job", "view_job", "change_queuesetting"])
+
+
 @pytest.fixture(autouse=True)
 def _fresh_limits():
     forget_cached_limits()

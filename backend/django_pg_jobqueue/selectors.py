@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import Count, Q
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import conf
+from . import conf, sql
 from .db import queue_connection
-from .exceptions import JobNotFound
+from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
@@ -26,6 +27,10 @@ EVENTS_MAX_LIMIT = 500
 WORKER_ALIVE_SECONDS = 15
 THROUGHPUT_MINUTES = 15
 _MAX_BIGINT = 2**63 - 1
+# The job list's text search (`?search=`) looks at the newest this many jobs only: its cost is
+# bounded by this, not by the table's size (see text_search).
+SEARCH_SCAN_LIMIT = 10_000
+SEARCH_MIN_TEXT_CHARS = 3
 
 
 def parse_job_id(value) -> int | None:
@@ -40,6 +45,40 @@ def parse_job_id(value) -> int | None:
 def job_list():
     """All jobs, newest first, without the (long) traceback; the API filters and pages it."""
     return Job.objects.defer("last_traceback", "request_fingerprint").order_by("-id")
+
+
+@dataclass
+class SearchScope:
+    """What a text search looked at: the newest `jobs_searched` jobs (at most `limit`);
+    `limited` when older jobs exist that it did not look at."""
+
+    jobs_searched: int
+    limit: int
+    limited: bool
+
+
+def _like_pattern(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def text_search(value: str, *, limit: int | None = None) -> tuple[Q, SearchScope]:
+    """The jobs, among the newest `limit` (SEARCH_SCAN_LIMIT), whose payload (its JSON text) or
+    last error contains `value`, case-insensitively, as a Q for the job list; and what the
+    search looked at (one query: the primary key's newest limit + 1 entries). ValueError if
+    `value` is shorter than SEARCH_MIN_TEXT_CHARS once stripped, or `limit` is below 1."""
+    value = value.strip()
+    if len(value) < SEARCH_MIN_TEXT_CHARS:
+        raise ValueError(f"value must have at least {SEARCH_MIN_TEXT_CHARS} characters")
+    limit = SEARCH_SCAN_LIMIT if limit is None else int(limit)
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    pattern = _like_pattern(value)
+    match = Q(pk__in=RawSQL(sql.SEARCH_RECENT_JOB_IDS, (limit, pattern, pattern)))
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.SEARCH_SCOPE, (limit + 1,))
+        (seen,) = cur.fetchone()
+    return match, SearchScope(jobs_searched=min(seen, limit), limit=limit, limited=seen > limit)
 
 
 def job_get(job_id) -> Job:
@@ -168,6 +207,52 @@ def queues(name: str | None = None) -> list[dict]:
             "running": count.get("running", 0),
         })
     return rows
+
+
+# The throughput chart's ranges: name -> (bucket seconds, buckets).
+THROUGHPUT_RANGES = {"15m": (60, 15), "1h": (60, 60), "24h": (1800, 48)}
+
+
+def throughput(*, range: str = "15m", queue: str | None = None, type: str | None = None) -> dict:
+    """Succeeded and failed jobs per bucket over `range` ("15m", "1h": per minute; "24h": per
+    30 minutes), every bucket present, oldest first; only `queue`'s / `type`'s jobs when given.
+    ValueError naming `range` for another value. One query."""
+    if range not in THROUGHPUT_RANGES:
+        raise ValueError(f"range must be one of {', '.join(THROUGHPUT_RANGES)}; got {range!r}")
+    bucket_seconds, buckets = THROUGHPUT_RANGES[range]
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.THROUGHPUT, {"bucket": timedelta(seconds=bucket_seconds),
+                                     "buckets": buckets, "queue": queue, "type": type})
+        points = [{"at": at, "succeeded": ok, "failed": bad} for at, ok, bad in cur.fetchall()]
+    return {"range": range, "bucket_seconds": bucket_seconds, "queue": queue, "type": type,
+            "points": points}
+
+
+def queue_detail(name: str) -> dict:
+    """One queue for its page: `queue_get(name)`, its jobs counted by every status, and the live
+    worker processes that claim from it (they list it, or every queue: "*"), each with how
+    many of this queue's jobs it runs. Raises QueueNotFound when the queue does not exist."""
+    from .services.queues import queue_exists
+
+    if not queue_exists(name):
+        raise QueueNotFound(name)
+    row = dict(queue_get(name))
+    counts = {s.value: 0 for s in Status}
+    for r in Job.objects.filter(queue=name).values("status").annotate(n=Count("id")).order_by():
+        counts[r["status"]] = r["n"]
+    row["counts_by_status"] = counts
+    cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
+    processes = [p for p in WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id")
+                 if not p.queues or name in p.queues or "*" in p.queues]
+    running = list(Job.objects.running().filter(queue=name, locked_by__isnull=False)
+                   .values_list("locked_by", flat=True)) if processes else []
+    row["workers"] = [{
+        "id": p.id, "hostname": p.hostname, "pid": p.pid, "threads": p.threads,
+        "queues": p.queues, "all_queues": not p.queues or "*" in p.queues,
+        "heartbeat_at": p.heartbeat_at,
+        "running_here": sum(1 for w in running if w.startswith(f"{p.id}-")),
+    } for p in processes]
+    return row
 
 
 def queue_get(name: str) -> dict:

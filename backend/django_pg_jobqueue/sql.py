@@ -178,6 +178,7 @@ events AS (
            attempts, %(worker_id)s, %(error)s,
            jsonb_build_object(
                'lease_token', %(token)s::text, 'permanent', %(permanent)s, 'reason', %(reason)s,
+               'traceback', %(traceback)s::text,  -- each attempt's; the row keeps the last only
                'run_seconds', round(run_seconds::numeric, 4),
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
            now()
@@ -406,3 +407,47 @@ DELETE_FINISHED_JOB = (
 DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
 # After a DELETE that matched nothing: gone, or not finished (and then which status)?
 JOB_STATUS = "SELECT status FROM jobs WHERE id = %s"
+
+# --- search: the job list's text search, over the newest jobs only --------------------------
+# The bound is in the statement's shape: the inner SELECT walks the primary key backwards and
+# stops after LIMIT rows (a LIMIT subquery is never flattened, so no filter is pushed below it),
+# and only those rows are matched against the pattern. The cost is that many rows, whatever the
+# table's size. Positional parameters: it is embedded in the list's ORM query (RawSQL):
+# the limit, then the ILIKE pattern twice.
+SEARCH_RECENT_JOB_IDS = """
+SELECT recent.id
+FROM (SELECT id, payload, last_error FROM jobs ORDER BY id DESC LIMIT %s) AS recent
+WHERE recent.payload::text ILIKE %s OR recent.last_error ILIKE %s
+"""
+
+# How many jobs that search looks at, and whether there are older ones it does not: counts
+# at most limit + 1 entries of the primary key (an index-only scan).
+SEARCH_SCOPE = "SELECT count(*) FROM (SELECT 1 FROM jobs ORDER BY id DESC LIMIT %s) AS recent"
+
+# --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
+# Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
+# start. jobs_status_finished_idx (status, finished_at) serves the range: the cost is the
+# range's finished jobs, not the table. NULL queue / type: every one.
+THROUGHPUT = """
+WITH bounds AS (
+    SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
+),
+range AS (
+    SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
+    FROM bounds
+),
+per_bucket AS (
+    SELECT date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
+           count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE j.status = 'failed') AS failed
+    FROM jobs j, range r
+    WHERE j.status IN ('succeeded', 'failed') AND j.finished_at >= r.first_bucket
+      AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+      AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+    GROUP BY 1
+)
+SELECT b.bucket, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
+FROM range r, generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
+LEFT JOIN per_bucket p ON p.bucket = b.bucket
+ORDER BY b.bucket
+"""

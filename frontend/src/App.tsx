@@ -10,6 +10,7 @@ import { JobsPage } from "./pages/JobsPage";
 import { LoginPage } from "./pages/LoginPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { OverviewPage } from "./pages/OverviewPage";
+import { QueuePage } from "./pages/QueuePage";
 import { SchedulesPage } from "./pages/SchedulesPage";
 
 export function App() {
@@ -23,6 +24,7 @@ export function App() {
         <Route path="jobs/:id" element={<JobDetailPage />} />
         <Route path="failed" element={<FailedJobsPage />} />
         <Route path="schedules" element={<SchedulesPage />} />
+        <Route path="queues/:name" element={<QueuePage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

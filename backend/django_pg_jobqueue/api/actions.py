@@ -37,7 +37,9 @@ class JobActionsView(JobQueueAPIView):
                     "job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs "
                     f"are processed in batches of {bulk_actions.BATCH_SIZE} by id, each batch "
                     "its own short transaction, so a filter matching millions of jobs holds no "
-                    "long transaction. Permissions: change_job for cancel and retry, "
+                    "long transaction. A filter must filter: `{}` (or only blank values) "
+                    "is a 400, and every job is meant only by `{\"all\": true}`. "
+                    "Permissions: change_job for cancel and retry, "
                     "delete_job for delete.",
         examples=[
             OpenApiExample("selected", request_only=True,
@@ -45,6 +47,7 @@ class JobActionsView(JobQueueAPIView):
             OpenApiExample("by filter", request_only=True,
                            value={"action": "retry", "filter": {"status": "failed",
                                                                 "type": "email_send"}}),
+            OpenApiExample("every job", request_only=True, value={"action": "delete", "all": True}),
         ],
         responses={200: OpenApiResponse(JobActionResultSerializer, examples=[OpenApiExample(
             "done", response_only=True, value={

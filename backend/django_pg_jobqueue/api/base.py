@@ -33,6 +33,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import viewsets
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.metadata import SimpleMetadata
 from rest_framework.permissions import IsAuthenticated
@@ -57,9 +58,23 @@ class JobQueueJSONRenderer(JSONRenderer):
 
 
 class JobQueueOrderingFilter(OrderingFilter):
-    """`?ordering=`, whatever ORDERING_PARAM the host sets."""
+    """`?ordering=`, whatever ORDERING_PARAM the host sets. A field the view does not order
+    by is a 400 naming `ordering` and the fields it takes (DRF would drop it silently and
+    answer in the default order); a blank one is the default."""
 
     ordering_param = "ordering"
+
+    def get_ordering(self, request, queryset, view):
+        raw = request.query_params.get(self.ordering_param)
+        if raw:
+            fields = [f.strip() for f in raw.split(",") if f.strip()]
+            allowed = {name for name, _ in self.get_valid_fields(queryset, view, {"request": request})}
+            bad = [f for f in fields if f.lstrip("-") not in allowed]
+            if bad:
+                raise ValidationError({self.ordering_param: [
+                    f"cannot order by {', '.join(repr(b[:40]) for b in bad[:3])}; one or more "
+                    f"of {', '.join(sorted(allowed))}, comma-separated, '-' for descending."]})
+        return super().get_ordering(request, queryset, view)
 
 
 class JobQueueRequest(Request):

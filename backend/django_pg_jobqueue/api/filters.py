@@ -1,4 +1,5 @@
-"""Job list filters (django-filter): status, type, queue, priority, created range, search."""
+"""Job list filters (django-filter): status, type, queue, priority, created range, search
+(an id, a key, or text among the newest jobs: selectors.text_search)."""
 import datetime as dt
 
 import django_filters
@@ -8,7 +9,7 @@ from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 
 from ..models import Job
-from ..selectors import parse_job_id
+from ..selectors import SEARCH_MIN_TEXT_CHARS, SEARCH_SCAN_LIMIT, parse_job_id, text_search
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX, PRIORITY_MIN
 from .idempotency import scoped
 from .per_class import once_per_class
@@ -61,8 +62,17 @@ class JobFilter(django_filters.FilterSet):
                                                      help_text="ISO 8601; created at or after.")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
-    search = django_filters.CharFilter(method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
-                                       help_text="A job id or an exact idempotency key.")
+    schedule = django_filters.CharFilter(
+        method="filter_schedule", max_length=200,
+        help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
+                   "`periodic:<name>:<tick>`). Give `type` too for an index to serve it."))
+    search = django_filters.CharFilter(
+        method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        help_text=(f"A job id, an exact idempotency key, or (from {SEARCH_MIN_TEXT_CHARS} "
+                   "characters) text in the payload or the last error, case-insensitive, "
+                   f"among the newest {SEARCH_SCAN_LIMIT:,} jobs only: the body's `search` "
+                   "says how many jobs the text search looked at and whether older ones "
+                   "were left out (`limited`)."))
 
     class Meta:
         model = Job
@@ -73,6 +83,10 @@ class JobFilter(django_filters.FilterSet):
         request: ~1 ms of a list. The class is the same every time, and each form instance
         deep-copies its fields anyway, so it is built once."""
         return once_per_class(self, "_shared_form_class", super().get_form_class)
+
+    def filter_schedule(self, queryset, name, value):
+        value = value.strip()
+        return queryset.filter(idempotency_key__startswith=f"periodic:{value}:") if value else queryset
 
     def filter_search(self, queryset, name, value):
         value = value.strip()
@@ -85,6 +99,11 @@ class JobFilter(django_filters.FilterSet):
         job_id = parse_job_id(value)
         if job_id is not None:
             match |= Q(pk=job_id)
+        if len(value) >= SEARCH_MIN_TEXT_CHARS:
+            text, scope = text_search(value)
+            match |= text
+            if self.request is not None:
+                self.request.jobqueue_search_scope = scope  # the page says it (pagination.py)
         return queryset.filter(match)
 
 

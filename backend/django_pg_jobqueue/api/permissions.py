@@ -3,13 +3,16 @@
     reads (list, detail, events, metrics, job types)  jobs.view_job, or anyone when
                                                        JOB_API_PUBLIC_READ=true
     create, bulk                                       jobs.add_job
-    cancel, retry                                      jobs.change_job
+    cancel, retry, queue pause and resume              jobs.change_job
+    a queue's concurrency limit (PATCH queues/{name}/)  jobs.change_queuesetting
     delete (a finished job)                            jobs.delete_job
     bulk actions (POST jobs/actions/)                  change_job for cancel and retry,
                                                        delete_job for delete
 
-A viewset answers 403 to a method it has no action for: its permission is None. That is why
-DELETE on a job was a 403 even for a superuser until JobViewSet had `destroy`.
+A method a view has no handler for (PUT or PATCH on a job, DELETE on a queue) is a 405 for an
+authenticated user, whatever their permissions: the permission check lets it through to DRF's
+`http_method_not_allowed`. (It used to be a 403, even for a superuser: an action-less method
+has no permission.) Anonymous requests still get 401 first.
 
 Anonymous requests get 401 (TokenAuthentication comes first, so DRF answers with
 `WWW-Authenticate: Token`); authenticated users without the permission get 403.
@@ -22,6 +25,9 @@ from .authentication import has_perm
 
 VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"
 DELETE = "django_pg_jobqueue.delete_job"
+# A queue's concurrency limit is configuration, as in the admin's QueueSetting form; pausing
+# and resuming are an operator's actions, like cancel (change_job).
+CHANGE_QUEUE = "django_pg_jobqueue.change_queuesetting"
 # What each bulk action (POST jobs/actions/) needs: the same as the single-job action.
 ACTION_PERMISSIONS = {"cancel": CHANGE, "retry": CHANGE, "delete": DELETE}
 
@@ -46,7 +52,15 @@ class JobPermission(BasePermission):
         user = request.user
         if not (user and user.is_authenticated):
             return False
+        if not _handles(view, request):
+            return True  # DRF answers 405 Method Not Allowed
         return perm is not None and has_perm(user, perm)
+
+
+def _handles(view, request) -> bool:
+    """Whether the view has a handler for the request's method (a viewset binds one per
+    method its router mapped to an action)."""
+    return getattr(view, request.method.lower(), None) is not None
 
 
 class JobActionPermission(BasePermission):

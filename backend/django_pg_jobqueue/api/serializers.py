@@ -664,6 +664,47 @@ class _CountsByStatus(serializers.Serializer):
     cancelled = serializers.IntegerField()
 
 
+class _QueueWorker(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField(),
+                                   help_text='The queues it claims from ("*": every queue).')
+    all_queues = serializers.BooleanField(help_text="It claims from every queue.")
+    heartbeat_at = ISODateTimeField()
+    running_here = serializers.IntegerField(help_text="This queue's jobs it runs now.")
+
+
+class QueueDetailSerializer(QueueSerializer):
+    """One queue for its page: the list's fields, every status's count, and its workers."""
+
+    counts_by_status = _CountsByStatus(help_text="The queue's jobs by status.")
+    workers = _QueueWorker(many=True, help_text=(
+        "Live worker processes (a heartbeat in the last 15 s) that claim from this queue."))
+
+
+class ThroughputQuerySerializer(StrictSerializer):
+    range = serializers.ChoiceField(choices=["15m", "1h", "24h"], default="15m", help_text=(
+        "15m and 1h: per minute; 24h: per 30 minutes."))
+    queue = queue_name_field(required=False, help_text="Only this queue's jobs.")
+    type = serializers.CharField(required=False, max_length=100, help_text="Only this type's jobs.")
+
+
+class _ThroughputBucket(serializers.Serializer):
+    at = ISODateTimeField(help_text="The bucket's start.")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class ThroughputSerializer(serializers.Serializer):
+    range = serializers.CharField()
+    bucket_seconds = serializers.IntegerField()
+    queue = serializers.CharField(allow_null=True)
+    type = serializers.CharField(allow_null=True)
+    points = _ThroughputBucket(many=True, help_text="Every bucket of the range, oldest first.")
+
+
 class MetricsSerializer(serializers.Serializer):
     generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
@@ -689,6 +730,8 @@ class _Can(serializers.Serializer):
     cancel = serializers.BooleanField()
     retry = serializers.BooleanField()
     delete = serializers.BooleanField(help_text="Delete finished jobs (delete_job).")
+    change_queue = serializers.BooleanField(help_text=(
+        "Set a queue's concurrency limit (change_queuesetting)."))
 
 
 class UserSerializer(JobQueueModelSerializer):
@@ -711,6 +754,7 @@ class UserSerializer(JobQueueModelSerializer):
             "cancel": user.has_perm("django_pg_jobqueue.change_job"),
             "retry": user.has_perm("django_pg_jobqueue.change_job"),
             "delete": user.has_perm("django_pg_jobqueue.delete_job"),
+            "change_queue": user.has_perm("django_pg_jobqueue.change_queuesetting"),
         }
 
 
@@ -758,12 +802,16 @@ class JobActionFilterSerializer(StrictSerializer):
                                           help_text="ISO 8601; created at or after.")
     created_before = serializers.CharField(required=False, allow_blank=True,
                                            help_text="ISO 8601; created before.")
+    schedule = serializers.CharField(required=False, allow_blank=True,
+                                     help_text="The jobs this periodic schedule enqueued.")
     search = serializers.CharField(required=False, allow_blank=True,
-                                   help_text="A job id or an exact idempotency key.")
+                                   help_text="As the list's search: an id, a key, or text among the newest jobs.")
 
 
 class JobActionSerializer(StrictSerializer):
-    """An action on the given jobs (`ids`) or on every job matching `filter`: one of them."""
+    """An action on the given jobs (`ids`), on every job matching `filter`, or on every job
+    (`"all": true`): exactly one of them. A filter that filters nothing (`{}`, or only blank
+    values) is a 400: every job is only ever meant by saying `"all": true`."""
 
     action = serializers.ChoiceField(choices=JOB_ACTIONS, help_text=(
         "cancel (queued or running jobs), retry (failed or cancelled), delete (finished: "
@@ -771,22 +819,47 @@ class JobActionSerializer(StrictSerializer):
     ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
         min_length=1, max_length=MAX_ACTION_IDS,
-        help_text=f"These jobs (1 to {MAX_ACTION_IDS:,} ids). Not with `filter`.")
+        help_text=f"These jobs (1 to {MAX_ACTION_IDS:,} ids). Not with `filter` or `all`.")
     filter = JobActionFilterSerializer(required=False, help_text=(
-        "Every job matching these list filters (all of them); `{}` is every job. Processed "
-        "in batches by id, each its own short transaction. Not with `ids`."))
+        "Every job matching these list filters (all of them), at least one of them given: "
+        "`{}` is a 400 (send `\"all\": true` to mean every job). Processed in batches by id, "
+        "each its own short transaction. Not with `ids`."))
+    all = serializers.BooleanField(required=False, help_text=(
+        "true: every job (each still through the action's guards). The explicit way to act on "
+        "every job; not with `ids` or a non-empty `filter`."))
+
+    def validate_all(self, value):
+        if not isinstance(self.initial_data.get("all"), bool):
+            raise serializers.ValidationError("must be true or false.")
+        return value
 
     def validate(self, attrs):
+        every = attrs.get("all") is True
+        given = self._given_filter(attrs)
+        if every:
+            if "ids" in attrs or given:
+                raise serializers.ValidationError({"all": [
+                    "all means every job: send it without ids and without filters."]})
+            return attrs
         if ("ids" in attrs) == ("filter" in attrs):
             raise serializers.ValidationError({"non_field_errors": [
-                "give either ids (a list of job ids) or filter (the job list's filter "
-                "parameters, as an object), not both."]})
+                "give either ids (a list of job ids), filter (the job list's filter "
+                "parameters, as an object) or \"all\": true (every job), one of them."]})
+        if "filter" in attrs and not given:
+            raise serializers.ValidationError({"filter": [
+                "an empty filter would select every job: give at least one filter, or send "
+                "\"all\": true (without filter) to mean every job."]})
         return attrs
 
-    def filter_params(self) -> dict[str, str]:
-        """The filter as the list endpoint's query parameters (blank ones dropped)."""
-        given = self.validated_data.get("filter") or {}
+    @staticmethod
+    def _given_filter(attrs) -> dict[str, str]:
+        given = attrs.get("filter") or {}
         return {name: str(value) for name, value in given.items() if value not in (None, "")}
+
+    def filter_params(self) -> dict[str, str]:
+        """The filter as the list endpoint's query parameters (blank ones dropped); {} when
+        `all` is true."""
+        return self._given_filter(self.validated_data)
 
 
 class _Refusal(serializers.Serializer):

@@ -27,6 +27,7 @@ v1 = [
     path("job-types/", views.JobTypeListView.as_view(), name="job-types"),
     path("schedules/", views.ScheduleListView.as_view(), name="schedules"),
     path("metrics/", views.MetricsView.as_view(), name="api-metrics"),
+    path("metrics/throughput/", views.ThroughputView.as_view(), name="api-throughput"),
     path("auth/csrf/", views.CsrfView.as_view(), name="auth-csrf"),
     path("auth/login/", views.LoginView.as_view(), name="auth-login"),
     path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),

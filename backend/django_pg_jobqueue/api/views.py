@@ -31,7 +31,7 @@ from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ADD, CHANGE, DELETE, VIEW, JobPermission
+from .permissions import ADD, CHANGE, CHANGE_QUEUE, DELETE, VIEW, JobPermission
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -48,10 +48,13 @@ from .serializers import (
     JobTypeSerializer,
     LoginSerializer,
     MetricsSerializer,
+    QueueDetailSerializer,
     QueueNameSerializer,
     QueueSerializer,
     QueueUpdateSerializer,
     ScheduleSerializer,
+    ThroughputQuerySerializer,
+    ThroughputSerializer,
     UserSerializer,
 )
 from .throttles import JobCreateThrottle, LoginThrottle
@@ -370,7 +373,8 @@ class QueueViewSet(JobQueueViewSet):
     through `jobs.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
 
     permission_classes = [JobPermission]
-    job_permissions = {"list": VIEW, "partial_update": CHANGE, "pause": CHANGE, "resume": CHANGE}
+    job_permissions = {"list": VIEW, "retrieve": VIEW, "partial_update": CHANGE_QUEUE,
+                       "pause": CHANGE, "resume": CHANGE}
     lookup_field = "name"
     lookup_value_regex = "[^/]+"  # a bad name reaches the view and gets a 400, not a 404
 
@@ -391,11 +395,24 @@ class QueueViewSet(JobQueueViewSet):
         return Response(QueueSerializer(selectors.queues(), many=True).data)
 
     @extend_schema(
+        summary="One queue: its counts by status and its workers", tags=["queues"],
+        parameters=[QUEUE_NAME],
+        description="The list's fields, the queue's jobs counted by every status, and the live "
+                    "worker processes that claim from it (those that list it, or every queue), "
+                    "each with how many of its jobs it runs now. 404 for a queue that does not "
+                    "exist (see pause). Its throughput: GET metrics/throughput/?queue=<name>.",
+        responses={200: QueueDetailSerializer, **errors(400, 401, 403, 404, 503)},
+    )
+    def retrieve(self, request, name=None):
+        return Response(QueueDetailSerializer(selectors.queue_detail(_queue_name(name))).data)
+
+    @extend_schema(
         summary="Set a queue's concurrency limit", tags=["queues"], parameters=[QUEUE_NAME],
         description="At most `concurrency_limit` of the queue's jobs run at once, across every "
                     "worker process, enforced inside the claim; null removes the limit. "
                     "Workers see the change within a second. The queue must exist (see pause). "
-                    "An empty body changes nothing.",
+                    "An empty body changes nothing. Needs change_queuesetting (the admin's "
+                    "permission for queue settings), not change_job.",
         request=QueueUpdateSerializer,
         examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
                   OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None})],
@@ -514,6 +531,25 @@ class MetricsView(JobQueueAPIView):
     )
     def get(self, request):
         return Response(MetricsSerializer(selectors.metrics()).data)
+
+
+class ThroughputView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Succeeded and failed jobs per bucket, over a range", tags=["metrics"],
+        operation_id="v1_metrics_throughput_retrieve",
+        description="`range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is "
+                    "present (zeros too), oldest first, named by its start. `queue` and `type` "
+                    "narrow it to one queue's or one type's jobs.",
+        parameters=[ThroughputQuerySerializer],
+        responses={200: ThroughputSerializer, **errors(400, 401, 403, 503)},
+    )
+    def get(self, request):
+        query = ThroughputQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(ThroughputSerializer(selectors.throughput(**query.validated_data)).data)
 
 
 class HealthView(JobQueueAPIView):

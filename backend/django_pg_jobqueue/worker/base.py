@@ -74,11 +74,13 @@ class ServiceThread(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
-                wait = self.interval
                 try:
                     close_old_connections()
                     self.run_once()
                     self.backoff.reset()
+                    # Read after the pass: run_once may set the wait until its next one (the
+                    # periodic enqueuer sleeps until the next tick, not the last pass's guess).
+                    wait = self.interval
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
                     queue_connection().close()

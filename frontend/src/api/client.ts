@@ -208,5 +208,6 @@ export const api = {
     request<T>("POST", path, { ...options, body: body ?? {} }),
   postWithMeta: <T>(path: string, body?: unknown, options?: RequestOptions) =>
     requestWithMeta<T>("POST", path, { ...options, body: body ?? {} }),
+  patch: <T>(path: string, body: unknown, options?: RequestOptions) => request<T>("PATCH", path, { ...options, body }),
   delete: (path: string, options?: RequestOptions) => request<null>("DELETE", path, options),
 };

@@ -1,9 +1,23 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
-import type { Metrics } from "./types";
+import type { Metrics, Throughput, ThroughputParams } from "./types";
 
-export const metricsKeys = { all: ["metrics"] as const };
+export const metricsKeys = {
+  all: ["metrics"] as const,
+  throughput: (params: ThroughputParams) => ["metrics", "throughput", params] as const,
+};
+
+/** Succeeded and failed per bucket over a range, for one queue or type if given. */
+export function throughputOptions(params: ThroughputParams, intervalMs = 5000) {
+  const clean = Object.fromEntries(Object.entries(params).filter(([, v]) => v)) as ThroughputParams;
+  return queryOptions({
+    queryKey: metricsKeys.throughput(clean),
+    queryFn: ({ signal }) => api.get<Throughput>("metrics/throughput/", { query: clean, signal }),
+    placeholderData: (previous) => previous,
+    ...polling<Throughput>(intervalMs),
+  });
+}
 
 export function metricsOptions(intervalMs = 2000) {
   return queryOptions({

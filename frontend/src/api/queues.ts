@@ -1,10 +1,22 @@
-/** Named queues: list, pause, resume. */
+/** Named queues: list, one queue's page, pause, resume, the concurrency limit. */
 import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
-import type { Queue } from "./types";
+import type { Queue, QueueDetail } from "./types";
 
-export const queueKeys = { all: ["queues"] as const };
+export const queueKeys = {
+  all: ["queues"] as const,
+  detail: (name: string) => ["queues", "detail", name] as const,
+};
+
+/** The queue's own page: counts by status and its workers. */
+export function queueDetailOptions(name: string, intervalMs = 2000) {
+  return queryOptions({
+    queryKey: queueKeys.detail(name),
+    queryFn: ({ signal }) => api.get<QueueDetail>(`queues/${encodeURIComponent(name)}/`, { signal }),
+    ...polling<QueueDetail>(intervalMs),
+  });
+}
 
 export function queuesOptions(intervalMs = 3000) {
   return queryOptions({
@@ -26,6 +38,15 @@ export const queueMutations = {
     onSettled: () => {
       void queryClient.invalidateQueries({ queryKey: queueKeys.all });
       void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+    },
+  }),
+  /** Set the concurrency limit (null: none); needs change_queuesetting. Refetches every queue
+   * query: the list and each queue's page. */
+  setLimit: (queryClient: QueryClient) => ({
+    mutationFn: ({ name, limit }: { name: string; limit: number | null }) =>
+      api.patch<Queue>(`queues/${encodeURIComponent(name)}/`, { concurrency_limit: limit }),
+    onSettled: () => {
+      void queryClient.invalidateQueries({ queryKey: queueKeys.all });
     },
   }),
 };

@@ -245,7 +245,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
-         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. Permissions: change_job for cancel and retry, delete_job for delete.
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete.
          */
         post: operations["v1_jobs_actions_create"];
         delete?: never;
@@ -314,6 +314,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/metrics/throughput/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Succeeded and failed jobs per bucket, over a range
+         * @description `range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is present (zeros too), oldest first, named by its start. `queue` and `type` narrow it to one queue's or one type's jobs.
+         */
+        get: operations["v1_metrics_throughput_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/queues/": {
         parameters: {
             query?: never;
@@ -341,7 +361,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * One queue: its counts by status and its workers
+         * @description The list's fields, the queue's jobs counted by every status, and the live worker processes that claim from it (those that list it, or every queue), each with how many of its jobs it runs now. 404 for a queue that does not exist (see pause). Its throughput: GET metrics/throughput/?queue=<name>.
+         */
+        get: operations["v1_queues_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -349,7 +373,7 @@ export interface paths {
         head?: never;
         /**
          * Set a queue's concurrency limit
-         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing.
+         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing. Needs change_queuesetting (the admin's permission for queue settings), not change_job.
          */
         patch: operations["v1_queues_partial_update"];
         trace?: never;
@@ -571,10 +595,16 @@ export interface components {
             created_after?: string;
             /** @description ISO 8601; created before. */
             created_before?: string;
-            /** @description A job id or an exact idempotency key. */
+            /** @description The jobs this periodic schedule enqueued. */
+            schedule?: string;
+            /** @description As the list's search: an id, a key, or text among the newest jobs. */
             search?: string;
         };
-        /** @description An action on the given jobs (`ids`) or on every job matching `filter`: one of them. */
+        /**
+         * @description An action on the given jobs (`ids`), on every job matching `filter`, or on every job
+         *     (`"all": true`): exactly one of them. A filter that filters nothing (`{}`, or only blank
+         *     values) is a 400: every job is only ever meant by saying `"all": true`.
+         */
         JobActionRequest: {
             /**
              * @description cancel (queued or running jobs), retry (failed or cancelled), delete (finished: succeeded, failed or cancelled).
@@ -584,10 +614,12 @@ export interface components {
              *     * `delete` - delete
              */
             action: components["schemas"]["ActionEnum"];
-            /** @description These jobs (1 to 1,000 ids). Not with `filter`. */
+            /** @description These jobs (1 to 1,000 ids). Not with `filter` or `all`. */
             ids?: number[];
-            /** @description Every job matching these list filters (all of them); `{}` is every job. Processed in batches by id, each its own short transaction. Not with `ids`. */
+            /** @description Every job matching these list filters (all of them), at least one of them given: `{}` is a 400 (send `"all": true` to mean every job). Processed in batches by id, each its own short transaction. Not with `ids`. */
             filter?: components["schemas"]["JobActionFilterRequest"];
+            /** @description true: every job (each still through the action's guards). The explicit way to act on every job; not with `ids` or a non-empty `filter`. */
+            all?: boolean;
         };
         JobActionResult: {
             /** @description How many jobs the action was applied to. */
@@ -777,6 +809,15 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Job"][];
+            /** @description Only with a text search (`search=` of 3 characters or more): it looks at the newest `limit` jobs only. */
+            search?: {
+                /** @description How many jobs the text search looked at (the newest ones). */
+                jobs_searched: number;
+                /** @description The most it looks at. */
+                limit: number;
+                /** @description Older jobs exist that the text search did not look at. */
+                limited: boolean;
+            };
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         PatchedQueueUpdateRequest: {
@@ -799,6 +840,23 @@ export interface components {
             /** @description Queued jobs that are due now. */
             runnable: number;
             running: number;
+        };
+        /** @description One queue for its page: the list's fields, every status's count, and its workers. */
+        QueueDetail: {
+            name: string;
+            /** @description Workers claim nothing from a paused queue. */
+            paused: boolean;
+            /** @description At most this many of its jobs run at once across every worker (null: no limit). */
+            concurrency_limit: number | null;
+            /** @description Queued jobs, due now or later. */
+            queued: number;
+            /** @description Queued jobs that are due now. */
+            runnable: number;
+            running: number;
+            /** @description The queue's jobs by status. */
+            counts_by_status: components["schemas"]["_CountsByStatus"];
+            /** @description Live worker processes (a heartbeat in the last 15 s) that claim from this queue. */
+            workers: components["schemas"]["_QueueWorker"][];
         };
         /**
          * @description * `not_found` - not_found
@@ -874,6 +932,14 @@ export interface components {
          * @enum {string}
          */
         SourceEnum: "settings" | "decorator";
+        Throughput: {
+            range: string;
+            bucket_seconds: number;
+            queue: string | null;
+            type: string | null;
+            /** @description Every bucket of the range, oldest first. */
+            points: components["schemas"]["_ThroughputBucket"][];
+        };
         User: {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
@@ -898,6 +964,8 @@ export interface components {
             retry: boolean;
             /** @description Delete finished jobs (delete_job). */
             delete: boolean;
+            /** @description Set a queue's concurrency limit (change_queuesetting). */
+            change_queue: boolean;
         };
         _CountsByStatus: {
             queued: number;
@@ -927,6 +995,20 @@ export interface components {
             queue: string;
             count: number;
             paused: boolean;
+        };
+        _QueueWorker: {
+            id: string;
+            hostname: string;
+            pid: number;
+            threads: number;
+            /** @description The queues it claims from ("*": every queue). */
+            queues: string[];
+            /** @description It claims from every queue. */
+            all_queues: boolean;
+            /** Format: date-time */
+            heartbeat_at: string;
+            /** @description This queue's jobs it runs now. */
+            running_here: number;
         };
         _Queued: {
             total: number;
@@ -962,6 +1044,15 @@ export interface components {
             /** Format: date-time */
             started_at: string | null;
             progress_percent: number | null;
+        };
+        _ThroughputBucket: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            at: string;
+            succeeded: number;
+            failed: number;
         };
         _ThroughputPoint: {
             /** Format: date-time */
@@ -1265,7 +1356,9 @@ export interface operations {
                 priority_min?: number;
                 /** @description Exact queue name. */
                 queue?: string;
-                /** @description A job id or an exact idempotency key. */
+                /** @description The jobs a periodic schedule enqueued (by its name: their idempotency key is `periodic:<name>:<tick>`). Give `type` too for an index to serve it. */
+                schedule?: string;
+                /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, among the newest 10,000 jobs only: the body's `search` says how many jobs the text search looked at and whether older ones were left out (`limited`). */
                 search?: string;
                 /**
                  * @description One status or several, comma-separated: queued,running.
@@ -2030,6 +2123,74 @@ export interface operations {
             };
         };
     };
+    v1_metrics_throughput_retrieve: {
+        parameters: {
+            query?: {
+                /** @description Only this queue's jobs. */
+                queue?: string;
+                /**
+                 * @description 15m and 1h: per minute; 24h: per 30 minutes.
+                 *
+                 *     * `15m` - 15m
+                 *     * `1h` - 1h
+                 *     * `24h` - 24h
+                 */
+                range?: "15m" | "1h" | "24h";
+                /** @description Only this type's jobs. */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Throughput"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_queues_list: {
         parameters: {
             query?: never;
@@ -2058,6 +2219,73 @@ export interface operations {
             };
             /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_queues_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name (letters, digits, _ . : -); another name is a 400. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueDetail"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

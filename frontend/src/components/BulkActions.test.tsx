@@ -13,7 +13,7 @@ const user: User = {
   is_staff: false,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, delete: true },
+  can: { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true },
 };
 
 const job = (id: number, status: Job["status"]): Job =>
@@ -112,6 +112,15 @@ describe("bulk actions in the jobs list", () => {
     );
     expect(await screen.findByTestId("bulk-outcome")).toHaveTextContent("Deleted 1,233 jobs; 1 refused: #2 (running).");
     expect(screen.getByTestId("bulk-actions")).toHaveTextContent("Select jobs to act on them together.");
+  });
+
+  it("sends all: true, not an empty filter, when the list is unfiltered", async () => {
+    const posted = renderJobs("/jobs");
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    await userEvent.click(screen.getByRole("button", { name: "Select all 1,234 matching the filter" }));
+    await userEvent.click(screen.getByRole("button", { name: "Cancel 1,234…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 1,234 jobs" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "cancel", all: true }]));
   });
 
   it("Escape keeps the jobs", async () => {

@@ -26,12 +26,20 @@ const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
 /** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
 export function toActionFilter(values: FilterValues): JobActionFilter {
   const out: Record<string, string | number> = {};
-  for (const key of ["status", "type", "queue", "priority", "search"] as const) {
+  for (const key of ["status", "type", "queue", "priority", "search", "schedule"] as const) {
     const value = values[key]?.toString().trim();
     if (!value) continue;
     out[key] = key === "priority" && /^-?\d+$/.test(value) ? Number(value) : value;
   }
   return out as JobActionFilter;
+}
+
+/**
+ * The body for "every job matching the filter": the filter, or `all: true` when the list is
+ * unfiltered (the API refuses an empty filter, so that no request means every job by accident).
+ */
+export function matchingBody(action: BulkAction, filter: JobActionFilter) {
+  return Object.keys(filter).length === 0 ? { action, all: true } : { action, filter };
 }
 
 /** "Deleted 3 jobs." / "Deleted 2 jobs; 1 refused: #12 (running)." */
@@ -94,7 +102,7 @@ export function BulkActions({
       ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
       : null;
   const confirm = (action: BulkAction) => {
-    const body = allMatching ? { action, filter } : { action, ids: [...selected] };
+    const body = allMatching ? matchingBody(action, filter) : { action, ids: [...selected] };
     run.mutate(body, {
       onSuccess: () => {
         onSelect(new Set());

@@ -66,4 +66,33 @@ describe("eventDetail", () => {
       eventDetail({ kind: "retry_scheduled", message: "RuntimeError: boom", data: { delay_seconds: 1.234 } }),
     ).toBe("RuntimeError: boom · retry in 1.2 s");
   });
+
+  it("shows each failed attempt's own traceback, folded", async () => {
+    render(
+      <EventsTimeline
+        events={[
+          ev(1, "claimed"),
+          ev(2, "retry_scheduled", {
+            message: "KeyError: 'a'",
+            data: { delay_seconds: 2, traceback: "Traceback (most recent call last):\n  step_a\nKeyError: 'a'" },
+          }),
+          ev(3, "claimed", { attempt: 2 }),
+          ev(4, "failed", {
+            attempt: 2,
+            message: "KeyError: 'b'",
+            data: { traceback: "Traceback (most recent call last):\n  step_b\nKeyError: 'b'" },
+          }),
+          ev(5, "failed", { attempt: 3, data: { traceback: null } }),
+        ]}
+      />,
+    );
+    const first = screen.getByTestId("traceback-2");
+    const second = screen.getByTestId("traceback-4");
+    expect(first).not.toHaveAttribute("open");
+    expect(within(first).getByText("Traceback of attempt 1")).toBeInTheDocument();
+    expect(first).toHaveTextContent("step_a");
+    expect(within(second).getByText("Traceback of attempt 2")).toBeInTheDocument();
+    expect(second).toHaveTextContent("step_b");
+    expect(screen.queryByTestId("traceback-5")).toBeNull();
+  });
 });

@@ -35,8 +35,16 @@ export function eventDetail(event: Pick<JobEvent, "kind" | "message" | "data">):
   return parts.join(" · ");
 }
 
+/** The traceback a failure event keeps for its attempt (data.traceback), if any. */
+export function eventTraceback(event: Pick<JobEvent, "data">): string | null {
+  const tb = ((event.data ?? {}) as Record<string, unknown>).traceback;
+  return typeof tb === "string" && tb ? tb : null;
+}
+
 /**
- * The job's events, oldest first. Runs of lease renewals and progress reports fold into one
+ * The job's events, oldest first. A failure event (retry scheduled, failed, cancelled) carries
+ * its own attempt's traceback, folded under "Traceback", so every attempt's error can be read,
+ * not only the last one's. Runs of lease renewals and progress reports fold into one
  * row (the newest, with a count), so that state changes stay readable while the job runs.
  * Rows that arrived since the last render flash briefly.
  */
@@ -53,6 +61,7 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
       {entries.map(({ event, count, first }) => {
         const fresh = previousMax !== null && event.id > previousMax;
         const detail = eventDetail(event);
+        const traceback = eventTraceback(event);
         return (
           <li
             key={first.id}
@@ -74,6 +83,12 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
               </span>
             </div>
             {detail && <div className="ev-msg">{detail}</div>}
+            {traceback && (
+              <details className="ev-traceback" data-testid={`traceback-${event.id}`}>
+                <summary>Traceback{event.attempt ? ` of attempt ${event.attempt}` : ""}</summary>
+                <pre className="traceback">{traceback}</pre>
+              </details>
+            )}
           </li>
         );
       })}

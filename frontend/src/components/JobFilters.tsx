@@ -11,6 +11,8 @@ export type FilterValues = {
   priority?: string;
   search?: string;
   ordering?: string;
+  /** The periodic schedule that enqueued the jobs (from the periodic jobs page; no field). */
+  schedule?: string;
 };
 
 export const ORDERINGS: [string, string][] = [
@@ -135,7 +137,7 @@ export function JobFilters({
             type="search"
             value={text.search}
             {...bad("search")}
-            placeholder="job id or idempotency key"
+            placeholder="id, key, or text in payload or error"
             onChange={(e) => setText({ ...text, search: e.target.value })}
           />
         </div>
@@ -183,6 +185,7 @@ export const FILTER_LABELS: Record<keyof FilterValues, string> = {
   priority: "Priority",
   search: "Search",
   ordering: "Order",
+  schedule: "Schedule",
 };
 
 export type FilterProblemItem = { field: keyof FilterValues; label: string; value: string; messages: string[] };

@@ -46,8 +46,7 @@ function renderPanel(initial: Queue[]) {
 afterEach(() => vi.unstubAllGlobals());
 
 describe("QueuesPanel", () => {
-  it("shows busy, paused and limited queues, and hides idle ones behind a button", async () => {
-    const user = userEvent.setup();
+  it("keeps every queue's row, idle ones too, by name, each linked to its page", async () => {
     renderPanel([
       q("idle-1"),
       q("emails", { queued: 5, runnable: 3, running: 1 }),
@@ -55,15 +54,12 @@ describe("QueuesPanel", () => {
       q("idle-2"),
     ]);
     const table = await screen.findByTestId("queues-table");
-    expect(
-      within(table)
-        .getAllByRole("row")
-        .slice(1)
-        .map((r) => r.dataset.queue),
-    ).toEqual(["emails", "reports"]);
+    const rows = within(table).getAllByRole("row").slice(1);
+    expect(rows.map((r) => r.dataset.queue)).toEqual(["emails", "idle-1", "idle-2", "reports"]);
+    expect(rows.map((r) => r.dataset.idle ?? "")).toEqual(["", "true", "true", ""]);
     expect(within(table).getByText("+2 later")).toBeInTheDocument();
-    await user.click(screen.getByRole("button", { name: "Show 2 idle queues" }));
-    expect(within(table).getAllByRole("row")).toHaveLength(5);
+    expect(within(table).getByRole("link", { name: "emails" })).toHaveAttribute("href", "/queues/emails");
+    expect(screen.queryByRole("button", { name: /idle queue/ })).toBeNull();
   });
 
   it("pauses a queue and shows it paused", async () => {
@@ -77,12 +73,12 @@ describe("QueuesPanel", () => {
 });
 
 describe("sortQueues", () => {
-  it("puts the busiest first, then by name", () => {
+  it("orders by name, whatever the load, so rows do not jump", () => {
     expect(sortQueues([q("b"), q("a"), q("c", { running: 2 }), q("d", { queued: 1 })]).map((x) => x.name)).toEqual([
-      "c",
-      "d",
       "a",
       "b",
+      "c",
+      "d",
     ]);
   });
 });

@@ -1,27 +1,28 @@
-import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { queueMutations, queuesOptions } from "../api/queues";
 import type { Queue } from "../api/types";
 import { Empty, ErrorState, Loading } from "./States";
 
-/** A queue worth a row by default: it has work, or an operator set something on it. */
-export const isNotable = (q: Queue) => q.queued > 0 || q.running > 0 || q.paused || q.concurrency_limit !== null;
+/** A queue with nothing queued or running and nothing set on it: its row is dimmed, not hidden. */
+export const isIdle = (q: Queue) => q.queued === 0 && q.running === 0 && !q.paused && q.concurrency_limit === null;
 
-/** Busiest first, then by name. */
+/** By name: a row stays where it is as its queue fills and empties (busiest-first made it jump). */
 export function sortQueues(queues: Queue[]): Queue[] {
-  return [...queues].sort((a, b) => b.running + b.queued - (a.running + a.queued) || a.name.localeCompare(b.name));
+  return [...queues].sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Every queue with its load and limit; operators pause and resume them here. */
+/**
+ * Every queue with its load and limit, each linked to its page; operators pause and resume
+ * them here. Idle queues keep their rows (dimmed), so the table does not jump as queues go
+ * idle. It polls with the overview's cards (2 s), so both show the same moment.
+ */
 export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDepth: number | null }) {
   const queryClient = useQueryClient();
-  const queues = useQuery(queuesOptions());
+  const queues = useQuery(queuesOptions(2000));
   const toggle = useMutation(queueMutations.toggle(queryClient));
-  const [showIdle, setShowIdle] = useState(false);
   const all = sortQueues(queues.data ?? []);
-  const shown = showIdle ? all : all.filter(isNotable);
-  const idle = all.length - all.filter(isNotable).length;
+  const shown = all;
   // The limit column only when some queue has one.
   const limits = shown.some((q) => q.concurrency_limit !== null);
   return (
@@ -43,11 +44,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
         <Empty title="No queues yet">A queue appears with its first job.</Empty>
       ) : (
         <>
-          {shown.length === 0 ? (
-            <p className="muted" style={{ margin: 0 }}>
-              No queue has work waiting or running.
-            </p>
-          ) : (
+          {
             <div className="table-wrap">
               <table data-testid="queues-table">
                 <thead>
@@ -63,9 +60,11 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                   {shown.map((q) => {
                     const busy = toggle.isPending && toggle.variables?.name === q.name;
                     return (
-                      <tr key={q.name} data-queue={q.name}>
+                      <tr key={q.name} data-queue={q.name} data-idle={isIdle(q) || undefined}>
                         <td className="nowrap">
-                          <Link to={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link>
+                          <Link to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}: its page`}>
+                            {q.name}
+                          </Link>
                         </td>
                         <td className="num" title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}>
                           {q.runnable}
@@ -86,7 +85,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                             {q.paused ? (
                               <span className="badge badge-retrying">paused</span>
                             ) : (
-                              <span className="muted">active</span>
+                              <span className="muted">{isIdle(q) ? "idle" : "active"}</span>
                             )}
                             {canChange && (
                               <button
@@ -107,18 +106,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                 </tbody>
               </table>
             </div>
-          )}
-          {idle > 0 && (
-            <button
-              type="button"
-              className="link"
-              style={{ marginTop: 10 }}
-              onClick={() => setShowIdle(!showIdle)}
-              aria-expanded={showIdle}
-            >
-              {showIdle ? "Hide idle queues" : `Show ${idle} idle queue${idle === 1 ? "" : "s"}`}
-            </button>
-          )}
+          }
         </>
       )}
     </section>

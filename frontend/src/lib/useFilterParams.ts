@@ -3,7 +3,7 @@ import { useSearchParams } from "react-router";
 import type { JobListParams } from "../api/types";
 import type { FilterValues } from "../components/JobFilters";
 
-const KEYS = ["status", "type", "queue", "priority", "search", "ordering"] as const;
+const KEYS = ["status", "type", "queue", "priority", "search", "ordering", "schedule"] as const;
 
 /**
  * Filters and page live in the URL, so a filtered list can be bookmarked, shared and survives
@@ -58,6 +58,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
     // Not a whole number ("abc"): sent as it is, for the API to refuse by name.
     priority: priority as number | undefined,
     search: values.search?.trim() || undefined,
+    schedule: values.schedule || undefined,
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,
     page_size: pageSize,

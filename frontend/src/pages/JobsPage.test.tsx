@@ -15,7 +15,7 @@ const operator: User = {
   is_staff: false,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, delete: true },
+  can: { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true },
 };
 
 const EMPTY = { count: 0, next: null, previous: null, results: [] };
@@ -129,5 +129,18 @@ describe("filterProblems", () => {
       { field: "status", label: "Status", value: "x", messages: ["Bad."] },
     ]);
     expect(filterProblems(new ApiError(503, null), {})).toBeNull();
+  });
+});
+
+describe("the list's last error", () => {
+  it("is red for a failed job, muted and marked earlier for a succeeded one", async () => {
+    const { listedError } = await import("./JobsPage");
+    expect(listedError({ status: "failed", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
+    expect(listedError({ status: "queued", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
+    expect(listedError({ status: "succeeded", last_error: "boom" })).toEqual({
+      text: "earlier attempt: boom",
+      earlier: true,
+    });
+    expect(listedError({ status: "succeeded", last_error: null })).toBeNull();
   });
 });

@@ -50,6 +50,20 @@ export function JobsPage() {
       )}
       <section className="panel">
         <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
+        {values.schedule && (
+          <div className="notice" role="status" data-testid="schedule-filter">
+            Jobs enqueued by the periodic schedule <strong>{values.schedule}</strong>.{" "}
+            <button type="button" className="link" onClick={() => setValues({ ...values, schedule: undefined })}>
+              Show every job
+            </button>
+          </div>
+        )}
+        {jobs.data?.search?.limited && (
+          <div className="notice warn" role="status" data-testid="search-limited">
+            The text search looked at the newest {jobs.data.search.jobs_searched.toLocaleString()} jobs only; older jobs
+            are found by id or idempotency key.
+          </div>
+        )}
         {canBulk && !refused && (jobs.data?.results.length ?? 0) > 0 && (
           <BulkActions
             rows={jobs.data!.results}
@@ -201,7 +215,11 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
                   <div className="sub">runs {formatRelative(job.available_at, now)}</div>
                 )}
               </td>
-              <td className="nowrap">{job.queue}</td>
+              <td className="nowrap">
+                <Link to={`/queues/${encodeURIComponent(job.queue)}`} title={`Queue ${job.queue}: its page`}>
+                  {job.queue}
+                </Link>
+              </td>
               <td className="num">{job.priority}</td>
               <td className="num">
                 <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
@@ -221,13 +239,35 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
               <td className="nowrap" title={job.created_at}>
                 {formatRelative(job.created_at, now)}
               </td>
-              <td className="error-cell" title={job.last_error ?? undefined}>
-                {job.last_error ?? ""}
-              </td>
+              <ErrorCell job={job} />
             </tr>
           ))}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * The list's "Last error": red while it says why the job is failed, cancelled or retrying; a
+ * succeeded job's error is an earlier attempt's, shown muted as such (it was red, as if the job
+ * had failed).
+ */
+export function listedError(job: Pick<Job, "status" | "last_error">): { text: string; earlier: boolean } | null {
+  if (!job.last_error) return null;
+  if (job.status === "succeeded") return { text: `earlier attempt: ${job.last_error}`, earlier: true };
+  return { text: job.last_error, earlier: false };
+}
+
+function ErrorCell({ job }: { job: Job }) {
+  const shown = listedError(job);
+  return (
+    <td
+      className={shown?.earlier ? "truncate faint" : "error-cell"}
+      title={job.last_error ?? undefined}
+      data-testid={`last-error-${job.id}`}
+    >
+      {shown?.text ?? ""}
+    </td>
   );
 }

@@ -1,19 +1,20 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { activityFeedOptions } from "../api/events";
 import { metricsOptions } from "../api/metrics";
 import type { Metrics } from "../api/types";
 import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { QueuesPanel } from "../components/QueuesPanel";
+import { ThroughputPanel } from "../components/ThroughputPanel";
 import { StatusPill } from "../components/StatusBadge";
 import { threadUse, workerLabel } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 
 // The stylesheet's tokens, so the charts follow the light or dark theme.
-const COLORS = { succeeded: "var(--succeeded)", failed: "var(--failed)", queued: "var(--queued)" };
+const COLORS = { failed: "var(--failed)", queued: "var(--queued)" };
 const GRID = "var(--chart-grid)";
 const TICK = { fill: "var(--muted)" };
 const TOOLTIP = {
@@ -108,13 +109,7 @@ function MetricsView({ m }: { m: Metrics }) {
       </section>
 
       <div className="grid grid-2" style={{ marginBottom: 14 }}>
-        <section className="panel" aria-labelledby="throughput-title">
-          <header>
-            <h2 id="throughput-title">Throughput, jobs per minute</h2>
-            <span className="faint">last 15 min</span>
-          </header>
-          <ThroughputChart points={m.throughput} />
-        </section>
+        <ThroughputPanel />
         <section className="panel" aria-labelledby="finished-title">
           <header>
             <h2 id="finished-title">Finished and run time</h2>
@@ -243,37 +238,6 @@ function Stat({
   );
 }
 
-function ThroughputChart({ points }: { points: Metrics["throughput"] }) {
-  if (points.length === 0) return <Empty title="No jobs finished yet" />;
-  const data = points.map((p) => ({
-    minute: new Date(p.minute).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false }),
-    succeeded: p.succeeded,
-    failed: p.failed,
-  }));
-  const total = points.reduce((n, p) => n + p.succeeded + p.failed, 0);
-  return (
-    <div className="chart" role="img" aria-label={`${total} jobs finished in the last ${points.length} minutes`}>
-      <ResponsiveContainer width="100%" height="100%">
-        <BarChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: -12 }} barCategoryGap="18%">
-          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke={GRID} />
-          <XAxis dataKey="minute" tick={{ ...TICK, fontSize: 11 }} interval="preserveStartEnd" minTickGap={24} />
-          <YAxis allowDecimals={false} tick={{ ...TICK, fontSize: 12 }} />
-          <Tooltip {...TOOLTIP} />
-          <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Bar dataKey="succeeded" stackId="finished" fill={COLORS.succeeded} isAnimationActive={false} />
-          <Bar
-            dataKey="failed"
-            stackId="finished"
-            fill={COLORS.failed}
-            radius={[3, 3, 0, 0]}
-            isAnimationActive={false}
-          />
-        </BarChart>
-      </ResponsiveContainer>
-    </div>
-  );
-}
-
 function WorkersTable({ m }: { m: Metrics }) {
   const now = useNow(1000);
   if (m.workers.processes.length === 0) {
@@ -354,7 +318,8 @@ function WorkersTable({ m }: { m: Metrics }) {
 function ActivityPanel() {
   const queryClient = useQueryClient();
   const feed = useQuery(activityFeedOptions(queryClient));
-  const events = [...(feed.data ?? [])].reverse().slice(0, 15);
+  // Transitions and outcomes only (api/events.ts): progress stays in each job's timeline.
+  const events = [...(feed.data?.events ?? [])].reverse().slice(0, 15);
   return (
     <section className="panel" aria-labelledby="activity-title">
       <header>

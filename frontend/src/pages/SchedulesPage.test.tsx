@@ -62,22 +62,22 @@ describe("the periodic jobs page", () => {
     expect(within(row).getByTestId("schedule-last")).toHaveTextContent(/1 min 00 s ago|60 s ago|1 min/);
     expect(within(row).getByRole("link", { name: "#42" })).toHaveAttribute("href", "/jobs/42");
     expect(within(row).getByTestId("schedule-next")).toHaveTextContent(/^in /);
-    expect(within(row).getByRole("link", { name: "report_generate jobs" })).toHaveAttribute(
+    expect(within(row).getByRole("link", { name: "Recent report_generate jobs" })).toHaveAttribute(
       "href",
-      "/jobs?type=report_generate&queue=reports",
+      "/jobs?type=report_generate&queue=reports&schedule=nightly-report",
     );
     const bad = screen.getByText("cleanup").closest("tr")!;
     expect(bad).toHaveTextContent("invalid");
     expect(within(bad).getByTestId("schedule-problems")).toHaveTextContent("cannot import task");
     expect(within(bad).getByTestId("schedule-last")).toHaveTextContent("never");
     expect(within(bad).getByTestId("schedule-next")).toHaveTextContent("skipped while invalid");
-    expect(within(bad).queryByRole("link")).toBeNull();
+    expect(within(bad).getByRole("link", { name: "Recent jobs" })).toHaveAttribute("href", "/jobs?schedule=cleanup");
   });
 
   it("describes what a tick enqueues", () => {
     expect(scheduleTarget(base)).toBe('report_generate {"pages":20}');
     expect(scheduleTarget({ ...base, type: null, task: "a.b", args: [1], kwargs: { x: "y" } })).toBe('a.b(1, x="y")');
-    expect(scheduleJobsLink({ type: "noop", queue: null })).toBe("/jobs?type=noop");
-    expect(scheduleJobsLink({ type: null, queue: "q" })).toBeNull();
+    expect(scheduleJobsLink({ name: "tick", type: "noop", queue: null })).toBe("/jobs?type=noop&schedule=tick");
+    expect(scheduleJobsLink({ name: "every day", type: null, queue: null })).toBe("/jobs?schedule=every+day");
   });
 });

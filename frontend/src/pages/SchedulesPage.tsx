@@ -7,15 +7,15 @@ import { StatusPill } from "../components/StatusBadge";
 import { formatRelative, formatTimestamp, useNow } from "../lib/time";
 
 /**
- * Where a schedule's jobs are listed. The jobs list filters by type and queue, not by
- * schedule: for a `type` entry this is every job of that type (on the entry's queue when it
- * names one), which includes jobs the schedule did not enqueue. A `task` entry's jobs all
- * share the tasks' job type, so no list would single them out: null.
+ * Where a schedule's recent jobs are listed: the jobs list filtered by `schedule` (the jobs
+ * whose idempotency key the schedule's ticks gave them), newest first, with the entry's type
+ * and queue when it names them (they narrow nothing away, and an index serves the type).
  */
-export function scheduleJobsLink(schedule: Pick<Schedule, "type" | "queue">): string | null {
-  if (!schedule.type) return null;
-  const params = new URLSearchParams({ type: schedule.type });
+export function scheduleJobsLink(schedule: Pick<Schedule, "name" | "type" | "queue">): string {
+  const params = new URLSearchParams();
+  if (schedule.type) params.set("type", schedule.type);
   if (schedule.queue) params.set("queue", schedule.queue);
+  params.set("schedule", schedule.name);
   return `/jobs?${params}`;
 }
 
@@ -151,15 +151,9 @@ function SchedulesTable({ rows }: { rows: Schedule[] }) {
                   )}
                 </td>
                 <td className="nowrap">
-                  {jobs ? (
-                    <Link to={jobs} title="Every job of this type (the list cannot filter by schedule)">
-                      {s.type} jobs
-                    </Link>
-                  ) : (
-                    <span className="faint" title="Task jobs share one type: the list cannot single these out">
-                      —
-                    </span>
-                  )}
+                  <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
+                    {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
+                  </Link>
                 </td>
               </tr>
             );

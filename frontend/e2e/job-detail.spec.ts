@@ -1,0 +1,180 @@
+/**
+ * A job's page: the live timeline of a job that runs to success, the cancellation of a running
+ * job (asked first; badge, status field and timeline agreeing throughout), and deleting a
+ * finished job.
+ */
+import { PHONE, DESKTOP, badge, createJobInForm, expect, shot, test, timelineKinds, waitForStatus } from "./fixtures";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("a sleep job goes queued -> running (progress, lease) -> succeeded, live", async ({ page, backend }) => {
+  const id = await createJobInForm(page, backend, { type: "sleep", payload: { seconds: 3 } });
+  await expect(page.getByTestId("created-notice")).toContainText("Job created.");
+  const seen = new Set<string | null>([await badge(page).getAttribute("data-status")]);
+  const progressSeen: number[] = [];
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const status = await badge(page).getAttribute("data-status");
+    seen.add(status);
+    if (status === "running") {
+      const pct = Number(await page.getByTestId("job-progress").getAttribute("aria-valuenow"));
+      if (pct > 0 && pct < 100 && !progressSeen.includes(pct)) {
+        progressSeen.push(pct);
+        if (progressSeen.length <= 2) {
+          expect(
+            (await page.getByTestId("lease-owner").innerText()).trim(),
+            "a running job shows its lease owner",
+          ).not.toBe("");
+          await expect(page.getByTestId("lease-countdown"), "a running job shows its lease countdown").toContainText(
+            "expires in",
+          );
+          if (progressSeen.length === 1) await shot(page, "job-running");
+        }
+      }
+    }
+    if (status === "succeeded") break;
+    await sleep(150);
+  }
+  expect([...seen], `job #${id} is seen running`).toContain("running");
+  expect([...seen], `job #${id} succeeds within 20 s`).toContain("succeeded");
+  // The detail is polled every second and the job reports every 0.25 s for 3 s: at least one
+  // value between 0 and 100 shows (usually two or three), and they only grow.
+  expect(progressSeen.length, "the progress bar moves while running").toBeGreaterThanOrEqual(1);
+  expect(progressSeen, "progress never goes backwards").toEqual([...progressSeen].sort((a, b) => a - b));
+  await expect(page.locator('[data-testid=events-timeline] > li[data-kind="succeeded"]')).toBeVisible();
+  const kinds = await timelineKinds(page);
+  const order = ["created", "claimed", "progress", "succeeded"].map((k) => kinds.indexOf(k));
+  expect(
+    order.every((i) => i >= 0) && order.every((i, n) => n === 0 || i > order[n - 1]),
+    `timeline reads created, claimed, progress, succeeded; got ${kinds.join(", ")}`,
+  ).toBe(true);
+  await expect(page.getByTestId("job-progress"), "a succeeded job shows 100%").toHaveAttribute("aria-valuenow", "100");
+  await expect(page.getByTestId("created-notice"), "'Job created.' goes once the job ended").toHaveCount(0);
+  await shot(page, "job-succeeded");
+});
+
+test("a permanently failing job shows its error", async ({ page, backend }) => {
+  const message = `e2e permanent failure ${test.info().testId}`;
+  await createJobInForm(page, backend, { type: "fail", payload: { permanent: true, message } });
+  await waitForStatus(page, "failed");
+  await expect(page.getByText(message).first()).toBeVisible();
+  await expect(page.getByRole("button", { name: "Retry", exact: true })).toBeEnabled();
+  await expect(page.getByRole("button", { name: "Cancel", exact: true })).toBeDisabled();
+  const lease = await page.locator("section[aria-labelledby=lease-title]").innerText();
+  expect(lease, "the Lease card does not use the event kind's word").not.toMatch(/Released/);
+  await shot(page, "job-failed");
+});
+
+test("cancel a running job: asked first, by mouse and keyboard; one state everywhere", async ({ page, api }) => {
+  const { id } = await api.createJob("sleep", { seconds: 120 });
+  await page.goto(`/jobs/${id}`);
+  await waitForStatus(page, "running");
+  await expect(page.getByTestId("lease-owner")).toBeVisible();
+  const cancelButton = page.getByRole("button", { name: "Cancel", exact: true });
+  // A running job asks first; Escape keeps it running and gives the focus back to Cancel.
+  await cancelButton.click();
+  const confirm = page.getByTestId("confirm-cancel");
+  await expect(confirm).toBeVisible();
+  await expect(
+    confirm.getByRole("button", { name: "Yes, cancel it" }),
+    "the confirmation takes the focus",
+  ).toBeFocused();
+  await shot(page, "job-confirm-cancel", { fullPage: false });
+  await page.keyboard.press("Escape");
+  await expect(confirm).toHaveCount(0);
+  await expect(cancelButton, "Escape gives the focus back to Cancel").toBeFocused();
+  expect(await badge(page).getAttribute("data-status"), "Escape does not cancel").toBe("running");
+  expect((await api.job(id)).status).toBe("running");
+  // By keyboard this time: Enter opens the confirmation, Enter confirms.
+  await page.keyboard.press("Enter");
+  await expect(confirm).toBeVisible();
+  await page.keyboard.press("Enter");
+  const outcome = page.getByTestId("action-outcome");
+  await expect(outcome).toBeVisible();
+  const outcomeText = await outcome.innerText();
+  expect(outcomeText).toMatch(/cancel/i);
+  expect(outcomeText).not.toMatch(/could not/i);
+  // The notice sits under the title row; the title, badge and buttons stay on one line.
+  const head = (await page.locator(".page-head").boundingBox())!;
+  const notice = (await outcome.boundingBox())!;
+  const title = (await page.locator("h1").boundingBox())!;
+  const button = (await cancelButton.boundingBox())!;
+  expect(notice.y, "the outcome notice is below the title row").toBeGreaterThanOrEqual(head.y + head.height - 1);
+  expect(head.height, "the title row does not wrap at 1440 px").toBeLessThan(80);
+  expect(
+    button.y < title.y + title.height && button.y + button.height > title.y,
+    "title and buttons share a line",
+  ).toBe(true);
+  await shot(page, "job-cancel-requested", { fullPage: false });
+  // Until it ends, every part of the page tells the same state: the timeline never shows the
+  // end while the badge and the status field do not.
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const snap = await page.evaluate(() => {
+      const b = document.querySelector("h1 [data-testid=status-badge]");
+      const fields = [...document.querySelectorAll("[data-testid=job-fields] dt")];
+      const statusField = fields.find((dt) => dt.textContent === "status")?.nextElementSibling?.textContent;
+      const ended = !!document.querySelector('[data-testid=events-timeline] > li[data-kind="cancelled"]');
+      return { badge: b?.getAttribute("data-status"), label: b?.textContent, statusField, ended };
+    });
+    expect(snap.badge, `badge ${snap.badge} but status field ${snap.statusField}`).toBe(snap.statusField);
+    expect(
+      !snap.ended || snap.badge === "cancelled",
+      `the timeline says Cancelled while the badge says ${snap.label}`,
+    ).toBe(true);
+    if (snap.badge === "cancelled") break;
+    await sleep(50);
+  }
+  await waitForStatus(page, "cancelled", 1_000);
+  const kinds = await timelineKinds(page);
+  expect(kinds, "the timeline has the request").toContain("cancel_requested");
+  expect(kinds.at(-1), "the timeline ends cancelled").toBe("cancelled");
+  await expect(cancelButton, "a cancelled job cannot be cancelled again").toBeDisabled();
+  await expect(
+    page.getByRole("button", { name: "Retry", exact: true }),
+    "a cancelled job can be retried",
+  ).toBeEnabled();
+  // The notices that no longer apply are gone; the Lease card says what is true.
+  await expect(page.getByText("Cancel requested:")).toHaveCount(0);
+  await expect(page.getByTestId("created-notice")).toHaveCount(0);
+  await expect(outcome).toHaveText(/^Cancelled/);
+  const lease = await page.locator("section[aria-labelledby=lease-title]").innerText();
+  expect(lease).toMatch(/the job was cancelled/);
+  expect(lease).not.toMatch(/Released/);
+  await shot(page, "job-cancelled");
+  await page.setViewportSize(PHONE);
+  await shot(page, "job-cancelled-phone", { fullPage: false });
+  await page.setViewportSize(DESKTOP);
+});
+
+test("delete a finished job from its page, after a confirmation", async ({ page, api }) => {
+  const { id } = await api.createJob("noop");
+  await api.waitForStatus(id, "succeeded");
+  await page.goto(`/jobs/${id}`);
+  await waitForStatus(page, "succeeded");
+  const del = page.getByRole("button", { name: "Delete", exact: true });
+  // Asked first; keeping it changes nothing.
+  await del.click();
+  const confirm = page.getByTestId("confirm-delete");
+  await expect(confirm).toContainText(`Delete job #${id} and its events?`);
+  await shot(page, "job-confirm-delete", { fullPage: false });
+  await confirm.getByRole("button", { name: /keep/i }).click();
+  await expect(confirm).toHaveCount(0);
+  expect(await api.exists(id), "kept: the job is still there").toBe(true);
+  await del.click();
+  await confirm.getByRole("button", { name: "Yes, delete it" }).click();
+  // Back on the list, which says what happened; the job is gone from the API.
+  await page.waitForURL(/\/jobs$/);
+  await expect(page.getByTestId("deleted-notice")).toHaveText(`Job #${id} deleted, with its events.`);
+  expect(await api.exists(id), "the job is gone").toBe(false);
+  await page.goto(`/jobs/${id}`);
+  await expect(page.getByText(`Job #${id} does not exist`)).toBeVisible();
+});
+
+test("a queued or running job offers no Delete", async ({ page, api }) => {
+  const { id } = await api.createJob("noop", {}, { queue: api.backend.idleQueue });
+  await page.goto(`/jobs/${id}`);
+  await waitForStatus(page, "queued");
+  await expect(page.getByRole("button", { name: "Delete", exact: true })).toHaveCount(0);
+  await api.cancel(id);
+});
