@@ -38,7 +38,10 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
 
     # The table is printed, one line per figure, and the targets are judged.
     assert "drain (jobs/s)" in proc.stdout and "pickup p95 (ms)" in proc.stdout
-    assert "targets (issue 7):" in proc.stdout
+    assert "targets (issue 16):" in proc.stdout
+    # Defaults first: the headline's first figure is the drain at defaults against PgQueuer.
+    assert proc.stdout.lstrip().startswith("headline")
+    assert proc.stdout.index("drain at defaults") < proc.stdout.index("drain, tuned best")
 
     res = json.loads((tmp_path / "smoke.json").read_text())
     ours = res["ours"]
@@ -46,6 +49,10 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     for figure in ("enqueue_single", "enqueue_bulk", "drain"):
         assert ours[figure]["median"] > 0 and len(ours[figure]["runs"]) == res["sizes"]["runs"]
     assert ours["drain"]["config"] and ours["drain"]["tried"]
+    # At defaults: only --threads chosen, the rest described from the settings as resolved.
+    for figure in ("drain_defaults", "drain_defaults_stale_stats"):
+        assert ours[figure]["median"] > 0 and len(ours[figure]["runs"]) == res["sizes"]["runs"]
+    assert "--threads 16, nothing else: " in ours["drain_defaults"]["config"]
     pickup = ours["pickup"]
     assert 0 < pickup["p50"]["median"] <= pickup["p95"]["median"] <= pickup["p99"]["median"]
     assert ours["claim_at_scale"]["p99"]["median"] > 0
@@ -60,8 +67,13 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
         assert api["post"]["codes"].get("201", 0) > 0 and api["get"]["codes"].get("200", 0) > 0
         assert api["post"]["rps"]["median"] > 0
     assert res["postgres"]["fsync"] in ("on", "off")
-    assert {t["target"] for t in res["targets"]} >= {"drain", "pickup_p50", "rss_after"}
+    assert {t["target"] for t in res["targets"]} >= {
+        "drain_defaults", "drain_best", "drain_stale_stats", "claim_p99", "rss_after"}
+    stale = next(t for t in res["targets"] if t["target"] == "drain_stale_stats")
+    assert stale["got"] == pytest.approx(ours["drain_defaults_stale_stats"]["median"]
+                                         / ours["drain_defaults"]["median"])
     drain_row = next(r for r in res["table"] if r["key"] == "drain")
+    assert res["table"][0]["key"] == "drain_defaults"
     assert drain_row["ratio_to_raw"] == pytest.approx(
         ours["drain"]["median"] / res["raw"]["claim50_complete50"]["median"])
 
