@@ -22,6 +22,7 @@ every run of a point sees the same table. A point's figure is the median of its 
     CURVES_POINTS=baseline,finished_1M   some points only
     CURVES_RUNS=5                  runs a point
     CURVES_MAX_MINUTES=60          stop (with what is measured) after this long
+    python bench/curves.py --draw bench/results/curves-full.json [DIR]   charts again
 
 Rows are written outside the service, by cloning a job that went through the real service
 path (enqueue, claim, complete) with INSERT ... SELECT generate_series: every column is
@@ -43,6 +44,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 from urllib.parse import urlsplit
 
@@ -340,7 +342,8 @@ def draw(results: list[dict], out_dir: str, caption: str) -> list[str]:
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         fig.suptitle(f"{title}: median of runs, range as bars", fontsize=10)
-        fig.text(0.5, -0.02, caption, ha="center", va="top", fontsize=7, color="#555")
+        fig.text(0.5, -0.02, textwrap.fill(caption, 130), ha="center", va="top", fontsize=7,
+                 color="#555")
         path = os.path.join(out_dir, f"curves-{name}.svg")
         fig.savefig(path, metadata={"Date": None}, bbox_inches="tight")
         plt.close(fig)
@@ -363,7 +366,22 @@ def print_table(results: list[dict]) -> None:
               f"{(r['jobs_bytes'] + r['job_events_bytes']) / 1e6:>16,.0f}")
 
 
+def caption_of(out: dict) -> str:
+    m, facts = out["sizes"], out["postgres"]
+    return (f"{out['mode']} mode{' (sizes / 100)' if out['mode'] == 'quick' else ''}, "
+            f"{out['started_at'][:10]}, {out['machine']['cpus']} CPUs, PostgreSQL "
+            f"{facts['server_version'].split()[0]} (fsync {facts['fsync']}), {out['workers']}, "
+            f"{m['drain_n']:,} jobs drained per run, {m['claim_samples']:,} claims sampled, "
+            f"median of {m['runs']} run(s)")
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--draw"]:  # charts again from a run's JSON: --draw FILE [DIR]
+        out = json.load(open(sys.argv[2]))
+        charts = sys.argv[3] if len(sys.argv) > 3 else os.path.join(REPO, "docs/_static/bench")
+        for path in draw(out["points"], charts, caption_of(out)):
+            print(f"wrote {os.path.relpath(path, REPO)}")
+        return 0
     mode = "quick" if os.environ.get("CURVES_QUICK") else "full"
     m = dict(QUICK if mode == "quick" else FULL)
     if os.environ.get("CURVES_RUNS"):
@@ -417,10 +435,7 @@ def main() -> int:
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
            "postgres": facts, "points": results}
     print_table(results)
-    caption = (f"{mode} mode{' (sizes / 100)' if mode == 'quick' else ''}, "
-               f"{out['started_at'][:10]}, {os.cpu_count()} CPUs, PostgreSQL "
-               f"{facts['server_version'].split()[0]} (fsync {facts['fsync']}), {out['workers']}, "
-               f"{m['drain_n']:,} jobs drained per run, {m['claim_samples']:,} claims sampled")
+    caption = caption_of(out)
     for path in draw(results, charts_dir, caption):
         print(f"wrote {os.path.relpath(path, REPO)}")
     os.makedirs(results_dir, exist_ok=True)

@@ -20,6 +20,7 @@ shortens it for a smoke run.
 import json
 import os
 import statistics
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -117,7 +118,7 @@ def _draw(samples: list[dict], path: Path, caption: str) -> bool:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     fig.suptitle("Soak at half the maximum rate, pruning on", fontsize=10)
-    fig.text(0.5, -0.02, caption, ha="center", va="top", fontsize=7, color="#555")
+    fig.text(0.5, -0.02, textwrap.fill(caption, 150), ha="center", va="top", fontsize=7, color="#555")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
