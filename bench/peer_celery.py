@@ -24,6 +24,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
+# Celery's Django fix-up wakes up whenever DJANGO_SETTINGS_MODULE is set (the test suite and
+# `make` set it) and would load the project's settings, which this virtualenv cannot import:
+# this app is plain Celery, in this process and in the workers it starts (they inherit it).
+os.environ.pop("DJANGO_SETTINGS_MODULE", None)
 from celery import Celery, group  # noqa: E402
 
 from bench.common import (  # noqa: E402

@@ -5,7 +5,7 @@ processes chosen, and for ours `--threads`) and at the best of several configura
 report prints the ratio at defaults first (ours at defaults vs PgQueuer's best), then the
 tuned best, then the enqueue ratios, then the table and issue 16's targets, met or missed.
 
-    make bench                       full size (20,000 jobs, 3 runs each, ~20 min)
+    make bench                       full size (20,000 jobs, 3 runs each, ~40 min)
     BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
     BENCH_SYSTEMS=ours,raw,pgbench   only some parts (ours, pgqueuer, procrastinate,
                                      django-tasks-db, celery, raw, pgbench)

@@ -26,6 +26,7 @@ def _databases(name: str) -> list:
                             [name]).fetchall()
 
 
+@pytest.mark.timeout(600)
 def test_curves_quick_points_measure_draw_and_clean_up(tmp_path):
     db = f"curves_smoke_{os.getpid()}"
     env = dict(os.environ, DATABASE_URL=_server_url(), CURVES_QUICK="1", CURVES_DB=db,
