@@ -25,7 +25,9 @@ help:
 	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
 	@echo "make test    run the whole suite (backend, UI unit tests, browser end-to-end)"
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
-	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db (BENCH_QUICK=1: faster)"
+	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, Celery (BENCH_QUICK=1: faster)"
+	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
+	@echo "make soak    30-minute soak at half the maximum rate, pruning on (SOAK_MINUTES=...)"
 	@echo "make diagrams  render assets/*.svg from their sources"
 	@echo "make docs    build the documentation site into docs/_build/html (warnings are errors)"
 	@echo "make db-stop stop the embedded PostgreSQL"
@@ -150,11 +152,20 @@ chaos-3: venv migrate
 poison: venv migrate
 	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/test_poison_property.py -s
 
+# 30 minutes at half the maximum rate with pruning on (SOAK_MINUTES=2 for a smoke run); the
+# chart of a full run goes to docs/_static/bench/soak.svg. Not part of `make test`.
 soak: venv migrate
 	SOAK=1 $(PY) -m pytest -q -m slow tests/test_soak.py -s
 
 bench: venv migrate
 	$(PY) bench/run.py
+
+# Drain rate and claim p99 as finished rows, backlog, queues and scheduled jobs grow (bench/
+# curves.py; ~25-40 min on 2 cores, CURVES_QUICK=1 for sizes / 100); charts into
+# docs/_static/bench/.
+.PHONY: curves
+curves: venv db-start
+	$(PY) bench/curves.py
 
 # The API's schema as /api/schema/ serves it (its own drf-spectacular settings:
 # django_pg_jobqueue.api.openapi), then the dashboard's types from it.

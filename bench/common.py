@@ -128,22 +128,37 @@ class CpuSampler(threading.Thread):
 def best_drain(configs: str, run_one, runs: int, name: str, describe: str) -> dict:
     """Drain once at every configuration, then repeat the fastest until there are `runs`.
 
-    `configs` is "AxB,CxD,..." (numbers joined by x); `run_one(A, B)` drains once and returns
+    `configs` is "AxB,CxD,..." (numbers, or words such as a pool's name, joined by x);
+    `run_one(A, B)` drains once and returns
     (jobs/s, machine CPU us per job); `describe` formats the best one's numbers for the table
     ("{} processes x batch {}"). Returns the `drain` figure: jobs/s and CPU per job (median
     and range), the best configuration, every try."""
     tried = {}
     for cfg in configs.split(","):
-        tried[cfg] = run_one(*(int(x) for x in cfg.split("x")))
+        tried[cfg] = run_one(*_config_values(cfg))
         log(f"{name} drain {cfg}: {tried[cfg][0]:.0f} jobs/s, {tried[cfg][1] or 0:.0f} us CPU/job")
     best = max(tried, key=lambda c: tried[c][0])
-    numbers = [int(x) for x in best.split("x")]
+    numbers = _config_values(best)
     results = [tried[best]] + [run_one(*numbers) for _ in range(runs - 1)]
     log(f"{name} drain best {best}: {[round(r[0]) for r in results]}")
     return {**summary([r[0] for r in results]),
             "cpu_us_per_job": summary([r[1] for r in results]),
             "config": describe.format(*numbers),
             "tried": {k: round(v[0]) for k, v in tried.items()}}
+
+
+def _config_values(cfg: str) -> list:
+    return [int(x) if x.isdigit() else x for x in cfg.split("x")]
+
+
+def defaults_drain(run_one, runs: int, name: str, config: str) -> dict:
+    """Drain `runs` times at the system's defaults (`run_one()` returns (jobs/s, CPU us per
+    job), as for best_drain): the figure a user who changes nothing but the process count
+    gets. `config` says in words what those defaults are."""
+    results = [run_one() for _ in range(runs)]
+    log(f"{name} drain at defaults ({config}): {[round(r[0]) for r in results]}")
+    return {**summary([r[0] for r in results]),
+            "cpu_us_per_job": summary([r[1] for r in results]), "config": config}
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:

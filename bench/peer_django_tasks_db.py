@@ -15,6 +15,7 @@ from bench.common import (  # noqa: E402
     CpuSampler,
     analyze,
     best_drain,
+    defaults_drain,
     emit,
     latency_summary,
     log,
@@ -52,7 +53,7 @@ def enqueue_single(n):
     return n / (time.perf_counter() - t0)
 
 
-def drain(url, n, procs, fill=True):
+def drain(url, n, procs, fill=True, defaults=False):
     from django.db.models import Max, Min
     from django_tasks_db.models import DBTaskResult
 
@@ -60,7 +61,9 @@ def drain(url, n, procs, fill=True):
         enqueue_single(n)
     analyze(url)
     with CpuSampler() as cpu:
-        ws = [subprocess.Popen(worker_cmd(True, 0.1), env=env(url), cwd=REPO,
+        # --batch only makes it exit once the queue is empty (for the timing), not a tuning
+        cmd = worker_cmd(True) if defaults else worker_cmd(True, 0.1)
+        ws = [subprocess.Popen(cmd, env=env(url), cwd=REPO,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
               for _ in range(procs)]
         for w in ws:
@@ -99,6 +102,8 @@ def main():
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--configs", default="2")
+    ap.add_argument("--defaults-procs", type=int, default=2,
+                    help="db_worker processes for the drain at defaults (no flag)")
     ap.add_argument("--pickup-n", type=int, default=200)
     ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
@@ -118,6 +123,13 @@ def main():
         single.append(enqueue_single(args.n))
         return drain(args.url, args.n, procs, fill=False)
 
+    def fill_and_drain_defaults():
+        single.append(enqueue_single(args.n))
+        return drain(args.url, args.n, args.defaults_procs, fill=False, defaults=True)
+
+    result["drain_defaults"] = defaults_drain(
+        fill_and_drain_defaults, args.runs, "django-tasks-db",
+        f"{args.defaults_procs} processes (db_worker --batch, its default --interval)")
     result["drain"] = best_drain(args.configs, fill_and_drain, args.runs, "django-tasks-db",
                                  "{} processes (db_worker, --interval 0.1)")
     log(f"django-tasks-db enqueue single {single}")

@@ -19,6 +19,7 @@ from bench.common import (  # noqa: E402
     analyze,
     best_drain,
     conninfo,
+    defaults_drain,
     emit,
     latency_summary,
     log,
@@ -151,6 +152,8 @@ def main():
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--drain", action="store_true")
     ap.add_argument("--configs", default="1x10,1x100,2x100")
+    ap.add_argument("--defaults-procs", type=int, default=2,
+                    help="worker processes for the drain at defaults (QueueManager.run())")
     ap.add_argument("--pickup-n", type=int, default=200)
     ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
@@ -169,6 +172,14 @@ def main():
         bulk.append(asyncio.run(_enqueue_bulk(args.url, args.n)))
         log(f"pgqueuer enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    # Its defaults: QueueManager.run() with no argument (the batch size read from its signature).
+    import inspect
+
+    default_batch = inspect.signature(QueueManager.run).parameters["batch_size"].default
+    result["drain_defaults"] = defaults_drain(
+        lambda: drain(args.url, args.n, args.defaults_procs, default_batch), args.runs,
+        "pgqueuer", f"{args.defaults_procs} processes x QueueManager.run() defaults "
+        f"(batch {default_batch})")
     result["drain"] = best_drain(args.configs, lambda p, b: drain(args.url, args.n, p, b),
                                  args.runs, "pgqueuer", "{} processes x batch {}")
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))

@@ -19,6 +19,7 @@ from bench.common import (  # noqa: E402
     analyze,
     best_drain,
     conninfo,
+    defaults_drain,
     emit,
     latency_summary,
     log,
@@ -143,6 +144,8 @@ def main():
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--drain", action="store_true")
     ap.add_argument("--configs", default="1x10,2x10,2x50")
+    ap.add_argument("--defaults-procs", type=int, default=2,
+                    help="worker processes for the drain at defaults (run_worker_async())")
     ap.add_argument("--pickup-n", type=int, default=200)
     ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
@@ -161,6 +164,16 @@ def main():
         bulk.append(enqueue(args.url, args.n, bulk=True))
         log(f"procrastinate enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
     result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    # Its defaults: the worker's own concurrency (read from procrastinate.worker.Worker).
+    import inspect
+
+    from procrastinate.worker import Worker
+
+    default_conc = inspect.signature(Worker.__init__).parameters["concurrency"].default
+    result["drain_defaults"] = defaults_drain(
+        lambda: drain(args.url, args.n, args.defaults_procs, default_conc), args.runs,
+        "procrastinate", f"{args.defaults_procs} processes x worker defaults "
+        f"(concurrency {default_conc})")
     result["drain"] = best_drain(args.configs, lambda p, c: drain(args.url, args.n, p, c),
                                  args.runs, "procrastinate", "{} processes x concurrency {}")
     lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))

@@ -1,10 +1,18 @@
-"""`make bench`: this queue against PgQueuer, Procrastinate and django-tasks-db, side by side
-on one PostgreSQL server, plus the raw-SQL ceiling of this design and pgbench for scale.
+"""`make bench`: this queue against PgQueuer, Procrastinate, django-tasks-db and the incumbent,
+Celery with its Redis broker, side by side on one machine, plus the raw-SQL ceiling of this
+design and pgbench for scale. Every system is drained at its defaults (only the number of
+processes chosen, and for ours `--threads`) and at the best of several configurations; the
+report prints the ratio at defaults first (ours at defaults vs PgQueuer's best), then the
+tuned best, then the enqueue ratios, then the table and issue 16's targets, met or missed.
 
-    make bench                       full size (20,000 jobs, 3 runs each, ~20 min)
+    make bench                       full size (20,000 jobs, 3 runs each, ~40 min)
     BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
     BENCH_SYSTEMS=ours,raw,pgbench   only some parts (ours, pgqueuer, procrastinate,
-                                     django-tasks-db, raw, pgbench)
+                                     django-tasks-db, celery, raw, pgbench)
+
+Celery needs a Redis server at BENCH_REDIS_URL (default redis://127.0.0.1:6379; it uses and
+flushes database number BENCH_REDIS_DB, default 13); when none answers it is skipped, and
+the report says so.
 
 The server is DATABASE_URL's, else the embedded PostgreSQL. Each system gets its own
 database, created and dropped here. Peers run from bench/.venv-peers (created on first use
@@ -31,9 +39,13 @@ from bench.common import connect, create_db, drop_db, log, with_dbname  # noqa: 
 
 PEERS_VENV = os.path.join(HERE, ".venv-peers")
 PEERS_PY = os.path.join(PEERS_VENV, "bin", "python")
-PEERS = ["pgqueuer", "procrastinate", "django-tasks-db"]
+PEERS = ["pgqueuer", "procrastinate", "django-tasks-db", "celery"]
 ADAPTERS = {"pgqueuer": "peer_pgqueuer.py", "procrastinate": "peer_procrastinate.py",
-            "django-tasks-db": "peer_django_tasks_db.py"}
+            "django-tasks-db": "peer_django_tasks_db.py", "celery": "peer_celery.py"}
+# Ours at defaults: processes x --threads, nothing else chosen (issue 16: 2 x 16).
+OURS_DEFAULTS = "2x16"
+# Every peer's drain at defaults runs as many worker processes as ours.
+DEFAULTS_PROCS = "2"
 ALL = ["ours", *PEERS, "raw", "pgbench"]
 
 # name: (sizes for every part). Smoke is what the test suite runs: tiny, one run.
@@ -42,21 +54,25 @@ MODES = {
                  claim_samples=1000, rss_n=100_000, pgbench_seconds=10, pgbench_scale=10,
                  ours_configs="2x32x50x0,2x64x100x0,2x32x100x64,2x32x200x128,2x16x200x128",
                  pgq_configs="1x10,1x100,2x100,2x200,3x100", proc_configs="2x10,2x50", dtdb_configs="2",
-                 api_seconds=10),
+                 celery_configs="1xpreforkx2x4,1xpreforkx2x64,2xpreforkx2x64,1xthreadsx16x64,"
+                                "2xsolox1x64", api_seconds=10),
     "quick": dict(n=5000, runs=3, pickup_n=100, claim_terminal=200_000, claim_queued=10_000,
                   claim_samples=300, rss_n=20_000, pgbench_seconds=5, pgbench_scale=5,
                   ours_configs="2x32x50x0,2x32x200x128,2x16x200x128", pgq_configs="1x100,2x100",
-                  proc_configs="2x50", dtdb_configs="2", api_seconds=5),
+                  proc_configs="2x50", dtdb_configs="2",
+                  celery_configs="1xpreforkx2x64,1xthreadsx16x64,2xsolox1x64", api_seconds=5),
     "smoke": dict(n=300, runs=1, pickup_n=20, claim_terminal=2000, claim_queued=200,
                   claim_samples=50, rss_n=300, pgbench_seconds=1, pgbench_scale=1,
                   ours_configs="1x2x10x4", pgq_configs="1x10", proc_configs="1x10",
-                  dtdb_configs="1", api_seconds=1),
+                  dtdb_configs="1", celery_configs="1xsolox1x4", api_seconds=1),
 }
 
-# Targets from issue 7: (figure, comparison, value, how it is read).
+# Targets from issue 16, in the order it gives them: (name, what it says, value). The ratios
+# are to PgQueuer's figure (its best configuration for the drains), as the issue reads them.
 TARGETS = [
-    ("drain", "x best peer", 1.2), ("enqueue_single", "x best peer", 1.2),
-    ("enqueue_bulk", "x best peer", 1.5), ("pickup_p50", "ms at most", 4.0),
+    ("drain_defaults", "x PgQueuer best", 1.2), ("drain_best", "x PgQueuer best", 1.5),
+    ("drain_best_raw", "x raw SQL", 0.8), ("enqueue_single", "x PgQueuer", 1.2),
+    ("enqueue_bulk", "x PgQueuer", 1.5), ("drain_stale_stats", "x after ANALYZE", 0.9),
     ("pickup_p95", "ms at most", 6.0), ("claim_p99", "ms at most", 5.0),
     ("rss_after", "MB at most", 150.0), ("api_post_rps", "req/s at least", 800.0),
     ("api_post_p95", "ms at most", 50.0),
@@ -101,7 +117,7 @@ def measure_system(system: str, base: str, m: dict, prefix: str) -> dict:
     try:
         if system == "ours":
             return run_adapter(sys.executable, "ours.py", [
-                *common, "--configs", m["ours_configs"],
+                *common, "--configs", m["ours_configs"], "--defaults", OURS_DEFAULTS,
                 "--claim-terminal", str(m["claim_terminal"]),
                 "--claim-queued", str(m["claim_queued"]),
                 "--claim-samples", str(m["claim_samples"]), "--rss-n", str(m["rss_n"]),
@@ -110,9 +126,9 @@ def measure_system(system: str, base: str, m: dict, prefix: str) -> dict:
             return run_adapter(sys.executable, "rawsql.py", [
                 "--url", url, "--n", str(m["n"]), "--runs", str(m["runs"])], 1800)
         configs = {"pgqueuer": m["pgq_configs"], "procrastinate": m["proc_configs"],
-                   "django-tasks-db": m["dtdb_configs"]}[system]
-        return run_adapter(PEERS_PY, ADAPTERS[system], ["all", *common, "--configs", configs],
-                           3600)
+                   "django-tasks-db": m["dtdb_configs"], "celery": m["celery_configs"]}[system]
+        return run_adapter(PEERS_PY, ADAPTERS[system], [
+            "all", *common, "--configs", configs, "--defaults-procs", DEFAULTS_PROCS], 3600)
     finally:
         drop_db(base, db)
 
@@ -156,14 +172,27 @@ def _med(d, *path):
     return d
 
 
+def promote_defaults(res: dict) -> None:
+    """A system's best drain is the better of its tuned search and its defaults."""
+    for s in ["ours", *PEERS]:
+        r = res.get(s) or {}
+        best, dflt = r.get("drain"), r.get("drain_defaults")
+        if best and dflt and (dflt.get("median") or 0) > (best.get("median") or 0):
+            r["drain"] = {**dflt, "tried": best.get("tried"),
+                          "config": dflt["config"] + " - its defaults beat every tuned try"}
+
+
 def build_rows(res: dict) -> list[dict]:
-    """One row per figure: ours, each peer, best peer, ratios."""
+    """One row per figure: ours, each peer, PgQueuer's, the best peer's, ratios."""
     spec = [  # (key, label, path in a system's JSON, higher is better, raw ceiling path)
+        ("drain_defaults", "drain at defaults (jobs/s)", ("drain_defaults", "median"), True,
+         ("claim50_complete50", "median")),
+        ("drain", "drain, best config (jobs/s)", ("drain", "median"), True,
+         ("claim50_complete50", "median")),
         ("enqueue_single", "enqueue one at a time (jobs/s)", ("enqueue_single", "median"), True,
          ("insert_single", "median")),
         ("enqueue_bulk", "enqueue in bulk (jobs/s)", ("enqueue_bulk", "median"), True,
          ("insert_bulk", "median")),
-        ("drain", "drain (jobs/s)", ("drain", "median"), True, ("claim50_complete50", "median")),
         ("drain_cpu", "drain: machine CPU per job (us)", ("drain", "cpu_us_per_job", "median"),
          False, None),
         ("pickup_p50", "pickup p50 (ms)", ("pickup", "p50", "median"), False, None),
@@ -179,11 +208,20 @@ def build_rows(res: dict) -> list[dict]:
                           for s in ["ours", *PEERS]}}
         peers = {s: v for s, v in row["values"].items() if s != "ours" and v}
         ours = row["values"]["ours"]
+
+        def ratio(theirs):
+            return (ours / theirs) if higher else (theirs / ours)
+
         if peers:
             best = (max if higher else min)(peers, key=peers.get)
             row["best_peer"], row["best_peer_value"] = best, peers[best]
             if ours:
-                row["ratio_to_best_peer"] = (ours / peers[best]) if higher else (peers[best] / ours)
+                row["ratio_to_best_peer"] = ratio(peers[best])
+        # PgQueuer's reference: its best drain for both drain rows (issue 16's reading).
+        pgq = _med(res.get("pgqueuer"), *(("drain", "median") if key == "drain_defaults"
+                                          else path))
+        if pgq and ours:
+            row["pgqueuer_reference"], row["ratio_to_pgqueuer"] = pgq, ratio(pgq)
         raw = _med(res.get("raw"), *raw_path) if raw_path else None
         if raw and ours:
             row["raw_ceiling"], row["ratio_to_raw"] = raw, ours / raw
@@ -193,26 +231,31 @@ def build_rows(res: dict) -> list[dict]:
 
 def verdicts(res: dict, rows: list[dict]) -> list[dict]:
     by_key = {r["key"]: r for r in rows}
+    ours = res.get("ours") or {}
+    stale, fresh = (_med(ours, k, "median") for k in ("drain_defaults_stale_stats",
+                                                       "drain_defaults"))
+    got_by_key = {
+        "drain_defaults": by_key["drain_defaults"].get("ratio_to_pgqueuer"),
+        "drain_best": by_key["drain"].get("ratio_to_pgqueuer"),
+        "drain_best_raw": by_key["drain"].get("ratio_to_raw"),
+        "enqueue_single": by_key["enqueue_single"].get("ratio_to_pgqueuer"),
+        "enqueue_bulk": by_key["enqueue_bulk"].get("ratio_to_pgqueuer"),
+        "drain_stale_stats": (stale / fresh) if stale and fresh else None,
+        "pickup_p95": by_key["pickup_p95"]["values"]["ours"],
+        "claim_p99": _med(ours, "claim_at_scale", "p99", "median"),
+        "rss_after": _med(ours, "rss", "after_mb", "median"),
+        "api_post_rps": _med(ours, "api", "post", "rps", "median"),
+        "api_post_p95": _med(ours, "api", "post", "p95", "median"),
+    }
     out = []
     for key, how, target in TARGETS:
-        if how.endswith("at least"):
-            got = _med(res.get("ours"), "api", "post", "rps", "median")
-            met = got is not None and got >= target
-        elif how == "x best peer":
-            got = by_key[key].get("ratio_to_best_peer")
-            met = got is not None and got >= target
-        else:
-            got = {"pickup_p50": by_key["pickup_p50"]["values"]["ours"],
-                   "pickup_p95": by_key["pickup_p95"]["values"]["ours"],
-                   "claim_p99": _med(res.get("ours"), "claim_at_scale", "p99", "median"),
-                   "rss_after": _med(res.get("ours"), "rss", "after_mb", "median"),
-                   "api_post_p95": _med(res.get("ours"), "api", "post", "p95", "median")}[key]
-            met = got is not None and got <= target
-        wanted = (f"x {target}" if how.startswith("x") else
+        got = got_by_key[key]
+        at_most = how.endswith("at most")
+        met = None if got is None else (got <= target if at_most else got >= target)
+        wanted = (f">= {target}{how[0]}{how[1:]}" if how.startswith("x") else
                   f">= {target:.0f} {how.split()[0]}" if how.endswith("at least") else
                   f"<= {target} {how.split()[0]}")
-        out.append({"target": key, "wanted": wanted, "got": got,
-                    "met": None if got is None else met})
+        out.append({"target": key, "wanted": wanted, "got": got, "met": met})
     return out
 
 
@@ -224,27 +267,68 @@ def fmt(v, ms=False):
     return f"{v:,.0f}"
 
 
+def _x(v):
+    return f"{v:.2f}x" if v else "-"
+
+
+def print_headline(res: dict, rows: list[dict]) -> None:
+    """Defaults first: the ratio a user who changes nothing gets, then the tuned best, then
+    enqueue."""
+    by_key = {r["key"]: r for r in rows}
+    ours, pgq = res.get("ours") or {}, res.get("pgqueuer") or {}
+    print("\nheadline (issue 16; ratios to PgQueuer, measured in this run):")
+    d, b = by_key["drain_defaults"], by_key["drain"]
+    if ours.get("drain_defaults"):
+        print(f"  drain at defaults   {_x(d.get('ratio_to_pgqueuer')):>7}  ours "
+              f"{fmt(d['values']['ours'])} jobs/s vs "
+              f"PgQueuer's best {fmt(d.get('pgqueuer_reference'))} jobs/s "
+              f"[{_med(pgq, 'drain', 'config') or '-'}]")
+        stale = ours.get("drain_defaults_stale_stats") or {}
+        if stale.get("median"):
+            print(f"  ... before ANALYZE  {stale['median'] / d['values']['ours']:.2f}x of the "
+                  f"drain after it ({fmt(stale['median'])} jobs/s)")
+    if ours.get("drain"):
+        print(f"  drain, tuned best   {_x(b.get('ratio_to_pgqueuer')):>7}  ours "
+              f"{fmt(b['values']['ours'])} jobs/s [{ours['drain']['config']}]; "
+              f"{_x(b.get('ratio_to_raw'))} of the raw-SQL ceiling")
+    for key, name in (("enqueue_single", "enqueue single"), ("enqueue_bulk", "enqueue bulk")):
+        r = by_key[key]
+        if r["values"]["ours"]:
+            print(f"  {name:19} {_x(r.get('ratio_to_pgqueuer')):>7}  ours "
+                  f"{fmt(r['values']['ours'])} jobs/s vs PgQueuer "
+                  f"{fmt(r.get('pgqueuer_reference'))}")
+    skipped = [f"{s}: {res[s]['skipped']}" for s in PEERS if (res.get(s) or {}).get("skipped")]
+    if skipped:
+        print("  skipped: " + "; ".join(skipped))
+
+
 def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
+    print_headline(res, rows)
     names = ["ours", *PEERS]
-    head = (f"{'median (range)':32}" + "".join(f"{n:>24}" for n in names)
-            + f"{'vs best peer':>14}{'vs raw SQL':>12}")
+    head = (f"{'median (range)':32}" + "".join(f"{n:>22}" for n in names)
+            + f"{'vs PgQueuer':>13}{'vs best peer':>14}{'vs raw SQL':>12}")
     print("\n" + head)
     print("-" * len(head))
-    # Ratios read "x better than": ours / best peer for rates, best peer / ours for latencies.
+    # Ratios read "x better than": ours / theirs for rates, theirs / ours for latencies.
     for r in rows:
         ms = not r["higher_is_better"]
         cells = []
         for n in names:
             v, (lo, hi) = r["values"][n], r["ranges"][n]
             cells.append(f"{fmt(v, ms)} ({fmt(lo, ms)}-{fmt(hi, ms)})" if v is not None else "-")
-        ratio = r.get("ratio_to_best_peer")
-        raw = r.get("ratio_to_raw")
-        print(f"{r['label']:32}" + "".join(f"{c:>24}" for c in cells)
-              + f"{(f'{ratio:.2f}x' if ratio else '-'):>14}{(f'{raw:.2f}x' if raw else '-'):>12}")
+        print(f"{r['label']:32}" + "".join(f"{c:>22}" for c in cells)
+              + f"{_x(r.get('ratio_to_pgqueuer')):>13}{_x(r.get('ratio_to_best_peer')):>14}"
+              f"{_x(r.get('ratio_to_raw')):>12}")
     ours = res.get("ours") or {}
+    print("\nat defaults: " + "; ".join(
+        f"{s} {res[s]['drain_defaults']['config']}" for s in names
+        if (res.get(s) or {}).get("drain_defaults")))
     if ours.get("drain"):
-        print(f"\nbest configurations: ours {ours['drain']['config']}; " + "; ".join(
-            f"{p} {res[p]['drain']['config']}" for p in PEERS if res.get(p, {}).get("drain")))
+        print(f"best configurations: ours {ours['drain']['config']}; " + "; ".join(
+            f"{p} {res[p]['drain']['config']}" for p in PEERS
+            if (res.get(p) or {}).get("drain")))
+    if (res.get("celery") or {}).get("broker"):
+        print(f"celery {res['celery']['version']} with {res['celery']['broker']}")
     raw = res.get("raw")
     if raw:
         print("raw SQL ceiling ({} threads): claim 1 + complete 1: {}/s, claim 50 + complete each: "
@@ -252,7 +336,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
                   raw["threads"], *(fmt(raw[k]["median"]) for k in (
                       "claim1_complete1", "claim50_complete_each", "claim50_complete50",
                       "insert_single", "insert_bulk"))))
-    if res.get("pgbench", {}).get("tps"):
+    if (res.get("pgbench") or {}).get("tps"):
         print(f"pgbench TPC-B: {fmt(res['pgbench']['tps']['median'])} TPS "
               f"({fmt(res['pgbench']['tps']['min'])}-{fmt(res['pgbench']['tps']['max'])})")
     if ours.get("claim_at_scale"):
@@ -279,10 +363,11 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
                   f"p95 {ms('p95')} / p99 {ms('p99')} ms, codes {d['codes']}")
     elif a:
         print(f"API: {a.get('skipped')}")
-    print("\ntargets (issue 7):")
+    print("\ntargets (issue 16):")
     for t in targets:
         got = t["got"]
-        print(f"  {t['target']:16} want {t['wanted']:14} got {('-' if got is None else f'{got:.2f}'):>8}"
+        print(f"  {t['target']:18} want {t['wanted']:20} got "
+              f"{('-' if got is None else f'{got:.2f}'):>8}"
               f"  {'MET' if t['met'] else ('n/a' if t['met'] is None else 'MISSED')}")
 
 
@@ -310,6 +395,7 @@ def main() -> int:
         t0 = time.time()
         res[s] = pgbench(base, m, prefix) if s == "pgbench" else measure_system(s, base, m, prefix)
         res[s]["seconds"] = round(time.time() - t0, 1)
+    promote_defaults(res)
     rows = build_rows(res)
     targets = verdicts(res, rows)
     res["table"], res["targets"] = rows, targets

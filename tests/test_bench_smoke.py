@@ -27,18 +27,23 @@ def _server_url() -> str:
     return f"postgres://{auth}@{host}:{db.get('PORT') or 5432}/postgres"
 
 
+@pytest.mark.timeout(600)
 def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     prefix = f"bench_smoke_{os.getpid()}"
     env = dict(os.environ, DATABASE_URL=_server_url(), BENCH_SMOKE="1",
                BENCH_SYSTEMS="ours,raw,pgbench", BENCH_DB_PREFIX=prefix,
                BENCH_RESULTS_DIR=str(tmp_path))
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "run.py")], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=420)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     # The table is printed, one line per figure, and the targets are judged.
-    assert "drain (jobs/s)" in proc.stdout and "pickup p95 (ms)" in proc.stdout
-    assert "targets (issue 7):" in proc.stdout
+    assert "drain at defaults (jobs/s)" in proc.stdout
+    assert "drain, best config (jobs/s)" in proc.stdout and "pickup p95 (ms)" in proc.stdout
+    assert "targets (issue 16):" in proc.stdout
+    # Defaults first: the headline's first figure is the drain at defaults against PgQueuer.
+    assert proc.stdout.lstrip().startswith("headline")
+    assert proc.stdout.index("drain at defaults") < proc.stdout.index("drain, tuned best")
 
     res = json.loads((tmp_path / "smoke.json").read_text())
     ours = res["ours"]
@@ -46,6 +51,10 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     for figure in ("enqueue_single", "enqueue_bulk", "drain"):
         assert ours[figure]["median"] > 0 and len(ours[figure]["runs"]) == res["sizes"]["runs"]
     assert ours["drain"]["config"] and ours["drain"]["tried"]
+    # At defaults: only --threads chosen, the rest described from the settings as resolved.
+    for figure in ("drain_defaults", "drain_defaults_stale_stats"):
+        assert ours[figure]["median"] > 0 and len(ours[figure]["runs"]) == res["sizes"]["runs"]
+    assert "--threads 16, nothing else: " in ours["drain_defaults"]["config"]
     pickup = ours["pickup"]
     assert 0 < pickup["p50"]["median"] <= pickup["p95"]["median"] <= pickup["p99"]["median"]
     assert ours["claim_at_scale"]["p99"]["median"] > 0
@@ -60,8 +69,13 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
         assert api["post"]["codes"].get("201", 0) > 0 and api["get"]["codes"].get("200", 0) > 0
         assert api["post"]["rps"]["median"] > 0
     assert res["postgres"]["fsync"] in ("on", "off")
-    assert {t["target"] for t in res["targets"]} >= {"drain", "pickup_p50", "rss_after"}
+    assert {t["target"] for t in res["targets"]} >= {
+        "drain_defaults", "drain_best", "drain_stale_stats", "claim_p99", "rss_after"}
+    stale = next(t for t in res["targets"] if t["target"] == "drain_stale_stats")
+    assert stale["got"] == pytest.approx(ours["drain_defaults_stale_stats"]["median"]
+                                         / ours["drain_defaults"]["median"])
     drain_row = next(r for r in res["table"] if r["key"] == "drain")
+    assert res["table"][0]["key"] == "drain_defaults"
     assert drain_row["ratio_to_raw"] == pytest.approx(
         ours["drain"]["median"] / res["raw"]["claim50_complete50"]["median"])
 
@@ -70,3 +84,35 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                             [prefix + "%"]).fetchall()
     assert left == []
+
+
+PEERS_PY = REPO / "bench" / ".venv-peers" / "bin" / "python"
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not PEERS_PY.exists(), reason="bench/.venv-peers not built (make bench)")
+def test_celery_adapter_measures_or_says_why_it_skipped():
+    """The Celery peer at tiny sizes: with a Redis server on 127.0.0.1:6379 it measures
+    enqueue, the drain at defaults and at its best pool, and pickup; with none (a port where
+    nothing listens) it says it was skipped, and why, instead of failing the run."""
+    script = str(REPO / "bench" / "peer_celery.py")
+    env = dict(os.environ, BENCH_REDIS_URL="redis://127.0.0.1:9")
+    down = subprocess.run([str(PEERS_PY), script, "all", "--n", "10"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert down.returncode == 0, down.stderr[-2000:]
+    assert "does not answer" in json.loads(down.stdout.strip().splitlines()[-1])["skipped"]
+    ping = subprocess.run([str(PEERS_PY), script, "ping"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    if ping.returncode != 0:
+        pytest.skip(f"no Redis server at 127.0.0.1:6379: {ping.stdout.strip()}")
+    env = dict(os.environ, BENCH_REDIS_DB=str(14))  # not the bench's own database number
+    proc = subprocess.run([str(PEERS_PY), script, "all", "--n", "200", "--runs", "1",
+                           "--pickup-n", "10", "--configs", "1xsolox1x4,1xthreadsx4x4"],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    for figure in ("enqueue_single", "enqueue_bulk", "drain_defaults", "drain"):
+        assert res[figure]["median"] > 0
+    assert "no flag" in res["drain_defaults"]["config"]
+    assert set(res["drain"]["tried"]) == {"1xsolox1x4", "1xthreadsx4x4"}
+    assert res["pickup"]["p95"]["median"] > 0
