@@ -16,6 +16,13 @@ async function settle(page: Page) {
   await sleep(400);
 }
 
+/** The full page; at 1440 also the first screen (`-top`, the docs' pictures); its layout checked. */
+async function pictures(page: Page, name: string, desktop: boolean) {
+  await shot(page, name);
+  if (desktop) await shot(page, `${name}-top`, { fullPage: false });
+  await checkLayout(page, name, desktop);
+}
+
 /**
  * What the pictures showed going wrong, as checks: the page never scrolls sideways; on a
  * desktop no table scrolls inside its card and nothing sticks out of its panel (the filter's
@@ -85,45 +92,38 @@ for (const colorScheme of ["light", "dark"] as const) {
         await expect(page.locator(".recharts-surface").first()).toBeVisible();
         await expect(page.getByTestId("stat-running")).not.toHaveText("0");
         await settle(page);
-        await shot(page, name("overview"));
-        await checkLayout(page, name("overview"), size === "1440");
+        await pictures(page, name("overview"), size === "1440");
 
         // A filter applied: its Clear button shows.
         await page.goto(`/jobs?queue=${encodeURIComponent(backend.queue)}`);
         await expect(page.locator("[data-testid=jobs-table] tbody tr").first()).toBeVisible();
         await settle(page);
-        await shot(page, name("jobs"));
-        await checkLayout(page, name("jobs"), size === "1440");
+        await pictures(page, name("jobs"), size === "1440");
 
         await page.goto(`/jobs/${running}`);
         await waitForStatus(page, "running");
         await settle(page);
-        await shot(page, name("job-running"));
-        await checkLayout(page, name("job-running"), size === "1440");
+        await pictures(page, name("job-running"), size === "1440");
 
         await page.goto(`/jobs/${failed}`);
         await waitForStatus(page, "failed");
         await settle(page);
-        await shot(page, name("job-failed"));
-        await checkLayout(page, name("job-failed"), size === "1440");
+        await pictures(page, name("job-failed"), size === "1440");
 
         await page.goto("/failed");
         await expect(page.locator("[data-testid=failed-table] tbody tr").first()).toBeVisible();
         await settle(page);
-        await shot(page, name("failed"));
-        await checkLayout(page, name("failed"), size === "1440");
+        await pictures(page, name("failed"), size === "1440");
 
         await page.goto("/schedules");
         await expect(page.locator("[data-testid=schedules-table] tbody tr").first()).toBeVisible();
         await settle(page);
-        await shot(page, name("schedules"));
-        await checkLayout(page, name("schedules"), size === "1440");
+        await pictures(page, name("schedules"), size === "1440");
 
         await page.goto("/jobs/new");
         await expect(page.getByRole("button", { name: "Create job" })).toBeVisible();
         await settle(page);
-        await shot(page, name("create-job"));
-        await checkLayout(page, name("create-job"), size === "1440");
+        await pictures(page, name("create-job"), size === "1440");
         // The form is the same every run: compared with its baseline (the main column only:
         // the navigation grows as pages are added).
         await expect(page.locator("main")).toHaveScreenshot(`create-job-${colorScheme}-${size}.png`);
@@ -135,8 +135,7 @@ for (const colorScheme of ["light", "dark"] as const) {
           await page.goto("/login");
           await expect(page.getByLabel("Username")).toBeVisible();
           await settle(page);
-          await shot(page, name("login"));
-          await checkLayout(page, name("login"), size === "1440");
+          await pictures(page, name("login"), size === "1440");
           await expect(page).toHaveScreenshot(`login-${colorScheme}-${size}.png`, { fullPage: true });
         });
       });
