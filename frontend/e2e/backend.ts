@@ -49,6 +49,9 @@ export type BackendInfo = {
   schedule: string;
   username: string;
   password: string;
+  /** A superuser, for the admin's pages. */
+  adminUsername: string;
+  adminPassword: string;
 };
 
 /** What the global setup started, as the specs see it. */
@@ -173,6 +176,8 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
     schedule: `e2e-every-minute-${runId}`,
     username: "e2e-operator",
     password: `e2e-${Math.random().toString(36).slice(2)}-pw`,
+    adminUsername: "e2e-admin",
+    adminPassword: `e2e-${Math.random().toString(36).slice(2)}-admin-pw`,
   };
 
   const adminURL = serverURL();
@@ -222,6 +227,8 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
           `u, _ = U.objects.get_or_create(username=${JSON.stringify(info.username)})`,
           `u.set_password(${JSON.stringify(info.password)}); u.is_active = True; u.save()`,
           "u.user_permissions.set(Permission.objects.filter(content_type__app_label='django_pg_jobqueue'))",
+          `a, _ = U.objects.get_or_create(username=${JSON.stringify(info.adminUsername)})`,
+          `a.set_password(${JSON.stringify(info.adminPassword)}); a.is_active = a.is_staff = a.is_superuser = True; a.save()`,
         ].join("\n"),
       ],
       env,
