@@ -19,7 +19,7 @@ import time
 from django.db import close_old_connections
 
 from .. import outcomes
-from ..db import queue_connection
+from ..db import queue_connection, worker_connection
 from ..exceptions import LeaseLost
 from ..services.lifecycle import Completion, complete_many, fail
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -162,7 +162,8 @@ class Completer(threading.Thread):
                 before = len(batch)
                 try:
                     close_old_connections()
-                    self.flush(batch)
+                    with worker_connection():  # one of the pool's, for this batch
+                        self.flush(batch)
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     # Keep the rows not written: the leases are still renewed while we hold

@@ -133,10 +133,11 @@ class Lane(threading.Thread):
                 extra = min(extra, pool.batch_size - len(free))
                 try:
                     close_old_connections()
-                    jobs = services.claim(
-                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                        queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds)
+                    with db.worker_connection():  # one of the pool's, for this claim
+                        jobs = services.claim(
+                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                            queues=list(self.spec.queues) if self.spec.queues else None,
+                            lease_seconds=pool.lease_seconds)
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
@@ -197,6 +198,10 @@ class WorkerPool:
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
+        # The machinery's connections (db.worker_connection): each lane's claims, the
+        # completer, the renewer, and one for the rest (reaper, pruner, periodic, the
+        # executors' failure writes), unless JOB_WORKER_POOL_SIZE says otherwise.
+        self.db_pool_size = c.WORKER_POOL_SIZE or len(self.lane_specs) + 3
         self.process_id = f"{socket.gethostname()}-{os.getpid()}"
         self.stopping = threading.Event()   # stop claiming
         self.hard_stop = threading.Event()  # give up retrying writes
@@ -237,6 +242,7 @@ class WorkerPool:
 
     def start(self) -> "WorkerPool":
         connection_created.connect(_set_session_limits)
+        db.open_worker_pool(self.db_pool_size)
         log.info("worker pool %s starting: %s, lease %ss", self.process_id,
                  ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
                            for s in self.lane_specs), self.lease_seconds)
@@ -289,6 +295,7 @@ class WorkerPool:
         for t in [*self.lanes, *self.maintenance]:
             t.join(timeout=5)
         self.hard_stop.set()
+        db.close_worker_pool()
         connection_created.disconnect(_set_session_limits)
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
@@ -298,7 +305,8 @@ class WorkerPool:
         for _ in range(5):
             try:
                 close_old_connections()
-                released = services.release_many(items, message=message)
+                with db.worker_connection():
+                    released = services.release_many(items, message=message)
                 self.stats.released(len(released))
                 log.info("released %d job(s) to the queue: %s", len(released), released)
                 return

@@ -1,0 +1,118 @@
+"""Server connections per worker process, and the drain rate, with no-op and ORM handlers.
+
+    DATABASE_URL=postgres://... python bench/connections.py --threads 16,64 --jobs 3000 \
+        [--tree /path/to/other/checkout]   # A/B: the worker from another tree, interleaved
+
+Starts one real `manage.py run_job_workers` process per run, bulk-enqueues the jobs, samples
+the process's TCP connections to PostgreSQL every 20 ms while it drains (`ss -tnp`: one
+client socket is one server backend; pg_stat_activity is read too, for the rows whose
+client_port is one of them), and reports the peak and the jobs/s from the first claim to the
+last completion (database clock). The `bench_orm` handler runs one ORM query, on the
+`default` alias; `noop` none. Figures on a loaded machine: compare A and B interleaved."""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
+
+from bench.ours import enqueue_bulk, reset, scalar, setup_django  # noqa: E402
+
+
+def worker_sockets(pid: int, port: int) -> set[int]:
+    """The local ports of `pid`'s established TCP connections to `port`."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True,
+                         text=True, check=True).stdout
+    ports = set()
+    for line in out.splitlines():
+        if f"pid={pid}," not in line:
+            continue
+        fields = line.split()
+        local, peer = fields[2], fields[3]
+        if peer.rsplit(":", 1)[1] == str(port):
+            ports.add(int(local.rsplit(":", 1)[1]))
+    return ports
+
+
+def backends(ports: set[int]) -> int:
+    if not ports:
+        return 0
+    return scalar("SELECT count(*) FROM pg_stat_activity WHERE client_port = ANY(%s)",
+                  [list(ports)])
+
+
+def run_one(url: str, tree: str, threads: int, job_type: str, n: int, logdir: str) -> dict:
+    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="bench.settings",
+               PYTHONPATH=os.pathsep.join([REPO, os.path.join(tree, "backend")]))
+    reset()
+    log = open(os.path.join(logdir, f"worker-{threads}-{job_type}.log"), "ab")
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(tree, "manage.py"), "run_job_workers", "--threads",
+         str(threads), "--poll-interval", "1"], env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=tree)
+    port = int(re.search(r":(\d+)/", url + "/").group(1)) if re.search(r":(\d+)/", url) else 5432
+    try:
+        deadline = time.monotonic() + 60
+        while not scalar("SELECT count(*) FROM job_workers") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        idle = len(worker_sockets(proc.pid, port))
+        enqueue_bulk(n, job_type)
+        peak, peak_backends = idle, 0
+        deadline = time.monotonic() + max(120, n / 50)
+        while time.monotonic() < deadline:
+            ports = worker_sockets(proc.pid, port)
+            if len(ports) >= peak:
+                peak, peak_backends = len(ports), max(peak_backends, backends(ports))
+            if scalar("SELECT count(*) FROM jobs WHERE status IN ('succeeded', 'failed')") >= n:
+                break
+            time.sleep(0.02)
+        else:
+            raise RuntimeError("drain did not finish")
+        after = len(worker_sockets(proc.pid, port))
+        time.sleep(2.5)  # idle executors close what they kept (Executor.IDLE_CLOSE_SECONDS)
+        idle_after = len(worker_sockets(proc.pid, port))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    failed = scalar("SELECT count(*) FROM jobs WHERE status = 'failed'")
+    first, last = (float(scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
+                   for f in ("min(started_at)", "max(finished_at)"))
+    return {"tree": tree, "threads": threads, "handler": job_type, "jobs": n,
+            "idle_connections": idle, "peak_connections": peak,
+            "peak_backends_seen": peak_backends, "connections_after_drain": after, "idle_2s_after_drain": idle_after,
+            "failed": failed, "jobs_per_second": round(n / (last - first), 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="16,64")
+    parser.add_argument("--handlers", default="noop,bench_orm")
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--tree", action="append", default=[],
+                        help="a checkout whose worker to run as well (A/B), interleaved")
+    parser.add_argument("--logdir", default="/tmp")
+    args = parser.parse_args()
+    url = os.environ["DATABASE_URL"]
+    setup_django(url)
+    trees = [REPO, *args.tree]
+    for _ in range(args.rounds):
+        for threads in (int(t) for t in args.threads.split(",")):
+            for job_type in args.handlers.split(","):
+                for tree in trees:
+                    print(json.dumps(run_one(url, tree, threads, job_type, args.jobs,
+                                             args.logdir)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
