@@ -47,14 +47,18 @@ def backends(ports: set[int]) -> int:
                   [list(ports)])
 
 
-def run_one(url: str, tree: str, threads: int, job_type: str, n: int, logdir: str) -> dict:
+def run_one(url: str, tree: str, threads: int, job_type: str, n: int, logdir: str,
+            extra_args: tuple[str, ...] = (), enqueue: bool = True,
+            expect: int | None = None) -> dict:
     env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="bench.settings",
                PYTHONPATH=os.pathsep.join([REPO, os.path.join(tree, "backend")]))
-    reset()
+    if enqueue:
+        reset()
+    n = n if expect is None else expect
     log = open(os.path.join(logdir, f"worker-{threads}-{job_type}.log"), "ab")
     proc = subprocess.Popen(
         [sys.executable, os.path.join(tree, "manage.py"), "run_job_workers", "--threads",
-         str(threads), "--poll-interval", "1"], env=env, stdout=log, stderr=subprocess.STDOUT,
+         str(threads), "--poll-interval", "1", *extra_args], env=env, stdout=log, stderr=subprocess.STDOUT,
         cwd=tree)
     port = int(re.search(r":(\d+)/", url + "/").group(1)) if re.search(r":(\d+)/", url) else 5432
     try:
@@ -62,7 +66,8 @@ def run_one(url: str, tree: str, threads: int, job_type: str, n: int, logdir: st
         while not scalar("SELECT count(*) FROM job_workers") and time.monotonic() < deadline:
             time.sleep(0.1)
         idle = len(worker_sockets(proc.pid, port))
-        enqueue_bulk(n, job_type)
+        if enqueue:
+            enqueue_bulk(n, job_type)
         peak, peak_backends = idle, 0
         deadline = time.monotonic() + max(120, n / 50)
         while time.monotonic() < deadline:
@@ -93,6 +98,49 @@ def run_one(url: str, tree: str, threads: int, job_type: str, n: int, logdir: st
             "failed": failed, "jobs_per_second": round(n / (last - first), 1)}
 
 
+WAL_OF_THIS_DATABASE = """
+WITH r AS (SELECT * FROM pg_get_wal_records_info(%(start)s, %(end)s)),
+     ours AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE %(rel)s AND xid <> '0')
+SELECT count(*), coalesce(sum(record_length), 0), coalesce(sum(fpi_length), 0)
+FROM r WHERE block_ref LIKE %(rel)s
+          OR (resource_manager = 'Transaction' AND xid IN (SELECT xid FROM ours))
+"""
+
+
+def wal_per_job(url: str, threads: int, n: int, logdir: str) -> dict:
+    """WAL written for `n` no-op jobs: by the bulk enqueue, and by the drain (claim, complete,
+    events). The server is shared, so the records are read back with pg_walinspect and only
+    this database's are counted (its relations' records, and the commits of the transactions
+    that wrote them); the cluster's whole LSN advance is reported beside them."""
+    scalar("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    dboid = scalar("SELECT oid FROM pg_database WHERE datname = current_database()")
+    rel = f"%/{dboid}/%"
+    reset()
+    scalar("SELECT 1 FROM (SELECT pg_switch_wal()) s")  # FPIs fall as they would, not from 0
+    lsn = [scalar("SELECT pg_current_wal_flush_lsn()::text")]
+    enqueue_bulk(n)
+    lsn.append(scalar("SELECT pg_current_wal_flush_lsn()::text"))
+    drained = run_one(url, REPO, threads, "noop", 0, logdir, enqueue=False, expect=n)
+    lsn.append(scalar("SELECT pg_current_wal_flush_lsn()::text"))
+    out = {"jobs": n, "threads": threads, "jobs_per_second": drained["jobs_per_second"]}
+    for phase, (a, b) in {"enqueue": lsn[0:2], "drain": lsn[1:3]}.items():
+        records, size, fpi = (int(v) for v in _row(WAL_OF_THIS_DATABASE,
+                                                   {"start": a, "end": b, "rel": rel}))
+        cluster = scalar("SELECT pg_wal_lsn_diff(%s, %s)", [b, a])
+        out[phase] = {"records_per_job": round(records / n, 2),
+                      "bytes_per_job": round(size / n), "fpi_bytes_per_job": round(fpi / n),
+                      "cluster_bytes_per_job": round(float(cluster) / n)}
+    return out
+
+
+def _row(query: str, params: dict) -> tuple:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(query, params)
+        return cur.fetchone()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="16,64")
@@ -102,16 +150,25 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[],
                         help="a checkout whose worker to run as well (A/B), interleaved")
     parser.add_argument("--logdir", default="/tmp")
+    parser.add_argument("--worker-args", default="",
+                        help="more run_job_workers flags, e.g. '--batch-size 200 --prefetch 128'")
+    parser.add_argument("--wal", action="store_true",
+                        help="measure WAL bytes per job instead (pg_walinspect)")
     args = parser.parse_args()
     url = os.environ["DATABASE_URL"]
     setup_django(url)
+    if args.wal:
+        for threads in (int(t) for t in args.threads.split(",")):
+            print(json.dumps(wal_per_job(url, threads, args.jobs, args.logdir)), flush=True)
+        return
     trees = [REPO, *args.tree]
     for _ in range(args.rounds):
         for threads in (int(t) for t in args.threads.split(",")):
             for job_type in args.handlers.split(","):
                 for tree in trees:
                     print(json.dumps(run_one(url, tree, threads, job_type, args.jobs,
-                                             args.logdir)), flush=True)
+                                             args.logdir, tuple(args.worker_args.split()))),
+                          flush=True)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,17 @@ def test_32_threads_of_no_op_jobs_use_no_more_connections_than_the_pool_holds(
     assert not Job.objects.exclude(status="succeeded").exists()
 
 
+def test_handlers_that_only_report_progress_hold_no_connection_of_their_own(
+        worker_pool, server_connections):
+    # `sleep` reports progress (ctx.progress) four times a second: the queue's bookkeeping,
+    # written on the worker's pool, not on a connection of the thread's own.
+    services.enqueue_many([{"type": "sleep", "payload": {"seconds": 0.5}}] * THREADS)
+    worker_pool(threads=THREADS, listen=False)
+    peak = drain_sampling(server_connections, THREADS)
+    assert 1 <= peak <= BUDGET
+    assert not Job.objects.exclude(status="succeeded").exists()
+
+
 def test_threads_whose_handlers_used_the_orm_give_their_connections_back(
         worker_pool, custom_handler, server_connections):
     def uses_the_orm(ctx, payload):

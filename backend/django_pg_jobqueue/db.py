@@ -24,6 +24,7 @@ machinery's statements run on a private alias, WORKER_ALIAS, a copy of the queue
 entry with Django's psycopg pool on it, bounded by JOB_WORKER_POOL_SIZE; executor threads
 hold no connection of their own between jobs.
 """
+import logging
 import threading
 from contextlib import contextmanager
 
@@ -111,6 +112,12 @@ def open_worker_pool(size: int) -> None:
         _pool_users += 1
         if _pool_users > 1:
             return
+        pool_log = logging.getLogger("psycopg.pool")
+        if pool_log.level == logging.NOTSET:
+            # Through an outage psycopg_pool warns on every failed connect and every broken
+            # connection it discards; the worker's loops report the outage already, at a
+            # bounded rate. A project that sets this logger's level keeps its own.
+            pool_log.setLevel(logging.ERROR)
         base = connections.settings[conf.get().DATABASE]
         _pool_settings = {
             **base,
