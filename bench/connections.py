@@ -144,7 +144,8 @@ def _row(query: str, params: dict) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="16,64")
-    parser.add_argument("--handlers", default="noop,bench_orm")
+    parser.add_argument("--handlers", default="noop,bench_orm,sleep:128",
+                        help="handlers to run, each with its own job count after a colon")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--tree", action="append", default=[],
@@ -164,9 +165,10 @@ def main() -> None:
     trees = [REPO, *args.tree]
     for _ in range(args.rounds):
         for threads in (int(t) for t in args.threads.split(",")):
-            for job_type in args.handlers.split(","):
+            for spec in args.handlers.split(","):  # "sleep:256": that handler, 256 jobs
+                job_type, _, jobs = spec.partition(":")
                 for tree in trees:
-                    print(json.dumps(run_one(url, tree, threads, job_type, args.jobs,
+                    print(json.dumps(run_one(url, tree, threads, job_type, int(jobs or args.jobs),
                                              args.logdir, tuple(args.worker_args.split()))),
                           flush=True)
 

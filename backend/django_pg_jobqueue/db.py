@@ -175,6 +175,25 @@ def _forget_worker_wrapper() -> None:
         pass
 
 
+def use_worker_pool() -> None:
+    """For the rest of this thread's life (a dispatcher's, the completer's): its queue
+    statements borrow from the worker's pool, and keep what they borrowed until
+    `return_worker_connection()`, which the thread calls when it goes idle. A checkout and
+    return costs a few hundred microseconds of Python: a busy loop keeps its connection."""
+    if _pool_settings is not None:
+        _worker_wrapper()
+        _thread.alias = WORKER_ALIAS
+
+
+def return_worker_connection() -> None:
+    """Give the connection this thread borrowed back to the pool (see use_worker_pool)."""
+    if getattr(_thread, "alias", None) == WORKER_ALIAS:
+        try:
+            connections[WORKER_ALIAS].close()
+        except ConnectionDoesNotExist:
+            pass
+
+
 @contextmanager
 def worker_connection():
     """Run this block's queue statements (`queue_connection()`, `atomic()`, `fetch_all()`) on

@@ -111,6 +111,7 @@ class Lane(threading.Thread):
         pool, backoff = self.pool, Backoff()
         want = min(pool.batch_size, len(self.executors))
         backlog = False
+        db.use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
@@ -133,11 +134,10 @@ class Lane(threading.Thread):
                 extra = min(extra, pool.batch_size - len(free))
                 try:
                     close_old_connections()
-                    with db.worker_connection():  # one of the pool's, for this claim
-                        jobs = services.claim(
-                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                            queues=list(self.spec.queues) if self.spec.queues else None,
-                            lease_seconds=pool.lease_seconds)
+                    jobs = services.claim(
+                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                        queues=list(self.spec.queues) if self.spec.queues else None,
+                        lease_seconds=pool.lease_seconds)
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
@@ -169,11 +169,13 @@ class Lane(threading.Thread):
                                                    "no longer alive")
                 backlog = len(jobs) == len(free) + extra
                 if not backlog and not len(self.prefetched):
+                    db.return_worker_connection()  # idle: back to the pool until woken
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
+                db.return_worker_connection()
                 db.queue_connection().close()
 
     def _hold_prefetched(self, job) -> None:
