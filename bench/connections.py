@@ -112,7 +112,10 @@ def wal_per_job(url: str, threads: int, n: int, logdir: str) -> dict:
     events). The server is shared, so the records are read back with pg_walinspect and only
     this database's are counted (its relations' records, and the commits of the transactions
     that wrote them); the cluster's whole LSN advance is reported beside them."""
-    scalar("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
     dboid = scalar("SELECT oid FROM pg_database WHERE datname = current_database()")
     rel = f"%/{dboid}/%"
     reset()
