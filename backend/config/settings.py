@@ -131,8 +131,9 @@ DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"].setdefault("OPTIONS", {})
 if env.bool("DATABASE_POOL", default=False):
-    # psycopg's pool, for the API under gunicorn's threads. Workers hold one connection per
-    # thread for their whole life, so they gain nothing from it.
+    # psycopg's pool, for the API under gunicorn's threads, and for the handlers of a worker's
+    # executor threads (which return their connection after each job); the worker's own
+    # machinery has a pool of its own (JOB_WORKER_POOL_SIZE).
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
         "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),

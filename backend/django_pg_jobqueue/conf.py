@@ -371,6 +371,15 @@ class QueueConf:
         (one connection per worker process): `postgres://user:password@db-host:5432/dbname`.
         Empty: LISTEN uses the queue's `DATABASES` entry. Required with
         `JOB_TRANSACTION_POOLER` unless `JOB_LISTEN_NOTIFY` is False.""")
+    WORKER_POOL_SIZE: int | None = setting(
+        None, check_id=50, rule=whole(1, none="the number of lanes plus 3"), group="database",
+        doc="""
+        The most server connections a worker process's machinery holds at once: its
+        dispatchers (one per lane), the completer, the renewer, the reaper, the pruner, the
+        periodic enqueuer and the executors' own outcome writes share one bounded pool of
+        connections to the queue's database (Django's psycopg pool, on a private alias).
+        The LISTEN connection comes on top (one per process), and so do the connections
+        handlers open themselves, each only for the length of its job.""")
 
     @property
     def use_prepared_statements(self) -> bool:

@@ -3,6 +3,7 @@ import threading
 import uuid
 
 from . import services
+from .db import worker_connection
 from .exceptions import JobCancelled
 
 _stop_events_lock = threading.Lock()
@@ -60,13 +61,19 @@ class JobContext:
         return self._stop.wait(seconds)
 
     # -- writes (fenced by the lease token: raise LeaseLost when the lease is gone) --------------
+    # In a worker they borrow one of the worker's pooled connections for the one statement
+    # (db.worker_connection): the queue's bookkeeping, not the handler's own use of the
+    # database, so a handler that only reports progress holds no connection, and the write
+    # is seen at once, outside any transaction the handler has open.
     def progress(self, percent: int | None, message: str = "") -> None:
-        services.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
-                                 percent=percent, message=message)
+        with worker_connection():
+            services.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
+                                     percent=percent, message=message)
 
     def log(self, message: str, **data) -> None:
-        services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
-                             message=message, data=data)
+        with worker_connection():
+            services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
+                                 message=message, data=data)
 
     def snooze(self, seconds: float):
         """Stop this attempt and run the job again in `seconds`, without spending an attempt."""

@@ -18,9 +18,19 @@ JOB_PREPARED_STATEMENTS=false turns this off, and so does JOB_TRANSACTION_POOLER
 a transaction pooler the next transaction may run on another server connection, one that
 lacks the statement (`prepared statement "_pg3_0" does not exist`) or already has one of
 that name from another client (`... already exists`).
+
+The worker's connection budget (see `worker_connection()` below): in a worker process the
+machinery's statements run on a private alias, WORKER_ALIAS, a copy of the queue's DATABASES
+entry with Django's psycopg pool on it, bounded by JOB_WORKER_POOL_SIZE; executor threads
+hold no connection of their own between jobs.
 """
+import logging
+import threading
+from contextlib import contextmanager
+
 import psycopg
 from django.db import connections, transaction
+from django.db.utils import ConnectionDoesNotExist, load_backend
 
 from . import conf
 
@@ -30,18 +40,19 @@ _TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ_OID, psycopg.pq.F
 
 
 def alias() -> str:
-    """The DATABASES alias of the queue's tables (JOB_DATABASE)."""
-    return conf.get().DATABASE
+    """The DATABASES alias this thread's queue statements go to: JOB_DATABASE, or the worker's
+    pooled alias inside `worker_connection()`."""
+    return getattr(_thread, "alias", None) or conf.get().DATABASE
 
 
 def queue_connection():
-    """This thread's Django connection to the queue's database."""
-    return connections[conf.get().DATABASE]
+    """This thread's Django connection to the queue's database (see `alias()`)."""
+    return connections[alias()]
 
 
 def atomic(**kwargs):
-    """transaction.atomic() on the queue's database."""
-    return transaction.atomic(using=conf.get().DATABASE, **kwargs)
+    """transaction.atomic() on the queue's database (see `alias()`)."""
+    return transaction.atomic(using=alias(), **kwargs)
 
 
 def fetch_all(sql: str, params: dict | tuple) -> list[tuple]:
@@ -67,6 +78,138 @@ def fetch_all(sql: str, params: dict | tuple) -> list[tuple]:
             cur.adapters.register_loader(_TIMESTAMPTZ_OID, _TIMESTAMPTZ_LOADER)
             cur.execute(sql, params, prepare=True)
             return cur.fetchall() if cur.description else []
+
+
+# --- the worker's connection pool ------------------------------------------------------------
+# Django keeps one connection per thread and alias, so a worker process with N executor
+# threads held N + 6 server connections once its handlers had touched the database. Instead
+# the machinery borrows from one bounded pool: Django's own (OPTIONS "pool", psycopg_pool),
+# on a private alias so that it is the worker's alone. Handlers' connections (on any alias,
+# the queue's included) stay outside it, so that handlers holding connections can never
+# starve the renewer or the completer, and they are closed (or returned to the project's own
+# pool) after each job.
+WORKER_ALIAS = "django_pg_jobqueue_worker"
+POOL_TIMEOUT_SECONDS = 5.0  # waiting for a free connection, or for one to be opened
+POOL_RECONNECT_SECONDS = 1.0  # then give up: the loops' own backoff takes over
+
+_thread = threading.local()
+_pool_lock = threading.Lock()
+_pool_users = 0
+_pool_settings: dict | None = None  # WORKER_ALIAS's settings while a worker pool is open
+
+
+def open_worker_pool(size: int) -> None:
+    """Set up WORKER_ALIAS: the queue's DATABASES entry, pooled, at most `size` connections.
+    Nested opens (two worker pools in one process, in tests) share the first one's pool.
+
+    The alias is not added to `DATABASES` (connections.settings): each thread that borrows
+    gets a wrapper of its own in `connections` (`_worker_wrapper`), as Django does for
+    connections created at run time. So `connections.all()`, `close_old_connections()` and
+    the test runner's per-alias rules leave it alone, and `transaction.atomic(using=...)`
+    still finds it on the thread that borrowed."""
+    global _pool_users, _pool_settings
+    with _pool_lock:
+        _pool_users += 1
+        if _pool_users > 1:
+            return
+        pool_log = logging.getLogger("psycopg.pool")
+        if pool_log.level == logging.NOTSET:
+            # Through an outage psycopg_pool warns on every failed connect and every broken
+            # connection it discards; the worker's loops report the outage already, at a
+            # bounded rate. A project that sets this logger's level keeps its own.
+            pool_log.setLevel(logging.ERROR)
+        base = connections.settings[conf.get().DATABASE]
+        _pool_settings = {
+            **base,
+            # Connections go back to the pool after each unit of work; the broken ones are
+            # caught by the loops and discarded on return (no `SELECT 1` on each checkout).
+            "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
+            "OPTIONS": {**base.get("OPTIONS", {}), "pool": {
+                "name": "jobqueue-worker", "min_size": min(2, size), "max_size": size,
+                "timeout": POOL_TIMEOUT_SECONDS,
+                # psycopg_pool retries a failed connect with a backoff that grows to minutes;
+                # give up after a second instead, so that the next checkout tries again and
+                # the worker reconnects within its own (capped) backoff after an outage.
+                "reconnect_timeout": POOL_RECONNECT_SECONDS}},
+        }
+
+
+def close_worker_pool() -> None:
+    """Close the pool (once its last user closes it); WORKER_ALIAS is then gone."""
+    global _pool_users, _pool_settings
+    with _pool_lock:
+        _pool_users = max(0, _pool_users - 1)
+        if _pool_users or _pool_settings is None:
+            return
+        try:
+            wrapper = _worker_wrapper()
+            wrapper.close()
+            wrapper.close_pool()
+        finally:
+            _pool_settings = None
+            _forget_worker_wrapper()
+
+
+def worker_pool_open() -> bool:
+    return _pool_settings is not None
+
+
+def _worker_wrapper():
+    """This thread's Django connection on WORKER_ALIAS, made on first use."""
+    settings_dict = _pool_settings
+    try:
+        wrapper = connections[WORKER_ALIAS]
+    except ConnectionDoesNotExist:
+        wrapper = None
+    if wrapper is None or wrapper.settings_dict is not settings_dict:  # a pool since closed
+        wrapper = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(settings_dict,
+                                                                        WORKER_ALIAS)
+        connections[WORKER_ALIAS] = wrapper
+    return wrapper
+
+
+def _forget_worker_wrapper() -> None:
+    try:
+        del connections[WORKER_ALIAS]
+    except AttributeError:
+        pass
+
+
+def use_worker_pool() -> None:
+    """For the rest of this thread's life (a dispatcher's, the completer's): its queue
+    statements borrow from the worker's pool, and keep what they borrowed until
+    `return_worker_connection()`, which the thread calls when it goes idle. A checkout and
+    return costs a few hundred microseconds of Python: a busy loop keeps its connection."""
+    if _pool_settings is not None:
+        _worker_wrapper()
+        _thread.alias = WORKER_ALIAS
+
+
+def return_worker_connection() -> None:
+    """Give the connection this thread borrowed back to the pool (see use_worker_pool)."""
+    if getattr(_thread, "alias", None) == WORKER_ALIAS:
+        try:
+            connections[WORKER_ALIAS].close()
+        except ConnectionDoesNotExist:
+            pass
+
+
+@contextmanager
+def worker_connection():
+    """Run this block's queue statements (`queue_connection()`, `atomic()`, `fetch_all()`) on
+    a connection borrowed from the worker's pool, given back when the outermost block ends
+    (discarded by the pool if it broke). Outside a worker process (drain, commands, tests
+    calling `run_once()`): no change."""
+    if getattr(_thread, "alias", None) is not None or _pool_settings is None:
+        yield
+        return
+    wrapper = _worker_wrapper()
+    _thread.alias = WORKER_ALIAS
+    try:
+        yield
+    finally:
+        _thread.alias = None
+        wrapper.close()  # to the pool: Django's close() of a pooled connection is putconn
 
 
 # --- session limits ----------------------------------------------------------------------------
@@ -110,6 +253,18 @@ def apply_worker_limits(connection, *, statement_timeout_ms: int, application_na
     is reported to the client (GUC_REPORT), so PgBouncer tracks it per client and sets it on
     each server connection it lends: a session SET is safe for it either way."""
     limits = session_limits(statement_timeout_ms)
+    raw = connection.connection
+    # A pooled connection (the worker's, or a project's OPTIONS "pool") is announced again on
+    # every checkout, and its session already has the limits: no round trip then.
+    if getattr(raw, "_jobqueue_limits", None) != (statement_timeout_ms, application_name):
+        _set_session_limits(connection, limits, application_name)
+        raw._jobqueue_limits = (statement_timeout_ms, application_name)
+    if conf.get().TRANSACTION_POOLER and not any(
+            isinstance(w, LocalLimits) for w in connection.execute_wrappers):
+        connection.execute_wrappers.append(LocalLimits(limits))
+
+
+def _set_session_limits(connection, limits: dict[str, str], application_name: str) -> None:
     with connection.cursor() as cur:
         if conf.get().TRANSACTION_POOLER:
             cur.execute("SELECT set_config('application_name', %s, false)", [application_name])
@@ -120,6 +275,3 @@ def apply_worker_limits(connection, *, statement_timeout_ms: int, application_na
                 " set_config('application_name', %s, false)",
                 [limits["statement_timeout"], limits["idle_in_transaction_session_timeout"],
                  application_name])
-    if conf.get().TRANSACTION_POOLER and not any(
-            isinstance(w, LocalLimits) for w in connection.execute_wrappers):
-        connection.execute_wrappers.append(LocalLimits(limits))

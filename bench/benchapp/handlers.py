@@ -7,3 +7,11 @@ from django_pg_jobqueue.registry import handler
 def bench_stamp(ctx, payload):
     stamp(payload)
     return None
+
+
+@handler("bench_orm", description="Benchmark: one ORM query on the default alias, then returns.")
+def bench_orm(ctx, payload):
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(pk=0).exists()
+    return None

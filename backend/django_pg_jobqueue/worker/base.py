@@ -1,5 +1,6 @@
-"""What every worker-side thread shares: a stop event to wait on, a fresh Django connection
-per loop, reconnect with capped backoff, and logging at a bounded rate during an outage."""
+"""What every worker-side thread shares: a stop event to wait on, a connection borrowed from
+the worker's pool for each run and given back after it (db.worker_connection), reconnect with
+capped backoff, and logging at a bounded rate during an outage."""
 import logging
 import random
 import threading
@@ -10,9 +11,10 @@ from django.db import (
     InterfaceError,
     OperationalError,
     close_old_connections,
+    connections,
 )
 
-from ..db import queue_connection
+from ..db import worker_connection
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
@@ -76,23 +78,26 @@ class ServiceThread(threading.Thread):
             while not self.stopping.is_set():
                 try:
                     close_old_connections()
-                    self.run_once()
+                    with worker_connection():  # given back, or discarded if it broke
+                        self.run_once()
                     self.backoff.reset()
                     # Read after the pass: run_once may set the wait until its next one (the
                     # periodic enqueuer sleeps until the next tick, not the last pass's guess).
                     wait = self.interval
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
-                    queue_connection().close()
                     wait = self.backoff.next_delay()
                     self.on_connection_error()
                 except DatabaseError as exc:
                     self.errors.error("%s: database error: %s", self.name, exc)
-                    queue_connection().close()
                     wait = self.backoff.next_delay()
                 except Exception:
                     self.log.exception("%s: unexpected error", self.name)
                     wait = self.backoff.next_delay()
+                finally:
+                    # What the run opened outside the pool (the ORM on another alias): closed,
+                    # so that an idle maintenance thread holds no connection.
+                    connections.close_all()
                 self.stopping.wait(wait)
         finally:
-            queue_connection().close()
+            connections.close_all()

@@ -19,7 +19,7 @@ import time
 from django.db import close_old_connections
 
 from .. import outcomes
-from ..db import queue_connection
+from ..db import queue_connection, return_worker_connection, use_worker_pool
 from ..exceptions import LeaseLost
 from ..services.lifecycle import Completion, complete_many, fail
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -99,6 +99,7 @@ def _write_one(c: Completion) -> list[tuple]:
 class Completer(threading.Thread):
     MAX_BATCH = 500
     MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
+    IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
 
     def __init__(self, held: HeldJobs, on_done=None):
         super().__init__(name="completer", daemon=True)
@@ -140,10 +141,15 @@ class Completer(threading.Thread):
         errors, backoff = RateLimitedLog(log), Backoff()
         stopping = False
         batch: list[Completion] = []
+        use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not (stopping and not batch):
                 if not batch:
-                    item = self.inbox.get()
+                    try:
+                        item = self.inbox.get(timeout=self.IDLE_RETURN_SECONDS)
+                    except queue.Empty:
+                        return_worker_connection()  # idle: back to the pool until work comes
+                        item = self.inbox.get()
                     if item is None:
                         stopping = True
                         continue
@@ -181,6 +187,7 @@ class Completer(threading.Thread):
                     batch.clear()
                 self._settled(before - len(batch))
         finally:
+            return_worker_connection()
             queue_connection().close()
 
     def flush(self, batch: list[Completion]) -> None:

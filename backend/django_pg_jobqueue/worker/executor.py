@@ -14,7 +14,17 @@ Nothing a handler returns or raises may stop the thread or leave its job running
   that cannot be stored fails the job for good, classified by where it failed, not by text;
 - errors and tracebacks are made storable first (outcomes.py); a write the database still
   refuses is tried WRITE_ATTEMPTS times, then written without its text, and if even that
-  fails the job is released to lease expiry (no longer renewed; the reaper takes it)."""
+  fails the job is released to lease expiry (no longer renewed; the reaper takes it).
+
+Connections (the worker's budget, db.py): the pipeline's own writes (a failure, a snooze, a
+lost lease) borrow a connection from the worker's pool for the write only, and a success goes
+to the completer, so the executor runs no SQL of its own for a handler that returns. What the
+handler opens itself (the ORM, on any alias) is handled as Django handles a request's: after
+each job, `close_old_connections()` closes it, or returns it to the project's pool (DATABASES
+OPTIONS "pool"), unless CONN_MAX_AGE keeps it for the next job; and a thread left without a
+job for IDLE_CLOSE_SECONDS closes what it still holds. A thread whose handlers never touch
+the database never opens a connection; with CONN_MAX_AGE = 0 or a pool, one whose handlers
+do holds one only while a job runs."""
 from __future__ import annotations
 
 import logging
@@ -28,7 +38,7 @@ from django.db import close_old_connections, connections, transaction
 
 from .. import outcomes, services, tracing
 from ..context import Snooze
-from ..db import queue_connection
+from ..db import queue_connection, worker_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
@@ -133,9 +143,11 @@ class JobRunner:
             return self._snooze(job, snooze)
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
-            services.record_lease_lost(job.id, job.lease_token, self.worker_id, "progress",
-                                       "a fenced write from the handler was refused; it stopped",
-                                       attempt=job.attempt)
+            with worker_connection():
+                services.record_lease_lost(
+                    job.id, job.lease_token, self.worker_id, "progress",
+                    "a fenced write from the handler was refused; it stopped",
+                    attempt=job.attempt)
             self.stats.lease_lost(job)
             return Outcome("lease_lost")
         except JobCancelled as exc:
@@ -242,7 +254,8 @@ class JobRunner:
         backoff, refusals = Backoff(), 0
         while True:
             try:
-                return savepointed(write)
+                with worker_connection():  # given back after the write, or discarded if broken
+                    return savepointed(write)
             except LeaseLost:
                 self.stats.lease_lost(job)
                 return _LOST
@@ -263,7 +276,15 @@ class JobRunner:
                 time.sleep(0.05 * refusals)
 
 
+def _holds_connection() -> bool:
+    """Whether this thread holds an open connection on any alias."""
+    return any(c.connection is not None for c in connections.all(initialized_only=True))
+
+
 class Executor(threading.Thread):
+    # A connection kept between jobs (CONN_MAX_AGE > 0) is closed after this long without one.
+    IDLE_CLOSE_SECONDS = 1.0
+
     def __init__(self, pool, lane, worker_id: str):
         super().__init__(name=worker_id, daemon=True)
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
@@ -292,18 +313,24 @@ class Executor(threading.Thread):
     def run(self) -> None:
         try:
             while True:
-                item = self.inbox.get()
+                try:
+                    item = self.inbox.get(
+                        timeout=self.IDLE_CLOSE_SECONDS if _holds_connection() else None)
+                except queue.Empty:
+                    connections.close_all()
+                    continue
                 if item is None:
                     return
                 job, held = item
                 try:
                     while True:
-                        if any(c.connection is not None
-                               for c in connections.all(initialized_only=True)):
-                            # What Django does around a request: drop a connection that broke
-                            # or outlived CONN_MAX_AGE. Most no-op jobs never open one.
-                            close_old_connections()
-                        self.runner.run(job, held)
+                        try:
+                            self.runner.run(job, held)
+                        finally:
+                            # What Django does after a request (module docstring); a thread
+                            # whose handler opened nothing pays nothing.
+                            if _holds_connection():
+                                close_old_connections()
                         # Next, a prefetched job if one waits: taken here, without a round
                         # trip through the dispatcher (which is woken to refill when low).
                         held = self._take_prefetched()

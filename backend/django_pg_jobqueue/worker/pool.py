@@ -113,6 +113,7 @@ class Lane(threading.Thread):
         pool, backoff = self.pool, Backoff()
         want = min(pool.batch_size, len(self.executors))
         backlog = False
+        db.use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
@@ -171,11 +172,13 @@ class Lane(threading.Thread):
                                                    "no longer alive")
                 backlog = len(jobs) == len(free) + extra
                 if not backlog and not len(self.prefetched):
+                    db.return_worker_connection()  # idle: back to the pool until woken
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
+                db.return_worker_connection()
                 db.queue_connection().close()
 
     def _limited(self) -> bool:
@@ -208,6 +211,10 @@ class WorkerPool:
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
+        # The machinery's connections (db.worker_connection): each lane's claims, the
+        # completer, the renewer, and one for the rest (reaper, pruner, periodic, the
+        # executors' failure writes), unless JOB_WORKER_POOL_SIZE says otherwise.
+        self.db_pool_size = c.WORKER_POOL_SIZE or len(self.lane_specs) + 3
         self.process_id = f"{socket.gethostname()}-{os.getpid()}"
         self.stopping = threading.Event()   # stop claiming
         self.hard_stop = threading.Event()  # give up retrying writes
@@ -248,6 +255,7 @@ class WorkerPool:
 
     def start(self) -> "WorkerPool":
         connection_created.connect(_set_session_limits)
+        db.open_worker_pool(self.db_pool_size)
         log.info("worker pool %s starting: %s, lease %ss", self.process_id,
                  ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
                            for s in self.lane_specs), self.lease_seconds)
@@ -300,6 +308,7 @@ class WorkerPool:
         for t in [*self.lanes, *self.maintenance]:
             t.join(timeout=5)
         self.hard_stop.set()
+        db.close_worker_pool()
         connection_created.disconnect(_set_session_limits)
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
@@ -309,7 +318,8 @@ class WorkerPool:
         for _ in range(5):
             try:
                 close_old_connections()
-                released = services.release_many(items, message=message)
+                with db.worker_connection():
+                    released = services.release_many(items, message=message)
                 self.stats.released(len(released))
                 log.info("released %d job(s) to the queue: %s", len(released), released)
                 return
