@@ -66,6 +66,12 @@ CLAIM_PREAMBLE_LIMITED = CLAIM_PREAMBLE + ", pg_advisory_xact_lock(%(lock_key)s)
 # clients share.
 CLAIM_PLANNER_SESSION = "SELECT " + ", ".join(
     f"set_config('{name}', '{value}', false)" for name, value in CLAIM_PLANNER_SETTINGS)
+# Put back before the dispatcher gives its connection back to the worker's shared pool
+# (db.worker_connection): the completer, renewer, reaper and pruner borrow from it too, and
+# their statements must plan with the server's settings.
+CLAIM_PLANNER_UNPIN = "SELECT " + ", ".join(
+    f"set_config('{name}', (SELECT reset_val FROM pg_settings WHERE name = '{name}'), false)"
+    for name, _ in CLAIM_PLANNER_SETTINGS)
 CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
     f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
     for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))

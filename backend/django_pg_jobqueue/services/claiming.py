@@ -155,3 +155,14 @@ def pin_claim_planner_settings() -> bool:
     db.fetch_all(sql.CLAIM_PLANNER_SESSION, {})
     setattr(connection.connection, _PINNED_MARK, True)
     return True
+
+
+def unpin_claim_planner_settings() -> None:
+    """Put the session's planner settings back (sql.CLAIM_PLANNER_UNPIN) if this thread's
+    queue connection has them pinned: before a dispatcher gives its connection back to the
+    worker's shared pool, whose other borrowers must not plan under them."""
+    connection = queue_connection()
+    if not _pinned(connection):
+        return
+    db.fetch_all(sql.CLAIM_PLANNER_UNPIN, {})
+    setattr(connection.connection, _PINNED_MARK, False)

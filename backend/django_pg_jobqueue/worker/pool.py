@@ -172,14 +172,23 @@ class Lane(threading.Thread):
                                                    "no longer alive")
                 backlog = len(jobs) == len(free) + extra
                 if not backlog and not len(self.prefetched):
-                    db.return_worker_connection()  # idle: back to the pool until woken
+                    self._return_connection()  # idle: back to the pool until woken
                     self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
-                db.return_worker_connection()
+                self._return_connection()
                 db.queue_connection().close()
+
+    def _return_connection(self) -> None:
+        """Give the dispatcher's connection back to the worker's pool, its claim settings
+        unpinned first (the pool's other borrowers plan with the server's own)."""
+        try:
+            claiming.unpin_claim_planner_settings()
+        except CONNECTION_ERRORS:
+            db.queue_connection().close()  # broken: the pool discards it
+        db.return_worker_connection()
 
     def _limited(self) -> bool:
         """Whether a concurrency limit applies to this lane's claims: then it prefetches
