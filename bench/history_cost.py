@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [REPO, os.path.join(REPO, "backend")]
 
-from bench.common import conninfo, create_db, drop_db, with_dbname  # noqa: E402
+from bench.common import create_db, drop_db, with_dbname  # noqa: E402
 
 TABLES = ("jobs", "job_events")
 
@@ -173,7 +173,7 @@ def run(connection, n: int, records: bool = False):
     for start in range(0, n, 500):
         services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(min(500, n - start))])
     after = snapshot(cur)
-    wal = [our_wal(before[2], after[2])]
+    wals = [our_wal(before[2], after[2])]
     phases.append(("enqueue", before, after,
                    index_entries(cur, {"jobs": "true", "job_events": "kind = 'created'"})))
     claimed = []
@@ -184,7 +184,7 @@ def run(connection, n: int, records: bool = False):
             break
         claimed += got
     after = snapshot(cur)
-    wal.append(our_wal(before[2], after[2]))
+    wals.append(our_wal(before[2], after[2]))
     phases.append(("claim", before, after,
                    index_entries(cur, {"jobs": "true", "job_events": "kind = 'claimed'"})))
     before = after
@@ -192,13 +192,13 @@ def run(connection, n: int, records: bool = False):
         services.complete_many([Completion(c.id, c.lease_token, c.worker_id, None)
                                 for c in claimed[start:start + 16]])
     after = snapshot(cur)
-    wal.append(our_wal(before[2], after[2]))
+    wals.append(our_wal(before[2], after[2]))
     phases.append(("complete", before, after,
                    index_entries(cur, {"jobs": "true", "job_events": "kind = 'succeeded'"})))
     out = []
     cur.execute("SELECT count(*) FROM jobs WHERE status = 'succeeded'")
     assert cur.fetchone()[0] == n, "every job must have succeeded"
-    for (phase, (s0, z0, _l0), (s1, z1, _l1), entries), (wal, fpi) in zip(phases, wal,
+    for (phase, (s0, z0, _l0), (s1, z1, _l1), entries), (wal, fpi) in zip(phases, wals,
                                                                           strict=True):
         row = {"phase": phase, "wal": wal, "fpi": fpi}
         for t in TABLES:

@@ -486,7 +486,7 @@ EVENTS_DROP_PARTITION = "DROP TABLE {partition}"
 # lock for its transaction, the others leave the partitions to it.
 EVENTS_PARTITION_LOCK_KEY = 7_300_416_002
 EVENTS_PARTITION_TRY_LOCK = (
-    "SELECT pg_try_advisory_xact_lock(%s), to_regclass(%%s) IS NOT NULL" % EVENTS_PARTITION_LOCK_KEY
+    f"SELECT pg_try_advisory_xact_lock({EVENTS_PARTITION_LOCK_KEY}), to_regclass(%s) IS NOT NULL"
 )
 
 # --- migration 0007: the plain table becomes a partitioned one -------------------------------
