@@ -140,12 +140,15 @@ def test_the_default_partition_takes_rows_no_partition_covers_and_gives_them_to_
     far = today() + 40 * DAY
     event = JobEvent.objects.create(job_id=job.pk, kind="log", message="from the future",
                                     created_at=far + timedelta(hours=3))
-    assert partition_of(event.pk) == sql.EVENTS_PARTITION_DEFAULT
-    created = partitions.ensure_partitions(now=far, ahead=0)
+    later = JobEvent.objects.create(job_id=job.pk, kind="log", message="and the day after",
+                                    created_at=far + DAY + timedelta(hours=1))
+    assert partition_of(event.pk) == partition_of(later.pk) == sql.EVENTS_PARTITION_DEFAULT
+    created = partitions.ensure_partitions(now=far, ahead=1)  # two partitions, two moves
     assert partitions.partition_name(far, DAY) in created
     assert partition_of(event.pk) == partitions.partition_name(far, DAY)
+    assert partition_of(later.pk) == partitions.partition_name(far + DAY, DAY)
     assert JobEvent.objects.get(pk=event.pk).message == "from the future"
-    assert event.pk in feed_all(including=[event.pk])
+    assert {event.pk, later.pk} <= set(feed_all(including=[event.pk, later.pk]))
 
 
 def test_the_pruner_creates_the_partitions_ahead():

@@ -450,11 +450,12 @@ WITH moved AS (
 )
 SELECT * FROM moved
 """
-EVENTS_PUT_BACK = """
-INSERT INTO job_events (id, kind, attempt, worker_id, message, data, created_at, job_id, tx_id)
-SELECT id, kind, attempt, worker_id, message, data, created_at, job_id, tx_id
-FROM job_events_moving
-"""
+EVENTS_PUT_BACK = (
+    "INSERT INTO job_events (id, kind, attempt, worker_id, message, data, created_at, job_id,"
+    " tx_id) SELECT id, kind, attempt, worker_id, message, data, created_at, job_id, tx_id"
+    " FROM job_events_moving",
+    "DROP TABLE job_events_moving",  # another move may follow in the same transaction
+)
 
 # --- dropping a partition: retention by the table, not by the row ----------------------------
 # A partition may go once every event in it belongs to a job that is gone or past its
@@ -482,9 +483,10 @@ SELECT e.* FROM {partition} e JOIN jobs ON jobs.id = e.job_id WHERE NOT {prunabl
 EVENTS_COUNT_PARTITION = "SELECT count(*) FROM {partition}"
 EVENTS_DROP_PARTITION = "DROP TABLE {partition}"
 
-# Several pruners (one per worker process) may reach the same partition: the first takes this
-# lock for its transaction, the others leave the partitions to it.
+# Several pruners (one per worker process) may create or drop the same partition at once: the
+# first takes this lock for its transaction, the others leave the partitions to it this time.
 EVENTS_PARTITION_LOCK_KEY = 7_300_416_002
+EVENTS_PARTITION_TRY_LOCK_ONLY = f"SELECT pg_try_advisory_xact_lock({EVENTS_PARTITION_LOCK_KEY})"
 EVENTS_PARTITION_TRY_LOCK = (
     f"SELECT pg_try_advisory_xact_lock({EVENTS_PARTITION_LOCK_KEY}), to_regclass(%s) IS NOT NULL"
 )

@@ -96,7 +96,8 @@ def _create(cur, start: datetime, end: datetime, step: timedelta) -> str:
     cur.execute(sql.EVENTS_CREATE_PARTITION.format(name=name, start=start.isoformat(),
                                                    end=end.isoformat()))
     if moving:
-        cur.execute(sql.EVENTS_PUT_BACK)
+        for statement in sql.EVENTS_PUT_BACK:
+            cur.execute(statement)
     return name
 
 
@@ -124,6 +125,9 @@ def ensure_partitions(*, now: datetime | None = None, ahead: int | None = None,
     def run(cur):
         if not is_partitioned(cur):
             return
+        cur.execute(sql.EVENTS_PARTITION_TRY_LOCK_ONLY)
+        if not cur.fetchone()[0]:
+            return  # another process is creating or dropping partitions right now
         existing = partitions(cur)
         start = first
         while start < last_end:
@@ -220,7 +224,8 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
                             ages)
             cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
             if kept_events:
-                cur.execute(sql.EVENTS_PUT_BACK)
+                for statement in sql.EVENTS_PUT_BACK:
+                    cur.execute(statement)
         counts["partitions"] += 1
         counts["events"] += total - kept_events
         counts["rescued"] += kept_events
