@@ -471,16 +471,15 @@ EVENTS_PRUNABLE_JOB = """(
     OR (jobs.status = 'failed' AND jobs.finished_at < now() - make_interval(secs => %(age_failed)s))
     OR (jobs.status = 'cancelled' AND jobs.finished_at < now() - make_interval(secs => %(age_cancelled)s))
 )"""
+# One pass over the partition: all its events, and those of jobs still kept.
 EVENTS_KEPT_IN_PARTITION = """
-SELECT count(*) AS events, count(DISTINCT e.job_id) AS jobs
-FROM {partition} e JOIN jobs ON jobs.id = e.job_id
-WHERE NOT {prunable}
+SELECT count(*), count(*) FILTER (WHERE jobs.id IS NOT NULL AND NOT {prunable})
+FROM {partition} e LEFT JOIN jobs ON jobs.id = e.job_id
 """
 EVENTS_RESCUE = """
 CREATE TEMP TABLE job_events_moving ON COMMIT DROP AS
 SELECT e.* FROM {partition} e JOIN jobs ON jobs.id = e.job_id WHERE NOT {prunable}
 """
-EVENTS_COUNT_PARTITION = "SELECT count(*) FROM {partition}"
 EVENTS_DROP_PARTITION = "DROP TABLE {partition}"
 
 # Several pruners (one per worker process) may create or drop the same partition at once: the

@@ -20,6 +20,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.db import DatabaseError
+
 from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
@@ -151,7 +153,7 @@ def ensure_partitions(*, now: datetime | None = None, ahead: int | None = None,
     try:
         with queue_atomic(), queue_connection().cursor() as cur:
             run(cur)
-    except Exception as exc:  # a lock timeout, mostly: the next run tries again
+    except DatabaseError as exc:  # a lock timeout, mostly: the next run tries again
         log.warning("could not create job_events partitions ahead: %s", exc)
         return []
     if created:
@@ -197,41 +199,55 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
     for part in partitions():
         if part.end > horizon:
             break  # oldest first: the rest are younger still
-        with queue_atomic(), queue_connection().cursor() as cur:
-            cur.execute(sql.EVENTS_PARTITION_TRY_LOCK, [part.name])
-            locked, exists = cur.fetchone()
-            if not locked:
-                break  # another pruner is dropping partitions now
-            if not exists:
-                continue
-            cur.execute(sql.EVENTS_KEPT_IN_PARTITION.format(partition=part.name,
-                                                            prunable=prunable), ages)
-            kept_events, kept_jobs = cur.fetchone()
-            if kept_events > rescue_limit:
-                log.info("job_events partition %s kept: %d events of %d jobs still kept",
-                         part.name, kept_events, kept_jobs)
-                continue
-            cur.execute(sql.EVENTS_COUNT_PARTITION.format(partition=part.name))
-            total = cur.fetchone()[0]
-            if dry_run:
-                counts["partitions"] += 1
-                counts["events"] += total - kept_events
-                counts["rescued"] += kept_events
-                continue
-            cur.execute(sql.EVENTS_DDL_LOCK_TIMEOUT)
-            if kept_events:
-                cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable),
-                            ages)
-            cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
-            if kept_events:
-                for statement in sql.EVENTS_PUT_BACK:
-                    cur.execute(statement)
+        try:
+            done = _drop_one(part, prunable, ages, dry_run=dry_run, rescue_limit=rescue_limit)
+        except DatabaseError as exc:  # a lock timeout, mostly: the next run tries again
+            log.warning("could not drop job_events partition %s: %s", part.name, exc)
+            break
+        if done is None:
+            continue
+        if done is False:
+            break
+        dropped, rescued = done
         counts["partitions"] += 1
-        counts["events"] += total - kept_events
-        counts["rescued"] += kept_events
-        log.info("dropped job_events partition %s: %d events (%d kept ones put back)",
-                 part.name, total - kept_events, kept_events)
+        counts["events"] += dropped
+        counts["rescued"] += rescued
+        if not dry_run:
+            log.info("dropped job_events partition %s: %d events (%d kept ones put back)",
+                     part.name, dropped, rescued)
     return counts
+
+
+def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
+              rescue_limit: int) -> tuple[int, int] | bool | None:
+    """Drop one partition in one transaction: (events dropped, events put back); None when
+    it stays (gone already, or too many kept events); False when another process holds the
+    partitions' lock."""
+    with queue_atomic(), queue_connection().cursor() as cur:
+        cur.execute(sql.EVENTS_PARTITION_TRY_LOCK, [part.name])
+        locked, exists = cur.fetchone()
+        if not locked:
+            return False
+        if not exists:
+            return None
+        cur.execute(sql.EVENTS_KEPT_IN_PARTITION.format(partition=part.name,
+                                                        prunable=prunable), ages)
+        total, kept = cur.fetchone()
+        if kept > rescue_limit:
+            log.info("job_events partition %s stays: %d of its events belong to jobs still kept",
+                     part.name, kept)
+            return None
+        if dry_run:
+            return total - kept, kept
+        cur.execute(sql.EVENTS_DDL_LOCK_TIMEOUT)
+        if kept:
+            cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable), ages)
+            kept = cur.rowcount  # judged again just now: a job may have passed its retention
+        cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
+        if kept:
+            for statement in sql.EVENTS_PUT_BACK:
+                cur.execute(statement)
+        return total - kept, kept
 
 
 def create_for_migration(cursor, step: str | None = None) -> None:
