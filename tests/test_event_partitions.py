@@ -211,3 +211,13 @@ def test_the_migration_from_0006_keeps_every_row_and_the_id_sequence_and_goes_ba
         executor = MigrationExecutor(connection)
         executor.migrate(latest)
     assert partitions.is_partitioned()
+
+
+def test_prune_jobs_from_cron_creates_the_partitions_ahead_too():
+    from django.core.management import call_command
+
+    tomorrow = partitions.partition_name(today() + DAY, DAY)
+    with connection.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {tomorrow}")
+    call_command("prune_jobs", verbosity=0)
+    assert tomorrow in {p.name for p in partitions.partitions()}

@@ -10,7 +10,7 @@ what the batches before it deleted), and never blocks or is blocked by the worke
   locked row, so a queued or running job is never deleted, whatever the caller passes;
 - a job's events are deleted in the same statement as the job (the foreign key is not
   ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind;
-- but first, whole `job_events` partitions go (services/partitions.py): those older than the
+- but first, the `job_events` partitions ahead are made sure of, and whole partitions go (services/partitions.py): those older than the
   shortest retention asked for, once every event in them belongs to a job past its retention
   (the few events of kept jobs are moved out first). Their jobs are then deleted by the
   batches, which find only the events outside the dropped partitions left to delete.
@@ -111,6 +111,7 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
     events = 0
     statuses = parse_statuses(statuses)
     if drop_partitions and not dry_run:  # a dry run's row counts include those events
+        partitions.ensure_partitions()
         events += partitions.drop_expired_partitions(
             ages={s.value: age for s in statuses}, dry_run=dry_run)["events"]
     for status in statuses:
@@ -152,6 +153,8 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
     statuses = parse_statuses(statuses)
     ages = {s.value: keep.total_seconds() for s in statuses
             if (keep := c.retention(s.value)) is not None}
+    if not dry_run:
+        partitions.ensure_partitions()
     if ages and not dry_run:
         counts["events"] += partitions.drop_expired_partitions(
             ages=ages, dry_run=dry_run)["events"]

@@ -3,13 +3,12 @@
 Runs inside every `run_job_workers` process every JOB_PRUNE_INTERVAL_SECONDS (0: off), and
 on demand with `manage.py prune_jobs`. Several at once only share the work: batches pick
 rows with SKIP LOCKED. Retention per final status: JOB_RETENTION_SUCCEEDED / _FAILED /
-_CANCELLED (see jobs/services/pruning.py). Each run first creates the `job_events` partitions
-JOB_EVENTS_PARTITIONS_AHEAD ahead (services/partitions.py); the prune then drops whole
-partitions whose events are all past retention before it deletes jobs row by row."""
+_CANCELLED (see jobs/services/pruning.py). Each run (as each `prune_jobs`) first creates the
+`job_events` partitions JOB_EVENTS_PARTITIONS_AHEAD ahead and drops whole partitions whose
+events are all past retention (services/partitions.py), then deletes jobs row by row."""
 import logging
 
 from .. import conf
-from ..services.partitions import ensure_partitions
 from ..services.pruning import prune_by_retention
 from .base import ServiceThread
 
@@ -29,7 +28,6 @@ class Pruner(ServiceThread):
         return conf.get().PRUNE_INTERVAL_SECONDS > 0
 
     def run_once(self) -> dict[str, int]:
-        ensure_partitions()
         counts = prune_by_retention(batch_size=self.batch_size,
                                     should_stop=self.stopping.is_set)
         for key, n in counts.items():
