@@ -326,6 +326,20 @@ class QueueConf:
     PRUNE_BATCH_SIZE: int = setting(1000, check_id=26, rule=whole(1), group="retention", doc="""
         Jobs deleted per transaction by the pruner and by `prune_jobs`.""")
 
+    EVENTS_PARTITION_INTERVAL: str = setting("day", check_id=44, rule=one_of("hour", "day", "week"),
+                                             group="retention", doc="""
+        The time range of each `job_events` partition: `"hour"`, `"day"` or `"week"` (UTC,
+        weeks from Monday). A partition is dropped whole once its range is older than the
+        shortest retention and its events belong to jobs past their retention (the few of
+        kept jobs are moved out first); size it so that a partition holds some millions of
+        events at most (see the scaling guide). A change applies from the first range not
+        yet covered.""")
+    EVENTS_PARTITIONS_AHEAD: int = setting(3, check_id=45, rule=whole(1, maximum=366),
+                                           group="retention", doc="""
+        How many `job_events` partitions the pruner (and `prune_jobs`) keeps created beyond
+        the current one. Events that no partition covers (the pruner off for longer) go to
+        the default partition, and move into their own partition when it is created.""")
+
     # -- observability ---------------------------------------------------------------------------
     WORKER_LOG_LEVEL: str = setting("INFO", check_id=27, rule=one_of(*LOG_LEVELS),
                                     group="observability", doc="""

@@ -9,7 +9,11 @@ what the batches before it deleted), and never blocks or is blocked by the worke
 - the guard `status IN ('succeeded', 'failed', 'cancelled')` is in the SQL, re-checked on the
   locked row, so a queued or running job is never deleted, whatever the caller passes;
 - a job's events are deleted in the same statement as the job (the foreign key is not
-  ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind.
+  ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind;
+- but first, the `job_events` partitions ahead are made sure of, and whole partitions go (services/partitions.py): those older than the
+  shortest retention asked for, once every event in them belongs to a job past its retention
+  (the few events of kept jobs are moved out first). Their jobs are then deleted by the
+  batches, which find only the events outside the dropped partitions left to delete.
 
 Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
 (jobs/worker/pruner.py); several at once only share the work.
@@ -22,6 +26,7 @@ from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..durations import parse_duration
 from ..states import TERMINAL, Status
+from . import partitions
 
 # The newest job of each periodic schedule (idempotency key `periodic:<name>:<tick>`) is
 # never pruned: its key is how a worker starting up knows that the latest tick already ran
@@ -87,14 +92,16 @@ def parse_statuses(statuses: Iterable[str]) -> list[Status]:
 
 def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(TERMINAL), *,
           batch_size: int = 1000, dry_run: bool = False,
-          should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+          should_stop: Callable[[], bool] | None = None,
+          drop_partitions: bool = True) -> dict[str, int]:
     """Delete jobs in `statuses` that finished more than `older_than` ago, with their events.
 
     `older_than`: a timedelta, seconds, or a duration string ('7d'). Each batch of at most
     `batch_size` jobs is one short transaction. `dry_run` deletes nothing and counts what
     would go. `should_stop` is polled between batches (the pruner thread's shutdown).
 
-    Returns counts: one per status (jobs deleted) and "events" (events deleted with them).
+    Returns counts: one per status (jobs deleted) and "events" (events deleted with them,
+    whether row by row or with a whole partition). `drop_partitions=False`: rows only.
     Raises ValueError for a bad duration, batch size, or a status that is not final.
     """
     age = parse_duration(older_than).total_seconds()
@@ -102,7 +109,12 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
         raise ValueError("batch_size must be at least 1")
     counts: dict[str, int] = {}
     events = 0
-    for status in parse_statuses(statuses):
+    statuses = parse_statuses(statuses)
+    if drop_partitions and not dry_run:  # a dry run's row counts include those events
+        partitions.ensure_partitions()
+        events += partitions.drop_expired_partitions(
+            ages={s.value: age for s in statuses}, dry_run=dry_run)["events"]
+    for status in statuses:
         params = {"status": status.value, "age": age, "limit": int(batch_size)}
         if dry_run:
             with queue_connection().cursor() as cur:
@@ -138,12 +150,20 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
     c = conf.get()
     batch_size = batch_size or c.PRUNE_BATCH_SIZE
     counts: dict[str, int] = {"events": 0}
-    for status in parse_statuses(statuses):
+    statuses = parse_statuses(statuses)
+    ages = {s.value: keep.total_seconds() for s in statuses
+            if (keep := c.retention(s.value)) is not None}
+    if not dry_run:
+        partitions.ensure_partitions()
+    if ages and not dry_run:
+        counts["events"] += partitions.drop_expired_partitions(
+            ages=ages, dry_run=dry_run)["events"]
+    for status in statuses:
         keep = c.retention(status.value)
         if keep is None:
             continue
         one = prune(keep, [status], batch_size=batch_size, dry_run=dry_run,
-                    should_stop=should_stop)
+                    should_stop=should_stop, drop_partitions=False)
         counts[status.value] = one[status.value]
         counts["events"] += one["events"]
     return dict(sorted(counts.items(), key=lambda kv: kv[0] == "events"))
