@@ -288,7 +288,9 @@ def measure(url: str, point: dict, m: dict, logdir: str, deadline: float) -> dic
         log(f"curves {point['name']} run {r + 1}: drain {rate:.0f} jobs/s, claim p99 "
             f"{p99s[-1]:.2f} ms")
     with _cur() as cur:
-        cur.execute("SELECT pg_total_relation_size('jobs'), pg_total_relation_size('job_events'),"
+        # job_events is partitioned (migration 0007): its parent holds no rows; sum the leaves.
+        cur.execute("SELECT pg_total_relation_size('jobs'), (SELECT sum(pg_total_relation_size("
+                    "relid))::bigint FROM pg_partition_tree('job_events') WHERE isleaf),"
                     " (SELECT count(*) FROM jobs)")
         jobs_bytes, events_bytes, rows = cur.fetchone()
     return {**point, "drain": summary(rates), "claim_p99_ms": summary(p99s), "jobs_rows": rows,

@@ -136,10 +136,14 @@ def fresh_tables(db):
                     " AND tablename IN ('jobs', 'job_events', 'job_queue_settings')")
         by_shape: dict[tuple, dict[str, str]] = {}
         for schema, name, definition in cur.fetchall():
-            shape = definition.replace(f" {name} ", " ").replace(f"{schema}.", "")
+            # A partitioned table's own indexes read "ON ONLY" (job_events, migration 0007);
+            # their plain copies do not.
+            shape = (definition.replace(f" {name} ", " ").replace(f"{schema}.", "")
+                     .replace(" ON ONLY ", " ON "))
             by_shape.setdefault(shape, {})[schema] = name
         for names in by_shape.values():
-            if names.get("plan_probe") not in (None, names.get("public", names["plan_probe"])):
+            if "plan_probe" in names and names["plan_probe"] != names.get("public",
+                                                                          names["plan_probe"]):
                 cur.execute(f"ALTER INDEX plan_probe.{names['plan_probe']} "
                             f"RENAME TO {names['public']}")
         cur.execute("SET LOCAL search_path = plan_probe, public")

@@ -58,9 +58,14 @@ def _sizes() -> dict:
     out = {}
     with connection.cursor() as cur:
         for rel in RELATIONS:
-            cur.execute("SELECT pg_table_size(%s::regclass), pg_indexes_size(%s::regclass), "
-                        "n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname = %s",
-                        [rel, rel, rel])
+            # Summed over the leaves: job_events is partitioned (migration 0007), and a
+            # partitioned parent holds no rows of its own (a plain table is its own leaf).
+            cur.execute("SELECT coalesce(sum(pg_table_size(t.relid)), 0),"
+                        " coalesce(sum(pg_indexes_size(t.relid)), 0),"
+                        " sum(s.n_live_tup), sum(s.n_dead_tup)"
+                        " FROM pg_partition_tree(%s::regclass) t"
+                        " LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid WHERE t.isleaf",
+                        [rel])
             table, index, live, dead = cur.fetchone()
             out[rel] = {"table": int(table), "index": int(index), "live": int(live or 0),
                         "dead": int(dead or 0)}
