@@ -14,6 +14,8 @@ from django_pg_jobqueue.exceptions import JobCancelled, LeaseLost, PermanentErro
 from django_pg_jobqueue.registry import handler
 from tests.utils import circular_dict, deeply_nested_list
 
+OVERRUN_SECONDS = 3.6  # the `overruns_timeout` kind sleeps this long (its timeout: 1 s)
+
 _fd = None
 _fd_lock = threading.Lock()
 
@@ -76,7 +78,11 @@ KINDS = {
     # a handler that raises the engine's own control-flow exceptions itself
     "raises_job_cancelled": (lambda ctx: _raise(JobCancelled("mine")), "failed", "one"),
     # ignores its timeout (enqueued with timeout=1): each attempt is timed out by the worker
-    "overruns_timeout": (lambda ctx: (time.sleep(1.6), {"late": True})[-1], "failed", "all"),
+    # Overruns its 1 s timeout by 2.6 s: the renewer, which enforces timeouts on its passes
+    # (every lease / 3, 0.67 s here), gets at least two passes in before the handler returns.
+    # A handler that returns within one pass of its timeout may still be recorded as it ended.
+    "overruns_timeout": (lambda ctx: (time.sleep(OVERRUN_SECONDS), {"late": True})[-1],
+                         "failed", "all"),
     # spurious LeaseLost: the worker drops the job; its lease expires and the reaper retries it
     "raises_lease_lost": (lambda ctx: _raise(LeaseLost(ctx.job_id, ctx.lease_token, "mine")),
                           "failed", "all"),

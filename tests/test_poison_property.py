@@ -31,7 +31,7 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import poison_handlers  # noqa: F401  (registers `poison` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Output, worker_env
-from tests.poison_handlers import KINDS, ORDINARY, read_ledger
+from tests.poison_handlers import KINDS, ORDINARY, OVERRUN_SECONDS, read_ledger
 from tests.utils import spawn_workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
@@ -52,7 +52,7 @@ def bound_seconds(kind: str, max_attempts: int, backlog: int) -> float:
     """How long a job may take from enqueue to its final state: per attempt a lease and a
     reaper pass (a job dropped by its handler's LeaseLost waits for both) or its timeout and
     a renewal, plus the retry backoff; plus the queue ahead of it on THREADS threads."""
-    per_attempt = max(LEASE_SECONDS + REAPER_INTERVAL_SECONDS, TIMEOUT_SECONDS + 1.6) \
+    per_attempt = max(LEASE_SECONDS + REAPER_INTERVAL_SECONDS, OVERRUN_SECONDS) \
         + RETRY_MAX_SECONDS + 1.0
     return 5.0 + max_attempts * per_attempt + backlog * 2.0 / THREADS
 
