@@ -36,7 +36,7 @@ const job = (id: number, status: Job["status"]): Job =>
   }) as unknown as Job;
 
 /** The list (two jobs on the page, 1,234 matching) and the actions endpoint, recording bodies. */
-function fakeApi(posted: unknown[]) {
+function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
   return vi.fn(async (input: string, init?: RequestInit) => {
     const url = new URL(input, "http://test");
     if (url.pathname.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
@@ -52,6 +52,9 @@ function fakeApi(posted: unknown[]) {
       );
     }
     if (url.pathname.endsWith("/jobs/")) {
+      if (emptyAfterAction && posted.length > 0) {
+        return new Response(JSON.stringify({ count: 0, next: null, previous: null, results: [] }), { status: 200 });
+      }
       return new Response(
         JSON.stringify({ count: 1234, next: null, previous: null, results: [job(1, "failed"), job(2, "running")] }),
         { status: 200 },
@@ -65,9 +68,9 @@ function Outlet() {
   return <RouterOutlet context={user} />;
 }
 
-function renderJobs(path = "/jobs?status=failed,running&type=noop") {
+function renderJobs(path = "/jobs?status=failed,running&type=noop", options: { emptyAfterAction?: boolean } = {}) {
   const posted: unknown[] = [];
-  vi.stubGlobal("fetch", fakeApi(posted));
+  vi.stubGlobal("fetch", fakeApi(posted, options));
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
   render(
     <QueryClientProvider client={client}>
@@ -112,6 +115,17 @@ describe("bulk actions in the jobs list", () => {
     );
     expect(await screen.findByTestId("bulk-outcome")).toHaveTextContent("Deleted 1,233 jobs; 1 refused: #2 (running).");
     expect(screen.getByTestId("bulk-actions")).toHaveTextContent("Select jobs to act on them together.");
+  });
+
+  it("keeps saying what was done once the list it emptied has refetched", async () => {
+    const posted = renderJobs("/jobs?status=failed,running&type=noop", { emptyAfterAction: true });
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    await userEvent.click(screen.getByRole("button", { name: "Delete 2…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, delete 2 jobs" }));
+    await waitFor(() => expect(posted).toHaveLength(1));
+    // The refetched list is empty: the bar goes, the outcome stays.
+    await waitFor(() => expect(screen.queryByTestId("bulk-actions")).toBeNull());
+    expect(screen.getByTestId("bulk-outcome")).toHaveTextContent("Deleted 1,233 jobs; 1 refused: #2 (running).");
   });
 
   it("sends all: true, not an empty filter, when the list is unfiltered", async () => {

@@ -64,6 +64,14 @@ export function summarizeAction(
   };
 }
 
+function Outcome({ tone, text }: { tone: "success" | "warn" | "error"; text: string }) {
+  return (
+    <div className={`notice ${tone}`} role={tone === "error" ? "alert" : "status"} data-testid="bulk-outcome">
+      {text}
+    </div>
+  );
+}
+
 /**
  * The action bar over a job table: the selection (rows picked on this page, or every job
  * matching the filter), cancel / retry / delete each after a confirmation naming the count,
@@ -111,17 +119,14 @@ export function BulkActions({
       onSettled: () => setAsking(null),
     });
   };
+  // The outcome outlives the rows it acted on: after "delete all" the list is empty, and the
+  // bar goes, but what was done (and refused) stays said.
+  if (rows.length === 0 && !allMatching) {
+    return outcome ? <Outcome {...outcome} /> : null;
+  }
   return (
     <>
-      {outcome && (
-        <div
-          className={`notice ${outcome.tone}`}
-          role={outcome.tone === "error" ? "alert" : "status"}
-          data-testid="bulk-outcome"
-        >
-          {outcome.text}
-        </div>
-      )}
+      {outcome && <Outcome {...outcome} />}
       <div className="selection-bar" data-testid="bulk-actions">
         <span>
           {allMatching

@@ -173,7 +173,7 @@ export function FailedJobsPage() {
             </span>
           </div>
         )}
-        {user.can.delete && rows.length > 0 && (
+        {user.can.delete && jobs.data && !refused && (
           // Retry has its bar above; failed jobs cannot be cancelled: this bar deletes.
           <BulkActions
             rows={rows}

@@ -64,7 +64,7 @@ export function JobsPage() {
             are found by id or idempotency key.
           </div>
         )}
-        {canBulk && !refused && (jobs.data?.results.length ?? 0) > 0 && (
+        {canBulk && !refused && jobs.data && (
           <BulkActions
             rows={jobs.data!.results}
             selected={selection.selected}
