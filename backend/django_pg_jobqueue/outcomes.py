@@ -87,11 +87,17 @@ def _clean_json_escapes(text: str) -> str:
     return _JSON_ESCAPE.sub(replace, text)
 
 
+# One encoder for every value: json.dumps with an option builds a new JSONEncoder per call.
+_ENCODER = json.JSONEncoder(allow_nan=False)
+
+
 def encode_json(value, *, what: str = "value") -> str:
     """`value` as JSON text PostgreSQL's jsonb accepts (NaN and infinities refused; NUL and
     unpaired surrogates replaced). Raises UnstorableResult saying why it cannot be encoded."""
+    if value is None:  # most handlers return nothing
+        return "null"
     try:
-        text = json.dumps(value, allow_nan=False)
+        text = _ENCODER.encode(value)
     except RecursionError:
         raise UnstorableResult(f"{what} is nested too deeply to encode (RecursionError)") from None
     except Exception as exc:  # noqa: BLE001 - whatever encoding this value raised, in our code

@@ -311,13 +311,14 @@ class Executor(threading.Thread):
         self.inbox.put(None)
 
     def run(self) -> None:
+        holds = False  # whether this thread kept a connection open after its last job
         try:
             while True:
                 try:
-                    item = self.inbox.get(
-                        timeout=self.IDLE_CLOSE_SECONDS if _holds_connection() else None)
+                    item = self.inbox.get(timeout=self.IDLE_CLOSE_SECONDS if holds else None)
                 except queue.Empty:
                     connections.close_all()
+                    holds = False
                     continue
                 if item is None:
                     return
@@ -329,8 +330,11 @@ class Executor(threading.Thread):
                         finally:
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing.
-                            if _holds_connection():
+                            # One look per job (connections.all() walks every alias).
+                            holds = _holds_connection()
+                            if holds:
                                 close_old_connections()
+                                holds = _holds_connection()
                         # Next, a prefetched job if one waits: taken here, without a round
                         # trip through the dispatcher (which is woken to refill when low).
                         held = self._take_prefetched()
