@@ -46,25 +46,28 @@ def worker_env(url: str) -> dict:
 
 
 def start_workers(url: str, procs: int, threads: int, batch: int | None, logdir: str,
-                  extra_env: dict | None = None, prefetch: int = 0) -> list[subprocess.Popen]:
-    """`procs` run_job_workers processes; batch None: the defaults, `--threads` only."""
+                  extra_env: dict | None = None, prefetch: int = 0,
+                  wrap_first: list[str] | None = None) -> list[subprocess.Popen]:
+    """`procs` run_job_workers processes; batch None: the defaults, `--threads` only.
+    wrap_first: a command the first process runs under (a profiler: drain_profile.py)."""
     flags = ["--threads", str(threads)]
     if batch is not None:
         flags += ["--batch-size", str(batch), "--poll-interval", "1", "--prefetch", str(prefetch)]
     out = []
     for p in range(procs):
         logf = open(os.path.join(logdir, f"worker-{p}.log"), "ab")
+        wrap = wrap_first if (wrap_first and p == 0) else []
         out.append(subprocess.Popen(
-            [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers", *flags],
+            [*wrap, sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers", *flags],
             env={**worker_env(url), **(extra_env or {})}, stdout=logf, stderr=subprocess.STDOUT,
             cwd=REPO))
     return out
 
 
-def stop_workers(procs: list[subprocess.Popen]) -> None:
+def stop_workers(procs: list[subprocess.Popen], sig: int = signal.SIGTERM) -> None:
     for p in procs:
         if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
+            p.send_signal(sig)
     for p in procs:
         try:
             p.wait(timeout=30)
@@ -262,7 +265,21 @@ def _hey(args: list[str]) -> dict:
             "p50": pct.get(50), "p95": pct.get(95), "p99": pct.get(99), "codes": codes}
 
 
-def api(url: str, seconds: int, runs: int, concurrency: int, logdir: str) -> dict:
+def redis_answers(url: str) -> str | None:
+    """None when Redis at `url` answers PING, else why not (redis-py comes with the demo)."""
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means: measure without it
+        return f"Redis at {url} does not answer ({type(exc).__name__}: {exc})"
+    return None
+
+
+def api(url: str, seconds: int, runs: int, concurrency: int, logdir: str,
+        extra_env: dict | None = None, label: str = "api") -> dict:
+    """The API under gunicorn, loaded by hey. extra_env: settings of this pass (the throttle
+    cache in Redis, for the tuned figure)."""
     import shutil
     import socket
     import urllib.request
@@ -279,7 +296,8 @@ def api(url: str, seconds: int, runs: int, concurrency: int, logdir: str) -> dic
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**worker_env(url), "JOB_CREATE_RATE": "100000000/min", "DEBUG": "false"}
+    env = {**worker_env(url), "JOB_CREATE_RATE": "100000000/min", "DEBUG": "false",
+           **(extra_env or {})}
     logf = open(os.path.join(logdir, "gunicorn.log"), "ab")
     server = subprocess.Popen(
         [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "config.wsgi", "--chdir",
@@ -304,14 +322,14 @@ def api(url: str, seconds: int, runs: int, concurrency: int, logdir: str) -> dic
                               base + "/api/v1/jobs/"]))
             get.append(_hey(["-z", f"{seconds}s", "-c", str(concurrency), *auth,
                              base + "/api/v1/jobs/"]))
-            log(f"ours api: POST {post[-1]}, GET {get[-1]}")
+            log(f"ours {label}: POST {post[-1]}, GET {get[-1]}")
         gunicorn_workers = sum(1 for line in open(os.path.join(logdir, "gunicorn.log"))
                                if "Booting worker" in line)
     finally:
         server.terminate()
         server.wait(timeout=30)
     out = {"concurrency": concurrency, "seconds": seconds, "load_generator": "hey (Debian)",
-           "gunicorn_workers_booted": gunicorn_workers}
+           "gunicorn_workers_booted": gunicorn_workers, "settings": extra_env or {}}
     for name, runs_ in (("post", post), ("get", get)):
         out[name] = {k: summary([r[k] for r in runs_]) for k in ("rps", "p50", "p95", "p99")}
         out[name]["codes"] = runs_[-1]["codes"]
@@ -336,6 +354,8 @@ def main() -> None:
     ap.add_argument("--rss-threads", type=int, default=16)
     ap.add_argument("--api-seconds", type=int, default=10)
     ap.add_argument("--api-concurrency", type=int, default=32)
+    ap.add_argument("--api-redis", default="redis://127.0.0.1:6379/14",
+                    help="the API again with its throttle counting in this Redis (if it answers)")
     ap.add_argument("--only", default="enqueue,drain,pickup,claim,rss,api")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -406,7 +426,13 @@ def main() -> None:
                          "idle_mb": summary([r["idle_mb"] for r in runs]),
                          "jobs": args.rss_n, "threads": args.rss_threads}
     if "api" in only:
+        # At the defaults (the demo's throttle counts in the database cache), then with the
+        # throttle's counts in Redis (JOB_THROTTLE_CACHE_URL), when a Redis server answers.
         result["api"] = api(args.url, args.api_seconds, args.runs, args.api_concurrency, logdir)
+        why_not = redis_answers(args.api_redis)
+        result["api_redis"] = {"skipped": why_not} if why_not else api(
+            args.url, args.api_seconds, args.runs, args.api_concurrency, logdir,
+            {"JOB_THROTTLE_CACHE_URL": args.api_redis}, "api (throttle in Redis)")
     emit(result)
 
 

@@ -302,10 +302,27 @@ def print_headline(res: dict, rows: list[dict]) -> None:
         print("  skipped: " + "; ".join(skipped))
 
 
+def print_api(a: dict, how: str) -> None:
+    if a.get("post"):
+        for name in ("post", "get"):
+            d = a[name]
+
+            def ms(key):  # a short run may have too few samples for a percentile
+                value = (d.get(key) or {}).get("median")
+                return "-" if value is None else f"{value:.1f}"
+
+            print(f"API {name.upper()} /api/v1/jobs/ ({how}; {a['concurrency']} connections, "
+                  f"gunicorn, {a['load_generator']}): {d['rps']['median']:.0f} req/s "
+                  f"({d['rps']['min']:.0f}-{d['rps']['max']:.0f}), p50 {ms('p50')} / "
+                  f"p95 {ms('p95')} / p99 {ms('p99')} ms, codes {d['codes']}")
+    elif a:
+        print(f"API ({how}): {a.get('skipped')}")
+
+
 def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     print_headline(res, rows)
     names = ["ours", *PEERS]
-    head = (f"{'median (range)':32}" + "".join(f"{n:>22}" for n in names)
+    head = (f"{'median (range)':32}" + "".join(f" {n:>23}" for n in names)
             + f"{'vs PgQueuer':>13}{'vs best peer':>14}{'vs raw SQL':>12}")
     print("\n" + head)
     print("-" * len(head))
@@ -316,7 +333,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
         for n in names:
             v, (lo, hi) = r["values"][n], r["ranges"][n]
             cells.append(f"{fmt(v, ms)} ({fmt(lo, ms)}-{fmt(hi, ms)})" if v is not None else "-")
-        print(f"{r['label']:32}" + "".join(f"{c:>22}" for c in cells)
+        print(f"{r['label']:32}" + "".join(f" {c:>23}" for c in cells)
               + f"{_x(r.get('ratio_to_pgqueuer')):>13}{_x(r.get('ratio_to_best_peer')):>14}"
               f"{_x(r.get('ratio_to_raw')):>12}")
     ours = res.get("ours") or {}
@@ -348,21 +365,9 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
         r = ours["rss"]
         print(f"worker RSS after {r['jobs']:,} jobs, {r['threads']} threads: "
               f"{r['after_mb']['median']:.0f} MB (idle {r['idle_mb']['median']:.0f} MB)")
-    a = ours.get("api") or {}
-    if a.get("post"):
-        for name in ("post", "get"):
-            d = a[name]
-
-            def ms(key):  # a short run may have too few samples for a percentile
-                value = (d.get(key) or {}).get("median")
-                return "-" if value is None else f"{value:.1f}"
-
-            print(f"API {name.upper()} /api/v1/jobs/ ({a['concurrency']} connections, gunicorn, "
-                  f"{a['load_generator']}): {d['rps']['median']:.0f} req/s "
-                  f"({d['rps']['min']:.0f}-{d['rps']['max']:.0f}), p50 {ms('p50')} / "
-                  f"p95 {ms('p95')} / p99 {ms('p99')} ms, codes {d['codes']}")
-    elif a:
-        print(f"API: {a.get('skipped')}")
+    for key, how in (("api", "defaults: the throttle in the database cache"),
+                     ("api_redis", "the throttle in Redis, JOB_THROTTLE_CACHE_URL")):
+        print_api(ours.get(key) or {}, how)
     print("\ntargets (issue 16):")
     for t in targets:
         got = t["got"]

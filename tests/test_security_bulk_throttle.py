@@ -20,7 +20,7 @@ def test_every_job_of_a_bulk_request_counts_against_the_create_rate(operator_cli
     refused = _bulk(operator_client, 3)  # 8 + 3 > 10
     assert refused.status_code == 429
     assert refused.json()["code"] == "throttled"
-    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert 1 <= int(refused["Retry-After"]) <= 61  # the period, plus at most one slice of it
     assert Job.objects.count() == 8
     assert _bulk(operator_client, 2).status_code == 201  # exactly 10
     assert operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json").status_code == 429
@@ -55,7 +55,7 @@ def test_users_are_counted_apart(operator_client, make_user, client_for):
 
 
 @override_settings(JOB_CREATE_RATE="1000/min")
-def test_a_bulk_request_is_one_entry_of_the_window_however_many_jobs_it_holds(operator, operator_client):
+def test_a_bulk_request_spends_its_jobs_in_one_count_of_the_window(operator, operator_client):
     from django_pg_jobqueue import security
     from django_pg_jobqueue.api.throttles import JobCreateThrottle
 
@@ -63,4 +63,5 @@ def test_a_bulk_request_is_one_entry_of_the_window_however_many_jobs_it_holds(op
     assert operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json").status_code == 201
     history, counts = security.throttle_cache().get(
         JobCreateThrottle.cache_format % {"scope": "job_create", "ident": operator.pk})
-    assert len(history) == 2 and list(counts) == [1, 500]  # newest first
+    # One count per slice of the window (a sixtieth of it), not an entry per job.
+    assert len(history) == len(counts) <= 2 and sum(counts) == 501
