@@ -28,6 +28,7 @@ help:
 	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, Celery (BENCH_QUICK=1: faster)"
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
 	@echo "make soak    30-minute soak at half the maximum rate, pruning on (SOAK_MINUTES=...)"
+	@echo "make profile where a drained job's CPU goes (worker vs PostgreSQL, per schema part)"
 	@echo "make diagrams  render assets/*.svg from their sources"
 	@echo "make docs    build the documentation site into docs/_build/html (warnings are errors)"
 	@echo "make db-stop stop the embedded PostgreSQL"
@@ -163,6 +164,13 @@ bench: venv migrate
 # Drain rate and claim p99 as finished rows, backlog, queues and scheduled jobs grow (bench/
 # curves.py; ~25-40 min on 2 cores, CURVES_QUICK=1 for sizes / 100); charts into
 # docs/_static/bench/.
+# Where a drained job's CPU goes: the worker processes against PostgreSQL, and what the foreign
+# key and the listing's and feed's indexes cost (bench/drain_profile.py; ~5 min; PYSPY=file
+# also samples one worker with py-spy).
+.PHONY: profile
+profile: venv db-start
+	$(PY) bench/drain_profile.py $(if $(PYSPY),--py-spy $(PYSPY))
+
 .PHONY: curves
 curves: venv db-start
 	$(PY) bench/curves.py
