@@ -59,13 +59,16 @@ def _sizes() -> dict:
     with connection.cursor() as cur:
         for rel in RELATIONS:
             # Summed over the leaves: job_events is partitioned (migration 0007), and a
-            # partitioned parent holds no rows of its own (a plain table is its own leaf).
-            cur.execute("SELECT coalesce(sum(pg_table_size(t.relid)), 0),"
+            # partitioned parent holds no rows of its own. pg_partition_tree() of a plain
+            # table (jobs) is empty: the table itself is then the one leaf.
+            cur.execute("WITH leaves AS (SELECT relid FROM pg_partition_tree(%(rel)s::regclass)"
+                        " WHERE isleaf UNION ALL SELECT %(rel)s::regclass WHERE"
+                        " (SELECT relkind FROM pg_class WHERE oid = %(rel)s::regclass) = 'r')"
+                        " SELECT coalesce(sum(pg_table_size(t.relid)), 0),"
                         " coalesce(sum(pg_indexes_size(t.relid)), 0),"
                         " sum(s.n_live_tup), sum(s.n_dead_tup)"
-                        " FROM pg_partition_tree(%s::regclass) t"
-                        " LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid WHERE t.isleaf",
-                        [rel])
+                        " FROM leaves t LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid",
+                        {"rel": rel})
             table, index, live, dead = cur.fetchone()
             out[rel] = {"table": int(table), "index": int(index), "live": int(live or 0),
                         "dead": int(dead or 0)}
