@@ -129,11 +129,15 @@ def drain_once(url: str, n: int, variant: str, logdir: str, spy: str | None) -> 
             ours.stop_workers(procs, signal.SIGINT if spy else signal.SIGTERM)
         first, last = (float(ours.scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
                        for f in ("min(started_at)", "max(finished_at)"))
-        counted = n - started
+        counted = n - started  # the jobs not yet claimed when the counters were read
+
+        def per_job(seconds: float) -> float | None:
+            return seconds / counted * 1e6 if counted > 0 else None
+
         return {"jobs_per_s": n / (last - first),
-                 "worker_us": None if spy else (w1 - w0) / counted * 1e6,
-                 "postgres_us": (pg1 - pg0) / counted * 1e6,
-                 "machine_us": cpu.us_per_job(first, last, n)}
+                "worker_us": None if spy else per_job(w1 - w0),
+                "postgres_us": per_job(pg1 - pg0),
+                "machine_us": cpu.us_per_job(first, last, n)}
     finally:
         ours.reset()
         for statement in restore:
@@ -227,13 +231,15 @@ def main() -> None:
     print(f"{'variant':<20} {'jobs/s':>8} {'worker us':>10} {'postgres us':>12} {'machine us':>11}"
           f"  what it takes away")
     base_pg = med("baseline", "postgres_us") if "baseline" in results else None
+    def us(value) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
     for v in variants:
         pg = med(v, "postgres_us")
-        delta = f" ({pg - base_pg:+.1f})" if base_pg is not None and v != "baseline" else ""
-        worker = med(v, "worker_us")
-        print(f"{v:<20} {med(v, 'jobs_per_s'):>8,.0f} "
-              f"{(f'{worker:.1f}' if worker is not None else '-'):>10} "
-              f"{f'{pg:.1f}{delta}':>12} {med(v, 'machine_us') or 0:>11.1f}  {VARIANTS[v][0]}")
+        delta = (f" ({pg - base_pg:+.1f})" if None not in (pg, base_pg) and v != "baseline"
+                 else "")
+        print(f"{v:<20} {med(v, 'jobs_per_s'):>8,.0f} {us(med(v, 'worker_us')):>10} "
+              f"{us(pg) + delta:>12} {us(med(v, 'machine_us')):>11}  {VARIANTS[v][0]}")
     if args.spy:
         summarize_spy(args.spy)
 

@@ -353,6 +353,10 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
                   raw["threads"], *(fmt(raw[k]["median"]) for k in (
                       "claim1_complete1", "claim50_complete_each", "claim50_complete50",
                       "insert_single", "insert_bulk"))))
+    pg = res.get("postgres") or {}
+    if pg:
+        print("server: PostgreSQL " + ", ".join(
+            f"{k} {v}" if k != "server_version" else v for k, v in pg.items()))
     if (res.get("pgbench") or {}).get("tps"):
         print(f"pgbench TPC-B: {fmt(res['pgbench']['tps']['median'])} TPS "
               f"({fmt(res['pgbench']['tps']['min'])}-{fmt(res['pgbench']['tps']['max'])})")

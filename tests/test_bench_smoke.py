@@ -68,6 +68,10 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     if "skipped" not in api:  # `hey` (Debian) installed: gunicorn really served both
         assert api["post"]["codes"].get("201", 0) > 0 and api["get"]["codes"].get("200", 0) > 0
         assert api["post"]["rps"]["median"] > 0
+    redis_api = ours["api_redis"]
+    if "skipped" not in redis_api:  # a Redis server answered: the throttle counted there
+        assert redis_api["settings"] == {"JOB_THROTTLE_CACHE_URL": "redis://127.0.0.1:6379/14"}
+        assert redis_api["post"]["codes"].get("201", 0) > 0
     assert res["postgres"]["fsync"] in ("on", "off")
     assert {t["target"] for t in res["targets"]} >= {
         "drain_defaults", "drain_best", "drain_stale_stats", "claim_p99", "rss_after"}
@@ -83,6 +87,26 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     with psycopg.connect(_server_url(), autocommit=True) as conn:
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                             [prefix + "%"]).fetchall()
+    assert left == []
+
+
+@pytest.mark.timeout(300)
+def test_drain_profile_prices_the_schema_and_cleans_up():
+    """bench/drain_profile.py at tiny sizes: a variant without the foreign key, then the
+    schema as migrated again (so the key was put back), each split into worker and server
+    CPU; its scratch database is dropped."""
+    env = dict(os.environ, DATABASE_URL=_server_url())
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "drain_profile.py"), "-n", "300",
+                           "--rounds", "1", "--variants", "no_fk,baseline"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
+            if line.split() and line.split()[0] in ("no_fk", "baseline")}
+    assert set(rows) == {"no_fk", "baseline"}, proc.stdout
+    assert "without the foreign key" in " ".join(rows["no_fk"])
+    with psycopg.connect(_server_url(), autocommit=True) as conn:
+        left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE "
+                            "'drain\\_profile\\_%'").fetchall()
     assert left == []
 
 
