@@ -127,8 +127,7 @@ def drain_once(url: str, n: int, variant: str, logdir: str, spy: str | None) -> 
             w1, pg1 = sum(_ticks(p) for p in pids), _postgres_seconds()
         finally:
             ours.stop_workers(procs, signal.SIGINT if spy else signal.SIGTERM)
-        first, last = (float(ours.scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
-                       for f in ("min(started_at)", "max(finished_at)"))
+        first, last = ours.drain_window()
         counted = n - started  # the jobs not yet claimed when the counters were read
 
         def per_job(seconds: float) -> float | None:

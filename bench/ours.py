@@ -137,9 +137,14 @@ def drain(url: str, n: int, procs: int, threads: int, batch: int | None, logdir:
                 raise RuntimeError(f"drain did not finish: {left} still queued")
         finally:
             stop_workers(workers)
-    first, last = (float(scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
-                   for f in ("min(started_at)", "max(finished_at)"))
+    first, last = drain_window()
     return n / (last - first), cpu.us_per_job(first, last, n)
+
+
+def drain_window() -> tuple[float, float]:
+    """The first claim and the last completion of the drained jobs (database clock, epoch s)."""
+    return tuple(float(scalar(f"SELECT extract(epoch FROM {f}) FROM jobs"))
+                 for f in ("min(started_at)", "max(finished_at)"))
 
 
 # Worker settings that do not bear on throughput, left out of the description (not of the run).
