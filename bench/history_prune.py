@@ -144,7 +144,7 @@ def fill(connection, n_events: int):
 def batched_prune(cur, wal: Wal, *, with_events: bool) -> tuple[float, int, int, int, int]:
     """The prune's own batches (services/pruning.py PRUNE_BATCH), one transaction each, WAL
     read back after each. with_events=False: the jobs alone (their events already gone)."""
-    from django_pg_jobqueue.services.pruning import PRUNE_BATCH
+    from django_pg_jobqueue.sql import PRUNE_BATCH
 
     statement = PRUNE_BATCH
     params = {"status": "succeeded", "age": 7 * 86400, "limit": 1000}

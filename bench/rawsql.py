@@ -29,14 +29,13 @@ def statements(url):
 
     call_command("migrate", verbosity=0)
     from django_pg_jobqueue import sql
-    from django_pg_jobqueue.services import enqueuing as e
 
     return (sql.CLAIM.format(queue_filter=""), sql.COMPLETE_MANY,
-            e._STATEMENTS[e._INSERT_ONE, False, True], e._STATEMENTS[e._INSERT_MANY, False, True])
+            sql.ENQUEUE_ONE[False, True], sql.ENQUEUE_MANY[False, True])
 
 
 def insert_one_params(_=1):
-    """_INSERT_ONE's parameters for a no-op job: type, queue, payload, priority,
+    """sql.ENQUEUE_ONE's parameters for a no-op job: type, queue, payload, priority,
     max_attempts, timeout, run_at, delay, idempotency key, fingerprint, trace carrier."""
     return ("noop", "default", "{}", 0, 3, 600, None, 0.0, None, None, "{}")
 

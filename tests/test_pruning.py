@@ -234,7 +234,7 @@ def test_retention_off_values_mean_keep_forever():
 
 @pytest.mark.django_db
 def test_pruning_walks_the_finished_index_and_queued_rows_stay_out_of_it():
-    from django_pg_jobqueue.services.pruning import PRUNE_BATCH
+    from django_pg_jobqueue.sql import PRUNE_BATCH
 
     with connection.cursor() as cur:
         cur.execute("""

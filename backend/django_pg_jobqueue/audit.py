@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from . import sql
 from .db import atomic as queue_atomic
 from .db import queue_connection
 from .states import EventKind, Status, can_transition
@@ -141,55 +142,34 @@ def audit(*, stale_after_seconds: float = 60.0, job_ids: list[int] | None = None
 def _id_filter(job_ids, column="id") -> tuple[str, list]:
     if job_ids is None:
         return "", []
-    return f" AND {column} = ANY(%s::bigint[])", [list(job_ids)]
+    return sql.AUDIT_IDS_FILTER.format(column=column), [list(job_ids)]
 
 
 def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
     extra, params = _id_filter(job_ids)
     extra_j, params_j = _id_filter(job_ids, "j.id")
     with queue_connection().cursor() as cur:
-        cur.execute("SELECT count(*) FROM job_workers"
-                    " WHERE heartbeat_at > now() - interval '60 seconds'")
+        cur.execute(sql.AUDIT_LIVE_WORKERS)
         report.live_workers = cur.fetchone()[0]
-        cur.execute(
-            "SELECT id, locked_by, round(extract(epoch FROM now() - lease_expires_at)::numeric, 1)"
-            " FROM jobs WHERE status = 'running'"
-            " AND lease_expires_at < now() - make_interval(secs => %s)" + extra + " ORDER BY id",
-            [float(stale_after), *params])
+        cur.execute(sql.AUDIT_STALE_LEASES.format(ids=extra), [float(stale_after), *params])
         for job_id, locked_by, ago in cur.fetchall():
             report.violations.append(Violation(
                 "stale_lease", job_id,
                 f"running on {locked_by}, lease expired {ago}s ago (> {stale_after:g}s): no "
                 f"reaper is running (run `manage.py reap_jobs`, or start `run_job_workers`)"))
-        cur.execute(
-            "SELECT j.id, j.locked_by, w.id,"
-            " round(extract(epoch FROM w.heartbeat_at - j.lease_expires_at)::numeric, 1)"
-            " FROM jobs j JOIN job_workers w"
-            "   ON left(j.locked_by, length(w.id) + 1) = w.id || '-'"
-            "  AND substr(j.locked_by, length(w.id) + 2) ~ '^([0-9]+|prefetch)$'"
-            " WHERE j.status = 'running'"
-            "   AND w.heartbeat_at > now() - interval '60 seconds'"
-            "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s)"
-            + extra_j + " ORDER BY j.id",
-            [HELD_WITHOUT_EXECUTOR_SLACK_SECONDS, *params_j])
+        cur.execute(sql.AUDIT_HELD_WITHOUT_EXECUTOR.format(ids=extra_j),
+                    [HELD_WITHOUT_EXECUTOR_SLACK_SECONDS, *params_j])
         for job_id, locked_by, process, after in cur.fetchall():
             report.violations.append(Violation(
                 "held_without_executor", job_id,
                 f"running on {locked_by}, whose process {process} is alive (heartbeat {after}s "
                 f"after the lease expired) but no longer renews it: no executor of it runs the "
                 f"job, or its outcome could not be written (the reaper requeues it)"))
-        cur.execute("SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts"
-                    + extra + " ORDER BY id", params)
+        cur.execute(sql.AUDIT_ATTEMPTS_OVER_MAX.format(ids=extra), params)
         for job_id, attempts, max_attempts in cur.fetchall():
             report.violations.append(Violation(
                 "attempts_over_max", job_id, f"attempts {attempts} > max_attempts {max_attempts}"))
-        cur.execute(
-            "SELECT id, status, locked_by, lease_token, lease_expires_at, finished_at FROM jobs"
-            " WHERE status IN ('succeeded', 'failed', 'cancelled')"
-            " AND (locked_by IS NOT NULL OR lease_token IS NOT NULL"
-            "      OR lease_expires_at IS NOT NULL OR finished_at IS NULL)"
-            + extra + " ORDER BY id",
-            params)
+        cur.execute(sql.AUDIT_FINISHED_WITH_LOCK.format(ids=extra), params)
         for job_id, status, locked_by, token, lease_expires_at, finished_at in cur.fetchall():
             held = ", ".join(f"{name}={value}" for name, value in (
                 ("locked_by", locked_by), ("lease_token", token),
@@ -202,32 +182,26 @@ def _row_checks(report: AuditReport, stale_after: float, job_ids) -> None:
 def _double_success(report: AuditReport, job_ids) -> None:
     extra, params = _id_filter(job_ids, "job_id")
     with queue_connection().cursor() as cur:
-        cur.execute(
-            "SELECT job_id, count(*), array_agg(data->>'lease_token' ORDER BY id)"
-            " FROM job_events WHERE kind = 'succeeded'" + extra +
-            " GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id", params)
+        cur.execute(sql.AUDIT_DOUBLE_SUCCESS.format(ids=extra), params)
         for job_id, n, tokens in cur.fetchall():
             report.violations.append(Violation(
                 "double_success", job_id,
                 f"{n} succeeded events, under lease tokens {', '.join(map(str, tokens))}"))
 
 
-def _stream(sql: str, params: list):
+def _stream(statement: str, params: list):
     """Rows of a large query through a server-side cursor, a few thousand at a time."""
     with queue_connection().chunked_cursor() as cur:
-        cur.execute(sql, params)
+        cur.execute(statement, params)
         while rows := cur.fetchmany(5000):
             yield from rows
 
 
 def _replay(report: AuditReport, job_ids) -> None:
     extra, params = _id_filter(job_ids)
-    jobs = _stream("SELECT id, status, attempts, lease_token::text FROM jobs WHERE true" + extra
-                   + " ORDER BY id", params)
+    jobs = _stream(sql.AUDIT_REPLAY_JOBS.format(ids=extra), params)
     extra_e, params_e = _id_filter(job_ids, "job_id")
-    events = _stream(
-        "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status'"
-        " FROM job_events WHERE true" + extra_e + " ORDER BY job_id, id", params_e)
+    events = _stream(sql.AUDIT_REPLAY_EVENTS.format(ids=extra_e), params_e)
     pending = next(events, None)
     for job_id, status, attempts, token in jobs:
         report.jobs += 1

@@ -17,7 +17,7 @@ def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> lis
         return list(JobEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
                     .values_list("id", flat=True)[:limit])
     with queue_connection().cursor() as cur:
-        cur.execute("SELECT tx_id FROM job_events WHERE id = %s", [after])
+        cur.execute(sql.EVENT_TX_ID, [after])
         row = cur.fetchone()
         cursor = sql.EVENTS_AFTER_CURSOR if row else sql.EVENTS_AFTER_ID_CURSOR
         cur.execute(sql.EVENTS_AFTER.format(cursor=cursor, job_filter=""),

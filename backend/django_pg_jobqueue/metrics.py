@@ -42,7 +42,7 @@ from django.http import HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 
-from . import conf
+from . import conf, sql
 from .db import atomic as queue_atomic
 from .db import queue_connection
 
@@ -66,53 +66,6 @@ COUNTED_KINDS = {
     "released": "jobqueue_released_recent",
     "snoozed": "jobqueue_snoozed_recent",
 }
-
-JOBS_BY_QUEUE_STATUS = "SELECT queue, status, count(*) FROM jobs GROUP BY queue, status"
-
-QUEUED_BY_QUEUE = """
-SELECT queue, count(*), count(*) FILTER (WHERE available_at <= now()),
-       extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now()))
-FROM jobs WHERE status = 'queued' GROUP BY queue
-"""
-
-WORKERS = """
-SELECT id, hostname, pid, threads, queues, extract(epoch FROM now() - heartbeat_at),
-       extract(epoch FROM now() - started_at)
-FROM job_workers ORDER BY id
-"""
-
-QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue_settings ORDER BY queue"
-
-# The claimed event's wait: from the job's available_at to the claim. available_at is only
-# reliable for the job's latest claim (a retry moves it), so older claims of a job that was
-# requeued since are left out of the histogram rather than measured wrong.
-_WAIT = """CASE WHEN r.kind = 'claimed' AND r.attempt = j.attempts AND j.status <> 'queued'
-                 AND r.created_at >= j.available_at
-            THEN extract(epoch FROM r.created_at - j.available_at) END"""
-_RUN = "CASE WHEN r.kind <> 'claimed' THEN (r.data->>'run_seconds')::float8 END"
-
-
-def _window_sql() -> str:
-    def buckets(expr, bounds):
-        return ", ".join(f"count(*) FILTER (WHERE {expr} <= {b})" for b in bounds)
-
-    return f"""
-WITH recent AS (
-    SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
-    WHERE created_at > now() - make_interval(secs => %(window)s)
-      AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
-                   'lease_expired', 'retried', 'released', 'snoozed')
-),
-measured AS (
-    SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run
-    FROM recent r JOIN jobs j ON j.id = r.job_id
-)
-SELECT type, kind, count(*), count(*) FILTER (WHERE worker_id IS NOT NULL),
-       count(run), coalesce(sum(run), 0), {buckets("run", RUN_BUCKETS)},
-       count(wait), coalesce(sum(wait), 0), {buckets("wait", WAIT_BUCKETS)}
-FROM measured GROUP BY type, kind ORDER BY type, kind
-"""
-
 
 @dataclass
 class Histogram:
@@ -168,20 +121,20 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
     window = float(window_seconds or c.METRICS_WINDOW_SECONDS)
     snap = Snapshot(window_seconds=window, max_queue_depth=c.MAX_QUEUE_DEPTH)
     with queue_atomic(), queue_connection().cursor() as cur:
-        cur.execute("SELECT set_config('statement_timeout', %s, true)",
+        cur.execute(sql.STATEMENT_TIMEOUT_LOCAL,
                     [str(int(c.METRICS_STATEMENT_TIMEOUT_MS))])
-        cur.execute(JOBS_BY_QUEUE_STATUS)
+        cur.execute(sql.METRICS_JOBS_BY_QUEUE_STATUS)
         snap.jobs = {(q, s): n for q, s, n in cur.fetchall()}
-        cur.execute(QUEUED_BY_QUEUE)
+        cur.execute(sql.METRICS_QUEUED_BY_QUEUE)
         for queue, depth, runnable, age in cur.fetchall():
             snap.depth[queue], snap.runnable[queue] = depth, runnable
             snap.oldest_age[queue] = max(float(age), 0.0) if age is not None else 0.0
-        cur.execute(WORKERS)
+        cur.execute(sql.METRICS_WORKERS)
         snap.workers = [Worker(r[0], r[1], r[2], r[3], r[4] if isinstance(r[4], list) else [],
                                float(r[5]), float(r[6])) for r in cur.fetchall()]
-        cur.execute(QUEUE_SETTINGS)
+        cur.execute(sql.METRICS_QUEUE_SETTINGS)
         snap.queue_settings = cur.fetchall()
-        cur.execute(_window_sql(), {"window": window})
+        cur.execute(sql.metrics_window(RUN_BUCKETS, WAIT_BUCKETS), {"window": window})
         n_run = len(RUN_BUCKETS)
         for row in cur.fetchall():
             type_, kind, n, by_worker, run_n, run_sum = row[:6]

@@ -310,49 +310,6 @@ def schedules(now=None) -> list[dict]:
     return rows
 
 
-_FINISHED_SQL = """
-SELECT
-    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '1 minute'),
-    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '1 minute'),
-    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '5 minutes'),
-    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '5 minutes'),
-    count(*) FILTER (WHERE status = 'succeeded'),
-    count(*) FILTER (WHERE status = 'failed'),
-    avg(extract(epoch FROM finished_at - started_at)) FILTER (WHERE started_at IS NOT NULL),
-    percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at))
-        FILTER (WHERE started_at IS NOT NULL),
-    count(*) FILTER (WHERE attempts > 1),
-    count(*)
-FROM jobs
-WHERE status IN ('succeeded', 'failed') AND finished_at >= now() - interval '15 minutes'
-"""
-
-# Succeeded and failed per minute over the last 15 minutes, every minute present (zeros too).
-_THROUGHPUT_SQL = """
-WITH per_minute AS (
-    SELECT date_trunc('minute', finished_at) AS minute,
-           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-           count(*) FILTER (WHERE status = 'failed') AS failed
-    FROM jobs
-    WHERE status IN ('succeeded', 'failed')
-      AND finished_at >= date_trunc('minute', now()) - interval '14 minutes'
-    GROUP BY 1
-)
-SELECT m.minute, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
-FROM generate_series(date_trunc('minute', now()) - interval '14 minutes',
-                     date_trunc('minute', now()), interval '1 minute') AS m(minute)
-LEFT JOIN per_minute p ON p.minute = m.minute
-ORDER BY m.minute
-"""
-
-_QUEUED_SQL = """
-SELECT extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())),
-       count(*) FILTER (WHERE available_at <= now()),
-       count(*) FILTER (WHERE available_at > now())
-FROM jobs WHERE status = 'queued'
-"""
-
-
 def _round(value, digits=3):
     return None if value is None else round(float(value), digits)
 
@@ -374,11 +331,11 @@ def metrics() -> dict:
         for r in queued.values("queue").annotate(n=Count("id")).order_by("queue")
     ]
     with queue_connection().cursor() as cur:
-        cur.execute(_QUEUED_SQL)
+        cur.execute(sql.DASHBOARD_QUEUED)
         oldest_age, runnable, scheduled = cur.fetchone()
-        cur.execute(_FINISHED_SQL)
+        cur.execute(sql.DASHBOARD_FINISHED)
         (s1, f1, s5, f5, s15, f15, mean, p95, retried, finished) = cur.fetchone()
-        cur.execute(_THROUGHPUT_SQL)
+        cur.execute(sql.DASHBOARD_THROUGHPUT)
         throughput = [
             {"minute": minute, "succeeded": s, "failed": f}
             for minute, s, f in cur.fetchall()

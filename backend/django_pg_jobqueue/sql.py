@@ -20,6 +20,23 @@ BACKOFF_SECONDS = (
     " * (1 + %(retry_jitter)s::float8 * (2 * random() - 1)))"
 )
 
+# What a failed attempt becomes (FAIL: the handler failed; REAP: the lease expired): a cancel
+# requested meanwhile wins, then a retry while attempts are left, else failed for good.
+# {job}: the jobs row's alias and a dot, or nothing; {retryable}: an extra condition for a
+# retry, ending in AND, or nothing. The same choice is written once for both statements.
+NEXT_STATUS = (
+    "CASE WHEN {job}cancel_requested_at IS NOT NULL THEN 'cancelled'\n"
+    "                WHEN {retryable}{job}attempts < {job}max_attempts THEN 'queued'\n"
+    "                ELSE 'failed' END AS next_status,"
+)
+# The columns that decision moves, in the UPDATE of jobs j FROM decision d (d.next_status,
+# d.delay: the backoff above): a retry becomes due after its backoff, anything else finishes.
+SET_NEXT_STATUS = """    SET status = d.next_status,
+        available_at = CASE WHEN d.next_status = 'queued'
+                            THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
+        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
+"""
+
 # --- claim ---------------------------------------------------------------------------------
 # Pick runnable rows in claim order and lock them, skipping rows other claimers hold: no two
 # workers ever get the same row, and none waits on another. The inner SELECT walks the partial
@@ -159,19 +176,13 @@ WITH target AS (
 ),
 decision AS (
     SELECT id, attempts, started_at,
-           CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-                WHEN NOT %(permanent)s AND attempts < max_attempts THEN 'queued'
-                ELSE 'failed' END AS next_status,
+           """ + NEXT_STATUS.format(job="", retryable="NOT %(permanent)s AND ") + """
            """ + BACKOFF_SECONDS.format(attempts="attempts") + """ AS delay
     FROM target
 ),
 upd AS (
     UPDATE jobs j
-    SET status = d.next_status,
-        available_at = CASE WHEN d.next_status = 'queued'
-                            THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
-        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
-        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+""" + SET_NEXT_STATUS + """        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
         last_error = %(error)s, last_traceback = %(traceback)s, updated_at = now()
     FROM decision d
     WHERE j.id = d.id
@@ -289,19 +300,13 @@ WITH expired AS (
 ),
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token,
-           CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                WHEN j.attempts < j.max_attempts THEN 'queued'
-                ELSE 'failed' END AS next_status,
+           """ + NEXT_STATUS.format(job="j.", retryable="") + """
            """ + BACKOFF_SECONDS.format(attempts="j.attempts") + """ AS delay
     FROM expired e JOIN jobs j ON j.id = e.id
 ),
 upd AS (
     UPDATE jobs j
-    SET status = d.next_status,
-        available_at = CASE WHEN d.next_status = 'queued'
-                            THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
-        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
-        last_error = 'lease expired: worker ' || d.locked_by || ' stopped renewing it',
+""" + SET_NEXT_STATUS + """        last_error = 'lease expired: worker ' || d.locked_by || ' stopped renewing it',
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
     WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
@@ -321,6 +326,87 @@ SELECT id, status, locked_by FROM upd
 """
 
 NOTIFY_CHANNEL = "jobs_enqueued"
+
+# --- enqueue: new jobs with their `created` events (services/enqueuing.py) -------------------
+# Every job is created with its `created` event in the same statement (the event feed and the
+# dashboard start from it; with tracing on, its data carries the producer's trace context) and,
+# with LISTEN_NOTIFY on, a NOTIFY per queue that PostgreSQL delivers at commit. All times are
+# the transaction's clock, now(). The two statements share these pieces:
+_INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
+                      max_attempts, timeout_seconds, available_at, created_at, updated_at,
+                      progress_message, idempotency_key, request_fingerprint)"""
+
+
+def _created_events(trace_param: str) -> str:
+    return f"""events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority) || {trace_param}::jsonb, now()
+    FROM ins
+)"""
+
+
+# One job (the common case: `enqueue()` from a view or a task): plain VALUES with scalar
+# parameters, prepared once per connection.
+_INSERT_ONE = """
+WITH ins AS (
+    """ + _INSERT_INTO_JOBS + """
+    VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
+            COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
+            '', %s::text, %s::text)
+    {on_conflict}
+    RETURNING id, queue, priority, available_at, created_at
+),
+""" + _created_events("%s") + """
+SELECT id, available_at, created_at {notify} FROM ins
+"""
+
+# Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
+# One jsonb parameter is far cheaper to send than ten parallel arrays (psycopg dumps arrays
+# element by element in Python), and the payloads travel as JSON inside it, encoded once.
+_INSERT_MANY = """
+WITH ins AS (
+    """ + _INSERT_INTO_JOBS + """
+    SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
+           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
+           '', idempotency_key, fingerprint
+    FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
+            type text, queue text, payload jsonb, priority smallint, max_attempts int,
+            timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
+            fingerprint text))
+        WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
+                                 run_at, delay, idempotency_key, fingerprint, n)
+    ORDER BY n
+    {on_conflict}
+    RETURNING id, queue, priority, idempotency_key, available_at, created_at
+),
+""" + _created_events("%(trace)s") + """
+SELECT id, idempotency_key, available_at, created_at FROM ins
+{notify_once}
+ORDER BY id
+"""
+
+# Only a keyed insert names the arbiter: ON CONFLICT makes every row a speculative insertion
+# (an extra WAL record per row) even when its key is NULL.
+_ON_CONFLICT = "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+_NOTIFY = f", pg_notify('{NOTIFY_CHANNEL}', queue)"
+# A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
+# commit anyway, but only after paying for each pg_notify call (a few us a row). An
+# uncorrelated condition is evaluated once, before the rows are returned.
+_NOTIFY_ONCE = f"""WHERE (SELECT count(pg_notify('{NOTIFY_CHANNEL}', queue))
+       FROM (SELECT DISTINCT queue FROM ins) AS queues) >= 0"""
+# Each statement in its four variants, by (keyed, notify): with or without the arbiter, with or
+# without the NOTIFY (JOB_LISTEN_NOTIFY). services/enqueuing.py picks one per insert.
+ENQUEUE_ONE = {
+    (keyed, notify): _INSERT_ONE.format(on_conflict=_ON_CONFLICT if keyed else "",
+                                        notify=_NOTIFY if notify else "")
+    for keyed in (False, True) for notify in (False, True)
+}
+ENQUEUE_MANY = {
+    (keyed, notify): _INSERT_MANY.format(on_conflict=_ON_CONFLICT if keyed else "",
+                                         notify_once=_NOTIFY_ONCE if notify else "")
+    for keyed in (False, True) for notify in (False, True)
+}
 
 # --- claim under global concurrency limits -------------------------------------------------
 # Used instead of CLAIM while any queue (job_queue_settings.concurrency_limit) or job type
@@ -456,6 +542,288 @@ SELECT b.bucket, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
 FROM range r, generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
 LEFT JOIN per_bucket p ON p.bucket = b.bucket
 ORDER BY b.bucket
+"""
+
+# --- tracing: the producer's trace context, read back from the job's created event --------
+# (tracing.py). The first `created` event of the job, by its index (job_id, id).
+CREATED_EVENT_TRACE = """
+SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
+"""
+
+# --- bulk retry: the dead letter's failed -> queued, one batch per statement ---------------
+# (services/bulk_retry.py). Pick up to LIMIT failed jobs after the last id seen (SKIP LOCKED: a
+# job an operator or the pruner holds is left alone), move them with the same column changes
+# as services.retry, write their `retried` events; the guard is repeated on the locked row.
+# Returns the last id picked, how many were picked and retried, and the queues retried into.
+RETRY_FAILED_BATCH = """
+WITH picked AS (
+    SELECT id FROM jobs
+    WHERE status = 'failed' AND id > %(after_id)s {filters}
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+retried AS (
+    UPDATE jobs j
+    SET status = 'queued', available_at = now(), updated_at = now(), finished_at = NULL,
+        cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
+        progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
+    FROM picked
+    WHERE j.id = picked.id AND j.status = 'failed'
+    RETURNING j.id, j.attempts, j.queue
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'retried', attempts, %(message)s, jsonb_build_object('bulk', true), now()
+    FROM retried
+)
+SELECT (SELECT max(id) FROM picked), (SELECT count(*) FROM picked),
+       (SELECT count(*) FROM retried), (SELECT array_agg(DISTINCT queue) FROM retried)
+"""
+# {filters} of RETRY_FAILED_BATCH: each an AND clause over one named parameter.
+RETRY_FAILED_FILTERS = {
+    "type": "AND type = %(type)s",
+    "error_contains": "AND strpos(lower(coalesce(last_error, '')), lower(%(error_contains)s)) > 0",
+    "finished_after": "AND finished_at >= %(finished_after)s",
+    "finished_before": "AND finished_at < %(finished_before)s",
+}
+# Wake idle workers of each queue on commit, as enqueue does (%s: the channel, the queues).
+NOTIFY_QUEUES = "SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q"
+
+# --- queue limits, as claims read them (services/claiming.py, cached a second) -------------
+QUEUE_CONCURRENCY_LIMITS = (
+    "SELECT queue, concurrency_limit FROM job_queue_settings WHERE concurrency_limit IS NOT NULL"
+)
+
+# --- heartbeat: a worker process's row in job_workers (worker/renewer.py) -----------------
+# Upserted after each renewal pass: the first creates the row, the next ones move heartbeat_at
+# (metrics and audit_jobs read it to tell live processes from dead ones).
+HEARTBEAT = """
+INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at)
+VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
+                               queues = EXCLUDED.queues
+"""
+
+# The transaction id of the feed's `after` event (feed.py): the cursor's first half.
+EVENT_TX_ID = "SELECT tx_id FROM job_events WHERE id = %s"
+
+# --- metrics: the figures of GET /metrics (metrics.py), in one read-only transaction ------
+# Its statement timeout, transaction-local (%s: milliseconds, as text).
+STATEMENT_TIMEOUT_LOCAL = "SELECT set_config('statement_timeout', %s, true)"
+METRICS_JOBS_BY_QUEUE_STATUS = "SELECT queue, status, count(*) FROM jobs GROUP BY queue, status"
+
+METRICS_QUEUED_BY_QUEUE = """
+SELECT queue, count(*), count(*) FILTER (WHERE available_at <= now()),
+       extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now()))
+FROM jobs WHERE status = 'queued' GROUP BY queue
+"""
+
+METRICS_WORKERS = """
+SELECT id, hostname, pid, threads, queues, extract(epoch FROM now() - heartbeat_at),
+       extract(epoch FROM now() - started_at)
+FROM job_workers ORDER BY id
+"""
+
+METRICS_QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue_settings ORDER BY queue"
+
+# The claimed event's wait: from the job's available_at to the claim. available_at is only
+# reliable for the job's latest claim (a retry moves it), so older claims of a job that was
+# requeued since are left out of the histogram rather than measured wrong.
+_WAIT = """CASE WHEN r.kind = 'claimed' AND r.attempt = j.attempts AND j.status <> 'queued'
+                 AND r.created_at >= j.available_at
+            THEN extract(epoch FROM r.created_at - j.available_at) END"""
+_RUN = "CASE WHEN r.kind <> 'claimed' THEN (r.data->>'run_seconds')::float8 END"
+
+
+def metrics_window(run_buckets, wait_buckets) -> str:
+    """The recent events' counts and histograms by (type, kind), one cumulative bucket
+    per bound of run_buckets / wait_buckets (numbers, written into the statement)."""
+    def buckets(expr, bounds):
+        return ", ".join(f"count(*) FILTER (WHERE {expr} <= {b})" for b in bounds)
+
+    return f"""
+WITH recent AS (
+    SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
+    WHERE created_at > now() - make_interval(secs => %(window)s)
+      AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
+                   'lease_expired', 'retried', 'released', 'snoozed')
+),
+measured AS (
+    SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run
+    FROM recent r JOIN jobs j ON j.id = r.job_id
+)
+SELECT type, kind, count(*), count(*) FILTER (WHERE worker_id IS NOT NULL),
+       count(run), coalesce(sum(run), 0), {buckets("run", run_buckets)},
+       count(wait), coalesce(sum(wait), 0), {buckets("wait", wait_buckets)}
+FROM measured GROUP BY type, kind ORDER BY type, kind
+"""
+
+# --- the dashboard's metrics (selectors.metrics, GET /api/v1/metrics/) --------------------
+# Finished in the last 1, 5 and 15 minutes, run time mean and p95, retried jobs (over 15 min).
+DASHBOARD_FINISHED = """
+SELECT
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'succeeded'),
+    count(*) FILTER (WHERE status = 'failed'),
+    avg(extract(epoch FROM finished_at - started_at)) FILTER (WHERE started_at IS NOT NULL),
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at))
+        FILTER (WHERE started_at IS NOT NULL),
+    count(*) FILTER (WHERE attempts > 1),
+    count(*)
+FROM jobs
+WHERE status IN ('succeeded', 'failed') AND finished_at >= now() - interval '15 minutes'
+"""
+
+# Succeeded and failed per minute over the last 15 minutes, every minute present (zeros too).
+DASHBOARD_THROUGHPUT = """
+WITH per_minute AS (
+    SELECT date_trunc('minute', finished_at) AS minute,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed
+    FROM jobs
+    WHERE status IN ('succeeded', 'failed')
+      AND finished_at >= date_trunc('minute', now()) - interval '14 minutes'
+    GROUP BY 1
+)
+SELECT m.minute, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
+FROM generate_series(date_trunc('minute', now()) - interval '14 minutes',
+                     date_trunc('minute', now()), interval '1 minute') AS m(minute)
+LEFT JOIN per_minute p ON p.minute = m.minute
+ORDER BY m.minute
+"""
+
+DASHBOARD_QUEUED = """
+SELECT extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())),
+       count(*) FILTER (WHERE available_at <= now()),
+       count(*) FILTER (WHERE available_at > now())
+FROM jobs WHERE status = 'queued'
+"""
+
+# --- manage.py queue_status ------------------------------------------------------------------
+# Events of one kind (%s) over the last 1, 5 and 15 minutes; a cancel counts only when a
+# worker wrote it (a running job's), not an operator's cancel of a queued one.
+QUEUE_STATUS_EVENTS_RECENT = """
+SELECT count(*) FILTER (WHERE created_at > now() - interval '1 minute'),
+       count(*) FILTER (WHERE created_at > now() - interval '5 minutes'),
+       count(*)
+FROM job_events
+WHERE created_at > now() - interval '15 minutes' AND kind = %s
+  AND (kind <> 'cancelled' OR worker_id IS NOT NULL)
+"""
+# The running jobs of each worker process, by the process id prefix of locked_by.
+QUEUE_STATUS_RUNNING_BY_PROCESS = """
+SELECT w.id, j.id, j.type, extract(epoch FROM now() - j.started_at)
+FROM jobs j JOIN job_workers w ON j.locked_by LIKE w.id || '-%'
+WHERE j.status = 'running'
+ORDER BY w.id, j.started_at
+"""
+
+# --- test helpers (testing.py) ---------------------------------------------------------------
+# drain's "make every queued job due now", narrowed by AND_TYPE_IN / AND_QUEUE_IN (%s: a list).
+MAKE_DUE = "UPDATE jobs SET available_at = now() WHERE status = 'queued' AND available_at > now()"
+AND_TYPE_IN = " AND type = ANY(%s::text[])"
+AND_QUEUE_IN = " AND queue = ANY(%s::text[])"
+# expire_lease: a running job's lease deadline in the past, as if its worker stopped renewing.
+EXPIRE_LEASE_IF_RUNNING = (
+    "UPDATE jobs SET lease_expires_at = now() - interval '1 second'"
+    " WHERE id = %s AND status = 'running'"
+)
+
+# --- audit_jobs: invariant checks over the rows and the event history (audit.py) ----------
+# {ids}: AUDIT_IDS_FILTER over the statement's id column, or nothing (every job).
+AUDIT_IDS_FILTER = " AND {column} = ANY(%s::bigint[])"
+AUDIT_LIVE_WORKERS = (
+    "SELECT count(*) FROM job_workers WHERE heartbeat_at > now() - interval '60 seconds'"
+)
+# Running jobs whose lease expired more than %s seconds ago: no reaper runs.
+AUDIT_STALE_LEASES = (
+    "SELECT id, locked_by, round(extract(epoch FROM now() - lease_expires_at)::numeric, 1)"
+    " FROM jobs WHERE status = 'running'"
+    " AND lease_expires_at < now() - make_interval(secs => %s){ids} ORDER BY id"
+)
+# Running jobs whose worker process is alive (heartbeat %s seconds past the job's lease expiry)
+# but no longer renews them; locked_by is <process id>-<thread number | prefetch>.
+AUDIT_HELD_WITHOUT_EXECUTOR = (
+    "SELECT j.id, j.locked_by, w.id,"
+    " round(extract(epoch FROM w.heartbeat_at - j.lease_expires_at)::numeric, 1)"
+    " FROM jobs j JOIN job_workers w"
+    "   ON left(j.locked_by, length(w.id) + 1) = w.id || '-'"
+    "  AND substr(j.locked_by, length(w.id) + 2) ~ '^([0-9]+|prefetch)$'"
+    " WHERE j.status = 'running'"
+    "   AND w.heartbeat_at > now() - interval '60 seconds'"
+    "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s){ids} ORDER BY j.id"
+)
+AUDIT_ATTEMPTS_OVER_MAX = (
+    "SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts{ids} ORDER BY id"
+)
+# Finished jobs that still hold a lease column, or have no finished_at.
+AUDIT_FINISHED_WITH_LOCK = (
+    "SELECT id, status, locked_by, lease_token, lease_expires_at, finished_at FROM jobs"
+    " WHERE status IN ('succeeded', 'failed', 'cancelled')"
+    " AND (locked_by IS NOT NULL OR lease_token IS NOT NULL"
+    "      OR lease_expires_at IS NOT NULL OR finished_at IS NULL){ids} ORDER BY id"
+)
+AUDIT_DOUBLE_SUCCESS = (
+    "SELECT job_id, count(*), array_agg(data->>'lease_token' ORDER BY id)"
+    " FROM job_events WHERE kind = 'succeeded'{ids}"
+    " GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id"
+)
+# The replay: every job and every event, both in job id order, streamed side by side.
+AUDIT_REPLAY_JOBS = (
+    "SELECT id, status, attempts, lease_token::text FROM jobs WHERE true{ids} ORDER BY id"
+)
+AUDIT_REPLAY_EVENTS = (
+    "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status'"
+    " FROM job_events WHERE true{ids} ORDER BY job_id, id"
+)
+
+# --- prune: finished jobs past their retention, with their events (services/pruning.py) ---
+# The newest job of each periodic schedule (idempotency key `periodic:<name>:<tick>`) is
+# never pruned: its key is how a worker starting up knows that the latest tick already ran
+# (periodic.py); without it, a retention shorter than the schedule's period would run
+# that tick again on every restart.
+KEEP_NEWEST_PERIODIC = r"""
+  AND NOT (coalesce(jobs.idempotency_key, '') LIKE 'periodic:%%' AND NOT EXISTS (
+      SELECT 1 FROM jobs newer
+      WHERE newer.idempotency_key > jobs.idempotency_key
+        AND starts_with(newer.idempotency_key,
+                        substring(jobs.idempotency_key FROM '^(periodic:.*:)\d{4}-\d\d-\d\dT'))))
+"""
+
+# The range scan walks jobs_status_finished_idx (status, finished_at). Oldest first, so that
+# an interrupted run has removed the jobs most overdue.
+PRUNE_BATCH = """
+WITH doomed AS (
+    SELECT id FROM jobs
+    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+""" + KEEP_NEWEST_PERIODIC + """
+    ORDER BY finished_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+events AS (
+    DELETE FROM job_events e USING doomed WHERE e.job_id = doomed.id RETURNING e.id
+),
+gone AS (
+    DELETE FROM jobs j USING doomed
+    WHERE j.id = doomed.id AND j.status IN ('succeeded', 'failed', 'cancelled')
+    RETURNING j.id
+)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
+"""
+
+COUNT_PRUNABLE = """
+WITH doomed AS (
+    SELECT id FROM jobs
+    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
+""" + KEEP_NEWEST_PERIODIC + """
+)
+SELECT (SELECT count(*) FROM doomed),
+       (SELECT count(*) FROM job_events e WHERE e.job_id IN (SELECT id FROM doomed))
 """
 
 # --- job_events partitions (services/partitions.py, migration 0007) ---------------------------

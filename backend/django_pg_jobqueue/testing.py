@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import services
+from . import services, sql
 from .context import JobContext
 from .db import queue_connection
 from .models import Job
@@ -168,16 +168,16 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
 def _make_due(types, queues) -> None:
     # now(), the engine's clock (transaction time), not Django's Now() (statement time): inside
     # a test's transaction the two differ, and the claim compares with now().
-    sql = "UPDATE jobs SET available_at = now() WHERE status = 'queued' AND available_at > now()"
+    statement = sql.MAKE_DUE
     params: list = []
     if types:
-        sql += " AND type = ANY(%s::text[])"
+        statement += sql.AND_TYPE_IN
         params.append(list(types))
     if queues:
-        sql += " AND queue = ANY(%s::text[])"
+        statement += sql.AND_QUEUE_IN
         params.append(list(queues))
     with queue_connection().cursor() as cur:
-        cur.execute(sql, params)
+        cur.execute(statement, params)
 
 
 def _context(job, worker_id: str) -> JobContext:
@@ -226,8 +226,7 @@ def expire_lease(job) -> None:
     it (died, froze, lost the network). The reaper will then requeue it."""
     job_id = getattr(job, "id", job)
     with queue_connection().cursor() as cur:
-        cur.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second'"
-                    " WHERE id = %s AND status = 'running'", [job_id])
+        cur.execute(sql.EXPIRE_LEASE_IF_RUNNING, [job_id])
         if cur.rowcount != 1:
             status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first()
             raise AssertionError(

@@ -14,8 +14,8 @@ on) and makes the execution span a child of the enqueue span, for every attempt.
 
 Engine hooks (in jobs/services/enqueuing.py and jobs/worker/executor.py):
     enqueuing.py   @tracing.traced_enqueue on `_insert`; `tracing.carrier_json()` as the
-                   insert's trace parameter (the last positional one of _INSERT_ONE,
-                   `%(trace)s` in _INSERT_MANY), merged into the created event's data with
+                   insert's trace parameter (the last positional one of sql.ENQUEUE_ONE,
+                   `%(trace)s` in sql.ENQUEUE_MANY), merged into the created event's data with
                    `jsonb_build_object(...) || <trace>::jsonb`
     executor.py    `result = tracing.run_handler(spec.func, ctx, job)` in place of
                    `result = spec.func(ctx, job.payload)`
@@ -23,7 +23,7 @@ Engine hooks (in jobs/services/enqueuing.py and jobs/worker/executor.py):
 import functools
 import json
 
-from . import conf
+from . import conf, sql
 from .db import queue_connection
 
 try:  # optional dependency
@@ -35,11 +35,6 @@ except ImportError:  # pragma: no cover - exercised when the extra is not instal
 TRACER_NAME = "django_pg_jobqueue"
 CARRIER_KEYS = ("traceparent", "tracestate")
 SYSTEM = "django-pg-jobqueue"
-
-CREATED_EVENT_TRACE = """
-SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
-"""
-
 
 def available() -> bool:
     return trace is not None
@@ -96,7 +91,7 @@ def carrier_json() -> str:
 def stored_carrier(job_id: int) -> dict:
     """The trace context the job's producer left in its `created` event."""
     with queue_connection().cursor() as cur:
-        cur.execute(CREATED_EVENT_TRACE, [job_id])
+        cur.execute(sql.CREATED_EVENT_TRACE, [job_id])
         row = cur.fetchone()
     data = row[0] if row else {}
     if isinstance(data, str):

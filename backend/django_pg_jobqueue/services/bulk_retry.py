@@ -16,39 +16,6 @@ from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 
-RETRY_FAILED_BATCH = """
-WITH picked AS (
-    SELECT id FROM jobs
-    WHERE status = 'failed' AND id > %(after_id)s {filters}
-    ORDER BY id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-retried AS (
-    UPDATE jobs j
-    SET status = 'queued', available_at = now(), updated_at = now(), finished_at = NULL,
-        cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
-        progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
-    FROM picked
-    WHERE j.id = picked.id AND j.status = 'failed'
-    RETURNING j.id, j.attempts, j.queue
-),
-events AS (
-    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'retried', attempts, %(message)s, jsonb_build_object('bulk', true), now()
-    FROM retried
-)
-SELECT (SELECT max(id) FROM picked), (SELECT count(*) FROM picked),
-       (SELECT count(*) FROM retried), (SELECT array_agg(DISTINCT queue) FROM retried)
-"""
-
-_FILTERS = {
-    "type": "AND type = %(type)s",
-    "error_contains": "AND strpos(lower(coalesce(last_error, '')), lower(%(error_contains)s)) > 0",
-    "finished_after": "AND finished_at >= %(finished_after)s",
-    "finished_before": "AND finished_at < %(finished_before)s",
-}
-
 
 def retry_matching(*, type: str | None = None, error_contains: str | None = None,
                    finished_after: datetime | None = None, finished_before: datetime | None = None,
@@ -70,7 +37,8 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
     given = {"type": type, "error_contains": error_contains, "finished_after": finished_after,
              "finished_before": finished_before}
     given = {k: v for k, v in given.items() if v not in (None, "")}
-    statement = RETRY_FAILED_BATCH.format(filters=" ".join(_FILTERS[k] for k in given))
+    statement = sql.RETRY_FAILED_BATCH.format(
+        filters=" ".join(sql.RETRY_FAILED_FILTERS[k] for k in given))
     notify = conf.get().LISTEN_NOTIFY
     params = {**given, "limit": int(batch_size), "after_id": 0,
               "message": f"retried from failed (bulk){f' by {actor}' if actor else ''}"}
@@ -81,8 +49,7 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
                 cur.execute(statement, params)
                 last_id, picked, retried, queues = cur.fetchone()
                 if retried and notify:  # wake idle workers on commit, as enqueue does
-                    cur.execute("SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",
-                                [sql.NOTIFY_CHANNEL, queues])
+                    cur.execute(sql.NOTIFY_QUEUES, [sql.NOTIFY_CHANNEL, queues])
         total += retried
         if picked < params["limit"]:  # SKIP LOCKED: fewer than asked means none left unlocked
             return total

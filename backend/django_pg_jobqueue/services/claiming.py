@@ -25,8 +25,7 @@ def queue_limits() -> dict[str, int]:
         if time.monotonic() - fetched_at < _LIMITS_TTL:
             return limits
     with queue_connection().cursor() as cur:
-        cur.execute("SELECT queue, concurrency_limit FROM job_queue_settings"
-                    " WHERE concurrency_limit IS NOT NULL")
+        cur.execute(sql.QUEUE_CONCURRENCY_LIMITS)
         limits = dict(cur.fetchall())
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)

@@ -303,81 +303,6 @@ def _prepare_item(item) -> NewJob:
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
-# Every job is created with its `created` event in the same statement (the event feed and the
-# dashboard start from it; with tracing on, its data carries the producer's trace context) and,
-# with LISTEN_NOTIFY on, a NOTIFY per queue that PostgreSQL delivers at commit. All times are
-# the transaction's clock, now(). The two statements share these pieces:
-_INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
-                      max_attempts, timeout_seconds, available_at, created_at, updated_at,
-                      progress_message, idempotency_key, request_fingerprint)"""
-
-
-def _created_events(trace_param: str) -> str:
-    return f"""events AS (
-    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'created', 0, '',
-           jsonb_build_object('queue', queue, 'priority', priority) || {trace_param}::jsonb, now()
-    FROM ins
-)"""
-
-
-# One job (the common case: `enqueue()` from a view or a task): plain VALUES with scalar
-# parameters, prepared once per connection.
-_INSERT_ONE = """
-WITH ins AS (
-    """ + _INSERT_INTO_JOBS + """
-    VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
-            COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
-            '', %s::text, %s::text)
-    {on_conflict}
-    RETURNING id, queue, priority, available_at, created_at
-),
-""" + _created_events("%s") + """
-SELECT id, available_at, created_at {notify} FROM ins
-"""
-
-# Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
-# One jsonb parameter is far cheaper to send than ten parallel arrays (psycopg dumps arrays
-# element by element in Python), and the payloads travel as JSON inside it, encoded once.
-_INSERT_MANY = """
-WITH ins AS (
-    """ + _INSERT_INTO_JOBS + """
-    SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
-           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
-           '', idempotency_key, fingerprint
-    FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
-            type text, queue text, payload jsonb, priority smallint, max_attempts int,
-            timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
-            fingerprint text))
-        WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
-                                 run_at, delay, idempotency_key, fingerprint, n)
-    ORDER BY n
-    {on_conflict}
-    RETURNING id, queue, priority, idempotency_key, available_at, created_at
-),
-""" + _created_events("%(trace)s") + """
-SELECT id, idempotency_key, available_at, created_at FROM ins
-{notify_once}
-ORDER BY id
-"""
-
-# Only a keyed insert names the arbiter: ON CONFLICT makes every row a speculative insertion
-# (an extra WAL record per row) even when its key is NULL.
-_ON_CONFLICT = "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-_NOTIFY = f", pg_notify('{sql.NOTIFY_CHANNEL}', queue)"
-# A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
-# commit anyway, but only after paying for each pg_notify call (a few us a row). An
-# uncorrelated condition is evaluated once, before the rows are returned.
-_NOTIFY_ONCE = f"""WHERE (SELECT count(pg_notify('{sql.NOTIFY_CHANNEL}', queue))
-       FROM (SELECT DISTINCT queue FROM ins) AS queues) >= 0"""
-_STATEMENTS = {
-    (template, keyed, notify): template.format(
-        on_conflict=_ON_CONFLICT if keyed else "", notify=_NOTIFY if notify else "",
-        notify_once=_NOTIFY_ONCE if notify else "")
-    for template in (_INSERT_ONE, _INSERT_MANY) for keyed in (False, True)
-    for notify in (False, True)
-}
-
 # A new job is built the way a query builds one (`from_db`: positional values in field order,
 # the fields this insert does not set at their model defaults): several times cheaper than
 # keyword `Job(...)`, and the instance is what it is, a saved row (`_state.adding` False).
@@ -443,7 +368,7 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
 
 def _insert_one(new: NewJob) -> tuple[Job, bool]:
     keyed = new.idempotency_key is not None
-    statement = _STATEMENTS[_INSERT_ONE, keyed, conf.get().LISTEN_NOTIFY]
+    statement = sql.ENQUEUE_ONE[keyed, conf.get().LISTEN_NOTIFY]
     rows = db.fetch_all(statement, (
         new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
@@ -456,7 +381,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
 
 
 def _row(new: NewJob) -> str:
-    """One job as a row object of _INSERT_MANY's input (JSON text), its NULL columns left
+    """One job as a row object of sql.ENQUEUE_MANY's input (JSON text), its NULL columns left
     out. The payload goes in as the text validation encoded, not encoded again."""
     row = {"type": new.type, "queue": new.queue, "priority": new.priority,
            "max_attempts": new.max_attempts}
@@ -474,7 +399,7 @@ def _row(new: NewJob) -> str:
 
 def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     keyed = any(j.idempotency_key is not None for j in new_jobs)
-    statement = _STATEMENTS[_INSERT_MANY, keyed, conf.get().LISTEN_NOTIFY]
+    statement = sql.ENQUEUE_MANY[keyed, conf.get().LISTEN_NOTIFY]
     params = {"rows": f"[{','.join(_row(j) for j in new_jobs)}]", "trace": tracing.carrier_json()}
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.

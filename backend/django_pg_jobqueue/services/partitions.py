@@ -191,11 +191,10 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
         return counts  # everything is kept forever
     now = now or datetime.now(UTC)
     horizon = now - timedelta(seconds=min(known))
-    from .pruning import KEEP_NEWEST_PERIODIC
 
     # A job is past its retention (and not the newest of its periodic schedule): what prune()
     # deletes. NULL (a retention that is off, a job not finished) counts as kept.
-    prunable = f"COALESCE(({sql.EVENTS_PRUNABLE_JOB}{KEEP_NEWEST_PERIODIC}), false)"
+    prunable = f"COALESCE(({sql.EVENTS_PRUNABLE_JOB}{sql.KEEP_NEWEST_PERIODIC}), false)"
     for part in partitions():
         if part.end > horizon:
             break  # oldest first: the rest are younger still

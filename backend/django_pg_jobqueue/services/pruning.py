@@ -21,56 +21,12 @@ Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from .. import conf
+from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..durations import parse_duration
 from ..states import TERMINAL, Status
 from . import partitions
-
-# The newest job of each periodic schedule (idempotency key `periodic:<name>:<tick>`) is
-# never pruned: its key is how a worker starting up knows that the latest tick already ran
-# (jobs/periodic.py); without it, a retention shorter than the schedule's period would run
-# that tick again on every restart.
-KEEP_NEWEST_PERIODIC = r"""
-  AND NOT (coalesce(jobs.idempotency_key, '') LIKE 'periodic:%%' AND NOT EXISTS (
-      SELECT 1 FROM jobs newer
-      WHERE newer.idempotency_key > jobs.idempotency_key
-        AND starts_with(newer.idempotency_key,
-                        substring(jobs.idempotency_key FROM '^(periodic:.*:)\d{4}-\d\d-\d\dT'))))
-"""
-
-# The range scan walks jobs_status_finished_idx (status, finished_at). Oldest first, so that
-# an interrupted run has removed the jobs most overdue.
-PRUNE_BATCH = """
-WITH doomed AS (
-    SELECT id FROM jobs
-    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
-""" + KEEP_NEWEST_PERIODIC + """
-    ORDER BY finished_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-events AS (
-    DELETE FROM job_events e USING doomed WHERE e.job_id = doomed.id RETURNING e.id
-),
-gone AS (
-    DELETE FROM jobs j USING doomed
-    WHERE j.id = doomed.id AND j.status IN ('succeeded', 'failed', 'cancelled')
-    RETURNING j.id
-)
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
-"""
-
-COUNT_PRUNABLE = """
-WITH doomed AS (
-    SELECT id FROM jobs
-    WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
-""" + KEEP_NEWEST_PERIODIC + """
-)
-SELECT (SELECT count(*) FROM doomed),
-       (SELECT count(*) FROM job_events e WHERE e.job_id IN (SELECT id FROM doomed))
-"""
 
 
 def parse_statuses(statuses: Iterable[str]) -> list[Status]:
@@ -118,7 +74,7 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
         params = {"status": status.value, "age": age, "limit": int(batch_size)}
         if dry_run:
             with queue_connection().cursor() as cur:
-                cur.execute(COUNT_PRUNABLE, params)
+                cur.execute(sql.COUNT_PRUNABLE, params)
                 jobs, n_events = cur.fetchone()
             counts[status.value] = jobs
             events += n_events
@@ -129,7 +85,7 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
                 break
             with queue_atomic():
                 with queue_connection().cursor() as cur:
-                    cur.execute(PRUNE_BATCH, params)
+                    cur.execute(sql.PRUNE_BATCH, params)
                     jobs, n_events = cur.fetchone()
             counts[status.value] += jobs
             events += n_events

@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 
-from .. import conf, services
+from .. import conf, services, sql
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
@@ -28,14 +28,6 @@ log = logging.getLogger("django_pg_jobqueue.renewer")
 ORPHAN_PASSES = 2
 ORPHAN_MESSAGE = ("watchdog: no live executor runs this job and no prefetch buffer holds it; "
                   "no longer renewing its lease: the reaper requeues it when the lease expires")
-
-HEARTBEAT_SQL = """
-INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at)
-VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
-                               queues = EXCLUDED.queues
-"""
-
 
 class LeaseRenewer(ServiceThread):
     def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
@@ -52,7 +44,7 @@ class LeaseRenewer(ServiceThread):
 
     def heartbeat(self) -> None:
         with queue_connection().cursor() as cur:
-            cur.execute(HEARTBEAT_SQL, [self.process_id, socket.gethostname(), os.getpid(),
+            cur.execute(sql.HEARTBEAT, [self.process_id, socket.gethostname(), os.getpid(),
                                         self.threads, json.dumps(self.queues)])
 
     def run_once(self) -> dict[str, int]:

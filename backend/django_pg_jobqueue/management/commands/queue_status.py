@@ -1,25 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from django_pg_jobqueue import sql
 from django_pg_jobqueue.db import queue_connection
 from django_pg_jobqueue.metrics import OUTCOMES, snapshot
 from django_pg_jobqueue.states import Status
-
-THROUGHPUT = """
-SELECT count(*) FILTER (WHERE created_at > now() - interval '1 minute'),
-       count(*) FILTER (WHERE created_at > now() - interval '5 minutes'),
-       count(*)
-FROM job_events
-WHERE created_at > now() - interval '15 minutes' AND kind = %s
-  AND (kind <> 'cancelled' OR worker_id IS NOT NULL)
-"""
-
-RUNNING_BY_PROCESS = """
-SELECT w.id, j.id, j.type, extract(epoch FROM now() - j.started_at)
-FROM jobs j JOIN job_workers w ON j.locked_by LIKE w.id || '-%'
-WHERE j.status = 'running'
-ORDER BY w.id, j.started_at
-"""
 
 
 class Command(BaseCommand):
@@ -69,10 +54,10 @@ class Command(BaseCommand):
         out("Throughput (attempts ended)      last 1m    last 5m   last 15m")
         with queue_connection().cursor() as cur:
             for kind in OUTCOMES:
-                cur.execute(THROUGHPUT, [kind])
+                cur.execute(sql.QUEUE_STATUS_EVENTS_RECENT, [kind])
                 one, five, fifteen = cur.fetchone()
                 out(f"  {kind:<30}{one:>9}{five:>11}{fifteen:>11}")
-            cur.execute(RUNNING_BY_PROCESS)
+            cur.execute(sql.QUEUE_STATUS_RUNNING_BY_PROCESS)
             running: dict[str, list] = {}
             for worker, job_id, job_type, seconds in cur.fetchall():
                 running.setdefault(worker, []).append((job_id, job_type, seconds))
