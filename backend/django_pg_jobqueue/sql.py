@@ -326,6 +326,9 @@ SELECT id, status, locked_by FROM upd
 """
 
 NOTIFY_CHANNEL = "jobs_enqueued"
+# One queue's wake-up outside an enqueue or a retry (services.resume_queue), at commit
+# (%s: the channel, the queue).
+NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 
 # --- enqueue: new jobs with their `created` events (services/enqueuing.py) -------------------
 # Every job is created with its `created` event in the same statement (the event feed and the
@@ -550,36 +553,60 @@ CREATED_EVENT_TRACE = """
 SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
 """
 
-# --- bulk retry: the dead letter's failed -> queued, one batch per statement ---------------
-# (services/bulk_retry.py). Pick up to LIMIT failed jobs after the last id seen (SKIP LOCKED: a
-# job an operator or the pruner holds is left alone), move them with the same column changes
-# as services.retry, write their `retried` events; the guard is repeated on the locked row.
-# Returns the last id picked, how many were picked and retried, and the queues retried into.
-RETRY_FAILED_BATCH = """
-WITH picked AS (
-    SELECT id FROM jobs
-    WHERE status = 'failed' AND id > %(after_id)s {filters}
-    ORDER BY id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
+# --- retry: failed or cancelled -> queued, runnable now: the one statement of every retry -----
+# services.retry (one job: the API, the admin, bulk actions), bulk_retry.retry_ids (the ids of
+# POST /jobs/retry/) and bulk_retry.retry_matching (the dead letter, by filter) all run it;
+# only the `picked` CTE differs. The jobs are locked in id order (no two retries deadlock) and
+# the guard is repeated on the locked row. Attempts already spent stay counted; where none are
+# left, max_attempts grows by one so that the job may run again. Each retried job gets its
+# `retried` event ('retried from <status>' || %(suffix)s, %(data)s), and when %(notify)s each
+# queue retried into gets one NOTIFY, delivered at commit, as an enqueue's: idle workers claim
+# the job at once instead of at their next poll. Returns one row: the last id picked, how many
+# were picked, the ids retried (in id order, NULL for none), and the queues notified.
+_RETRY_TAIL = """
 retried AS (
     UPDATE jobs j
     SET status = 'queued', available_at = now(), updated_at = now(), finished_at = NULL,
         cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
         progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
     FROM picked
-    WHERE j.id = picked.id AND j.status = 'failed'
-    RETURNING j.id, j.attempts, j.queue
+    WHERE j.id = picked.id AND j.status = picked.status AND j.status IN ('failed', 'cancelled')
+    RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'retried', attempts, %(message)s, jsonb_build_object('bulk', true), now()
+    SELECT id, 'retried', attempts, 'retried from ' || retried_from || %(suffix)s,
+           %(data)s::jsonb, now()
     FROM retried
+),
+notified AS (
+    SELECT count(pg_notify('""" + NOTIFY_CHANNEL + """', queue)) AS queues
+    FROM (SELECT DISTINCT queue FROM retried) AS q
+    WHERE %(notify)s
 )
 SELECT (SELECT max(id) FROM picked), (SELECT count(*) FROM picked),
-       (SELECT count(*) FROM retried), (SELECT array_agg(DISTINCT queue) FROM retried)
+       (SELECT array_agg(id ORDER BY id) FROM retried), (SELECT queues FROM notified)
 """
+# These jobs (%(ids)s), where they are failed or cancelled, waiting for a lock another session
+# holds (an operator's retry is worth the wait; the guard then decides).
+RETRY_JOBS = """
+WITH picked AS (
+    SELECT id, status FROM jobs
+    WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('failed', 'cancelled')
+    ORDER BY id
+    FOR UPDATE
+),""" + _RETRY_TAIL
+# The dead letter's bulk retry: one batch of up to %(limit)s failed jobs after %(after_id)s,
+# matching {filters} (RETRY_FAILED_FILTERS), SKIP LOCKED: a job an operator or the pruner holds
+# is left alone rather than waited for.
+RETRY_FAILED_BATCH = """
+WITH picked AS (
+    SELECT id, status FROM jobs
+    WHERE status = 'failed' AND id > %(after_id)s {filters}
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),""" + _RETRY_TAIL
 # {filters} of RETRY_FAILED_BATCH: each an AND clause over one named parameter.
 RETRY_FAILED_FILTERS = {
     "type": "AND type = %(type)s",
@@ -587,9 +614,6 @@ RETRY_FAILED_FILTERS = {
     "finished_after": "AND finished_at >= %(finished_after)s",
     "finished_before": "AND finished_at < %(finished_before)s",
 }
-# Wake idle workers of each queue on commit, as enqueue does (%s: the channel, the queues).
-NOTIFY_QUEUES = "SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q"
-
 # --- queue limits, as claims read them (services/claiming.py, cached a second) -------------
 QUEUE_CONCURRENCY_LIMITS = (
     "SELECT queue, concurrency_limit FROM job_queue_settings WHERE concurrency_limit IS NOT NULL"

@@ -23,8 +23,8 @@ from rest_framework.response import Response
 
 from .. import conf, selectors, services
 from ..db import queue_connection
-from ..exceptions import IdempotencyConflict, InvalidTransition, JobNotFound
-from ..services.bulk_retry import retry_matching
+from ..exceptions import IdempotencyConflict, JobNotFound
+from ..services.bulk_retry import retry_ids, retry_matching
 from ..services.deleting import delete as delete_job
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH
 from . import idempotency
@@ -314,7 +314,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         serializer.is_valid(raise_exception=True)
         actor = request.user.get_username()
         if "ids" in serializer.validated_data:
-            retried, not_retried = _retry_each(serializer.validated_data["ids"], actor=actor)
+            retried, not_retried = retry_ids(serializer.validated_data["ids"], actor=actor)
             return Response({"retried": retried, "not_retried": not_retried})
         try:
             retried = retry_matching(**serializer.filters(), actor=actor)
@@ -336,19 +336,6 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         job = selectors.job_get(_job_id(id))
         page = selectors.events_feed(job_id=job.pk, **query)
         return Response(EventPageSerializer(page).data)
-
-
-def _retry_each(ids: list[int], *, actor: str) -> tuple[int, list[int]]:
-    """`services.retry` on each id (each its own transaction), as the admin's action does;
-    the ids it refuses (unknown, or not failed/cancelled) are returned, in request order."""
-    retried, refused = 0, []
-    for job_id in dict.fromkeys(ids):
-        try:
-            services.retry(job_id, actor=actor)
-            retried += 1
-        except (InvalidTransition, JobNotFound):
-            refused.append(job_id)
-    return retried, refused
 
 
 def _queue_name(value) -> str:

@@ -1,20 +1,42 @@
-"""retry_matching: the dead letter's bulk retry. Every failed job matching a filter goes back
-to the queue, in batches, each batch one short transaction.
+"""The retry of failed (and cancelled) jobs, in one statement (sql.RETRY_JOBS,
+sql.RETRY_FAILED_BATCH: the same column changes, event and NOTIFY, only the picking differs).
 
-Each batch is one statement: pick up to `batch_size` failed jobs (SKIP LOCKED, so a job an
-operator or the pruner holds is left alone rather than waited for), move them failed ->
-queued with the same column changes as `services.retry`, and write their `retried` events.
-The guard `status = 'failed'` is repeated in the UPDATE, on the locked row.
-
-The batches walk the matching jobs in id order, each starting after the last id the previous
-one saw, so every job is considered once per call: a retried job that fails again at once
-(while the call is still running) is not retried a second time, and the call always ends.
+- retry_jobs: the given jobs, in one statement; services.retry is retry_jobs of one job.
+- retry_ids: the same, for POST /jobs/retry/'s `ids`, with the ids it refused.
+- retry_matching: the dead letter's bulk retry. Every failed job matching a filter goes back to
+  the queue, in batches, each batch one short transaction. The batches walk the matching jobs
+  in id order, each starting after the last id the previous one saw, so every job is
+  considered once per call: a retried job that fails again at once (while the call is still
+  running) is not retried a second time, and the call always ends.
 """
+from collections.abc import Iterable
 from datetime import datetime
 
-from .. import conf, sql
+from .. import conf, db, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
+
+
+def _params(*, bulk: bool, actor: str) -> dict:
+    by = f" by {actor}" if actor else ""
+    return {"suffix": f" (bulk){by}" if bulk else by, "data": '{"bulk": true}' if bulk else "{}",
+            "notify": conf.get().LISTEN_NOTIFY}
+
+
+def retry_jobs(ids: Iterable[int], *, actor: str = "") -> list[int]:
+    """Put each of these jobs that is failed or cancelled back in the queue, runnable now, in
+    one statement; return the ids retried, in id order. Attempts already spent stay counted;
+    if none are left, max_attempts grows by one. Idle workers are woken at commit."""
+    rows = db.fetch_all(sql.RETRY_JOBS, {"ids": list(ids), **_params(bulk=False, actor=actor)})
+    return list(rows[0][2] or [])
+
+
+def retry_ids(ids: Iterable[int], *, actor: str = "") -> tuple[int, list[int]]:
+    """retry_jobs, for a request's ids: how many were retried, and the ids refused (unknown,
+    or neither failed nor cancelled), duplicates once, in the order given."""
+    unique = list(dict.fromkeys(ids))
+    retried = set(retry_jobs(unique, actor=actor))
+    return len(retried), [job_id for job_id in unique if job_id not in retried]
 
 
 def retry_matching(*, type: str | None = None, error_contains: str | None = None,
@@ -39,18 +61,15 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
     given = {k: v for k, v in given.items() if v not in (None, "")}
     statement = sql.RETRY_FAILED_BATCH.format(
         filters=" ".join(sql.RETRY_FAILED_FILTERS[k] for k in given))
-    notify = conf.get().LISTEN_NOTIFY
-    params = {**given, "limit": int(batch_size), "after_id": 0,
-              "message": f"retried from failed (bulk){f' by {actor}' if actor else ''}"}
+    params = {**given, "limit": int(batch_size), "after_id": 0, **_params(bulk=True, actor=actor)}
     total = 0
     while True:
-        with queue_atomic():
-            with queue_connection().cursor() as cur:
-                cur.execute(statement, params)
-                last_id, picked, retried, queues = cur.fetchone()
-                if retried and notify:  # wake idle workers on commit, as enqueue does
-                    cur.execute(sql.NOTIFY_QUEUES, [sql.NOTIFY_CHANNEL, queues])
-        total += retried
+        # One batch: one statement (its text varies with the filters: not prepared), its
+        # NOTIFY delivered at its commit.
+        with queue_atomic(), queue_connection().cursor() as cur:
+            cur.execute(statement, params)
+            last_id, picked, retried, _ = cur.fetchone()
+        total += len(retried or [])
         if picked < params["limit"]:  # SKIP LOCKED: fewer than asked means none left unlocked
             return total
         params["after_id"] = last_id

@@ -15,6 +15,7 @@ exist is removed: that is how a phantom queue left by an older version disappear
 from django.conf import settings
 from django.db import transaction
 
+from .. import conf, db, sql
 from ..exceptions import QueueNotFound
 from ..models import Job, QueueSetting, TxNow
 from ..registry import registry
@@ -64,8 +65,13 @@ def pause_queue(queue: str) -> QueueSetting:
 
 
 def resume_queue(queue: str) -> QueueSetting:
-    """Workers claim `queue`'s jobs again. QueueNotFound if it does not exist."""
-    return _update_queue(queue, paused=False)
+    """Workers claim `queue`'s jobs again, woken at commit (a NOTIFY of the queue, as an
+    enqueue sends) rather than at their next poll. QueueNotFound if it does not exist."""
+    with transaction.atomic():
+        setting = _update_queue(queue, paused=False)
+        if conf.get().LISTEN_NOTIFY:
+            db.fetch_all(sql.NOTIFY_QUEUE, [sql.NOTIFY_CHANNEL, queue])
+    return setting
 
 
 def set_queue_limit(queue: str, concurrency_limit: int | None) -> QueueSetting:

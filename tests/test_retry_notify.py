@@ -1,0 +1,80 @@
+"""A retry wakes idle workers at commit, as an enqueue does: one statement retries a job
+(alone, by ids, in bulk by filter) and sends the NOTIFY; resuming a paused queue notifies too.
+The workers poll every 5 s here, so a claim within 1 s can only come from the wake-up."""
+import time
+
+import pytest
+from django.test import override_settings
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job
+from django_pg_jobqueue.services.bulk_retry import retry_matching
+from tests.utils import wait_for
+
+JOBS = "/api/v1/jobs/"
+
+
+@pytest.fixture
+def idle_pool(worker_pool):
+    """A pool polling every 5 s, started past the wake-everyone poll that follows its LISTEN."""
+    with override_settings(JOB_POLL_INTERVAL_SECONDS=5.0, JOB_POLL_JITTER_SECONDS=0.0):
+        pool = worker_pool(threads=2)
+        assert pool.listener is not None and pool.listener.connected.wait(10)
+        time.sleep(0.5)
+        yield pool
+
+
+def _failed_job(**kwargs) -> Job:
+    job = services.enqueue("noop", **kwargs)
+    Job.objects.filter(pk=job.pk).update(status="failed", attempts=1, last_error="boom",
+                                         finished_at=job.created_at)
+    return job
+
+
+def _claimed_within(job_id: int, since: float) -> float:
+    wait_for(lambda: Job.objects.filter(pk=job_id, started_at__isnull=False).exists(),
+             timeout=10, interval=0.01, message="the claim")
+    return time.monotonic() - since
+
+
+def test_a_single_retry_through_the_api_wakes_an_idle_worker_within_a_second(
+        idle_pool, operator_client):
+    job = _failed_job()
+    started = time.monotonic()
+    assert operator_client.post(f"{JOBS}{job.id}/retry/").status_code == 200
+    assert _claimed_within(job.id, started) < 1.0
+
+
+def test_a_retry_of_selected_ids_through_the_api_wakes_an_idle_worker(idle_pool, operator_client):
+    job = _failed_job(queue="reports")
+    started = time.monotonic()
+    response = operator_client.post(f"{JOBS}retry/", {"ids": [job.id, 999_999_999]},
+                                    content_type="application/json")
+    assert response.json() == {"retried": 1, "not_retried": [999_999_999]}
+    assert _claimed_within(job.id, started) < 1.0
+
+
+def test_a_bulk_retry_by_filter_wakes_an_idle_worker(idle_pool):
+    job = _failed_job()
+    started = time.monotonic()
+    assert retry_matching(error_contains="boom") == 1
+    assert _claimed_within(job.id, started) < 1.0
+
+
+def test_resuming_a_paused_queue_wakes_an_idle_worker(idle_pool):
+    services.pause_queue("default")
+    job = services.enqueue("noop")
+    time.sleep(0.3)
+    assert not Job.objects.filter(pk=job.pk, started_at__isnull=False).exists()
+    started = time.monotonic()
+    services.resume_queue("default")
+    assert _claimed_within(job.id, started) < 1.0
+
+
+def test_a_retry_records_one_retried_event_with_the_status_it_left_and_the_actor(transactional_db):
+    job = _failed_job()
+    Job.objects.filter(pk=job.pk).update(max_attempts=1)
+    retried = services.retry(job.id, actor="ops")
+    assert (retried.status, retried.attempts, retried.max_attempts) == ("queued", 1, 2)
+    event = retried.events.get(kind="retried")
+    assert (event.message, event.attempt, event.data) == ("retried from failed by ops", 1, {})
