@@ -5,6 +5,7 @@ its event in one transaction. Worker-side writes present the lease token of thei
 raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTransition`.
 """
 from .claiming import ClaimedJob, claim
+from .deleting import delete
 from .enqueuing import enqueue, enqueue_job, enqueue_many
 from .lifecycle import (
     complete,
@@ -17,12 +18,12 @@ from .lifecycle import (
     renew_many,
     snooze,
 )
-from .operator import cancel, retry
+from .operations import cancel, retry
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "complete", "complete_many", "fail",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
-    "snooze", "cancel", "retry", "reap", "pause_queue", "resume_queue", "set_queue_limit",
+    "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -1,6 +1,6 @@
 """apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete) on many jobs.
 
-Each job goes through the single-job service (operator.cancel, operator.retry,
+Each job goes through the single-job service (operations.cancel, operations.retry,
 deleting.delete), so the guards are the same as for one job: a job the state machine refuses
 is listed in `refused` with the reason, never forced.
 
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
-from . import deleting, operator
+from . import deleting, operations
 
 BATCH_SIZE = 500
 MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all
 
-ACTIONS = {"cancel": operator.cancel, "retry": operator.retry, "delete": deleting.delete}
+ACTIONS = {"cancel": operations.cancel, "retry": operations.retry, "delete": deleting.delete}
 
 
 @dataclass

@@ -1,9 +1,11 @@
-"""Operator transitions, used alike by the API, the admin and the UI: cancel and retry."""
+"""Operator transitions, used alike by the Python API (`django_pg_jobqueue.cancel`, `.retry`),
+the REST API, the admin and the UI: cancel and retry."""
 from .. import db, sql
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
 from ..models import TxNow as Now
+from ..selectors import parse_job_id
 from ..states import EventKind, Status
 from .bulk_retry import retry_jobs
 
@@ -46,10 +48,10 @@ def retry(job_id, *, actor: str = "") -> Job:
     (bulk_retry.retry_jobs: the one statement of every retry). Attempts already spent stay
     counted; if none are left, max_attempts grows by one so the job may run again. Raises
     JobNotFound, or InvalidTransition for any other status."""
-    try:
-        job_id = int(job_id)
-    except (TypeError, ValueError):
-        raise JobNotFound(job_id) from None
+    parsed = parse_job_id(job_id)
+    if parsed is None:
+        raise JobNotFound(job_id)
+    job_id = parsed
     if not retry_jobs([job_id], actor=actor):
         rows = db.fetch_all(sql.JOB_STATUS, [job_id])
         if not rows:
