@@ -93,9 +93,11 @@ ifneq ($(HAS_UI),)
 endif
 
 # ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,
-# the benchmark and the docs' extension.
+# the benchmark and the docs' extension; then vulture for dead code in backend/ at 80%
+# confidence (vulture_whitelist.py: the names Django and its friends call for us).
 lint: venv
 	$(VENV)/bin/ruff check backend tests bench docs
+	$(PY) -m vulture backend vulture_whitelist.py --min-confidence 80 --exclude '*/migrations/*'
 
 # The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise
 # stop at once with the command to run.

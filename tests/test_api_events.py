@@ -7,7 +7,7 @@ from django_pg_jobqueue.models import JobEvent
 from tests.utils import wait_for
 
 # The global feed only returns events of committed transactions older than every one still
-# in flight (jobs/feed.py), so these tests commit for real.
+# in flight (django_pg_jobqueue/feed.py), so these tests commit for real.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FEED = "/api/v1/events/"

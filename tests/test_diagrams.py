@@ -1,5 +1,5 @@
 """The pictures in assets/ match the code: the state diagram has an edge for every transition
-in jobs/states.py and names every event kind the engine writes; each SVG is current with its
+in django_pg_jobqueue/states.py and names every event kind the engine writes; each SVG is current with its
 source and well-formed."""
 import re
 import shutil

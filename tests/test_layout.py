@@ -50,3 +50,20 @@ def test_the_layout_check_finds_a_statement_written_elsewhere(tmp_path):
     (tmp_path / "sql.py").write_text('ALLOWED = "DELETE FROM jobs"\n')
     found = sql_outside_the_sql_module(tmp_path)
     assert [f.split(":")[:2] for f in found] == [["module.py", "2"], ["module.py", "3"]]
+
+
+def test_the_app_is_the_job_queue_under_its_unchanged_label():
+    from django.apps import apps
+
+    config = apps.get_app_config("django_pg_jobqueue")
+    assert (type(config).__name__, config.verbose_name) == ("JobQueueConfig", "Job queue")
+    assert config.label == "django_pg_jobqueue"  # migrations and permissions depend on it
+
+
+def test_every_exception_the_package_raises_on_purpose_is_a_job_error():
+    from django_pg_jobqueue import exceptions
+
+    raised = [v for v in vars(exceptions).values()
+              if isinstance(v, type) and issubclass(v, Exception) and v.__module__ == exceptions.__name__]
+    assert exceptions.PermanentError in raised and exceptions.JobCancelled in raised
+    assert [e.__name__ for e in raised if not issubclass(e, exceptions.JobError)] == []

@@ -237,13 +237,13 @@ TASKS = {
         "QUEUES": env.list("TASKS_QUEUES", default=["default"]),
     }
 }
-# Cron schedules, each tick enqueued exactly once across worker processes (jobs/periodic.py):
+# Cron schedules, each tick enqueued exactly once across worker processes (django_pg_jobqueue/periodic.py):
 # {"name": {"cron": "0 3 * * *", "timezone": "Europe/Paris", "type": "report_generate",
 #           "payload": {...}}}  or {"task": "myapp.tasks.fn", "args": [...], "kwargs": {...}}.
 # Write the dict here, or pass it as JSON in the environment.
 JOB_PERIODIC = env.json("JOB_PERIODIC", default={})
 
-# --- The queue (every JOB_* setting; typed defaults and validation in jobs/conf.py) --------
+# --- The queue (every JOB_* setting; typed defaults and validation in django_pg_jobqueue/conf.py) --------
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=30.0)
 JOB_WORKER_THREADS = env.int("JOB_WORKER_THREADS", default=4)
 JOB_WORKER_LOG_LEVEL = env.str("JOB_WORKER_LOG_LEVEL", default="INFO")

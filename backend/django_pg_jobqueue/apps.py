@@ -1,33 +1,27 @@
 from django.apps import AppConfig
 
 
-class JobsConfig(AppConfig):
+class JobQueueConfig(AppConfig):
     name = "django_pg_jobqueue"
+    # The label names the tables' app, the migrations and the permissions
+    # (django_pg_jobqueue.change_job): it stays as it is.
     label = "django_pg_jobqueue"
-    verbose_name = "Jobs"
+    verbose_name = "Job queue"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from django.utils.module_loading import autodiscover_modules
-
-        # Handlers declared with @handler in any installed app's handlers.py (ours included).
-        autodiscover_modules("handlers")
-        # And any extra handler modules the settings name (JOB_EXTRA_HANDLER_MODULES).
         from importlib import import_module
+
+        from django.utils.module_loading import autodiscover_modules
 
         from . import conf
 
+        # Handlers: every installed app's handlers.py (ours included), then the modules
+        # JOB_EXTRA_HANDLER_MODULES names.
+        autodiscover_modules("handlers")
         for module in conf.extra_handler_modules():
             import_module(module)
-        # The `django_task` handler that runs django.tasks tasks, and the periodic schedule's
-        # system check (jobs.E200/E201).
-        # The throttle cache's deploy check (django_pg_jobqueue.W043/E044); imports Django only.
-        from . import (  # noqa: F401
-            periodic,
-            security,  # noqa: F401
-            tasks_backend,
-        )
-
-        # What a project that mounts the API must install (django_pg_jobqueue.E300/W301);
-        # imports Django only.
+        # Modules imported for what they register: handlers (tasks_backend's `django_task`)
+        # and system checks (periodic, security, api.checks).
+        from . import periodic, security, tasks_backend  # noqa: F401
         from .api import checks  # noqa: F401

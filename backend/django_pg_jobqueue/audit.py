@@ -6,7 +6,7 @@ while workers run. Each check yields violations; the report lists them by check.
 
 Checks:
 - replay: every job's events, replayed in id order from `created`, walk only the allowed
-  transitions (jobs.states.TRANSITIONS) and end in the job's current status, attempt count
+  transitions (states.TRANSITIONS) and end in the job's current status, attempt count
   and lease token. Each worker-written transition event carries the lease token of the claim
   it ended, and must match the claim it follows.
 - double_success: more than one `succeeded` event for a job (a success under two leases).

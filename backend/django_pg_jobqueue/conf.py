@@ -145,10 +145,6 @@ def cache_alias(value) -> str | None:
     return f"the alias of a cache in CACHES (a str; CACHES has {known})"
 
 
-def mapping(value) -> str | None:
-    return None if isinstance(value, dict) else "a dict: {name: {'cron': ..., 'type': ...}}"
-
-
 def setting(default, *, check_id: int | None, rule: Rule | None, group: str, doc: str,
             type_doc: str | None = None, **kwargs):
     """A QueueConf field: its default and the metadata the check and the docs read

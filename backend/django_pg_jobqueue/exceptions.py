@@ -55,11 +55,11 @@ class IdempotencyConflict(JobError):
         )
 
 
-class PermanentError(Exception):
+class PermanentError(JobError):
     """Raise from a handler to fail the job at once, without retrying."""
 
 
-class JobCancelled(Exception):
+class JobCancelled(JobError):
     """Raised by `ctx.raise_if_should_stop()` when the job was cancelled or its lease lost."""
 
 

@@ -82,17 +82,6 @@ class JobQuerySet(models.QuerySet):
     def succeeded(self):
         return self.filter(status=Status.SUCCEEDED)
 
-    def failed(self):
-        return self.filter(status=Status.FAILED)
-
-    def cancelled(self):
-        return self.filter(status=Status.CANCELLED)
-
-    def finished(self):
-        return self.filter(status__in=[Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
-
-    def lease_expired(self):
-        return self.filter(status=Status.RUNNING, lease_expires_at__lt=Now())
 
 
 class Job(models.Model):

@@ -139,10 +139,6 @@ def error_message(text: str) -> str:
     return cap_start(clean_text(text), conf.get().MAX_ERROR_CHARS)
 
 
-def exception_message(exc: BaseException) -> str:
-    return error_message(describe_exception(exc))
-
-
 def format_traceback(exc: BaseException) -> str:
     """The exception's traceback to store: cleaned, capped at JOB_MAX_TRACEBACK_CHARS (its end
     kept), and never raising."""

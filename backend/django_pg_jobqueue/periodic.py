@@ -117,7 +117,7 @@ class PeriodicEntry:
         if not isinstance(task, Task):
             raise ValueError(f"{self.task!r} is not a Django task (decorate it with @task)")
         if not isinstance(task, QueueTask):
-            raise ValueError(f"task {self.task!r} does not use jobs.tasks_backend.QueueBackend, "
+            raise ValueError(f"task {self.task!r} does not use django_pg_jobqueue.tasks_backend.QueueBackend, "
                              "so its ticks could not be enqueued exactly once")
         return task
 
@@ -183,7 +183,7 @@ def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
     """Run the decorated `@handler` function or Django `@task` on a cron schedule.
 
     Put it above `@handler(...)` / `@task(...)`. `name` defaults to the job type, or to the
-    task's module path. Invalid entries are reported by `manage.py check` (jobs.E201)."""
+    task's module path. Invalid entries are reported by `manage.py check` (django_pg_jobqueue.E201)."""
 
     def decorate(obj):
         from django.tasks import Task

@@ -132,7 +132,7 @@ def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
         rows.reverse()
         has_more = False  # these are the newest: nothing after them yet
     else:
-        # Commit order, never skipping an event (jobs/feed.py); one more id tells has_more.
+        # Commit order, never skipping an event (feed.py); one more id tells has_more.
         ids = event_ids_after(after, limit=limit + 1, job_id=job_id)
         has_more = len(ids) > limit
         ids = ids[:limit]

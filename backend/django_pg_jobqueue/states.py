@@ -1,8 +1,8 @@
 """The job state machine, as pure data: statuses, event kinds and the allowed transitions.
 
-No ORM imports here. Services (jobs/services/) are the only code that moves a job between
-statuses, and each move they make must appear in TRANSITIONS; `tests/test_states.py` keeps
-the two in step.
+No ORM imports here. Services (services/) are the only code that moves a job between
+statuses, and each move they make must appear in TRANSITIONS; tests/test_state_machine.py
+keeps the two in step.
 
     queued    -- a worker claims it ------------------------------> running
     running   -- the handler returns ----------------------------> succeeded
@@ -88,6 +88,3 @@ TRANSITIONS: dict[tuple[Status, Status], str] = {
 def can_transition(source: str, target: str) -> bool:
     return (Status(source), Status(target)) in TRANSITIONS
 
-
-def is_terminal(status: str) -> bool:
-    return Status(status) in TERMINAL

@@ -12,7 +12,7 @@ already exists for every job, is written in the same statement as the job, and i
 changed. The executor reads it back (one indexed query per execution, only when tracing is
 on) and makes the execution span a child of the enqueue span, for every attempt.
 
-Engine hooks (in jobs/services/enqueuing.py and jobs/worker/executor.py):
+Engine hooks (in services/enqueuing.py and worker/executor.py):
     enqueuing.py   @tracing.traced_enqueue on `_insert`; `tracing.carrier_json()` as the
                    insert's trace parameter (the last positional one of sql.ENQUEUE_ONE,
                    `%(trace)s` in sql.ENQUEUE_MANY), merged into the created event's data with
@@ -35,10 +35,6 @@ except ImportError:  # pragma: no cover - exercised when the extra is not instal
 TRACER_NAME = "django_pg_jobqueue"
 CARRIER_KEYS = ("traceparent", "tracestate")
 SYSTEM = "django-pg-jobqueue"
-
-def available() -> bool:
-    return trace is not None
-
 
 def enabled() -> bool:
     return trace is not None and conf.get().OTEL_ENABLED

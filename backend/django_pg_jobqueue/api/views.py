@@ -357,7 +357,7 @@ def _queue_response(description: str, **overrides):
 
 class QueueViewSet(JobQueueViewSet):
     """Named queues: list them, pause and resume them, set their concurrency limit. Writes go
-    through `jobs.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
+    through `django_pg_jobqueue.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
 
     permission_classes = [JobPermission]
     job_permissions = {"list": VIEW, "retrieve": VIEW, "partial_update": CHANGE_QUEUE,

@@ -1,6 +1,6 @@
 """Services: the only code that writes jobs and their events.
 
-Each function is one transition of the state machine in `jobs.states`: a guarded write and
+Each function is one transition of the state machine in `django_pg_jobqueue.states`: a guarded write and
 its event in one transaction. Worker-side writes present the lease token of their claim and
 raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTransition`.
 """

@@ -16,7 +16,7 @@ what the batches before it deleted), and never blocks or is blocked by the worke
   batches, which find only the events outside the dropped partitions left to delete.
 
 Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
-(jobs/worker/pruner.py); several at once only share the work.
+(worker/pruner.py); several at once only share the work.
 """
 from collections.abc import Callable, Iterable
 from datetime import timedelta

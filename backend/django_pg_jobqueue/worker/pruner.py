@@ -3,7 +3,7 @@
 Runs inside every `run_job_workers` process every JOB_PRUNE_INTERVAL_SECONDS (0: off), and
 on demand with `manage.py prune_jobs`. Several at once only share the work: batches pick
 rows with SKIP LOCKED. Retention per final status: JOB_RETENTION_SUCCEEDED / _FAILED /
-_CANCELLED (see jobs/services/pruning.py). Each run (as each `prune_jobs`) first creates the
+_CANCELLED (see services/pruning.py). Each run (as each `prune_jobs`) first creates the
 `job_events` partitions JOB_EVENTS_PARTITIONS_AHEAD ahead and drops whole partitions whose
 events are all past retention (services/partitions.py), then deletes jobs row by row."""
 import logging
