@@ -32,7 +32,7 @@ def worker_pool(transactional_db, fast_queue_settings):
             pool.shutdown(grace=2)
 
 
-# --- API (#3): users by role, token clients, throttle counters reset between tests ----------
+# --- API: users by role, token clients, throttle counters reset between tests ---------------
 @pytest.fixture(autouse=True)
 def _clear_throttle_counters():
     from django.core.cache import cache

@@ -1,4 +1,4 @@
-"""The queues API: list with live counts, pause, resume and the concurrency limit (issue 6)."""
+"""The queues API: list with live counts, pause, resume and the concurrency limit."""
 from datetime import timedelta
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 15, finding 8: jobs are created by `enqueue()`, never directly through the ORM.
+"""Jobs are created by `enqueue()`, never directly through the ORM.
 
 A row inserted by `Job.objects.create`, `Job(...).save()` or `bulk_create` would have no
 `created` event (audit_jobs reports every such job) and send no NOTIFY (idle workers would not

@@ -1,4 +1,4 @@
-"""Hostile enqueue arguments, property-based (issue 15, "A property-based test").
+"""Hostile enqueue arguments, property-based: whatever is drawn, enqueue refuses it or stores it.
 
 Hypothesis draws enqueue() and enqueue_many() arguments mixing ordinary values with hostile
 ones: payloads with NUL characters, lone surrogates, NaN and infinities, non-string keys,

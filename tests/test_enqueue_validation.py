@@ -1,4 +1,4 @@
-"""One validation of a job's arguments (issue 15, findings 6 and 7): `enqueue` and
+"""One validation of a job's arguments, shared with the API: `enqueue` and -------
 `enqueue_many` refuse what the table must never hold, with an `InvalidJobArgument` (a
 ValueError; TypeError too for a value of the wrong type) naming the argument, and write
 nothing. What they accept is stored as given and runs."""
@@ -34,7 +34,7 @@ def refused(argument: str, *args, error=InvalidJobArgument, **kwargs) -> Invalid
     return caught.value
 
 
-# -- finding 6: PostgreSQL's 'infinity' never reaches the table -------------------------------
+# -- PostgreSQL's 'infinity' never reaches the table ------------------------------------------
 
 @pytest.mark.parametrize("run_at", ["infinity", "-infinity", "tomorrow", "2030-01-01T00:00:00Z"])
 def test_run_at_as_a_string_is_refused_and_nothing_is_committed(run_at):
@@ -63,7 +63,7 @@ def test_an_aware_run_at_is_stored_as_that_instant():
     assert Job.objects.get(pk=job.pk).available_at == at
 
 
-# -- finding 7: enqueue() accepts nothing the API refuses -------------------------------------
+# -- enqueue() accepts nothing the API refuses ------------------------------------------------
 
 @pytest.mark.parametrize("queue", ["bad queue!/..", "", "x" * 101, "é", "a\x00b"])
 def test_a_queue_name_outside_the_pattern_is_refused(queue):

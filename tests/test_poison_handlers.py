@@ -1,4 +1,4 @@
-"""Poison handlers (issue 15): nothing a handler returns or raises may wedge a worker, stall
+"""Poison handlers: nothing a handler returns or raises may wedge a worker, stall ----------
 other jobs, or leave its job running forever.
 
 Each test runs a real in-process WorkerPool (or the `drain` test helper, which runs the
@@ -49,7 +49,7 @@ class CustomBase(BaseException):
     pass
 
 
-# --- finding 1: a NUL byte in a result ------------------------------------------------------
+# --- a NUL byte in a result -----------------------------------------------------------------
 def test_a_result_holding_nul_bytes_is_stored_with_replacement_characters_and_later_successes_complete(
         worker_pool, custom_handler):
     custom_handler("nul_result", lambda ctx, payload: {"text": "a\x00b", "k\x00": ["\x00"]})
@@ -133,7 +133,7 @@ def test_a_completion_that_cannot_be_written_even_as_a_failure_is_left_to_its_le
     assert row.status == "running" and row.lease_expires_at == before
 
 
-# --- finding 2: an error that cannot be written ---------------------------------------------
+# --- an error that cannot be written --------------------------------------------------------
 @pytest.mark.parametrize("exc, expected", [
     (RuntimeError("bad\x00"), "RuntimeError: bad\ufffd"),
     (RuntimeError("half a pair \ud800"), "RuntimeError: half a pair \ufffd"),
@@ -176,7 +176,7 @@ def test_progress_and_log_messages_with_nul_and_lone_surrogates_are_stored_clean
     assert logged.data == {"detail": "d\ufffd", "nested": {"k\ufffd": ["\ufffd"]}}
 
 
-# --- finding 3: BaseException kills the executor thread -------------------------------------
+# --- a BaseException does not kill the executor thread --------------------------------------
 @pytest.mark.parametrize("exc, expected", [
     (SystemExit(1), "SystemExit: 1"),
     (KeyboardInterrupt(), "KeyboardInterrupt"),
@@ -216,7 +216,7 @@ def test_sys_exit_in_a_handler_is_retried_like_any_error_and_the_process_does_no
     assert retry.message == "SystemExit: bailing out"
 
 
-# --- finding 4: classified by type, never by message text -----------------------------------
+# --- failures classified by type, never by message text -------------------------------------
 def test_a_handlers_own_type_error_about_json_is_retried_like_any_error(worker_pool, custom_handler):
     def serialises_a_decimal(ctx, payload):
         raise TypeError("Object of type Decimal is not JSON serializable")
@@ -257,7 +257,7 @@ def test_a_result_that_cannot_be_encoded_fails_the_job_for_good_saying_why(
     assert reason(job) == "bad_result"
 
 
-# --- finding 5: size caps -------------------------------------------------------------------
+# --- size caps ------------------------------------------------------------------------------
 def test_a_result_over_job_max_result_bytes_fails_the_job_for_good_with_the_sizes(
         worker_pool, custom_handler):
     custom_handler("big_result", lambda ctx, payload: {"blob": "x" * payload["n"]})
@@ -397,7 +397,7 @@ def test_audit_reports_a_running_job_a_live_worker_process_stopped_renewing(tran
     assert audit().by_check()["held_without_executor"] == []
 
 
-# --- finding 9: one executor ----------------------------------------------------------------
+# --- one executor for workers and drain -----------------------------------------------------
 HOSTILE = {
     "h_nul_result": lambda ctx, payload: {"text": "a\x00b"},
     "h_set_result": lambda ctx, payload: {1, 2},

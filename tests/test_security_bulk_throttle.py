@@ -1,5 +1,5 @@
-"""JOB_CREATE_RATE counts jobs, not requests: a bulk request of n jobs spends n (issue 15,
-finding 16)."""
+"""JOB_CREATE_RATE counts jobs, not requests: a bulk request of n jobs spends n of the
+window, so splitting work into bulk requests buys no extra jobs."""
 import pytest
 from django.test import override_settings
 

@@ -1,5 +1,5 @@
 """The app's own pages (the API docs and the dashboard) send a Content-Security-Policy that
-allows scripts from the site only: no inline script, no CDN, no eval (issue 15, finding 17).
+allows scripts from the site only: no inline script, no CDN, no eval.
 The host's other pages are left alone. The pages really work under it: Chromium loads each,
 renders it, and reports no violation."""
 import json

@@ -1,4 +1,4 @@
-"""Idempotency keys sent to the API belong to the user who sent them (issue 15, finding 15).
+"""Idempotency keys sent to the API belong to the user who sent them.
 
 Another user's key is, for you, a key you never used: your request creates a job of your own,
 and nothing about theirs (its id, payload, result, even that it exists) comes back. Python

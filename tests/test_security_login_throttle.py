@@ -1,5 +1,5 @@
 """Password guessing is limited per real client, in a cache shared by every process, on the
-API's login and on the admin's (issue 15, finding 13).
+API's login and on the admin's.
 
 The limit is JOB_LOGIN_RATE (30/min by default) attempts per client address; the address is
 REMOTE_ADDR unless JOB_TRUSTED_PROXY_COUNT says how many proxies in front append to

@@ -1,5 +1,5 @@
 """Production refuses to start while the demo account still opens with its published password,
-with a weak SECRET_KEY, or with a debug variable it would not read (issue 15, finding 14).
+with a weak SECRET_KEY, or with a debug variable it would not read.
 
 Each case runs Django in a subprocess (settings are read once per process), with the helpers of
 test_production_settings. The demo-user check needs a database: it runs against this test

@@ -1,5 +1,5 @@
-"""A queue must exist to be paused, resumed or limited: no phantom queue from a typo (issue 15,
-finding 18). A queue exists when it holds jobs (of any status), when a registered handler or the
+"""A queue must exist to be paused, resumed or limited: no phantom queue from a typo.
+A queue exists when it holds jobs (of any status), when a registered handler or the
 Tasks backend's QUEUES or a periodic schedule names it, or when it already has a setting."""
 import pytest
 from django.test import Client, override_settings

@@ -293,7 +293,7 @@ def test_the_backend_reports_its_features_and_misconfiguration(db):
         assert {"django_pg_jobqueue.E101", "django_pg_jobqueue.W101"} <= ids
 
 
-# -- issue 15, findings 10-12: Django's Tasks contract ----------------------------------------
+# -- Django's Tasks contract: what its own backends do, ours does -----------------------------
 
 @task
 def echo(*args, **kwargs):

@@ -1,5 +1,5 @@
 # ruff: noqa: B018  (Django's tests read properties for their exceptions: kept as written)
-"""Django's own Tasks tests, run against QueueBackend (issue 15, findings 10-12).
+"""Django's own Tasks tests, run against QueueBackend: it keeps the contract Django's backends keep.
 
 Adapted from Django 6.1.3's `tests/tasks/` (django-6.1.3.tar.gz from PyPI, files tasks.py,
 test_tasks.py, test_dummy_backend.py, test_immediate_backend.py; BSD-3-Clause, (c) Django

@@ -270,7 +270,7 @@ JOB_LOGIN_RATE = env.str("JOB_LOGIN_RATE", default="30/min")
 # How many proxies in front append to X-Forwarded-For; 0 reads REMOTE_ADDR only (the default:
 # `make run` and docker-compose publish gunicorn directly). See docs/how-to/security.md.
 JOB_TRUSTED_PROXY_COUNT = env.int("JOB_TRUSTED_PROXY_COUNT", default=0)
-# Operations (#6): retention and the pruner, /metrics, OpenTelemetry.
+# Operations: retention and the pruner, /metrics, OpenTelemetry.
 JOB_RETENTION_SUCCEEDED = env.str("JOB_RETENTION_SUCCEEDED", default="7d")
 JOB_RETENTION_FAILED = env.str("JOB_RETENTION_FAILED", default="30d")
 JOB_RETENTION_CANCELLED = env.str("JOB_RETENTION_CANCELLED", default="7d")
