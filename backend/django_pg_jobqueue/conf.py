@@ -114,6 +114,13 @@ def module_list(value) -> str | None:
             "(a list, not one comma-separated string)")
 
 
+def callable_paths(value) -> str | None:
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(m, str) and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", m) for m in value):
+        return None
+    return "a list of dotted paths to callables, e.g. ['myproject.jobs.tenant_middleware']"
+
+
 def conninfo(value) -> str | None:
     """'' (not set), or a libpq connection string or URL that psycopg can parse."""
     if value == "":
@@ -226,6 +233,19 @@ class QueueConf:
         Modules of `@handler` functions to import at start-up, besides every installed app's
         `handlers.py`: for example `["django_pg_jobqueue.builtin_handlers"]` registers the
         deterministic `noop`, `sleep`, `flaky` and `fail` job types.""")
+    MIDDLEWARE: tuple[str, ...] = setting(
+        (), check_id=51, rule=callable_paths, group="workers", type_doc="list of str", doc="""
+        Dotted paths to callables wrapping every handler call, in workers and in
+        `testing.drain`: `middleware(call_next, ctx, job)` runs the rest of the chain with
+        `call_next()` and returns its result (or raises). The first listed is the outermost;
+        the built-in tracing wrapper (JOB_OTEL_ENABLED) comes before them all. For a tenant
+        context, error reporting or metrics without editing the worker.""")
+    ERROR_HOOKS: tuple[str, ...] = setting(
+        (), check_id=52, rule=callable_paths, group="workers", type_doc="list of str", doc="""
+        Dotted paths to callables called as `hook(job, exception, outcome)` when a handler
+        raises (a cancel, a snooze or a lost lease are not failures), before the failure is
+        written: `outcome` is `"queued"` when a retry follows, else `"failed"`. A hook that
+        raises is logged and ignored: the job's failure is recorded as without it.""")
 
     # -- retries, timeouts, attempts ---------------------------------------------------------------
     RETRY_BASE_SECONDS: float = setting(1.0, check_id=13, rule=number(0), group="retries", doc="""
@@ -485,8 +505,9 @@ def get() -> QueueConf:
     found = problems(values)
     if found:
         raise ImproperlyConfigured("; ".join(p.message for p in found))
-    if "EXTRA_HANDLER_MODULES" in values:
-        values["EXTRA_HANDLER_MODULES"] = tuple(values["EXTRA_HANDLER_MODULES"])
+    for name in ("EXTRA_HANDLER_MODULES", "MIDDLEWARE", "ERROR_HOOKS"):
+        if name in values:
+            values[name] = tuple(values[name])
     return QueueConf(**values)
 
 

@@ -96,11 +96,17 @@ def stored_carrier(job_id: int) -> dict:
 
 
 def run_handler(func, ctx, job):
-    """Run `func(ctx, job.payload)` inside a CONSUMER span whose parent is the enqueue's
-    span. Snooze and cancellation are control flow, not errors; any other exception marks
-    the span as failed. Exceptions always propagate unchanged."""
+    """Run `func(ctx, job.payload)` inside the span of `middleware`."""
+    return middleware(lambda: func(ctx, job.payload), ctx, job)
+
+
+def middleware(call_next, ctx, job):
+    """The first of the handler middleware (middleware.py): run `call_next()` inside a
+    CONSUMER span whose parent is the enqueue's span. Snooze and cancellation are control
+    flow, not errors; any other exception marks the span as failed. Exceptions always
+    propagate unchanged."""
     if not enabled():
-        return func(ctx, job.payload)
+        return call_next()
     from .context import Snooze
     from .exceptions import JobCancelled
 
@@ -119,7 +125,7 @@ def run_handler(func, ctx, job):
                                       attributes=attributes, record_exception=False,
                                       set_status_on_exception=False) as span:
         try:
-            return func(ctx, job.payload)
+            return call_next()
         except (Snooze, JobCancelled) as exc:
             span.set_attribute("jobs.outcome", type(exc).__name__)
             raise

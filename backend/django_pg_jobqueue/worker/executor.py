@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.signals import connection_created
 
-from .. import outcomes, services, tracing
+from .. import middleware, outcomes, services
 from ..context import Snooze
 from ..db import queue_connection, worker_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
@@ -139,7 +139,7 @@ class JobRunner:
         try:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
-            result = tracing.run_handler(spec.func, ctx, job)
+            result = middleware.run_handler(spec.func, ctx, job)
         except Snooze as snooze:
             return self._snooze(job, snooze)
         except LeaseLost:
