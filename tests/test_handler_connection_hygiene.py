@@ -198,6 +198,33 @@ def test_the_worker_exits_0_after_sigterm_though_a_handler_left_a_non_daemon_thr
     assert worker.out.matching("handler-sleeper"), worker.out.text()[-3000:]
 
 
+# --- testing.drain runs the same pipeline -----------------------------------------------------
+@pytest.mark.parametrize("hostile", ["leave_begin_after_a_write", "leave_atomic_after_a_write"])
+def test_drain_fails_a_job_whose_handler_left_a_transaction_open_and_rolls_it_back(
+        rows_table, hostile):
+    from django_pg_jobqueue.testing import drain
+
+    [bad, good] = enqueue([hostile, "write_row"])
+    result = drain()
+    assert (result.retried, result.succeeded) == (1, 1), result.errors
+    assert LEFT_OPEN in Job.objects.get(pk=bad).last_error
+    assert not connection.in_atomic_block and connection.connection.info.transaction_status == 0
+    assert set(rows()) == {(good, 1)}
+
+
+@pytest.mark.django_db(transaction=False)
+def test_drain_inside_a_tests_transaction_rolls_back_only_what_the_handler_left(rows_table):
+    from django_pg_jobqueue.testing import drain
+
+    depth = len(connection.atomic_blocks)
+    [bad, good] = enqueue(["leave_nested_atomic", "write_row"])
+    result = drain()
+    assert (result.retried, result.succeeded) == (1, 1), result.errors
+    assert LEFT_OPEN in Job.objects.get(pk=bad).last_error
+    assert len(connection.atomic_blocks) == depth and connection.in_atomic_block
+    assert set(rows()) == {(good, 1)}  # the handler's own row went with its savepoint
+
+
 # --- property ---------------------------------------------------------------------------------
 HOSTILE = sorted(set(KINDS) - {"write_row", "sleep_in_thread"})
 kind_strategy = st.one_of(st.just("write_row"), st.sampled_from(HOSTILE))  # about half rows
