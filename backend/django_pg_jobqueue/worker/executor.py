@@ -19,12 +19,21 @@ Nothing a handler returns or raises may stop the thread or leave its job running
 Connections (the worker's budget, db.py): the pipeline's own writes (a failure, a snooze, a
 lost lease) borrow a connection from the worker's pool for the write only, and a success goes
 to the completer, so the executor runs no SQL of its own for a handler that returns. What the
-handler opens itself (the ORM, on any alias) is handled as Django handles a request's: after
-each job, `close_old_connections()` closes it, or returns it to the project's pool (DATABASES
-OPTIONS "pool"), unless CONN_MAX_AGE keeps it for the next job; and a thread left without a
-job for IDLE_CLOSE_SECONDS closes what it still holds. A thread whose handlers never touch
-the database never opens a connection; with CONN_MAX_AGE = 0 or a pool, one whose handlers
-do holds one only while a job runs."""
+handler opens itself (the ORM, on any alias) is left as it was found, whatever the handler
+did (hygiene.py):
+- right after the handler, before anything about its job is written, an atomic block it
+  entered and never left is rolled back and left, a raw transaction it left open (`BEGIN`,
+  `SELECT ... FOR UPDATE` in one) is rolled back, and a connection that cannot be restored is
+  closed; the job then fails (LEFT_OPEN, reason `transaction_left_open`, retried like any
+  error) rather than report a success whose writes were rolled back;
+- after each job, a connection kept for the next one that ran a session-changing statement
+  (SET, set_config, advisory locks, ...) has its session reset (DISCARD ALL) and set up
+  again; then, as Django does after a request, `close_old_connections()` closes it, or
+  returns it to the project's pool (DATABASES OPTIONS "pool"), unless CONN_MAX_AGE keeps it;
+  and a thread left without a job for IDLE_CLOSE_SECONDS closes what it still holds.
+A thread whose handlers never touch the database never opens a connection and never looks
+(`_opened_since_last_look`); with CONN_MAX_AGE = 0 or a pool, one whose handlers do holds
+one only while a job runs."""
 from __future__ import annotations
 
 import logging
