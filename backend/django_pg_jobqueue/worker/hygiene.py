@@ -117,12 +117,12 @@ def _tidy(c, depth: int) -> str | None:
     status = raw.info.transaction_status
     if not c.get_autocommit():  # set_autocommit(False) left: Django closes such a connection
         if status != TransactionStatus.IDLE:
-            found = found or "a transaction (autocommit turned off) left open"
+            found = found or "a transaction, autocommit turned off"
         return _discard(c, depth, found)
     if status == TransactionStatus.IDLE:
         return found
-    found = found or ("an aborted raw transaction left open" if status == TransactionStatus.INERROR
-                      else "a raw transaction (BEGIN without COMMIT) left open")
+    found = found or ("an aborted raw transaction" if status == TransactionStatus.INERROR
+                      else "a raw transaction (BEGIN without COMMIT)")
     if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
         raw.rollback()
         return found
