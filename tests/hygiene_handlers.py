@@ -98,6 +98,11 @@ def leave_atomic_broken(ctx):
         pass
 
 
+def leave_autocommit_off(ctx):
+    connection.set_autocommit(False)
+    _insert(ctx, "leave_autocommit_off")
+
+
 def raise_in_atomic(ctx):
     with transaction.atomic():
         _insert(ctx, "raise_in_atomic")
@@ -148,6 +153,7 @@ KINDS = {
     "leave_atomic_after_a_write": leave_atomic_after_a_write,
     "leave_nested_atomic": leave_nested_atomic,
     "leave_atomic_broken": leave_atomic_broken,
+    "leave_autocommit_off": leave_autocommit_off,
     "raise_in_atomic": raise_in_atomic,
     "set_statement_timeout": set_statement_timeout,
     "set_search_path": set_search_path,
@@ -160,7 +166,7 @@ KINDS = {
 LEAVE_TRANSACTION = {"leave_begin", "leave_begin_after_a_write", "lock_own_row",
                      "leave_savepoint", "leave_aborted", "leave_atomic",
                      "leave_atomic_after_a_write", "leave_nested_atomic", "leave_atomic_broken",
-                     "set_local_in_left_transaction"}
+                     "leave_autocommit_off", "set_local_in_left_transaction"}
 
 
 @handler("hygiene", max_attempts=2, timeout_seconds=30,

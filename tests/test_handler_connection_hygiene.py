@@ -152,7 +152,8 @@ def test_a_handler_that_leaves_a_raw_transaction_open_fails_and_later_jobs_keep_
 
 # --- transaction.atomic() entered and never left --------------------------------------------
 @pytest.mark.parametrize("hostile", ["leave_atomic", "leave_atomic_after_a_write",
-                                     "leave_nested_atomic", "leave_atomic_broken"])
+                                     "leave_nested_atomic", "leave_atomic_broken",
+                                     "leave_autocommit_off"])
 def test_a_handler_that_leaves_an_atomic_block_entered_fails_and_its_thread_keeps_working(
         hygiene_worker, hostile):
     worker = hygiene_worker(threads=1)

@@ -89,7 +89,7 @@ def tidy(baseline: dict[str, int] | None = None) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - whatever state it is in, it goes
             log.warning("closing connection %r: its state could not be restored (%s)",
                         c.alias, exc)
-            found = _discard(c, depth, "left in a state that could not be restored")
+            found = _discard(c, depth, "a connection in a state that could not be restored")
         if found:
             left.append(f"{found} on database {c.alias!r}")
     return left
