@@ -150,10 +150,11 @@ chaos-3: venv migrate
 		CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s || exit 1; \
 	done
 
-# The hostile-handler property test, long (POISON_EXAMPLES=... examples, default 60).
+# The hostile-handler property tests, long (POISON_EXAMPLES=... examples, default 60; the
+# connection-hygiene one HYGIENE_EXAMPLES, default 40).
 .PHONY: poison
 poison: venv migrate
-	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/test_poison_property.py -s
+	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/test_poison_property.py tests/test_handler_connection_hygiene.py -s
 
 # 30 minutes at half the maximum rate with pruning on (SOAK_MINUTES=2 for a smoke run); the
 # chart of a full run goes to docs/_static/bench/soak.svg. Not part of `make test`.

@@ -1016,3 +1016,10 @@ EVENTS_CREATE_PLAIN = (
 EVENTS_COPY_FROM_PARTITIONED = EVENTS_COPY_FROM_PLAIN.replace("job_events_plain",
                                                               "job_events_parted")
 EVENTS_DROP_PARTITIONED = "DROP TABLE job_events_parted"
+
+# --- an executor's handler connections between jobs (worker/hygiene.py) ----------------------
+# Everything a session can carry from one job to the next: settings (SET, set_config, SET
+# ROLE), session advisory locks, temporary tables, prepared statements, LISTEN, open cursors.
+# Not inside a transaction block: the executor runs it only after rolling back what a handler
+# left open. psycopg sees its command tag and forgets its own prepared statements too.
+DISCARD_SESSION = "DISCARD ALL"

@@ -197,7 +197,8 @@ def _runner() -> JobRunner:
         done = write_completions([completion], held)
         return done[0][1] if done else "lease_lost"
 
-    return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now)
+    return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now,
+                     keep_callers_transaction=True)
 
 
 _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",

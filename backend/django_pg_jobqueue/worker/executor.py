@@ -19,12 +19,21 @@ Nothing a handler returns or raises may stop the thread or leave its job running
 Connections (the worker's budget, db.py): the pipeline's own writes (a failure, a snooze, a
 lost lease) borrow a connection from the worker's pool for the write only, and a success goes
 to the completer, so the executor runs no SQL of its own for a handler that returns. What the
-handler opens itself (the ORM, on any alias) is handled as Django handles a request's: after
-each job, `close_old_connections()` closes it, or returns it to the project's pool (DATABASES
-OPTIONS "pool"), unless CONN_MAX_AGE keeps it for the next job; and a thread left without a
-job for IDLE_CLOSE_SECONDS closes what it still holds. A thread whose handlers never touch
-the database never opens a connection; with CONN_MAX_AGE = 0 or a pool, one whose handlers
-do holds one only while a job runs."""
+handler opens itself (the ORM, on any alias) is left as it was found, whatever the handler
+did (hygiene.py):
+- right after the handler, before anything about its job is written, an atomic block it
+  entered and never left is rolled back and left, a raw transaction it left open (`BEGIN`,
+  `SELECT ... FOR UPDATE` in one) is rolled back, and a connection that cannot be restored is
+  closed; the job then fails (LEFT_OPEN, reason `transaction_left_open`, retried like any
+  error) rather than report a success whose writes were rolled back;
+- after each job, a connection kept for the next one that ran a session-changing statement
+  (SET, set_config, advisory locks, ...) has its session reset (DISCARD ALL) and set up
+  again; then, as Django does after a request, `close_old_connections()` closes it, or
+  returns it to the project's pool (DATABASES OPTIONS "pool"), unless CONN_MAX_AGE keeps it;
+  and a thread left without a job for IDLE_CLOSE_SECONDS closes what it still holds.
+A thread whose handlers never touch the database never opens a connection and never looks
+(`_opened_since_last_look`); with CONN_MAX_AGE = 0 or a pool, one whose handlers do holds
+one only while a job runs."""
 from __future__ import annotations
 
 import logging
@@ -39,11 +48,12 @@ from django.db.backends.signals import connection_created
 
 from .. import middleware, outcomes, services
 from ..context import Snooze
-from ..db import queue_connection, worker_connection
+from ..db import WORKER_ALIAS, queue_connection, worker_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
 from ..services.lifecycle import Completion
+from . import hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
 
@@ -51,6 +61,10 @@ log = logging.getLogger("django_pg_jobqueue.worker")
 
 WRITE_ATTEMPTS = 3  # tries of a write the database refuses (an outage is waited out instead)
 MAX_SNOOZE_SECONDS = 366 * 24 * 3600
+# Why a job whose handler left a transaction open failed (hygiene.tidy names what was open).
+LEFT_OPEN = "the handler left a transaction open ({}): its uncommitted writes were rolled back"
+LEFT_OPEN_ADVICE = (". Commit or roll back every transaction a handler opens (use "
+                    "transaction.atomic() as a `with` block)")
 
 
 class OutcomeNotWritten(Exception):
@@ -92,12 +106,18 @@ class JobRunner:
     returns None), drain writes it at once (and returns the final status). `owner` is who
     answers for a job while this runner runs it (the executor thread; None in drain).
     `hard_stop`: set when the pool gives up retrying writes through an outage; None (drain):
-    outage errors propagate at once."""
+    outage errors propagate at once. `keep_callers_transaction` (drain): the thread may be in
+    its caller's transaction (a test's), which the handler's cleanup leaves alone; otherwise
+    its connections are tidy before each job (hygiene.py)."""
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
-                 hard_stop: threading.Event | None = None):
+                 hard_stop: threading.Event | None = None, keep_callers_transaction=False):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
         self.owner, self.hard_stop = owner, hard_stop
+        self.keep_callers_transaction = keep_callers_transaction
+        # Whether this thread may hold a connection from an earlier job (the executor keeps
+        # it up to date): if not, and the handler opened none, there is nothing to tidy.
+        self.may_hold_connection = keep_callers_transaction
         self.current: Held | None = None
         self.errors = RateLimitedLog(log)
 
@@ -136,11 +156,21 @@ class JobRunner:
             return self._fail(job, f"no handler registered for job type {job.type!r}", None,
                               permanent=True, reason="unknown_type")
         started = time.monotonic()
+        left: list[str] = []  # transactions the handler left open (rolled back)
+        baseline = hygiene.baseline() if self.keep_callers_transaction else None
         try:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
-            result = middleware.run_handler(spec.func, ctx, job)
+            try:
+                result = middleware.run_handler(spec.func, ctx, job)
+            finally:
+                # Before anything about the job is written: what the handler left open may
+                # hold locks our writes wait for (its own job row's), and its writes in it
+                # are lost, so the job cannot be a success.
+                left = self._tidy(baseline)
         except Snooze as snooze:
+            if left:
+                return self._fail_left_open(job, left)
             return self._snooze(job, snooze)
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
@@ -164,11 +194,14 @@ class JobRunner:
                      extra=self._log_fields(job))
             return Outcome("stopped", reason=reason)
         except PermanentError as exc:
-            return self._fail(job, outcomes.describe_exception(exc), outcomes.format_traceback(exc),
-                              permanent=True, reason="permanent", exc=exc)
-        except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
-            return self._fail(job, outcomes.describe_exception(exc), outcomes.format_traceback(exc),
+            return self._fail(job, self._and_left(outcomes.describe_exception(exc), left),
+                              outcomes.format_traceback(exc), permanent=True, reason="permanent",
                               exc=exc)
+        except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
+            return self._fail(job, self._and_left(outcomes.describe_exception(exc), left),
+                              outcomes.format_traceback(exc), exc=exc)
+        if left:
+            return self._fail_left_open(job, left)
         # The handler returned: what fails from here on is ours to classify, not its.
         try:
             result_json = outcomes.encode_result(result)
@@ -180,6 +213,25 @@ class JobRunner:
             log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
                       extra=self._log_fields(job))
         return Outcome(status or "submitted")
+
+    def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
+        """Restore this thread's connections after the handler (hygiene.tidy); looks only if
+        the thread opened a connection during the job or may hold one from before."""
+        if not (_opened_since_last_look() or self.may_hold_connection):
+            return []
+        self.may_hold_connection = True  # the executor looks again after the job
+        return hygiene.tidy(baseline)
+
+    @staticmethod
+    def _and_left(error: str, left: list[str]) -> str:
+        return f"{error} (and {LEFT_OPEN.format('; '.join(left))})" if left else error
+
+    def _fail_left_open(self, job: ClaimedJob, left: list[str]) -> Outcome:
+        """The handler returned (or snoozed) with a transaction open: its writes were rolled
+        back, so it did not do what it says. An ordinary failure: retried while attempts
+        remain, as the fix is usually a bug in the handler, but a retry is harmless."""
+        return self._fail(job, LEFT_OPEN.format("; ".join(left)) + LEFT_OPEN_ADVICE, None,
+                          reason="transaction_left_open")
 
     def _snooze(self, job: ClaimedJob, snooze: Snooze) -> Outcome:
         seconds = snooze.seconds
@@ -291,6 +343,8 @@ _opened = threading.local()
 
 def _mark_opened(sender, connection, **kwargs) -> None:
     _opened.since_last_look = True
+    if getattr(_opened, "executor", False) and connection.alias != WORKER_ALIAS:
+        hygiene.watch(connection)  # a handler's: its session is reset after a job it ran in
 
 
 connection_created.connect(_mark_opened, dispatch_uid="django_pg_jobqueue.executor.opened")
@@ -333,13 +387,14 @@ class Executor(threading.Thread):
 
     def run(self) -> None:
         holds = False  # whether this thread kept a connection open after its last job
+        _opened.executor = True
         try:
             while True:
                 try:
                     item = self.inbox.get(timeout=self.IDLE_CLOSE_SECONDS if holds else None)
                 except queue.Empty:
                     connections.close_all()
-                    holds = False
+                    holds = self.runner.may_hold_connection = False
                     continue
                 if item is None:
                     return
@@ -352,10 +407,13 @@ class Executor(threading.Thread):
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it
                             # opened a connection during the job, or kept one from before.
-                            holds = (_opened_since_last_look() or holds) and _holds_connection()
+                            holds = ((_opened_since_last_look() or self.runner.may_hold_connection)
+                                     and _holds_connection())
                             if holds:
+                                hygiene.reset_sessions()  # of those kept for the next job
                                 close_old_connections()
                                 holds = _holds_connection()
+                            self.runner.may_hold_connection = holds
                         # Next, a prefetched job if one waits: taken here, without a round
                         # trip through the dispatcher (which is woken to refill when low).
                         held = self._take_prefetched()

@@ -349,3 +349,39 @@ def _set_session_limits(sender, connection, **kwargs) -> None:
     connection.health_check_enabled = False
     db.apply_worker_limits(connection, statement_timeout_ms=conf.get().STATEMENT_TIMEOUT_MS,
                            application_name=f"jobqueue-worker {socket.gethostname()}-{os.getpid()}")
+
+
+STRAY_THREADS_JOIN_SECONDS = 1.0
+
+
+def exit_despite_stray_threads(code: int = 0,
+                               join_seconds: float = STRAY_THREADS_JOIN_SECONDS) -> None:
+    """After the pool's shutdown, make sure the process exits: a non-daemon thread a handler
+    started (and never ended) would otherwise keep it alive, since the interpreter joins such
+    threads before it exits. They get `join_seconds` in all; if any still runs, it is named
+    in the log, the exit handlers run (logging's flush among them, an OpenTelemetry exporter's)
+    and the process exits with `code` without waiting for it. Returns when there is none:
+    the ordinary exit follows."""
+    import atexit
+    import sys
+
+    deadline = time.monotonic() + join_seconds
+    for thread in _stray_threads():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    stray = _stray_threads()
+    if not stray:
+        return
+    log.warning("exiting without waiting for %d thread(s) a handler started and never ended: %s",
+                len(stray), ", ".join(sorted(t.name for t in stray)))
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _stray_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue import conf
 from django_pg_jobqueue.logformat import configure_worker_logging
-from django_pg_jobqueue.worker.pool import WorkerPool, parse_queues
+from django_pg_jobqueue.worker.pool import WorkerPool, exit_despite_stray_threads, parse_queues
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -79,3 +79,4 @@ class Command(BaseCommand):
         while not stop.wait(0.5):
             pass
         pool.shutdown()
+        exit_despite_stray_threads(0)  # a handler's non-daemon thread must not keep us alive
