@@ -1,4 +1,5 @@
-"""The hand-written statements on the hot path, each named and commented.
+"""Every hand-written SQL statement of the package, each named and commented (tests/test_layout.py
+finds any written elsewhere, migrations aside): the hot path first, then the rest.
 
 Every statement that moves a job is a single statement: a guarded UPDATE and the INSERT of
 its event, joined by a CTE, so the state change and its record commit together in one
@@ -7,6 +8,7 @@ token this claim stamped>`, never the status alone, because after a lease expire
 may requeue the job and another worker claim it: the row is `running` again, under a new
 token. All times come from the database clock, `now()`.
 """
+from .states import RETRYABLE_BY_OPERATOR
 
 JOB_COLUMNS = (
     "id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds, "
@@ -563,6 +565,8 @@ SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id L
 # queue retried into gets one NOTIFY, delivered at commit, as an enqueue's: idle workers claim
 # the job at once instead of at their next poll. Returns one row: the last id picked, how many
 # were picked, the ids retried (in id order, NULL for none), and the queues notified.
+# The statuses an operator may retry, from the state machine: 'cancelled', 'failed'.
+_RETRYABLE = ", ".join(f"'{s}'" for s in sorted(RETRYABLE_BY_OPERATOR))
 _RETRY_TAIL = """
 retried AS (
     UPDATE jobs j
@@ -570,7 +574,7 @@ retried AS (
         cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
         progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
     FROM picked
-    WHERE j.id = picked.id AND j.status = picked.status AND j.status IN ('failed', 'cancelled')
+    WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
     RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
 ),
 events AS (
@@ -592,7 +596,7 @@ SELECT (SELECT max(id) FROM picked), (SELECT count(*) FROM picked),
 RETRY_JOBS = """
 WITH picked AS (
     SELECT id, status FROM jobs
-    WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('failed', 'cancelled')
+    WHERE id = ANY(%(ids)s::bigint[]) AND status IN (""" + _RETRYABLE + """)
     ORDER BY id
     FOR UPDATE
 ),""" + _RETRY_TAIL
