@@ -551,7 +551,7 @@ EVENTS_PUT_BACK = (
 
 # --- dropping a partition: retention by the table, not by the row ----------------------------
 # A partition may go once every event in it belongs to a job that is gone or past its
-# retention (services/pruning.py): the prune that follows deletes those jobs anyway. Events of
+# retention (services/pruning.py): those jobs are deleted with it. Events of
 # the jobs that are kept (running, queued, finished within their retention, the newest job of
 # a periodic schedule) are rescued first: copied into a temporary table, the partition
 # dropped, and put back, where they land in job_events_default (the range is no longer
@@ -568,9 +568,34 @@ EVENTS_KEPT_IN_PARTITION = """
 SELECT count(*), count(*) FILTER (WHERE jobs.id IS NOT NULL AND NOT {prunable})
 FROM {partition} e LEFT JOIN jobs ON jobs.id = e.job_id
 """
+# The jobs past their retention that have events in the partition leave with it, in the same
+# transaction: deleted here (their row locks taken, so an operator's retry or cancel of one
+# either committed first, and the re-checked status keeps it, or waits and then finds it
+# gone), their events in other partitions deleted after the drop. Deleting them later, in the
+# batches, would leave a window in which a retry revives a job whose history was dropped.
+# The foreign key is DEFERRABLE INITIALLY DEFERRED: it is checked at commit, when the
+# partition and the other events are gone.
+EVENTS_DELETE_JOBS_OF_PARTITION = """
+CREATE TEMP TABLE job_events_doomed ON COMMIT DROP AS
+WITH gone AS (
+    DELETE FROM jobs
+    WHERE jobs.id IN (SELECT job_id FROM {partition})
+      AND jobs.status IN ('succeeded', 'failed', 'cancelled') AND {prunable}
+    RETURNING jobs.id, jobs.status
+)
+SELECT id, status FROM gone
+"""
+EVENTS_DOOMED_BY_STATUS = "SELECT status, count(*) FROM job_events_doomed GROUP BY status"
+# After the drop: the doomed jobs' events outside the dropped partition.
+EVENTS_DELETE_DOOMED_ELSEWHERE = """
+DELETE FROM job_events e USING job_events_doomed d WHERE e.job_id = d.id
+"""
+EVENTS_DROP_DOOMED = "DROP TABLE job_events_doomed"  # another drop may follow in the transaction
+# Every job still there after EVENTS_DELETE_JOBS_OF_PARTITION keeps its events, whatever its
+# status: it exists, so it was not deleted with the partition.
 EVENTS_RESCUE = """
 CREATE TEMP TABLE job_events_moving ON COMMIT DROP AS
-SELECT e.* FROM {partition} e JOIN jobs ON jobs.id = e.job_id WHERE NOT {prunable}
+SELECT e.* FROM {partition} e WHERE EXISTS (SELECT 1 FROM jobs WHERE jobs.id = e.job_id)
 """
 EVENTS_DROP_PARTITION = "DROP TABLE {partition}"
 

@@ -15,6 +15,12 @@ past their retention) are at most RESCUE_LIMIT: those are copied out and put bac
 default partition, with their ids and transaction ids), so the timeline of every kept job
 stays whole and the feed's order is unchanged. A partition with more kept events waits for
 a later run (the kept jobs age past their retention, or are deleted).
+
+The rule that keeps it safe against operators: a partition is dropped only together with
+every job that has events in it and is past its retention, deleted in the same transaction
+(under their row locks); every job still there afterwards keeps all its events. So a retry
+or a cancel racing the drop either commits first (the job is no longer past its retention:
+kept) or waits for the drop and finds the job gone; never a job revived without its history.
 """
 import logging
 from dataclasses import dataclass
@@ -177,8 +183,8 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
     events (those of jobs not past their retention) number at most `rescue_limit`; those are
     put back first (into the default partition). `ages`: seconds per final status
     ({"succeeded": 604800, ...}; None or left out: kept forever); default JOB_RETENTION_*.
-    Returns {"partitions": dropped, "events": events dropped with them, "rescued": events
-    put back}."""
+    Returns {"partitions": dropped, "events": events deleted with them, "rescued": events
+    put back, and per status the jobs deleted with them ("failed": 3, ...)}."""
     counts = {"partitions": 0, "events": 0, "rescued": 0}
     if not is_partitioned():
         return counts
@@ -208,20 +214,23 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
             continue
         if done is False:
             break
-        dropped, rescued = done
+        dropped, rescued, jobs = done
         counts["partitions"] += 1
         counts["events"] += dropped
         counts["rescued"] += rescued
+        for status, n in jobs.items():
+            counts[status] = counts.get(status, 0) + n
         if not dry_run:
-            log.info("dropped job_events partition %s: %d events (%d kept ones put back)",
-                     part.name, dropped, rescued)
+            log.info("dropped job_events partition %s: %d events (%d kept ones put back),"
+                     " %d jobs", part.name, dropped, rescued, sum(jobs.values()))
     return counts
 
 
 def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
-              rescue_limit: int) -> tuple[int, int] | bool | None:
-    """Drop one partition in one transaction: (events dropped, events put back); None when
-    it stays (gone already, or too many kept events); False when another process holds the
+              rescue_limit: int) -> tuple[int, int, dict[str, int]] | bool | None:
+    """Drop one partition, and the jobs past their retention that have events in it, in one
+    transaction: (events deleted, events put back, {status: jobs deleted}); None when it
+    stays (gone already, or too many kept events); False when another process holds the
     partitions' lock."""
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(sql.EVENTS_PARTITION_TRY_LOCK, [part.name])
@@ -238,16 +247,26 @@ def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
                      part.name, kept)
             return None
         if dry_run:
-            return total - kept, kept
+            return total - kept, kept, {}
+        # For the row locks of the jobs as much as for the DDL: an operator's transaction
+        # holding one of them makes this run give up rather than wait.
         cur.execute(sql.EVENTS_DDL_LOCK_TIMEOUT)
-        if kept:
-            cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable), ages)
-            kept = cur.rowcount  # judged again just now: a job may have passed its retention
+        cur.execute(sql.EVENTS_DELETE_JOBS_OF_PARTITION.format(partition=part.name,
+                                                               prunable=prunable), ages)
+        cur.execute(sql.EVENTS_DOOMED_BY_STATUS)
+        jobs = dict(cur.fetchall())
+        cur.execute(sql.EVENTS_RESCUE.format(partition=part.name))
+        kept = cur.rowcount  # counted again under the jobs' locks
         cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
+        cur.execute(sql.EVENTS_DELETE_DOOMED_ELSEWHERE)
+        elsewhere = cur.rowcount
         if kept:
             for statement in sql.EVENTS_PUT_BACK:
                 cur.execute(statement)
-        return total - kept, kept
+        else:
+            cur.execute(sql.EVENTS_PUT_BACK[-1])
+        cur.execute(sql.EVENTS_DROP_DOOMED)
+        return total - kept + elsewhere, kept, jobs
 
 
 def create_for_migration(cursor, step: str | None = None) -> None:
