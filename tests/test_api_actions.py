@@ -175,3 +175,27 @@ def test_a_filter_over_many_jobs_is_processed_in_batches_each_its_own_transactio
         assert cur.fetchone()[0] == 3
     assert Job.objects.filter(queue="bulk", status="cancelled").count() == 2500
     assert status(elsewhere) == "queued"
+
+
+def test_an_action_by_search_matches_the_callers_own_key_as_the_job_list_does(
+        make_user, client_for):
+    alice = make_user("alice-ops", perms=["add_job", "view_job", "change_job"])
+    mallory = make_user("mallory-ops", perms=["add_job", "view_job", "change_job"])
+    as_alice, as_mallory = client_for(alice), client_for(mallory)
+    created = as_alice.post("/api/v1/jobs/", {"type": "noop", "idempotency_key": "shared-key-1"},
+                            format="json")
+    assert created.status_code == 201, created.json()
+    job_id = created.json()["id"]
+    listed = as_alice.get("/api/v1/jobs/", {"search": "shared-key-1"}).json()["results"]
+    assert [j["id"] for j in listed] == [job_id]
+
+    # Another user neither finds nor acts on it, by her key nor by its stored form.
+    for search in ("shared-key-1", f"api:{alice.pk}:shared-key-1"):
+        assert as_mallory.get("/api/v1/jobs/", {"search": search}).json()["results"] == []
+        body = post(as_mallory, {"action": "cancel", "filter": {"search": search}}).json()
+        assert body["done"] == 0, body
+    assert status(job_id) == "queued"
+
+    body = post(as_alice, {"action": "cancel", "filter": {"search": "shared-key-1"}}).json()
+    assert body["done"] == 1, body
+    assert status(job_id) == "cancelled"

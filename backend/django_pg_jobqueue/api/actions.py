@@ -15,9 +15,10 @@ from .schema import errors, extend_schema
 from .serializers import JobActionResultSerializer, JobActionSerializer
 
 
-def _matching(params: dict[str, str]):
-    """The jobs the list endpoint would return for these filter parameters (400 otherwise)."""
-    filterset = JobFilter(data=params, queryset=selectors.job_list())
+def _matching(params: dict[str, str], request):
+    """The jobs the list endpoint would return to this request's user for these filter
+    parameters (400 otherwise): the request makes `search` match the user's own API keys."""
+    filterset = JobFilter(data=params, queryset=selectors.job_list(), request=request)
     if not filterset.is_valid():
         raise ValidationError({"filter": filterset.errors})
     return filterset.qs
@@ -67,5 +68,5 @@ class JobActionsView(JobQueueAPIView):
             outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
         else:
             outcome = bulk_actions.apply_to_matching(
-                action, _matching(serializer.filter_params()), actor=actor)
+                action, _matching(serializer.filter_params(), request), actor=actor)
         return Response(JobActionResultSerializer(outcome).data)
