@@ -114,3 +114,31 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
                     side_effect=JobPayloadTooLarge("payload", "70000 bytes; the limit is 65536")):
         too_big = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert too_big.status_code == 413
+
+
+@pytest.mark.parametrize("path", [JOBS, JOBS + "bulk/"])
+def test_the_api_measures_a_payload_in_utf8_bytes_as_enqueue_does(operator_client, path):
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.exceptions import JobPayloadTooLarge
+
+    fits = {"s": "€" * 21_000}  # 63,008 bytes of UTF-8; 126,008 once \u-escaped
+    assert services.enqueue("noop", fits).payload == fits
+    too_big = {"s": "€" * 22_000}  # 66,008 bytes of UTF-8: over 65,536 both ways
+    with pytest.raises(JobPayloadTooLarge) as refused:
+        services.enqueue("noop", too_big)
+    Job.objects.all().delete()
+
+    def send(payload):
+        item = {"type": "noop", "payload": payload}
+        body = {"jobs": [item]} if path.endswith("bulk/") else item
+        return post_raw(operator_client, json.dumps(body, ensure_ascii=True).encode(), path=path)
+
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1_000_000):
+        accepted = send(fits)
+        assert accepted.status_code == 201, accepted.json()
+        assert Job.objects.get().payload == fits
+        response = send(too_big)
+    assert response.status_code == 413, response.json()
+    assert "66008 bytes" in response.json()["detail"]
+    assert refused.value.size == 66_008
+    assert Job.objects.count() == 1

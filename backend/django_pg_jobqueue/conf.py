@@ -275,8 +275,9 @@ class QueueConf:
 
     # -- the REST API -------------------------------------------------------------------------
     MAX_PAYLOAD_BYTES: int = setting(65536, check_id=18, rule=whole(2), group="api", doc="""
-        The largest JSON payload, in bytes, the API accepts when creating a job (413
-        beyond).""")
+        The largest payload of a job, in UTF-8 bytes of its compact JSON (no spaces, no
+        \\u escapes), measured once by the service layer: `enqueue()` refuses a larger one
+        with JobPayloadTooLarge and the API with 413, the same payloads.""")
     API_PUBLIC_READ: bool = setting(False, check_id=19, rule=boolean, group="api", doc="""
         True lets anonymous clients read jobs, events, queues and figures through the API;
         writes always need an authenticated user with the permission.""")

@@ -5,7 +5,6 @@ itself maintains (status, attempts, lease, result ...) are refused as read-only,
 request can mass-assign them.
 """
 import datetime as dt
-import json
 import re
 
 from django.conf import settings
@@ -16,7 +15,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import conf
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
@@ -31,7 +29,6 @@ from ..states import (
     EventKind,
     Status,
 )
-from .exceptions import PayloadTooLarge
 from .idempotency import unscoped
 from .per_class import once_per_class
 
@@ -259,7 +256,8 @@ def queue_name_field(**kwargs) -> serializers.RegexField:
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
-                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.")
+                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES "
+                                        "in UTF-8 bytes of its compact JSON (measured by the service, as for enqueue()).")
     priority = serializers.IntegerField(required=False, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
                                         help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first. "
                                                   "Default: the type's.")
@@ -286,13 +284,6 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
             known = ", ".join(spec.name for spec in registry.all()) or "none"
             raise serializers.ValidationError(
                 f"unknown job type {value!r}; registered types: {known}.", code="unknown_type")
-        return value
-
-    def validate_payload(self, value):
-        limit = conf.get().MAX_PAYLOAD_BYTES
-        size = len(json.dumps(value, separators=(",", ":")).encode())
-        if size > limit:
-            raise PayloadTooLarge(f"payload is {size} bytes; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)")
         return value
 
     def validate_run_at(self, value):

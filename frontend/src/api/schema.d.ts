@@ -638,7 +638,7 @@ export interface components {
             /** @description A registered job type (see /api/v1/job-types/). */
             type: string;
             /**
-             * @description The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.
+             * @description The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES in UTF-8 bytes of its compact JSON (measured by the service, as for enqueue()).
              * @example {
              *       "to": "ada@example.com"
              *     }
