@@ -285,7 +285,8 @@ class QueueConf:
         The per-user throttle on job creation through the API (429 beyond), in DRF's
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
         not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
-        allows per period is a 400. Counted in JOB_THROTTLE_CACHE.""")
+        allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
+        replay or a 409). Counted in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503

@@ -556,6 +556,12 @@ def enqueue_many(jobs: list[dict]) -> list[Job]:
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
     """
+    return [job for job, _ in enqueue_many_jobs(jobs)]
+
+
+def enqueue_many_jobs(jobs: list[dict]) -> list[tuple[Job, bool]]:
+    """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
+    the job an earlier enqueue with its key created)."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
@@ -564,4 +570,4 @@ def enqueue_many(jobs: list[dict]) -> list[Job]:
             raise exc.at(index) from None
     if not prepared:
         return []
-    return [job for job, _ in _insert(prepared)]
+    return _insert(prepared)
