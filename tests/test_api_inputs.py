@@ -104,7 +104,7 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
         single = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert single.status_code == 400
     assert single.json()["errors"] == {"delay_seconds": ["at most 366 days"]}
-    with mock.patch("django_pg_jobqueue.services.enqueue_many",
+    with mock.patch("django_pg_jobqueue.services.enqueue_many_jobs",
                     side_effect=InvalidJobArgument("timeout", "must be positive", index=1)):
         bulk = operator_client.post("/api/v1/jobs/bulk/", {"jobs": [{"type": "noop"}] * 2},
                                     format="json")
