@@ -656,7 +656,7 @@ export interface components {
             idempotency_key?: string | null;
             /**
              * Format: date-time
-             * @description Not runnable before this time. Not with delay_seconds.
+             * @description Not runnable before this time: an ISO 8601 date and time with its offset, from 2000-01-01T00:00:00Z. Not with delay_seconds.
              */
             run_at?: string | null;
             /**
