@@ -891,6 +891,10 @@ class JobActionSerializer(StrictSerializer):
         "true: every job (each still through the action's guards). The explicit way to act on "
         "every job; not with `ids` or a non-empty `filter`."))
 
+    after = BigIntegerField(required=False, min_value=0, max_value=2**63 - 1, help_text=(
+        "Go on after this job id: the `after` of the previous answer to the same request "
+        "(by `filter` or `all`; not with `ids`)."))
+
     def validate_all(self, value):
         if not isinstance(self.initial_data.get("all"), bool):
             raise serializers.ValidationError("must be true or false.")
@@ -904,6 +908,9 @@ class JobActionSerializer(StrictSerializer):
                 raise serializers.ValidationError({"all": [
                     "all means every job: send it without ids and without filters."]})
             return attrs
+        if "ids" in attrs and "after" in attrs:
+            raise serializers.ValidationError({"after": [
+                "after goes on with a filter or all: ids are done in one request."]})
         if ("ids" in attrs) == ("filter" in attrs):
             raise serializers.ValidationError({"non_field_errors": [
                 "give either ids (a list of job ids), filter (the job list's filter "
@@ -938,3 +945,8 @@ class JobActionResultSerializer(serializers.Serializer):
         "The jobs the action was refused for, and why (the first 100; `refused_count` counts "
         "them all)."))
     refused_count = serializers.IntegerField()
+    after = BigIntegerField(allow_null=True, help_text=(
+        "By filter or all: null when every matching job was considered; else the request "
+        "stopped at its bound after this job id: send it again with this `after` to go on."))
+    remaining = serializers.IntegerField(help_text=(
+        "By filter or all: the matching jobs not yet considered (0 when done)."))
