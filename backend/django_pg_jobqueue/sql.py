@@ -551,7 +551,7 @@ EVENTS_PUT_BACK = (
 
 # --- dropping a partition: retention by the table, not by the row ----------------------------
 # A partition may go once every event in it belongs to a job that is gone or past its
-# retention (services/pruning.py): those jobs are deleted with it. Events of
+# retention (services/pruning.py): the prune that follows deletes those jobs anyway. Events of
 # the jobs that are kept (running, queued, finished within their retention, the newest job of
 # a periodic schedule) are rescued first: copied into a temporary table, the partition
 # dropped, and put back, where they land in job_events_default (the range is no longer
@@ -568,34 +568,9 @@ EVENTS_KEPT_IN_PARTITION = """
 SELECT count(*), count(*) FILTER (WHERE jobs.id IS NOT NULL AND NOT {prunable})
 FROM {partition} e LEFT JOIN jobs ON jobs.id = e.job_id
 """
-# The jobs past their retention that have events in the partition leave with it, in the same
-# transaction: deleted here (their row locks taken, so an operator's retry or cancel of one
-# either committed first, and the re-checked status keeps it, or waits and then finds it
-# gone), their events in other partitions deleted after the drop. Deleting them later, in the
-# batches, would leave a window in which a retry revives a job whose history was dropped.
-# The foreign key is DEFERRABLE INITIALLY DEFERRED: it is checked at commit, when the
-# partition and the other events are gone.
-EVENTS_DELETE_JOBS_OF_PARTITION = """
-CREATE TEMP TABLE job_events_doomed ON COMMIT DROP AS
-WITH gone AS (
-    DELETE FROM jobs
-    WHERE jobs.id IN (SELECT job_id FROM {partition})
-      AND jobs.status IN ('succeeded', 'failed', 'cancelled') AND {prunable}
-    RETURNING jobs.id, jobs.status
-)
-SELECT id, status FROM gone
-"""
-EVENTS_DOOMED_BY_STATUS = "SELECT status, count(*) FROM job_events_doomed GROUP BY status"
-# After the drop: the doomed jobs' events outside the dropped partition.
-EVENTS_DELETE_DOOMED_ELSEWHERE = """
-DELETE FROM job_events e USING job_events_doomed d WHERE e.job_id = d.id
-"""
-EVENTS_DROP_DOOMED = "DROP TABLE job_events_doomed"  # another drop may follow in the transaction
-# Every job still there after EVENTS_DELETE_JOBS_OF_PARTITION keeps its events, whatever its
-# status: it exists, so it was not deleted with the partition.
 EVENTS_RESCUE = """
 CREATE TEMP TABLE job_events_moving ON COMMIT DROP AS
-SELECT e.* FROM {partition} e WHERE EXISTS (SELECT 1 FROM jobs WHERE jobs.id = e.job_id)
+SELECT e.* FROM {partition} e JOIN jobs ON jobs.id = e.job_id WHERE NOT {prunable}
 """
 EVENTS_DROP_PARTITION = "DROP TABLE {partition}"
 
@@ -605,6 +580,24 @@ EVENTS_PARTITION_LOCK_KEY = 7_300_416_002
 EVENTS_PARTITION_TRY_LOCK_ONLY = f"SELECT pg_try_advisory_xact_lock({EVENTS_PARTITION_LOCK_KEY})"
 EVENTS_PARTITION_TRY_LOCK = (
     f"SELECT pg_try_advisory_xact_lock({EVENTS_PARTITION_LOCK_KEY}), to_regclass(%s) IS NOT NULL"
+)
+
+# A dropped partition and a retry are exclusive: the drop holds this lock from before it judges
+# which jobs are kept until it commits; a retry (services/operator.py, services/bulk_retry.py)
+# holds it shared from before it reads the job until it commits, and retries only a job whose
+# history still starts with its `created` event. So a retry either commits first (the job is
+# queued: kept, its events rescued) or runs after the drop and finds the history gone (the job
+# is past its retention and about to be pruned: refused as not found). Never a job queued
+# again with only its `retried` event. Other operator writes cannot revive a finished job.
+EVENTS_HISTORY_LOCK_KEY = 7_300_416_003
+EVENTS_HISTORY_LOCK = f"SELECT pg_advisory_xact_lock({EVENTS_HISTORY_LOCK_KEY})"
+EVENTS_HISTORY_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({EVENTS_HISTORY_LOCK_KEY})"
+JOB_HAS_HISTORY = (
+    "SELECT EXISTS (SELECT 1 FROM job_events WHERE job_id = %s AND kind = 'created')"
+)
+# The same, for the bulk retry's picked jobs (a condition on `jobs`).
+JOB_HAS_HISTORY_CONDITION = (
+    "EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = jobs.id AND e.kind = 'created')"
 )
 
 # --- migration 0007: the plain table becomes a partitioned one -------------------------------

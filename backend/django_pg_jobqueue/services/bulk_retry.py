@@ -4,7 +4,8 @@ to the queue, in batches, each batch one short transaction.
 Each batch is one statement: pick up to `batch_size` failed jobs (SKIP LOCKED, so a job an
 operator or the pruner holds is left alone rather than waited for), move them failed ->
 queued with the same column changes as `services.retry`, and write their `retried` events.
-The guard `status = 'failed'` is repeated in the UPDATE, on the locked row.
+The guard `status = 'failed'` is repeated in the UPDATE, on the locked row. A job whose
+history the prune dropped with its partition (it is past its retention) is not picked.
 
 The batches walk the matching jobs in id order, each starting after the last id the previous
 one saw, so every job is considered once per call: a retried job that fails again at once
@@ -20,6 +21,7 @@ RETRY_FAILED_BATCH = """
 WITH picked AS (
     SELECT id FROM jobs
     WHERE status = 'failed' AND id > %(after_id)s {filters}
+      AND """ + sql.JOB_HAS_HISTORY_CONDITION + """
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -78,6 +80,9 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
     while True:
         with queue_atomic():
             with queue_connection().cursor() as cur:
+                # No job_events partition dropped under this batch (sql.EVENTS_HISTORY_LOCK):
+                # a job whose history is gone (past its retention) is not picked.
+                cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)
                 cur.execute(statement, params)
                 last_id, picked, retried, queues = cur.fetchone()
                 if retried and notify:  # wake idle workers on commit, as enqueue does

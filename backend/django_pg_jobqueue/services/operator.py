@@ -2,7 +2,9 @@
 from django.db.models import F
 from django.db.models.functions import Greatest
 
+from .. import sql
 from ..db import atomic as queue_atomic
+from ..db import queue_connection
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
 from ..models import TxNow as Now
@@ -44,11 +46,18 @@ def cancel(job_id, *, actor: str = "") -> Job:
 
 def retry(job_id, *, actor: str = "") -> Job:
     """Put a failed or cancelled job back in the queue, runnable now. Attempts already spent
-    stay counted; if none are left, max_attempts grows by one so the job may run again."""
+    stay counted; if none are left, max_attempts grows by one so the job may run again.
+    A job whose history the prune already dropped (with its job_events partition: it is past
+    its retention and about to be deleted) is not found."""
     with queue_atomic():
+        _hold_history()
         job = _locked(job_id)
         if job.status not in RETRYABLE_BY_OPERATOR:
             raise InvalidTransition(job.pk, "retry", job.status)
+        with queue_connection().cursor() as cur:
+            cur.execute(sql.JOB_HAS_HISTORY, [job.pk])
+            if not cur.fetchone()[0]:
+                raise JobNotFound(job.pk)
         Job.objects.filter(pk=job.pk, status=job.status).update(
             status=Status.QUEUED, available_at=Now(), updated_at=Now(), finished_at=None,
             cancel_requested_at=None, result=None, progress_percent=None, progress_message="",
@@ -58,6 +67,13 @@ def retry(job_id, *, actor: str = "") -> Job:
                                 message=f"retried from {job.status}{_by(actor)}")
     job.refresh_from_db()
     return job
+
+
+def _hold_history() -> None:
+    """Until the transaction ends, no job_events partition is dropped (sql.EVENTS_HISTORY_LOCK):
+    what this transaction reads of a job's history stays there."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)
 
 
 def _by(actor: str) -> str:

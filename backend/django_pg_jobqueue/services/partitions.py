@@ -16,11 +16,9 @@ default partition, with their ids and transaction ids), so the timeline of every
 stays whole and the feed's order is unchanged. A partition with more kept events waits for
 a later run (the kept jobs age past their retention, or are deleted).
 
-The rule that keeps it safe against operators: a partition is dropped only together with
-every job that has events in it and is past its retention, deleted in the same transaction
-(under their row locks); every job still there afterwards keeps all its events. So a retry
-or a cancel racing the drop either commits first (the job is no longer past its retention:
-kept) or waits for the drop and finds the job gone; never a job revived without its history.
+A drop and a retry are exclusive (sql.EVENTS_HISTORY_LOCK): a retry that commits first makes
+its job kept (queued), and one that comes after the drop finds its job's history gone and is
+refused (the job is past its retention, deleted by the prune's batches right after).
 """
 import logging
 from dataclasses import dataclass
@@ -183,8 +181,8 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
     events (those of jobs not past their retention) number at most `rescue_limit`; those are
     put back first (into the default partition). `ages`: seconds per final status
     ({"succeeded": 604800, ...}; None or left out: kept forever); default JOB_RETENTION_*.
-    Returns {"partitions": dropped, "events": events deleted with them, "rescued": events
-    put back, and per status the jobs deleted with them ("failed": 3, ...)}."""
+    Returns {"partitions": dropped, "events": events dropped with them, "rescued": events
+    put back}."""
     counts = {"partitions": 0, "events": 0, "rescued": 0}
     if not is_partitioned():
         return counts
@@ -214,23 +212,20 @@ def drop_expired_partitions(*, ages: dict[str, float | None] | None = None,
             continue
         if done is False:
             break
-        dropped, rescued, jobs = done
+        dropped, rescued = done
         counts["partitions"] += 1
         counts["events"] += dropped
         counts["rescued"] += rescued
-        for status, n in jobs.items():
-            counts[status] = counts.get(status, 0) + n
         if not dry_run:
-            log.info("dropped job_events partition %s: %d events (%d kept ones put back),"
-                     " %d jobs", part.name, dropped, rescued, sum(jobs.values()))
+            log.info("dropped job_events partition %s: %d events (%d kept ones put back)",
+                     part.name, dropped, rescued)
     return counts
 
 
 def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
-              rescue_limit: int) -> tuple[int, int, dict[str, int]] | bool | None:
-    """Drop one partition, and the jobs past their retention that have events in it, in one
-    transaction: (events deleted, events put back, {status: jobs deleted}); None when it
-    stays (gone already, or too many kept events); False when another process holds the
+              rescue_limit: int) -> tuple[int, int] | bool | None:
+    """Drop one partition in one transaction: (events dropped, events put back); None when
+    it stays (gone already, or too many kept events); False when another process holds the
     partitions' lock."""
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(sql.EVENTS_PARTITION_TRY_LOCK, [part.name])
@@ -247,26 +242,17 @@ def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
                      part.name, kept)
             return None
         if dry_run:
-            return total - kept, kept, {}
-        # For the row locks of the jobs as much as for the DDL: an operator's transaction
-        # holding one of them makes this run give up rather than wait.
+            return total - kept, kept
         cur.execute(sql.EVENTS_DDL_LOCK_TIMEOUT)
-        cur.execute(sql.EVENTS_DELETE_JOBS_OF_PARTITION.format(partition=part.name,
-                                                               prunable=prunable), ages)
-        cur.execute(sql.EVENTS_DOOMED_BY_STATUS)
-        jobs = dict(cur.fetchall())
-        cur.execute(sql.EVENTS_RESCUE.format(partition=part.name))
-        kept = cur.rowcount  # counted again under the jobs' locks
+        # No retry from here to the commit (sql.EVENTS_HISTORY_LOCK): the kept jobs are
+        # judged again below, and a job judged past its retention cannot be revived.
+        cur.execute(sql.EVENTS_HISTORY_LOCK)
+        cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable), ages)
+        kept = cur.rowcount  # judged again just now: a job may have passed its retention
         cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
-        cur.execute(sql.EVENTS_DELETE_DOOMED_ELSEWHERE)
-        elsewhere = cur.rowcount
-        if kept:
-            for statement in sql.EVENTS_PUT_BACK:
-                cur.execute(statement)
-        else:
-            cur.execute(sql.EVENTS_PUT_BACK[-1])
-        cur.execute(sql.EVENTS_DROP_DOOMED)
-        return total - kept + elsewhere, kept, jobs
+        for statement in sql.EVENTS_PUT_BACK if kept else sql.EVENTS_PUT_BACK[1:]:
+            cur.execute(statement)
+        return total - kept, kept
 
 
 def create_for_migration(cursor, step: str | None = None) -> None:

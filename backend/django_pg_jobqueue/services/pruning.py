@@ -10,11 +10,10 @@ what the batches before it deleted), and never blocks or is blocked by the worke
   locked row, so a queued or running job is never deleted, whatever the caller passes;
 - a job's events are deleted in the same statement as the job (the foreign key is not
   ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind;
-- but first, the `job_events` partitions ahead are made sure of, and whole partitions go
-  (services/partitions.py): those older than the shortest retention asked for, once every
-  event in them belongs to a job past its retention (the few events of kept jobs are moved
-  out first), together with those jobs, in the same transaction (so no retry can revive a
-  job whose history left with the partition). The batches then delete the rest.
+- but first, the `job_events` partitions ahead are made sure of, and whole partitions go (services/partitions.py): those older than the
+  shortest retention asked for, once every event in them belongs to a job past its retention
+  (the few events of kept jobs are moved out first). Their jobs are then deleted by the
+  batches, which find only the events outside the dropped partitions left to delete.
 
 Called by `manage.py prune_jobs` and by the pruner thread of every worker pool
 (jobs/worker/pruner.py); several at once only share the work.
@@ -111,12 +110,10 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
     counts: dict[str, int] = {}
     events = 0
     statuses = parse_statuses(statuses)
-    dropped: dict[str, int] = {}
     if drop_partitions and not dry_run:  # a dry run's row counts include those events
         partitions.ensure_partitions()
-        dropped = partitions.drop_expired_partitions(
-            ages={s.value: age for s in statuses}, dry_run=dry_run)
-        events += dropped["events"]
+        events += partitions.drop_expired_partitions(
+            ages={s.value: age for s in statuses}, dry_run=dry_run)["events"]
     for status in statuses:
         params = {"status": status.value, "age": age, "limit": int(batch_size)}
         if dry_run:
@@ -126,7 +123,7 @@ def prune(older_than: timedelta | str | float, statuses: Iterable[str] = tuple(T
             counts[status.value] = jobs
             events += n_events
             continue
-        counts[status.value] = dropped.get(status.value, 0)  # deleted with a partition
+        counts[status.value] = 0
         while True:
             if should_stop is not None and should_stop():
                 break
@@ -158,16 +155,15 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
             if (keep := c.retention(s.value)) is not None}
     if not dry_run:
         partitions.ensure_partitions()
-    dropped: dict[str, int] = {}
     if ages and not dry_run:
-        dropped = partitions.drop_expired_partitions(ages=ages, dry_run=dry_run)
-        counts["events"] += dropped["events"]
+        counts["events"] += partitions.drop_expired_partitions(
+            ages=ages, dry_run=dry_run)["events"]
     for status in statuses:
         keep = c.retention(status.value)
         if keep is None:
             continue
         one = prune(keep, [status], batch_size=batch_size, dry_run=dry_run,
                     should_stop=should_stop, drop_partitions=False)
-        counts[status.value] = one[status.value] + dropped.get(status.value, 0)
+        counts[status.value] = one[status.value]
         counts["events"] += one["events"]
     return dict(sorted(counts.items(), key=lambda kv: kv[0] == "events"))
