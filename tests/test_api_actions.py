@@ -80,7 +80,7 @@ def test_a_filter_selects_the_same_jobs_as_the_list_endpoint(admin_client):
     body = post(admin_client, {"action": "delete",
                                "filter": {"status": "failed,cancelled", "type": "noop"}}).json()
 
-    assert body == {"done": 3, "refused": [], "refused_count": 0}
+    assert body == {"done": 3, "refused": [], "refused_count": 0, "after": None, "remaining": 0}
     assert listed["count"] == 3
     assert not Job.objects.filter(pk__in=mine).exists()
     assert status(other_type) == "cancelled" and status(kept_running) == "running"
@@ -167,7 +167,8 @@ def test_a_filter_over_many_jobs_is_processed_in_batches_each_its_own_transactio
 
     body = post(client, {"action": "cancel", "filter": {"queue": "bulk", "status": "queued"}}).json()
 
-    assert body == {"done": 2500, "refused": [], "refused_count": 0}
+    assert body == {"done": 2500, "refused": [], "refused_count": 0, "after": None,
+                    "remaining": 0}
     assert calls == [1000, 1000, 500]
     with connection.cursor() as cur:
         cur.execute("SELECT count(DISTINCT e.tx_id) FROM job_events e JOIN jobs j ON j.id = e.job_id"
@@ -175,3 +176,54 @@ def test_a_filter_over_many_jobs_is_processed_in_batches_each_its_own_transactio
         assert cur.fetchone()[0] == 3
     assert Job.objects.filter(queue="bulk", status="cancelled").count() == 2500
     assert status(elsewhere) == "queued"
+
+
+def test_an_action_by_search_matches_the_callers_own_key_as_the_job_list_does(
+        make_user, client_for):
+    alice = make_user("alice-ops", perms=["add_job", "view_job", "change_job"])
+    mallory = make_user("mallory-ops", perms=["add_job", "view_job", "change_job"])
+    as_alice, as_mallory = client_for(alice), client_for(mallory)
+    created = as_alice.post("/api/v1/jobs/", {"type": "noop", "idempotency_key": "shared-key-1"},
+                            format="json")
+    assert created.status_code == 201, created.json()
+    job_id = created.json()["id"]
+    listed = as_alice.get("/api/v1/jobs/", {"search": "shared-key-1"}).json()["results"]
+    assert [j["id"] for j in listed] == [job_id]
+
+    # Another user neither finds nor acts on it, by her key nor by its stored form.
+    for search in ("shared-key-1", f"api:{alice.pk}:shared-key-1"):
+        assert as_mallory.get("/api/v1/jobs/", {"search": search}).json()["results"] == []
+        body = post(as_mallory, {"action": "cancel", "filter": {"search": search}}).json()
+        assert body["done"] == 0, body
+    assert status(job_id) == "queued"
+
+    body = post(as_alice, {"action": "cancel", "filter": {"search": "shared-key-1"}}).json()
+    assert body["done"] == 1, body
+    assert status(job_id) == "cancelled"
+
+
+def test_an_action_by_filter_is_bounded_per_request_and_goes_on_with_after(
+        admin_client, monkeypatch):
+    from django_pg_jobqueue.api import actions
+
+    monkeypatch.setattr(bulk_actions, "BATCH_SIZE", 5)
+    monkeypatch.setattr(actions, "MAX_JOBS_PER_REQUEST", 5)
+    ids = [queued() for _ in range(12)]
+    request = {"action": "cancel", "filter": {"status": "queued"}}
+
+    first = post(admin_client, request).json()
+    assert (first["done"], first["after"], first["remaining"]) == (5, ids[4], 7), first
+    assert Job.objects.filter(status="cancelled").count() == 5
+    second = post(admin_client, {**request, "after": first["after"]}).json()
+    assert (second["done"], second["after"], second["remaining"]) == (5, ids[9], 2), second
+    last = post(admin_client, {**request, "after": second["after"]}).json()
+    assert (last["done"], last["after"], last["remaining"]) == (2, None, 0), last
+    assert set(Job.objects.values_list("status", flat=True)) == {"cancelled"}
+
+    # The time bound too: with none left, one batch a request.
+    monkeypatch.setattr(actions, "MAX_JOBS_PER_REQUEST", 10**6)
+    monkeypatch.setattr(actions, "MAX_SECONDS_PER_REQUEST", 0)
+    body = post(admin_client, {"action": "delete", "all": True}).json()
+    assert (body["done"], body["after"], body["remaining"]) == (5, ids[4], 7), body
+    refused = post(admin_client, {"action": "cancel", "ids": [ids[5]], "after": 3})
+    assert refused.status_code == 400 and "after" in refused.json()["errors"]

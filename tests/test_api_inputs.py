@@ -104,7 +104,7 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
         single = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert single.status_code == 400
     assert single.json()["errors"] == {"delay_seconds": ["at most 366 days"]}
-    with mock.patch("django_pg_jobqueue.services.enqueue_many",
+    with mock.patch("django_pg_jobqueue.services.enqueue_many_jobs",
                     side_effect=InvalidJobArgument("timeout", "must be positive", index=1)):
         bulk = operator_client.post("/api/v1/jobs/bulk/", {"jobs": [{"type": "noop"}] * 2},
                                     format="json")
@@ -114,3 +114,108 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
                     side_effect=JobPayloadTooLarge("payload", "70000 bytes; the limit is 65536")):
         too_big = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert too_big.status_code == 413
+
+
+@pytest.mark.parametrize("path", [JOBS, JOBS + "bulk/"])
+def test_the_api_measures_a_payload_in_utf8_bytes_as_enqueue_does(operator_client, path):
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.exceptions import JobPayloadTooLarge
+
+    fits = {"s": "€" * 21_000}  # 63,008 bytes of UTF-8; 126,008 once \u-escaped
+    assert services.enqueue("noop", fits).payload == fits
+    too_big = {"s": "€" * 22_000}  # 66,008 bytes of UTF-8: over 65,536 both ways
+    with pytest.raises(JobPayloadTooLarge) as refused:
+        services.enqueue("noop", too_big)
+    Job.objects.all().delete()
+
+    def send(payload):
+        item = {"type": "noop", "payload": payload}
+        body = {"jobs": [item]} if path.endswith("bulk/") else item
+        return post_raw(operator_client, json.dumps(body, ensure_ascii=True).encode(), path=path)
+
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1_000_000):
+        accepted = send(fits)
+        assert accepted.status_code == 201, accepted.json()
+        assert Job.objects.get().payload == fits
+        response = send(too_big)
+    assert response.status_code == 413, response.json()
+    assert "66008 bytes" in response.json()["detail"]
+    assert refused.value.size == 66_008
+    assert Job.objects.count() == 1
+
+
+# -- the API accepts exactly what enqueue() accepts ------------------------------------------
+# (API field, API value, enqueue() keyword, Python value): refused by both, nothing written.
+REFUSED_BY_BOTH = [
+    ("queue", "a\n", "queue", "a\n"),
+    ("queue", " default", "queue", " default"),
+    ("type", "noop ", "job_type", "noop "),
+    ("priority", "5", "priority", "5"),
+    ("priority", 5.0, "priority", 5.0),
+    ("max_attempts", "3", "max_attempts", "3"),
+    ("timeout_seconds", "30", "timeout", "30"),
+    ("delay_seconds", "5", "delay", "5"),
+    ("run_at", "2030-01-01T09:30:00", "run_at", "naive"),
+    ("run_at", "2030-01-01", "run_at", "date"),
+    ("run_at", "0001-01-01T00:00:00Z", "run_at", "year 1"),
+]
+
+
+def _python_value(value):
+    from datetime import UTC, date, datetime
+    return {"naive": datetime(2030, 1, 1, 9, 30), "date": date(2030, 1, 1),
+            "year 1": datetime(1, 1, 1, tzinfo=UTC)}.get(value, value)
+
+
+@pytest.mark.parametrize(("field", "value", "keyword", "python"), REFUSED_BY_BOTH)
+def test_the_api_refuses_what_enqueue_refuses_and_writes_nothing(
+        operator_client, field, value, keyword, python):
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.exceptions import InvalidJobArgument
+
+    kwargs = {"job_type": "noop", keyword: _python_value(python)}
+    with pytest.raises(InvalidJobArgument):
+        services.enqueue(kwargs.pop("job_type"), **kwargs)
+    body = {"type": "noop", field: value}
+    for path, sent in ((JOBS, body), (JOBS + "bulk/", {"jobs": [body]})):
+        response = operator_client.post(path, sent, format="json")
+        assert response.status_code == 400, (path, response.json())
+        errors = response.json()["errors"]
+        assert field in (errors if path == JOBS else errors["jobs"]["0"]), errors
+    assert not Job.objects.exists()
+
+
+def test_run_at_is_refused_before_2000_and_accepted_from_it_by_both(operator_client):
+    from datetime import UTC, datetime, timedelta
+
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.exceptions import InvalidJobArgument
+
+    first = datetime(2000, 1, 1, tzinfo=UTC)
+    with pytest.raises(InvalidJobArgument, match="from 2000-01-01T00:00:00Z") as caught:
+        services.enqueue("noop", run_at=first - timedelta(seconds=1))
+    assert caught.value.argument == "run_at"
+    response = operator_client.post(JOBS, {"type": "noop", "run_at": "1999-12-31T23:59:59Z"},
+                                    format="json")
+    assert response.status_code == 400, response.json()
+    assert "from 2000-01-01T00:00:00Z" in response.json()["errors"]["run_at"][0]
+    assert not Job.objects.exists()
+
+    assert services.enqueue("noop", run_at=first).available_at == first
+    for sent in ("2000-01-01T00:00:00Z", "2000-01-01T01:00+01:00"):
+        response = operator_client.post(JOBS, {"type": "noop", "run_at": sent}, format="json")
+        assert response.status_code == 201, (sent, response.json())
+    assert Job.objects.filter(available_at=first).count() == 3
+
+
+@pytest.mark.parametrize("body", [
+    b'{"type": "noop", "priority": 1, "priority": 2}',
+    b'{"type": "noop", "payload": {"to": "a@example.com", "to": "b@example.com"}}',
+    b'{"jobs": [{"type": "noop", "type": "sleep"}]}',
+])
+def test_a_repeated_json_key_is_a_400_not_the_last_one_winning(operator_client, body):
+    path = JOBS + "bulk/" if body.startswith(b'{"jobs"') else JOBS
+    response = post_raw(operator_client, body, path=path)
+    assert response.status_code == 400, response.json()
+    assert "more than once" in response.json()["detail"]
+    assert not Job.objects.exists()

@@ -386,3 +386,28 @@ def test_a_host_with_its_own_drf_settings_from_the_start_gets_the_same_api(tmp_p
     status, html = out["docs"]
     assert status == 200
     assert f"{settings.STATIC_URL}drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("post", "v1/jobs"), ("put", "v1/jobs"), ("delete", "v1/nonexistent/"),
+    ("patch", "v1/nonexistent/"), ("post", "nonexistent"), ("get", "v1/nonexistent/"),
+    ("options", "v1/nope/"),
+])
+def test_an_unknown_path_under_the_prefix_is_a_json_404_for_every_method(
+        db, operator, method, path):
+    from rest_framework.authtoken.models import Token
+
+    client = APIClient(enforce_csrf_checks=True)  # as a browser's or a script's request is
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=operator).key}")
+    response = getattr(client, method)(PREFIX + path, {"type": "noop"}, format="json")
+    assert response.status_code == 404, response.content[:200]
+    body = _json(response)
+    assert body["code"] == "not_found"
+    assert body["detail"].startswith(f"no API endpoint at {PREFIX}{path}")
+    assert not Job.objects.exists()
+
+
+def test_a_read_of_a_known_path_without_its_slash_is_sent_to_it(db, operator_client):
+    response = operator_client.get(PREFIX + "v1/jobs", {"status": "queued"})
+    assert response.status_code == 301
+    assert response["Location"] == PREFIX + "v1/jobs/?status=queued"

@@ -33,6 +33,15 @@ def _request(user):
     return request
 
 
+def _admit(throttle, user) -> bool:
+    """One request through the throttle that, if let in, creates its job (the view charges)."""
+    request = _request(user)
+    allowed = throttle.allow_request(request, None)
+    if allowed:
+        throttle.charge(throttle.cost(request))
+    return allowed
+
+
 def _at(throttle, now):
     throttle.timer = lambda: now
     return throttle
@@ -45,7 +54,7 @@ def test_never_more_than_the_rate_in_any_period_over_400_requests_at_random_gaps
     now, allowed_at, decisions = 1_000_000.0, [], []
     for _ in range(400):
         now += rng.choice([0.05, 0.3, 1.0, 4.0, 9.0, 13.0])
-        allowed = _at(JobCreateThrottle(), now).allow_request(_request(user), None)
+        allowed = _admit(_at(JobCreateThrottle(), now), user)
         decisions.append(allowed)
         if allowed:
             allowed_at.append(now)
@@ -63,7 +72,7 @@ def test_it_allows_what_an_exact_log_allows_one_slice_later(make_user):
     now, ours_allowed, checked = 2_000_000.0, [], 0
     for _ in range(400):
         now += rng.choice([0.2, 1.5, 6.0, 11.0, 17.0])
-        allowed = _at(JobCreateThrottle(), now).allow_request(_request(user), None)
+        allowed = _admit(_at(JobCreateThrottle(), now), user)
         # An exact log of what this throttle allowed, over 61 s instead of 60.
         exact_would = sum(1 for t in ours_allowed if t > now - 61) < 5
         if exact_would:
@@ -78,14 +87,14 @@ def test_it_allows_what_an_exact_log_allows_one_slice_later(make_user):
 def test_the_wait_is_when_the_oldest_slice_leaves_the_window(make_user):
     user = make_user("producer")
     for i in range(5):
-        assert _at(JobCreateThrottle(), 1_000_000.0 + i * 2.5).allow_request(_request(user), None)
+        assert _admit(_at(JobCreateThrottle(), 1_000_000.0 + i * 2.5), user)
     refused = _at(JobCreateThrottle(), 1_000_030.0)
-    assert not refused.allow_request(_request(user), None)
+    assert not _admit(refused, user)
     # The first request (t = 1,000,000.0) is in the slice [1,000,000, 1,000,001): it leaves
     # the window at 1,000,061, 31 s from now; the exact log would say 30 s.
     assert refused.wait() == pytest.approx(31.0)
-    assert not _at(JobCreateThrottle(), 1_000_060.5).allow_request(_request(user), None)
-    assert _at(JobCreateThrottle(), 1_000_061.0).allow_request(_request(user), None)
+    assert not _admit(_at(JobCreateThrottle(), 1_000_060.5), user)
+    assert _admit(_at(JobCreateThrottle(), 1_000_061.0), user)
 
 
 @override_settings(JOB_CREATE_RATE="100000000/min")
@@ -95,7 +104,7 @@ def test_the_stored_window_stays_small_whatever_the_rate(make_user):
     user = make_user("producer")
     key = JobCreateThrottle.cache_format % {"scope": "job_create", "ident": user.pk}
     for i in range(3_000):
-        assert _at(JobCreateThrottle(), 3_000_000.0 + i * 0.02).allow_request(_request(user), None)
+        assert _admit(_at(JobCreateThrottle(), 3_000_000.0 + i * 0.02), user)
     history, counts = security.throttle_cache().get(key)
     assert isinstance(history, array) and isinstance(counts, array)
     assert len(history) == len(counts) <= JobCreateThrottle.BUCKETS + 1

@@ -153,3 +153,21 @@ def test_bad_arguments_are_refused():
     now = timezone.now()
     with pytest.raises(ValueError):
         retry_matching(finished_after=now, finished_before=now - timedelta(days=1))
+
+
+@pytest.mark.django_db
+def test_a_failed_job_whose_history_the_prune_dropped_is_retried_by_no_path(operator_client):
+    """Its events left with their job_events partition (it is past its retention, about to be
+    deleted): neither the single, the by-ids nor the bulk retry revives it without them."""
+    from django_pg_jobqueue.exceptions import JobNotFound
+
+    gone, whole = failed_jobs(2)
+    JobEvent.objects.filter(job_id=gone).delete()  # what a dropped partition leaves
+    with pytest.raises(JobNotFound):
+        services.retry(gone)
+    by_ids = operator_client.post("/api/v1/jobs/retry/", {"ids": [gone]}, format="json").json()
+    assert by_ids == {"retried": 0, "not_retried": [gone]}
+    assert retry_matching() == 1
+    assert Job.objects.get(pk=gone).status == "failed"
+    assert Job.objects.get(pk=whole).status == "queued"
+    assert not JobEvent.objects.filter(job_id=gone).exists()

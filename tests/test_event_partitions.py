@@ -221,3 +221,68 @@ def test_prune_jobs_from_cron_creates_the_partitions_ahead_too():
         cur.execute(f"DROP TABLE IF EXISTS {tomorrow}")
     call_command("prune_jobs", verbosity=0)
     assert tomorrow in {p.name for p in partitions.partitions()}
+
+
+def test_a_retry_racing_the_drop_of_its_jobs_partition_never_revives_a_job_without_history(
+        monkeypatch):
+    """The prune pauses inside its transaction, just before the DROP TABLE, while an operator
+    retries a long-failed job whose events all lie in that partition: the retry waits for the
+    drop and is refused (the job's history is gone: it is past its retention), or went first
+    and the job keeps its whole history; never queued again with only its `retried` event."""
+    import threading
+
+    from django.db import connections
+
+    from django_pg_jobqueue.exceptions import JobNotFound
+    from django_pg_jobqueue.services.pruning import prune
+
+    old_day = today() - 12 * DAY
+    partitions.ensure_partitions(since=old_day)
+    (job_id,) = make_jobs(1, "failed", finished_ago=timedelta(days=11))
+    move_events_to(old_day, [job_id])
+    old = partitions.partition_name(old_day, DAY)
+    assert {partition_of(e.pk) for e in JobEvent.objects.filter(job_id=job_id)} == {old}
+
+    at_drop, go = threading.Event(), threading.Event()
+
+    class PausingDrop(str):
+        def format(self, *args, **kwargs):
+            at_drop.set()
+            assert go.wait(20), "the test never let the drop go on"
+            return str.format(self, *args, **kwargs)
+
+    monkeypatch.setattr(sql, "EVENTS_DROP_PARTITION", PausingDrop(sql.EVENTS_DROP_PARTITION))
+    out: dict = {}
+
+    def in_thread(name, fn):
+        def run():
+            try:
+                out[name] = fn()
+            except Exception as exc:  # noqa: BLE001 - reported by the asserts below
+                out[name] = exc
+            finally:
+                connections.close_all()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    pruner = in_thread("prune", lambda: prune(timedelta(days=2), ["failed"]))
+    assert at_drop.wait(20), "the prune never reached the drop"
+    retrier = in_thread("retry", lambda: services.retry(job_id, actor="op"))
+    retrier.join(1.0)  # it commits now, or waits on the job's row lock until the drop ends
+    go.set()
+    pruner.join(30)
+    retrier.join(30)
+    assert not pruner.is_alive() and not retrier.is_alive()
+    assert not isinstance(out["prune"], Exception), out["prune"]
+
+    assert old not in [p.name for p in partitions.partitions()]
+    kinds = list(JobEvent.objects.filter(job_id=job_id).order_by("id")
+                 .values_list("kind", flat=True))
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None and job.status == "queued":  # retried first: kept, whole
+        assert kinds[:1] == ["created"], f"the retried job's history lost its start: {kinds}"
+    else:  # the drop first: the retry found the history gone and was refused
+        assert isinstance(out["retry"], JobNotFound), out["retry"]
+        assert kinds == []
+        assert job is None or job.status == "failed"  # gone, or left to the next prune

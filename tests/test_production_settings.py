@@ -128,3 +128,29 @@ def test_development_is_unaffected_by_the_production_checks():
     assert got["DEBUG"] is True
     assert got["SESSION_COOKIE_SECURE"] is False and got["SECURE_SSL_REDIRECT"] is False
     assert got["plain"][0] == 200
+
+
+HOSTS_PROBE = r"""
+import json, os, sys
+sys.path.insert(0, "backend")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from django.conf import settings as s
+from django.test import Client
+print(json.dumps({"ALLOWED_HOSTS": s.ALLOWED_HOSTS, **{
+    host: Client(HTTP_HOST=host).get("/api/v1/auth/csrf/").status_code
+    for host in ("evil.example", "localhost:8000", "127.0.0.1", "jobs.lan")}}))
+"""
+
+
+@pytest.mark.parametrize(("allowed", "jobs_lan"), [("", 400), ("jobs.lan", 200)])
+def test_development_answers_only_loopback_names_and_those_the_environment_adds(allowed, jobs_lan):
+    """The Host header reaches absolute URLs (the API's pagination links): an arbitrary one
+    is refused, not echoed into a `next` link."""
+    proc = run(["-c", HOSTS_PROBE], ALLOWED_HOSTS=allowed)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["evil.example"] == 400
+    assert out["localhost:8000"] == out["127.0.0.1"] == 200
+    assert out["jobs.lan"] == jobs_lan

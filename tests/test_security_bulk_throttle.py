@@ -65,3 +65,26 @@ def test_a_bulk_request_spends_its_jobs_in_one_count_of_the_window(operator, ope
         JobCreateThrottle.cache_format % {"scope": "job_create", "ident": operator.pk})
     # One count per slice of the window (a sixtieth of it), not an entry per job.
     assert len(history) == len(counts) <= 2 and sum(counts) == 501
+
+
+@override_settings(JOB_CREATE_RATE="5/min")
+def test_only_requests_that_create_jobs_spend_the_create_rate(operator_client):
+    jobs = "/api/v1/jobs/"
+    first = operator_client.post(jobs, {"type": "noop", "idempotency_key": "k1"}, format="json")
+    assert first.status_code == 201
+    for _ in range(10):  # idempotent replays create nothing
+        replay = operator_client.post(jobs, {"type": "noop", "idempotency_key": "k1"}, format="json")
+        assert replay.status_code == 200, replay.json()
+    for _ in range(10):  # refused bulks (an unknown type) create nothing
+        bad = operator_client.post(BULK, {"jobs": [{"type": "noop"}, {"type": "nope"}]},
+                                   format="json")
+        assert bad.status_code == 400, bad.json()
+    conflict = operator_client.post(jobs, {"type": "noop", "priority": 3, "idempotency_key": "k1"},
+                                    format="json")
+    assert conflict.status_code == 409
+    replayed = operator_client.post(BULK, {"jobs": [{"type": "noop", "idempotency_key": "k1"},
+                                                    {"type": "noop"}]}, format="json")
+    assert replayed.status_code == 201, replayed.json()  # one new job, one replay: 2 spent
+    assert _bulk(operator_client, 2).status_code == 201  # 1 + 1 + 2 of 5
+    assert _bulk(operator_client, 2).status_code == 429  # 6 > 5
+    assert Job.objects.count() == 4

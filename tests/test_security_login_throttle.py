@@ -226,3 +226,16 @@ def test_migrate_creates_the_cache_table_in_a_fresh_database():
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_the_client_address_follows_job_trusted_proxy_count_not_drfs_num_proxies(settings, rf):
+    """The API guide names the one setting the throttles read: DRF's NUM_PROXIES changes
+    nothing."""
+    request = rf.get("/", REMOTE_ADDR="10.0.0.9", HTTP_X_FORWARDED_FOR="203.0.113.7, 10.0.0.8")
+    settings.REST_FRAMEWORK = {**getattr(settings, "REST_FRAMEWORK", {}), "NUM_PROXIES": 1}
+    assert security.client_address(request) == "10.0.0.9"
+    with override_settings(JOB_TRUSTED_PROXY_COUNT=2):
+        assert security.client_address(request) == "203.0.113.7"
+    guide = (REPO / "docs" / "how-to" / "api.md").read_text()
+    assert "JOB_TRUSTED_PROXY_COUNT" in guide
+    assert "uses it to find the client's address" not in guide

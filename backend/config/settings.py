@@ -35,7 +35,11 @@ if "DJANGO_DEBUG" in env.ENVIRON:
     raise ImproperlyConfigured("DJANGO_DEBUG is not read: the debug variable is DEBUG "
                                "(DEBUG=false or DEBUG=true); remove DJANGO_DEBUG")
 DEBUG = env.bool("DEBUG", default=not PRODUCTION)
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["*"])
+# Only the names the site answers to: the Host header reaches absolute URLs (the API's
+# pagination links, redirects), so `*` would let any client put its own host in them. In
+# development, the loopback names plus any the environment adds.
+LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+ALLOWED_HOSTS = [*([] if PRODUCTION else LOOPBACK_HOSTS), *env.list("ALLOWED_HOSTS", default=[])]
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 

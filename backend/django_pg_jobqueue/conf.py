@@ -291,8 +291,9 @@ class QueueConf:
 
     # -- the REST API -------------------------------------------------------------------------
     MAX_PAYLOAD_BYTES: int = setting(65536, check_id=18, rule=whole(2), group="api", doc="""
-        The largest JSON payload, in bytes, the API accepts when creating a job (413
-        beyond).""")
+        The largest payload of a job, in UTF-8 bytes of its compact JSON (no spaces, no
+        \\u escapes), measured once by the service layer: `enqueue()` refuses a larger one
+        with JobPayloadTooLarge and the API with 413, the same payloads.""")
     API_PUBLIC_READ: bool = setting(False, check_id=19, rule=boolean, group="api", doc="""
         True lets anonymous clients read jobs, events, queues and figures through the API;
         writes always need an authenticated user with the permission.""")
@@ -300,7 +301,8 @@ class QueueConf:
         The per-user throttle on job creation through the API (429 beyond), in DRF's
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
         not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
-        allows per period is a 400. Counted in JOB_THROTTLE_CACHE.""")
+        allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
+        replay or a 409). Counted in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503

@@ -556,6 +556,24 @@ SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id L
 """
 
 # --- retry: failed or cancelled -> queued, runnable now: the one statement of every retry -----
+# A dropped partition and a retry are exclusive: the drop holds this lock from before it judges
+# which jobs are kept until it commits; a retry (services/bulk_retry.py: every retry)
+# holds it shared from before it reads the job until it commits, and retries only a job whose
+# history still starts with its `created` event. So a retry either commits first (the job is
+# queued: kept, its events rescued) or runs after the drop and finds the history gone (the job
+# is past its retention and about to be pruned: refused as not found). Never a job queued
+# again with only its `retried` event. Other operator writes cannot revive a finished job.
+EVENTS_HISTORY_LOCK_KEY = 7_300_416_003
+EVENTS_HISTORY_LOCK = f"SELECT pg_advisory_xact_lock({EVENTS_HISTORY_LOCK_KEY})"
+EVENTS_HISTORY_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({EVENTS_HISTORY_LOCK_KEY})"
+JOB_HAS_HISTORY = (
+    "SELECT EXISTS (SELECT 1 FROM job_events WHERE job_id = %s AND kind = 'created')"
+)
+# The same, for the bulk retry's picked jobs (a condition on `jobs`).
+JOB_HAS_HISTORY_CONDITION = (
+    "EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = jobs.id AND e.kind = 'created')"
+)
+
 # services.retry (one job: the API, the admin, bulk actions), bulk_retry.retry_ids (the ids of
 # POST /jobs/retry/) and bulk_retry.retry_matching (the dead letter, by filter) all run it;
 # only the `picked` CTE differs. The jobs are locked in id order (no two retries deadlock) and
@@ -597,6 +615,7 @@ RETRY_JOBS = """
 WITH picked AS (
     SELECT id, status FROM jobs
     WHERE id = ANY(%(ids)s::bigint[]) AND status IN (""" + _RETRYABLE + """)
+      AND """ + JOB_HAS_HISTORY_CONDITION + """
     ORDER BY id
     FOR UPDATE
 ),""" + _RETRY_TAIL
@@ -607,6 +626,7 @@ RETRY_FAILED_BATCH = """
 WITH picked AS (
     SELECT id, status FROM jobs
     WHERE status = 'failed' AND id > %(after_id)s {filters}
+      AND """ + JOB_HAS_HISTORY_CONDITION + """
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

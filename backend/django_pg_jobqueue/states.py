@@ -16,6 +16,7 @@ keeps the two in step.
     cancelled -- manual retry ----------------------------------> queued
 """
 import re
+from datetime import UTC, datetime
 from enum import StrEnum
 
 # -- Bounds of a job's arguments --------------------------------------------------------------
@@ -33,7 +34,11 @@ QUEUE_NAME_RE = re.compile(QUEUE_NAME_PATTERN)  # use .fullmatch()
 MAX_QUEUE_NAME_LENGTH = 100
 MAX_ATTEMPTS_LIMIT = 1000
 MAX_TIMEOUT_SECONDS = 30 * 86400  # a timeout, in seconds: at most 30 days
-MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year); run_at has no bound
+MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year)
+# run_at: from 2000-01-01 UTC to the end of year 9999 UTC (what Python's datetime holds). An
+# older one would go ahead of every job waiting since then and drive the oldest-runnable-age
+# gauge to decades; a past run_at after it simply runs now.
+RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).

@@ -14,10 +14,16 @@ from .permissions import ACTION_PERMISSIONS, JobActionPermission, has_action_per
 from .schema import errors, extend_schema
 from .serializers import JobActionResultSerializer, JobActionSerializer
 
+# Each request by filter is bounded, so that it answers well within a proxy's timeout (60 s is
+# common): it stops after the batch that reaches either bound and says how to go on.
+MAX_JOBS_PER_REQUEST = 5_000
+MAX_SECONDS_PER_REQUEST = 20.0
 
-def _matching(params: dict[str, str]):
-    """The jobs the list endpoint would return for these filter parameters (400 otherwise)."""
-    filterset = JobFilter(data=params, queryset=selectors.job_list())
+
+def _matching(params: dict[str, str], request):
+    """The jobs the list endpoint would return to this request's user for these filter
+    parameters (400 otherwise): the request makes `search` match the user's own API keys."""
+    filterset = JobFilter(data=params, queryset=selectors.job_list(), request=request)
     if not filterset.is_valid():
         raise ValidationError({"filter": filterset.errors})
     return filterset.qs
@@ -37,7 +43,12 @@ class JobActionsView(JobQueueAPIView):
                     "job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs "
                     f"are processed in batches of {bulk_actions.BATCH_SIZE} by id, each batch "
                     "its own short transaction, so a filter matching millions of jobs holds no "
-                    "long transaction. A filter must filter: `{}` (or only blank values) "
+                    "long transaction. One request does at most "
+                    f"{MAX_JOBS_PER_REQUEST:,} jobs or {MAX_SECONDS_PER_REQUEST:.0f} s of work "
+                    "(then the batch under way ends): the answer's `remaining` says how many "
+                    "matching jobs are left and `after` where it stopped; send the same request "
+                    "with that `after` to go on, until `after` is null. "
+                    "A filter must filter: `{}` (or only blank values) "
                     "is a 400, and every job is meant only by `{\"all\": true}`. "
                     "Permissions: change_job for cancel and retry, "
                     "delete_job for delete.",
@@ -51,7 +62,7 @@ class JobActionsView(JobQueueAPIView):
         ],
         responses={200: OpenApiResponse(JobActionResultSerializer, examples=[OpenApiExample(
             "done", response_only=True, value={
-                "done": 2, "refused_count": 1, "refused": [{
+                "done": 2, "refused_count": 1, "after": None, "remaining": 0, "refused": [{
                     "id": 43, "reason": "invalid_transition", "status": "running",
                     "detail": "cannot delete job 43: it is running"}]})]),
             **errors(400, 401, 403, 503)},
@@ -67,5 +78,7 @@ class JobActionsView(JobQueueAPIView):
             outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
         else:
             outcome = bulk_actions.apply_to_matching(
-                action, _matching(serializer.filter_params()), actor=actor)
+                action, _matching(serializer.filter_params(), request), actor=actor,
+                after=serializer.validated_data.get("after", 0),
+                max_jobs=MAX_JOBS_PER_REQUEST, max_seconds=MAX_SECONDS_PER_REQUEST)
         return Response(JobActionResultSerializer(outcome).data)

@@ -11,7 +11,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from ..models import Job
 from ..selectors import SEARCH_MIN_TEXT_CHARS, SEARCH_SCAN_LIMIT, parse_job_id, text_search
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX, PRIORITY_MIN
-from .idempotency import scoped
+from .idempotency import PREFIX, scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
@@ -92,7 +92,9 @@ class JobFilter(django_filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
-        match = Q(idempotency_key=value)  # a key from Python (enqueue)
+        match = Q()
+        if not value.startswith(PREFIX):  # a key from Python (enqueue); never another's API key
+            match |= Q(idempotency_key=value)
         user = getattr(self.request, "user", None)
         if user is not None and user.is_authenticated:  # the reader's own key, from the API
             match |= Q(idempotency_key=scoped(user, value))
@@ -104,7 +106,7 @@ class JobFilter(django_filters.FilterSet):
             match |= text
             if self.request is not None:
                 self.request.jobqueue_search_scope = scope  # the page says it (pagination.py)
-        return queryset.filter(match)
+        return queryset.filter(match) if match else queryset.none()
 
 
 class JobFilterBackend(DjangoFilterBackend):

@@ -3,8 +3,9 @@
 DRF's JSONParser reads the whole stream whatever its size (it bypasses Django's
 DATA_UPLOAD_MAX_MEMORY_SIZE), turns `1e400` into infinity, and lets a document nested a
 thousand levels deep hit the interpreter's recursion limit (a 500). PostgreSQL then refuses
-infinities, NUL characters and lone surrogates in jsonb (another 500). This parser turns each
-of those into a clear 400, or a 413 for a body over the size limit, before any view runs.
+infinities, NUL characters and lone surrogates in jsonb (another 500), and json keeps only the
+last of a repeated key. This parser turns each of those into a clear 400, or a 413 for a body
+over the size limit, before any view runs.
 """
 import json
 import math
@@ -20,6 +21,23 @@ MAX_DEPTH = 64
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON (no NaN or Infinity)")
+
+
+class DuplicateKey(ValueError):
+    pass
+
+
+def _object_without_duplicates(pairs: list) -> dict:
+    """An object whose keys are all different (json's default keeps the last of a repeated
+    key, silently dropping what the client sent first)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"JSON object has the key {key[:100]!r} more than once")
+            seen.add(key)
+    return out
 
 
 def _check(value) -> None:
@@ -67,9 +85,12 @@ class StrictJSONParser(BaseParser):
         except UnicodeDecodeError as exc:
             raise ParseError(f"request body is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
         try:
-            data = json.loads(text, parse_constant=_reject_constant)
+            data = json.loads(text, parse_constant=_reject_constant,
+                              object_pairs_hook=_object_without_duplicates)
         except RecursionError:
             raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+        except DuplicateKey as exc:
+            raise ParseError(str(exc)) from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error: {exc}") from None
         _check(data)

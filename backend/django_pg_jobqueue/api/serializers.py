@@ -5,7 +5,6 @@ itself maintains (status, attempts, lease, result ...) are refused as read-only,
 request can mass-assign them.
 """
 import datetime as dt
-import json
 import re
 
 from django.conf import settings
@@ -16,7 +15,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import conf
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
@@ -28,10 +26,10 @@ from ..states import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_PATTERN,
+    QUEUE_NAME_RE,
     EventKind,
     Status,
 )
-from .exceptions import PayloadTooLarge
 from .idempotency import unscoped
 from .per_class import once_per_class
 
@@ -62,6 +60,68 @@ class ISODateTimeField(serializers.DateTimeField):
 
     format = ISO_8601
     input_formats = [ISO_8601]
+
+
+# The fields of a job to create take their values as they are, never coerced: what the API
+# accepts is what enqueue() accepts (services/enqueuing.py holds the rules and their bounds).
+class StrictCharField(serializers.CharField):
+    """A JSON string, as sent: not a number made a string, not trimmed ("a\\n" stays "a\\n",
+    for the service to refuse as Python's enqueue() does)."""
+
+    default_error_messages = {"invalid": "must be a string."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: not "5", not 5.0, not true."""
+
+    default_error_messages = {"invalid": "must be an integer (a JSON number with no fraction)."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number: not "5", not true."""
+
+    default_error_messages = {"invalid": "must be a number."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, (int, float)) or isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+# An ISO 8601 date and time with its offset: 2026-01-01T09:30:00Z, 2026-01-01T10:30+01:00.
+AWARE_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?([Zz]|[+-]\d{2}(:?\d{2})?)")
+
+
+class AwareDateTimeField(ISODateTimeField):
+    """An ISO 8601 date-time with a time zone offset, as a string; a date alone or a time
+    with no offset is refused (never read in the server's time zone, as DRF would)."""
+
+    default_error_messages = {
+        "invalid": "must be an ISO 8601 date and time with a time zone offset, "
+                   "e.g. 2026-01-01T09:30:00Z."}
+
+    def to_internal_value(self, value):
+        if not isinstance(value, str) or not AWARE_DATETIME.fullmatch(value):
+            self.fail("invalid")
+        try:
+            return super().to_internal_value(value)
+        except (OverflowError, ValueError):
+            self.fail("invalid")
 
 
 class BigIntegerField(serializers.BigIntegerField):
@@ -252,30 +312,40 @@ def queue_name_field(**kwargs) -> serializers.RegexField:
     """A queue name as jobs carry it: 1 to MAX_QUEUE_NAME_LENGTH (100) of letters, digits and
     _ . : - (states.QUEUE_NAME_PATTERN)."""
     return serializers.RegexField(
-        QUEUE_NAME.pattern, max_length=MAX_QUEUE_NAME_LENGTH,
+        QUEUE_NAME.pattern, max_length=MAX_QUEUE_NAME_LENGTH, trim_whitespace=False,
+        # `$` matches before a final newline: the whole string must match, as in enqueue().
+        validators=[_whole_queue_name],
         error_messages={"invalid": "use letters, digits and _ . : - only."}, **kwargs)
 
 
+def _whole_queue_name(value) -> None:
+    if not QUEUE_NAME_RE.fullmatch(value):
+        raise serializers.ValidationError("use letters, digits and _ . : - only.", code="invalid")
+
+
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
-    type = serializers.CharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
+    type = StrictCharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
-                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.")
-    priority = serializers.IntegerField(required=False, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
+                              help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES "
+                                        "in UTF-8 bytes of its compact JSON (measured by the service, as for enqueue()).")
+    priority = StrictIntegerField(required=False, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
                                         help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first. "
                                                   "Default: the type's.")
-    max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
+    max_attempts = StrictIntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
     queue = queue_name_field(
         required=False, help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
-    idempotency_key = serializers.CharField(
+    idempotency_key = StrictCharField(
         required=False, allow_null=True, max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
     )
-    run_at = ISODateTimeField(required=False, allow_null=True,
-                              help_text="Not runnable before this time. Not with delay_seconds.")
-    delay_seconds = serializers.FloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
+    run_at = AwareDateTimeField(
+        required=False, allow_null=True,
+        help_text="Not runnable before this time: an ISO 8601 date and time with its offset, "
+                  "from 2000-01-01T00:00:00Z. Not with delay_seconds.")
+    delay_seconds = StrictFloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
                                            help_text="Not runnable for this many seconds. Not with run_at.")
-    timeout_seconds = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
+    timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
 
     class Meta:
@@ -286,13 +356,6 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
             known = ", ".join(spec.name for spec in registry.all()) or "none"
             raise serializers.ValidationError(
                 f"unknown job type {value!r}; registered types: {known}.", code="unknown_type")
-        return value
-
-    def validate_payload(self, value):
-        limit = conf.get().MAX_PAYLOAD_BYTES
-        size = len(json.dumps(value, separators=(",", ":")).encode())
-        if size > limit:
-            raise PayloadTooLarge(f"payload is {size} bytes; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)")
         return value
 
     def validate_run_at(self, value):
@@ -828,6 +891,10 @@ class JobActionSerializer(StrictSerializer):
         "true: every job (each still through the action's guards). The explicit way to act on "
         "every job; not with `ids` or a non-empty `filter`."))
 
+    after = BigIntegerField(required=False, min_value=0, max_value=2**63 - 1, help_text=(
+        "Go on after this job id: the `after` of the previous answer to the same request "
+        "(by `filter` or `all`; not with `ids`)."))
+
     def validate_all(self, value):
         if not isinstance(self.initial_data.get("all"), bool):
             raise serializers.ValidationError("must be true or false.")
@@ -841,6 +908,9 @@ class JobActionSerializer(StrictSerializer):
                 raise serializers.ValidationError({"all": [
                     "all means every job: send it without ids and without filters."]})
             return attrs
+        if "ids" in attrs and "after" in attrs:
+            raise serializers.ValidationError({"after": [
+                "after goes on with a filter or all: ids are done in one request."]})
         if ("ids" in attrs) == ("filter" in attrs):
             raise serializers.ValidationError({"non_field_errors": [
                 "give either ids (a list of job ids), filter (the job list's filter "
@@ -875,3 +945,8 @@ class JobActionResultSerializer(serializers.Serializer):
         "The jobs the action was refused for, and why (the first 100; `refused_count` counts "
         "them all)."))
     refused_count = serializers.IntegerField()
+    after = BigIntegerField(allow_null=True, help_text=(
+        "By filter or all: null when every matching job was considered; else the request "
+        "stopped at its bound after this job id: send it again with this `after` to go on."))
+    remaining = serializers.IntegerField(help_text=(
+        "By filter or all: the matching jobs not yet considered (0 when done)."))

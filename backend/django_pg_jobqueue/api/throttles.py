@@ -31,6 +31,11 @@ class JobCreateThrottle(UserRateThrottle):
     one timestamp per request in the window, which the cache pickles and stores on every
     request (at 20,000/min from one client, 160 KB a request).
 
+    Only jobs created are charged: `allow_request` checks that this request's jobs would fit,
+    and the view charges the window (`charge`) once the jobs exist, with the number actually
+    created. A request refused as invalid (400), an idempotent replay (200) or a conflict
+    (409) spends nothing.
+
     Across processes the window is read, then written: requests of one user that arrive at the
     same moment in different processes can each see the window before the other's jobs, so a
     user's concurrent requests can overshoot the rate by what is in flight at once.
@@ -69,6 +74,15 @@ class JobCreateThrottle(UserRateThrottle):
                 f"this request holds {cost} jobs, more than JOB_CREATE_RATE "
                 f"({conf.get().CREATE_RATE}) allows in a whole period: send at most "
                 f"{self.num_requests} jobs per request (or raise JOB_CREATE_RATE)."]})
+        self._load()
+        self.spent = sum(self.counts)
+        if self.spent + cost > self.num_requests:
+            return self.throttle_failure()
+        request.jobqueue_create_throttle = self  # charged by the view: charge_created()
+        return True
+
+    def _load(self) -> None:
+        """This user's window from the cache, without the slices that have left it."""
         stored = self.cache.get(self.key)
         if isinstance(stored, tuple) and len(stored) == 2:
             self.history, self.counts = stored
@@ -80,20 +94,20 @@ class JobCreateThrottle(UserRateThrottle):
         while self.history and self.history[-1] + self.width <= self.now - self.duration:
             self.history.pop()
             self.counts.pop()
-        self.spent = sum(self.counts)
-        if self.spent + cost > self.num_requests:
-            return self.throttle_failure()
-        return self.throttle_success()
 
-    def throttle_success(self):
+    def charge(self, jobs: int) -> None:
+        """Add `jobs` created to the window (read again: other requests may have charged it
+        since the check)."""
+        if jobs <= 0 or self.key is None:
+            return
+        self._load()
         slice_start = self.now - self.now % self.width
         if self.history and self.history[0] == slice_start:
-            self.counts[0] += self.cost_of_request
+            self.counts[0] += jobs
         else:
             self.history.insert(0, slice_start)  # newest first
-            self.counts.insert(0, self.cost_of_request)
+            self.counts.insert(0, jobs)
         self.cache.set(self.key, (self.history, self.counts), self.duration)
-        return True
 
     def wait(self):
         """Seconds until enough of the window has expired for this request's jobs to fit: when
@@ -104,6 +118,13 @@ class JobCreateThrottle(UserRateThrottle):
             if over <= 0:
                 return max(0.0, start + self.width + self.duration - self.now)
         return self.duration
+
+
+def charge_created(request, jobs: int) -> None:
+    """Charge the creation throttle that let this request in with the `jobs` it created."""
+    throttle = getattr(request, "jobqueue_create_throttle", None)
+    if throttle is not None:
+        throttle.charge(jobs)
 
 
 class LoginThrottle(BaseThrottle):

@@ -5,11 +5,12 @@ SPECTACULAR_SETTINGS of its own needed (see api/base.py and docs/how-to/api.md):
 
 URL names are in the `django_pg_jobqueue_api` namespace: reverse("django_pg_jobqueue_api:job-list").
 """
-from django.urls import include, path
+from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
 from .actions import JobActionsView
+from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
@@ -40,4 +41,6 @@ urlpatterns = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SwaggerUIView.as_view(), name="swagger-ui"),
     path("docs/redoc/", RedocView.as_view(), name="redoc"),
+    # Last: any other path under the API's prefix, whatever the method, is a JSON 404.
+    re_path(r"^(?P<path>.*)$", api_not_found, name="not-found"),
 ]

@@ -57,7 +57,7 @@ from .serializers import (
     ThroughputSerializer,
     UserSerializer,
 )
-from .throttles import JobCreateThrottle, LoginThrottle
+from .throttles import JobCreateThrottle, LoginThrottle, charge_created
 
 QUEUE_FULL_RETRY_AFTER_SECONDS = 5
 
@@ -224,6 +224,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
             job, created = services.enqueue_job(**options)
+        charge_created(request, 1 if created else 0)
         body = JobSerializer(job).data
         if key is not None:
             body["idempotency_key"] = key  # as sent, also when it was stored as its digest
@@ -254,7 +255,9 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                 sent[stored_key] = key
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
-            jobs = services.enqueue_many(items)
+            results = services.enqueue_many_jobs(items)
+        charge_created(request, sum(1 for _, created in results if created))
+        jobs = [job for job, _ in results]
         body = JobSerializer(jobs, many=True).data
         for job, shown in zip(jobs, body, strict=True):
             if job.idempotency_key in sent:

@@ -10,7 +10,13 @@ others of its batch alone). A filter is walked by keyset, `id > <last id of the 
 batch>`, so a filter matching millions of jobs never holds one long transaction or one big
 snapshot, every matching job is considered once per call (a retried job that fails again
 while the call runs is not retried twice), and the call always ends.
+
+A call may also be bounded (`max_jobs`, `max_seconds`: the API bounds each request so that it
+answers well within a proxy's timeout): it then stops after the batch that reached the bound,
+and its outcome says where it stopped (`after`, the last id considered) and how many matching
+jobs lie beyond (`remaining`). The same call with `after=` that id goes on from there.
 """
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -30,6 +36,10 @@ class BulkOutcome:
     refused: list[dict] = field(default_factory=list)
     refused_count: int = 0
     batches: int = 0
+    # A bounded call that stopped before the end: the last id it considered (go on with
+    # after=<it>) and the matching jobs beyond it. None and 0 when it went to the end.
+    after: int | None = None
+    remaining: int = 0
 
     def refuse(self, job_id, reason: str, status: str | None, detail: str) -> None:
         self.refused_count += 1
@@ -78,13 +88,24 @@ def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
 
 
 def apply_to_matching(action: str, queryset, *, actor: str = "",
-                      batch_size: int | None = None) -> BulkOutcome:
-    """`action` on every job of `queryset` (a filtered Job queryset: the API's list filters),
-    in batches keyed by id. Raises ValueError for an unknown action or a bad batch size."""
+                      batch_size: int | None = None, after: int = 0,
+                      max_jobs: int | None = None,
+                      max_seconds: float | None = None) -> BulkOutcome:
+    """`action` on every job of `queryset` (a filtered Job queryset: the API's list filters)
+    with an id above `after`, in batches keyed by id. With `max_jobs` or `max_seconds`, it
+    stops after the batch that reaches either, and says where (`outcome.after`) and how many
+    matching jobs remain. Raises ValueError for an unknown action, a bad batch size, `after`
+    or bound."""
     service, size = _service(action), _batch_size(batch_size)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ValueError(f"after must be a job id, 0 or more; got {after!r}")
+    if max_jobs is not None and max_jobs < 1:
+        raise ValueError("max_jobs must be at least 1")
+    if max_seconds is not None and max_seconds < 0:
+        raise ValueError("max_seconds must be 0 or more")
     ids = queryset.order_by("id").values_list("id", flat=True)
     outcome = BulkOutcome()
-    after = 0
+    started, considered = time.monotonic(), 0
     while True:
         with queue_atomic():  # the batch's ids and its actions: one short transaction
             batch = list(ids.filter(id__gt=after)[:size])
@@ -93,4 +114,9 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
             _apply_batch(service, batch, outcome, actor)
         if len(batch) < size:
             return outcome
-        after = batch[-1]
+        after, considered = batch[-1], considered + len(batch)
+        if ((max_jobs is not None and considered >= max_jobs)
+                or (max_seconds is not None and time.monotonic() - started >= max_seconds)):
+            outcome.remaining = ids.filter(id__gt=after).count()
+            outcome.after = after if outcome.remaining else None
+            return outcome

@@ -12,7 +12,7 @@ sql.RETRY_FAILED_BATCH: the same column changes, event and NOTIFY, only the pick
 from collections.abc import Iterable
 from datetime import datetime
 
-from .. import conf, db, sql
+from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 
@@ -27,8 +27,12 @@ def retry_jobs(ids: Iterable[int], *, actor: str = "") -> list[int]:
     """Put each of these jobs that is failed or cancelled back in the queue, runnable now, in
     one statement; return the ids retried, in id order. Attempts already spent stay counted;
     if none are left, max_attempts grows by one. Idle workers are woken at commit."""
-    rows = db.fetch_all(sql.RETRY_JOBS, {"ids": list(ids), **_params(bulk=False, actor=actor)})
-    return list(rows[0][2] or [])
+    with queue_atomic(), queue_connection().cursor() as cur:
+        # No job_events partition is dropped under this retry (sql.EVENTS_HISTORY_LOCK): a job
+        # whose history is gone (past its retention, about to be pruned) is not picked.
+        cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)
+        cur.execute(sql.RETRY_JOBS, {"ids": list(ids), **_params(bulk=False, actor=actor)})
+        return list(cur.fetchone()[2] or [])
 
 
 def retry_ids(ids: Iterable[int], *, actor: str = "") -> tuple[int, list[int]]:
@@ -67,6 +71,7 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
         # One batch: one statement (its text varies with the filters: not prepared), its
         # NOTIFY delivered at its commit.
         with queue_atomic(), queue_connection().cursor() as cur:
+            cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)  # as in retry_jobs
             cur.execute(statement, params)
             last_id, picked, retried, _ = cur.fetchone()
         total += len(retried or [])

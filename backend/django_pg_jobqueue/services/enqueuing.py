@@ -37,6 +37,7 @@ from ..states import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_RE,
+    RUN_AT_MIN,
     Status,
 )
 
@@ -204,10 +205,13 @@ def _check_run_at(run_at) -> datetime | None:
             "run_at", f"{run_at.isoformat()} is naive: give a timezone-aware datetime "
                       "(django.utils.timezone.now() + timedelta(...), or tzinfo=...)")
     try:  # stored in UTC: an instant before year 1 or after 9999 there could not be read back
-        run_at.astimezone(UTC)
+        in_utc = run_at.astimezone(UTC)
     except (OverflowError, ValueError):
+        in_utc = None
+    if in_utc is None or in_utc < RUN_AT_MIN:
         raise InvalidJobArgument(
-            "run_at", f"{run_at.isoformat()} is outside years 1 to 9999 in UTC") from None
+            "run_at", f"{run_at.isoformat()} is out of range: give a time from "
+                      "2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z") from None
     return run_at
 
 
@@ -455,8 +459,9 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
       first (default: the type's, else 0).
     - `queue`: a queue name matching `states.QUEUE_NAME_PATTERN` (default: the type's queue,
       else "default").
-    - `run_at`: a timezone-aware datetime: not runnable before it. `delay`: seconds (a number
-      or a timedelta), 0 to `states.MAX_DELAY_SECONDS`. Not both.
+    - `run_at`: a timezone-aware datetime from 2000-01-01 UTC (`states.RUN_AT_MIN`): not
+      runnable before it. `delay`: seconds (a number or a timedelta), 0 to
+      `states.MAX_DELAY_SECONDS`. Not both.
     - `idempotency_key`: 1 to 255 characters; a second enqueue with the same key and the same
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
@@ -481,6 +486,12 @@ def enqueue_many(jobs: list[dict]) -> list[Job]:
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
     """
+    return [job for job, _ in enqueue_many_jobs(jobs)]
+
+
+def enqueue_many_jobs(jobs: list[dict]) -> list[tuple[Job, bool]]:
+    """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
+    the job an earlier enqueue with its key created)."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
@@ -489,4 +500,4 @@ def enqueue_many(jobs: list[dict]) -> list[Job]:
             raise exc.at(index) from None
     if not prepared:
         return []
-    return [job for job, _ in _insert(prepared)]
+    return _insert(prepared)

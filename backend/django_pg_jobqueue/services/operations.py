@@ -6,7 +6,7 @@ from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
 from ..models import TxNow as Now
 from ..selectors import parse_job_id
-from ..states import EventKind, Status
+from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status
 from .bulk_retry import retry_jobs
 
 
@@ -47,14 +47,16 @@ def retry(job_id, *, actor: str = "") -> Job:
     """Put a failed or cancelled job back in the queue, runnable now, and wake idle workers
     (bulk_retry.retry_jobs: the one statement of every retry). Attempts already spent stay
     counted; if none are left, max_attempts grows by one so the job may run again. Raises
-    JobNotFound, or InvalidTransition for any other status."""
+    JobNotFound (also for a job whose history the prune already dropped with its job_events
+    partition: it is past its retention and about to be deleted), or InvalidTransition for
+    any other status."""
     parsed = parse_job_id(job_id)
     if parsed is None:
         raise JobNotFound(job_id)
     job_id = parsed
     if not retry_jobs([job_id], actor=actor):
         rows = db.fetch_all(sql.JOB_STATUS, [job_id])
-        if not rows:
+        if not rows or rows[0][0] in RETRYABLE_BY_OPERATOR:
             raise JobNotFound(job_id)
         raise InvalidTransition(job_id, "retry", rows[0][0])
     return Job.objects.get(pk=job_id)

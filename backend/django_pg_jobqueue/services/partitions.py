@@ -15,6 +15,10 @@ past their retention) are at most RESCUE_LIMIT: those are copied out and put bac
 default partition, with their ids and transaction ids), so the timeline of every kept job
 stays whole and the feed's order is unchanged. A partition with more kept events waits for
 a later run (the kept jobs age past their retention, or are deleted).
+
+A drop and a retry are exclusive (sql.EVENTS_HISTORY_LOCK): a retry that commits first makes
+its job kept (queued), and one that comes after the drop finds its job's history gone and is
+refused (the job is past its retention, deleted by the prune's batches right after).
 """
 import logging
 from dataclasses import dataclass
@@ -239,13 +243,14 @@ def _drop_one(part: Partition, prunable: str, ages: dict, *, dry_run: bool,
         if dry_run:
             return total - kept, kept
         cur.execute(sql.EVENTS_DDL_LOCK_TIMEOUT)
-        if kept:
-            cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable), ages)
-            kept = cur.rowcount  # judged again just now: a job may have passed its retention
+        # No retry from here to the commit (sql.EVENTS_HISTORY_LOCK): the kept jobs are
+        # judged again below, and a job judged past its retention cannot be revived.
+        cur.execute(sql.EVENTS_HISTORY_LOCK)
+        cur.execute(sql.EVENTS_RESCUE.format(partition=part.name, prunable=prunable), ages)
+        kept = cur.rowcount  # judged again just now: a job may have passed its retention
         cur.execute(sql.EVENTS_DROP_PARTITION.format(partition=part.name))
-        if kept:
-            for statement in sql.EVENTS_PUT_BACK:
-                cur.execute(statement)
+        for statement in sql.EVENTS_PUT_BACK if kept else sql.EVENTS_PUT_BACK[1:]:
+            cur.execute(statement)
         return total - kept, kept
 
 

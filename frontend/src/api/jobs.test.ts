@@ -1,6 +1,6 @@
 import { QueryClient } from "@tanstack/react-query";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMatchingMutation } from "./jobs";
+import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMatchingMutation, runJobAction } from "./jobs";
 import type { JobEvent } from "./types";
 
 const event = (id: number, kind = "log"): JobEvent => ({
@@ -84,5 +84,38 @@ describe("retryMatchingMutation", () => {
     expect(calls[0].init.method).toBe("POST");
     expect(calls[0].init.body).toBe('{"ids":[1,2,3]}');
     expect((calls[0].init.headers as Record<string, string>)["X-CSRFToken"]).toBe("t");
+  });
+});
+
+describe("runJobAction", () => {
+  it("sends the same request again from each answer's `after` until it is null, adding up", async () => {
+    document.cookie = "csrftoken=t; path=/";
+    const bodies: unknown[] = [];
+    const refusal = (id: number) => ({ id, reason: "invalid_transition", status: "running", detail: "" });
+    const answers = [
+      { done: 4, refused_count: 1, refused: [refusal(3)], after: 5, remaining: 7 },
+      { done: 5, refused_count: 0, refused: [], after: 10, remaining: 2 },
+      { done: 1, refused_count: 1, refused: [refusal(12)], after: null, remaining: 0 },
+    ];
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (_url: string, init: RequestInit) => {
+        bodies.push(JSON.parse(String(init.body)));
+        return json(answers[bodies.length - 1]);
+      }),
+    );
+    const result = await runJobAction({ action: "cancel", filter: { status: "queued" } });
+    expect(bodies).toEqual([
+      { action: "cancel", filter: { status: "queued" } },
+      { action: "cancel", filter: { status: "queued" }, after: 5 },
+      { action: "cancel", filter: { status: "queued" }, after: 10 },
+    ]);
+    expect(result).toEqual({
+      done: 10,
+      refused_count: 2,
+      refused: [refusal(3), refusal(12)],
+      after: null,
+      remaining: 0,
+    });
   });
 });

@@ -136,11 +136,32 @@ export const jobMutations = {
 };
 
 /**
+ * A bulk action to the end. The API bounds each request by filter (a share of the matching
+ * jobs, so that it answers within a proxy's timeout) and answers where it stopped (`after`):
+ * the same request is sent again from there until `after` is null, and the answers add up.
+ */
+export async function runJobAction(body: JobActions): Promise<JobActionResult> {
+  let result = await api.post<JobActionResult>("jobs/actions/", body);
+  while (result.after != null) {
+    const next = await api.post<JobActionResult>("jobs/actions/", { ...body, after: result.after });
+    result = {
+      done: result.done + next.done,
+      refused_count: result.refused_count + next.refused_count,
+      refused: [...result.refused, ...next.refused].slice(0, 100),
+      after: next.after,
+      remaining: next.remaining,
+    };
+  }
+  return result;
+}
+
+/**
  * Bulk actions (`POST jobs/actions/`): cancel, retry or delete the given ids, or every job
- * matching the list's filters. Any job may have changed: every job query is refetched.
+ * matching the list's filters (request after request: runJobAction). Any job may have
+ * changed: every job query is refetched.
  */
 export const jobActionsMutation = (queryClient: QueryClient) => ({
-  mutationFn: (body: JobActions) => api.post<JobActionResult>("jobs/actions/", body),
+  mutationFn: runJobAction,
   onSettled: () => {
     void queryClient.invalidateQueries({ queryKey: jobKeys.all });
     void queryClient.invalidateQueries({ queryKey: ["metrics"] });

@@ -245,7 +245,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
-         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete.
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete.
          */
         post: operations["v1_jobs_actions_create"];
         delete?: never;
@@ -620,6 +620,11 @@ export interface components {
             filter?: components["schemas"]["JobActionFilterRequest"];
             /** @description true: every job (each still through the action's guards). The explicit way to act on every job; not with `ids` or a non-empty `filter`. */
             all?: boolean;
+            /**
+             * Format: int64
+             * @description Go on after this job id: the `after` of the previous answer to the same request (by `filter` or `all`; not with `ids`).
+             */
+            after?: number;
         };
         JobActionResult: {
             /** @description How many jobs the action was applied to. */
@@ -627,6 +632,10 @@ export interface components {
             /** @description The jobs the action was refused for, and why (the first 100; `refused_count` counts them all). */
             refused: components["schemas"]["_Refusal"][];
             refused_count: number;
+            /** @description By filter or all: null when every matching job was considered; else the request stopped at its bound after this job id: send it again with this `after` to go on. */
+            after: number | null;
+            /** @description By filter or all: the matching jobs not yet considered (0 when done). */
+            remaining: number;
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         JobBulkCreateRequest: {
@@ -638,7 +647,7 @@ export interface components {
             /** @description A registered job type (see /api/v1/job-types/). */
             type: string;
             /**
-             * @description The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES.
+             * @description The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES in UTF-8 bytes of its compact JSON (measured by the service, as for enqueue()).
              * @example {
              *       "to": "ada@example.com"
              *     }
@@ -656,7 +665,7 @@ export interface components {
             idempotency_key?: string | null;
             /**
              * Format: date-time
-             * @description Not runnable before this time. Not with delay_seconds.
+             * @description Not runnable before this time: an ISO 8601 date and time with its offset, from 2000-01-01T00:00:00Z. Not with delay_seconds.
              */
             run_at?: string | null;
             /**

@@ -47,6 +47,8 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
           done: 1233,
           refused_count: 1,
           refused: [{ id: 2, reason: "invalid_transition", status: "running", detail: "cannot delete job 2" }],
+          after: null,
+          remaining: 0,
         }),
         { status: 200 },
       );
@@ -149,7 +151,7 @@ describe("bulk actions in the jobs list", () => {
 
 describe("summarizeAction and toActionFilter", () => {
   it("says nothing matched, all done, or lists the first refusals and counts the rest", () => {
-    expect(summarizeAction("cancel", { done: 0, refused: [], refused_count: 0 }).text).toBe(
+    expect(summarizeAction("cancel", { done: 0, refused: [], refused_count: 0, after: null, remaining: 0 }).text).toBe(
       "No job matched: nothing was done.",
     );
     const refused = Array.from({ length: 7 }, (_, i) => ({
@@ -158,7 +160,7 @@ describe("summarizeAction and toActionFilter", () => {
       status: i === 0 ? null : "queued",
       detail: "",
     }));
-    const summary = summarizeAction("retry", { done: 0, refused, refused_count: 250 });
+    const summary = summarizeAction("retry", { done: 0, refused, refused_count: 250, after: null, remaining: 0 });
     expect(summary.tone).toBe("error");
     expect(summary.text).toBe(
       "Retried 0 jobs; 250 refused: #1 (gone), #2 (queued), #3 (queued), #4 (queued), #5 (queued) and 245 more.",
