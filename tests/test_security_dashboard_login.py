@@ -54,11 +54,16 @@ def _page_config(client, monkeypatch) -> dict:
     return json.loads(island.group(1))
 
 
-@override_settings(JOB_API_PASSWORD_LOGIN=False, LOGIN_URL="/accounts/sso/")
+@override_settings(JOB_API_PASSWORD_LOGIN=False, LOGIN_URL="https://sso.example/login")
 def test_with_the_login_off_the_dashboard_sends_people_to_the_hosts_login(client, monkeypatch):
     config = _page_config(client, monkeypatch)
     assert config["passwordLogin"] is False
-    assert config["loginUrl"] == "/accounts/sso/"
+    assert config["loginUrl"] == "https://sso.example/login"
+
+
+@override_settings(JOB_API_PASSWORD_LOGIN=False, LOGIN_URL="/accounts/login/")
+def test_a_login_url_that_answers_nothing_falls_back_to_the_admins_login(client, monkeypatch):
+    assert _page_config(client, monkeypatch)["loginUrl"] == "/admin/login/"
 
 
 @override_settings(JOB_API_PASSWORD_LOGIN=True)

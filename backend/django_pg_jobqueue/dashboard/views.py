@@ -143,11 +143,23 @@ def csrf_header_name() -> str:
 
 
 def login_url() -> str | None:
-    """The host's LOGIN_URL (a path, a URL or a URL name), or None when it resolves to none."""
+    """Where people log in to the host: LOGIN_URL (a path, a URL or a URL name) when it
+    names a page of another site or one of this URLconf; else the admin's login (a
+    startproject's LOGIN_URL, /accounts/login/, answers nothing); else None."""
     try:
-        return str(resolve_url(settings.LOGIN_URL))
+        url = str(resolve_url(settings.LOGIN_URL))
     except NoReverseMatch:
-        return None
+        url = ""
+    if url.startswith(("http://", "https://")):
+        return url
+    if url.startswith("/") and not url.startswith("//"):
+        path = "/" + url.split("?")[0].removeprefix(get_script_prefix())
+        try:
+            if resolve(path).func is not dashboard:  # a dashboard at the root answers all
+                return url
+        except Resolver404:
+            pass
+    return _reverse_or_none("admin:login")
 
 
 def runtime_config(request, api: str) -> dict:
