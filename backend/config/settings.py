@@ -261,8 +261,8 @@ JOB_DEFAULT_TIMEOUT_SECONDS = env.int("JOB_DEFAULT_TIMEOUT_SECONDS", default=600
 JOB_MAX_PAYLOAD_BYTES = env.int("JOB_MAX_PAYLOAD_BYTES", default=65536)
 JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
 # What the API and the dashboard's create form may create (the library's default: nothing):
-# the demo's handlers and the library's deterministic ones (registered when
-# JOB_EXTRA_HANDLER_MODULES names django_pg_jobqueue.builtin_handlers). No Django task.
+# the demo's handlers and the library's deterministic ones (demo/handlers.py registers
+# them). No Django task.
 JOB_API_CREATABLE_TYPES = env.list("JOB_API_CREATABLE_TYPES", default=[
     "email_send", "payment_retry", "report_generate", "noop", "sleep", "flaky", "fail"])
 JOB_API_CREATABLE_TASKS = env.list("JOB_API_CREATABLE_TASKS", default=[])
