@@ -249,7 +249,9 @@ class QueueConf:
         (), check_id=12, rule=module_list, group="workers", type_doc="list of str", doc="""
         Modules of `@handler` functions to import at start-up, besides every installed app's
         `handlers.py`: for example `["django_pg_jobqueue.builtin_handlers"]` registers the
-        deterministic `noop`, `sleep`, `flaky` and `fail` job types.""")
+        deterministic `noop`, `sleep`, `flaky` and `fail` job types. Name here, too, a module
+        of Django tasks that lies outside your installed apps' packages: the worker imports
+        no other task module.""")
 
     # -- retries, timeouts, attempts ---------------------------------------------------------------
     RETRY_BASE_SECONDS: float = setting(1.0, check_id=13, rule=number(0), group="retries", doc="""
