@@ -320,9 +320,9 @@ class QueueConf:
     API_CREATABLE_TYPES: tuple[str, ...] = setting(
         (), check_id=51, rule=job_type_list, group="api", type_doc="list of str", doc="""
         The job types that the API (`POST jobs/`, `POST jobs/bulk/`) and so the dashboard's
-        create form may create. Any other type is refused with 400 (`not_creatable`, an error
-        on `type`) and nothing is written; `job-types/` marks each type `creatable` or not.
-        Empty, the default: the API creates no job at all. List only handlers whose payload
+        create form may create. Any other type is refused with 400 (an error on `type`) and
+        nothing is written; `job-types/` marks each type `creatable` or not. Empty, the
+        default: the API creates no job at all. List only handlers whose payload
         any user with `add_job` may choose freely. `enqueue()` from your own code is not
         limited: it creates any registered type. Django tasks are not listed here but in
         `JOB_API_CREATABLE_TASKS`. See the threat model page.""")
@@ -331,7 +331,7 @@ class QueueConf:
         The Django tasks (`@task` functions, by their `module_path`, e.g.
         `"myapp.tasks.send_welcome"`) that the API may create, as jobs of type `django_task`
         with `{"task": path, "args": [...], "kwargs": {...}, "backend": alias}` as payload. Any
-        other path is refused with 400 (`not_creatable`, an error on `payload`). Empty, the
+        other path is refused with 400 (an error on `payload`). Empty, the
         default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
         limited.""")
     API_PASSWORD_LOGIN: bool = setting(False, check_id=53, rule=boolean, group="api", doc="""

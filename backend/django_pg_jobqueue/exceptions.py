@@ -107,7 +107,7 @@ class UnknownJobType(InvalidJobArgument):
 class NotCreatable(InvalidJobArgument):
     """The API may not create this job (a type not in JOB_API_CREATABLE_TYPES, a Django task
     not in JOB_API_CREATABLE_TASKS): an InvalidJobArgument naming `type` or `payload`, which
-    the API answers 400 with the code `not_creatable`. `enqueue()` from Python never raises
+    the API answers 400 with the error on that field. `enqueue()` from Python never raises
     it."""
 
 

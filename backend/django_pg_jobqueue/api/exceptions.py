@@ -4,8 +4,8 @@
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
 views stay three lines: JobNotFound and QueueNotFound -> 404, InvalidTransition and IdempotencyConflict -> 409,
-UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 `not_creatable` (on `type`
-or `payload`), a database that does not answer -> 503.
+UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 (on `type` or
+`payload`), a database that does not answer -> 503.
 """
 import logging
 
