@@ -91,7 +91,7 @@ def test_bad_fields_get_a_400_naming_each_one(operator_client, body, bad_fields)
     assert not Job.objects.exists()
 
 
-def test_unknown_type_error_lists_the_registered_types(operator_client):
+def test_unknown_type_error_lists_the_types_the_api_may_create(operator_client):
     error = operator_client.post(JOBS, {"type": "nope"}, format="json").json()
     assert "unknown job type 'nope'" in error["errors"]["type"][0]
     assert "email_send" in error["errors"]["type"][0]

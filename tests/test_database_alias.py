@@ -105,7 +105,9 @@ def test_workers_api_admin_metrics_and_tasks_all_use_the_queue_alias(client):
     result = add.enqueue(2, 3)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _url("default"),
            "JOB_DATABASE_URL": _url("queue"),
-           "JOB_EXTRA_HANDLER_MODULES": "django_pg_jobqueue.builtin_handlers"}
+           # this module too: the worker runs only tasks it has loaded or that live in an
+           # installed app, and `tests` is none
+           "JOB_EXTRA_HANDLER_MODULES": "django_pg_jobqueue.builtin_handlers,tests.test_database_alias"}
     worker = subprocess.Popen(
         [sys.executable, str(REPO / "manage.py"), "run_job_workers", "--threads", "2"],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -344,8 +344,8 @@ def _move_task(result_id, path):
 
 
 @pytest.mark.parametrize("path, exception_class_path", [
-    ("tests.no_such_module.gone", "builtins.ModuleNotFoundError"),
-    ("tests.test_tasks_backend.no_such_task", "builtins.ImportError"),
+    ("demo.no_such_module.gone", "builtins.ModuleNotFoundError"),
+    ("demo.handlers.no_such_task", "builtins.ImportError"),
 ])
 def test_a_task_that_cannot_be_imported_keeps_its_import_error_and_stays_readable(
         db, path, exception_class_path):
@@ -369,7 +369,7 @@ def test_a_task_imported_again_after_a_failed_import_runs(db):
     from django_pg_jobqueue.testing import drain
 
     result = add.using(max_attempts=3).enqueue(2, 3)
-    _move_task(result.id, "tests.no_such_module.add")
+    _move_task(result.id, "demo.no_such_module.add")
     drain()
     assert default_task_backend.get_result(result.id).status == TaskResultStatus.READY  # retrying
     _move_task(result.id, add.module_path)  # the deploy caught up

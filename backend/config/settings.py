@@ -264,6 +264,15 @@ JOB_DEFAULT_MAX_ATTEMPTS = env.int("JOB_DEFAULT_MAX_ATTEMPTS", default=3)
 JOB_DEFAULT_TIMEOUT_SECONDS = env.int("JOB_DEFAULT_TIMEOUT_SECONDS", default=600)
 JOB_MAX_PAYLOAD_BYTES = env.int("JOB_MAX_PAYLOAD_BYTES", default=65536)
 JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
+# What the API and the dashboard's create form may create (the library's default: nothing):
+# the demo's handlers and the library's deterministic ones (demo/handlers.py registers
+# them). No Django task.
+JOB_API_CREATABLE_TYPES = env.list("JOB_API_CREATABLE_TYPES", default=[
+    "email_send", "payment_retry", "report_generate", "noop", "sleep", "flaky", "fail"])
+JOB_API_CREATABLE_TASKS = env.list("JOB_API_CREATABLE_TASKS", default=[])
+# The dashboard's own password login (off in the library): the demo logs in demo/demo-password
+# with it. A host with SSO or two-factor login leaves it off.
+JOB_API_PASSWORD_LOGIN = env.bool("JOB_API_PASSWORD_LOGIN", default=True)
 JOB_MAX_QUEUE_DEPTH = env.int("JOB_MAX_QUEUE_DEPTH", default=None)
 JOB_CLAIM_BATCH_SIZE = env.int("JOB_CLAIM_BATCH_SIZE", default=200)
 JOB_PREFETCH = env.int("JOB_PREFETCH", default=128)

@@ -26,6 +26,7 @@ LOG_FORMATS = ("text", "json")
 RATE_PATTERN = re.compile(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)")
 MAX_ATTEMPTS_LIMIT = 1000  # the API's limit on max_attempts
 MAX_TIMEOUT_SECONDS = 30 * 86400  # the API's limit on timeout_seconds
+DJANGO_TASK_TYPE = "django_task"  # the job type of Django tasks (tasks_backend.JOB_TYPE)
 
 
 # --- rules: each returns None when the value is allowed, else what is allowed -----------------
@@ -119,6 +120,25 @@ def callable_paths(value) -> str | None:
             isinstance(m, str) and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", m) for m in value):
         return None
     return "a list of dotted paths to callables, e.g. ['myproject.jobs.tenant_middleware']"
+
+
+def job_type_list(value) -> str | None:
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(t, str) and 0 < len(t) <= 100 for t in value):
+        if DJANGO_TASK_TYPE in value:
+            return (f"a list of job type names without {DJANGO_TASK_TYPE!r}: Django tasks are "
+                    "opened to the API one by one, by their paths in JOB_API_CREATABLE_TASKS")
+        return None
+    return ("a list of job type names, e.g. ['email_send', 'report_generate'] (a list, not one "
+            "comma-separated string)")
+
+
+def task_path_list(value) -> str | None:
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(m, str) and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", m) for m in value):
+        return None
+    return ("a list of Django task paths, each the task's module_path "
+            "(e.g. ['myapp.tasks.send_welcome'])")
 
 
 def conninfo(value) -> str | None:
@@ -232,16 +252,18 @@ class QueueConf:
         (), check_id=12, rule=module_list, group="workers", type_doc="list of str", doc="""
         Modules of `@handler` functions to import at start-up, besides every installed app's
         `handlers.py`: for example `["django_pg_jobqueue.builtin_handlers"]` registers the
-        deterministic `noop`, `sleep`, `flaky` and `fail` job types.""")
+        deterministic `noop`, `sleep`, `flaky` and `fail` job types. Name here, too, a module
+        of Django tasks that lies outside your installed apps' packages: the worker imports
+        no other task module.""")
     MIDDLEWARE: tuple[str, ...] = setting(
-        (), check_id=51, rule=callable_paths, group="workers", type_doc="list of str", doc="""
+        (), check_id=54, rule=callable_paths, group="workers", type_doc="list of str", doc="""
         Dotted paths to callables wrapping every handler call, in workers and in
         `testing.drain`: `middleware(call_next, ctx, job)` runs the rest of the chain with
         `call_next()` and returns its result (or raises). The first listed is the outermost;
         the built-in tracing wrapper (JOB_OTEL_ENABLED) comes before them all. For a tenant
         context, error reporting or metrics without editing the worker.""")
     ERROR_HOOKS: tuple[str, ...] = setting(
-        (), check_id=52, rule=callable_paths, group="workers", type_doc="list of str", doc="""
+        (), check_id=55, rule=callable_paths, group="workers", type_doc="list of str", doc="""
         Dotted paths to callables called as `hook(job, exception, outcome)` when a handler
         raises (a cancel, a snooze or a lost lease are not failures), before the failure is
         written: `outcome` is `"queued"` when a retry follows, else `"failed"`. A hook that
@@ -313,6 +335,31 @@ class QueueConf:
         every login view wrapped in `django_pg_jobqueue.security.throttle_login` (429 beyond).
         The client is REMOTE_ADDR, or what JOB_TRUSTED_PROXY_COUNT says; IPv6 clients are
         counted by their /64.""")
+    API_CREATABLE_TYPES: tuple[str, ...] = setting(
+        (), check_id=51, rule=job_type_list, group="api", type_doc="list of str", doc="""
+        The job types that the API (`POST jobs/`, `POST jobs/bulk/`) and so the dashboard's
+        create form may create. Any other type is refused with 400 (an error on `type`) and
+        nothing is written; `job-types/` marks each type `creatable` or not. Empty, the
+        default: the API creates no job at all. List only handlers whose payload
+        any user with `add_job` may choose freely. `enqueue()` from your own code is not
+        limited: it creates any registered type. Django tasks are not listed here but in
+        `JOB_API_CREATABLE_TASKS`. See the threat model page.""")
+    API_CREATABLE_TASKS: tuple[str, ...] = setting(
+        (), check_id=52, rule=task_path_list, group="api", type_doc="list of str", doc="""
+        The Django tasks (`@task` functions, by their `module_path`, e.g.
+        `"myapp.tasks.send_welcome"`) that the API may create, as jobs of type `django_task`
+        with `{"task": path, "args": [...], "kwargs": {...}, "backend": alias}` as payload. Any
+        other path is refused with 400 (an error on `payload`). Empty, the
+        default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
+        limited.""")
+    API_PASSWORD_LOGIN: bool = setting(False, check_id=53, rule=boolean, group="api", doc="""
+        True turns on the dashboard's own password form and `POST auth/login/`. That login
+        accepts any active user of the site (not only staff), starts a session that is valid
+        on the whole site, and does not go through the host's SSO or two-factor login: turn
+        it on only where the Django password is the site's login anyway (the demo project
+        does). False, the default: `auth/login/` answers 404 and the dashboard sends people to
+        `LOGIN_URL` (the admin's login when that is where it points) and uses the session
+        they come back with.""")
     TRUSTED_PROXY_COUNT: int = setting(0, check_id=36, rule=whole(0, maximum=10), group="api", doc="""
         How many proxies in front of Django append the client's address to X-Forwarded-For
         (a load balancer: 1). The throttles then count the address the outermost one appended.
@@ -507,7 +554,8 @@ def get() -> QueueConf:
     found = problems(values)
     if found:
         raise ImproperlyConfigured("; ".join(p.message for p in found))
-    for name in ("EXTRA_HANDLER_MODULES", "MIDDLEWARE", "ERROR_HOOKS"):
+    for name in ("EXTRA_HANDLER_MODULES", "MIDDLEWARE", "ERROR_HOOKS", "API_CREATABLE_TYPES",
+                 "API_CREATABLE_TASKS"):
         if name in values:
             values[name] = tuple(values[name])
     return QueueConf(**values)

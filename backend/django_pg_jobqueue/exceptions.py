@@ -104,6 +104,13 @@ class UnknownJobType(InvalidJobArgument):
         super().__init__("type", f"unknown job type {job_type!r}", index=index)
 
 
+class NotCreatable(InvalidJobArgument):
+    """The API may not create this job (a type not in JOB_API_CREATABLE_TYPES, a Django task
+    not in JOB_API_CREATABLE_TASKS): an InvalidJobArgument naming `type` or `payload`, which
+    the API answers 400 with the error on that field. `enqueue()` from Python never raises
+    it."""
+
+
 class DirectJobCreation(JobError):
     """A job row was about to be inserted through the ORM (`Job.objects.create`,
     `Job(...).save()`, `bulk_create`): such a job would have no `created` event and wake no

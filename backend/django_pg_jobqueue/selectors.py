@@ -143,20 +143,31 @@ def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
 
 
 def job_types() -> list[dict]:
-    """The registered handler types with the defaults a job of that type gets."""
+    """The registered handler types with the defaults a job of that type gets, and whether
+    the API may create it (JOB_API_CREATABLE_TYPES; django_task: JOB_API_CREATABLE_TASKS,
+    its example payload then the first listed task)."""
     settings = conf.get()
-    return [
-        {
+    types = []
+    for spec in registry.all():
+        example = spec.payload_example
+        if spec.name == conf.DJANGO_TASK_TYPE:
+            creatable = bool(settings.API_CREATABLE_TASKS)
+            if creatable:
+                example = {"task": settings.API_CREATABLE_TASKS[0], "args": [], "kwargs": {},
+                           "backend": "default"}
+        else:
+            creatable = spec.name in settings.API_CREATABLE_TYPES
+        types.append({
             "name": spec.name,
             "description": spec.description,
             "queue": spec.queue or "default",
             "priority": spec.priority,
             "max_attempts": spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS,
             "timeout_seconds": spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS,
-            "payload_example": spec.payload_example,
-        }
-        for spec in registry.all()
-    ]
+            "payload_example": example,
+            "creatable": creatable,
+        })
+    return types
 
 
 def queued_depth() -> int:

@@ -33,7 +33,11 @@ Mapping to Django's model:
   (`QueueTask`): `@task(max_attempts=5, timeout=30)`, and per enqueue
   `.using(max_attempts=..., timeout=..., idempotency_key=...)`.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
-  A task that cannot be imported in the worker fails that attempt with its ImportError (or
+  The worker resolves a job's task path without importing arbitrary modules (`_load_task`):
+  a Task already made in the process (its module imported at start-up), else a path inside
+  an installed app's package, whose module it imports; any other path (`os.system`, a module
+  outside INSTALLED_APPS) fails the job for good, nothing imported. A task of an installed
+  app that cannot be imported in the worker fails that attempt with its ImportError (or
   ModuleNotFoundError) and is retried like any error; `get_result` still reads it, its
   `task` then a stand-in whose function raises that ImportError.
   worker_ids: one per attempt (so `TaskResult.attempts` is the job's attempt count).
@@ -42,6 +46,7 @@ Mapping to Django's model:
   task has after that attempt: SUCCESSFUL, FAILED, or READY when a retry is scheduled.
 """
 import asyncio
+import importlib
 import json
 import traceback as tb_module
 from dataclasses import dataclass, fields, replace
@@ -60,15 +65,15 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
 from django.utils.json import normalize_json
-from django.utils.module_loading import import_string
 
+from . import conf
 from .context import JobContext, Snooze
 from .db import queue_connection
 from .exceptions import JobCancelled, LeaseLost, PermanentError
 from .registry import handler
 from .states import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_RE
 
-JOB_TYPE = "django_task"
+JOB_TYPE = conf.DJANGO_TASK_TYPE
 
 STATUS_MAP = {
     "queued": TaskResultStatus.READY,
@@ -158,6 +163,7 @@ class QueueBackend(BaseTaskBackend):
         if not _is_queue_name(task.queue_name):
             raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters: "
                               "ASCII letters, digits and _ . : -")
+        _remember(task)
 
     def check(self, **kwargs):
         errors = []
@@ -263,13 +269,58 @@ def _is_queue_name(name) -> bool:
             and QUEUE_NAME_RE.fullmatch(name) is not None)
 
 
+# Every Task of a QueueBackend made in this process, by its module_path: Task.__post_init__
+# has the backend validate it, which records it here. A task's module imported at start-up
+# (by the project's own imports, an app's ready(), or JOB_EXTRA_HANDLER_MODULES) is known
+# before the first job.
+_known_tasks: dict[str, Task] = {}
+
+
+def _remember(task: Task) -> None:
+    known = _known_tasks.get(task.module_path)
+    if known is None or known.func is not task.func:  # .using() copies change no function
+        _known_tasks[task.module_path] = task
+
+
+def _in_installed_app(module: str) -> bool:
+    from django.apps import apps
+
+    return any(module == app.name or module.startswith(app.name + ".")
+               for app in apps.get_app_configs())
+
+
 def _load_task(path) -> Task:
-    """The task at `path`. Raises the import's own ImportError (ModuleNotFoundError ...), or
-    PermanentError for something that is not a Task."""
-    task = import_string(path)
+    """The task at `path`, found without importing arbitrary code (a job's payload names the
+    path, and whoever wrote the row chose it):
+
+    1. a Task of this backend already made in this process is used as it is: nothing is
+       imported;
+    2. otherwise only a path inside an installed app's package (`myapp.tasks.cleanup` with
+       `myapp` in INSTALLED_APPS) has its module imported, and the name must be a Task;
+    3. any other path (`os.system`, a module outside INSTALLED_APPS) is refused with
+       PermanentError, and nothing is imported.
+
+    In case 2 a module or name that is missing raises ImportError (ModuleNotFoundError ...):
+    a deploy that lags, retried like any error. Something that is not a Task is final."""
+    path = str(path)
+    known = _known_tasks.get(path)
+    if known is not None:
+        return known
+    module, _, name = path.rpartition(".")
+    if not module or not _in_installed_app(module):
+        raise PermanentError(
+            f"{path!r} is not a registered task: the worker runs only tasks already loaded "
+            "in this process or defined in an installed app's package (INSTALLED_APPS), and "
+            "imports no other module")
+    task = getattr(importlib.import_module(module), name, _MISSING)
+    if task is _MISSING:
+        raise ImportError(f"module {module!r} has no attribute {name!r}")
     if not isinstance(task, Task):
-        raise PermanentError(f"{path!r} is not a Task (decorate it with @task)")
+        raise PermanentError(f"{path!r} is not a registered task (decorate it with @task)")
     return task
+
+
+_MISSING = object()
 
 
 def _build_task(cls, values: dict) -> Task:

@@ -1,6 +1,7 @@
 /**
  * The adoption test's browser step (tests/test_adoption.py): the dashboard of a host project that
- * installed the wheel, mounted under a prefix, logs in and lists the jobs the test enqueued.
+ * installed the wheel, mounted under a prefix, logs in through the host's login (the admin's) and
+ * lists the jobs the test enqueued.
  *
  *   node e2e/adoption.mjs <dashboard URL, e.g. http://127.0.0.1:8123/queue/> <username> <password>
  *                         <job type>... [--screenshot <file.png>]
@@ -46,11 +47,15 @@ try {
 
   const prefix = new URL(base).pathname;
   await page.goto(new URL("jobs", base).href);
-  // Anonymous: the dashboard sends us to its own login page, under the host's prefix.
+  // Anonymous: the dashboard sends us to its sign-in page, under the host's prefix. A host
+  // project leaves the dashboard's password form off (JOB_API_PASSWORD_LOGIN): the page links to
+  // the site's own login (here the admin's), which sends us back.
   await page.waitForURL((url) => url.pathname === `${prefix}login`);
+  await page.getByRole("link", { name: "Sign in on the site" }).click();
+  await page.waitForURL((url) => url.pathname.endsWith("/admin/login/"));
   await page.getByLabel("Username").fill(username);
   await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Log in" }).click();
   await page.waitForURL((url) => url.pathname === `${prefix}jobs`);
   await page.getByRole("heading", { name: "Jobs" }).waitFor();
   for (const type of types) {

@@ -20,6 +20,8 @@ const mounted = {
   adminUrl: null,
   csrfCookieName: "host_csrf",
   csrfHeaderName: "X-HOST-CSRF",
+  passwordLogin: false,
+  loginUrl: "https://sso.example/login",
 };
 
 function clearCookies() {

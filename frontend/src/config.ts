@@ -23,6 +23,10 @@ export type RuntimeConfig = {
   csrfCookieName: string | null;
   /** The request header Django reads the CSRF token from (CSRF_HEADER_NAME). */
   csrfHeaderName: string;
+  /** Whether the dashboard's own password form works (JOB_API_PASSWORD_LOGIN; off in a host). */
+  passwordLogin: boolean;
+  /** The host's login page (LOGIN_URL), used when the password form is off; null: none. */
+  loginUrl: string | null;
 };
 
 export const DEFAULT_CONFIG: Readonly<RuntimeConfig> = Object.freeze({
@@ -32,6 +36,8 @@ export const DEFAULT_CONFIG: Readonly<RuntimeConfig> = Object.freeze({
   adminUrl: "/admin/",
   csrfCookieName: "csrftoken",
   csrfHeaderName: "X-CSRFToken",
+  passwordLogin: true,
+  loginUrl: "/admin/login/",
 });
 
 /** A same-origin absolute path ("/x/"), never "//host/" or "https://..."; with a trailing slash. */
@@ -44,6 +50,16 @@ function asPathOrNull(value: unknown): string | null | undefined {
   if (value === null) return null;
   if (typeof value !== "string" || !value.startsWith("/") || value.startsWith("//")) return undefined;
   return value;
+}
+
+/** A same-origin path, or an http(s) URL (a host's SSO login lives on another origin). */
+function asUrlOrNull(value: unknown): string | null | undefined {
+  if (typeof value === "string" && /^https?:\/\//.test(value)) return value;
+  return asPathOrNull(value);
+}
+
+function asBoolean(value: unknown): boolean | undefined {
+  return typeof value === "boolean" ? value : undefined;
 }
 
 function asNameOrNull(value: unknown): string | null | undefined {
@@ -82,6 +98,8 @@ export function readRuntimeConfig(doc: Document = document): RuntimeConfig {
   take("apiDocsUrl", asPathOrNull);
   take("adminUrl", asPathOrNull);
   take("csrfCookieName", asNameOrNull);
+  take("passwordLogin", asBoolean);
+  take("loginUrl", asUrlOrNull);
   take("csrfHeaderName", (v) => {
     const name = asNameOrNull(v);
     return name === null ? undefined : name;

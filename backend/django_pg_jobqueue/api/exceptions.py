@@ -4,7 +4,8 @@
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
 views stay three lines: JobNotFound and QueueNotFound -> 404, InvalidTransition and IdempotencyConflict -> 409,
-UnknownJobType -> 400 (on the `type` field), a database that does not answer -> 503.
+UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 (on `type` or
+`payload`), a database that does not answer -> 503.
 """
 import logging
 
@@ -22,6 +23,7 @@ from ..exceptions import (
     InvalidTransition,
     JobNotFound,
     JobPayloadTooLarge,
+    NotCreatable,
     QueueNotFound,
     UnknownJobType,
 )
@@ -124,6 +126,8 @@ def _translate(exc):
         return err
     if isinstance(exc, UnknownJobType):
         return _field_error(exc, [f"unknown job type {exc.job_type!r}"], "unknown_type")
+    if isinstance(exc, NotCreatable):
+        return _field_error(exc, [exc.detail], "not_creatable")
     if isinstance(exc, JobPayloadTooLarge):
         return PayloadTooLarge(str(exc))
     if isinstance(exc, InvalidJobArgument):

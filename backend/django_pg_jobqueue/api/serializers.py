@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
+from .. import selectors
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
@@ -353,9 +354,10 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
 
     def validate_type(self, value):
         if value not in registry:
-            known = ", ".join(spec.name for spec in registry.all()) or "none"
+            known = ", ".join(t["name"] for t in selectors.job_types() if t["creatable"]) or "none"
             raise serializers.ValidationError(
-                f"unknown job type {value!r}; registered types: {known}.", code="unknown_type")
+                f"unknown job type {value!r}; types the API may create: {known}.",
+                code="unknown_type")
         return value
 
     def validate_run_at(self, value):
@@ -585,6 +587,9 @@ class JobTypeSerializer(serializers.Serializer):
     max_attempts = serializers.IntegerField()
     timeout_seconds = serializers.IntegerField(allow_null=True)
     payload_example = JSONObjectField()
+    creatable = serializers.BooleanField(
+        help_text="Whether the API (and the dashboard's create form) may create jobs of this "
+                  "type: JOB_API_CREATABLE_TYPES, or for django_task JOB_API_CREATABLE_TASKS.")
 
 
 class QueueSerializer(serializers.Serializer):

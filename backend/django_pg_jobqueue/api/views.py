@@ -17,7 +17,7 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
@@ -223,7 +223,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         options["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
-            job, created = services.enqueue_job(**options)
+            job, created = services.enqueue_job(**options, from_api=True)
         charge_created(request, 1 if created else 0)
         body = JobSerializer(job).data
         if key is not None:
@@ -255,7 +255,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                 sent[stored_key] = key
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
-            results = services.enqueue_many_jobs(items)
+            results = services.enqueue_many_jobs(items, from_api=True)
         charge_created(request, sum(1 for _, created in results if created))
         jobs = [job for job, _ in results]
         body = JobSerializer(jobs, many=True).data
@@ -596,10 +596,15 @@ class LoginView(JobQueueAPIView):
     @extend_schema(
         summary="Log in (session)", tags=["auth"], auth=[], request=LoginSerializer,
         description="Starts a session (cookie) for the UI. Needs the CSRF cookie (GET "
-                    "/api/v1/auth/csrf/) and its value in the X-CSRFToken header.",
-        responses={200: UserSerializer, **errors(400, 403, 429)},
+                    "/api/v1/auth/csrf/) and its value in the X-CSRFToken header. Off unless "
+                    "the host sets JOB_API_PASSWORD_LOGIN = True: 404 (`login_disabled`) "
+                    "then; log in through the site's own login (LOGIN_URL) instead.",
+        responses={200: UserSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request):
+        if not conf.get().API_PASSWORD_LOGIN:
+            raise NotFound("the dashboard's password login is off (JOB_API_PASSWORD_LOGIN): "
+                           "log in through the site's own login page", code="login_disabled")
         _enforce_csrf(request)
         serializer = LoginSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -11,8 +11,10 @@ render time:
 - it carries a JSON island, ``<script type="application/json" id="jobqueue-config">``, with the
   router's basename (the prefix this view is mounted at), the API's v1 base (wherever the host
   mounted ``django_pg_jobqueue.api.urls``), the API docs and admin URLs, and the CSRF cookie
-  and header names. It is data, not code: a Content-Security-Policy without 'unsafe-inline'
-  allows it. frontend/src/config.ts reads it.
+  and header names, and how people log in (``passwordLogin``: the dashboard's own form,
+  JOB_API_PASSWORD_LOGIN; otherwise ``loginUrl``, the host's LOGIN_URL). It is data, not
+  code: a Content-Security-Policy without 'unsafe-inline' allows it. frontend/src/config.ts
+  reads it.
 
 The page is served with the app's Content-Security-Policy (security.content_security_policy):
 scripts and styles from the site (or STATIC_URL's origin) only, no inline script or style.
@@ -28,6 +30,7 @@ from urllib.parse import urljoin
 
 from django.conf import settings
 from django.http import HttpResponse
+from django.shortcuts import resolve_url
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, Resolver404, get_script_prefix, resolve, reverse
 from django.utils.encoding import escape_uri_path
@@ -36,6 +39,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
+from .. import conf
 from ..security import content_security_policy
 
 logger = logging.getLogger(__name__)
@@ -138,9 +142,33 @@ def csrf_header_name() -> str:
     return meta_key.removeprefix("HTTP_").replace("_", "-")
 
 
+def login_url() -> str | None:
+    """Where people log in to the host: LOGIN_URL (a path, a URL or a URL name) when it
+    names a page of another site or one of this URLconf; else the admin's login (a
+    startproject's LOGIN_URL, /accounts/login/, answers nothing); else None."""
+    try:
+        url = str(resolve_url(settings.LOGIN_URL))
+    except NoReverseMatch:
+        url = ""
+    if url.startswith(("http://", "https://")):
+        return url
+    if url.startswith("/") and not url.startswith("//"):
+        path = "/" + url.split("?")[0].removeprefix(get_script_prefix())
+        try:
+            if resolve(path).func is not dashboard:  # a dashboard at the root answers all
+                return url
+        except Resolver404:
+            pass
+    return _reverse_or_none("admin:login")
+
+
 def runtime_config(request, api: str) -> dict:
     readable_cookie = not (settings.CSRF_USE_SESSIONS or settings.CSRF_COOKIE_HTTPONLY)
     return {
+        # Off (the library's default): the dashboard sends people to the host's own login
+        # (LOGIN_URL, with ?next= back here) instead of its password form.
+        "passwordLogin": conf.get().API_PASSWORD_LOGIN,
+        "loginUrl": login_url(),
         "basename": mount_prefix(request),
         "apiBase": api,
         "apiDocsUrl": _reverse_or_none(f"{API_NAMESPACE}:swagger-ui"),

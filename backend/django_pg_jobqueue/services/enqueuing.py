@@ -23,6 +23,7 @@ from ..exceptions import (
     InvalidJobArgument,
     JobArgumentTypeError,
     JobPayloadTooLarge,
+    NotCreatable,
     UnknownJobType,
 )
 from ..models import Job
@@ -248,16 +249,55 @@ def _check_key(key) -> str | None:
     return str(key)
 
 
+def _check_creatable(job_type: str) -> None:
+    """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
+    Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
+    settings = conf.get()
+    if job_type == conf.DJANGO_TASK_TYPE:
+        if not settings.API_CREATABLE_TASKS:
+            raise NotCreatable("type", f"job type {job_type!r} cannot be created through the "
+                                       "API: no Django task is listed in JOB_API_CREATABLE_TASKS")
+    elif job_type not in settings.API_CREATABLE_TYPES:
+        raise NotCreatable("type", f"job type {job_type!r} cannot be created through the API "
+                                   "(it is not in JOB_API_CREATABLE_TYPES)")
+
+
+def _check_creatable_task(payload: dict) -> None:
+    """A django_task job from the API: a listed task, its args a list, its kwargs a dict, its
+    backend an alias of TASKS (what the worker's django_task handler reads)."""
+    from django.conf import settings as django_settings
+
+    task = payload.get("task")
+    if not isinstance(task, str) or task not in conf.get().API_CREATABLE_TASKS:
+        raise NotCreatable("payload", f"payload['task'] {task!r} is not a task the API may "
+                                      "create (JOB_API_CREATABLE_TASKS)")
+    if not isinstance(payload.get("args", []), list):
+        raise _type_error("payload", "a dict whose 'args' is a list", payload["args"])
+    if not isinstance(payload.get("kwargs", {}), dict):
+        raise _type_error("payload", "a dict whose 'kwargs' is a dict", payload["kwargs"])
+    backend = payload.get("backend")
+    aliases = getattr(django_settings, "TASKS", {})
+    if not isinstance(backend, str) or backend not in aliases:
+        raise InvalidJobArgument("payload", f"payload['backend'] {backend!r} is not an alias "
+                                            "of TASKS: " + ", ".join(map(repr, aliases)))
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
-             idempotency_key=None, max_attempts=None, timeout=None) -> NewJob:
+             idempotency_key=None, max_attempts=None, timeout=None,
+             from_api: bool = False) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
-    Arguments left None take the type's default, else the setting's."""
+    Arguments left None take the type's default, else the setting's. `from_api`: the caller
+    is the API (an untrusted client), which may create only what the host opened to it."""
     if not isinstance(job_type, str):
         raise _type_error("type", "a registered job type (a str)", job_type)
     spec = registry.get(job_type)
     if spec is None:
         raise UnknownJobType(job_type)
+    if from_api:
+        _check_creatable(job_type)
     payload, payload_json = validate_payload(payload)
+    if from_api and job_type == conf.DJANGO_TASK_TYPE:
+        _check_creatable_task(payload)
     run_at = _check_run_at(run_at)
     delay_seconds = _check_delay(delay)
     if run_at is not None and delay_seconds:
@@ -293,7 +333,7 @@ _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempoten
                               "max_attempts", "timeout"})
 
 
-def _prepare_item(item) -> NewJob:
+def _prepare_item(item, from_api: bool = False) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
         raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
@@ -303,7 +343,7 @@ def _prepare_item(item) -> NewJob:
     if unknown:
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
-    return _prepare(item["type"], item.get("payload"),
+    return _prepare(item["type"], item.get("payload"), from_api=from_api,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -441,9 +481,12 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         return out
 
 
-def enqueue_job(job_type: str, payload: dict | None = None, **options) -> tuple[Job, bool]:
-    """Like `enqueue`, and also says whether the job was created (False: idempotent replay)."""
-    return _insert([_prepare(job_type, payload, **options)])[0]
+def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = False,
+                **options) -> tuple[Job, bool]:
+    """Like `enqueue`, and also says whether the job was created (False: idempotent replay).
+    `from_api=True` (the API's views): only the types of JOB_API_CREATABLE_TYPES and the
+    tasks of JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`."""
+    return _insert([_prepare(job_type, payload, from_api=from_api, **options)])[0]
 
 
 def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None = None,
@@ -479,23 +522,24 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     return job
 
 
-def enqueue_many(jobs: list[dict]) -> list[Job]:
+def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     """Enqueue many jobs in one statement, all or nothing.
 
     Each item is a dict of `enqueue`'s arguments: {"type": ..., "payload": ..., "priority": ...}.
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
+    `from_api=True`: as `enqueue_job`'s.
     """
-    return [job for job, _ in enqueue_many_jobs(jobs)]
+    return [job for job, _ in enqueue_many_jobs(jobs, from_api=from_api)]
 
 
-def enqueue_many_jobs(jobs: list[dict]) -> list[tuple[Job, bool]]:
+def enqueue_many_jobs(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created)."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item))
+            prepared.append(_prepare_item(item, from_api))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:

@@ -52,7 +52,7 @@ export interface paths {
         put?: never;
         /**
          * Log in (session)
-         * @description Starts a session (cookie) for the UI. Needs the CSRF cookie (GET /api/v1/auth/csrf/) and its value in the X-CSRFToken header.
+         * @description Starts a session (cookie) for the UI. Needs the CSRF cookie (GET /api/v1/auth/csrf/) and its value in the X-CSRFToken header. Off unless the host sets JOB_API_PASSWORD_LOGIN = True: 404 (`login_disabled`) then; log in through the site's own login (LOGIN_URL) instead.
          */
         post: operations["v1_auth_login_create"];
         delete?: never;
@@ -780,6 +780,8 @@ export interface components {
             payload_example: {
                 [key: string]: unknown;
             };
+            /** @description Whether the API (and the dashboard's create form) may create jobs of this type: JOB_API_CREATABLE_TYPES, or for django_task JOB_API_CREATABLE_TASKS. */
+            creatable: boolean;
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         LoginRequest: {
@@ -1176,6 +1178,15 @@ export interface operations {
             };
             /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

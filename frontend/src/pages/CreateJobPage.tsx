@@ -73,7 +73,7 @@ export function CreateJobPage() {
       ) : types.isError ? (
         <ErrorState error={types.error} onRetry={() => void types.refetch()} title="Could not load the job types" />
       ) : (
-        <CreateForm types={types.data} />
+        <CreateForm types={types.data.filter((t) => t.creatable)} />
       )}
     </>
   );
@@ -168,7 +168,7 @@ function CreateForm({ types }: { types: JobType[] }) {
         <div className="field">
           <label htmlFor="type">Type</label>
           <select id="type" value={form.type} onChange={set("type")} {...aria("type")} required>
-            {types.length === 0 && <option value="">No job types registered</option>}
+            {types.length === 0 && <option value="">No job type may be created here (JOB_API_CREATABLE_TYPES)</option>}
             {types.map((t) => (
               <option key={t.name} value={t.name}>
                 {t.name}

@@ -3,13 +3,54 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
 import { authMutations, meOptions } from "../api/auth";
 import { isApiError } from "../api/client";
+import { runtimeConfig } from "../config";
 
 /** Only same-site paths: `?next=https://evil.example` must not become an open redirect. */
 export function safeNext(next: string | null): string {
   return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
 }
 
+/** The host's login page, coming back to `next` (a dashboard route) afterwards. */
+export function hostLoginHref(loginUrl: string, basename: string, next: string): string {
+  const back = basename.replace(/\/$/, "") + next;
+  return `${loginUrl}${loginUrl.includes("?") ? "&" : "?"}next=${encodeURIComponent(back)}`;
+}
+
 export function LoginPage() {
+  return runtimeConfig().passwordLogin ? <PasswordLogin /> : <HostLogin />;
+}
+
+/** The password form is off (JOB_API_PASSWORD_LOGIN): log in where the site logs people in. */
+function HostLogin() {
+  const [params] = useSearchParams();
+  const next = safeNext(params.get("next"));
+  const me = useQuery(meOptions());
+  const { loginUrl, basename } = runtimeConfig();
+  if (me.data) return <Navigate to={next} replace />;
+  return (
+    <div className="login">
+      <div className="panel" aria-labelledby="login-title">
+        <h1 id="login-title">Sign in</h1>
+        <p>Job queue dashboard</p>
+        {loginUrl ? (
+          <>
+            <p>This dashboard uses the site's own login. Sign in there and you come back here.</p>
+            <a className="button primary" href={hostLoginHref(loginUrl, basename, next)}>
+              Sign in on the site
+            </a>
+          </>
+        ) : (
+          <p>
+            This dashboard uses the site's own login, and the site has no login page set (LOGIN_URL). Sign in to the
+            site, then reload this page.
+          </p>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function PasswordLogin() {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const [params] = useSearchParams();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { toCreateBody } from "./CreateJobPage";
 import { retryAllBody, summarizeRetries } from "./FailedJobsPage";
-import { safeNext } from "./LoginPage";
+import { hostLoginHref, safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
 import { currentProgress } from "./JobDetailPage";
 import type { JobDetail, JobEvent } from "../api/types";
@@ -81,6 +81,15 @@ describe("safeNext", () => {
     expect(safeNext("//evil.example/")).toBe("/");
     expect(safeNext("https://evil.example/")).toBe("/");
     expect(safeNext(null)).toBe("/");
+  });
+});
+
+describe("hostLoginHref", () => {
+  it("sends people to the host's login and back to the dashboard route they wanted", () => {
+    expect(hostLoginHref("/accounts/login/", "/ops/queue/", "/jobs/4")).toBe(
+      "/accounts/login/?next=%2Fops%2Fqueue%2Fjobs%2F4",
+    );
+    expect(hostLoginHref("https://sso.example/login?app=q", "/", "/")).toBe("https://sso.example/login?app=q&next=%2F");
   });
 });
 
