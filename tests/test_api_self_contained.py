@@ -367,6 +367,7 @@ def test_a_host_with_its_own_drf_settings_from_the_start_gets_the_same_api(tmp_p
         f"SPECTACULAR_SETTINGS = {HOST_SPECTACULAR_SETTINGS!r}\n"
         "INSTALLED_APPS = [*INSTALLED_APPS, 'rest_framework', 'drf_spectacular']\n")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "host_settings",
+           "ALLOWED_HOSTS": "testserver",  # the test client's host (pytest adds it in-process)
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "backend"), str(REPO)])}
     done = subprocess.run([sys.executable, "-c", _HOST_PROCESS], env=env, cwd=REPO, check=False,
                           capture_output=True, text=True, timeout=120)

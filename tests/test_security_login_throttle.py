@@ -153,6 +153,7 @@ print(json.dumps(statuses))
 
 def _attempts_in_another_process(address: str, count: int, endpoint: str) -> list[int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOB_")}
+    env["ALLOWED_HOSTS"] = "testserver"  # the test client's host (pytest adds it in-process)
     proc = subprocess.run([sys.executable, "-c", ATTEMPTS_IN_ANOTHER_PROCESS, address,
                            str(count), endpoint], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)
