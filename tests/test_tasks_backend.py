@@ -6,15 +6,23 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.tasks import TaskResultStatus, default_task_backend, task
-from django.tasks.checks import check_tasks
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
-from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.test import override_settings
 from django.utils import timezone
 
 from django_pg_jobqueue import enqueue, services
 from django_pg_jobqueue.tasks_backend import QueueBackend, QueueTask
+from django_pg_jobqueue.tasks_compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    check_tasks,
+    default_task_backend,
+    task,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 from tests.utils import wait_for
 
 ORDER: list[str] = []

@@ -11,7 +11,6 @@ read-only. Queue settings (pause, concurrency limit) are the one editable model.
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
-from django.contrib.admin.options import ActionLocation
 from django.contrib.admin.utils import get_deleted_objects
 from django.db.models import Q
 from django.urls import reverse
@@ -131,8 +130,9 @@ class JobAdmin(admin.ModelAdmin):
             return False
         return request.user.has_perm("django_pg_jobqueue.delete_job")
 
-    def get_actions(self, request, action_location=ActionLocation.CHANGE_LIST):
-        actions = super().get_actions(request, action_location)
+    def get_actions(self, request, *args, **kwargs):
+        # Django 6.1 adds an `action_location` argument; 5.2 and 6.0 have none.
+        actions = super().get_actions(request, *args, **kwargs)
         actions.pop("delete_selected", None)  # delete_jobs instead: finished jobs only
         return actions
 

@@ -16,7 +16,8 @@ the two in step.
     cancelled -- manual retry ----------------------------------> queued
 """
 import re
-from enum import StrEnum
+
+from .compat import StrEnum
 
 # -- Bounds of a job's arguments --------------------------------------------------------------
 # `services.enqueue` / `enqueue_many` (and through them the Tasks backend, the API and the

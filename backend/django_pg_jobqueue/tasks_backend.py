@@ -53,13 +53,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core import checks
 from django.db import connections, transaction
-from django.tasks import task_backends
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
-from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from .context import JobContext, Snooze
@@ -67,6 +61,21 @@ from .db import queue_connection
 from .exceptions import JobCancelled, LeaseLost, PermanentError
 from .registry import handler
 from .states import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_RE
+from .tasks_compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    normalize_json,
+    task_backends,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 
 JOB_TYPE = "django_task"
 

@@ -18,11 +18,12 @@ a later run (the kept jobs age past their retention, or are deleted).
 """
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError
 
 from .. import conf, sql
+from ..compat import UTC
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 
