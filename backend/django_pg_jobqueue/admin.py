@@ -25,6 +25,11 @@ from .services import queues
 from .services.deleting import delete as delete_job
 from .states import TERMINAL
 
+try:
+    from django.contrib.admin.options import ActionLocation  # Django 6.1+
+except ImportError:  # pragma: no cover - Django < 6.1
+    ActionLocation = None
+
 INLINE_EVENTS = selectors.DETAIL_EVENTS
 
 
@@ -130,11 +135,18 @@ class JobAdmin(admin.ModelAdmin):
             return False
         return request.user.has_perm("django_pg_jobqueue.delete_job")
 
-    def get_actions(self, request, *args, **kwargs):
-        # Django 6.1 adds an `action_location` argument; 5.2 and 6.0 have none.
-        actions = super().get_actions(request, *args, **kwargs)
-        actions.pop("delete_selected", None)  # delete_jobs instead: finished jobs only
-        return actions
+    # delete_jobs instead of delete_selected: finished jobs only. Django 6.1 adds (and asks
+    # overrides to keep) an `action_location` argument; 5.2 and 6.0 have none.
+    if ActionLocation is not None:
+        def get_actions(self, request, action_location=None):
+            actions = super().get_actions(request, action_location or ActionLocation.CHANGE_LIST)
+            actions.pop("delete_selected", None)
+            return actions
+    else:  # pragma: no cover - Django < 6.1
+        def get_actions(self, request):
+            actions = super().get_actions(request)
+            actions.pop("delete_selected", None)
+            return actions
 
     def get_deleted_objects(self, objs, request):
         # A job's events go with it (the service deletes them): deleting a job needs
