@@ -2,10 +2,10 @@
 own code parses and compiles on the lowest Python it declares."""
 import re
 import subprocess
-import tomllib  # the repository's tools run on 3.12+; only the library must run on 3.10
 from pathlib import Path
 
 import pytest
+import tomllib  # the repository's tools run on 3.12+; only the library must run on 3.10
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())

@@ -5,7 +5,7 @@
 Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are loaded.
 """
 
-__all__ = ["enqueue", "enqueue_many", "handler", "PermanentError", "JobContext"]
+__all__ = ["enqueue", "enqueue_many", "handler", "task_options", "PermanentError", "JobContext"]
 
 
 def __getattr__(name):
@@ -17,6 +17,10 @@ def __getattr__(name):
         from .registry import handler
 
         return handler
+    if name == "task_options":
+        from .tasks_backend import task_options
+
+        return task_options
     if name == "PermanentError":
         from .exceptions import PermanentError
 
