@@ -94,9 +94,11 @@ ifneq ($(HAS_UI),)
 endif
 
 # ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,
-# the benchmark and the docs' extension.
+# the benchmark and the docs' extension; mypy over the package and a typed sample of caller
+# code (pyproject.toml [tool.mypy]).
 lint: venv
 	$(VENV)/bin/ruff check backend tests bench docs
+	$(VENV)/bin/mypy
 
 # The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise
 # stop at once with the command to run.

@@ -49,10 +49,11 @@ Mapping to Django's model:
 import asyncio
 import json
 import traceback as tb_module
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from inspect import iscoroutinefunction
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -89,6 +90,7 @@ from .tasks_compat import (
 )
 
 JOB_TYPE = "django_task"
+_T = TypeVar("_T")  # what @task_options decorates: a Task or a function
 
 STATUS_MAP = {
     "queued": TaskResultStatus.READY,
@@ -141,7 +143,8 @@ def _check_option(argument: str, value, high: int) -> int | None:
     return value
 
 
-def task_options(*, max_attempts: int | None = None, timeout: int | None = None):
+def task_options(*, max_attempts: int | None = None,
+                 timeout: int | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout=30)
@@ -159,8 +162,8 @@ def task_options(*, max_attempts: int | None = None, timeout: int | None = None)
                                                      MAX_ATTEMPTS_LIMIT),
                           timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS))
 
-    def decorate(obj):
-        func = obj.func if isinstance(obj, Task) else obj
+    def decorate(obj: _T) -> _T:
+        func: Any = obj.func if isinstance(obj, Task) else obj
         if not callable(func):
             raise TypeError("@task_options(...) decorates a function or a Task")
         _TASK_OPTIONS[f"{func.__module__}.{func.__qualname__}"] = options
@@ -423,7 +426,7 @@ def _build_result(job, events: list[dict], task: Task | None = None) -> TaskResu
         elif kind in ("retry_scheduled", "failed"):
             own = task_errors.pop(ev["attempt"], None)
             errors.append(own or TaskError(
-                exception_class_path=_SYNTHETIC_ERRORS.get(data.get("reason"),
+                exception_class_path=_SYNTHETIC_ERRORS.get(str(data.get("reason")),
                                                            "builtins.Exception"),
                 traceback=ev["message"]))
         elif kind == "cancelled":
