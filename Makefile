@@ -19,12 +19,15 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 .PHONY: static
 .PHONY: chromium pgbouncer
+PHONY_MATRIX := matrix test-lowest
+.PHONY: $(PHONY_MATRIX)
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
         db-start db-stop demo-user schema clean docs
 
 help:
 	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
 	@echo "make test    run the whole suite (backend, UI unit tests, browser end-to-end)"
+	@echo "make matrix  the wheel with Django 5.2 / 6.0 / 6.1 on each installed Python 3.10-3.13"
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
 	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, Celery (BENCH_QUICK=1: faster)"
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
@@ -97,7 +100,7 @@ endif
 # the benchmark and the docs' extension; mypy over the package and a typed sample of caller
 # code (pyproject.toml [tool.mypy]).
 lint: venv
-	$(VENV)/bin/ruff check backend tests bench docs
+	$(VENV)/bin/ruff check backend tests bench docs noxfile.py
 	$(VENV)/bin/mypy
 
 # The browser tests need Debian's Chromium: installed here when root with apt-get, otherwise
@@ -140,7 +143,18 @@ ifneq ($(HAS_UI),)
 	cd frontend && npx playwright test
 endif
 
-test: chromium pgbouncer lint docs test-backend test-frontend test-e2e
+test: chromium pgbouncer lint docs test-backend test-lowest test-frontend test-e2e
+
+# The support matrix (noxfile.py): the wheel with Django 5.2, 6.0 and 6.1 on each installed
+# Python it supports, each running the engine, Tasks, API and adoption tests. Virtualenvs
+# live under /tmp (NOX_ENVDIR); a Python that is not installed here is skipped.
+matrix: venv ui db-start
+	$(VENV)/bin/nox
+
+# The lowest pair (Django 5.2 on Python 3.10) on its quick subset, inside `make test`: a
+# missing Python 3.10 fails it rather than skipping.
+test-lowest: venv db-start
+	$(VENV)/bin/nox -s tests-3.10-django5.2 --error-on-missing-interpreters -- quick
 
 chaos: venv migrate
 	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s

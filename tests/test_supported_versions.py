@@ -1,5 +1,6 @@
 """The versions the package declares are the ones the docs' table lists, and the library's
 own code parses and compiles on the lowest Python it declares."""
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -53,3 +54,22 @@ def test_the_pure_python_modules_import_on_python_3_10():
                                             "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "UTC"
+
+
+def test_the_matrix_runs_every_supported_pair_and_make_test_runs_the_lowest():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", REPO / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    pytest.importorskip("nox")
+    spec.loader.exec_module(noxfile)
+    assert noxfile.MATRIX == table_rows()
+    assert set(noxfile.ADOPTION) | set(noxfile.TASKS) <= set(noxfile.ENGINE + noxfile.TASKS
+                                                            + noxfile.API + noxfile.ADOPTION)
+    assert "tests/test_tasks_contract.py" in noxfile.QUICK
+    makefile = (REPO / "Makefile").read_text()
+    lowest_python = min(noxfile.MATRIX["5.2"], key=lambda v: tuple(map(int, v.split("."))))
+    assert f"nox -s tests-{lowest_python}-django5.2 --error-on-missing-interpreters -- quick" \
+        in makefile
+    assert re.search(r"^test: .*\btest-lowest\b", makefile, re.M)
+    assert str(noxfile.ENVDIR).startswith(("/tmp", os.environ.get("TMPDIR", "/tmp")))
