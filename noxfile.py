@@ -1,7 +1,8 @@
 """The support matrix: the built wheel with each Django on each Python it supports.
 
     make matrix                         every leg below (nox, with uv when it is installed)
-    nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only
+    nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only,
+                                        `-- tests/test_x.py ...` those files
     nox -l                              the legs
 
 Each leg installs the wheel (built once per run, from this checkout) with one Django into a
@@ -105,8 +106,9 @@ def run_leg(session: nox.Session, django: str) -> None:
                 "assert 'site-packages' in q.__file__, q.__file__; "
                 f"assert django.get_version().startswith('{django}'), django.get_version(); "
                 "print('django', django.get_version(), 'and the wheel at', q.__file__)", env=env)
+    named = [arg for arg in session.posargs if arg.startswith("tests/")]
     quick = "quick" in session.posargs
-    tests = QUICK if quick else [*ENGINE, *TASKS, *API, *ADOPTION]
+    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ADOPTION])
     session.run("python", "-m", "pytest", "-q", "-p", "no:randomly", "-o", "pythonpath=",
                 "--create-db", *tests, env=env, external=False)
 
