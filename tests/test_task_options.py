@@ -1,8 +1,11 @@
 """`@task_options(...)`: the queue's options for a Django task, leaving the task importable and
 runnable under any Tasks backend (Django's ImmediateBackend and DummyBackend ignore them)."""
 import importlib
+import os
+import subprocess
 import sys
 
+import django
 import pytest
 from django.test import override_settings
 
@@ -66,3 +69,24 @@ def test_bad_task_options_are_refused_naming_the_argument(kwargs, argument, erro
     with pytest.raises(error) as caught:
         task_options(**kwargs)
     assert caught.value.argument == argument
+
+
+# Django 5.2 without the `tasks` extra: a Python where `import django_tasks` fails.
+WITHOUT_THE_BACKPORT = """
+import sys
+sys.modules["django_tasks"] = None
+import django
+django.setup()
+from django_pg_jobqueue import enqueue
+from django_pg_jobqueue.registry import registry
+print("loaded", "django_task" in registry)
+"""
+
+
+@pytest.mark.skipif(django.VERSION >= (6, 0), reason="Django 6 has django.tasks built in")
+def test_on_django_5_2_the_app_loads_without_the_django_tasks_backport():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_THE_BACKPORT], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["loaded", "False"]

@@ -8,6 +8,9 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        import importlib.util
+
+        import django
         from django.utils.module_loading import autodiscover_modules
 
         # Handlers declared with @handler in any installed app's handlers.py (ours included).
@@ -25,8 +28,12 @@ class JobsConfig(AppConfig):
         from . import (  # noqa: F401
             periodic,
             security,  # noqa: F401
-            tasks_backend,
         )
+
+        # Django 5.2 has Tasks only through the django-tasks backport (the `tasks` extra):
+        # without it the queue runs jobs as ever, and only QueueBackend is unavailable.
+        if django.VERSION >= (6, 0) or importlib.util.find_spec("django_tasks") is not None:
+            from . import tasks_backend  # noqa: F401
 
         # What a project that mounts the API must install (django_pg_jobqueue.E300/W301);
         # imports Django only.
