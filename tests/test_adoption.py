@@ -213,6 +213,7 @@ def _adopt(host, wheel, db, tmp_path, *, backport=False):
     # with a DRF view of its own on DRF's defaults.
     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "django",
              "djangorestframework", "psycopg[binary]", cwd=tmp_path)
+    host.project.mkdir()  # Django 5.2's startproject wants the directory to exist
     host.run(str(host.bin / "django-admin"), "startproject", "mysite", str(host.project), cwd=tmp_path)
     for app in ("accounts", "jobs", "myapp"):
         host.manage("startapp", app)
