@@ -72,10 +72,19 @@ def free_port():
 
 
 def lowest_django():
-    """`django==X.Y.*` for the lowest version pyproject.toml's requirement admits."""
+    """`django==X.Y.*` for the lowest version pyproject.toml's requirement admits (or
+    ADOPTION_DJANGO, which the matrix sets to each Django it runs with)."""
+    if os.environ.get("ADOPTION_DJANGO"):
+        return f"django=={os.environ['ADOPTION_DJANGO']}.*"
     text = (REPO / "pyproject.toml").read_text()
     floor = re.search(r'"django>=(\d+\.\d+)', text).group(1)
     return f"django=={floor}.*"
+
+
+def on_the_backport(django_spec: str) -> bool:
+    """Django before 6.0 has no django.tasks: the tutorial's 5.2 variant (the `tasks` extra,
+    `from django_tasks import task`) applies."""
+    return int(re.search(r"==(\d+)\.", django_spec).group(1)) < 6
 
 
 def http(url, *, data=None, headers=None, method=None):
@@ -192,18 +201,19 @@ def test_a_new_project_follows_the_tutorial_and_runs_jobs_tasks_the_api_and_the_
     host.env["PIP_CONSTRAINT"] = str(tmp_path / "constraints.txt")
     (tmp_path / "constraints.txt").write_text(lowest_django() + "\n")
     try:
-        _adopt(host, wheel, host_database, tmp_path)
+        _adopt(host, wheel, host_database, tmp_path, backport=on_the_backport(lowest_django()))
     finally:
         host.stop_all()
 
 
-def _adopt(host, wheel, db, tmp_path):
+def _adopt(host, wheel, db, tmp_path, *, backport=False):
     host.run(sys.executable, "-m", "venv", str(host.venv), cwd=tmp_path)
     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip", cwd=tmp_path)
     # The project as its team had it: Django, DRF and psycopg, a custom user model, an app named `jobs`
     # with a DRF view of its own on DRF's defaults.
     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", "django",
              "djangorestframework", "psycopg[binary]", cwd=tmp_path)
+    host.project.mkdir()  # Django 5.2's startproject wants the directory to exist
     host.run(str(host.bin / "django-admin"), "startproject", "mysite", str(host.project), cwd=tmp_path)
     for app in ("accounts", "jobs", "myapp"):
         host.manage("startapp", app)
@@ -233,6 +243,8 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
                 command = line.removeprefix("$ ").strip()
                 if command.startswith("pip install"):
                     spec = command.split()[2:]
+                    if backport:  # the tutorial's note for Django 5.2
+                        spec = [s.replace("[api]", "[api,tasks]") for s in spec]
                     spec = [s.strip("'").replace("django-pg-jobqueue", str(wheel)) for s in spec]
                     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", *spec)
                     # With the library installed, the host's `jobs` app declares a handler too.
@@ -259,6 +271,8 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
         elif caption.endswith("— a new file"):
             path = host.project / caption.removesuffix("— a new file").strip()
             assert not path.exists(), f"{path} exists already"
+            if backport:
+                body = body.replace("from django.tasks import", "from django_tasks import")
             path.write_text(body)
         elif caption == "python manage.py shell":
             out = host.shell(body + "\nfrom django_pg_jobqueue import enqueue as _e\n"

@@ -1,11 +1,12 @@
 """GET /api/v1/schedules/: the periodic entries, their next runs and their latest ticks' jobs."""
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.periodic import PeriodicEnqueuer
 

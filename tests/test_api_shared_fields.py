@@ -2,7 +2,7 @@
 per-instance fields and DRF's own to_representation do."""
 import threading
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from types import SimpleNamespace
 
@@ -18,6 +18,7 @@ from django_pg_jobqueue.api.serializers import (
     JobDetailSerializer,
     JobSerializer,
 )
+from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job
 
 pytestmark = pytest.mark.django_db

@@ -15,10 +15,10 @@ import sys
 import pytest
 from django.conf import settings
 from django.db import connections, transaction
-from django.tasks import TaskResultStatus, task
 
 from django_pg_jobqueue import enqueue
 from django_pg_jobqueue.models import Job
+from django_pg_jobqueue.tasks_compat import TaskResultStatus, task
 from tests.utils import REPO, wait_for
 
 INNER = "queue" in settings.DATABASES

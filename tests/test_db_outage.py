@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -24,6 +24,7 @@ from rest_framework.authtoken.models import Token
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import Output, worker_env

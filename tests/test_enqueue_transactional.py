@@ -6,15 +6,13 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.db import connection, transaction
-from django.tasks import TaskResultStatus
-from django.tasks.exceptions import TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
 import django_pg_jobqueue as jobs
 from django_pg_jobqueue.exceptions import UnknownJobType
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.tasks_backend import QueueBackend
+from django_pg_jobqueue.tasks_compat import TaskResultDoesNotExist, TaskResultStatus, task_enqueued
 from tests.test_tasks_backend import add
 from tests.utils import wait_for
 

@@ -145,7 +145,7 @@ def test_priority_that_is_not_an_int_is_a_type_error(priority):
 
 
 def test_priority_bounds_are_django_tasks_bounds():
-    from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+    from django_pg_jobqueue.tasks_compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 
     assert (states.PRIORITY_MIN, states.PRIORITY_MAX) == (TASK_MIN_PRIORITY, TASK_MAX_PRIORITY)
     assert enqueue("noop", priority=states.PRIORITY_MAX).priority == states.PRIORITY_MAX

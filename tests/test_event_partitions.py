@@ -1,6 +1,6 @@
 """job_events partitioned by time: created ahead, a default one as the safety net, dropped whole
 by the prune with every kept job's timeline and the feed's order intact; migration 0007."""
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -8,6 +8,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 
 from django_pg_jobqueue import services, sql
+from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.feed import event_ids_after
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.services import partitions

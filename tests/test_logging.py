@@ -2,13 +2,16 @@
 import io
 import json
 import logging
+import re
+import signal
+import time
 
 import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.logformat import JsonFormatter
 from django_pg_jobqueue.models import Job
-from tests.utils import wait_for
+from tests.utils import spawn_workers, wait_for
 
 
 @pytest.fixture
@@ -122,3 +125,27 @@ def test_the_worker_leaves_a_hosts_own_logging_alone(monkeypatch):
     pkg.setLevel(logging.WARNING)
     assert configure_worker_logging("DEBUG", "text") is False
     assert pkg.handlers == [] and pkg.propagate and pkg.level == logging.WARNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_job_workers_logs_each_django_tasks_line_once():
+    from django_pg_jobqueue.tasks_compat import TaskResultStatus
+    from tests.test_tasks_backend import add
+
+    result = add.enqueue(2, 3)
+    worker = spawn_workers("--threads", "1", env={"DEBUG": "true"})  # as in development
+    try:
+        wait_for(lambda: add.get_result(result.id).status == TaskResultStatus.SUCCESSFUL,
+                 timeout=30, message="the task to run")
+        time.sleep(0.5)  # the worker's log line after the task_finished signal
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=30)
+    task_lines = [line for line in out.splitlines() if f"id={result.id} " in line
+                  and "path=tests.test_tasks_backend.add" in line]
+    assert task_lines, out[-3000:]
+    # "Task id=.. state=RUNNING" and "state=SUCCESSFUL", each once and formatted
+    for state in ("RUNNING", "SUCCESSFUL"):
+        lines = [line for line in task_lines if f"state={state}" in line]
+        assert len(lines) == 1, task_lines
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO django[._]tasks ", lines[0]), lines

@@ -3,13 +3,14 @@ import json
 import logging
 import re
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_pg_jobqueue import periodic as periodic_module
+from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.periodic import (
     PeriodicEnqueuer,

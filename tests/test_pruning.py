@@ -258,8 +258,9 @@ def test_pruning_walks_the_finished_index_and_queued_rows_stay_out_of_it():
 
 @pytest.mark.django_db
 def test_the_newest_job_of_each_periodic_schedule_survives_pruning_so_a_restart_does_not_rerun_it():
-    from datetime import UTC, datetime
+    from datetime import datetime
 
+    from django_pg_jobqueue.compat import UTC
     from django_pg_jobqueue.periodic import PeriodicEntry
 
     ticks = [datetime(2030, 1, d, 9, tzinfo=UTC) for d in (1, 2, 3)]

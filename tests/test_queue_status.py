@@ -1,5 +1,8 @@
 """manage.py queue_status: the terminal summary for people without Prometheus."""
+import os
 import re
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -9,6 +12,7 @@ from django.utils import timezone
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, QueueSetting, WorkerProcess
 from django_pg_jobqueue.services.lifecycle import Completion
+from tests.utils import REPO, worker_database_url
 
 
 @pytest.mark.django_db
@@ -58,3 +62,34 @@ def test_queue_status_on_an_empty_queue(capsys):
     out = capsys.readouterr().out
     assert "Queued depth: 0" in out and "Workers alive: 0 process(es)" in out
     assert "Paused queues: none" in out
+
+
+# Without the `metrics` extra: a Python where `import prometheus_client` fails, as on the core
+# install, runs the command (and /metrics says what it needs).
+WITHOUT_PROMETHEUS = """
+import sys
+sys.modules["prometheus_client"] = None  # import prometheus_client raises ImportError
+import django
+django.setup()
+from django.core.management import call_command
+call_command("queue_status")
+from django.test import RequestFactory
+from django_pg_jobqueue.metrics import metrics_view
+response = metrics_view(RequestFactory().get("/metrics"))
+print("metrics:", response.status_code, response.content.decode().strip())
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queue_status_runs_without_prometheus_client_installed():
+    services.enqueue("noop", {})
+    env = {**os.environ, "DATABASE_URL": worker_database_url(),
+           "DJANGO_SETTINGS_MODULE": "config.settings",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "backend"), str(REPO)])}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_PROMETHEUS], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Jobs by queue and status" in done.stdout
+    default = next(line for line in done.stdout.splitlines() if line.strip().startswith("default"))
+    assert default.split()[1] == "1"  # the queued job
+    assert "metrics: 501 GET /metrics needs prometheus_client" in done.stdout

@@ -5,16 +5,25 @@ import asyncio
 import threading
 from datetime import timedelta
 
+import django
 import pytest
-from django.tasks import TaskResultStatus, default_task_backend, task
-from django.tasks.checks import check_tasks
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
-from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.test import override_settings
 from django.utils import timezone
 
-from django_pg_jobqueue import enqueue, services
+from django_pg_jobqueue import enqueue, services, task_options
 from django_pg_jobqueue.tasks_backend import QueueBackend, QueueTask
+from django_pg_jobqueue.tasks_compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    check_tasks,
+    default_task_backend,
+    task,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 from tests.utils import wait_for
 
 ORDER: list[str] = []
@@ -32,14 +41,16 @@ def record(label):
     return label
 
 
-@task(takes_context=True, max_attempts=3)
+@task_options(max_attempts=3)
+@task(takes_context=True)
 def fail_then_succeed(context, fail_times):
     if context.attempt <= fail_times:
         raise ValueError(f"failing attempt {context.attempt}")
     return {"attempt": context.attempt, "job_id": context.job.job_id}
 
 
-@task(max_attempts=2)
+@task_options(max_attempts=2)
+@task
 def always_fail(message):
     raise KeyError(message)
 
@@ -56,7 +67,8 @@ async def async_multiply(a, b):
     return a * b
 
 
-@task(max_attempts=1, timeout=1)
+@task_options(max_attempts=1, timeout=1)
+@task
 async def async_sleep(seconds):
     await asyncio.sleep(seconds)
     return "woke"
@@ -126,7 +138,7 @@ def test_a_task_that_always_fails_ends_failed_with_each_attempts_error(worker_po
     result = always_fail.enqueue("no such thing")
     done = wait_for(finished(result.id, always_fail), message="failing task")
     assert done.status == TaskResultStatus.FAILED
-    assert done.attempts == 2  # max_attempts=2 from @task(...)
+    assert done.attempts == 2  # max_attempts=2 from @task_options(...)
     assert [e.exception_class_path for e in done.errors] == ["builtins.KeyError"] * 2
     assert "no such thing" in done.errors[-1].traceback
     with pytest.raises(ValueError, match="failed"):
@@ -245,9 +257,17 @@ def test_queue_names_are_validated_against_the_backend_queues(db):
             add.using(queue_name="x" * 101)
 
 
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task takes no extra arguments")
+def test_task_arguments_reach_the_task_class_where_django_passes_them(db):
+    declared = task(max_attempts=2, timeout=1)(_module_level_helper)
+    assert isinstance(declared, QueueTask) and declared.max_attempts == 2
+    assert declared.timeout == 1
+    with pytest.raises(InvalidTask, match="timeout"):
+        task(timeout=-1)(_module_level_helper)
+
+
 def test_task_class_carries_retries_timeouts_and_an_idempotency_key(db):
-    assert isinstance(always_fail, QueueTask) and always_fail.max_attempts == 2
-    assert async_sleep.timeout == 1
+    assert isinstance(always_fail, QueueTask)
     first = add.using(idempotency_key="sum:1:2", max_attempts=7).enqueue(1, 2)
     again = add.using(idempotency_key="sum:1:2", max_attempts=7).enqueue(1, 2)
     assert again.id == first.id
@@ -255,7 +275,7 @@ def test_task_class_carries_retries_timeouts_and_an_idempotency_key(db):
     with pytest.raises(InvalidTask, match="max_attempts"):
         add.using(max_attempts=0)
     with pytest.raises(InvalidTask, match="timeout"):
-        task(timeout=-1)(_module_level_helper)
+        add.using(timeout=-1)
 
 
 def _module_level_helper():

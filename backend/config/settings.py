@@ -318,5 +318,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django_pg_jobqueue": {"handlers": ["console"], "level": _JOB_LOG_LEVEL, "propagate": False},
+        # Django's own default gives "django" a bare console handler (when DEBUG) and lets it
+        # propagate to root's: every django.* line, django.tasks' task lines among them, would
+        # print twice, once bare and once formatted. One formatted line instead (the demo sets
+        # no ADMINS, so Django's mail_admins handler had nothing to send).
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }

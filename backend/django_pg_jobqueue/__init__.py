@@ -5,16 +5,35 @@
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
 pause_queue, resume_queue, set_queue_limit.
 
-Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are loaded.
+Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are
+loaded. Type checkers see the real imports (the TYPE_CHECKING block), so `enqueue`'s and
+`handler`'s signatures check callers' code.
 """
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import JobContext
+    from .exceptions import PermanentError
+    from .registry import handler
+    from .services import (
+        cancel,
+        delete,
+        enqueue,
+        enqueue_many,
+        pause_queue,
+        resume_queue,
+        retry,
+        set_queue_limit,
+    )
+    from .tasks_backend import task_options
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
-_SERVICES = ("enqueue", "enqueue_many", "cancel", "retry", "delete", "pause_queue", "resume_queue",
-             "set_queue_limit")
-__all__ = [*_SERVICES, "handler", "PermanentError", "JobContext"]
+__all__ = ["enqueue", "enqueue_many", "cancel", "retry", "delete", "pause_queue", "resume_queue",
+           "set_queue_limit", "handler", "task_options", "PermanentError", "JobContext"]
+_SERVICES = frozenset(__all__[:8])  # resolved from .services
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _SERVICES:
         from . import services
 
@@ -23,6 +42,10 @@ def __getattr__(name):
         from .registry import handler
 
         return handler
+    if name == "task_options":
+        from .tasks_backend import task_options
+
+        return task_options
     if name == "PermanentError":
         from .exceptions import PermanentError
 

@@ -11,7 +11,6 @@ read-only. Queue settings (pause, concurrency limit) are the one editable model.
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
-from django.contrib.admin.options import ActionLocation
 from django.contrib.admin.utils import get_deleted_objects
 from django.db.models import Q
 from django.urls import reverse
@@ -25,6 +24,11 @@ from .registry import registry
 from .services import queues
 from .services.deleting import delete as delete_job
 from .states import TERMINAL
+
+try:
+    from django.contrib.admin.options import ActionLocation  # Django 6.1+
+except ImportError:  # pragma: no cover - Django < 6.1
+    ActionLocation = None
 
 INLINE_EVENTS = selectors.DETAIL_EVENTS
 
@@ -131,10 +135,18 @@ class JobAdmin(admin.ModelAdmin):
             return False
         return request.user.has_perm("django_pg_jobqueue.delete_job")
 
-    def get_actions(self, request, action_location=ActionLocation.CHANGE_LIST):
-        actions = super().get_actions(request, action_location)
-        actions.pop("delete_selected", None)  # delete_jobs instead: finished jobs only
-        return actions
+    # delete_jobs instead of delete_selected: finished jobs only. Django 6.1 adds (and asks
+    # overrides to keep) an `action_location` argument; 5.2 and 6.0 have none.
+    if ActionLocation is not None:
+        def get_actions(self, request, action_location=None):
+            actions = super().get_actions(request, action_location or ActionLocation.CHANGE_LIST)
+            actions.pop("delete_selected", None)
+            return actions
+    else:  # pragma: no cover - Django < 6.1
+        def get_actions(self, request):
+            actions = super().get_actions(request)
+            actions.pop("delete_selected", None)
+            return actions
 
     def get_deleted_objects(self, objs, request):
         # A job's events go with it (the service deletes them): deleting a job needs

@@ -1,6 +1,7 @@
 """JobContext: what a handler sees of its job and the worker running it."""
 import threading
 import uuid
+from typing import Any, NoReturn
 
 from . import services
 from .db import worker_connection
@@ -70,11 +71,11 @@ class JobContext:
             services.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
                                      percent=percent, message=message)
 
-    def log(self, message: str, **data) -> None:
+    def log(self, message: str, **data: Any) -> None:
         with worker_connection():
             services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
                                  message=message, data=data)
 
-    def snooze(self, seconds: float):
+    def snooze(self, seconds: float) -> NoReturn:
         """Stop this attempt and run the job again in `seconds`, without spending an attempt."""
         raise Snooze(seconds)

@@ -55,7 +55,7 @@ def atomic(**kwargs):
     return transaction.atomic(using=alias(), **kwargs)
 
 
-def fetch_all(sql: str, params: dict | tuple) -> list[tuple]:
+def fetch_all(sql: str, params: dict | tuple | list) -> list[tuple]:
     """Execute one statement (prepared when enabled) and return its rows."""
     connection = queue_connection()
     if not conf.get().use_prepared_statements:

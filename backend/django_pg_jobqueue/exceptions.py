@@ -26,7 +26,7 @@ class QueueNotFound(JobError, LookupError):
 class InvalidTransition(JobError):
     """The job is not in a status the requested transition starts from (HTTP 409)."""
 
-    def __init__(self, job_id, action: str, status: str | None):
+    def __init__(self, job_id: int, action: str, status: str | None):
         self.job_id, self.action, self.status = job_id, action, status
         super().__init__(f"cannot {action} job {job_id}: it is {status}")
 
@@ -38,7 +38,7 @@ class LeaseLost(JobError):
     it), or an operator cancelled it. The worker must drop the job: its result is discarded.
     """
 
-    def __init__(self, job_id, lease_token, action: str):
+    def __init__(self, job_id: int, lease_token: object, action: str):
         self.job_id, self.lease_token, self.action = job_id, lease_token, action
         super().__init__(f"lease lost on job {job_id} ({action} refused for token {lease_token})")
 
@@ -48,7 +48,7 @@ class LeaseLost(JobError):
 class IdempotencyConflict(JobError):
     """The idempotency key was used before for a different request (HTTP 409)."""
 
-    def __init__(self, key: str, job_id):
+    def __init__(self, key: str | None, job_id: int):
         self.key, self.job_id = key, job_id
         super().__init__(
             f"idempotency key {key!r} was already used for a different request (job {job_id})"

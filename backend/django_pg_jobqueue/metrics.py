@@ -32,15 +32,17 @@ and age queries read only queued rows (the claim's partial index); the window qu
 the window's events through the BRIN index on job_events.created_at and joins each to its
 job; `jobqueue_jobs` counts the whole table, which is what retention keeps bounded (on a
 table of several million rows it is the one that costs, about a second per few million).
+
+prometheus_client (the `metrics` extra) is imported only to serve GET /metrics: `snapshot()`,
+which `manage.py queue_status` prints, needs nothing beyond the core install.
 """
+import functools
 import hmac
 import time
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError
 from django.http import HttpResponse
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 
 from . import conf, sql
 from .db import atomic as queue_atomic
@@ -164,6 +166,8 @@ class QueueCollector:
         return []  # do not collect at registration time
 
     def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
         started = time.monotonic()
         snap = snapshot(window_seconds=self.window_seconds)
         yield from families(snap)
@@ -173,6 +177,8 @@ class QueueCollector:
 
 
 def _gauge(name, doc, labels=(), samples=()):
+    from prometheus_client.core import GaugeMetricFamily
+
     fam = GaugeMetricFamily(name, doc, labels=list(labels))
     for label_values, value in samples:
         fam.add_metric(list(label_values), value)
@@ -180,6 +186,8 @@ def _gauge(name, doc, labels=(), samples=()):
 
 
 def _histogram(name, doc, labels, bounds, items):
+    from prometheus_client.core import GaugeHistogramMetricFamily
+
     fam = GaugeHistogramMetricFamily(name, doc, labels=list(labels))
     for label_values, h in items:
         buckets = [(str(b), n) for b, n in zip(bounds, h.buckets)] + [("+Inf", h.count)]
@@ -230,8 +238,15 @@ def families(snap: Snapshot):
                      ["type"], WAIT_BUCKETS, sorted(((t,), h) for t, h in snap.wait.items()))
 
 
-_registry = CollectorRegistry(auto_describe=False)
-_registry.register(QueueCollector())
+@functools.cache
+def _registry():
+    """The registry GET /metrics serves, made on the first scrape (prometheus_client is the
+    `metrics` extra: nothing else here needs it)."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector())
+    return registry
 
 
 def metrics_view(request):
@@ -250,7 +265,13 @@ def metrics_view(request):
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
     try:
-        body = generate_latest(_registry)
+        from prometheus_client import generate_latest
+    except ImportError:
+        return HttpResponse("GET /metrics needs prometheus_client: "
+                            "pip install 'django-pg-jobqueue[metrics]'\n", status=501,
+                            content_type="text/plain")
+    try:
+        body = generate_latest(_registry())
     except DatabaseError as exc:
         return HttpResponse(f"metrics unavailable: {type(exc).__name__}: {exc}\n".encode(),
                             status=503, content_type="text/plain")

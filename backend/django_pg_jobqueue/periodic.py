@@ -32,7 +32,7 @@ the latest.
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -43,6 +43,7 @@ from django.db import DatabaseError
 from django.utils import timezone as dj_timezone
 from django.utils.module_loading import import_string
 
+from .compat import UTC
 from .states import PRIORITY_MAX, PRIORITY_MIN
 from .worker.base import ServiceThread
 
@@ -106,9 +107,8 @@ class PeriodicEntry:
         return out
 
     def _load_task(self):
-        from django.tasks import Task
-
         from .tasks_backend import QueueTask
+        from .tasks_compat import Task
 
         try:
             task = import_string(self.task)
@@ -186,9 +186,8 @@ def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
     task's module path. Invalid entries are reported by `manage.py check` (django_pg_jobqueue.E201)."""
 
     def decorate(obj):
-        from django.tasks import Task
-
         from .registry import registry
+        from .tasks_compat import Task
 
         common = dict(cron=cron, timezone=timezone, queue=queue, priority=priority,
                       max_attempts=max_attempts, timeout=timeout, source="decorator")

@@ -12,8 +12,15 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from .context import JobContext
+
+# A handler: `func(ctx, payload)`, payload the job's JSON object, returning JSON (or None).
+HandlerFunc = TypeVar("HandlerFunc", bound="Callable[[JobContext, dict[str, Any]], object]")
 
 
 @dataclass(frozen=True)
@@ -35,10 +42,10 @@ def _where(func: Callable) -> str:
 
 
 class Registry:
-    def __init__(self):
+    def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
 
-    def register(self, name: str, func: Callable, **defaults) -> HandlerSpec:
+    def register(self, name: str, func: Callable[..., Any], **defaults: Any) -> HandlerSpec:
         if not name or len(name) > 100:
             raise ValueError("a job type name has 1 to 100 characters")
         if "description" not in defaults:
@@ -74,11 +81,12 @@ registry = Registry()
 def handler(name: str | None = None, *, max_attempts: int | None = None,
             timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
             concurrency: int | None = None, description: str | None = None,
-            payload_example: dict | None = None):
+            payload_example: dict[str, Any] | None = None,
+            ) -> Callable[[HandlerFunc], HandlerFunc]:
     """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
 
-    def decorate(func):
-        defaults = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
+    def decorate(func: HandlerFunc) -> HandlerFunc:
+        defaults: dict[str, Any] = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
                         priority=priority, concurrency=concurrency,
                         payload_example=payload_example or {})
         if description is not None:

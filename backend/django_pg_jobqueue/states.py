@@ -16,8 +16,9 @@ keeps the two in step.
     cancelled -- manual retry ----------------------------------> queued
 """
 import re
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
+
+from .compat import UTC, StrEnum
 
 # -- Bounds of a job's arguments --------------------------------------------------------------
 # `services.enqueue` / `enqueue_many` (and through them the Tasks backend, the API and the

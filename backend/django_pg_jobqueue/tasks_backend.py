@@ -7,9 +7,11 @@
         }
     }
 
-    from django.tasks import task
+    from django.tasks import task              # Django 5.2: from django_tasks import task
+    from django_pg_jobqueue import task_options
 
-    @task(priority=10, queue_name="emails", max_attempts=5, timeout=30)
+    @task_options(max_attempts=5, timeout=30)   # ignored by other backends
+    @task(priority=10, queue_name="emails")
     def send_welcome(user_id): ...
 
     result = send_welcome.enqueue(user.id)      # inside atomic(): commits with the caller
@@ -29,9 +31,12 @@ Mapping to Django's model:
 - `get_result(id)` returns the result as `enqueue` did, later fields filled in: its `task` is
   the task as enqueued (`run_after` kept, options left unset stay None), so
   `get_result(r.id) == r` until the task starts.
-- Retries, timeouts and uniqueness, which Django does not define, come from `task_class`
-  (`QueueTask`): `@task(max_attempts=5, timeout=30)`, and per enqueue
-  `.using(max_attempts=..., timeout=..., idempotency_key=...)`.
+- Retries, timeouts and uniqueness, which Django does not define: `@task_options(max_attempts=5,
+  timeout=30)` for every enqueue of a task (a registry by module path, so the `@task` stays
+  importable and runnable under any backend), and per enqueue `.using(max_attempts=...,
+  timeout=..., idempotency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and the
+  backport also pass `@task(max_attempts=5, timeout=30)` on to `QueueTask`; Django 6.0's
+  `@task` refuses them, and so does every other backend's task class.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
   The worker resolves a job's task path without importing arbitrary modules (`_load_task`):
   a Task already made in the process (its module imported at start-up), else a path inside
@@ -49,31 +54,48 @@ import asyncio
 import importlib
 import json
 import traceback as tb_module
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from inspect import iscoroutinefunction
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core import checks
 from django.db import connections, transaction
-from django.tasks import task_backends
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
-from django.utils.json import normalize_json
 
 from . import conf
 from .context import JobContext, Snooze
 from .db import queue_connection
-from .exceptions import JobCancelled, LeaseLost, PermanentError
+from .exceptions import (
+    InvalidJobArgument,
+    JobArgumentTypeError,
+    JobCancelled,
+    LeaseLost,
+    PermanentError,
+)
 from .registry import handler
-from .states import MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_RE
+from .states import MAX_ATTEMPTS_LIMIT, MAX_QUEUE_NAME_LENGTH, MAX_TIMEOUT_SECONDS, QUEUE_NAME_RE
+from .tasks_compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    normalize_json,
+    task_backends,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 
 JOB_TYPE = conf.DJANGO_TASK_TYPE
+_T = TypeVar("_T")  # what @task_options decorates: a Task or a function
 
 STATUS_MAP = {
     "queued": TaskResultStatus.READY,
@@ -102,12 +124,77 @@ class TaskExited(Exception):
     itself is in the result's `errors`)."""
 
 
+@dataclass(frozen=True)
+class TaskOptions:
+    """The queue's own options for one task, as `@task_options(...)` gave them."""
+
+    max_attempts: int | None = None
+    timeout: int | None = None
+
+
+# module path of the task's function -> its options. Keyed by path, not by Task object: the
+# decorator goes above or below @task, and `.using()` makes new Task objects of the same path.
+_TASK_OPTIONS: dict[str, TaskOptions] = {}
+
+
+def _check_option(argument: str, value, high: int) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise JobArgumentTypeError(argument, f"must be a whole number (int), not "
+                                             f"{type(value).__name__}")
+    if not 1 <= value <= high:
+        raise InvalidJobArgument(argument, f"must be between 1 and {high}, not {value}")
+    return value
+
+
+def task_options(*, max_attempts: int | None = None,
+                 timeout: int | None = None) -> Callable[[_T], _T]:
+    """The queue's options for a Django task, in a way every Tasks backend accepts.
+
+        @task_options(max_attempts=5, timeout=30)
+        @task(queue_name="emails")
+        def send_welcome(user_id): ...
+
+    Above or below `@task`. The task stays the backend's own Task (Django's under
+    `ImmediateBackend` or `DummyBackend`, which ignore these); `QueueBackend` applies them to
+    every enqueue of the task that does not set its own through `.using(...)` (or, on Django
+    6.1 and the backport, `@task(max_attempts=..., timeout=...)`). `max_attempts`: 1 to
+    `states.MAX_ATTEMPTS_LIMIT`; `timeout`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
+    A bad value raises `InvalidJobArgument` naming it, at import time.
+    """
+    options = TaskOptions(max_attempts=_check_option("max_attempts", max_attempts,
+                                                     MAX_ATTEMPTS_LIMIT),
+                          timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS))
+
+    def decorate(obj: _T) -> _T:
+        func: Any = obj.func if isinstance(obj, Task) else obj
+        if not callable(func):
+            raise TypeError("@task_options(...) decorates a function or a Task")
+        _TASK_OPTIONS[f"{func.__module__}.{func.__qualname__}"] = options
+        return obj
+
+    return decorate
+
+
+def options_for(task: Task) -> TaskOptions:
+    """The queue's options an enqueue of `task` gets: the task's own (`.using()`, `@task(...)`
+    where Django passes them), else `@task_options(...)`'s, else none (the settings'
+    defaults apply)."""
+    declared = _TASK_OPTIONS.get(task.module_path, TaskOptions())
+    own_attempts, own_timeout = getattr(task, "max_attempts", None), getattr(task, "timeout", None)
+    return TaskOptions(
+        max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
+        timeout=declared.timeout if own_timeout is None else own_timeout)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueTask(Task):
     """Django's Task plus what this queue adds: retries, a timeout and an idempotency key.
 
-    `@task(max_attempts=5, timeout=30)` sets them for every enqueue (Django 6.1 passes extra
-    `@task` arguments to the backend's `task_class`); `.using(...)` overrides them per call.
+    `.using(...)` sets them per call; `@task(max_attempts=5, timeout=30)` for every enqueue
+    where Django passes extra `@task` arguments to the backend's `task_class` (6.1 and the
+    backport); `@task_options(...)` does it on every version and leaves other backends alone.
     """
 
     max_attempts: int | None = None  # None: JOB_DEFAULT_MAX_ATTEMPTS
@@ -201,7 +288,8 @@ class QueueBackend(BaseTaskBackend):
             errors.append(checks.Warning(
                 f"TASKS[{self.alias!r}]['OPTIONS'] is ignored by {type(self).__name__}: "
                 f"{sorted(self.options)}.",
-                hint="Set retries and timeouts on the task: @task(max_attempts=..., timeout=...).",
+                hint="Set retries and timeouts on the task: @task_options(max_attempts=..., "
+                     "timeout=...).",
                 id="django_pg_jobqueue.W101",
             ))
         return errors
@@ -226,12 +314,12 @@ class QueueBackend(BaseTaskBackend):
         enqueued = {"run_after": task.run_after.isoformat() if task.run_after else None}
         if isinstance(task, QueueTask):
             enqueued.update(max_attempts=task.max_attempts, timeout=task.timeout)
+        options = options_for(task)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_job(
             JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
-            run_at=run_at, max_attempts=getattr(task, "max_attempts", None),
-            timeout=getattr(task, "timeout", None),
+            run_at=run_at, max_attempts=options.max_attempts, timeout=options.timeout,
             idempotency_key=getattr(task, "idempotency_key", None),
         )
         if not created:  # an idempotent replay: the existing task's result, as it is now
@@ -389,7 +477,7 @@ def _build_result(job, events: list[dict], task: Task | None = None) -> TaskResu
         elif kind in ("retry_scheduled", "failed"):
             own = task_errors.pop(ev["attempt"], None)
             errors.append(own or TaskError(
-                exception_class_path=_SYNTHETIC_ERRORS.get(data.get("reason"),
+                exception_class_path=_SYNTHETIC_ERRORS.get(str(data.get("reason")),
                                                            "builtins.Exception"),
                 traceback=ev["message"]))
         elif kind == "cancelled":

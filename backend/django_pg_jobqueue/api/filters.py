@@ -33,7 +33,7 @@ class UTCDateTimeField(IsoDateTimeField):
         if parsed is None or parsed.tzinfo is None:
             return parsed
         try:
-            return parsed.astimezone(dt.UTC)
+            return parsed.astimezone(dt.timezone.utc)
         except (OverflowError, ValueError):
             raise forms.ValidationError("Date/time out of range.", code="invalid") from None
 

@@ -422,7 +422,7 @@ def _utc(value):
     if value is None:
         return None
     try:
-        return value.astimezone(dt.UTC)
+        return value.astimezone(dt.timezone.utc)
     except (OverflowError, ValueError):
         raise serializers.ValidationError("out of range.") from None
 

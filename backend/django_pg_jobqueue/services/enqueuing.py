@@ -9,13 +9,14 @@ import json
 import math
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from numbers import Real
 
 from django.db.models import signals
 from django.db.models.base import ModelState
 
 from .. import conf, db, sql, tracing
+from ..compat import UTC
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..exceptions import (

@@ -22,11 +22,12 @@ refused (the job is past its retention, deleted by the prune's batches right aft
 """
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError
 
 from .. import conf, sql
+from ..compat import UTC
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 

@@ -129,7 +129,7 @@ def _tidy(c, depth: int) -> str | None:
     return _discard(c, depth, found)  # a statement still active, or an unknown state
 
 
-def _discard(c, depth: int, found: str) -> str:
+def _discard(c, depth: int, found: str | None) -> str | None:
     """Close `c`, its server rolling back whatever is open; at depth 0, with Django's
     transaction state reset as after a fresh connect (a close inside an atomic block would
     otherwise leave it half-closed: "the connection is closed" on every later use)."""

@@ -1,0 +1,126 @@
+"""The support matrix: the built wheel with each Django on each Python it supports.
+
+    make matrix                         every leg below (nox, with uv when it is installed)
+    nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only,
+                                        `-- tests/test_x.py ...` those files
+    nox -l                              the legs
+
+Each leg installs the wheel (built once per run, from this checkout) with one Django into a
+virtualenv under $NOX_ENVDIR (default /tmp/django-pg-jobqueue-nox, never in the repository),
+then runs a named subset of the suite against PostgreSQL: DATABASE_URL when set, else the
+embedded server (backend/config/embedded_pg.py), each leg in a test database of its own. The
+tests import the installed wheel, not backend/: only the demo project (backend/config,
+backend/demo) and tests/ come from the checkout.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nox
+
+REPO = Path(__file__).resolve().parent
+ENVDIR = Path(os.environ.get("NOX_ENVDIR", Path(tempfile.gettempdir()) / "django-pg-jobqueue-nox"))
+nox.options.envdir = str(ENVDIR)
+nox.options.default_venv_backend = "uv|virtualenv"
+# The Pythons installed here (PATH, pyenv): uv must not fetch interpreters of its own.
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+os.environ.setdefault("UV_PYTHON_PREFERENCE", "only-system")
+# pyenv's installs, found directly: its shims answer only for the versions it has activated.
+_PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+os.environ["PATH"] = os.pathsep.join(
+    [*sorted(str(p) for p in _PYENV.glob("3.1[0-9]*/bin")), os.environ.get("PATH", "")])
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = False
+
+# Django -> the Pythons it supports (docs/reference/supported-versions.md).
+MATRIX = {
+    "5.2": ["3.10", "3.11", "3.12", "3.13"],
+    "6.0": ["3.12", "3.13"],
+    "6.1": ["3.12", "3.13"],
+}
+# The named subset: the engine, the Tasks backend and Django's own Tasks contract, the REST
+# API, and the adoption test (the wheel into a fresh startproject, following the tutorial).
+ENGINE = ["tests/test_claim.py", "tests/test_state_machine.py", "tests/test_enqueue_validation.py",
+          "tests/test_reaper.py", "tests/test_queue_status.py"]
+TASKS = ["tests/test_tasks_backend.py", "tests/test_tasks_contract.py",
+         "tests/test_task_options.py"]
+API = ["tests/test_api_jobs.py"]
+ADOPTION = ["tests/test_adoption.py"]
+# `-- quick`: the leg `make test` runs (kept to a couple of minutes).
+QUICK = ["tests/test_claim.py", "tests/test_state_machine.py", *TASKS, *API]
+TEST_REQUIREMENTS = ["pytest>=8.3", "pytest-django>=4.9", "pytest-timeout>=2.3",
+                     "hypothesis>=6.120,<6.156", "django-environ>=0.12", "whitenoise>=6.8",
+                     "psycopg[binary]>=3.2", "pyyaml>=6", "build>=1.2"]
+
+_wheel: Path | None = None
+
+
+def wheel() -> Path:
+    """The wheel of this checkout, built once per nox run."""
+    global _wheel
+    if _wheel is None:
+        out = ENVDIR / "dist"
+        shutil.rmtree(out, ignore_errors=True)
+        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+        command = ([uv, "build", "--wheel", "--out-dir", str(out), str(REPO)] if uv else
+                   [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)])
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        (_wheel,) = out.glob("django_pg_jobqueue-*.whl")
+    return _wheel
+
+
+def database_url() -> str:
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    done = subprocess.run([sys.executable, str(REPO / "backend" / "config" / "embedded_pg.py"),
+                           "url"], check=True, capture_output=True, text=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def demo_path() -> Path:
+    """A directory holding only the demo project's packages (config, demo), so that
+    `django_pg_jobqueue` is imported from the installed wheel, not from backend/."""
+    path = ENVDIR / "demo-path"
+    path.mkdir(parents=True, exist_ok=True)
+    for name in ("config", "demo"):
+        link = path / name
+        if not link.exists():
+            link.symlink_to(REPO / "backend" / name)
+    return path
+
+
+def run_leg(session: nox.Session, django: str) -> None:
+    extras = "api,metrics" + (",tasks" if django.startswith("5.") else "")
+    session.install(f"{wheel()}[{extras}]", f"django=={django}.*", *TEST_REQUIREMENTS)
+    env = {
+        "DATABASE_URL": database_url(),
+        "TEST_DATABASE_NAME": "test_matrix_" + re.sub(r"\W", "_", session.name),
+        "PYTHONPATH": os.pathsep.join([str(demo_path()), str(REPO)]),
+        "ADOPTION_DJANGO": django,  # tests/test_adoption.py: install this Django, not the floor
+    }
+    session.run("python", "-c", "import django, django_pg_jobqueue as q; "
+                "assert 'site-packages' in q.__file__, q.__file__; "
+                f"assert django.get_version().startswith('{django}'), django.get_version(); "
+                "print('django', django.get_version(), 'and the wheel at', q.__file__)", env=env)
+    named = [arg for arg in session.posargs if arg.startswith("tests/")]
+    quick = "quick" in session.posargs
+    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ADOPTION])
+    session.run("python", "-m", "pytest", "-q", "-p", "no:randomly", "-o", "pythonpath=",
+                "--create-db", *tests, env=env, external=False)
+
+
+def _leg(django: str):
+    def leg(session: nox.Session) -> None:
+        run_leg(session, django)
+
+    leg.__doc__ = f"The wheel with Django {django}."
+    return leg
+
+
+for _django, _pythons in MATRIX.items():
+    for _python in _pythons:
+        nox.session(name=f"tests-{_python}-django{_django}", python=_python)(_leg(_django))

@@ -1,0 +1,16 @@
+"""Django tasks declared with the queue's options, as an application's tasks.py would: imported
+by tests/test_task_options.py under several TASKS backends."""
+from django_pg_jobqueue import task_options
+from django_pg_jobqueue.tasks_compat import task
+
+
+@task_options(max_attempts=5, timeout=30)
+@task(queue_name="default")
+def send_welcome(user_id):
+    return {"welcomed": user_id}
+
+
+@task()
+@task_options(max_attempts=2)
+def double(x):
+    return x * 2

@@ -1,0 +1,9 @@
+"""Caller mistakes a type checker must report (tests/test_typing.py runs mypy on this file)."""
+from django_pg_jobqueue import enqueue, handler
+
+enqueue("x", {}, priority="high")  # priority is an int
+
+
+@handler("y", max_attempts="5")  # max_attempts is an int
+def y(ctx, payload):
+    return None

@@ -1,0 +1,31 @@
+"""Caller code as an application writes it: `mypy` (make lint) must find nothing wrong here."""
+from datetime import timedelta
+from typing import Any
+
+from django_pg_jobqueue import JobContext, PermanentError, enqueue, enqueue_many, handler
+from django_pg_jobqueue.exceptions import InvalidJobArgument
+
+
+@handler("resize_image", max_attempts=5, timeout_seconds=60, queue="media")
+def resize_image(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    ctx.progress(50, "resizing")
+    if ctx.should_stop():
+        raise PermanentError("stopped")
+    return {"ok": True, "job": ctx.job_id}
+
+
+def produce() -> int:
+    job = enqueue("resize_image", {"path": "a.png"}, priority=10, queue="media",
+                  delay=timedelta(seconds=5), max_attempts=3, timeout=30)
+    jobs = enqueue_many([{"type": "resize_image", "payload": {"path": "b.png"}}])
+    try:
+        enqueue("resize_image", {}, priority=5)
+    except InvalidJobArgument as exc:
+        print(exc.argument)
+    # the decorator keeps the function's own type
+    result: dict[str, Any] = resize_image(ctx_for_tests(), {})
+    return job.id + len(jobs) + len(result)
+
+
+def ctx_for_tests() -> JobContext:
+    raise NotImplementedError
