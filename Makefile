@@ -18,7 +18,7 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static
-.PHONY: chromium pgbouncer
+.PHONY: chromium pgbouncer python-lowest
 PHONY_MATRIX := matrix test-lowest
 .PHONY: $(PHONY_MATRIX)
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
@@ -145,7 +145,16 @@ ifneq ($(HAS_UI),)
 	cd frontend && npx playwright test
 endif
 
-test: chromium pgbouncer lint docs test-backend test-lowest test-frontend test-e2e
+# The lowest supported pair's Python (make test-lowest), looked for before anything else runs:
+# on PATH or among pyenv's installs.
+python-lowest:
+	@if command -v python3.10 >/dev/null 2>&1 || ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.10*/bin/python3 >/dev/null 2>&1; then exit 0; fi; \
+	echo "make test runs the lowest supported pair (Django 5.2 on Python 3.10) and needs Python 3.10. Install it with:"; \
+	echo "    pyenv install 3.10     (or your system's python3.10 package)"; \
+	echo "then run make test again."; \
+	exit 1
+
+test: python-lowest chromium pgbouncer lint docs test-backend test-lowest test-frontend test-e2e
 
 # The support matrix (noxfile.py): the wheel with Django 5.2, 6.0 and 6.1 on each installed
 # Python it supports, each running the engine, Tasks, API and adoption tests. Virtualenvs
