@@ -386,7 +386,7 @@ def main() -> None:
         dp, dt = (int(x) for x in args.defaults.split("x"))
         config = defaults_description(dp, dt)
         # First, while no ANALYZE has run in this database: right after the fill, what a busy
-        # queue whose statistics lag behind gets (issue 16: within 10% of the drain after it).
+        # queue whose statistics lag behind gets (the target: within 10% of the drain after it).
         result["drain_defaults_stale_stats"] = defaults_drain(
             lambda: drain(args.url, args.n, dp, dt, None, logdir, fresh_stats=False), args.runs,
             "ours (no ANALYZE)", config + ", no ANALYZE after the fill")

@@ -3,7 +3,7 @@ Celery with its Redis broker, side by side on one machine, plus the raw-SQL ceil
 design and pgbench for scale. Every system is drained at its defaults (only the number of
 processes chosen, and for ours `--threads`) and at the best of several configurations; the
 report prints the ratio at defaults first (ours at defaults vs PgQueuer's best), then the
-tuned best, then the enqueue ratios, then the table and issue 16's targets, met or missed.
+tuned best, then the enqueue ratios, then the table and the speed targets, met or missed.
 
     make bench                       full size (20,000 jobs, 3 runs each, ~40 min)
     BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
@@ -42,7 +42,7 @@ PEERS_PY = os.path.join(PEERS_VENV, "bin", "python")
 PEERS = ["pgqueuer", "procrastinate", "django-tasks-db", "celery"]
 ADAPTERS = {"pgqueuer": "peer_pgqueuer.py", "procrastinate": "peer_procrastinate.py",
             "django-tasks-db": "peer_django_tasks_db.py", "celery": "peer_celery.py"}
-# Ours at defaults: processes x --threads, nothing else chosen (issue 16: 2 x 16).
+# Ours at defaults: processes x --threads, nothing else chosen (the defaults the speed targets name: 2 x 16).
 OURS_DEFAULTS = "2x16"
 # Every peer's drain at defaults runs as many worker processes as ours.
 DEFAULTS_PROCS = "2"
@@ -67,7 +67,7 @@ MODES = {
                   dtdb_configs="1", celery_configs="1xsolox1x4", api_seconds=1),
 }
 
-# Targets from issue 16, in the order it gives them: (name, what it says, value). The ratios
+# The speed targets, in the order the brief gives them: (name, what it says, value). The ratios
 # are to PgQueuer's figure (its best configuration for the drains), as the issue reads them.
 TARGETS = [
     ("drain_defaults", "x PgQueuer best", 1.2), ("drain_best", "x PgQueuer best", 1.5),
@@ -217,7 +217,7 @@ def build_rows(res: dict) -> list[dict]:
             row["best_peer"], row["best_peer_value"] = best, peers[best]
             if ours:
                 row["ratio_to_best_peer"] = ratio(peers[best])
-        # PgQueuer's reference: its best drain for both drain rows (issue 16's reading).
+        # PgQueuer's reference: its best drain for both drain rows (as the speed targets read it).
         pgq = _med(res.get("pgqueuer"), *(("drain", "median") if key == "drain_defaults"
                                           else path))
         if pgq and ours:
@@ -276,7 +276,7 @@ def print_headline(res: dict, rows: list[dict]) -> None:
     enqueue."""
     by_key = {r["key"]: r for r in rows}
     ours, pgq = res.get("ours") or {}, res.get("pgqueuer") or {}
-    print("\nheadline (issue 16; ratios to PgQueuer, measured in this run):")
+    print("\nheadline (ratios to PgQueuer, measured in this run):")
     d, b = by_key["drain_defaults"], by_key["drain"]
     if ours.get("drain_defaults"):
         print(f"  drain at defaults   {_x(d.get('ratio_to_pgqueuer')):>7}  ours "
@@ -372,7 +372,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     for key, how in (("api", "defaults: the throttle in the database cache"),
                      ("api_redis", "the throttle in Redis, JOB_THROTTLE_CACHE_URL")):
         print_api(ours.get(key) or {}, how)
-    print("\ntargets (issue 16):")
+    print("\nspeed targets:")
     for t in targets:
         got = t["got"]
         print(f"  {t['target']:18} want {t['wanted']:20} got "

@@ -40,7 +40,7 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
     # The table is printed, one line per figure, and the targets are judged.
     assert "drain at defaults (jobs/s)" in proc.stdout
     assert "drain, best config (jobs/s)" in proc.stdout and "pickup p95 (ms)" in proc.stdout
-    assert "targets (issue 16):" in proc.stdout
+    assert "speed targets:" in proc.stdout
     # Defaults first: the headline's first figure is the drain at defaults against PgQueuer.
     assert proc.stdout.lstrip().startswith("headline")
     assert proc.stdout.index("drain at defaults") < proc.stdout.index("drain, tuned best")
