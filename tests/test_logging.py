@@ -133,7 +133,10 @@ def test_run_job_workers_logs_each_django_tasks_line_once():
     from tests.test_tasks_backend import add
 
     result = add.enqueue(2, 3)
-    worker = spawn_workers("--threads", "1", env={"DEBUG": "true"})  # as in development
+    # As in development; the task's module lies outside the installed apps, so the worker
+    # imports it only when the settings name it.
+    worker = spawn_workers("--threads", "1", env={
+        "DEBUG": "true", "JOB_EXTRA_HANDLER_MODULES": "tests.test_tasks_backend"})
     try:
         wait_for(lambda: add.get_result(result.id).status == TaskResultStatus.SUCCESSFUL,
                  timeout=30, message="the task to run")
