@@ -42,6 +42,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(datetime|uuid|collections\.abc|typing|threading)\..*"),
     ("py:class", r"django_pg_jobqueue\.models\.(Job|QueueSetting)"),
     ("py:class", r"Job"),
+    # Type variables of the typed public API (autodoc names them, Sphinx has no target).
+    ("py:class", r"django_pg_jobqueue\.(registry\.HandlerFunc|tasks_backend\._T)"),
 ]
 
 html_theme = "furo"
