@@ -48,4 +48,6 @@ nitpick_ignore_regex = [
 
 html_theme = "furo"
 html_title = "django-pg-jobqueue"
-html_static_path = []
+# Only the stylesheets: docs/_static/bench holds figures that the pages include as images.
+html_static_path = ["_static/css"]
+html_css_files = ["layout.css"]
