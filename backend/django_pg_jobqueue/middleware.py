@@ -64,7 +64,9 @@ def _current() -> tuple:
 def run_handler(func, ctx, job):
     """Call the handler `func(ctx, job.payload)` through every middleware. Exceptions always
     propagate unchanged (the error hooks hear of them from the failure's writer)."""
-    loaded = _current()
+    loaded = _loaded  # _current(), inlined: this is every job's path
+    if loaded[0] is not conf.get():
+        loaded = _reload()
     if loaded[3]:  # the default: the hot path pays nothing for the hooks it does not use
         return func(ctx, job.payload)
     middleware = loaded[1]
