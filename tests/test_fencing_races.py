@@ -212,3 +212,33 @@ def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_j
     assert job.status == "succeeded"
     assert renewals[0]["lost"] == 0
     assert not JobEvent.objects.filter(job=job, kind="lease_lost").exists()
+
+
+@pytest.mark.django_db
+def test_a_timed_out_attempt_is_failed_before_its_handler_is_told_to_stop():
+    """A handler that returns as soon as it is told to stop must find its completion refused:
+    were it told first, its success could be written before the timeout's failure."""
+    from datetime import timedelta
+
+    from django_pg_jobqueue.testing import _context
+    from django_pg_jobqueue.worker.held import Held, HeldJobs
+    from django_pg_jobqueue.worker.renewer import LeaseRenewer
+
+    job = services.enqueue("noop", timeout=1, max_attempts=1)
+    c = services.claim(worker_ids=["proc-1"], job_ids=[job.id])[0]
+    Job.objects.filter(pk=job.pk).update(started_at=c.started_at - timedelta(hours=1))
+    ctx = _context(c, "proc-1")
+    status_when_told = []
+    real_request_stop = ctx.request_stop
+
+    def request_stop(reason):
+        status_when_told.append(Job.objects.get(pk=job.pk).status)
+        real_request_stop(reason)
+
+    ctx.request_stop = request_stop
+    held = HeldJobs()
+    held.add(Held(c, ctx))
+    counts = LeaseRenewer(held, process_id="proc", threads=1, queues=["*"]).run_once()
+    assert counts["timed_out"] == 1
+    assert status_when_told == ["failed"]
+    assert ctx.stop_reason == "timeout"

@@ -264,10 +264,14 @@ class QueueConf:
         context, error reporting or metrics without editing the worker.""")
     ERROR_HOOKS: tuple[str, ...] = setting(
         (), check_id=55, rule=callable_paths, group="workers", type_doc="list of str", doc="""
-        Dotted paths to callables called as `hook(job, exception, outcome)` when a handler
-        raises (a cancel, a snooze or a lost lease are not failures), before the failure is
-        written: `outcome` is `"queued"` when a retry follows, else `"failed"`. A hook that
-        raises is logged and ignored: the job's failure is recorded as without it.""")
+        Dotted paths to callables called as `hook(job, exception, outcome)` once for every
+        failed attempt, in workers and in `testing.drain`, after its failure is written:
+        `outcome` is `"queued"` when a retry follows, else `"failed"`. Failures the handler
+        raised come with its exception; the others (an unknown job type, a transaction the
+        handler left open, a timeout, an expired lease: told by the process that reaped it)
+        with an `AttemptFailed` whose `reason` names them, and a result that cannot be stored
+        with its `UnstorableResult`. A snooze, a cancel or a lost lease are not failures; a
+        success never looks the hooks up. A hook that raises is logged and ignored.""")
 
     # -- retries, timeouts, attempts ---------------------------------------------------------------
     RETRY_BASE_SECONDS: float = setting(1.0, check_id=13, rule=number(0), group="retries", doc="""

@@ -59,6 +59,16 @@ class PermanentError(JobError):
     """Raise from a handler to fail the job at once, without retrying."""
 
 
+class AttemptFailed(JobError):
+    """A failed attempt that no exception of the handler's describes, as JOB_ERROR_HOOKS are
+    told of it: its message is the job's recorded error, `reason` says what failed it
+    (`unknown_type`, `transaction_left_open`, `timeout`, `lease_expired`, `error`)."""
+
+    def __init__(self, job_id: int, reason: str, error: str):
+        self.job_id, self.reason = job_id, reason
+        super().__init__(error)
+
+
 class JobCancelled(JobError):
     """Raised by `ctx.raise_if_should_stop()` when the job was cancelled or its lease lost."""
 

@@ -1,5 +1,5 @@
 """Hooks around handlers: JOB_MIDDLEWARE wraps every handler call, JOB_ERROR_HOOKS hear every
-failure a handler raises.
+failed attempt.
 
 The executor (worker/executor.py, which `testing.drain` runs too) calls `run_handler(func, ctx,
 job)` and nothing else: the chain is tracing's wrapper first (tracing.middleware, a no-op
@@ -7,6 +7,11 @@ unless JOB_OTEL_ENABLED), then each JOB_MIDDLEWARE entry in order, then the hand
 `func(ctx, job.payload)`. A middleware is `middleware(call_next, ctx, job) -> result`: it may
 run code before and after `call_next()`, replace its result, or raise. The chain is built once
 per settings (conf.get()'s cache), so the hot path pays a list walk, not an import.
+
+The error hooks are told by whoever wrote the failure, once it is written and its outcome known
+(`report_failure`): the executor's one failure write (JobRunner._fail: a raised error, an
+unknown type, a result that cannot be stored, a transaction left open), the renewer's for a
+timeout, the reaper's for an expired lease. A success never looks them up.
 """
 import logging
 
@@ -14,13 +19,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from . import conf, tracing
-from .context import Snooze
-from .exceptions import JobCancelled, LeaseLost, PermanentError
+from .exceptions import AttemptFailed
 
 log = logging.getLogger("django_pg_jobqueue.middleware")
-
-# Control flow, not failures: the error hooks do not hear of them.
-_NOT_FAILURES = (Snooze, JobCancelled, LeaseLost)
 
 
 def _load(setting: str, paths: tuple[str, ...]) -> tuple:
@@ -37,7 +38,7 @@ def _load(setting: str, paths: tuple[str, ...]) -> tuple:
 
 
 # (the settings they were loaded from, the chain, the error hooks, whether there is nothing
-# to wrap: no middleware, no hook, tracing off; then the handler is called directly).
+# to wrap: no middleware, tracing off; then the handler is called directly).
 _loaded: tuple = (None, (), (), True)
 
 
@@ -49,38 +50,51 @@ def _reload() -> tuple:
     chain = _load("MIDDLEWARE", settings.MIDDLEWARE)
     hooks = _load("ERROR_HOOKS", settings.ERROR_HOOKS)
     _loaded = (settings, (tracing.middleware, *chain), hooks,
-               not chain and not hooks and not tracing.enabled())
+               not chain and not tracing.enabled())
     return _loaded
 
 
-def run_handler(func, ctx, job):
-    """Call the handler `func(ctx, job.payload)` through every middleware; tell the error
-    hooks when it raises. Exceptions always propagate unchanged."""
+def _current() -> tuple:
     loaded = _loaded
+    if loaded[0] is not conf.get():
+        loaded = _reload()
+    return loaded
+
+
+def run_handler(func, ctx, job):
+    """Call the handler `func(ctx, job.payload)` through every middleware. Exceptions always
+    propagate unchanged (the error hooks hear of them from the failure's writer)."""
+    loaded = _loaded  # _current(), inlined: this is every job's path
     if loaded[0] is not conf.get():
         loaded = _reload()
     if loaded[3]:  # the default: the hot path pays nothing for the hooks it does not use
         return func(ctx, job.payload)
-    middleware, error_hooks = loaded[1], loaded[2]
+    middleware = loaded[1]
 
     def call(i: int):
         if i == len(middleware):
             return func(ctx, job.payload)
         return middleware[i](lambda: call(i + 1), ctx, job)
 
+    return call(0)
+
+
+def report_failure(job, exc: BaseException | None, outcome: str, *, reason: str = "error",
+                   error: str = "") -> None:
+    """Tell each error hook, `hook(job, exception, outcome)`, of a failed attempt whose
+    failure was just written: `outcome` is "queued" (a retry follows) or "failed". Without
+    an exception of the handler's, the hooks get an AttemptFailed(`reason`, `error`). A hook
+    that raises (or hooks that cannot be loaded) is logged and ignored."""
     try:
-        return call(0)
-    except _NOT_FAILURES:
-        raise
-    except BaseException as exc:
-        if error_hooks:
-            retried = not isinstance(exc, PermanentError) and job.attempt < job.max_attempts
-            _tell(error_hooks, job, exc, "queued" if retried else "failed")
-        raise
-
-
-def _tell(error_hooks, job, exc: BaseException, outcome: str) -> None:
-    for hook in error_hooks:
+        hooks = _current()[2]
+    except Exception:  # noqa: BLE001 - the job's failure is written: nothing may undo it
+        log.exception("error hooks could not be loaded for job=%s", job.id)
+        return
+    if not hooks:
+        return
+    if exc is None:
+        exc = AttemptFailed(job.id, reason, error)
+    for hook in hooks:
         try:
             hook(job, exc, outcome)
         except Exception:  # a broken hook never changes the job's fate

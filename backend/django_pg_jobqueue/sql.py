@@ -293,7 +293,7 @@ FOR SHARE
 # and the guard is repeated in the UPDATE so that a lease renewed meanwhile is left alone.
 REAP = """
 WITH expired AS (
-    SELECT id, locked_by, lease_token
+    SELECT id, locked_by, lease_token, lease_expires_at
     FROM jobs
     WHERE status = 'running' AND lease_expires_at < now()
     ORDER BY lease_expires_at
@@ -301,7 +301,7 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 ),
 decision AS (
-    SELECT e.id, e.locked_by, e.lease_token,
+    SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
            """ + NEXT_STATUS.format(job="j.", retryable="") + """
            """ + BACKOFF_SECONDS.format(attempts="j.attempts") + """ AS delay
     FROM expired e JOIN jobs j ON j.id = e.id
@@ -312,7 +312,9 @@ upd AS (
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
     WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
-    RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay
+    RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay, j.last_error,
+              j.type, j.queue, j.payload, j.priority, j.max_attempts, j.timeout_seconds,
+              j.available_at, j.created_at, j.started_at, d.lease_expires_at
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -324,7 +326,12 @@ events AS (
            now()
     FROM upd
 )
-SELECT id, status, locked_by FROM upd
+SELECT id, status, locked_by, last_error,
+       -- the attempt that expired, as claimed (services.ClaimedJob's fields, in its order),
+       -- for the error hooks
+       id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds,
+       available_at, created_at, started_at, lease_expires_at, locked_by
+FROM upd
 """
 
 NOTIFY_CHANNEL = "jobs_enqueued"

@@ -1,8 +1,9 @@
 """reap: running jobs whose lease expired go back to queued (with backoff) or to failed."""
 import logging
 
-from .. import conf, sql
+from .. import conf, middleware, sql
 from ..db import queue_connection
+from .claiming import _claimed
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
 
@@ -11,7 +12,10 @@ def reap(*, limit: int = 500) -> dict[str, int]:
     """Requeue or fail every running job whose lease expired; return counts by new status.
 
     Safe to run from many processes at once: rows are taken with SKIP LOCKED and the
-    expiry is re-checked in the UPDATE.
+    expiry is re-checked in the UPDATE. Each expired attempt is then told to JOB_ERROR_HOOKS,
+    in the process that reaped it, once: its job as it was claimed, an
+    AttemptFailed(reason "lease_expired"), and "queued" or "failed" (a job whose cancel was
+    requested ends cancelled: not a failure).
     """
     c = conf.get()
     counts: dict[str, int] = {}
@@ -22,8 +26,12 @@ def reap(*, limit: int = 500) -> dict[str, int]:
                 "retry_max": c.RETRY_MAX_SECONDS, "retry_jitter": c.RETRY_JITTER,
             })
             rows = cur.fetchall()
-        for job_id, status, locked_by in rows:
+        for row in rows:
+            job_id, status, locked_by, error = row[:4]
             counts[status] = counts.get(status, 0) + 1
             log.warning("lease expired job=%s worker=%s -> %s", job_id, locked_by, status)
+            if status in ("queued", "failed"):
+                middleware.report_failure(_claimed([row[4:]])[0], None, status,
+                                          reason="lease_expired", error=error)
         if len(rows) < limit:
             return counts

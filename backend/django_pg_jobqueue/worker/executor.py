@@ -3,7 +3,8 @@
 The pipeline for one job (`JobRunner`, also what `django_pg_jobqueue.testing.drain` runs):
 hold it (the renewer now keeps its lease), resolve the handler, run it, and record the outcome
 through a fenced write: success goes to the completer (batched), a failure schedules a retry
-or fails the job, a snooze or cancel requeues or ends it. A write refused because the lease
+or fails the job (and, once written, is told to JOB_ERROR_HOOKS: `_fail` is the one place that
+writes and tells), a snooze or cancel requeues or ends it. A write refused because the lease
 was lost leaves a `lease_lost` event and nothing else.
 
 Nothing a handler returns or raises may stop the thread or leave its job running:
@@ -278,6 +279,8 @@ class JobRunner:
             return Outcome("lease_lost", error, exc, reason)
         status, delay = outcome
         self.stats.failed(job, status)
+        if status in ("queued", "failed"):  # not "cancelled": a requested cancel won
+            middleware.report_failure(job, exc, status, reason=reason, error=error)
         if status == "queued":
             log.info("retry scheduled job=%s type=%s attempt=%s in %.2fs: %s", job.id,
                      job.type, job.attempt, delay or 0, error, extra=self._log_fields(job))

@@ -2,7 +2,8 @@
 
 It also relays what the database says about each job to its handler: a job missing from the
 answer lost its lease (stop now; its result will be refused), a cancel was requested (stop),
-or the job's own timeout passed on the database clock (fail the attempt, retryably, and stop).
+or the job's own timeout passed on the database clock (fail the attempt, retryably, tell
+JOB_ERROR_HOOKS, and stop).
 It keeps the process's heartbeat row in `job_workers` too.
 
 The watchdog: it renews only the jobs someone in this process answers for (worker/held.py:
@@ -16,7 +17,7 @@ import logging
 import os
 import socket
 
-from .. import conf, services, sql
+from .. import conf, middleware, services, sql
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
@@ -81,8 +82,12 @@ class LeaseRenewer(ServiceThread):
             if row.timed_out and self.held.discard(h.job.id, h.job.lease_token):
                 counts["timed_out"] += 1
                 self.timed_out += 1
-                h.ctx.request_stop("timeout")
-                self._fail_timed_out(h)
+                # Failed first, then told to stop: a handler that returns as soon as it is
+                # told must find its completion refused, not beat the timeout's write to it.
+                try:
+                    self._fail_timed_out(h)
+                finally:
+                    h.ctx.request_stop("timeout")
         return counts
 
     def _watch(self, held: list) -> tuple[list, int]:
@@ -111,14 +116,16 @@ class LeaseRenewer(ServiceThread):
         return keep, orphaned
 
     def _fail_timed_out(self, h) -> None:
+        error = f"timed out after {h.job.timeout_seconds}s (attempt {h.job.attempt})"
         try:
-            status, _ = services.fail(
-                h.job.id, h.job.lease_token, worker_id=h.job.worker_id, reason="timeout",
-                error=f"timed out after {h.job.timeout_seconds}s (attempt {h.job.attempt})")
-            log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,
-                        h.job.attempt, status)
+            status, _ = services.fail(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
+                                      reason="timeout", error=error)
         except LeaseLost:
-            pass
+            return
+        log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,
+                    h.job.attempt, status)
+        if status in ("queued", "failed"):  # the handler's own end is not told again: stopped
+            middleware.report_failure(h.job, None, status, reason="timeout", error=error)
 
     def remove_worker_row(self) -> None:
         WorkerProcess.objects.filter(pk=self.process_id).delete()
