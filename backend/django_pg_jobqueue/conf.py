@@ -205,8 +205,10 @@ class QueueConf:
         `min(lease / 3, 2 s)`; the jobs of a worker that died run again this long (plus up to
         one reaper interval) after it died. `run_job_workers --lease-seconds` overrides it.""")
     WORKER_THREADS: int = setting(4, check_id=2, rule=whole(1), group="workers", doc="""
-        Executor threads per `run_job_workers` process (`--threads` overrides it). Each
-        thread holds its own database connection.""")
+        Executor threads per `run_job_workers` process (`--threads` overrides it). They hold
+        no queue connection of their own: the worker's writes share its pool
+        (JOB_WORKER_POOL_SIZE), and a handler's own queries open a connection only when it
+        makes them (docs/how-to/scaling.md).""")
     POLL_INTERVAL_SECONDS: float = setting(1.0, check_id=3, rule=number(0, above=True),
                                            group="workers", doc="""
         How often an idle worker polls for due jobs when no NOTIFY wakes it: retries and
