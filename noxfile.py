@@ -12,6 +12,7 @@ embedded server (backend/config/embedded_pg.py), each leg in a test database of 
 tests import the installed wheel, not backend/: only the demo project (backend/config,
 backend/demo) and tests/ come from the checkout.
 """
+import hashlib
 import os
 import re
 import shutil
@@ -23,7 +24,10 @@ from pathlib import Path
 import nox
 
 REPO = Path(__file__).resolve().parent
-ENVDIR = Path(os.environ.get("NOX_ENVDIR", Path(tempfile.gettempdir()) / "django-pg-jobqueue-nox"))
+# One envdir per checkout: two clones (or worktrees) never share venvs, wheels or links.
+_CHECKOUT = hashlib.sha256(str(REPO).encode()).hexdigest()[:10]
+ENVDIR = Path(os.environ.get(
+    "NOX_ENVDIR", Path(tempfile.gettempdir()) / f"django-pg-jobqueue-nox-{_CHECKOUT}"))
 nox.options.envdir = str(ENVDIR)
 nox.options.default_venv_backend = "uv|virtualenv"
 # The Pythons installed here (PATH, pyenv): uv must not fetch interpreters of its own.
@@ -87,15 +91,21 @@ def demo_path() -> Path:
     path = ENVDIR / "demo-path"
     path.mkdir(parents=True, exist_ok=True)
     for name in ("config", "demo"):
-        link = path / name
-        if not link.exists():
-            link.symlink_to(REPO / "backend" / name)
+        link, target = path / name, REPO / "backend" / name
+        if link.is_symlink() and link.readlink() != target:
+            link.unlink()  # made for another checkout
+        if not link.is_symlink():
+            link.symlink_to(target)
     return path
 
 
 def run_leg(session: nox.Session, django: str) -> None:
     extras = "api,metrics" + (",tasks" if django.startswith("5.") else "")
+    # The wheel keeps its version from build to build: a reused venv must take this build.
+    reinstall = (["--reinstall-package", "django-pg-jobqueue"] if session.venv_backend == "uv"
+                 else ["--force-reinstall", "--no-deps"])
     session.install(f"{wheel()}[{extras}]", f"django=={django}.*", *TEST_REQUIREMENTS)
+    session.install(*reinstall, str(wheel()))
     env = {
         "DATABASE_URL": database_url(),
         "TEST_DATABASE_NAME": "test_matrix_" + re.sub(r"\W", "_", session.name),
