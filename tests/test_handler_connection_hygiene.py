@@ -136,17 +136,24 @@ def check(worker: HygieneWorker, ids: list[int], kinds: list[str], jobs: dict[in
     assert report.ok, report.format()
 
 
-# --- a raw transaction left open ------------------------------------------------------------
-@pytest.mark.parametrize("hostile", ["leave_begin", "leave_begin_after_a_write", "lock_own_row",
-                                     "leave_aborted"])
-def test_a_handler_that_leaves_a_raw_transaction_open_fails_and_later_jobs_keep_their_writes(
-        hygiene_worker, hostile):
+def _hostile_then_30_writes(hygiene_worker, hostile):
+    """One `hostile` job then 30 `write_row` jobs on one thread: the hostile one fails, every
+    write succeeds with its row (check), and the 30 rows exist. Returns (ids, jobs)."""
     worker = hygiene_worker(threads=1)
     kinds = [hostile] + ["write_row"] * 30
     ids = enqueue(kinds)
     jobs = wait_final(worker, ids, timeout=40)
     check(worker, ids, kinds, jobs)
     assert len(rows()) == 30
+    return ids, jobs
+
+
+# --- a raw transaction left open ------------------------------------------------------------
+@pytest.mark.parametrize("hostile", ["leave_begin", "leave_begin_after_a_write", "lock_own_row",
+                                     "leave_aborted"])
+def test_a_handler_that_leaves_a_raw_transaction_open_fails_and_later_jobs_keep_their_writes(
+        hygiene_worker, hostile):
+    ids, jobs = _hostile_then_30_writes(hygiene_worker, hostile)
     assert jobs[ids[0]].attempts == 2  # an ordinary failure: retried, and failed again
 
 
@@ -156,12 +163,7 @@ def test_a_handler_that_leaves_a_raw_transaction_open_fails_and_later_jobs_keep_
                                      "leave_autocommit_off"])
 def test_a_handler_that_leaves_an_atomic_block_entered_fails_and_its_thread_keeps_working(
         hygiene_worker, hostile):
-    worker = hygiene_worker(threads=1)
-    kinds = [hostile] + ["write_row"] * 30
-    ids = enqueue(kinds)
-    jobs = wait_final(worker, ids, timeout=40)
-    check(worker, ids, kinds, jobs)
-    assert len(rows()) == 30
+    _hostile_then_30_writes(hygiene_worker, hostile)
 
 
 # --- session state ----------------------------------------------------------------------------

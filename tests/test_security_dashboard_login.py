@@ -20,15 +20,20 @@ def csrf_client():
     return client
 
 
+def _alice_logs_in(make_user, csrf_client):
+    """A user with a password posts it to the dashboard's login."""
+    make_user("alice", password="pw-for-tests-1")
+    return csrf_client.post(LOGIN, {"username": "alice", "password": "pw-for-tests-1"},
+                            format="json")
+
+
 def test_the_password_login_is_off_by_default():
     assert default("JOB_API_PASSWORD_LOGIN") is False
 
 
 @override_settings(JOB_API_PASSWORD_LOGIN=False)
 def test_with_the_login_off_a_user_with_a_password_is_not_logged_in(make_user, csrf_client):
-    make_user("alice", password="pw-for-tests-1")
-    response = csrf_client.post(LOGIN, {"username": "alice", "password": "pw-for-tests-1"},
-                                format="json")
+    response = _alice_logs_in(make_user, csrf_client)
     assert response.status_code == 404, response.content
     assert "JOB_API_PASSWORD_LOGIN" in response.json()["detail"]
     assert "sessionid" not in response.cookies
@@ -37,9 +42,7 @@ def test_with_the_login_off_a_user_with_a_password_is_not_logged_in(make_user, c
 
 @override_settings(JOB_API_PASSWORD_LOGIN=True)
 def test_with_the_login_on_the_password_starts_a_session(make_user, csrf_client):
-    make_user("alice", password="pw-for-tests-1")
-    response = csrf_client.post(LOGIN, {"username": "alice", "password": "pw-for-tests-1"},
-                                format="json")
+    response = _alice_logs_in(make_user, csrf_client)
     assert response.status_code == 200, response.content
     assert csrf_client.get("/api/v1/auth/me/").json()["username"] == "alice"
 
