@@ -77,7 +77,7 @@ KINDS = {
     "permanent": (lambda ctx: _raise(PermanentError("no\x00")), "failed", "one"),
     # a handler that raises the engine's own control-flow exceptions itself
     "raises_job_cancelled": (lambda ctx: _raise(JobCancelled("mine")), "failed", "one"),
-    # ignores its timeout (enqueued with timeout=1): each attempt is timed out by the worker
+    # ignores its timeout (enqueued with timeout_seconds=1): each attempt is timed out by the worker
     # Overruns its 1 s timeout by 2.6 s: the renewer, which enforces timeouts on its passes
     # (every lease / 3, 0.67 s here), gets at least two passes in before the handler returns.
     # A handler that returns within one pass of its timeout may still be recorded as it ended.

@@ -4,7 +4,7 @@ from django_pg_jobqueue import task_options
 from django_pg_jobqueue.tasks_compat import task
 
 
-@task_options(max_attempts=5, timeout=30)
+@task_options(max_attempts=5, timeout_seconds=30)
 @task(queue_name="default")
 def send_welcome(user_id):
     return {"welcomed": user_id}

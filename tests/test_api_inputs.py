@@ -100,12 +100,12 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
     from django_pg_jobqueue.exceptions import InvalidJobArgument, JobPayloadTooLarge
 
     with mock.patch("django_pg_jobqueue.services.enqueue_job",
-                    side_effect=InvalidJobArgument("delay", "at most 366 days")):
+                    side_effect=InvalidJobArgument("delay_seconds", "at most 366 days")):
         single = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert single.status_code == 400
     assert single.json()["errors"] == {"delay_seconds": ["at most 366 days"]}
     with mock.patch("django_pg_jobqueue.services.enqueue_many_jobs",
-                    side_effect=InvalidJobArgument("timeout", "must be positive", index=1)):
+                    side_effect=InvalidJobArgument("timeout_seconds", "must be positive", index=1)):
         bulk = operator_client.post("/api/v1/jobs/bulk/", {"jobs": [{"type": "noop"}] * 2},
                                     format="json")
     assert bulk.status_code == 400
@@ -149,12 +149,12 @@ def test_the_api_measures_a_payload_in_utf8_bytes_as_enqueue_does(operator_clien
 REFUSED_BY_BOTH = [
     ("queue", "a\n", "queue", "a\n"),
     ("queue", " default", "queue", " default"),
-    ("type", "noop ", "job_type", "noop "),
+    ("type", "noop ", "type", "noop "),
     ("priority", "5", "priority", "5"),
     ("priority", 5.0, "priority", 5.0),
     ("max_attempts", "3", "max_attempts", "3"),
-    ("timeout_seconds", "30", "timeout", "30"),
-    ("delay_seconds", "5", "delay", "5"),
+    ("timeout_seconds", "30", "timeout_seconds", "30"),
+    ("delay_seconds", "5", "delay_seconds", "5"),
     ("run_at", "2030-01-01T09:30:00", "run_at", "naive"),
     ("run_at", "2030-01-01", "run_at", "date"),
     ("run_at", "0001-01-01T00:00:00Z", "run_at", "year 1"),
@@ -173,9 +173,9 @@ def test_the_api_refuses_what_enqueue_refuses_and_writes_nothing(
     from django_pg_jobqueue import services
     from django_pg_jobqueue.exceptions import InvalidJobArgument
 
-    kwargs = {"job_type": "noop", keyword: _python_value(python)}
+    kwargs = {"type": "noop", keyword: _python_value(python)}
     with pytest.raises(InvalidJobArgument):
-        services.enqueue(kwargs.pop("job_type"), **kwargs)
+        services.enqueue(**kwargs)
     body = {"type": "noop", field: value}
     for path, sent in ((JOBS, body), (JOBS + "bulk/", {"jobs": [body]})):
         response = operator_client.post(path, sent, format="json")

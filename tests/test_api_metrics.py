@@ -34,7 +34,7 @@ def test_metrics_after_a_known_workload(operator_client):
     _run(bad.id, ok=False, seconds=10)
     services.enqueue("noop", priority=5, queue="reports")
     services.enqueue("noop", priority=5)
-    services.enqueue("noop", delay=600)
+    services.enqueue("noop", delay_seconds=600)
     old = services.enqueue("noop")
     Job.objects.filter(pk=old.pk).update(available_at=timezone.now() - timedelta(seconds=90))
     running = services.enqueue("sleep")

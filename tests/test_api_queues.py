@@ -34,7 +34,7 @@ def _row(body, name):
 
 def test_list_shows_every_queue_with_jobs_or_a_setting_with_its_counts(operator_client):
     services.enqueue("noop", queue="emails")
-    services.enqueue("noop", queue="emails", delay=timedelta(hours=1))
+    services.enqueue("noop", queue="emails", delay_seconds=timedelta(hours=1))
     services.enqueue("noop", queue="reports")
     services.enqueue("noop", queue="reports")
     assert len(services.claim(worker_ids=["w-1"], queues=["reports"])) == 1

@@ -21,7 +21,7 @@ ENTRIES = {
     # Yearly, so that the latest tick cannot change between the enqueue and the read.
     "new-year": {"cron": "0 0 1 1 *", "timezone": "Europe/Paris", "type": "noop",
                  "payload": {"n": 1}, "queue": "reports", "priority": 5, "max_attempts": 2,
-                 "timeout": 60},
+                 "timeout_seconds": 60},
     "sum": {"cron": "0 0 1 1 *", "task": "tests.test_tasks_backend.add", "args": [1],
             "kwargs": {"b": 2}},
 }
@@ -76,7 +76,7 @@ def test_invalid_entries_are_listed_with_their_problems(operator_client):
 
 
 @override_settings(JOB_PERIODIC={"odd": {
-    "cron": "0 * * * *", "type": "noop", "priority": "high", "timeout": "5m",
+    "cron": "0 * * * *", "type": "noop", "priority": "high", "timeout_seconds": "5m",
     "max_attempts": 0, "payload": [1, 2], "queue": 7, "args": "x"}})
 def test_settings_values_of_the_wrong_type_make_the_entry_invalid_not_a_500(operator_client):
     row = _by_name(operator_client.get(SCHEDULES))["odd"]
@@ -85,7 +85,7 @@ def test_settings_values_of_the_wrong_type_make_the_entry_invalid_not_a_500(oper
     assert row["payload"] == {} and row["args"] == []
     assert row["max_attempts"] == 0
     problems = " | ".join(row["problems"])
-    for name in ("'priority'", "'timeout'", "'max_attempts'", "'payload'", "'queue'", "'args'"):
+    for name in ("'priority'", "'timeout_seconds'", "'max_attempts'", "'payload'", "'queue'", "'args'"):
         assert name in problems, (name, problems)
 
 

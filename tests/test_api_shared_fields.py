@@ -47,7 +47,7 @@ class PerInstanceJobCreateSerializer(JobCreateSerializer):
 
 
 def _jobs_in_every_shape():
-    queued = services.enqueue("noop", {"n": 1}, idempotency_key="k1", delay=30)
+    queued = services.enqueue("noop", {"n": 1}, idempotency_key="k1", delay_seconds=30)
     running = services.enqueue("sleep", {"seconds": 1}, priority=7)
     claimed = services.claim(worker_ids=["test-1-0"], job_ids=[running.id])[0]
     services.record_progress(claimed.id, claimed.lease_token, worker_id="test-1-0",

@@ -133,7 +133,7 @@ def _enqueue(n: int, rng: random.Random, spread_seconds: float) -> dict[str, int
             # High-priority probes, made due across the run, so that there is always one to
             # time the recovery of an orphan that does not wait behind the backlog.
             item = {"payload": {"mode": "ok", "seconds": 1.0, "probe": True}, "priority": 10,
-                    "delay": rng.uniform(0, spread_seconds)}
+                    "delay_seconds": rng.uniform(0, spread_seconds)}
             kind = "probe"
         elif i % 400 == 1:
             item = {"payload": {"mode": "long", "seconds": LEASE_SECONDS * 2.5}}  # past 2 renewals

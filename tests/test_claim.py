@@ -26,7 +26,7 @@ def test_claim_order_is_priority_then_available_at_then_created_at_then_id():
     tie_b = services.enqueue("noop", {"n": "tie_b"})
     same = now - timedelta(minutes=2)
     Job.objects.filter(pk__in=[tie_a.pk, tie_b.pk]).update(available_at=same, created_at=same)
-    future = services.enqueue("noop", {"n": "future"}, priority=100, delay=3600)
+    future = services.enqueue("noop", {"n": "future"}, priority=100, delay_seconds=3600)
 
     claimed = services.claim(worker_ids=[f"w-{i}" for i in range(10)])
     assert [c.payload["n"] for c in claimed] == ["high_early", "high_late", "tie_a", "tie_b", "low"]

@@ -32,8 +32,8 @@ from django_pg_jobqueue.models import Job, JobEvent
 pytestmark = pytest.mark.django_db
 
 EXAMPLES = int(os.environ.get("JOB_PROPERTY_EXAMPLES", "40"))
-ARGUMENTS = {"type", "payload", "priority", "queue", "run_at", "delay", "idempotency_key",
-             "max_attempts", "timeout", "jobs"}
+ARGUMENTS = {"type", "payload", "priority", "queue", "run_at", "delay_seconds",
+             "idempotency_key", "max_attempts", "timeout_seconds", "jobs"}
 WORKER = "property-test"
 
 # Any code point, surrogates and NUL included.
@@ -113,8 +113,8 @@ job_types = st.one_of(st.just("noop"), st.just("noop"), st.just("no-such-type"),
 def enqueue_args(draw) -> dict:
     args = {"type": draw(job_types), "payload": draw(payloads)}
     for name, strategy in [("priority", priorities), ("queue", queues), ("run_at", run_ats),
-                           ("delay", delays), ("idempotency_key", idempotency_keys),
-                           ("max_attempts", small_ints), ("timeout", small_ints)]:
+                           ("delay_seconds", delays), ("idempotency_key", idempotency_keys),
+                           ("max_attempts", small_ints), ("timeout_seconds", small_ints)]:
         if draw(st.booleans()):
             args[name] = draw(strategy)
     return args
@@ -161,13 +161,13 @@ def assert_stored_as_given(job: Job, args: dict) -> None:
     assert 1 <= row.max_attempts <= states.MAX_ATTEMPTS_LIMIT
     assert row.timeout_seconds is None or 1 <= row.timeout_seconds <= states.MAX_TIMEOUT_SECONDS
     for name, column in [("priority", "priority"), ("queue", "queue"),
-                         ("max_attempts", "max_attempts"), ("timeout", "timeout_seconds"),
+                         ("max_attempts", "max_attempts"), ("timeout_seconds", "timeout_seconds"),
                          ("idempotency_key", "idempotency_key")]:
         if args.get(name) is not None:
             assert getattr(row, column) == args[name], name
     if args.get("run_at") is not None:
         assert row.available_at == args["run_at"]
-    delay = args.get("delay")
+    delay = args.get("delay_seconds")
     if delay is not None and args.get("run_at") is None:
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
         assert abs((row.available_at - row.created_at).total_seconds() - seconds) < 1e-3
@@ -266,4 +266,4 @@ def test_the_strategies_reach_both_outcomes():
 
     sample()
     assert "stored" in outcomes
-    assert {"type", "payload", "run_at", "delay", "queue", "priority"} <= outcomes, outcomes
+    assert {"type", "payload", "run_at", "delay_seconds", "queue", "priority"} <= outcomes, outcomes

@@ -33,10 +33,10 @@ def test_enqueue_returns_the_job_as_stored():
 def test_enqueue_with_every_option_returns_the_job_as_stored():
     run_at = timezone.now() + timedelta(hours=1)
     scheduled = services.enqueue("noop", {"n": 1}, priority=-7, queue="reports", run_at=run_at,
-                                 max_attempts=9, timeout=12, idempotency_key="result-1")
+                                 max_attempts=9, timeout_seconds=12, idempotency_key="result-1")
     assert scheduled.available_at == run_at and scheduled.request_fingerprint
     assert_as_stored(scheduled)
-    delayed = services.enqueue("noop", delay=timedelta(seconds=90))
+    delayed = services.enqueue("noop", delay_seconds=timedelta(seconds=90))
     assert delayed.available_at == delayed.created_at + timedelta(seconds=90)
     assert_as_stored(delayed)
 
@@ -54,9 +54,9 @@ def test_enqueue_many_returns_the_jobs_as_stored_in_input_order():
     run_at = timezone.now() + timedelta(minutes=5)
     items = [
         {"type": "noop", "payload": {"i": 0}},
-        {"type": "noop", "payload": {"i": 1}, "priority": 3, "queue": "alpha", "delay": 30},
+        {"type": "noop", "payload": {"i": 1}, "priority": 3, "queue": "alpha", "delay_seconds": 30},
         {"type": "noop", "payload": {"i": 2}, "run_at": run_at, "idempotency_key": "result-3"},
-        {"type": "email_send", "payload": {"to": "x@example.com"}, "timeout": 5},
+        {"type": "email_send", "payload": {"to": "x@example.com"}, "timeout_seconds": 5},
     ]
     jobs = services.enqueue_many(items)
     assert [j.payload for j in jobs[:3]] == [{"i": 0}, {"i": 1}, {"i": 2}]
@@ -83,7 +83,7 @@ def test_without_prepared_statements_the_same_jobs_come_back(settings):
     settings.JOB_PREPARED_STATEMENTS = False
     run_at = timezone.now() + timedelta(minutes=1)
     assert_as_stored(services.enqueue("noop", {"p": 1}, run_at=run_at, idempotency_key="np-1"))
-    jobs = services.enqueue_many([{"type": "noop", "delay": 5}, {"type": "noop", "run_at": run_at}])
+    jobs = services.enqueue_many([{"type": "noop", "delay_seconds": 5}, {"type": "noop", "run_at": run_at}])
     assert jobs[1].available_at == run_at
     for job in jobs:
         assert_as_stored(job)

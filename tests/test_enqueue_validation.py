@@ -99,28 +99,28 @@ def test_the_payload_limit_applies_to_enqueue_many_too():
                                    timedelta(seconds=-1), states.MAX_DELAY_SECONDS + 1,
                                    timedelta(days=10**6)])
 def test_a_negative_infinite_or_huge_delay_is_refused(delay):
-    refused("delay", "noop", delay=delay)
+    refused("delay_seconds", "noop", delay_seconds=delay)
 
 
 @pytest.mark.parametrize("delay", ["5", True, [5]])
 def test_a_delay_of_the_wrong_type_is_a_type_error(delay):
-    refused("delay", "noop", delay=delay, error=TypeError)
+    refused("delay_seconds", "noop", delay_seconds=delay, error=TypeError)
 
 
 def test_a_delay_within_bounds_defers_the_job():
-    job = enqueue("noop", delay=timedelta(hours=1))
+    job = enqueue("noop", delay_seconds=timedelta(hours=1))
     assert job.available_at - job.created_at == timedelta(hours=1)
-    assert enqueue("noop", delay=states.MAX_DELAY_SECONDS).available_at > timezone.now()
+    assert enqueue("noop", delay_seconds=states.MAX_DELAY_SECONDS).available_at > timezone.now()
 
 
 @pytest.mark.parametrize("timeout", [0, -1, states.MAX_TIMEOUT_SECONDS + 1])
 def test_a_zero_negative_or_huge_timeout_is_refused(timeout):
-    refused("timeout", "noop", timeout=timeout)
+    refused("timeout_seconds", "noop", timeout_seconds=timeout)
 
 
 @pytest.mark.parametrize("timeout", [1.5, "30", True])
 def test_a_timeout_that_is_not_a_whole_number_is_a_type_error(timeout):
-    refused("timeout", "noop", timeout=timeout, error=TypeError)
+    refused("timeout_seconds", "noop", timeout_seconds=timeout, error=TypeError)
 
 
 @pytest.mark.parametrize("max_attempts", [0, -3, states.MAX_ATTEMPTS_LIMIT + 1])
@@ -220,7 +220,7 @@ def test_an_unregistered_or_non_string_type_is_refused_naming_type():
 
 
 def test_run_at_and_delay_together_are_refused():
-    refused("delay", "noop", run_at=timezone.now(), delay=5)
+    refused("delay_seconds", "noop", run_at=timezone.now(), delay_seconds=5)
 
 
 # -- enqueue_many: all or nothing -------------------------------------------------------------
@@ -246,7 +246,7 @@ def test_a_refused_enqueue_inside_a_transaction_leaves_the_callers_work_intact()
     with transaction.atomic():
         kept = enqueue("noop")
         with pytest.raises(InvalidJobArgument):
-            enqueue("noop", delay=-1)
+            enqueue("noop", delay_seconds=-1)
         assert Job.objects.filter(pk=kept.pk).exists()
         with connection.cursor() as cur:  # the transaction is still usable
             cur.execute("SELECT 1")
@@ -256,7 +256,7 @@ def test_accepted_hostile_looking_input_runs(db):
     from django_pg_jobqueue.testing import drain
 
     job = enqueue("noop", {"text": "back\\slash \\u0000 not a NUL", "ctl": "\x01\x1f"},
-                  queue="q.1", priority=-100, max_attempts=1, timeout=1)
+                  queue="q.1", priority=-100, max_attempts=1, timeout_seconds=1)
     assert Job.objects.get(pk=job.pk).payload["text"] == "back\\slash \\u0000 not a NUL"
     assert drain(queues=["q.1"]).succeeded == 1
     assert Job.objects.get(pk=job.pk).status == "succeeded"

@@ -224,7 +224,7 @@ def test_a_timed_out_attempt_is_failed_before_its_handler_is_told_to_stop():
     from django_pg_jobqueue.worker.held import Held, HeldJobs
     from django_pg_jobqueue.worker.renewer import LeaseRenewer
 
-    job = services.enqueue("noop", timeout=1, max_attempts=1)
+    job = services.enqueue("noop", timeout_seconds=1, max_attempts=1)
     c = services.claim(worker_ids=["proc-1"], job_ids=[job.id])[0]
     Job.objects.filter(pk=job.pk).update(started_at=c.started_at - timedelta(hours=1))
     ctx = _context(c, "proc-1")

@@ -47,7 +47,7 @@ def workload(db):
     services.complete_many([Completion(c.id, c.lease_token, c.worker_id, {}) for c in done])
     waiting = services.enqueue("noop", {"waiting": True})
     Job.objects.filter(pk=waiting.pk).update(available_at=now - timedelta(seconds=120))
-    services.enqueue("noop", {"later": True}, delay=3600)
+    services.enqueue("noop", {"later": True}, delay_seconds=3600)
     claim(services.enqueue("noop", {"running": True}))
 
     dead = claim(services.enqueue("fail", {}, queue="mail"))

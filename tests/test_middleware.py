@@ -207,7 +207,7 @@ def test_an_error_hook_hears_every_failed_attempt_once_in_a_worker_pool(
         Job.objects.filter(pk=unknown.pk).update(type="mw_no_such_handler")
         unstorable = services.enqueue("mw_unstorable", {})
         left_open = services.enqueue("mw_left_open", {})
-        timed_out = services.enqueue("mw_stubborn", {}, timeout=1)
+        timed_out = services.enqueue("mw_stubborn", {}, timeout_seconds=1)
         expired = services.enqueue("mw_echo", {"n": 3})
         # claimed by a worker that then died: the pool's reaper takes it at lease expiry
         services.claim(worker_ids=["dead-worker"], job_ids=[expired.id])

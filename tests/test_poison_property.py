@@ -86,7 +86,7 @@ def poison_worker(tmp_path):
 def run_mixture(worker: PoisonWorker, mixture: list[tuple[str, int]]) -> None:
     jobs = services.enqueue_many([
         {"type": "poison", "payload": {"kind": kind}, "max_attempts": attempts,
-         **({"timeout": TIMEOUT_SECONDS} if kind == "overruns_timeout" else {})}
+         **({"timeout_seconds": TIMEOUT_SECONDS} if kind == "overruns_timeout" else {})}
         for kind, attempts in mixture])
     ids = [j.id for j in jobs]
     bounds = {j.id: bound_seconds(kind, attempts, len(mixture))

@@ -26,7 +26,7 @@ def idle_pool(worker_pool):
 
 def _failed_job(**kwargs) -> Job:
     # Due in an hour, so that the running pool cannot claim it before it is marked failed.
-    job = services.enqueue("noop", delay=3600, **kwargs)
+    job = services.enqueue("noop", delay_seconds=3600, **kwargs)
     Job.objects.filter(pk=job.pk).update(status="failed", attempts=1, last_error="boom",
                                          finished_at=job.created_at)
     return job

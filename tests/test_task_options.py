@@ -61,9 +61,9 @@ def test_the_queue_backend_gives_each_enqueue_the_declared_attempts_and_timeout(
 @pytest.mark.parametrize(("kwargs", "argument", "error"), [
     ({"max_attempts": 0}, "max_attempts", InvalidJobArgument),
     ({"max_attempts": "5"}, "max_attempts", JobArgumentTypeError),
-    ({"timeout": 1.5}, "timeout", JobArgumentTypeError),
-    ({"timeout": True}, "timeout", JobArgumentTypeError),
-    ({"timeout": 10**9}, "timeout", InvalidJobArgument),
+    ({"timeout_seconds": 1.5}, "timeout_seconds", JobArgumentTypeError),
+    ({"timeout_seconds": True}, "timeout_seconds", JobArgumentTypeError),
+    ({"timeout_seconds": 10**9}, "timeout_seconds", InvalidJobArgument),
 ])
 def test_bad_task_options_are_refused_naming_the_argument(kwargs, argument, error):
     with pytest.raises(error) as caught:

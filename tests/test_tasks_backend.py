@@ -67,7 +67,7 @@ async def async_multiply(a, b):
     return a * b
 
 
-@task_options(max_attempts=1, timeout=1)
+@task_options(max_attempts=1, timeout_seconds=1)
 @task
 async def async_sleep(seconds):
     await asyncio.sleep(seconds)
@@ -259,11 +259,11 @@ def test_queue_names_are_validated_against_the_backend_queues(db):
 
 @pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task takes no extra arguments")
 def test_task_arguments_reach_the_task_class_where_django_passes_them(db):
-    declared = task(max_attempts=2, timeout=1)(_module_level_helper)
+    declared = task(max_attempts=2, timeout_seconds=1)(_module_level_helper)
     assert isinstance(declared, QueueTask) and declared.max_attempts == 2
-    assert declared.timeout == 1
+    assert declared.timeout_seconds == 1
     with pytest.raises(InvalidTask, match="timeout"):
-        task(timeout=-1)(_module_level_helper)
+        task(timeout_seconds=-1)(_module_level_helper)
 
 
 def test_task_class_carries_retries_timeouts_and_an_idempotency_key(db):
@@ -275,7 +275,7 @@ def test_task_class_carries_retries_timeouts_and_an_idempotency_key(db):
     with pytest.raises(InvalidTask, match="max_attempts"):
         add.using(max_attempts=0)
     with pytest.raises(InvalidTask, match="timeout"):
-        add.using(timeout=-1)
+        add.using(timeout_seconds=-1)
 
 
 def _module_level_helper():
@@ -323,7 +323,7 @@ def echo(*args, **kwargs):
 def test_get_result_equals_the_result_enqueue_returned(db):
     for t in (echo, echo.using(priority=7, queue_name="default"),
               echo.using(run_after=timezone.now() + timedelta(hours=2)),
-              always_fail.using(timeout=9), async_sleep):
+              always_fail.using(timeout_seconds=9), async_sleep):
         result = t.enqueue(1, "two", three=[3.5, None, True])
         again = default_task_backend.get_result(result.id)
         assert again == result, (again, result)

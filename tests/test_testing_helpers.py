@@ -91,7 +91,7 @@ def test_assert_enqueued_failure_lists_what_was_enqueued():
 def test_drain_runs_due_jobs_through_the_real_claim_and_complete_path():
     ok = services.enqueue("noop")
     bad = services.enqueue("fail", {"permanent": True})
-    later = services.enqueue("noop", delay=3600)
+    later = services.enqueue("noop", delay_seconds=3600)
     result = drain()
     assert (result.succeeded, result.failed, result.ran) == (1, 1, 2)
     assert result.errors == [f"#{bad.id}: PermanentError: permanent failure requested"]

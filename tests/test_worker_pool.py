@@ -104,7 +104,7 @@ def test_timeout_fails_the_attempt_and_asks_the_handler_to_stop(worker_pool, cus
         return {"late": True}
 
     custom_handler("stubborn", stubborn)
-    job = services.enqueue("stubborn", {}, timeout=1, max_attempts=1)
+    job = services.enqueue("stubborn", {}, timeout_seconds=1, max_attempts=1)
     worker_pool(threads=1)
     wait_for(lambda: status_of(job) == "failed", 15)
     assert stopped.wait(5), "the handler was asked to stop"

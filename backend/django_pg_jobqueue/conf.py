@@ -313,7 +313,7 @@ class QueueConf:
         Periodic jobs: `{name: {"cron": "0 3 * * *", "timezone": "Europe/Paris", "type":
         "report_generate", "payload": {...}}}`, or `"task": "myapp.tasks.cleanup"` with
         `"args"` and `"kwargs"` for a Django task; optional keys `queue`, `priority`,
-        `max_attempts`, `timeout`. Each tick is enqueued once, whichever worker process gets
+        `max_attempts`, `timeout_seconds`. Each tick is enqueued once, whichever worker process gets
         there first. `manage.py check` reports a malformed value (`django_pg_jobqueue.E200`)
         and each bad entry (`django_pg_jobqueue.E201`).""")
 

@@ -69,7 +69,7 @@ class PeriodicEntry:
     queue: str | None = None
     priority: int | None = None
     max_attempts: int | None = None
-    timeout: int | None = None
+    timeout_seconds: int | None = None
     source: str = "settings"  # or "decorator"
 
     # -- validation --------------------------------------------------------------------------
@@ -157,7 +157,8 @@ class PeriodicEntry:
         if self.type is not None:
             _, created = services.enqueue_job(
                 self.type, dict(self.payload), priority=self.priority, queue=self.queue,
-                idempotency_key=key, max_attempts=self.max_attempts, timeout=self.timeout)
+                idempotency_key=key, max_attempts=self.max_attempts,
+                timeout_seconds=self.timeout_seconds)
             return created
         from .models import Job
 
@@ -165,7 +166,7 @@ class PeriodicEntry:
             return False
         task = self._load_task()
         options = {"idempotency_key": key, "max_attempts": self.max_attempts,
-                   "timeout": self.timeout, "queue_name": self.queue, "priority": self.priority}
+                   "timeout_seconds": self.timeout_seconds, "queue_name": self.queue, "priority": self.priority}
         task.using(**{k: v for k, v in options.items() if v is not None}).enqueue(
             *self.args, **self.kwargs)
         return True  # (a concurrent process may have won the insert: then it was a replay)
@@ -179,7 +180,7 @@ _discovered = False
 def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
              payload: dict | None = None, args: list | None = None, kwargs: dict | None = None,
              queue: str | None = None, priority: int | None = None,
-             max_attempts: int | None = None, timeout: int | None = None):
+             max_attempts: int | None = None, timeout_seconds: int | None = None):
     """Run the decorated `@handler` function or Django `@task` on a cron schedule.
 
     Put it above `@handler(...)` / `@task(...)`. `name` defaults to the job type, or to the
@@ -190,7 +191,8 @@ def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
         from .tasks_compat import Task
 
         common = dict(cron=cron, timezone=timezone, queue=queue, priority=priority,
-                      max_attempts=max_attempts, timeout=timeout, source="decorator")
+                      max_attempts=max_attempts, timeout_seconds=timeout_seconds,
+                      source="decorator")
         if isinstance(obj, Task):
             entry = PeriodicEntry(name=name or obj.module_path, task=obj.module_path,
                                   args=list(args or []), kwargs=dict(kwargs or {}), **common)
@@ -218,7 +220,7 @@ def _discover() -> None:
 
 
 _ENTRY_KEYS = {"cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
-               "priority", "max_attempts", "timeout"}
+               "priority", "max_attempts", "timeout_seconds"}
 
 
 def entries() -> list[PeriodicEntry]:
@@ -263,7 +265,7 @@ def schedule(now: datetime | None = None) -> list[dict]:
     """Each entry with its next run and its latest due tick's job (None if not enqueued).
 
     [{"name", "cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
-      "priority", "max_attempts", "timeout", "source", "valid", "problems",
+      "priority", "max_attempts", "timeout_seconds", "source", "valid", "problems",
       "next_run_at", "last_tick_at", "last_job": {"id", "status"} | None}, ...]
     """
     from .models import Job

@@ -273,13 +273,13 @@ def queue_get(name: str) -> dict:
                                    "queued": 0, "runnable": 0, "running": 0}
 
 
-_WHOLE_NUMBER_FIELDS = {"priority": None, "max_attempts": 1, "timeout": 1}  # name -> minimum
+_WHOLE_NUMBER_FIELDS = {"priority": None, "max_attempts": 1, "timeout_seconds": 1}  # name -> minimum
 
 
 def schedules(now=None) -> list[dict]:
     """`periodic.schedule()`, every value of the type the API declares.
 
-    A settings entry can hold anything (`"priority": "high"`, `"timeout": "5m"`): such a value
+    A settings entry can hold anything (`"priority": "high"`, `"timeout_seconds": "5m"`): such a value
     is shown as null (or empty) and named in the entry's `problems`, which makes it invalid,
     rather than breaking the whole list.
     """

@@ -10,7 +10,7 @@
     from django.tasks import task              # Django 5.2: from django_tasks import task
     from django_pg_jobqueue import task_options
 
-    @task_options(max_attempts=5, timeout=30)   # ignored by other backends
+    @task_options(max_attempts=5, timeout_seconds=30)   # ignored by other backends
     @task(priority=10, queue_name="emails")
     def send_welcome(user_id): ...
 
@@ -32,10 +32,10 @@ Mapping to Django's model:
   the task as enqueued (`run_after` kept, options left unset stay None), so
   `get_result(r.id) == r` until the task starts.
 - Retries, timeouts and uniqueness, which Django does not define: `@task_options(max_attempts=5,
-  timeout=30)` for every enqueue of a task (a registry by module path, so the `@task` stays
+  timeout_seconds=30)` for every enqueue of a task (a registry by module path, so the `@task` stays
   importable and runnable under any backend), and per enqueue `.using(max_attempts=...,
-  timeout=..., idempotency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and the
-  backport also pass `@task(max_attempts=5, timeout=30)` on to `QueueTask`; Django 6.0's
+  timeout_seconds=..., idempotency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and
+  the backport also pass `@task(max_attempts=5, timeout_seconds=30)` on to `QueueTask`; Django 6.0's
   `@task` refuses them, and so does every other backend's task class.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
   The worker resolves a job's task path without importing arbitrary modules (`_load_task`):
@@ -129,7 +129,7 @@ class TaskOptions:
     """The queue's own options for one task, as `@task_options(...)` gave them."""
 
     max_attempts: int | None = None
-    timeout: int | None = None
+    timeout_seconds: int | None = None
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -149,23 +149,24 @@ def _check_option(argument: str, value, high: int) -> int | None:
 
 
 def task_options(*, max_attempts: int | None = None,
-                 timeout: int | None = None) -> Callable[[_T], _T]:
+                 timeout_seconds: int | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
-        @task_options(max_attempts=5, timeout=30)
+        @task_options(max_attempts=5, timeout_seconds=30)
         @task(queue_name="emails")
         def send_welcome(user_id): ...
 
     Above or below `@task`. The task stays the backend's own Task (Django's under
     `ImmediateBackend` or `DummyBackend`, which ignore these); `QueueBackend` applies them to
     every enqueue of the task that does not set its own through `.using(...)` (or, on Django
-    6.1 and the backport, `@task(max_attempts=..., timeout=...)`). `max_attempts`: 1 to
-    `states.MAX_ATTEMPTS_LIMIT`; `timeout`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
+    6.1 and the backport, `@task(max_attempts=..., timeout_seconds=...)`). `max_attempts`: 1 to
+    `states.MAX_ATTEMPTS_LIMIT`; `timeout_seconds`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
     A bad value raises `InvalidJobArgument` naming it, at import time.
     """
     options = TaskOptions(max_attempts=_check_option("max_attempts", max_attempts,
                                                      MAX_ATTEMPTS_LIMIT),
-                          timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS))
+                          timeout_seconds=_check_option("timeout_seconds", timeout_seconds,
+                                                        MAX_TIMEOUT_SECONDS))
 
     def decorate(obj: _T) -> _T:
         func: Any = obj.func if isinstance(obj, Task) else obj
@@ -182,37 +183,38 @@ def options_for(task: Task) -> TaskOptions:
     where Django passes them), else `@task_options(...)`'s, else none (the settings'
     defaults apply)."""
     declared = _TASK_OPTIONS.get(task.module_path, TaskOptions())
-    own_attempts, own_timeout = getattr(task, "max_attempts", None), getattr(task, "timeout", None)
+    own_attempts = getattr(task, "max_attempts", None)
+    own_timeout = getattr(task, "timeout_seconds", None)
     return TaskOptions(
         max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
-        timeout=declared.timeout if own_timeout is None else own_timeout)
+        timeout_seconds=declared.timeout_seconds if own_timeout is None else own_timeout)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueTask(Task):
     """Django's Task plus what this queue adds: retries, a timeout and an idempotency key.
 
-    `.using(...)` sets them per call; `@task(max_attempts=5, timeout=30)` for every enqueue
+    `.using(...)` sets them per call; `@task(max_attempts=5, timeout_seconds=30)` for every enqueue
     where Django passes extra `@task` arguments to the backend's `task_class` (6.1 and the
     backport); `@task_options(...)` does it on every version and leaves other backends alone.
     """
 
     max_attempts: int | None = None  # None: JOB_DEFAULT_MAX_ATTEMPTS
-    timeout: int | None = None  # seconds; None: JOB_DEFAULT_TIMEOUT_SECONDS
+    timeout_seconds: int | None = None  # None: JOB_DEFAULT_TIMEOUT_SECONDS
     # Enqueueing again with the same key and the same arguments returns the first result
     # instead of a new task; with other arguments it raises jobs.exceptions.IdempotencyConflict.
     idempotency_key: str | None = None
 
     def using(self, *, priority=None, queue_name=None, run_after=None, backend=None,
-              max_attempts=None, timeout=None, idempotency_key=None):
+              max_attempts=None, timeout_seconds=None, idempotency_key=None):
         """Create a new Task with modified defaults (Django's, and this queue's)."""
         task = Task.using(self, priority=priority, queue_name=queue_name,
                           run_after=run_after, backend=backend)
         changes = {}
         if max_attempts is not None:
             changes["max_attempts"] = max_attempts
-        if timeout is not None:
-            changes["timeout"] = timeout
+        if timeout_seconds is not None:
+            changes["timeout_seconds"] = timeout_seconds
         if idempotency_key is not None:
             changes["idempotency_key"] = idempotency_key
         return replace(task, **changes) if changes else task
@@ -241,9 +243,9 @@ class QueueBackend(BaseTaskBackend):
         max_attempts = getattr(task, "max_attempts", None)
         if max_attempts is not None and (not isinstance(max_attempts, int) or max_attempts < 1):
             raise InvalidTask("max_attempts must be a whole number of at least 1.")
-        timeout = getattr(task, "timeout", None)
+        timeout = getattr(task, "timeout_seconds", None)
         if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
-            raise InvalidTask("timeout must be a whole number of seconds, at least 1.")
+            raise InvalidTask("timeout_seconds must be a whole number of seconds, at least 1.")
         key = getattr(task, "idempotency_key", None)
         if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
             raise InvalidTask("idempotency_key must be a string of 1 to 255 characters.")
@@ -289,7 +291,7 @@ class QueueBackend(BaseTaskBackend):
                 f"TASKS[{self.alias!r}]['OPTIONS'] is ignored by {type(self).__name__}: "
                 f"{sorted(self.options)}.",
                 hint="Set retries and timeouts on the task: @task_options(max_attempts=..., "
-                     "timeout=...).",
+                     "timeout_seconds=...).",
                 id="django_pg_jobqueue.W101",
             ))
         return errors
@@ -313,13 +315,14 @@ class QueueBackend(BaseTaskBackend):
         # retries).
         enqueued = {"run_after": task.run_after.isoformat() if task.run_after else None}
         if isinstance(task, QueueTask):
-            enqueued.update(max_attempts=task.max_attempts, timeout=task.timeout)
+            enqueued.update(max_attempts=task.max_attempts, timeout_seconds=task.timeout_seconds)
         options = options_for(task)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_job(
             JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
-            run_at=run_at, max_attempts=options.max_attempts, timeout=options.timeout,
+            run_at=run_at, max_attempts=options.max_attempts,
+            timeout_seconds=options.timeout_seconds,
             idempotency_key=getattr(task, "idempotency_key", None),
         )
         if not created:  # an idempotent replay: the existing task's result, as it is now
@@ -452,9 +455,10 @@ def _task_for(job, task: Task | None = None) -> Task:
         values["run_after"] = datetime.fromisoformat(run_after) if run_after else None
         if isinstance(task, QueueTask):
             values.update(max_attempts=enqueued.get("max_attempts"),
-                          timeout=enqueued.get("timeout"), idempotency_key=job.idempotency_key)
+                          timeout_seconds=enqueued.get("timeout_seconds"),
+                          idempotency_key=job.idempotency_key)
     elif isinstance(task, QueueTask):
-        values.update(max_attempts=job.max_attempts, timeout=job.timeout_seconds,
+        values.update(max_attempts=job.max_attempts, timeout_seconds=job.timeout_seconds,
                       idempotency_key=job.idempotency_key)
     return _build_task(type(task), values)
 

@@ -16,7 +16,7 @@ def resize_image(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
 
 def produce() -> int:
     job = enqueue("resize_image", {"path": "a.png"}, priority=10, queue="media",
-                  delay=timedelta(seconds=5), max_attempts=3, timeout=30)
+                  delay_seconds=timedelta(seconds=5), max_attempts=3, timeout_seconds=30)
     jobs = enqueue_many([{"type": "resize_image", "payload": {"path": "b.png"}}])
     try:
         enqueue("resize_image", {}, priority=5)

@@ -98,13 +98,9 @@ def _first_code(codes) -> str:
     return "invalid"
 
 
-# enqueue()'s argument names -> the API's field names, where they differ.
-_FIELD_OF_ARGUMENT = {"job_type": "type", "delay": "delay_seconds", "timeout": "timeout_seconds"}
-
-
 def _field_error(exc: InvalidJobArgument, messages: list[str], code: str):
-    field = _FIELD_OF_ARGUMENT.get(exc.argument, exc.argument)
-    errors = {field: messages}
+    # enqueue()'s arguments are the API's fields, by the same names: the argument is the field.
+    errors = {exc.argument: messages}
     if exc.index is not None:  # a bulk request: errors.jobs[i] names the bad fields of item i
         errors = {"jobs": {str(exc.index): errors}}
     return exceptions.ValidationError(errors, code=code)

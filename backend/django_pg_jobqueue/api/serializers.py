@@ -376,12 +376,10 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     def enqueue_options(self) -> dict:
         """The validated body as keyword arguments of `services.enqueue_job`."""
         data = self.validated_data
-        options = {
-            "priority": data.get("priority"), "queue": data.get("queue"),
-            "run_at": data.get("run_at"), "delay": data.get("delay_seconds"),
-            "idempotency_key": data.get("idempotency_key"),
-            "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
-        }
+        # The fields are enqueue()'s arguments, by the same names.
+        options = {name: data.get(name) for name in (
+            "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
+            "timeout_seconds")}
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
 
@@ -406,13 +404,10 @@ class JobBulkCreateSerializer(StrictSerializer):
         items = []
         for data in self.validated_data["jobs"]:
             item = {"type": data["type"], "payload": data.get("payload", {})}
-            for source, target in (("priority", "priority"), ("queue", "queue"),
-                                   ("run_at", "run_at"), ("delay_seconds", "delay"),
-                                   ("idempotency_key", "idempotency_key"),
-                                   ("max_attempts", "max_attempts"),
-                                   ("timeout_seconds", "timeout")):
-                if data.get(source) is not None:
-                    item[target] = data[source]
+            for name in ("priority", "queue", "run_at", "delay_seconds", "idempotency_key",
+                         "max_attempts", "timeout_seconds"):
+                if data.get(name) is not None:
+                    item[name] = data[name]
             items.append(item)
         return items
 
@@ -642,7 +637,7 @@ class ScheduleSerializer(serializers.Serializer):
     queue = serializers.CharField(allow_null=True, help_text="null: the type's or task's default.")
     priority = serializers.IntegerField(allow_null=True)
     max_attempts = serializers.IntegerField(allow_null=True)
-    timeout_seconds = serializers.IntegerField(source="timeout", allow_null=True)
+    timeout_seconds = serializers.IntegerField(allow_null=True)
     source = serializers.ChoiceField(choices=["settings", "decorator"],
                                      help_text="JOB_PERIODIC, or the @periodic decorator.")
     valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")

@@ -218,6 +218,7 @@ def _check_run_at(run_at) -> datetime | None:
 
 
 def _check_delay(delay) -> float:
+    """`delay_seconds`: a number of seconds, or a timedelta (its total seconds)."""
     if delay is None:
         return 0.0
     if isinstance(delay, timedelta):
@@ -228,10 +229,10 @@ def _check_delay(delay) -> float:
         except OverflowError:
             seconds = math.inf
     else:
-        raise _type_error("delay", "a number of seconds or a timedelta", delay)
+        raise _type_error("delay_seconds", "a number of seconds or a timedelta", delay)
     if not (math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY_SECONDS):
         raise InvalidJobArgument(
-            "delay", f"must be between 0 and {MAX_DELAY_SECONDS} seconds, not {delay!r}")
+            "delay_seconds", f"must be between 0 and {MAX_DELAY_SECONDS} seconds, not {delay!r}")
     return seconds
 
 
@@ -283,8 +284,8 @@ def _check_creatable_task(payload: dict) -> None:
                                             "of TASKS: " + ", ".join(map(repr, aliases)))
 
 
-def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
-             idempotency_key=None, max_attempts=None, timeout=None,
+def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
+             delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              from_api: bool = False) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
@@ -300,9 +301,10 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     if from_api and job_type == conf.DJANGO_TASK_TYPE:
         _check_creatable_task(payload)
     run_at = _check_run_at(run_at)
+    delay = delay_seconds
     delay_seconds = _check_delay(delay)
     if run_at is not None and delay_seconds:
-        raise InvalidJobArgument("delay", "give run_at or delay, not both")
+        raise InvalidJobArgument("delay_seconds", "give run_at or delay_seconds, not both")
     settings = conf.get()
     priority = _check_int("priority", spec.priority if priority is None else priority,
                           PRIORITY_MIN, PRIORITY_MAX)
@@ -310,17 +312,19 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     if max_attempts is None:
         max_attempts = spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS
     max_attempts = _check_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+    timeout = timeout_seconds
     if timeout is None:
         timeout = spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS
     if timeout is not None:
-        timeout = _check_int("timeout", timeout, 1, MAX_TIMEOUT_SECONDS)
+        timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
     fingerprint = None
     if idempotency_key is not None:
         fingerprint = _fingerprint({
             "type": job_type, "payload": payload, "priority": priority, "queue": queue,
+            # the keys "timeout" and "delay" are the arguments' names when fingerprints were
+            # first stored: kept, so that a key stored then still replays
             "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
-            # as before validation existed, so that keys stored then still replay
             "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
         })
     return NewJob(
@@ -330,8 +334,10 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     )
 
 
-_ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempotency_key",
-                              "max_attempts", "timeout"})
+# enqueue()'s keyword arguments: the keys an enqueue_many() item may have besides "type" and
+# "payload", and the fields of POST /api/v1/jobs/ (tests/test_vocabulary.py holds them together).
+_ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
+                              "max_attempts", "timeout_seconds"})
 
 
 def _prepare_item(item, from_api: bool = False) -> NewJob:
@@ -490,10 +496,10 @@ def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = 
     return _insert([_prepare(job_type, payload, from_api=from_api, **options)])[0]
 
 
-def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None = None,
+def enqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
             queue: str | None = None, run_at: datetime | None = None,
-            delay: float | timedelta | None = None, idempotency_key: str | None = None,
-            max_attempts: int | None = None, timeout: int | None = None) -> Job:
+            delay_seconds: float | timedelta | None = None, idempotency_key: str | None = None,
+            max_attempts: int | None = None, timeout_seconds: int | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored).
 
     - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
@@ -503,13 +509,16 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
       first (default: the type's, else 0).
     - `queue`: a queue name matching `states.QUEUE_NAME_PATTERN` (default: the type's queue,
       else "default").
+    - `type`: a registered job type (a `@handler`'s name).
     - `run_at`: a timezone-aware datetime from 2000-01-01 UTC (`states.RUN_AT_MIN`): not
-      runnable before it. `delay`: seconds (a number or a timedelta), 0 to
+      runnable before it. `delay_seconds`: seconds (a number or a timedelta), 0 to
       `states.MAX_DELAY_SECONDS`. Not both.
     - `idempotency_key`: 1 to 255 characters; a second enqueue with the same key and the same
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
-    - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
-      `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
+    - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout_seconds` (whole seconds,
+      1 to `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
+
+    The names are the REST API's (`POST /api/v1/jobs/`) and `enqueue_many()` items' keys.
 
     Inside `transaction.atomic()` the job commits or rolls back with the caller's work.
     Raises `InvalidJobArgument` (a ValueError; `JobArgumentTypeError`, also a TypeError, for
@@ -517,8 +526,9 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     `JobPayloadTooLarge`) naming the argument in `.argument`. Nothing is written then.
     """
     job, _ = enqueue_job(
-        job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
-        idempotency_key=idempotency_key, max_attempts=max_attempts, timeout=timeout,
+        type, payload, priority=priority, queue=queue, run_at=run_at,
+        delay_seconds=delay_seconds, idempotency_key=idempotency_key,
+        max_attempts=max_attempts, timeout_seconds=timeout_seconds,
     )
     return job
 
