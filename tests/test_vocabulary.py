@@ -8,7 +8,14 @@ import inspect
 
 import pytest
 
-from django_pg_jobqueue import enqueue, enqueue_many, handler, task_options, testing
+from django_pg_jobqueue import (
+    aenqueue,
+    enqueue,
+    enqueue_many,
+    handler,
+    task_options,
+    testing,
+)
 from django_pg_jobqueue.api.serializers import JobCreateSerializer
 from django_pg_jobqueue.context import JobContext
 from django_pg_jobqueue.exceptions import JobArgumentTypeError
@@ -31,6 +38,10 @@ def _keywords(func) -> set[str]:
 def test_enqueue_its_batch_items_and_the_rest_api_take_the_same_names():
     assert ENQUEUE_NAMES == set(ONE_OF_EACH)
     assert set(JobCreateSerializer().fields) == ENQUEUE_NAMES
+
+
+def test_aenqueue_takes_exactly_enqueues_arguments():
+    assert inspect.signature(aenqueue).parameters == inspect.signature(enqueue).parameters
 
 
 @pytest.mark.django_db

@@ -1,6 +1,7 @@
 """A job queue for Django on PostgreSQL.
 
     from django_pg_jobqueue import enqueue, handler
+    from django_pg_jobqueue import aenqueue  # in async code: await aenqueue(...)
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
 pause_queue, resume_queue, set_queue_limit.
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from .exceptions import PermanentError
     from .registry import handler
     from .services import (
+        aenqueue,
+        aenqueue_many,
         cancel,
         delete,
         enqueue,
@@ -28,9 +31,10 @@ if TYPE_CHECKING:
     from .tasks_backend import task_options
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
-__all__ = ["enqueue", "enqueue_many", "cancel", "retry", "delete", "pause_queue", "resume_queue",
-           "set_queue_limit", "handler", "task_options", "PermanentError", "JobContext"]
-_SERVICES = frozenset(__all__[:8])  # resolved from .services
+__all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
+           "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
+           "PermanentError", "JobContext"]
+_SERVICES = frozenset(__all__[:10])  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:

@@ -3,6 +3,8 @@ import threading
 import uuid
 from typing import Any, NoReturn
 
+from asgiref.sync import sync_to_async
+
 from . import services
 from .db import worker_connection
 from .exceptions import JobCancelled
@@ -75,6 +77,16 @@ class JobContext:
         with worker_connection():
             services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
                                  message=message, data=data)
+
+    # The same writes for an `async def` handler, which may not touch the database from its
+    # event loop: they run on the executor thread that waits for the coroutine.
+    async def aprogress(self, percent: int | None, message: str = "") -> None:
+        """`progress()` for an `async def` handler: `await ctx.aprogress(50, "half way")`."""
+        await sync_to_async(self.progress)(percent, message)
+
+    async def alog(self, message: str, **data: Any) -> None:
+        """`log()` for an `async def` handler: `await ctx.alog("sent", bytes=n)`."""
+        await sync_to_async(self.log)(message, **data)
 
     def snooze(self, seconds: float) -> NoReturn:
         """Stop this attempt and run the job again in `seconds`, without spending an attempt."""

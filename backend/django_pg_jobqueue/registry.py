@@ -9,6 +9,9 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
     def make_thumbnail(ctx, payload):
         ctx.progress(50, "resizing")
         return {"ok": True}
+
+A handler may be an `async def`: the worker runs it on an event loop of its own and cancels it
+when the job must stop (worker/coroutines.py).
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +37,14 @@ class HandlerSpec:
     concurrency: int | None = None  # most jobs of this type running at once, across all workers
     description: str = ""
     payload_example: dict = field(default_factory=dict)
+    # What the executor calls, `run(ctx, payload)`: `func` itself, or for an `async def`
+    # handler a function that runs it on an event loop of the worker's (worker/coroutines.py).
+    run: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from .worker.coroutines import sync_handler
+
+        object.__setattr__(self, "run", sync_handler(self.func))
 
 
 def _where(func: Callable) -> str:
@@ -83,7 +94,10 @@ def handler(name: str | None = None, *, max_attempts: int | None = None,
             concurrency: int | None = None, description: str | None = None,
             payload_example: dict[str, Any] | None = None,
             ) -> Callable[[HandlerFunc], HandlerFunc]:
-    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
+    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type.
+
+    `func` may be an `async def`: it then runs on an event loop the worker owns, and is
+    cancelled (at its current `await`) when the job is cancelled, times out or must stop."""
 
     def decorate(func: HandlerFunc) -> HandlerFunc:
         defaults: dict[str, Any] = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,

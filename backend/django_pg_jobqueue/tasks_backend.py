@@ -50,7 +50,6 @@ Mapping to Django's model:
   `task_finished` in the worker around every attempt. `task_finished` carries the status the
   task has after that attempt: SUCCESSFUL, FAILED, or READY when a retry is scheduled.
 """
-import asyncio
 import importlib
 import json
 import traceback as tb_module
@@ -60,7 +59,6 @@ from datetime import datetime
 from inspect import iscoroutinefunction
 from typing import Any, TypeVar
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core import checks
 from django.db import connections, transaction
@@ -93,6 +91,7 @@ from .tasks_compat import (
     task_finished,
     task_started,
 )
+from .worker import coroutines
 
 JOB_TYPE = conf.DJANGO_TASK_TYPE
 _T = TypeVar("_T")  # what @task_options decorates: a Task or a function
@@ -508,25 +507,8 @@ def _build_result(job, events: list[dict], task: Task | None = None) -> TaskResu
 def _call(task: Task, ctx: JobContext, args: list, kwargs: dict) -> Any:
     if not iscoroutinefunction(task.func):
         return task.func(*args, **kwargs)
-    # A coroutine runs on its own event loop in this executor thread; async_to_sync keeps the
-    # ORM's thread-sensitive calls on this thread's connection. When the job must stop
-    # (cancel, timeout, lease lost, shutdown) the coroutine is cancelled at its next await.
-    return async_to_sync(_run_cancellable)(task.func, ctx, args, kwargs)
-
-
-async def _run_cancellable(func, ctx: JobContext, args, kwargs):
-    running = asyncio.ensure_future(func(*args, **kwargs))
-    while True:
-        done, _ = await asyncio.wait({running}, timeout=0.1)
-        if done:
-            return running.result()
-        if ctx.should_stop():
-            running.cancel()
-            try:
-                await running
-            except asyncio.CancelledError:
-                pass
-            raise JobCancelled(ctx.stop_reason or "stop requested")
+    # As an async handler: on an event loop of the worker's, cancelled when the job must stop.
+    return coroutines.run(task.func, ctx, *args, **kwargs)
 
 
 def _finish(sender, result: TaskResult, status: TaskResultStatus, **changes) -> None:

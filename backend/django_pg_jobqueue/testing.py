@@ -286,7 +286,7 @@ def crash_mid_handler(job=None, *, type: str | None = None,
     ctx = _CrashingContext(_context(c, CRASH_WORKER_ID), after_writes)
     finished = False
     try:
-        spec.func(ctx, c.payload)
+        spec.run(ctx, c.payload)
         finished = True
     except SimulatedCrash:
         pass

@@ -1,5 +1,5 @@
 """Caller mistakes a type checker must report (tests/test_typing.py runs mypy on this file)."""
-from django_pg_jobqueue import enqueue, handler
+from django_pg_jobqueue import aenqueue, enqueue, handler
 
 enqueue("x", {}, priority="high")  # priority is an int
 
@@ -7,3 +7,7 @@ enqueue("x", {}, priority="high")  # priority is an int
 @handler("y", max_attempts="5")  # max_attempts is an int
 def y(ctx, payload):
     return None
+
+
+async def view() -> None:
+    await aenqueue("x", {}, timeout_seconds="30")  # timeout_seconds is an int

@@ -2,7 +2,15 @@
 from datetime import timedelta
 from typing import Any
 
-from django_pg_jobqueue import JobContext, PermanentError, enqueue, enqueue_many, handler
+from django_pg_jobqueue import (
+    JobContext,
+    PermanentError,
+    aenqueue,
+    aenqueue_many,
+    enqueue,
+    enqueue_many,
+    handler,
+)
 from django_pg_jobqueue.exceptions import InvalidJobArgument
 
 
@@ -25,6 +33,19 @@ def produce() -> int:
     # the decorator keeps the function's own type
     result: dict[str, Any] = resize_image(ctx_for_tests(), {})
     return job.id + len(jobs) + len(result)
+
+
+@handler("fetch_page", timeout_seconds=30)
+async def fetch_page(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    await ctx.aprogress(50, "fetching")
+    return {"url": payload["url"]}
+
+
+async def produce_from_async_code() -> int:
+    job = await aenqueue("fetch_page", {"url": "https://example.com/"}, priority=1,
+                         delay_seconds=5.0)
+    jobs = await aenqueue_many([{"type": "fetch_page", "payload": {"url": "x"}}])
+    return job.id + len(jobs)
 
 
 def ctx_for_tests() -> JobContext:

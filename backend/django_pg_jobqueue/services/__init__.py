@@ -6,7 +6,14 @@ raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTran
 """
 from .claiming import ClaimedJob, claim
 from .deleting import delete
-from .enqueuing import enqueue, enqueue_job, enqueue_many, enqueue_many_jobs
+from .enqueuing import (
+    aenqueue,
+    aenqueue_many,
+    enqueue,
+    enqueue_job,
+    enqueue_many,
+    enqueue_many_jobs,
+)
 from .lifecycle import (
     complete,
     complete_many,
@@ -23,7 +30,7 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
-    "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
+    "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from numbers import Real
 
+from asgiref.sync import sync_to_async
 from django.db.models import signals
 from django.db.models.base import ModelState
 
@@ -533,6 +534,25 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
     return job
 
 
+async def aenqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
+                   queue: str | None = None, run_at: datetime | None = None,
+                   delay_seconds: float | timedelta | None = None,
+                   idempotency_key: str | None = None, max_attempts: int | None = None,
+                   timeout_seconds: int | None = None) -> Job:
+    """`enqueue()` for async code (an async view, an async handler): the same arguments, the
+    same checks and the same exceptions, because it is `enqueue()`, run by
+    `sync_to_async` on the thread Django keeps for the request's synchronous work (its
+    database connection, and the transaction of a `sync_to_async` function calling it).
+
+    To enqueue in the same transaction as a model write, put both in one synchronous function
+    run with `sync_to_async` (Django's `atomic()` is sync-only): see docs/how-to/async.md.
+    """
+    return await sync_to_async(enqueue)(
+        type, payload, priority=priority, queue=queue, run_at=run_at,
+        delay_seconds=delay_seconds, idempotency_key=idempotency_key,
+        max_attempts=max_attempts, timeout_seconds=timeout_seconds)
+
+
 def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     """Enqueue many jobs in one statement, all or nothing.
 
@@ -542,6 +562,12 @@ def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     `from_api=True`: as `enqueue_job`'s.
     """
     return [job for job, _ in enqueue_many_jobs(jobs, from_api=from_api)]
+
+
+async def aenqueue_many(jobs: list[dict]) -> list[Job]:
+    """`enqueue_many()` for async code: the same items, checks and exceptions (it is
+    `enqueue_many()`, run by `sync_to_async` as `aenqueue` is)."""
+    return await sync_to_async(enqueue_many)(jobs)
 
 
 def enqueue_many_jobs(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:

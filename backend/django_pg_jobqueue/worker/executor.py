@@ -163,7 +163,7 @@ class JobRunner:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
             try:
-                result = middleware.run_handler(spec.func, ctx, job)
+                result = middleware.run_handler(spec.run, ctx, job)
             finally:
                 # Before anything about the job is written: what the handler left open may
                 # hold locks our writes wait for (its own job row's), and its writes in it
