@@ -28,6 +28,7 @@ help:
 	@echo "make run     start the database, API (http://127.0.0.1:$(PORT)/) and a worker pool"
 	@echo "make test    run the whole suite (backend, UI unit tests, browser end-to-end)"
 	@echo "make matrix  the wheel with Django 5.2 / 6.0 / 6.1 on each installed Python 3.10-3.13"
+	@echo "             (MATRIX_DATABASE_URL=postgres://...: against that server, e.g. a PostgreSQL 15)"
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
 	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, Celery (BENCH_QUICK=1: faster)"
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
@@ -158,9 +159,11 @@ test: python-lowest chromium pgbouncer lint docs test-backend test-lowest test-f
 
 # The support matrix (noxfile.py): the wheel with Django 5.2, 6.0 and 6.1 on each installed
 # Python it supports, each running the engine, Tasks, API and adoption tests. Virtualenvs
-# live under /tmp (NOX_ENVDIR); a Python that is not installed here is skipped.
+# live under /tmp (NOX_ENVDIR); a Python that is not installed here is skipped. The legs run
+# on the embedded PostgreSQL 18, or on MATRIX_DATABASE_URL's server when it is set (NOX_ARGS:
+# e.g. -s tests-3.10-django5.2 for one leg).
 matrix: venv ui db-start
-	$(VENV)/bin/nox
+	$(VENV)/bin/nox $(NOX_ARGS)
 
 # The lowest pair (Django 5.2 on Python 3.10) on its quick subset, inside `make test`: a
 # missing Python 3.10 fails it rather than skipping.

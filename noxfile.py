@@ -1,14 +1,18 @@
 """The support matrix: the built wheel with each Django on each Python it supports.
 
     make matrix                         every leg below (nox, with uv when it is installed)
+    make matrix MATRIX_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
+                                        every leg against that server (e.g. a PostgreSQL 15)
     nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only,
                                         `-- tests/test_x.py ...` those files
     nox -l                              the legs
 
 Each leg installs the wheel (built once per run, from this checkout) with one Django into a
 virtualenv under $NOX_ENVDIR (default /tmp/django-pg-jobqueue-nox, never in the repository),
-then runs a named subset of the suite against PostgreSQL: DATABASE_URL when set, else the
-embedded server (backend/config/embedded_pg.py), each leg in a test database of its own. The
+then runs a named subset of the suite against PostgreSQL: MATRIX_DATABASE_URL when set, else
+DATABASE_URL, else the embedded server (backend/config/embedded_pg.py, PostgreSQL 18), each
+leg in a test database of its own (named after the leg and the checkout, so that checkouts
+sharing one server do not collide). Each leg prints the server's version first. The
 tests import the installed wheel, not backend/: only the demo project (backend/config,
 backend/demo) and tests/ come from the checkout.
 """
@@ -47,12 +51,14 @@ MATRIX = {
     "6.1": ["3.12", "3.13"],
 }
 # The named subset: the engine, the Tasks backend and Django's own Tasks contract, the REST
-# API, and the adoption test (the wheel into a fresh startproject, following the tutorial).
+# API, async code, and the adoption test (the wheel into a fresh startproject, following the tutorial).
 ENGINE = ["tests/test_claim.py", "tests/test_state_machine.py", "tests/test_enqueue_validation.py",
           "tests/test_reaper.py", "tests/test_queue_status.py"]
 TASKS = ["tests/test_tasks_backend.py", "tests/test_tasks_contract.py",
          "tests/test_task_options.py"]
 API = ["tests/test_api_jobs.py"]
+# Async handlers and tasks on worker processes, aenqueue from an async view; the vocabulary.
+ASYNC = ["tests/test_async.py", "tests/test_vocabulary.py"]
 ADOPTION = ["tests/test_adoption.py"]
 # `-- quick`: the leg `make test` runs (kept to a couple of minutes).
 QUICK = ["tests/test_claim.py", "tests/test_state_machine.py", *TASKS, *API]
@@ -78,8 +84,10 @@ def wheel() -> Path:
 
 
 def database_url() -> str:
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
+    """The server the legs run against: MATRIX_DATABASE_URL, DATABASE_URL, else embedded."""
+    for name in ("MATRIX_DATABASE_URL", "DATABASE_URL"):
+        if os.environ.get(name):
+            return os.environ[name]
     done = subprocess.run([sys.executable, str(REPO / "backend" / "config" / "embedded_pg.py"),
                            "url"], check=True, capture_output=True, text=True)
     return done.stdout.strip().splitlines()[-1]
@@ -108,7 +116,7 @@ def run_leg(session: nox.Session, django: str) -> None:
     session.install(*reinstall, str(wheel()))
     env = {
         "DATABASE_URL": database_url(),
-        "TEST_DATABASE_NAME": "test_matrix_" + re.sub(r"\W", "_", session.name),
+        "TEST_DATABASE_NAME": f"test_matrix_{_CHECKOUT}_" + re.sub(r"\W", "_", session.name),
         "PYTHONPATH": os.pathsep.join([str(demo_path()), str(REPO)]),
         "ADOPTION_DJANGO": django,  # tests/test_adoption.py: install this Django, not the floor
     }
@@ -116,9 +124,11 @@ def run_leg(session: nox.Session, django: str) -> None:
                 "assert 'site-packages' in q.__file__, q.__file__; "
                 f"assert django.get_version().startswith('{django}'), django.get_version(); "
                 "print('django', django.get_version(), 'and the wheel at', q.__file__)", env=env)
+    session.run("python", "-c", "import os, psycopg; print('against', psycopg.connect("
+                "os.environ['DATABASE_URL']).execute('SELECT version()').fetchone()[0])", env=env)
     named = [arg for arg in session.posargs if arg.startswith("tests/")]
     quick = "quick" in session.posargs
-    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ADOPTION])
+    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ASYNC, *ADOPTION])
     session.run("python", "-m", "pytest", "-q", "-p", "no:randomly", "-o", "pythonpath=",
                 "--create-db", *tests, env=env, external=False)
 
