@@ -17,8 +17,8 @@ Engine hooks (in services/enqueuing.py and worker/executor.py):
                    insert's trace parameter (the last positional one of sql.ENQUEUE_ONE,
                    `%(trace)s` in sql.ENQUEUE_MANY), merged into the created event's data with
                    `jsonb_build_object(...) || <trace>::jsonb`
-    executor.py    `result = tracing.run_handler(spec.func, ctx, job)` in place of
-                   `result = spec.func(ctx, job.payload)`
+    executor.py    `result = tracing.run_handler(spec.run, ctx, job)` in place of
+                   `result = spec.run(ctx, job.payload)`
 """
 import functools
 import json
