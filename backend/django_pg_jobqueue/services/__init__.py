@@ -11,6 +11,7 @@ from .lifecycle import (
     complete,
     complete_many,
     fail,
+    heartbeat,
     log_message,
     record_lease_lost,
     record_progress,
@@ -23,7 +24,7 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
-    "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
+    "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -1,4 +1,5 @@
-"""Worker-side transitions: renew, progress, log, complete, fail, release, snooze.
+"""Worker-side transitions: renew, progress, log, complete, fail, release, snooze; and the
+worker process's heartbeat.
 
 Every one presents the lease token its claim stamped, in the statement's WHERE clause. A
 write that matches no row means the lease was lost (the reaper requeued the job, an operator
@@ -169,3 +170,10 @@ def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, mes
             "id": job_id, "token": str(lease_token), "worker_id": worker_id, "action": action,
             "message": message, "attempt": attempt,
         })
+
+
+def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str]) -> None:
+    """Upsert the worker process's row in job_workers with heartbeat_at = now() (the database
+    clock): what audit_jobs, metrics and the queue page read to tell live workers."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.HEARTBEAT, [process_id, hostname, pid, threads, json.dumps(queues)])

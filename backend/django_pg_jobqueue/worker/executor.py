@@ -47,9 +47,10 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.signals import connection_created
 
-from .. import middleware, outcomes, services
+from .. import middleware, outcomes
 from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, worker_connection
+from ..engine import Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
@@ -112,8 +113,10 @@ class JobRunner:
     its connections are tidy before each job (hygiene.py)."""
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
-                 hard_stop: threading.Event | None = None, keep_callers_transaction=False):
+                 hard_stop: threading.Event | None = None, keep_callers_transaction=False,
+                 engine: Engine | None = None):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
+        self.engine = engine or default_engine()
         self.owner, self.hard_stop = owner, hard_stop
         self.keep_callers_transaction = keep_callers_transaction
         # Whether this thread may hold a connection from an earlier job (the executor keeps
@@ -176,7 +179,7 @@ class JobRunner:
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
             with worker_connection():
-                services.record_lease_lost(
+                self.engine.record_lease_lost(
                     job.id, job.lease_token, self.worker_id, "progress",
                     "a fenced write from the handler was refused; it stopped",
                     attempt=job.attempt)
@@ -245,9 +248,9 @@ class JobRunner:
                                    f"{MAX_SNOOZE_SECONDS}, got {outcomes.safe_repr(snooze.seconds)}",
                               None)
         try:
-            outcome = self._write(job, lambda: services.snooze(job.id, job.lease_token,
-                                                               worker_id=self.worker_id,
-                                                               seconds=seconds))
+            outcome = self._write(job, lambda: self.engine.snooze(job.id, job.lease_token,
+                                                                  worker_id=self.worker_id,
+                                                                  seconds=seconds))
         except OutcomeNotWritten as exc:
             return self._abandon(job, exc)
         self.held.discard(job.id, job.lease_token)
@@ -259,8 +262,9 @@ class JobRunner:
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
               reason: str = "error", exc: BaseException | None = None) -> Outcome:
         def write(error=error, tb=tb):
-            return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
-                                 traceback=tb, permanent=permanent, reason=reason)
+            return self.engine.fail(job.id, job.lease_token, worker_id=self.worker_id,
+                                    error=error, traceback=tb, permanent=permanent,
+                                    reason=reason)
 
         try:
             outcome = self._write(job, write)
@@ -370,7 +374,7 @@ class Executor(threading.Thread):
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
-                                hard_stop=pool.hard_stop)
+                                hard_stop=pool.hard_stop, engine=pool.engine)
 
     @property
     def current(self) -> Held | None:
