@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import selectors
+from .. import job_actions, selectors
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
@@ -792,14 +792,15 @@ class LoginSerializer(StrictSerializer):
                                      style={"input_type": "password"})
 
 
-class _Can(serializers.Serializer):
-    view = serializers.BooleanField()
-    create = serializers.BooleanField()
-    cancel = serializers.BooleanField()
-    retry = serializers.BooleanField()
-    delete = serializers.BooleanField(help_text="Delete finished jobs (delete_job).")
-    change_queue = serializers.BooleanField(help_text=(
-        "Set a queue's concurrency limit (change_queuesetting)."))
+# What the user may do: view, create, each action of job_actions.ACTIONS, change a queue.
+_Can = type("_Can", (serializers.Serializer,), {
+    "view": serializers.BooleanField(),
+    "create": serializers.BooleanField(),
+    **{name: serializers.BooleanField(help_text=f"{name.capitalize()} {a.takes} ({a.permission}).")
+       for name, a in job_actions.ACTIONS.items()},
+    "change_queue": serializers.BooleanField(help_text=(
+        "Set a queue's concurrency limit (change_queuesetting).")),
+})
 
 
 class UserSerializer(JobQueueModelSerializer):
@@ -819,9 +820,7 @@ class UserSerializer(JobQueueModelSerializer):
         return {
             "view": user.has_perm("django_pg_jobqueue.view_job"),
             "create": user.has_perm("django_pg_jobqueue.add_job"),
-            "cancel": user.has_perm("django_pg_jobqueue.change_job"),
-            "retry": user.has_perm("django_pg_jobqueue.change_job"),
-            "delete": user.has_perm("django_pg_jobqueue.delete_job"),
+            **{name: user.has_perm(a.perm) for name, a in job_actions.ACTIONS.items()},
             "change_queue": user.has_perm("django_pg_jobqueue.change_queuesetting"),
         }
 
@@ -852,7 +851,6 @@ class ErrorSerializer(serializers.Serializer):
 
 # --- Bulk actions: POST /api/v1/jobs/actions/ ----------------------------------------------
 MAX_ACTION_IDS = 1000
-JOB_ACTIONS = ["cancel", "retry", "delete"]
 
 
 class JobActionFilterSerializer(StrictSerializer):
@@ -881,9 +879,8 @@ class JobActionSerializer(StrictSerializer):
     (`"all": true`): exactly one of them. A filter that filters nothing (`{}`, or only blank
     values) is a 400: every job is only ever meant by saying `"all": true`."""
 
-    action = serializers.ChoiceField(choices=JOB_ACTIONS, help_text=(
-        "cancel (queued or running jobs), retry (failed or cancelled), delete (finished: "
-        "succeeded, failed or cancelled)."))
+    action = serializers.ChoiceField(choices=list(job_actions.ACTIONS), help_text="; ".join(
+        f"{name}: {a.takes}" for name, a in job_actions.ACTIONS.items()) + ".")
     ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
         min_length=1, max_length=MAX_ACTION_IDS,

@@ -31,7 +31,7 @@ from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ADD, CHANGE, CHANGE_QUEUE, DELETE, VIEW, JobPermission
+from .permissions import ACTION_PERMISSIONS, ADD, CHANGE, CHANGE_QUEUE, VIEW, JobPermission
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -160,9 +160,11 @@ _EVENT_PARAMS = [
 )
 class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     permission_classes = [JobPermission]
-    job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
-                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
-                       "retry_matching": CHANGE, "destroy": DELETE}
+    job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW, "create": ADD, "bulk": ADD,
+                       "cancel": ACTION_PERMISSIONS["cancel"],
+                       "retry": ACTION_PERMISSIONS["retry"],
+                       "retry_matching": ACTION_PERMISSIONS["retry"],
+                       "destroy": ACTION_PERMISSIONS["delete"]}
     serializer_class = JobSerializer
     filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
     filterset_class = JobFilter

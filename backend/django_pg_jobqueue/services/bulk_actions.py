@@ -1,6 +1,7 @@
-"""apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete) on many jobs.
+"""apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete: any of
+job_actions.ACTIONS) on many jobs.
 
-Each job goes through the single-job service (operations.cancel, operations.retry,
+Each job goes through the action's single-job service (operations.cancel, operations.retry,
 deleting.delete), so the guards are the same as for one job: a job the state machine refuses
 is listed in `refused` with the reason, never forced.
 
@@ -20,14 +21,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .. import job_actions
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
-from . import deleting, operations
 
 BATCH_SIZE = 500
 MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all
-
-ACTIONS = {"cancel": operations.cancel, "retry": operations.retry, "delete": deleting.delete}
 
 
 @dataclass
@@ -49,10 +48,7 @@ class BulkOutcome:
 
 
 def _service(action: str):
-    try:
-        return ACTIONS[action]
-    except KeyError:
-        raise ValueError(f"action must be one of {', '.join(ACTIONS)}; got {action!r}") from None
+    return job_actions.get(action).service
 
 
 def _batch_size(batch_size: int | None) -> int:
@@ -77,7 +73,7 @@ def _apply_batch(service, ids: Iterable[int], outcome: BulkOutcome, actor: str) 
 
 def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
                  batch_size: int | None = None) -> BulkOutcome:
-    """`action` ("cancel", "retry" or "delete") on each of `ids` (duplicates once, in the
+    """`action` (a name in job_actions.ACTIONS) on each of `ids` (duplicates once, in the
     order given). Raises ValueError for an unknown action or a bad batch size."""
     service, size = _service(action), _batch_size(batch_size)
     unique = list(dict.fromkeys(ids))
