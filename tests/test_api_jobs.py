@@ -217,12 +217,18 @@ def test_bulk_creates_every_job(operator_client):
 
 
 def test_bulk_is_all_or_nothing_and_names_the_bad_item(operator_client):
-    jobs = [{"type": "noop"}, {"type": "nope"}, {"type": "noop", "priority": 500}]
+    jobs = [{"type": "noop"}, {"type": "noop", "queue": "no spaces"},
+            {"type": "noop", "priority": 500}]
     response = operator_client.post(JOBS + "bulk/", {"jobs": jobs}, format="json")
     assert response.status_code == 400
     errors = response.json()["errors"]["jobs"]
     assert set(errors) == {"1", "2"}  # only the bad items, by index
-    assert "type" in errors["1"] and "priority" in errors["2"]
+    assert "queue" in errors["1"] and "priority" in errors["2"]
+    # A type no handler is registered for is refused by the service, named by its index too.
+    jobs = [{"type": "noop"}, {"type": "nope"}]
+    response = operator_client.post(JOBS + "bulk/", {"jobs": jobs}, format="json")
+    assert response.status_code == 400
+    assert set(response.json()["errors"]["jobs"]) == {"1"}
     assert "jobs[1].type" in response.json()["detail"]
     assert not Job.objects.exists()
 

@@ -107,11 +107,16 @@ class JobPayloadTooLarge(InvalidJobArgument):
 
 
 class UnknownJobType(InvalidJobArgument):
-    """No handler is registered for this job type (an InvalidJobArgument naming `type`)."""
+    """No handler is registered for this job type (an InvalidJobArgument naming `type`).
+    `creatable`: for the API's caller, the types it may create, listed in the message."""
 
-    def __init__(self, job_type: str, *, index: int | None = None):
+    def __init__(self, job_type: str, *, index: int | None = None,
+                 creatable: list[str] | None = None):
         self.job_type = job_type
-        super().__init__("type", f"unknown job type {job_type!r}", index=index)
+        message = f"unknown job type {job_type!r}"
+        if creatable is not None:
+            message += f"; types the API may create: {', '.join(creatable) or 'none'}."
+        super().__init__("type", message, index=index)
 
 
 class NotCreatable(InvalidJobArgument):

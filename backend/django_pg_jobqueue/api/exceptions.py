@@ -106,7 +106,7 @@ def _field_error(exc: InvalidJobArgument, messages: list[str], code: str):
     field = _FIELD_OF_ARGUMENT.get(exc.argument, exc.argument)
     errors = {field: messages}
     if exc.index is not None:  # a bulk request: errors.jobs[i] names the bad fields of item i
-        errors = {"jobs": {str(exc.index): errors}}
+        errors = {"jobs": {exc.index: errors}}  # "jobs[i].field" in the detail, as DRF's
     return exceptions.ValidationError(errors, code=code)
 
 
@@ -125,7 +125,7 @@ def _translate(exc):
         err.extra = {"job_id": exc.job_id}
         return err
     if isinstance(exc, UnknownJobType):
-        return _field_error(exc, [f"unknown job type {exc.job_type!r}"], "unknown_type")
+        return _field_error(exc, [exc.detail], "unknown_type")
     if isinstance(exc, NotCreatable):
         return _field_error(exc, [exc.detail], "not_creatable")
     if isinstance(exc, JobPayloadTooLarge):

@@ -15,9 +15,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import job_actions, selectors
+from .. import job_actions
 from ..models import Job, JobEvent
-from ..registry import registry
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
@@ -351,14 +350,6 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
-
-    def validate_type(self, value):
-        if value not in registry:
-            known = ", ".join(t["name"] for t in selectors.job_types() if t["creatable"]) or "none"
-            raise serializers.ValidationError(
-                f"unknown job type {value!r}; types the API may create: {known}.",
-                code="unknown_type")
-        return value
 
     def validate_run_at(self, value):
         return _utc(value)

@@ -250,6 +250,13 @@ def _check_key(key) -> str | None:
     return str(key)
 
 
+def _creatable_types() -> list[str]:
+    """The job types the API may create (what GET /api/v1/job-types/ marks creatable)."""
+    from .. import selectors
+
+    return [t["name"] for t in selectors.job_types() if t["creatable"]]
+
+
 def _check_creatable(job_type: str) -> None:
     """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
     Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
@@ -293,7 +300,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
         raise _type_error("type", "a registered job type (a str)", job_type)
     spec = registry.get(job_type)
     if spec is None:
-        raise UnknownJobType(job_type)
+        raise UnknownJobType(job_type, creatable=_creatable_types() if from_api else None)
     if from_api:
         _check_creatable(job_type)
     payload, payload_json = validate_payload(payload)
