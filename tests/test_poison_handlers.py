@@ -450,10 +450,10 @@ def test_drain_inside_a_test_transaction_survives_a_result_the_database_refuses(
         custom_handler, monkeypatch):
     """Inside one transaction, a refused statement would abort it; drain writes through a
     savepoint, so the row-by-row fallback and the jobs after it still work."""
-    from django_pg_jobqueue import outcomes
+    from django_pg_jobqueue import storable
 
-    real = outcomes.encode_result
-    monkeypatch.setattr(outcomes, "encode_result",
+    real = storable.encode_result
+    monkeypatch.setattr(storable, "encode_result",
                         lambda value: '"\\u0000"' if value == "poison" else real(value))
     custom_handler("refused_result", lambda ctx, payload: "poison")
     bad = services.enqueue("refused_result")

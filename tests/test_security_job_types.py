@@ -108,7 +108,7 @@ def test_the_service_refuses_for_the_api_and_names_the_argument():
     from django_pg_jobqueue.exceptions import NotCreatable
 
     with override_settings(JOB_API_CREATABLE_TYPES=[]), pytest.raises(NotCreatable) as caught:
-        services.enqueue_job("noop", from_api=True)
+        services.enqueue_or_get("noop", from_api=True)
     assert caught.value.argument == "type"
     assert not Job.objects.exists()
 
@@ -119,7 +119,7 @@ def test_the_service_refuses_an_unknown_type_for_the_api_listing_what_it_may_cre
     from django_pg_jobqueue.exceptions import UnknownJobType
 
     with pytest.raises(UnknownJobType) as caught:
-        services.enqueue_job("nope", from_api=True)
+        services.enqueue_or_get("nope", from_api=True)
     assert caught.value.argument == "type"
     head, _, listed = caught.value.detail.partition("; types the API may create: ")
     assert head == "unknown job type 'nope'"

@@ -138,3 +138,9 @@ class DirectJobCreation(JobError):
             "workers: create jobs with django_pg_jobqueue.enqueue() (or enqueue_many()). "
             "Tests of the table itself may wrap the insert in "
             "django_pg_jobqueue.models.allow_direct_job_writes().")
+
+
+class UnstorableResult(JobError, ValueError):
+    """The handler returned a value that cannot be stored as the job's result (not JSON, or
+    over JOB_MAX_RESULT_BYTES). Deterministic: the job fails for good; JOB_ERROR_HOOKS get it
+    as the exception."""

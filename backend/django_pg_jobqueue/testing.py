@@ -146,7 +146,7 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
       them due now. Together with retries this runs a flaky job until it ends.
     - `raise_errors`: re-raise the first handler exception (after recording it) instead of
       counting it in `errors`; a result that cannot be stored raises its
-      `django_pg_jobqueue.outcomes.UnstorableResult`.
+      `django_pg_jobqueue.storable.UnstorableResult`.
 
     Jobs that enqueue jobs are fine: those run too, in the same drain.
     """

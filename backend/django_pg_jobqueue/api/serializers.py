@@ -365,7 +365,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         return attrs
 
     def enqueue_options(self) -> dict:
-        """The validated body as keyword arguments of `services.enqueue_job`."""
+        """The validated body as keyword arguments of `services.enqueue_or_get`."""
         data = self.validated_data
         options = {
             "priority": data.get("priority"), "queue": data.get("queue"),

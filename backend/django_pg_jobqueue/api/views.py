@@ -225,7 +225,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         options["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
-            job, created = services.enqueue_job(**options, from_api=True)
+            job, created = services.enqueue_or_get(**options, from_api=True)
         charge_created(request, 1 if created else 0)
         body = JobSerializer(job).data
         if key is not None:
@@ -257,7 +257,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                 sent[stored_key] = key
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
-            results = services.enqueue_many_jobs(items, from_api=True)
+            results = services.enqueue_many_or_get(items, from_api=True)
         charge_created(request, sum(1 for _, created in results if created))
         jobs = [job for job, _ in results]
         body = JobSerializer(jobs, many=True).data

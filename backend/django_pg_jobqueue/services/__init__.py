@@ -6,7 +6,7 @@ raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTran
 """
 from .claiming import ClaimedJob, claim
 from .deleting import delete
-from .enqueuing import enqueue, enqueue_job, enqueue_many, enqueue_many_jobs
+from .enqueuing import enqueue, enqueue_many, enqueue_many_or_get, enqueue_or_get
 from .lifecycle import (
     complete,
     complete_many,
@@ -24,7 +24,7 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
-    "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail", "heartbeat",
+    "ClaimedJob", "claim", "enqueue", "enqueue_or_get", "enqueue_many", "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

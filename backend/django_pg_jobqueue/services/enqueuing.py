@@ -489,9 +489,10 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         return out
 
 
-def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = False,
+def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
                 **options) -> tuple[Job, bool]:
-    """Like `enqueue`, and also says whether the job was created (False: idempotent replay).
+    """Enqueue, or get the job an earlier enqueue with the same idempotency key created (as
+    Django's get_or_create): returns (job, created). `enqueue` is its thin form.
     `from_api=True` (the API's views): only the types of JOB_API_CREATABLE_TYPES and the
     tasks of JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`."""
     return _insert([_prepare(job_type, payload, from_api=from_api, **options)])[0]
@@ -523,7 +524,7 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     a value of the wrong type; `UnknownJobType` for a type no handler is registered for;
     `JobPayloadTooLarge`) naming the argument in `.argument`. Nothing is written then.
     """
-    job, _ = enqueue_job(
+    job, _ = enqueue_or_get(
         job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
         idempotency_key=idempotency_key, max_attempts=max_attempts, timeout=timeout,
     )
@@ -536,12 +537,12 @@ def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     Each item is a dict of `enqueue`'s arguments: {"type": ..., "payload": ..., "priority": ...}.
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
-    `from_api=True`: as `enqueue_job`'s.
+    `from_api=True`: as `enqueue_or_get`'s.
     """
-    return [job for job, _ in enqueue_many_jobs(jobs, from_api=from_api)]
+    return [job for job, _ in enqueue_many_or_get(jobs, from_api=from_api)]
 
 
-def enqueue_many_jobs(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
+def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created)."""
     prepared = []

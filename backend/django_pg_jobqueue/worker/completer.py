@@ -18,7 +18,7 @@ import time
 
 from django.db import close_old_connections
 
-from .. import outcomes
+from .. import storable
 from ..db import queue_connection, return_worker_connection, use_worker_pool
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
@@ -44,7 +44,7 @@ def write_completions(batch: list[Completion], held: HeldJobs, engine: Engine) -
         raise
     except Exception as exc:  # noqa: BLE001 - one bad row fails the statement: isolate it
         log.warning("completer: a batch of %d completion(s) was refused (%s); writing them one "
-                    "by one", len(batch), outcomes.describe_exception(exc))
+                    "by one", len(batch), storable.describe_exception(exc))
     else:
         held.discard_many(keys)
         batch.clear()
@@ -70,7 +70,7 @@ def _write_one(c: Completion, engine: Engine) -> list[tuple]:
             refused = exc
             time.sleep(0.05 * (attempt + 1))
     error = ("the handler's result could not be stored: "
-             + outcomes.describe_exception(refused))
+             + storable.describe_exception(refused))
     log.warning("job=%s: %s; failing it", c.job_id, error,
                 extra={"job_id": c.job_id, "job_type": c.job_type, "attempt": c.attempt,
                        "worker_id": c.worker_id})
@@ -93,7 +93,7 @@ def _write_one(c: Completion, engine: Engine) -> list[tuple]:
                 time.sleep(0.05 * (attempt + 1))
     log.error("job=%s: neither its result nor its failure could be written (%s); no longer "
               "renewing it: the reaper takes it at lease expiry", c.job_id,
-              outcomes.describe_exception(refused))
+              storable.describe_exception(refused))
     return []
 
 
