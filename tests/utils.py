@@ -24,9 +24,13 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
 
 
 def start_pool(**kwargs):
+    """A started in-process WorkerPool with test signals on: wait on `pool.test_signals`
+    (django_pg_jobqueue.worker.signals) rather than polling for what the pool does."""
     from django_pg_jobqueue.worker.pool import WorkerPool
+    from django_pg_jobqueue.worker.signals import TestSignals
 
     kwargs.setdefault("threads", 4)
+    kwargs.setdefault("test_signals", TestSignals())
     return WorkerPool(**kwargs).start()
 
 

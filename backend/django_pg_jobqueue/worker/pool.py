@@ -34,6 +34,7 @@ from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
+from .signals import TestSignals
 from .stats import PoolStats
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -213,7 +214,7 @@ class WorkerPool:
                  lease_seconds: float | None = None, poll_interval: float | None = None,
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
                  shutdown_grace: float | None = None, prefetch: int | None = None,
-                 engine: Engine | None = None):
+                 engine: Engine | None = None, test_signals: TestSignals | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -230,7 +231,9 @@ class WorkerPool:
         self.process_id = f"{socket.gethostname()}-{os.getpid()}"
         self.stopping = threading.Event()   # stop claiming
         self.hard_stop = threading.Event()  # give up retrying writes
-        self.stats = PoolStats()
+        # Events tests wait on (worker/signals.py): None, the default, sends none.
+        self.test_signals = test_signals
+        self.stats = PoolStats(test_signals)
         self.held = HeldJobs()
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.lanes: list[Lane] = []
