@@ -45,8 +45,7 @@ def _run_in_drain(job):
 def _run_in_a_worker_pool(job):
     pool = start_pool(threads=2)
     try:
-        wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=20,
-                 message="the flaky job to succeed on its second attempt")
+        pool.test_signals.wait_ended([job.id], "succeeded", timeout=20)
     finally:
         pool.shutdown(grace=2)
 
@@ -118,13 +117,15 @@ def test_an_engine_that_wraps_postgres_sees_every_write_of_a_worker_pool(
     slow = services.enqueue("engine_slow")
     pool = start_pool(threads=3, engine=engine)
     try:
-        wait_for(lambda: Job.objects.get(pk=ok.pk).status == "succeeded"
-                 and Job.objects.get(pk=bad.pk).status == "failed"
-                 and Job.objects.get(pk=slow.pk).status == "running", timeout=20)
+        pool.test_signals.wait_ended([ok.id], "succeeded", timeout=20)
+        pool.test_signals.wait_ended([bad.id], "failed", timeout=20)
+        pool.test_signals.wait_started([slow.id], timeout=20)
         wait_for(lambda: "renew_many" in calls and "reap" in calls, timeout=20)
     finally:
         pool.shutdown(grace=0.1)
         let_go.set()
+        for executor in pool.executors:  # its late write is refused before the test ends
+            executor.join(10)
     assert set(calls) == {"claim", "complete_many", "fail", "renew_many", "heartbeat", "reap",
                           "release_many"}
     assert Job.objects.get(pk=slow.pk).status == "queued"  # released at shutdown, through it
