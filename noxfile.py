@@ -56,7 +56,8 @@ ENGINE = ["tests/test_claim.py", "tests/test_state_machine.py", "tests/test_enqu
           "tests/test_reaper.py", "tests/test_queue_status.py"]
 TASKS = ["tests/test_tasks_backend.py", "tests/test_tasks_contract.py",
          "tests/test_task_options.py"]
-API = ["tests/test_api_jobs.py"]
+API = ["tests/test_api_create.py", "tests/test_api_bulk_create.py", "tests/test_api_list.py",
+       "tests/test_api_detail.py", "tests/test_api_cancel_retry.py"]
 # Async handlers and tasks on worker processes, aenqueue from an async view; the vocabulary.
 ASYNC = ["tests/test_async.py", "tests/test_vocabulary.py"]
 ADOPTION = ["tests/test_adoption.py"]

@@ -99,18 +99,18 @@ def test_a_refusal_from_the_service_layer_is_a_400_naming_the_api_field(operator
 
     from django_pg_jobqueue.exceptions import InvalidJobArgument, JobPayloadTooLarge
 
-    with mock.patch("django_pg_jobqueue.services.enqueue_job",
+    with mock.patch("django_pg_jobqueue.services.enqueue_or_get",
                     side_effect=InvalidJobArgument("delay_seconds", "at most 366 days")):
         single = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert single.status_code == 400
     assert single.json()["errors"] == {"delay_seconds": ["at most 366 days"]}
-    with mock.patch("django_pg_jobqueue.services.enqueue_many_jobs",
+    with mock.patch("django_pg_jobqueue.services.enqueue_many_or_get",
                     side_effect=InvalidJobArgument("timeout_seconds", "must be positive", index=1)):
         bulk = operator_client.post("/api/v1/jobs/bulk/", {"jobs": [{"type": "noop"}] * 2},
                                     format="json")
     assert bulk.status_code == 400
     assert bulk.json()["errors"] == {"jobs": {"1": {"timeout_seconds": ["must be positive"]}}}
-    with mock.patch("django_pg_jobqueue.services.enqueue_job",
+    with mock.patch("django_pg_jobqueue.services.enqueue_or_get",
                     side_effect=JobPayloadTooLarge("payload", "70000 bytes; the limit is 65536")):
         too_big = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert too_big.status_code == 413

@@ -121,6 +121,6 @@ def test_a_database_outage_is_503_json_with_retry_after(operator_client):
     assert response.status_code == 503
     assert response.json()["code"] == "database_unavailable"
     assert response["Retry-After"] == "5"
-    with mock.patch("django_pg_jobqueue.services.enqueue_job", side_effect=OperationalError("server closed")):
+    with mock.patch("django_pg_jobqueue.services.enqueue_or_get", side_effect=OperationalError("server closed")):
         response = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert response.status_code == 503 and "Traceback" not in response.content.decode()

@@ -42,8 +42,8 @@ def test_enqueue_with_every_option_returns_the_job_as_stored():
 
 
 def test_a_replayed_key_returns_the_first_job_and_a_different_request_conflicts():
-    first, created = services.enqueue_job("noop", {"n": 1}, idempotency_key="result-2")
-    again, created_again = services.enqueue_job("noop", {"n": 1}, idempotency_key="result-2")
+    first, created = services.enqueue_or_get("noop", {"n": 1}, idempotency_key="result-2")
+    again, created_again = services.enqueue_or_get("noop", {"n": 1}, idempotency_key="result-2")
     assert (created, created_again) == (True, False) and again.pk == first.pk
     with pytest.raises(IdempotencyConflict):
         services.enqueue("noop", {"n": 2}, idempotency_key="result-2")

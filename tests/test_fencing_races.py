@@ -179,14 +179,14 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
 
 
 @pytest.mark.django_db
-def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_just_committed(monkeypatch):
+def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_just_committed():
     """Found by the chaos drain: a false `lease_lost` ("renewal refused") 10-95 ms after the
     job's own `succeeded`, under the same token, because the renewer's pass fell between the
     completer's commit and its discard of the job. Held jobs are now marked finishing before
     their final write, and the renewer leaves those to their writer."""
+    from django_pg_jobqueue.engine import PostgresEngine
     from django_pg_jobqueue.services.lifecycle import Completion
     from django_pg_jobqueue.testing import _context
-    from django_pg_jobqueue.worker import completer as completer_module
     from django_pg_jobqueue.worker.completer import Completer
     from django_pg_jobqueue.worker.held import Held, HeldJobs
     from django_pg_jobqueue.worker.renewer import LeaseRenewer
@@ -197,17 +197,16 @@ def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_j
     held.add(Held(c, _context(c, "proc-1")))
     renewer = LeaseRenewer(held, process_id="proc", threads=1, queues=["*"])
     renewals = []
-    real_complete_many = completer_module.complete_many
 
-    def complete_then_renew(batch):
-        # The renewer's periodic pass lands right after the completion committed, before the
-        # completer has forgotten the job: a window of a few milliseconds in production.
-        out = real_complete_many(batch)
-        renewals.append(renewer.run_once())
-        return out
+    class RenewsRightAfterCompleting(PostgresEngine):
+        def complete_many(self, batch):
+            # The renewer's periodic pass lands right after the completion committed, before
+            # the completer has forgotten the job: a window of a few milliseconds in production.
+            out = super().complete_many(batch)
+            renewals.append(renewer.run_once())
+            return out
 
-    monkeypatch.setattr(completer_module, "complete_many", complete_then_renew)
-    Completer(held).flush([Completion(c.id, c.lease_token, "proc-1", {"ok": True})])
+    Completer(held, engine=RenewsRightAfterCompleting()).flush([Completion(c.id, c.lease_token, "proc-1", {"ok": True})])
     job.refresh_from_db()
     assert job.status == "succeeded"
     assert renewals[0]["lost"] == 0

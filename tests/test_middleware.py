@@ -110,9 +110,8 @@ def test_middleware_from_the_settings_wraps_each_handler_call_in_a_worker_pool(
     custom_handler("mw_echo", _echo)
     with override_settings(JOB_MIDDLEWARE=MIDDLEWARE):
         ids = [services.enqueue("mw_echo", {"n": n}).id for n in range(5)]
-        worker_pool(threads=2)
-        wait_for(lambda: Job.objects.filter(id__in=ids, status="succeeded").count() == 5,
-                 timeout=20, message="5 jobs to succeed")
+        pool = worker_pool(threads=2)
+        pool.test_signals.wait_ended(ids, "succeeded", timeout=20)
     assert sorted(c[1] for c in CALLS if c[0] == "inner") == ids
     assert sorted(c[1] for c in CALLS if c[0] == "outer after") == ids
     assert all(j.result["wrapped"] for j in Job.objects.filter(id__in=ids))

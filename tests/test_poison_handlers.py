@@ -107,9 +107,9 @@ def test_one_completion_the_database_refuses_fails_alone_and_spares_the_rest_of_
 
 
 def test_a_completion_that_cannot_be_written_even_as_a_failure_is_left_to_its_lease_expiry(
-        transactional_db, monkeypatch):
+        transactional_db):
+    from django_pg_jobqueue.engine import PostgresEngine
     from django_pg_jobqueue.services.lifecycle import Completion
-    from django_pg_jobqueue.worker import completer as completer_module
     from django_pg_jobqueue.worker.completer import Completer
     from django_pg_jobqueue.worker.held import Held, HeldJobs
     from django_pg_jobqueue.worker.renewer import LeaseRenewer
@@ -117,13 +117,13 @@ def test_a_completion_that_cannot_be_written_even_as_a_failure_is_left_to_its_le
     job = services.enqueue("noop")
     [c] = services.claim(worker_ids=["proc-1"], lease_seconds=30)
     held = HeldJobs()
-    completer = Completer(held)
+
+    class RefusesFailures(PostgresEngine):
+        def fail(self, *args, **kwargs):
+            raise DataError("the database refuses this row")
+
+    completer = Completer(held, engine=RefusesFailures())
     held.add(Held.of(c, "proc-1", owner=completer))
-
-    def refuse(*args, **kwargs):
-        raise DataError("the database refuses this row")
-
-    monkeypatch.setattr(completer_module, "fail", refuse)
     completer.flush([Completion(c.id, c.lease_token, "proc-1", None, c.type, c.attempt,
                                 '"\\u0000"')])
     assert len(held) == 0, "no longer held: its renewals stop"
@@ -450,10 +450,10 @@ def test_drain_inside_a_test_transaction_survives_a_result_the_database_refuses(
         custom_handler, monkeypatch):
     """Inside one transaction, a refused statement would abort it; drain writes through a
     savepoint, so the row-by-row fallback and the jobs after it still work."""
-    from django_pg_jobqueue import outcomes
+    from django_pg_jobqueue import storable
 
-    real = outcomes.encode_result
-    monkeypatch.setattr(outcomes, "encode_result",
+    real = storable.encode_result
+    monkeypatch.setattr(storable, "encode_result",
                         lambda value: '"\\u0000"' if value == "poison" else real(value))
     custom_handler("refused_result", lambda ctx, payload: "poison")
     bad = services.enqueue("refused_result")

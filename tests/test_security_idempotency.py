@@ -1,12 +1,17 @@
-"""Idempotency keys sent to the API belong to the user who sent them.
+"""Idempotency keys sent to the API: the same key and request replays the first job (in the
+body or the Idempotency-Key header), a different request under it is a 409, concurrent
+requests with one key create exactly one job, and keys belong to the user who sent them.
 
 Another user's key is, for you, a key you never used: your request creates a job of your own,
 and nothing about theirs (its id, payload, result, even that it exists) comes back. Python
 callers of enqueue() keep one global key namespace, apart from the API's."""
+import threading
+
 import pytest
+from django.db import close_old_connections, connection
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job
+from django_pg_jobqueue.models import Job, JobEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +116,81 @@ def test_search_by_key_finds_the_readers_own_job_and_python_jobs(alice, make_use
     python_job = services.enqueue("noop", idempotency_key="report-2")
     assert [j["id"] for j in alice.get(JOBS, {"search": "report-1"}).json()["results"]] == [mine["id"]]
     assert [j["id"] for j in alice.get(JOBS, {"search": "report-2"}).json()["results"]] == [python_job.id]
+
+
+# -- one user's key: a replay, a conflict, one job under concurrent requests --------------
+
+def test_same_key_same_request_replays_the_first_job(operator_client):
+    body = {"type": "noop", "payload": {"n": 1}, "idempotency_key": "order-7"}
+    first = operator_client.post(JOBS, body, format="json")
+    second = operator_client.post(JOBS, body, format="json")
+    assert first.status_code == 201 and second.status_code == 200
+    assert second["X-Idempotency-Replay"] == "true"
+    assert second.json()["id"] == first.json()["id"]
+    assert Job.objects.count() == 1
+
+
+def test_same_key_in_the_header_replays(operator_client):
+    body = {"type": "noop", "payload": {"n": 1}}
+    first = operator_client.post(JOBS, body, format="json", HTTP_IDEMPOTENCY_KEY="hdr-1")
+    second = operator_client.post(JOBS, body, format="json", HTTP_IDEMPOTENCY_KEY="hdr-1")
+    in_body = operator_client.post(JOBS, {**body, "idempotency_key": "hdr-1"}, format="json")
+    assert (first.status_code, second.status_code, in_body.status_code) == (201, 200, 200)
+    assert first.json()["idempotency_key"] == "hdr-1"
+    assert Job.objects.count() == 1
+
+
+def test_same_key_different_request_is_409(operator_client):
+    operator_client.post(JOBS, {"type": "noop", "payload": {"n": 1}}, format="json",
+                         HTTP_IDEMPOTENCY_KEY="k")
+    response = operator_client.post(JOBS, {"type": "noop", "payload": {"n": 2}}, format="json",
+                                    HTTP_IDEMPOTENCY_KEY="k")
+    assert response.status_code == 409
+    error = response.json()
+    assert error["code"] == "idempotency_conflict" and "different request" in error["detail"]
+    assert error["job_id"] == Job.objects.get().pk
+
+
+@pytest.mark.parametrize("header", ["x" * 10_000, "   "])
+def test_a_bad_idempotency_key_header_is_400(operator_client, header):
+    response = operator_client.post(JOBS, {"type": "noop"}, format="json", HTTP_IDEMPOTENCY_KEY=header)
+    assert response.status_code == 400
+    assert "Idempotency-Key" in response.json()["errors"]
+
+
+def test_header_and_body_keys_must_agree(operator_client):
+    response = operator_client.post(JOBS, {"type": "noop", "idempotency_key": "a"}, format="json",
+                                    HTTP_IDEMPOTENCY_KEY="b")
+    assert response.status_code == 400 and "idempotency_key" in response.json()["errors"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_with_one_key_create_exactly_one_job(client_for, operator):
+    threads_n = 8
+    barrier = threading.Barrier(threads_n)
+    statuses, ids, errors = [], [], []
+
+    def post():
+        try:
+            client = client_for(operator)
+            barrier.wait(timeout=10)
+            response = client.post(JOBS, {"type": "noop", "payload": {"n": 1}}, format="json",
+                                   HTTP_IDEMPOTENCY_KEY="race-1")
+            statuses.append(response.status_code)
+            ids.append(response.json().get("id"))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors
+    assert sorted(statuses) == [200] * (threads_n - 1) + [201]
+    assert len(set(ids)) == 1
+    assert Job.objects.filter(idempotency_key__endswith=":race-1").count() == 1  # scoped
+    assert JobEvent.objects.filter(kind="created").count() == 1

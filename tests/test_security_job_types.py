@@ -108,8 +108,35 @@ def test_the_service_refuses_for_the_api_and_names_the_argument():
     from django_pg_jobqueue.exceptions import NotCreatable
 
     with override_settings(JOB_API_CREATABLE_TYPES=[]), pytest.raises(NotCreatable) as caught:
-        services.enqueue_job("noop", from_api=True)
+        services.enqueue_or_get("noop", from_api=True)
     assert caught.value.argument == "type"
+    assert not Job.objects.exists()
+
+
+@override_settings(JOB_API_CREATABLE_TYPES=["noop", "email_send"])
+def test_the_service_refuses_an_unknown_type_for_the_api_listing_what_it_may_create():
+    """The type is checked once, by the service: the API's 400 on `type` is its message."""
+    from django_pg_jobqueue.exceptions import UnknownJobType
+
+    with pytest.raises(UnknownJobType) as caught:
+        services.enqueue_or_get("nope", from_api=True)
+    assert caught.value.argument == "type"
+    head, _, listed = caught.value.detail.partition("; types the API may create: ")
+    assert head == "unknown job type 'nope'"
+    assert set(listed.rstrip(".").split(", ")) == {"noop", "email_send"}
+    with pytest.raises(UnknownJobType) as from_python:
+        services.enqueue("nope")  # a Python caller is told only that the type is unknown
+    assert from_python.value.detail == "unknown job type 'nope'"
+
+
+@override_settings(JOB_API_CREATABLE_TYPES=["noop"])
+def test_an_unknown_type_in_a_bulk_is_a_400_on_that_items_type(operator_client):
+    response = operator_client.post(BULK, {"jobs": [{"type": "noop"}, {"type": "nope"}]},
+                                    format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["errors"]["jobs"]["1"]["type"] == [
+        "unknown job type 'nope'; types the API may create: noop."]
     assert not Job.objects.exists()
 
 

@@ -31,8 +31,8 @@ def test_a_result_that_is_not_json_fails_the_job_for_good_and_spares_its_batch(
     custom_handler("returns_junk", lambda ctx, payload: result)
     junk = services.enqueue("returns_junk", {})
     fine = [services.enqueue("noop", {"i": i}) for i in range(5)]
-    worker_pool(threads=3)
-    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 6, 15)
+    pool = worker_pool(threads=3)
+    pool.test_signals.wait_ended([junk.id, *(j.id for j in fine)], timeout=15)
     junk.refresh_from_db()
     assert junk.status == "failed" and junk.attempts == 1
     assert "not JSON" in junk.last_error
@@ -42,8 +42,8 @@ def test_a_result_that_is_not_json_fails_the_job_for_good_and_spares_its_batch(
 
 def test_pool_runs_noop_jobs_to_success(worker_pool):
     jobs = [services.enqueue("noop", {"i": i}) for i in range(30)]
-    worker_pool(threads=4)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 30, 15)
+    pool = worker_pool(threads=4)
+    pool.test_signals.wait_ended([j.id for j in jobs], "succeeded", timeout=15)
     assert kinds(jobs[0]) == ["created", "claimed", "succeeded"]
     row = Job.objects.get(pk=jobs[0].pk)
     assert row.result == {"ok": True} and row.progress_percent == 100
@@ -52,16 +52,16 @@ def test_pool_runs_noop_jobs_to_success(worker_pool):
 
 def test_lease_renewal_keeps_a_job_that_runs_longer_than_its_lease(worker_pool):
     job = services.enqueue("sleep", {"seconds": 5})  # lease is 2 s under fast_queue_settings
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "succeeded", 20)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_ended([job.id], "succeeded", timeout=20)
     assert "lease_expired" not in kinds(job)
     assert Job.objects.get(pk=job.pk).attempts == 1
 
 
 def test_flaky_job_retries_with_backoff_then_succeeds(worker_pool):
     job = services.enqueue("flaky", {"fail_times": 2}, max_attempts=3)
-    worker_pool(threads=2)
-    wait_for(lambda: status_of(job) == "succeeded", 15)
+    pool = worker_pool(threads=2)
+    pool.test_signals.wait_ended([job.id], "succeeded", timeout=15)
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 3 and row.result == {"succeeded_on_attempt": 3}
     assert kinds(job).count("retry_scheduled") == 2
@@ -71,8 +71,8 @@ def test_flaky_job_retries_with_backoff_then_succeeds(worker_pool):
 
 def test_exhausted_attempts_end_failed_with_last_error_kept(worker_pool):
     job = services.enqueue("fail", {"message": "smtp down"}, max_attempts=2)
-    worker_pool(threads=2)
-    wait_for(lambda: status_of(job) == "failed", 15)
+    pool = worker_pool(threads=2)
+    pool.test_signals.wait_ended([job.id], "failed", timeout=15)
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 2 and "smtp down" in row.last_error and row.last_traceback
     assert kinds(job)[-1] == "failed"
@@ -80,8 +80,8 @@ def test_exhausted_attempts_end_failed_with_last_error_kept(worker_pool):
 
 def test_permanent_error_fails_at_once_without_retry(worker_pool):
     job = services.enqueue("fail", {"permanent": True}, max_attempts=5)
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "failed", 10)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_ended([job.id], "failed")
     assert Job.objects.get(pk=job.pk).attempts == 1
     assert "retry_scheduled" not in kinds(job)
 
@@ -89,8 +89,8 @@ def test_permanent_error_fails_at_once_without_retry(worker_pool):
 def test_unknown_type_in_the_table_fails_permanently(worker_pool):
     job = services.enqueue("noop", {})
     Job.objects.filter(pk=job.pk).update(type="no_such_handler")
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "failed", 10)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_ended([job.id], "failed")
     assert "no handler registered" in Job.objects.get(pk=job.pk).last_error
 
 
@@ -116,10 +116,10 @@ def test_timeout_fails_the_attempt_and_asks_the_handler_to_stop(worker_pool, cus
 
 def test_cancel_running_job_stops_the_handler_and_records_cancelled(worker_pool):
     job = services.enqueue("sleep", {"seconds": 30})
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "running", 10)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_started([job.id])
     services.cancel(job.pk)
-    wait_for(lambda: status_of(job) == "cancelled", 10)
+    pool.test_signals.wait_ended([job.id], "cancelled")
     events = kinds(job)
     assert events[-1] == "cancelled" and "cancel_requested" in events
     assert "succeeded" not in events
@@ -133,8 +133,8 @@ def test_snooze_requeues_without_spending_an_attempt(worker_pool, custom_handler
 
     custom_handler("snoozer", snoozer)
     job = services.enqueue("snoozer", {}, max_attempts=1)
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "succeeded", 10)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_ended([job.id], "succeeded")
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 1 and "snoozed" in kinds(job)
 
@@ -144,8 +144,8 @@ def test_expired_lease_is_requeued_by_the_reaper(worker_pool, custom_handler):
     loses the job to the reaper, which requeues it for a healthy worker."""
     job = services.enqueue("noop", {}, max_attempts=3)
     [abandoned] = services.claim(worker_ids=["dead-worker-1"], lease_seconds=1)
-    worker_pool(threads=2)  # its reaper runs every 0.5 s
-    wait_for(lambda: status_of(job) == "succeeded", 15)
+    pool = worker_pool(threads=2)  # its reaper runs every 0.5 s
+    pool.test_signals.wait_ended([job.id], "succeeded", timeout=15)
     events = kinds(job)
     assert events.index("lease_expired") < events.index("succeeded")
     assert Job.objects.get(pk=job.pk).attempts == 2
@@ -180,7 +180,7 @@ def test_a_worker_that_lost_its_lease_is_told_to_stop_and_cannot_complete(worker
 def test_graceful_shutdown_releases_unfinished_jobs_without_charging_an_attempt(worker_pool):
     long_job = services.enqueue("sleep", {"seconds": 30})
     pool = worker_pool(threads=1)
-    wait_for(lambda: status_of(long_job) == "running", 10)
+    pool.test_signals.wait_started([long_job.id])
     started = time.monotonic()
     pool.shutdown(grace=0.5)
     assert time.monotonic() - started < 5

@@ -24,9 +24,13 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
 
 
 def start_pool(**kwargs):
+    """A started in-process WorkerPool with test signals on: wait on `pool.test_signals`
+    (django_pg_jobqueue.worker.signals) rather than polling for what the pool does."""
     from django_pg_jobqueue.worker.pool import WorkerPool
+    from django_pg_jobqueue.worker.signals import TestSignals
 
     kwargs.setdefault("threads", 4)
+    kwargs.setdefault("test_signals", TestSignals())
     return WorkerPool(**kwargs).start()
 
 
@@ -62,3 +66,22 @@ def deeply_nested_list(depth: int = 5000):
     for _ in range(depth):
         value = [value]
     return value
+
+
+def finish_job(job_id, status):
+    """Move a job to a finished status through the services (claim, then fail/complete)."""
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.states import Status
+
+    claimed = services.claim(worker_ids=["test-1-0"], job_ids=[job_id])
+    assert claimed and claimed[0].id == job_id
+    job = claimed[0]
+    if status == Status.SUCCEEDED:
+        services.complete(job.id, job.lease_token, worker_id="test-1-0", result={"ok": True})
+    else:
+        services.fail(job.id, job.lease_token, worker_id="test-1-0", error="boom", permanent=True)
+
+
+def job_owner_pk(client) -> int:
+    """The id of the user an API client is logged in as (idempotency keys are scoped by it)."""
+    return client.get("/api/v1/auth/me/").json()["id"]

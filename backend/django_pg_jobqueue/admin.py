@@ -17,12 +17,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from . import selectors, services
+from . import job_actions, selectors
 from .exceptions import InvalidTransition, JobNotFound, QueueNotFound
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
 from .services import queues
-from .services.deleting import delete as delete_job
 from .states import TERMINAL
 
 try:
@@ -107,7 +106,9 @@ class JobAdmin(admin.ModelAdmin):
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False  # no second COUNT(*) over a big table
-    actions = ["cancel_jobs", "retry_jobs", "delete_jobs"]
+    # One admin action per job_actions.ACTIONS entry, "<name>_jobs" (below the class);
+    # delete_jobs adds Django's confirmation page.
+    actions = [f"{name}_jobs" for name in job_actions.ACTIONS]
     inlines = [JobEventInline]
     fieldsets = [
         (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
@@ -155,10 +156,12 @@ class JobAdmin(admin.ModelAdmin):
         return deleted, counts, set(), protected
 
     def delete_model(self, request, obj):
-        self._apply(request, [obj.pk], delete_job, "Deleted", quiet_success=True)
+        delete = job_actions.ACTIONS["delete"]
+        self._apply(request, [obj.pk], delete.service, delete.done, quiet_success=True)
 
     def delete_queryset(self, request, queryset):
-        self._apply(request, queryset.values_list("id", flat=True), delete_job, "Deleted",
+        delete = job_actions.ACTIONS["delete"]
+        self._apply(request, queryset.values_list("id", flat=True), delete.service, delete.done,
                     quiet_success=True)
 
     def has_change_permission(self, request, obj=None):
@@ -229,17 +232,6 @@ class JobAdmin(admin.ModelAdmin):
             shown = "; ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")
             self.message_user(request, f"{len(refused)} refused: {shown}", messages.WARNING)
 
-    @admin.action(description="Cancel the selected jobs", permissions=["change"])
-    def cancel_jobs(self, request, queryset):
-        self._apply(request, queryset.values_list("id", flat=True), services.cancel,
-                    "Cancelled (or asked to stop)")
-
-    @admin.action(description="Retry the selected jobs (failed or cancelled)", permissions=["change"])
-    def retry_jobs(self, request, queryset):
-        self._apply(request, queryset.values_list("id", flat=True), services.retry, "Retried")
-
-    @admin.action(description="Delete the selected finished jobs (with their events)",
-                  permissions=["delete"])
     def delete_jobs(self, request, queryset):
         """Django's confirmation page, then `delete_queryset` (the service), for the finished
         jobs of the selection; the queued and running ones are left, and said so."""
@@ -251,6 +243,21 @@ class JobAdmin(admin.ModelAdmin):
         if finished.exists():
             return delete_selected(self, request, finished)
         return None
+
+
+def _admin_action(action: job_actions.JobAction):
+    """The admin action `<name>_jobs`: the action's service on each selected job."""
+    def apply(self, request, queryset):
+        self._apply(request, queryset.values_list("id", flat=True), action.service, action.done)
+
+    return apply
+
+
+for _action in job_actions.ACTIONS.values():
+    _method = getattr(JobAdmin, f"{_action.name}_jobs", None) or _admin_action(_action)
+    _method.__name__ = f"{_action.name}_jobs"
+    setattr(JobAdmin, _method.__name__, admin.action(
+        _method, description=_action.label, permissions=[_action.admin_permission]))
 
 
 @admin.register(JobEvent)

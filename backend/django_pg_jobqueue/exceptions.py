@@ -107,11 +107,16 @@ class JobPayloadTooLarge(InvalidJobArgument):
 
 
 class UnknownJobType(InvalidJobArgument):
-    """No handler is registered for this job type (an InvalidJobArgument naming `type`)."""
+    """No handler is registered for this job type (an InvalidJobArgument naming `type`).
+    `creatable`: for the API's caller, the types it may create, listed in the message."""
 
-    def __init__(self, job_type: str, *, index: int | None = None):
+    def __init__(self, job_type: str, *, index: int | None = None,
+                 creatable: list[str] | None = None):
         self.job_type = job_type
-        super().__init__("type", f"unknown job type {job_type!r}", index=index)
+        message = f"unknown job type {job_type!r}"
+        if creatable is not None:
+            message += f"; types the API may create: {', '.join(creatable) or 'none'}."
+        super().__init__("type", message, index=index)
 
 
 class NotCreatable(InvalidJobArgument):
@@ -133,3 +138,9 @@ class DirectJobCreation(JobError):
             "workers: create jobs with django_pg_jobqueue.enqueue() (or enqueue_many()). "
             "Tests of the table itself may wrap the insert in "
             "django_pg_jobqueue.models.allow_direct_job_writes().")
+
+
+class UnstorableResult(JobError, ValueError):
+    """The handler returned a value that cannot be stored as the job's result (not JSON, or
+    over JOB_MAX_RESULT_BYTES). Deterministic: the job fails for good; JOB_ERROR_HOOKS get it
+    as the exception."""

@@ -155,7 +155,7 @@ class PeriodicEntry:
 
         key = self.key(tick)
         if self.type is not None:
-            _, created = services.enqueue_job(
+            _, created = services.enqueue_or_get(
                 self.type, dict(self.payload), priority=self.priority, queue=self.queue,
                 idempotency_key=key, max_attempts=self.max_attempts,
                 timeout_seconds=self.timeout_seconds)

@@ -318,7 +318,7 @@ class QueueBackend(BaseTaskBackend):
         options = options_for(task)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
-        job, created = services.enqueue_job(
+        job, created = services.enqueue_or_get(
             JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
             run_at=run_at, max_attempts=options.max_attempts,
             timeout_seconds=options.timeout_seconds,

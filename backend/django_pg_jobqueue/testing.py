@@ -16,12 +16,13 @@ and inject the faults production will throw at your handlers.
         assert drain(include_scheduled=True).succeeded == 1   # and it runs a second time
         assert Charge.objects.filter(invoice_id=7).count() == 1
 
-Everything goes through the real engine: `drain()` claims with `services.claim` (worker id
+Everything goes through the real engine (`django_pg_jobqueue.engine`, the one a worker pool
+uses): `drain()` is an inline use of it. It claims through the engine (worker id
 "testing-drain") and runs each job through the worker's own executor pipeline
-(`django_pg_jobqueue.worker.executor.JobRunner`, as Oban's drainer does): the same handling of
-whatever the handler returns or raises, the same fenced writes. Only the threads differ: the
-success is written at once, in the calling thread, and nothing renews leases or enforces
-timeouts. The
+(`django_pg_jobqueue.worker.executor.JobRunner`, as Oban's drainer does): the same middleware,
+the same handling of whatever the handler returns or raises, the same retry rules, the same
+fenced writes. Only the threads differ: the success is written at once, in the calling thread,
+and nothing renews leases or enforces timeouts. The
 helpers work in an ordinary `db` test (one transaction: jobs enqueued in it are visible to
 them) as well as with `transaction=True`. Inside one transaction the database clock stands
 still, so retries and reaped jobs (due at now() + backoff) only run with
@@ -32,9 +33,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import services, sql
+from . import sql
 from .context import JobContext
 from .db import queue_connection
+from .engine import default_engine
 from .models import Job
 from .registry import registry
 from .states import Status
@@ -144,7 +146,7 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
       them due now. Together with retries this runs a flaky job until it ends.
     - `raise_errors`: re-raise the first handler exception (after recording it) instead of
       counting it in `errors`; a result that cannot be stored raises its
-      `django_pg_jobqueue.outcomes.UnstorableResult`.
+      `django_pg_jobqueue.storable.UnstorableResult`.
 
     Jobs that enqueue jobs are fine: those run too, in the same drain.
     """
@@ -154,7 +156,8 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     while result.ran < max_jobs:
         if include_scheduled:
             _make_due(types, queues)
-        claimed = services.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types)
+        claimed = default_engine().claim(worker_ids=[DRAIN_WORKER_ID], queues=queues,
+                                         types=types)
         if not claimed:
             break
         job = claimed[0]
@@ -187,18 +190,19 @@ def _context(job, worker_id: str) -> JobContext:
 
 
 def _runner() -> JobRunner:
-    """The worker's pipeline for one job, with drain's completer: the worker's own
-    row-isolating write, at once, in this thread. Nothing renews the lease meanwhile."""
+    """The worker's pipeline for one job on the worker's engine, with drain's completer: the
+    worker's own row-isolating write, at once, in this thread. Nothing renews the lease
+    meanwhile."""
     from .worker.completer import write_completions
 
-    held = HeldJobs()
+    held, engine = HeldJobs(), default_engine()
 
     def complete_now(completion, _held) -> str:
-        done = write_completions([completion], held)
+        done = write_completions([completion], held, engine)
         return done[0][1] if done else "lease_lost"
 
     return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now,
-                     keep_callers_transaction=True)
+                     keep_callers_transaction=True, engine=engine)
 
 
 _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",
@@ -237,7 +241,7 @@ def expire_lease(job) -> None:
 def run_reaper() -> dict[str, int]:
     """Run the reaper once, as every worker process does periodically: jobs whose lease
     expired go back to queued (with backoff) or to failed. Returns counts by new status."""
-    return services.reap()
+    return default_engine().reap()
 
 
 class SimulatedCrash(BaseException):
@@ -274,8 +278,8 @@ def crash_mid_handler(job=None, *, type: str | None = None,
     if (job is None) == (type is None):
         raise TypeError("give a job (or job id) or a type, not both")
     job_ids = [getattr(job, "id", job)] if job is not None else None
-    claimed = services.claim(worker_ids=[CRASH_WORKER_ID], job_ids=job_ids,
-                             types=[type] if type else None)
+    claimed = default_engine().claim(worker_ids=[CRASH_WORKER_ID], job_ids=job_ids,
+                                     types=[type] if type else None)
     if not claimed:
         which = f"job {job_ids[0]}" if job_ids else f"type {type!r}"
         raise AssertionError(f"no due queued job to crash ({which})")

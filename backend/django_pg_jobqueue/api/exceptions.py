@@ -102,7 +102,7 @@ def _field_error(exc: InvalidJobArgument, messages: list[str], code: str):
     # enqueue()'s arguments are the API's fields, by the same names: the argument is the field.
     errors = {exc.argument: messages}
     if exc.index is not None:  # a bulk request: errors.jobs[i] names the bad fields of item i
-        errors = {"jobs": {str(exc.index): errors}}
+        errors = {"jobs": {exc.index: errors}}  # "jobs[i].field" in the detail, as DRF's
     return exceptions.ValidationError(errors, code=code)
 
 
@@ -121,7 +121,7 @@ def _translate(exc):
         err.extra = {"job_id": exc.job_id}
         return err
     if isinstance(exc, UnknownJobType):
-        return _field_error(exc, [f"unknown job type {exc.job_type!r}"], "unknown_type")
+        return _field_error(exc, [exc.detail], "unknown_type")
     if isinstance(exc, NotCreatable):
         return _field_error(exc, [exc.detail], "not_creatable")
     if isinstance(exc, JobPayloadTooLarge):

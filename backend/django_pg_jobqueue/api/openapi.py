@@ -121,13 +121,16 @@ def _schema_url(request) -> str:
     return reverse(f"{namespace}:schema" if namespace else "schema")
 
 
-_SWAGGER_PAGE = """<!doctype html>
+# The head both pages open with (str.format: {title}).
+_PAGE_START = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<link rel="icon" type="image/png" href="{favicon}">
+"""
+
+_SWAGGER_PAGE = _PAGE_START + """<link rel="icon" type="image/png" href="{favicon}">
 <link rel="stylesheet" href="{css}">
 <link rel="stylesheet" href="{page_css}">
 </head>
@@ -140,13 +143,7 @@ _SWAGGER_PAGE = """<!doctype html>
 </html>
 """
 
-_REDOC_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>body {{ margin: 0; padding: 0; }}</style>
+_REDOC_PAGE = _PAGE_START + """<style>body {{ margin: 0; padding: 0; }}</style>
 </head>
 <body>
 <redoc spec-url="{schema_url}"></redoc>

@@ -6,8 +6,8 @@
     cancel, retry, queue pause and resume              jobs.change_job
     a queue's concurrency limit (PATCH queues/{name}/)  jobs.change_queuesetting
     delete (a finished job)                            jobs.delete_job
-    bulk actions (POST jobs/actions/)                  change_job for cancel and retry,
-                                                       delete_job for delete
+    bulk actions (POST jobs/actions/)                  the single-job action's permission
+                                                       (job_actions.ACTIONS)
 
 A method a view has no handler for (PUT or PATCH on a job, DELETE on a queue) is a 405 for an
 authenticated user, whatever their permissions: the permission check lets it through to DRF's
@@ -20,16 +20,15 @@ Each process remembers a user's answer for a few seconds (authentication.has_per
 """
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from .. import conf
+from .. import conf, job_actions
 from .authentication import has_perm
 
 VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"
-DELETE = "django_pg_jobqueue.delete_job"
 # A queue's concurrency limit is configuration, as in the admin's QueueSetting form; pausing
 # and resuming are an operator's actions, like cancel (change_job).
 CHANGE_QUEUE = "django_pg_jobqueue.change_queuesetting"
-# What each bulk action (POST jobs/actions/) needs: the same as the single-job action.
-ACTION_PERMISSIONS = {"cancel": CHANGE, "retry": CHANGE, "delete": DELETE}
+# What each action needs, on one job or many (POST jobs/actions/): from the one registry.
+ACTION_PERMISSIONS = {name: a.perm for name, a in job_actions.ACTIONS.items()}
 
 
 class JobPermission(BasePermission):

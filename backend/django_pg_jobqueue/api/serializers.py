@@ -15,9 +15,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import selectors
+from .. import job_actions
 from ..models import Job, JobEvent
-from ..registry import registry
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
@@ -352,14 +351,6 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
 
-    def validate_type(self, value):
-        if value not in registry:
-            known = ", ".join(t["name"] for t in selectors.job_types() if t["creatable"]) or "none"
-            raise serializers.ValidationError(
-                f"unknown job type {value!r}; types the API may create: {known}.",
-                code="unknown_type")
-        return value
-
     def validate_run_at(self, value):
         return _utc(value)
 
@@ -374,7 +365,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         return attrs
 
     def enqueue_options(self) -> dict:
-        """The validated body as keyword arguments of `services.enqueue_job`."""
+        """The validated body as keyword arguments of `services.enqueue_or_get`."""
         data = self.validated_data
         # The fields are enqueue()'s arguments, by the same names.
         options = {name: data.get(name) for name in (
@@ -787,14 +778,15 @@ class LoginSerializer(StrictSerializer):
                                      style={"input_type": "password"})
 
 
-class _Can(serializers.Serializer):
-    view = serializers.BooleanField()
-    create = serializers.BooleanField()
-    cancel = serializers.BooleanField()
-    retry = serializers.BooleanField()
-    delete = serializers.BooleanField(help_text="Delete finished jobs (delete_job).")
-    change_queue = serializers.BooleanField(help_text=(
-        "Set a queue's concurrency limit (change_queuesetting)."))
+# What the user may do: view, create, each action of job_actions.ACTIONS, change a queue.
+_Can = type("_Can", (serializers.Serializer,), {
+    "view": serializers.BooleanField(),
+    "create": serializers.BooleanField(),
+    **{name: serializers.BooleanField(help_text=f"{name.capitalize()} {a.takes} ({a.permission}).")
+       for name, a in job_actions.ACTIONS.items()},
+    "change_queue": serializers.BooleanField(help_text=(
+        "Set a queue's concurrency limit (change_queuesetting).")),
+})
 
 
 class UserSerializer(JobQueueModelSerializer):
@@ -814,9 +806,7 @@ class UserSerializer(JobQueueModelSerializer):
         return {
             "view": user.has_perm("django_pg_jobqueue.view_job"),
             "create": user.has_perm("django_pg_jobqueue.add_job"),
-            "cancel": user.has_perm("django_pg_jobqueue.change_job"),
-            "retry": user.has_perm("django_pg_jobqueue.change_job"),
-            "delete": user.has_perm("django_pg_jobqueue.delete_job"),
+            **{name: user.has_perm(a.perm) for name, a in job_actions.ACTIONS.items()},
             "change_queue": user.has_perm("django_pg_jobqueue.change_queuesetting"),
         }
 
@@ -847,7 +837,6 @@ class ErrorSerializer(serializers.Serializer):
 
 # --- Bulk actions: POST /api/v1/jobs/actions/ ----------------------------------------------
 MAX_ACTION_IDS = 1000
-JOB_ACTIONS = ["cancel", "retry", "delete"]
 
 
 class JobActionFilterSerializer(StrictSerializer):
@@ -876,9 +865,8 @@ class JobActionSerializer(StrictSerializer):
     (`"all": true`): exactly one of them. A filter that filters nothing (`{}`, or only blank
     values) is a 400: every job is only ever meant by saying `"all": true`."""
 
-    action = serializers.ChoiceField(choices=JOB_ACTIONS, help_text=(
-        "cancel (queued or running jobs), retry (failed or cancelled), delete (finished: "
-        "succeeded, failed or cancelled)."))
+    action = serializers.ChoiceField(choices=list(job_actions.ACTIONS), help_text="; ".join(
+        f"{name}: {a.takes}" for name, a in job_actions.ACTIONS.items()) + ".")
     ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
         min_length=1, max_length=MAX_ACTION_IDS,

@@ -31,7 +31,7 @@ from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ADD, CHANGE, CHANGE_QUEUE, DELETE, VIEW, JobPermission
+from .permissions import ACTION_PERMISSIONS, ADD, CHANGE, CHANGE_QUEUE, VIEW, JobPermission
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -160,9 +160,11 @@ _EVENT_PARAMS = [
 )
 class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     permission_classes = [JobPermission]
-    job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
-                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
-                       "retry_matching": CHANGE, "destroy": DELETE}
+    job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW, "create": ADD, "bulk": ADD,
+                       "cancel": ACTION_PERMISSIONS["cancel"],
+                       "retry": ACTION_PERMISSIONS["retry"],
+                       "retry_matching": ACTION_PERMISSIONS["retry"],
+                       "destroy": ACTION_PERMISSIONS["delete"]}
     serializer_class = JobSerializer
     filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
     filterset_class = JobFilter
@@ -223,7 +225,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         options["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
-            job, created = services.enqueue_job(**options, from_api=True)
+            job, created = services.enqueue_or_get(**options, from_api=True)
         charge_created(request, 1 if created else 0)
         body = JobSerializer(job).data
         if key is not None:
@@ -255,7 +257,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                 sent[stored_key] = key
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
-            results = services.enqueue_many_jobs(items, from_api=True)
+            results = services.enqueue_many_or_get(items, from_api=True)
         charge_created(request, sum(1 for _, created in results if created))
         jobs = [job for job, _ in results]
         body = JobSerializer(jobs, many=True).data

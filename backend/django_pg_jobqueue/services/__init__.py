@@ -10,14 +10,15 @@ from .enqueuing import (
     aenqueue,
     aenqueue_many,
     enqueue,
-    enqueue_job,
     enqueue_many,
-    enqueue_many_jobs,
+    enqueue_many_or_get,
+    enqueue_or_get,
 )
 from .lifecycle import (
     complete,
     complete_many,
     fail,
+    heartbeat,
     log_message,
     record_lease_lost,
     record_progress,
@@ -30,7 +31,8 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 
 __all__ = [
-    "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
+    "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
+    "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

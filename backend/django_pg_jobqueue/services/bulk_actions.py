@@ -1,6 +1,7 @@
-"""apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete) on many jobs.
+"""apply_to_ids / apply_to_matching: an operator action (cancel, retry, delete: any of
+job_actions.ACTIONS) on many jobs.
 
-Each job goes through the single-job service (operations.cancel, operations.retry,
+Each job goes through the action's single-job service (operations.cancel, operations.retry,
 deleting.delete), so the guards are the same as for one job: a job the state machine refuses
 is listed in `refused` with the reason, never forced.
 
@@ -20,18 +21,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .. import job_actions
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
-from . import deleting, operations
 
 BATCH_SIZE = 500
 MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all
 
-ACTIONS = {"cancel": operations.cancel, "retry": operations.retry, "delete": deleting.delete}
-
 
 @dataclass
-class BulkOutcome:
+class BulkActionResult:
+    """What an action on many jobs did: how many it was applied to, the refusals (the first
+    MAX_REFUSED_LISTED, all counted), and where a bounded call stopped."""
     done: int = 0
     refused: list[dict] = field(default_factory=list)
     refused_count: int = 0
@@ -49,10 +50,7 @@ class BulkOutcome:
 
 
 def _service(action: str):
-    try:
-        return ACTIONS[action]
-    except KeyError:
-        raise ValueError(f"action must be one of {', '.join(ACTIONS)}; got {action!r}") from None
+    return job_actions.get(action).service
 
 
 def _batch_size(batch_size: int | None) -> int:
@@ -62,7 +60,7 @@ def _batch_size(batch_size: int | None) -> int:
     return size
 
 
-def _apply_batch(service, ids: Iterable[int], outcome: BulkOutcome, actor: str) -> None:
+def _apply_batch(service, ids: Iterable[int], outcome: BulkActionResult, actor: str) -> None:
     with queue_atomic():
         for job_id in ids:
             try:
@@ -76,12 +74,12 @@ def _apply_batch(service, ids: Iterable[int], outcome: BulkOutcome, actor: str) 
 
 
 def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
-                 batch_size: int | None = None) -> BulkOutcome:
-    """`action` ("cancel", "retry" or "delete") on each of `ids` (duplicates once, in the
+                 batch_size: int | None = None) -> BulkActionResult:
+    """`action` (a name in job_actions.ACTIONS) on each of `ids` (duplicates once, in the
     order given). Raises ValueError for an unknown action or a bad batch size."""
     service, size = _service(action), _batch_size(batch_size)
     unique = list(dict.fromkeys(ids))
-    outcome = BulkOutcome()
+    outcome = BulkActionResult()
     for start in range(0, len(unique), size):
         _apply_batch(service, unique[start:start + size], outcome, actor)
     return outcome
@@ -90,7 +88,7 @@ def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
 def apply_to_matching(action: str, queryset, *, actor: str = "",
                       batch_size: int | None = None, after: int = 0,
                       max_jobs: int | None = None,
-                      max_seconds: float | None = None) -> BulkOutcome:
+                      max_seconds: float | None = None) -> BulkActionResult:
     """`action` on every job of `queryset` (a filtered Job queryset: the API's list filters)
     with an id above `after`, in batches keyed by id. With `max_jobs` or `max_seconds`, it
     stops after the batch that reaches either, and says where (`outcome.after`) and how many
@@ -104,7 +102,7 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
     if max_seconds is not None and max_seconds < 0:
         raise ValueError("max_seconds must be 0 or more")
     ids = queryset.order_by("id").values_list("id", flat=True)
-    outcome = BulkOutcome()
+    outcome = BulkActionResult()
     started, considered = time.monotonic(), 0
     while True:
         with queue_atomic():  # the batch's ids and its actions: one short transaction

@@ -252,6 +252,13 @@ def _check_key(key) -> str | None:
     return str(key)
 
 
+def _creatable_types() -> list[str]:
+    """The job types the API may create (what GET /api/v1/job-types/ marks creatable)."""
+    from .. import selectors
+
+    return [t["name"] for t in selectors.job_types() if t["creatable"]]
+
+
 def _check_creatable(job_type: str) -> None:
     """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
     Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
@@ -295,7 +302,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         raise _type_error("type", "a registered job type (a str)", job_type)
     spec = registry.get(job_type)
     if spec is None:
-        raise UnknownJobType(job_type)
+        raise UnknownJobType(job_type, creatable=_creatable_types() if from_api else None)
     if from_api:
         _check_creatable(job_type)
     payload, payload_json = validate_payload(payload)
@@ -489,9 +496,10 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         return out
 
 
-def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = False,
+def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
                 **options) -> tuple[Job, bool]:
-    """Like `enqueue`, and also says whether the job was created (False: idempotent replay).
+    """Enqueue, or get the job an earlier enqueue with the same idempotency key created (as
+    Django's get_or_create): returns (job, created). `enqueue` is its thin form.
     `from_api=True` (the API's views): only the types of JOB_API_CREATABLE_TYPES and the
     tasks of JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`."""
     return _insert([_prepare(job_type, payload, from_api=from_api, **options)])[0]
@@ -526,7 +534,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
     a value of the wrong type; `UnknownJobType` for a type no handler is registered for;
     `JobPayloadTooLarge`) naming the argument in `.argument`. Nothing is written then.
     """
-    job, _ = enqueue_job(
+    job, _ = enqueue_or_get(
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
@@ -559,9 +567,9 @@ def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     Each item is a dict of `enqueue`'s arguments: {"type": ..., "payload": ..., "priority": ...}.
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
-    `from_api=True`: as `enqueue_job`'s.
+    `from_api=True`: as `enqueue_or_get`'s.
     """
-    return [job for job, _ in enqueue_many_jobs(jobs, from_api=from_api)]
+    return [job for job, _ in enqueue_many_or_get(jobs, from_api=from_api)]
 
 
 async def aenqueue_many(jobs: list[dict]) -> list[Job]:
@@ -570,7 +578,7 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
     return await sync_to_async(enqueue_many)(jobs)
 
 
-def enqueue_many_jobs(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
+def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created)."""
     prepared = []

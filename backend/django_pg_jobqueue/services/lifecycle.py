@@ -1,4 +1,5 @@
-"""Worker-side transitions: renew, progress, log, complete, fail, release, snooze.
+"""Worker-side transitions: renew, progress, log, complete, fail, release, snooze; and the
+worker process's heartbeat.
 
 Every one presents the lease token its claim stamped, in the statement's WHERE clause. A
 write that matches no row means the lease was lost (the reaper requeued the job, an operator
@@ -9,7 +10,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from .. import conf, db, outcomes, sql
+from .. import conf, db, sql, storable
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 
@@ -33,7 +34,7 @@ class Completion:
     result: object = None
     job_type: str = ""  # for the worker's log line only
     attempt: int = 0
-    result_json: str | None = None  # `result` already encoded (outcomes.encode_result)
+    result_json: str | None = None  # `result` already encoded (storable.encode_result)
 
 
 def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, float]], list[Completion]]:
@@ -41,7 +42,7 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
 
     Returns (done, refused): done rows are (job id, final status, run seconds); refused are
     the completions whose lease was lost, so their result was discarded (and recorded).
-    A result not yet encoded is encoded here (outcomes.encode_result: UnstorableResult when it
+    A result not yet encoded is encoded here (storable.encode_result: UnstorableResult when it
     cannot be stored). One row the database refuses fails the whole statement: the worker's
     completer then writes the batch row by row (worker/completer.py).
     """
@@ -53,7 +54,7 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     worker_ids = {c.worker_id: json.dumps(c.worker_id) for c in completions}
     batch = "[" + ",".join(
         f'[{int(c.job_id)},"{c.lease_token}",{worker_ids[c.worker_id]},'
-        f'{c.result_json if c.result_json is not None else outcomes.encode_result(c.result)}]'
+        f'{c.result_json if c.result_json is not None else storable.encode_result(c.result)}]'
         for c in completions) + "]"
     done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
     done_ids = {row[0] for row in done}
@@ -76,11 +77,11 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
          permanent: bool = False, reason: str = "error") -> tuple[str, float | None]:
     """Fail the attempt if it still holds `lease_token`: queued again at now() + backoff while
     attempts remain (unless `permanent`), else failed. Returns (new status, delay seconds).
-    The error and traceback are made storable first (outcomes.py: cleaned and capped)."""
-    error = outcomes.error_message(error)
+    The error and traceback are made storable first (storable.py: cleaned and capped)."""
+    error = storable.error_message(error)
     params = {
         "id": job_id, "token": lease_token, "worker_id": worker_id, "error": error,
-        "traceback": outcomes.traceback_text(traceback) if traceback else None,
+        "traceback": storable.traceback_text(traceback) if traceback else None,
         "permanent": permanent, "reason": reason, **_backoff_params(),
     }
     with queue_connection().cursor() as cur:
@@ -142,7 +143,7 @@ def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | 
     if percent is not None:
         percent = max(0, min(100, int(percent)))
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id, "percent": percent,
-              "message": outcomes.progress_message(message)}
+              "message": storable.progress_message(message)}
     with queue_connection().cursor() as cur:
         cur.execute(sql.PROGRESS, params)
         if cur.fetchone() is None:
@@ -151,9 +152,9 @@ def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | 
 
 def log_message(job_id: int, lease_token, *, worker_id: str, message: str, data: dict | None = None) -> None:
     """A `log` event. The message is cleaned and capped; `data` must be JSON (ValueError naming
-    it otherwise), its strings cleaned (outcomes.log_data)."""
+    it otherwise), its strings cleaned (storable.log_data)."""
     params = {"id": job_id, "token": lease_token, "worker_id": worker_id,
-              "message": outcomes.log_message(message), "data": outcomes.log_data(data)}
+              "message": storable.log_message(message), "data": storable.log_data(data)}
     with queue_connection().cursor() as cur:
         cur.execute(sql.LOG, params)
         if cur.fetchone() is None:
@@ -169,3 +170,10 @@ def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, mes
             "id": job_id, "token": str(lease_token), "worker_id": worker_id, "action": action,
             "message": message, "attempt": attempt,
         })
+
+
+def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str]) -> None:
+    """Upsert the worker process's row in job_workers with heartbeat_at = now() (the database
+    clock): what audit_jobs, metrics and the queue page read to tell live workers."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.HEARTBEAT, [process_id, hostname, pid, threads, json.dumps(queues)])

@@ -18,10 +18,11 @@ import time
 
 from django.db import close_old_connections
 
-from .. import outcomes
+from .. import storable
 from ..db import queue_connection, return_worker_connection, use_worker_pool
+from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
-from ..services.lifecycle import Completion, complete_many, fail
+from ..services.lifecycle import Completion
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .executor import WRITE_ATTEMPTS, savepointed
 from .held import Held, HeldJobs
@@ -29,7 +30,7 @@ from .held import Held, HeldJobs
 log = logging.getLogger("django_pg_jobqueue.worker")  # lifecycle lines share the worker logger
 
 
-def write_completions(batch: list[Completion], held: HeldJobs) -> list[tuple]:
+def write_completions(batch: list[Completion], held: HeldJobs, engine: Engine) -> list[tuple]:
     """Write the successes in `batch` and return the (job id, final status, run seconds) rows
     of the jobs it ended (run seconds None for a job failed because its result was refused).
 
@@ -38,12 +39,12 @@ def write_completions(batch: list[Completion], held: HeldJobs) -> list[tuple]:
     keys = [(c.job_id, c.lease_token) for c in batch]
     held.mark_finishing_many(keys)
     try:
-        done, _ = savepointed(complete_many, batch)
+        done, _ = savepointed(engine.complete_many, batch)
     except CONNECTION_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001 - one bad row fails the statement: isolate it
         log.warning("completer: a batch of %d completion(s) was refused (%s); writing them one "
-                    "by one", len(batch), outcomes.describe_exception(exc))
+                    "by one", len(batch), storable.describe_exception(exc))
     else:
         held.discard_many(keys)
         batch.clear()
@@ -51,17 +52,17 @@ def write_completions(batch: list[Completion], held: HeldJobs) -> list[tuple]:
     done = []
     while batch:
         c = batch[0]
-        done.extend(_write_one(c))
+        done.extend(_write_one(c, engine))
         held.discard(c.job_id, c.lease_token)
         batch.pop(0)
     return done
 
 
-def _write_one(c: Completion) -> list[tuple]:
+def _write_one(c: Completion, engine: Engine) -> list[tuple]:
     refused: BaseException | None = None
     for attempt in range(WRITE_ATTEMPTS):
         try:
-            done, _ = savepointed(complete_many, [c])
+            done, _ = savepointed(engine.complete_many, [c])
             return done
         except CONNECTION_ERRORS:
             raise
@@ -69,7 +70,7 @@ def _write_one(c: Completion) -> list[tuple]:
             refused = exc
             time.sleep(0.05 * (attempt + 1))
     error = ("the handler's result could not be stored: "
-             + outcomes.describe_exception(refused))
+             + storable.describe_exception(refused))
     log.warning("job=%s: %s; failing it", c.job_id, error,
                 extra={"job_id": c.job_id, "job_type": c.job_type, "attempt": c.attempt,
                        "worker_id": c.worker_id})
@@ -80,7 +81,7 @@ def _write_one(c: Completion) -> list[tuple]:
     for message in (error, textless):
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                status, _ = savepointed(fail, c.job_id, c.lease_token, worker_id=c.worker_id,
+                status, _ = savepointed(engine.fail, c.job_id, c.lease_token, worker_id=c.worker_id,
                                         error=message, permanent=True, reason="bad_result")
                 return [(c.job_id, status, None)]
             except LeaseLost:
@@ -92,7 +93,7 @@ def _write_one(c: Completion) -> list[tuple]:
                 time.sleep(0.05 * (attempt + 1))
     log.error("job=%s: neither its result nor its failure could be written (%s); no longer "
               "renewing it: the reaper takes it at lease expiry", c.job_id,
-              outcomes.describe_exception(refused))
+              storable.describe_exception(refused))
     return []
 
 
@@ -101,9 +102,10 @@ class Completer(threading.Thread):
     MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
     IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
 
-    def __init__(self, held: HeldJobs, on_done=None):
+    def __init__(self, held: HeldJobs, on_done=None, engine: Engine | None = None):
         super().__init__(name="completer", daemon=True)
         self.held = held
+        self.engine = engine or default_engine()
         self.inbox: queue.SimpleQueue[Completion | None] = queue.SimpleQueue()
         self.on_done = on_done  # callback([(job_id, status, run_seconds), ...]) per batch
         self.refused = 0
@@ -193,7 +195,7 @@ class Completer(threading.Thread):
     def flush(self, batch: list[Completion]) -> None:
         """Write `batch` (emptied as it is written; see write_completions)."""
         submitted = list(batch)
-        done = write_completions(batch, self.held)
+        done = write_completions(batch, self.held, self.engine)
         written = submitted[:len(submitted) - len(batch)]
         self.completed += len(done)
         self.refused += len(written) - len(done)

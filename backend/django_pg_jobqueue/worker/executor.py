@@ -11,9 +11,9 @@ Nothing a handler returns or raises may stop the thread or leave its job running
 - every exception is the job's failure, `BaseException` included (`SystemExit`,
   `KeyboardInterrupt`, `GeneratorExit`: a handler's, since signals reach only the main
   thread), retried under the usual rules; `PermanentError` fails at once;
-- the result is encoded here, after the handler returned (outcomes.encode_result): a result
+- the result is encoded here, after the handler returned (storable.encode_result): a result
   that cannot be stored fails the job for good, classified by where it failed, not by text;
-- errors and tracebacks are made storable first (outcomes.py); a write the database still
+- errors and tracebacks are made storable first (storable.py); a write the database still
   refuses is tried WRITE_ATTEMPTS times, then written without its text, and if even that
   fails the job is released to lease expiry (no longer renewed; the reaper takes it).
 
@@ -47,9 +47,10 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.signals import connection_created
 
-from .. import middleware, outcomes, services
+from .. import middleware, storable
 from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, worker_connection
+from ..engine import Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
 from ..services import ClaimedJob
@@ -73,11 +74,11 @@ class OutcomeNotWritten(Exception):
 
     def __init__(self, cause: BaseException):
         self.cause = cause
-        super().__init__(outcomes.describe_exception(cause))
+        super().__init__(storable.describe_exception(cause))
 
 
 @dataclass
-class Outcome:
+class RunResult:
     """What one run of the pipeline recorded. `status`: succeeded, cancelled, queued (a retry
     is scheduled), failed, snoozed, lease_lost, stopped (timed out, lost or released while it
     ran: recorded elsewhere), submitted (handed to the completer), or abandoned (its outcome
@@ -112,8 +113,10 @@ class JobRunner:
     its connections are tidy before each job (hygiene.py)."""
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
-                 hard_stop: threading.Event | None = None, keep_callers_transaction=False):
+                 hard_stop: threading.Event | None = None, keep_callers_transaction=False,
+                 engine: Engine | None = None):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
+        self.engine = engine or default_engine()
         self.owner, self.hard_stop = owner, hard_stop
         self.keep_callers_transaction = keep_callers_transaction
         # Whether this thread may hold a connection from an earlier job (the executor keeps
@@ -122,7 +125,7 @@ class JobRunner:
         self.current: Held | None = None
         self.errors = RateLimitedLog(log)
 
-    def run(self, job: ClaimedJob, held: Held | None = None) -> Outcome:
+    def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
         if held is None:
             held = Held.of(job, self.worker_id, owner=self.owner)
             self.current = held
@@ -140,12 +143,12 @@ class JobRunner:
             if held.owner is self.owner and self.held.discard(job.id, job.lease_token):
                 log.error("job=%s: unexpected error (%s) before its outcome was written; no "
                           "longer renewing it: the reaper takes it at lease expiry", job.id,
-                          outcomes.describe_exception(exc), extra=self._log_fields(job))
+                          storable.describe_exception(exc), extra=self._log_fields(job))
             raise
         finally:
             self.current = None
 
-    def _run(self, job: ClaimedJob, held: Held) -> Outcome:
+    def _run(self, job: ClaimedJob, held: Held) -> RunResult:
         ctx = held.ctx
         debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
         if debug:
@@ -176,12 +179,12 @@ class JobRunner:
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
             with worker_connection():
-                services.record_lease_lost(
+                self.engine.record_lease_lost(
                     job.id, job.lease_token, self.worker_id, "progress",
                     "a fenced write from the handler was refused; it stopped",
                     attempt=job.attempt)
             self.stats.lease_lost(job)
-            return Outcome("lease_lost")
+            return RunResult("lease_lost")
         except JobCancelled as exc:
             reason = ctx.stop_reason or "cancelled"
             if reason == "cancelled":
@@ -193,27 +196,27 @@ class JobRunner:
             self.held.discard(job.id, job.lease_token)
             log.info("handler stopped job=%s reason=%s", job.id, reason,
                      extra=self._log_fields(job))
-            return Outcome("stopped", reason=reason)
+            return RunResult("stopped", reason=reason)
         except PermanentError as exc:
-            return self._fail(job, self._and_left(outcomes.describe_exception(exc), left),
-                              outcomes.format_traceback(exc), permanent=True, reason="permanent",
+            return self._fail(job, self._and_left(storable.describe_exception(exc), left),
+                              storable.format_traceback(exc), permanent=True, reason="permanent",
                               exc=exc)
         except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
-            return self._fail(job, self._and_left(outcomes.describe_exception(exc), left),
-                              outcomes.format_traceback(exc), exc=exc)
+            return self._fail(job, self._and_left(storable.describe_exception(exc), left),
+                              storable.format_traceback(exc), exc=exc)
         if left:
             return self._fail_left_open(job, left)
         # The handler returned: what fails from here on is ours to classify, not its.
         try:
-            result_json = outcomes.encode_result(result)
-        except outcomes.UnstorableResult as exc:
+            result_json = storable.encode_result(result)
+        except storable.UnstorableResult as exc:
             return self._fail(job, str(exc), None, permanent=True, reason="bad_result", exc=exc)
         status = self.complete(Completion(job.id, job.lease_token, self.worker_id, None, job.type,
                                           job.attempt, result_json), held)
         if debug:
             log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
                       extra=self._log_fields(job))
-        return Outcome(status or "submitted")
+        return RunResult(status or "submitted")
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
         """Restore this thread's connections after the handler (hygiene.tidy); looks only if
@@ -227,14 +230,14 @@ class JobRunner:
     def _and_left(error: str, left: list[str]) -> str:
         return f"{error} (and {LEFT_OPEN.format('; '.join(left))})" if left else error
 
-    def _fail_left_open(self, job: ClaimedJob, left: list[str]) -> Outcome:
+    def _fail_left_open(self, job: ClaimedJob, left: list[str]) -> RunResult:
         """The handler returned (or snoozed) with a transaction open: its writes were rolled
         back, so it did not do what it says. An ordinary failure: retried while attempts
         remain, as the fix is usually a bug in the handler, but a retry is harmless."""
         return self._fail(job, LEFT_OPEN.format("; ".join(left)) + LEFT_OPEN_ADVICE, None,
                           reason="transaction_left_open")
 
-    def _snooze(self, job: ClaimedJob, snooze: Snooze) -> Outcome:
+    def _snooze(self, job: ClaimedJob, snooze: Snooze) -> RunResult:
         seconds = snooze.seconds
         try:
             seconds = float(seconds)
@@ -242,25 +245,26 @@ class JobRunner:
             seconds = math.nan
         if not 0 <= seconds <= MAX_SNOOZE_SECONDS:  # NaN fails this too
             return self._fail(job, f"ctx.snooze() needs a number of seconds from 0 to "
-                                   f"{MAX_SNOOZE_SECONDS}, got {outcomes.safe_repr(snooze.seconds)}",
+                                   f"{MAX_SNOOZE_SECONDS}, got {storable.safe_repr(snooze.seconds)}",
                               None)
         try:
-            outcome = self._write(job, lambda: services.snooze(job.id, job.lease_token,
-                                                               worker_id=self.worker_id,
-                                                               seconds=seconds))
+            outcome = self._write(job, lambda: self.engine.snooze(job.id, job.lease_token,
+                                                                  worker_id=self.worker_id,
+                                                                  seconds=seconds))
         except OutcomeNotWritten as exc:
             return self._abandon(job, exc)
         self.held.discard(job.id, job.lease_token)
         if outcome is _LOST:
-            return Outcome("lease_lost")
+            return RunResult("lease_lost")
         log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
-        return Outcome("snoozed")
+        return RunResult("snoozed")
 
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
-              reason: str = "error", exc: BaseException | None = None) -> Outcome:
+              reason: str = "error", exc: BaseException | None = None) -> RunResult:
         def write(error=error, tb=tb):
-            return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
-                                 traceback=tb, permanent=permanent, reason=reason)
+            return self.engine.fail(job.id, job.lease_token, worker_id=self.worker_id,
+                                    error=error, traceback=tb, permanent=permanent,
+                                    reason=reason)
 
         try:
             outcome = self._write(job, write)
@@ -276,7 +280,7 @@ class JobRunner:
                 return self._abandon(job, again, error=error, exc=exc)
         self.held.discard(job.id, job.lease_token)
         if outcome is _LOST or outcome is None:
-            return Outcome("lease_lost", error, exc, reason)
+            return RunResult("lease_lost", error, exc, reason)
         status, delay = outcome
         self.stats.failed(job, status)
         if status in ("queued", "failed"):  # not "cancelled": a requested cancel won
@@ -287,15 +291,15 @@ class JobRunner:
         else:
             log.warning("job=%s type=%s attempt=%s ended %s: %s", job.id, job.type,
                         job.attempt, status, error, extra=self._log_fields(job))
-        return Outcome(status, error, exc, reason)
+        return RunResult(status, error, exc, reason)
 
     def _abandon(self, job: ClaimedJob, refused: OutcomeNotWritten, *, error: str | None = None,
-                 exc: BaseException | None = None) -> Outcome:
+                 exc: BaseException | None = None) -> RunResult:
         """Release a job whose outcome cannot be written to lease expiry: stop renewing it."""
         self.held.discard(job.id, job.lease_token)
         log.error("job=%s: its outcome could not be written (%s); no longer renewing it: the "
                   "reaper takes it at lease expiry", job.id, refused, extra=self._log_fields(job))
-        return Outcome("abandoned", error, exc)
+        return RunResult("abandoned", error, exc)
 
     def _log_fields(self, job: ClaimedJob) -> dict:
         """The fields every log line about a job carries (JOB_LOG_FORMAT=json)."""
@@ -328,7 +332,7 @@ class JobRunner:
                 if refusals >= WRITE_ATTEMPTS:
                     raise OutcomeNotWritten(exc) from exc
                 log.warning("job=%s: write refused (%s); trying again", job.id,
-                            outcomes.describe_exception(exc), extra=self._log_fields(job))
+                            storable.describe_exception(exc), extra=self._log_fields(job))
                 time.sleep(0.05 * refusals)
 
 
@@ -370,7 +374,7 @@ class Executor(threading.Thread):
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
-                                hard_stop=pool.hard_stop)
+                                hard_stop=pool.hard_stop, engine=pool.engine)
 
     @property
     def current(self) -> Held | None:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
-from .. import conf, db, services
+from .. import conf, db
+from ..engine import Engine, default_engine
 from ..services import claiming
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
@@ -33,6 +34,7 @@ from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
+from .signals import TestSignals
 from .stats import PoolStats
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -137,7 +139,7 @@ class Lane(threading.Thread):
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
-                    jobs = services.claim(
+                    jobs = pool.engine.claim(
                         worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                         queues=list(self.spec.queues) if self.spec.queues else None,
                         lease_seconds=pool.lease_seconds)
@@ -211,8 +213,10 @@ class WorkerPool:
     def __init__(self, *, threads: int | None = None, queues: str | None = None,
                  lease_seconds: float | None = None, poll_interval: float | None = None,
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
-                 shutdown_grace: float | None = None, prefetch: int | None = None):
+                 shutdown_grace: float | None = None, prefetch: int | None = None,
+                 engine: Engine | None = None, test_signals: TestSignals | None = None):
         c = conf.get()
+        self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
         self.lease_seconds = lease_seconds or c.LEASE_SECONDS
         self.poll_interval = poll_interval or c.POLL_INTERVAL_SECONDS
@@ -227,9 +231,11 @@ class WorkerPool:
         self.process_id = f"{socket.gethostname()}-{os.getpid()}"
         self.stopping = threading.Event()   # stop claiming
         self.hard_stop = threading.Event()  # give up retrying writes
-        self.stats = PoolStats()
+        # Events tests wait on (worker/signals.py): None, the default, sends none.
+        self.test_signals = test_signals
+        self.stats = PoolStats(test_signals)
         self.held = HeldJobs()
-        self.completer = Completer(self.held, on_done=self.stats.completed)
+        self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.lanes: list[Lane] = []
         n = 0
         for spec in self.lane_specs:
@@ -245,8 +251,8 @@ class WorkerPool:
         all_queues = sorted({q for s in self.lane_specs for q in (s.queues or ("*",))})
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
-                                    lease_seconds=self.lease_seconds)
-        self.reaper = Reaper() if reaper else None
+                                    lease_seconds=self.lease_seconds, engine=self.engine)
+        self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
         self.listener = Listener(self.wake) if use_listen else None
         self.pruner = Pruner() if Pruner.enabled() else None
@@ -328,7 +334,7 @@ class WorkerPool:
             try:
                 close_old_connections()
                 with db.worker_connection():
-                    released = services.release_many(items, message=message)
+                    released = self.engine.release_many(items, message=message)
                 self.stats.released(len(released))
                 log.info("released %d job(s) to the queue: %s", len(released), released)
                 return

@@ -5,15 +5,17 @@ once do no harm: the statement takes rows with SKIP LOCKED and re-checks the exp
 import logging
 import time
 
-from .. import conf, services
+from .. import conf
+from ..engine import Engine, default_engine
 from .base import Backoff, ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
 
 
 class Reaper(ServiceThread):
-    def __init__(self, interval: float | None = None):
+    def __init__(self, interval: float | None = None, engine: Engine | None = None):
         super().__init__("reaper", log)
+        self.engine = engine or default_engine()
         self.interval = interval or conf.get().REAPER_INTERVAL_SECONDS
         self.total: dict[str, int] = {}
         self.hold_until = 0.0
@@ -32,7 +34,7 @@ class Reaper(ServiceThread):
         if time.monotonic() < self.hold_until:
             log.debug("reaper holding off after reconnecting")
             return {}
-        counts = services.reap()
+        counts = self.engine.reap()
         for status, n in counts.items():
             self.total[status] = self.total.get(status, 0) + n
         if counts:

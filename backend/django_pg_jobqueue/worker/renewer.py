@@ -12,13 +12,12 @@ result). A held job found without a live owner on ORPHAN_PASSES passes in a row 
 fall inside a hand-over) is released: no longer renewed, its handler (if any still runs) asked
 to stop, a `log` event saying so; its lease expires and the reaper requeues it (the attempt
 counts, as for any expired lease: a handler that kills its thread cannot loop forever)."""
-import json
 import logging
 import os
 import socket
 
-from .. import conf, middleware, services, sql
-from ..db import queue_connection
+from .. import conf, middleware
+from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
@@ -32,9 +31,10 @@ ORPHAN_MESSAGE = ("watchdog: no live executor runs this job and no prefetch buff
 
 class LeaseRenewer(ServiceThread):
     def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
-                 lease_seconds: float | None = None):
+                 lease_seconds: float | None = None, engine: Engine | None = None):
         super().__init__("renewer", log)
         self.held = held
+        self.engine = engine or default_engine()
         self.lease_seconds = lease_seconds or conf.get().LEASE_SECONDS
         # Renew well before expiry, and often enough that a cancel reaches its handler quickly.
         self.interval = max(0.2, min(self.lease_seconds / 3, 2.0))
@@ -44,13 +44,12 @@ class LeaseRenewer(ServiceThread):
         self.orphaned = 0
 
     def heartbeat(self) -> None:
-        with queue_connection().cursor() as cur:
-            cur.execute(sql.HEARTBEAT, [self.process_id, socket.gethostname(), os.getpid(),
-                                        self.threads, json.dumps(self.queues)])
+        self.engine.heartbeat(self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
+                              threads=self.threads, queues=self.queues)
 
     def run_once(self) -> dict[str, int]:
         held, orphaned = self._watch(self.held.snapshot())
-        answer = services.renew_many([(h.job.id, h.job.lease_token) for h in held],
+        answer = self.engine.renew_many([(h.job.id, h.job.lease_token) for h in held],
                                      lease_seconds=self.lease_seconds) if held else {}
         # The heartbeat comes after the renewals: a heartbeat later than one of this process's
         # running jobs' lease expiry then means the process chose not to renew that job
@@ -69,7 +68,7 @@ class LeaseRenewer(ServiceThread):
                     counts["lost"] += 1
                     self.lost += 1
                     h.ctx.request_stop("lease_lost")
-                    services.record_lease_lost(
+                    self.engine.record_lease_lost(
                         h.job.id, h.job.lease_token, h.job.worker_id, "renew",
                         "lease renewal refused; the handler was asked to stop",
                         attempt=h.job.attempt)
@@ -109,7 +108,7 @@ class LeaseRenewer(ServiceThread):
             h.ctx.request_stop("orphaned")
             log.error("job=%s worker=%s: %s", h.job.id, h.job.worker_id, ORPHAN_MESSAGE)
             try:
-                services.log_message(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
+                self.engine.log_message(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
                                      message=ORPHAN_MESSAGE)
             except LeaseLost:
                 pass
@@ -118,8 +117,8 @@ class LeaseRenewer(ServiceThread):
     def _fail_timed_out(self, h) -> None:
         error = f"timed out after {h.job.timeout_seconds}s (attempt {h.job.attempt})"
         try:
-            status, _ = services.fail(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
-                                      reason="timeout", error=error)
+            status, _ = self.engine.fail(h.job.id, h.job.lease_token, worker_id=h.job.worker_id,
+                                         reason="timeout", error=error)
         except LeaseLost:
             return
         log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,

@@ -607,7 +607,7 @@ export interface components {
          */
         JobActionRequest: {
             /**
-             * @description cancel (queued or running jobs), retry (failed or cancelled), delete (finished: succeeded, failed or cancelled).
+             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; delete: finished jobs: succeeded, failed or cancelled.
              *
              *     * `cancel` - cancel
              *     * `retry` - retry
@@ -971,9 +971,11 @@ export interface components {
         _Can: {
             view: boolean;
             create: boolean;
+            /** @description Cancel queued or running jobs (change_job). */
             cancel: boolean;
+            /** @description Retry failed or cancelled jobs (change_job). */
             retry: boolean;
-            /** @description Delete finished jobs (delete_job). */
+            /** @description Delete finished jobs: succeeded, failed or cancelled (delete_job). */
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;

@@ -26,6 +26,7 @@ import re
 import traceback as traceback_module
 
 from . import conf
+from .exceptions import UnstorableResult
 
 REPLACEMENT = "\ufffd"
 PROGRESS_MESSAGE_CHARS = 500  # the column's max_length (models.Job.progress_message)
@@ -37,9 +38,6 @@ _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
 _JSON_ESCAPE = re.compile(r"\\u(d[89ab][0-9a-f]{2})(\\ud[c-f][0-9a-f]{2})?|\\ud[c-f][0-9a-f]{2}|\\u0000|\\.")
 
 
-class UnstorableResult(ValueError):
-    """The handler returned a value that cannot be stored as the job's result (not JSON, or
-    over JOB_MAX_RESULT_BYTES). Deterministic: the job fails for good."""
 
 
 def clean_text(value: str) -> str:

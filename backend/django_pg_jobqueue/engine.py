@@ -1,0 +1,129 @@
+"""The engine: everything a worker asks of storage, in one contract.
+
+The worker's threads (worker/pool.py's dispatchers, worker/executor.py's runner,
+worker/completer.py, worker/renewer.py, worker/reaper.py, the pool's shutdown) and
+`django_pg_jobqueue.testing.drain` reach the database only through an `Engine`. The verbs
+are the one vocabulary's: claim, complete (many), fail, snooze, renew (many), release (many),
+reap, heartbeat, plus the two events a worker records without a transition (a lost lease, a
+log line).
+
+`PostgresEngine` is the only implementation: each method is the service of the same name
+(services/, the only writers), whose statements live in sql.py. It adds no state and no
+work: one call frame per batched statement (a claim, a batch of completions, a renewal pass).
+The services stay the place where rows are guarded by their lease tokens; an engine that
+wraps this one (a test's, to refuse or delay a write) changes what a worker sees without
+patching modules.
+
+`drain` is an inline use of the same engine: the same executor pipeline (`JobRunner`), the
+same engine, in the calling thread (Oban's Inline engine for tests, River's driver)."""
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Protocol
+
+from . import services
+
+if TYPE_CHECKING:
+    from .services import ClaimedJob
+    from .services.lifecycle import Completion, Renewal
+
+__all__ = ["Engine", "PostgresEngine", "default_engine"]
+
+
+class Engine(Protocol):
+    """What a worker asks of storage. Every write presents the lease token of its claim;
+    one whose lease was lost raises `LeaseLost` (single) or leaves the job out of its answer
+    (many)."""
+
+    def claim(self, *, worker_ids: list[str], queues: list[str] | None = None,
+              lease_seconds: float | None = None, types: list[str] | None = None,
+              job_ids: list[int] | None = None) -> list[ClaimedJob]:
+        """Up to len(worker_ids) runnable jobs, the i-th leased to worker_ids[i]."""
+        ...
+
+    def complete_many(self, completions: list[Completion]
+                      ) -> tuple[list[tuple[int, str, float]], list[Completion]]:
+        """Record successes: (done rows, completions refused for a lost lease)."""
+        ...
+
+    def fail(self, job_id: int, lease_token, *, worker_id: str, error: str,
+             traceback: str | None = None, permanent: bool = False,
+             reason: str = "error") -> tuple[str, float | None]:
+        """Fail the attempt: (new status, retry delay seconds)."""
+        ...
+
+    def snooze(self, job_id: int, lease_token, *, worker_id: str, seconds: float) -> None:
+        """Back to queued in `seconds`, without spending an attempt."""
+        ...
+
+    def renew_many(self, leases: list[tuple[int, uuid.UUID]], *,
+                   lease_seconds: float | None = None) -> dict[int, Renewal]:
+        """Extend the leases still held; a job missing from the answer lost its lease."""
+        ...
+
+    def release_many(self, items: list[tuple[int, uuid.UUID, str]], *,
+                     message: str = "worker shutting down") -> list[int]:
+        """Give running jobs back to the queue without charging the attempt."""
+        ...
+
+    def reap(self) -> dict[str, int]:
+        """Requeue or fail running jobs whose lease expired: counts by new status."""
+        ...
+
+    def heartbeat(self, process_id: str, *, hostname: str, pid: int, threads: int,
+                  queues: list[str]) -> None:
+        """Say that this worker process is alive."""
+        ...
+
+    def record_lease_lost(self, job_id: int, lease_token, worker_id: str, action: str,
+                          message: str, *, attempt: int | None = None) -> None:
+        """Record that a write of `action` was refused because the lease was lost."""
+        ...
+
+    def log_message(self, job_id: int, lease_token, *, worker_id: str, message: str,
+                    data: dict | None = None) -> None:
+        """A log line on a running job's events."""
+        ...
+
+
+class PostgresEngine:
+    """The engine over this app's PostgreSQL tables: each method is the service of the same
+    name (looked up on `django_pg_jobqueue.services` at call time)."""
+
+    def claim(self, **kwargs) -> list[ClaimedJob]:
+        return services.claim(**kwargs)
+
+    def complete_many(self, completions):
+        return services.complete_many(completions)
+
+    def fail(self, job_id, lease_token, **kwargs):
+        return services.fail(job_id, lease_token, **kwargs)
+
+    def snooze(self, job_id, lease_token, **kwargs) -> None:
+        services.snooze(job_id, lease_token, **kwargs)
+
+    def renew_many(self, leases, **kwargs):
+        return services.renew_many(leases, **kwargs)
+
+    def release_many(self, items, **kwargs):
+        return services.release_many(items, **kwargs)
+
+    def reap(self) -> dict[str, int]:
+        return services.reap()
+
+    def heartbeat(self, process_id, **kwargs) -> None:
+        services.heartbeat(process_id, **kwargs)
+
+    def record_lease_lost(self, *args, **kwargs) -> None:
+        services.record_lease_lost(*args, **kwargs)
+
+    def log_message(self, job_id, lease_token, **kwargs) -> None:
+        services.log_message(job_id, lease_token, **kwargs)
+
+
+_default = PostgresEngine()
+
+
+def default_engine() -> Engine:
+    """The engine workers and drain use unless given another."""
+    return _default
