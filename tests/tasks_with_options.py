@@ -14,3 +14,9 @@ def send_welcome(user_id):
 @task_options(max_attempts=2)
 def double(x):
     return x * 2
+
+
+@task_options(max_attempts=3, retry_policy={"delays_seconds": [0.25], "give_up_on": ["KeyError"]})
+@task()
+def flaky(kind):
+    raise {"key": KeyError, "value": ValueError}[kind]("flaky")

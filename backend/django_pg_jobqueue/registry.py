@@ -5,7 +5,8 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
 
     from django_pg_jobqueue import handler
 
-    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2)
+    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2,
+             retry_policy=RetryPolicy(delays_seconds=[1, 5, 30], give_up_on=[ValueError]))
     def make_thumbnail(ctx, payload):
         ctx.progress(50, "resizing")
         return {"ok": True}
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+from .retries import RetryPolicy, as_policy
 
 if TYPE_CHECKING:
     from .context import JobContext
@@ -34,6 +37,7 @@ class HandlerSpec:
     concurrency: int | None = None  # most jobs of this type running at once, across all workers
     description: str = ""
     payload_example: dict = field(default_factory=dict)
+    retry_policy: RetryPolicy | None = None  # None: the JOB_RETRY_* settings (retries.py)
 
 
 def _where(func: Callable) -> str:
@@ -48,6 +52,8 @@ class Registry:
     def register(self, name: str, func: Callable[..., Any], **defaults: Any) -> HandlerSpec:
         if not name or len(name) > 100:
             raise ValueError("a job type name has 1 to 100 characters")
+        if defaults.get("retry_policy") is not None:
+            defaults["retry_policy"] = as_policy(defaults["retry_policy"])
         if "description" not in defaults:
             defaults["description"] = (func.__doc__ or "").strip().split("\n")[0]
         spec = HandlerSpec(name=name, func=func, **defaults)
@@ -82,13 +88,17 @@ def handler(name: str | None = None, *, max_attempts: int | None = None,
             timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
             concurrency: int | None = None, description: str | None = None,
             payload_example: dict[str, Any] | None = None,
+            retry_policy: RetryPolicy | dict[str, Any] | None = None,
             ) -> Callable[[HandlerFunc], HandlerFunc]:
-    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type."""
+    """Register the decorated function `func(ctx, payload) -> JSON result` as a job type.
+    `retry_policy`: a `RetryPolicy` (or its JSON shape) for this type's failed attempts
+    (docs/how-to/retries.md); a job's own, given at enqueue, wins over it."""
+    policy = as_policy(retry_policy)  # refused here, at import, not at the first failure
 
     def decorate(func: HandlerFunc) -> HandlerFunc:
         defaults: dict[str, Any] = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
                         priority=priority, concurrency=concurrency,
-                        payload_example=payload_example or {})
+                        payload_example=payload_example or {}, retry_policy=policy)
         if description is not None:
             defaults["description"] = description
         registry.register(name or func.__name__, func, **defaults)

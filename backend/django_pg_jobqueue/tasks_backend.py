@@ -77,6 +77,7 @@ from .exceptions import (
     PermanentError,
 )
 from .registry import handler
+from .retries import InvalidRetryPolicy, RetryPolicy, as_policy
 from .states import MAX_ATTEMPTS_LIMIT, MAX_QUEUE_NAME_LENGTH, MAX_TIMEOUT_SECONDS, QUEUE_NAME_RE
 from .tasks_compat import (
     BaseTaskBackend,
@@ -130,6 +131,7 @@ class TaskOptions:
 
     max_attempts: int | None = None
     timeout: int | None = None
+    retry_policy: RetryPolicy | None = None  # its failed attempts' (retries.py)
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -148,8 +150,8 @@ def _check_option(argument: str, value, high: int) -> int | None:
     return value
 
 
-def task_options(*, max_attempts: int | None = None,
-                 timeout: int | None = None) -> Callable[[_T], _T]:
+def task_options(*, max_attempts: int | None = None, timeout: int | None = None,
+                 retry_policy: RetryPolicy | dict | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout=30)
@@ -161,11 +163,19 @@ def task_options(*, max_attempts: int | None = None,
     every enqueue of the task that does not set its own through `.using(...)` (or, on Django
     6.1 and the backport, `@task(max_attempts=..., timeout=...)`). `max_attempts`: 1 to
     `states.MAX_ATTEMPTS_LIMIT`; `timeout`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
+    `retry_policy`: a `RetryPolicy` (or its JSON shape) for the task's failed attempts, as
+    `@handler(retry_policy=...)` gives a handler's (docs/how-to/retries.md); the worker
+    applies it when the task fails, a function policy included.
     A bad value raises `InvalidJobArgument` naming it, at import time.
     """
+    try:
+        policy = as_policy(retry_policy)
+    except InvalidRetryPolicy as exc:
+        raise InvalidJobArgument("retry_policy", str(exc).removeprefix("retry_policy ")) from None
     options = TaskOptions(max_attempts=_check_option("max_attempts", max_attempts,
                                                      MAX_ATTEMPTS_LIMIT),
-                          timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS))
+                          timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS),
+                          retry_policy=policy)
 
     def decorate(obj: _T) -> _T:
         func: Any = obj.func if isinstance(obj, Task) else obj
@@ -177,6 +187,15 @@ def task_options(*, max_attempts: int | None = None,
     return decorate
 
 
+def retry_policy_for(payload: dict) -> RetryPolicy | None:
+    """The retry policy `@task_options(retry_policy=...)` gave the task of a django_task job
+    (None: the django_task type's, else the settings'). The task's module is imported by the
+    time its attempt fails: running it imported it."""
+    path = payload.get("task") if isinstance(payload, dict) else None
+    options = _TASK_OPTIONS.get(path) if isinstance(path, str) else None
+    return options.retry_policy if options is not None else None
+
+
 def options_for(task: Task) -> TaskOptions:
     """The queue's options an enqueue of `task` gets: the task's own (`.using()`, `@task(...)`
     where Django passes them), else `@task_options(...)`'s, else none (the settings'
@@ -185,7 +204,8 @@ def options_for(task: Task) -> TaskOptions:
     own_attempts, own_timeout = getattr(task, "max_attempts", None), getattr(task, "timeout", None)
     return TaskOptions(
         max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
-        timeout=declared.timeout if own_timeout is None else own_timeout)
+        timeout=declared.timeout if own_timeout is None else own_timeout,
+        retry_policy=declared.retry_policy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,6 +30,7 @@ still, so retries and reaped jobs (due at now() + backoff) only run with
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from . import services, sql
@@ -41,6 +42,7 @@ from .states import Status
 from .worker.executor import JobRunner
 from .worker.held import HeldJobs
 from .worker.stats import PoolStats
+from .worker.unknown_types import UnknownTypes
 
 DRAIN_WORKER_ID = "testing-drain"
 CRASH_WORKER_ID = "testing-crashed"
@@ -151,15 +153,17 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     if isinstance(types, str):
         types = [types]
     result = DrainResult()
+    unknown = UnknownTypes()  # types with no handler here: given back, then left out
     while result.ran < max_jobs:
         if include_scheduled:
             _make_due(types, queues)
-        claimed = services.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types)
+        claimed = services.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types,
+                                 exclude_types=unknown.current())
         if not claimed:
             break
         job = claimed[0]
         result.jobs.append(job.id)
-        error = _execute(job, result)
+        error = _execute(job, result, unknown)
         if error is not None and raise_errors:
             raise error
     return result
@@ -186,7 +190,7 @@ def _context(job, worker_id: str) -> JobContext:
                       worker_id=worker_id)
 
 
-def _runner() -> JobRunner:
+def _runner(unknown_types: UnknownTypes | None = None) -> JobRunner:
     """The worker's pipeline for one job, with drain's completer: the worker's own
     row-isolating write, at once, in this thread. Nothing renews the lease meanwhile."""
     from .worker.completer import write_completions
@@ -198,17 +202,20 @@ def _runner() -> JobRunner:
         return done[0][1] if done else "lease_lost"
 
     return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now,
-                     keep_callers_transaction=True)
+                     keep_callers_transaction=True, unknown_types=unknown_types)
 
 
 _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",
             Status.FAILED: "failed", "snoozed": "snoozed", "lease_lost": "lease_lost"}
 
 
-def _execute(job, result: DrainResult) -> BaseException | None:
+def _execute(job, result: DrainResult, unknown_types: UnknownTypes | None = None,
+             ) -> BaseException | None:
     """Run one claimed job through the worker's own pipeline (worker/executor.py JobRunner):
     the same outcomes, classifications and writes as in production."""
-    outcome = _runner().run(job)
+    outcome = _runner(unknown_types).run(job)
+    if outcome.status == "released" and unknown_types is not None:
+        unknown_types.skip(job.type, math.inf)  # for the rest of this drain, whatever the setting
     counter = _COUNTED.get(outcome.status)
     if counter is not None:
         setattr(result, counter, getattr(result, counter) + 1)

@@ -15,6 +15,7 @@ from .lifecycle import (
     record_lease_lost,
     record_progress,
     release_many,
+    release_unknown_type,
     renew_many,
     snooze,
 )
@@ -24,6 +25,6 @@ from .reaping import reap
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
-    "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
+    "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type", "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -29,6 +29,7 @@ from ..exceptions import (
 )
 from ..models import Job
 from ..registry import registry
+from ..retries import InvalidRetryPolicy, RetryPolicy
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
@@ -57,6 +58,7 @@ class NewJob:
     delay_seconds: float
     idempotency_key: str | None
     fingerprint: str | None
+    retry_policy: dict | None = None  # retries.RetryPolicy's JSON shape: this job's own
 
 
 def _fingerprint(spec: dict) -> str:
@@ -283,8 +285,21 @@ def _check_creatable_task(payload: dict) -> None:
                                             "of TASKS: " + ", ".join(map(repr, aliases)))
 
 
+def _check_retry_policy(policy) -> dict | None:
+    """A job's own retry policy as stored: data only (delays or exponential, exceptions by
+    name), never a function, from Python exactly as from the API."""
+    if policy is None:
+        return None
+    try:
+        return RetryPolicy.from_data(policy).as_data()
+    except InvalidRetryPolicy as exc:
+        raise InvalidJobArgument("retry_policy", str(exc).removeprefix("retry_policy ")) from None
+    except TypeError as exc:
+        raise JobArgumentTypeError("retry_policy", str(exc)) from None
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
-             idempotency_key=None, max_attempts=None, timeout=None,
+             idempotency_key=None, max_attempts=None, timeout=None, retry_policy=None,
              from_api: bool = False) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
@@ -315,23 +330,28 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     if timeout is not None:
         timeout = _check_int("timeout", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
+    policy = _check_retry_policy(retry_policy)
     fingerprint = None
     if idempotency_key is not None:
-        fingerprint = _fingerprint({
+        request = {
             "type": job_type, "payload": payload, "priority": priority, "queue": queue,
             "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
             # as before validation existed, so that keys stored then still replay
             "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
-        })
+        }
+        if policy is not None:  # only when given: keys stored before it existed still replay
+            request["retry_policy"] = policy
+        fingerprint = _fingerprint(request)
     return NewJob(
         type=job_type, payload=payload, payload_json=payload_json, priority=priority,
         queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
+        retry_policy=policy,
     )
 
 
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempotency_key",
-                              "max_attempts", "timeout"})
+                              "max_attempts", "timeout", "retry_policy"})
 
 
 def _prepare_item(item, from_api: bool = False) -> NewJob:
@@ -360,9 +380,10 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT) = (_JOB_FIELDS.index(name) for name in (
+ _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY) = (_JOB_FIELDS.index(name) for name in (
     "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
-    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint"))
+    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
+    "retry_policy"))
 
 
 def _plain_init() -> bool:
@@ -385,6 +406,7 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_CREATED_AT] = values[_UPDATED_AT] = created_at
     values[_KEY] = new.idempotency_key
     values[_FINGERPRINT] = new.fingerprint
+    values[_RETRY_POLICY] = new.retry_policy
     if not plain_init:
         return Job.from_db(db_alias, _JOB_FIELDS, values)
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
@@ -417,7 +439,8 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     rows = db.fetch_all(statement, (
         new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
-        new.fingerprint, tracing.carrier_json(),
+        new.fingerprint, json.dumps(new.retry_policy) if new.retry_policy is not None else None,
+        tracing.carrier_json(),
     ))
     if not rows:  # only a keyed insert can insert nothing: the key is taken
         return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
@@ -439,6 +462,8 @@ def _row(new: NewJob) -> str:
     if new.idempotency_key is not None:
         row["idempotency_key"] = new.idempotency_key
         row["fingerprint"] = new.fingerprint
+    if new.retry_policy is not None:
+        row["retry_policy"] = new.retry_policy
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
@@ -493,7 +518,8 @@ def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = 
 def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None = None,
             queue: str | None = None, run_at: datetime | None = None,
             delay: float | timedelta | None = None, idempotency_key: str | None = None,
-            max_attempts: int | None = None, timeout: int | None = None) -> Job:
+            max_attempts: int | None = None, timeout: int | None = None,
+            retry_policy: RetryPolicy | dict | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored).
 
     - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
@@ -510,6 +536,10 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
       `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
+    - `retry_policy`: this job's own `RetryPolicy` (or its JSON shape: `{"delays_seconds":
+      [1, 5, 30]}`, `{"base_seconds": 2, "factor": 3, "max_seconds": 600}`, with `jitter`,
+      `retry_on`, `give_up_on` exception names): replaces its type's policy. Data only, as
+      through the API: a function policy is for handlers and tasks (docs/how-to/retries.md).
 
     Inside `transaction.atomic()` the job commits or rolls back with the caller's work.
     Raises `InvalidJobArgument` (a ValueError; `JobArgumentTypeError`, also a TypeError, for
@@ -519,6 +549,7 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     job, _ = enqueue_job(
         job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
         idempotency_key=idempotency_key, max_attempts=max_attempts, timeout=timeout,
+        retry_policy=retry_policy,
     )
     return job
 

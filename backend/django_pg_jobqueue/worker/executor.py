@@ -47,16 +47,19 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.signals import connection_created
 
-from .. import middleware, outcomes, services
+from .. import conf, middleware, outcomes, services
+from ..conf import DJANGO_TASK_TYPE
 from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, worker_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import registry
+from ..retries import RetryPolicy
 from ..services import ClaimedJob
-from ..services.lifecycle import Completion
+from ..services.lifecycle import Completion, unknown_type_error
 from . import hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
+from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -100,6 +103,12 @@ def savepointed(write, *args, **kwargs):
     return write(*args, **kwargs)
 
 
+def _task_policy(job: ClaimedJob) -> RetryPolicy | None:
+    from ..tasks_backend import retry_policy_for
+
+    return retry_policy_for(job.payload)
+
+
 class JobRunner:
     """The pipeline for one claimed job, without threads.
 
@@ -112,14 +121,19 @@ class JobRunner:
     its connections are tidy before each job (hygiene.py)."""
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
-                 hard_stop: threading.Event | None = None, keep_callers_transaction=False):
+                 hard_stop: threading.Event | None = None, keep_callers_transaction=False,
+                 unknown_types: UnknownTypes | None = None):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
+        # The types this process gives back for want of a handler (the pool's, shared by its
+        # dispatchers; drain's own): the claim leaves them out for a while.
+        self.unknown_types = unknown_types if unknown_types is not None else UnknownTypes()
         self.owner, self.hard_stop = owner, hard_stop
         self.keep_callers_transaction = keep_callers_transaction
         # Whether this thread may hold a connection from an earlier job (the executor keeps
         # it up to date): if not, and the handler opened none, there is nothing to tidy.
         self.may_hold_connection = keep_callers_transaction
         self.current: Held | None = None
+        self.policy: RetryPolicy | None = None  # the running job's type's retry policy
         self.errors = RateLimitedLog(log)
 
     def run(self, job: ClaimedJob, held: Held | None = None) -> Outcome:
@@ -131,6 +145,7 @@ class JobRunner:
             self.current = held
             held.owner = self.owner
             job.worker_id = held.ctx.worker_id = self.worker_id
+        self.policy = None
         try:
             return self._run(job, held)
         except BaseException as exc:
@@ -154,8 +169,8 @@ class JobRunner:
         self.stats.claimed(job)
         spec = registry.get(job.type)
         if spec is None:
-            return self._fail(job, f"no handler registered for job type {job.type!r}", None,
-                              permanent=True, reason="unknown_type")
+            return self._release_unknown_type(job)
+        self.policy = spec.retry_policy
         started = time.monotonic()
         left: list[str] = []  # transactions the handler left open (rolled back)
         baseline = hygiene.baseline() if self.keep_callers_transaction else None
@@ -256,11 +271,44 @@ class JobRunner:
         log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
         return Outcome("snoozed")
 
+    def _release_unknown_type(self, job: ClaimedJob) -> Outcome:
+        """No handler for this type here (a rolling deploy: the producer runs newer code):
+        give the job back uncharged for a worker that has one, and leave the type out of this
+        process's claims for JOB_UNKNOWN_TYPE_SKIP_SECONDS; or, once no worker has known the
+        type for JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS, it fails for good (the statement
+        decides, on the database clock)."""
+        try:
+            outcome = self._write(job, lambda: services.release_unknown_type(
+                job.id, job.lease_token, worker_id=self.worker_id, job_type=job.type))
+        except OutcomeNotWritten as exc:
+            return self._abandon(job, exc)
+        self.held.discard(job.id, job.lease_token)
+        if outcome is _LOST or outcome is None:
+            return Outcome("lease_lost", reason="unknown_type")
+        if outcome == "queued":
+            self.unknown_types.skip(job.type, conf.get().UNKNOWN_TYPE_SKIP_SECONDS)
+            log.warning("job=%s type=%s: no handler for this type in this worker; given back "
+                        "for a worker that has one", job.id, job.type, extra=self._log_fields(job))
+            return Outcome("released", reason="unknown_type")
+        error = None
+        if outcome == "failed":
+            error = unknown_type_error(job.type)
+            self.stats.failed(job, outcome)
+            middleware.report_failure(job, None, outcome, reason="unknown_type", error=error)
+            log.warning("job=%s type=%s ended failed: %s", job.id, job.type, error,
+                        extra=self._log_fields(job))
+        return Outcome(outcome, error, None, "unknown_type")
+
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
               reason: str = "error", exc: BaseException | None = None) -> Outcome:
+        policy = self.policy
+        if job.type == DJANGO_TASK_TYPE:  # the task's own (@task_options), known once it ran
+            policy = _task_policy(job) or policy
+
         def write(error=error, tb=tb):
             return services.fail(job.id, job.lease_token, worker_id=self.worker_id, error=error,
-                                 traceback=tb, permanent=permanent, reason=reason)
+                                 traceback=tb, permanent=permanent, reason=reason,
+                                 policy=policy, exception=exc, attempt=job.attempt)
 
         try:
             outcome = self._write(job, write)
@@ -370,7 +418,7 @@ class Executor(threading.Thread):
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
-                                hard_stop=pool.hard_stop)
+                                hard_stop=pool.hard_stop, unknown_types=pool.unknown_types)
 
     @property
     def current(self) -> Held | None:

@@ -34,6 +34,7 @@ from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
 from .stats import PoolStats
+from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -140,7 +141,8 @@ class Lane(threading.Thread):
                     jobs = services.claim(
                         worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                         queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds)
+                        lease_seconds=pool.lease_seconds,
+                        exclude_types=pool.unknown_types.current())
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
@@ -229,6 +231,7 @@ class WorkerPool:
         self.hard_stop = threading.Event()  # give up retrying writes
         self.stats = PoolStats()
         self.held = HeldJobs()
+        self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed)
         self.lanes: list[Lane] = []
         n = 0
