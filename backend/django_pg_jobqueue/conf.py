@@ -368,8 +368,9 @@ class QueueConf:
     API_CREATABLE_TASKS: tuple[str, ...] = setting(
         (), check_id=52, rule=task_path_list, group="api", type_doc="list of str", doc="""
         The Django tasks (`@task` functions, by their `module_path`, e.g.
-        `"myapp.tasks.send_welcome"`) that the API may create, as jobs of type `django_task`
-        with `{"task": path, "args": [...], "kwargs": {...}, "backend": alias}` as payload. Any
+        `"myapp.tasks.send_welcome"`) that the API may create, as jobs of that type (or of
+        type `django_task`, which becomes that) with `{"task": path, "args": [...],
+        "kwargs": {...}, "backend": alias}` as payload. Any
         other path is refused with 400 (an error on `payload`). Empty, the
         default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
         limited.""")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
+from .conf import DJANGO_TASK_TYPE
 from .retries import RetryPolicy, as_policy
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ def _where(func: Callable) -> str:
 class Registry:
     def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
+        # Limits of job types that are not handlers: Django tasks (their module path is their
+        # type), set by @task_options(concurrency=N) when the task's module is imported.
+        self._other_limits: dict[str, int] = {}
 
     def register(self, name: str, func: Callable[..., Any], **defaults: Any) -> HandlerSpec:
         if not name or len(name) > 100:
@@ -74,14 +78,34 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         return name in self._specs
 
+    def set_type_limit(self, name: str, concurrency: int | None) -> None:
+        """Most jobs of the type `name` (a Django task's path) running at once; None: none."""
+        if concurrency:
+            self._other_limits[name] = concurrency
+        else:
+            self._other_limits.pop(name, None)
+
     def type_limits(self) -> dict[str, int]:
-        return {s.name: s.concurrency for s in self._specs.values() if s.concurrency}
+        limits = dict(self._other_limits) if self._other_limits else {}
+        limits.update({s.name: s.concurrency for s in self._specs.values() if s.concurrency})
+        return limits
 
     def all(self) -> list[HandlerSpec]:
         return sorted(self._specs.values(), key=lambda s: s.name)
 
 
 registry = Registry()
+
+
+def is_task_job(job_type: str, payload: object) -> bool:
+    """Whether a job of this type and payload is a Django task's, run by the `django_task`
+    handler (tasks_backend.py): of type `django_task` (as every task's job was before, and a
+    path too long for a type still is), or of the path its payload names, which is how
+    QueueBackend types a task's jobs now. A registered handler's type is never a task's."""
+    if job_type == DJANGO_TASK_TYPE:
+        return True
+    return (job_type not in registry and isinstance(payload, dict)
+            and payload.get("task") == job_type)
 
 
 def handler(name: str | None = None, *, max_attempts: int | None = None,

@@ -329,6 +329,23 @@ events AS (
 SELECT id, status FROM upd
 """
 
+# --- Django tasks' jobs typed by their task's path (migration 0009) --------------------------
+# Finished jobs only: a worker of the previous release, still running while the migration
+# does, never claims those, but it would fail a queued one whose type it does not know (queued
+# and running `django_task` jobs keep that type and still run). Paths longer than a type
+# holds keep `django_task`, as new ones do.
+TASK_JOBS_TYPED_BY_PATH = """
+UPDATE jobs SET type = payload->>'task'
+WHERE type = 'django_task' AND status IN ('succeeded', 'failed', 'cancelled')
+  AND jsonb_typeof(payload->'task') = 'string' AND length(payload->>'task') BETWEEN 1 AND 100
+"""
+# Backwards: every task's job as `django_task` again, which the previous release runs.
+TASK_JOBS_TYPED_DJANGO_TASK = """
+UPDATE jobs SET type = 'django_task'
+WHERE jsonb_typeof(payload->'task') = 'string' AND type = payload->>'task'
+  AND payload ? 'backend'
+"""
+
 # --- renew: extend every lease a worker process holds, in one statement ----------------------
 # Rows that do not come back were lost (reaped, cancelled and finished, or reclaimed): the
 # worker must stop their handlers. The row also tells whether a cancel was requested and

@@ -76,9 +76,15 @@ from .exceptions import (
     LeaseLost,
     PermanentError,
 )
-from .registry import handler
+from .registry import handler, is_task_job, registry
 from .retries import InvalidRetryPolicy, RetryPolicy, as_policy
-from .states import MAX_ATTEMPTS_LIMIT, MAX_QUEUE_NAME_LENGTH, MAX_TIMEOUT_SECONDS, QUEUE_NAME_RE
+from .states import (
+    MAX_ATTEMPTS_LIMIT,
+    MAX_QUEUE_NAME_LENGTH,
+    MAX_TIMEOUT_SECONDS,
+    MAX_TYPE_LENGTH,
+    QUEUE_NAME_RE,
+)
 from .tasks_compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -132,6 +138,7 @@ class TaskOptions:
     max_attempts: int | None = None
     timeout: int | None = None
     retry_policy: RetryPolicy | None = None  # its failed attempts' (retries.py)
+    concurrency: int | None = None  # most of its jobs running at once, across all workers
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -151,7 +158,8 @@ def _check_option(argument: str, value, high: int) -> int | None:
 
 
 def task_options(*, max_attempts: int | None = None, timeout: int | None = None,
-                 retry_policy: RetryPolicy | dict | None = None) -> Callable[[_T], _T]:
+                 retry_policy: RetryPolicy | dict | None = None,
+                 concurrency: int | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout=30)
@@ -165,7 +173,9 @@ def task_options(*, max_attempts: int | None = None, timeout: int | None = None,
     `states.MAX_ATTEMPTS_LIMIT`; `timeout`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
     `retry_policy`: a `RetryPolicy` (or its JSON shape) for the task's failed attempts, as
     `@handler(retry_policy=...)` gives a handler's (docs/how-to/retries.md); the worker
-    applies it when the task fails, a function policy included.
+    applies it when the task fails, a function policy included. `concurrency`: at most this
+    many of the task's jobs run at once across all workers, as `@handler(concurrency=...)`
+    (it holds in each worker process that has imported the task's module).
     A bad value raises `InvalidJobArgument` naming it, at import time.
     """
     try:
@@ -175,16 +185,25 @@ def task_options(*, max_attempts: int | None = None, timeout: int | None = None,
     options = TaskOptions(max_attempts=_check_option("max_attempts", max_attempts,
                                                      MAX_ATTEMPTS_LIMIT),
                           timeout=_check_option("timeout", timeout, MAX_TIMEOUT_SECONDS),
-                          retry_policy=policy)
+                          retry_policy=policy,
+                          concurrency=_check_option("concurrency", concurrency, 10_000))
 
     def decorate(obj: _T) -> _T:
         func: Any = obj.func if isinstance(obj, Task) else obj
         if not callable(func):
             raise TypeError("@task_options(...) decorates a function or a Task")
-        _TASK_OPTIONS[f"{func.__module__}.{func.__qualname__}"] = options
+        path = f"{func.__module__}.{func.__qualname__}"
+        _TASK_OPTIONS[path] = options
+        registry.set_type_limit(task_job_type(path), options.concurrency)
         return obj
 
     return decorate
+
+
+def task_job_type(path: str) -> str:
+    """The job type of a task's jobs: its module path, as operators know it (lists, filters,
+    metrics, per-type limits); `django_task` for a path longer than a type holds (100)."""
+    return path if 0 < len(path) <= MAX_TYPE_LENGTH else JOB_TYPE
 
 
 def retry_policy_for(payload: dict) -> RetryPolicy | None:
@@ -338,7 +357,8 @@ class QueueBackend(BaseTaskBackend):
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_job(
-            JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
+            task_job_type(task.module_path), payload, priority=int(task.priority),
+            queue=task.queue_name,
             run_at=run_at, max_attempts=options.max_attempts, timeout=options.timeout,
             idempotency_key=getattr(task, "idempotency_key", None),
         )
@@ -363,8 +383,8 @@ class QueueBackend(BaseTaskBackend):
             job_id = int(result_id)
         except (TypeError, ValueError):
             raise TaskResultDoesNotExist(result_id) from None
-        job = Job.objects.filter(pk=job_id, type=JOB_TYPE).first()
-        if job is None:
+        job = Job.objects.filter(pk=job_id).first()
+        if job is None or not is_task_job(job.type, job.payload):
             raise TaskResultDoesNotExist(result_id)
         events = list(JobEvent.objects.filter(job_id=job_id, kind__in=_RESULT_EVENT_KINDS)
                       .order_by("id").values("kind", "attempt", "worker_id", "message", "data",

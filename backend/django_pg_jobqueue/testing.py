@@ -33,7 +33,11 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+from django.db.models.fields.json import KT
+
 from . import services, sql
+from .conf import DJANGO_TASK_TYPE
 from .context import JobContext
 from .db import queue_connection
 from .models import Job
@@ -66,9 +70,12 @@ def enqueued_jobs(type: str | None = None, *, payload_subset: dict | None = None
                   queue: str | None = None, status: str | None = Status.QUEUED) -> list[Job]:
     """Jobs matching every given filter, oldest first. Sees jobs enqueued in the current
     transaction. `payload_subset` matches jobs whose payload contains it (JSON containment:
-    nested objects match by subset too). `status=None` matches every status."""
+    nested objects match by subset too). `status=None` matches every status. A Django task's
+    job is typed by its task's path; `type="django_task"` still matches every task's job."""
     qs = Job.objects.order_by("id")
-    if type is not None:
+    if type == DJANGO_TASK_TYPE:
+        qs = qs.filter(Q(type=type) | Q(type=KT("payload__task")))
+    elif type is not None:
         qs = qs.filter(type=type)
     if queue is not None:
         qs = qs.filter(queue=queue)

@@ -28,7 +28,7 @@ from ..exceptions import (
     UnknownJobType,
 )
 from ..models import Job
-from ..registry import registry
+from ..registry import is_task_job, registry
 from ..retries import InvalidRetryPolicy, RetryPolicy
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
@@ -37,6 +37,7 @@ from ..states import (
     MAX_PAYLOAD_DEPTH,
     MAX_QUEUE_NAME_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    MAX_TYPE_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_RE,
@@ -306,13 +307,21 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     is the API (an untrusted client), which may create only what the host opened to it."""
     if not isinstance(job_type, str):
         raise _type_error("type", "a registered job type (a str)", job_type)
-    spec = registry.get(job_type)
+    # A Django task's job is typed by its task's path (registry.is_task_job): `django_task`
+    # with a payload naming the task (as the API and schedules may still say) becomes that.
+    asked_type = job_type
+    task_path = payload.get("task") if isinstance(payload, dict) else None
+    if (job_type == conf.DJANGO_TASK_TYPE and isinstance(task_path, str)
+            and 0 < len(task_path) <= MAX_TYPE_LENGTH and task_path not in registry):
+        job_type = task_path
+    is_task = is_task_job(job_type, payload)
+    spec = registry.get(conf.DJANGO_TASK_TYPE if is_task else job_type)
     if spec is None:
-        raise UnknownJobType(job_type)
+        raise UnknownJobType(asked_type)
     if from_api:
-        _check_creatable(job_type)
+        _check_creatable(conf.DJANGO_TASK_TYPE if is_task else job_type)
     payload, payload_json = validate_payload(payload)
-    if from_api and job_type == conf.DJANGO_TASK_TYPE:
+    if from_api and is_task:
         _check_creatable_task(payload)
     run_at = _check_run_at(run_at)
     delay_seconds = _check_delay(delay)
@@ -334,7 +343,8 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     fingerprint = None
     if idempotency_key is not None:
         request = {
-            "type": job_type, "payload": payload, "priority": priority, "queue": queue,
+            # a task's as `django_task`: keys stored before tasks had their own types replay
+            "type": conf.DJANGO_TASK_TYPE if is_task else job_type, "payload": payload, "priority": priority, "queue": queue,
             "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
             # as before validation existed, so that keys stored then still replay
             "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,

@@ -52,7 +52,7 @@ from ..conf import DJANGO_TASK_TYPE
 from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, worker_connection
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
-from ..registry import registry
+from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
 from ..services import ClaimedJob
 from ..services.lifecycle import Completion, unknown_type_error
@@ -168,6 +168,8 @@ class JobRunner:
                       job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
         self.stats.claimed(job)
         spec = registry.get(job.type)
+        if spec is None and is_task_job(job.type, job.payload):
+            spec = registry.get(DJANGO_TASK_TYPE)  # a Django task's job, typed by its path
         if spec is None:
             return self._release_unknown_type(job)
         self.policy = spec.retry_policy
@@ -302,7 +304,7 @@ class JobRunner:
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
               reason: str = "error", exc: BaseException | None = None) -> Outcome:
         policy = self.policy
-        if job.type == DJANGO_TASK_TYPE:  # the task's own (@task_options), known once it ran
+        if is_task_job(job.type, job.payload):  # the task's own (@task_options), once it ran
             policy = _task_policy(job) or policy
 
         def write(error=error, tb=tb):
