@@ -14,3 +14,16 @@ def send_welcome(user_id):
 @task_options(max_attempts=2)
 def double(x):
     return x * 2
+
+
+@task_options(max_attempts=3, retry_policy={"delays_seconds": [0.25], "give_up_on": ["KeyError"]})
+@task()
+def flaky(kind):
+    raise {"key": KeyError, "value": ValueError}[kind]("flaky")
+
+
+@task_options(concurrency=1)
+@task()
+def one_at_a_time(n):
+    """Runs alone: at most one of its jobs at once."""
+    return n

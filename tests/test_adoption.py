@@ -292,9 +292,10 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
         return json.loads(out.strip().splitlines()[-1])
 
     wait_for(lambda: set(statuses().values()) == {"succeeded"}, 90, "the jobs to succeed")
-    assert set(statuses()) == {"send_welcome_email", "django_task", "host_jobs_app_ping"}
+    # the task's job is typed by the task's path
+    assert set(statuses()) == {"send_welcome_email", "myapp.tasks.add", "host_jobs_app_ping"}
     task_result = host.shell("from myapp.tasks import add\nfrom django_pg_jobqueue.models import Job\n"
-                             "job = Job.objects.get(type='django_task')\n"
+                             "job = Job.objects.get(type='myapp.tasks.add')\n"
                              "print(add.get_result(str(job.id)).return_value)")
     assert task_result.strip().splitlines()[-1] == "5"
     # No demo or built-in handler is registered in a host project.

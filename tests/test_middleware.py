@@ -164,7 +164,8 @@ def test_a_middleware_that_cannot_be_imported_is_an_error_naming_the_setting(cus
 
 
 @pytest.mark.django_db
-@override_settings(JOB_ERROR_HOOKS=HOOKS, JOB_RETRY_BASE_SECONDS=0.0, JOB_RETRY_JITTER=0.0)
+@override_settings(JOB_ERROR_HOOKS=HOOKS, JOB_RETRY_BASE_SECONDS=0.0, JOB_RETRY_JITTER=0.0,
+                   JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS=0)
 def test_an_error_hook_hears_the_failures_no_handler_raised_in_drain(custom_handler):
     custom_handler("mw_echo", _echo)
     custom_handler("mw_unstorable", _unstorable)
@@ -200,7 +201,7 @@ def test_an_error_hook_hears_every_failed_attempt_once_in_a_worker_pool(
     custom_handler("mw_left_open", _left_open_raw, max_attempts=1)
     custom_handler("mw_stubborn", _until_stopped, max_attempts=1)
     custom_handler("mw_echo", _echo, max_attempts=1)
-    with override_settings(JOB_ERROR_HOOKS=HOOKS):
+    with override_settings(JOB_ERROR_HOOKS=HOOKS, JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS=0):
         boom = services.enqueue("mw_boom", {"n": 1})
         unknown = services.enqueue("mw_echo", {"n": 2})
         Job.objects.filter(pk=unknown.pk).update(type="mw_no_such_handler")

@@ -99,7 +99,7 @@ def test_a_periodic_django_task_is_enqueued_through_the_tasks_backend(db):
         for e in enqueuers:
             e.run_once(now=T0 + timedelta(minutes=30))
     [job] = periodic_jobs("sum")
-    assert job.type == "django_task"
+    assert job.type == "tests.test_tasks_backend.add"  # a task's job is typed by its path
     assert job.payload["task"] == "tests.test_tasks_backend.add"
     assert job.payload["args"] == [1] and job.payload["kwargs"] == {"b": 2}
 

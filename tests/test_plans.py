@@ -45,7 +45,16 @@ STATEMENTS = {
         kind="released", message="m"), False),
     "fail": (sql.FAIL, dict(
         id=5, token=TOKEN, permanent=False, error="e", traceback="", reason="error",
-        worker_id="w", retry_base=1.0, retry_max=3600.0, retry_jitter=0.2), False),
+        worker_id="w", retry_base=1.0, retry_max=3600.0, retry_jitter=0.2,
+        policy=json.dumps({"delays_seconds": [1, 5], "give_up_on": ["KeyError"]}),
+        function_delay=0.5, error_classes=["ValueError", "builtins.ValueError"]), False),
+    "release_unknown_type": (sql.RELEASE_UNKNOWN_TYPE, dict(
+        id=5, token=TOKEN, worker_id="w", give_up_seconds=86400.0, delay_seconds=0.0,
+        message="m", error="e"), False),
+    "claim_excluding_types": (
+        sql.CLAIM.format(queue_filter="AND type <> ALL(%(exclude_types)s::text[])"),
+        dict(limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+             exclude_types=["not_deployed_here"]), True),
     "reap": (sql.REAP, dict(limit=100, retry_base=1.0, retry_max=3600.0, retry_jitter=0.2),
              False),
     # What the job_events foreign key runs for every event row a statement inserts (the

@@ -93,7 +93,7 @@ def test_enqueue_from_python_still_creates_any_registered_type():
         job = enqueue("email_send", {"to": "a@example.com"})
         other = other_task.enqueue()
     assert Job.objects.filter(pk=job.pk).exists()
-    assert Job.objects.filter(pk=int(other.id), type="django_task").exists()
+    assert Job.objects.filter(pk=int(other.id), type=other_task.module_path).exists()
 
 
 @override_settings(JOB_API_CREATABLE_TYPES=["noop"])

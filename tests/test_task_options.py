@@ -90,3 +90,25 @@ def test_on_django_5_2_the_app_loads_without_the_django_tasks_backport():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-2:] == ["loaded", "False"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tasks_retry_policy_sets_its_delays_and_what_it_gives_up_on():
+    from django_pg_jobqueue import testing
+    from django_pg_jobqueue.models import JobEvent
+
+    tasks = fresh_tasks()
+    retried = Job.objects.get(pk=int(tasks.flaky.enqueue("value").id))
+    given_up = Job.objects.get(pk=int(tasks.flaky.enqueue("key").id))
+    testing.drain(include_scheduled=True)
+    delays = [e.data["delay_seconds"] for e in
+              JobEvent.objects.filter(job_id=retried.pk, kind="retry_scheduled").order_by("id")]
+    assert delays == [0.25, 0.25]
+    given_up.refresh_from_db()
+    assert (given_up.status, given_up.attempts) == ("failed", 1)
+
+
+def test_a_bad_task_retry_policy_is_refused_naming_the_argument():
+    with pytest.raises(InvalidJobArgument) as refused:
+        task_options(retry_policy={"delays_seconds": "soon"})
+    assert refused.value.argument == "retry_policy"

@@ -360,7 +360,8 @@ def _move_task(result_id, path):
     from django_pg_jobqueue.models import Job
 
     job = Job.objects.get(pk=int(result_id))
-    Job.objects.filter(pk=job.pk).update(payload={**job.payload, "task": path})
+    # a task's job is typed by its task's path: the row names the missing path twice
+    Job.objects.filter(pk=job.pk).update(type=path, payload={**job.payload, "task": path})
 
 
 @pytest.mark.parametrize("path, exception_class_path", [

@@ -86,11 +86,12 @@ def test_permanent_error_fails_at_once_without_retry(worker_pool):
     assert "retry_scheduled" not in kinds(job)
 
 
-def test_unknown_type_in_the_table_fails_permanently(worker_pool):
+def test_a_job_of_a_type_no_worker_knows_fails_once_the_configured_wait_is_over(worker_pool):
     job = services.enqueue("noop", {})
     Job.objects.filter(pk=job.pk).update(type="no_such_handler")
-    pool = worker_pool(threads=1)
-    pool.test_signals.wait_ended([job.id], "failed")
+    with override_settings(JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS=0):
+        pool = worker_pool(threads=1)
+        pool.test_signals.wait_ended([job.id], "failed")
     assert "no handler registered" in Job.objects.get(pk=job.pk).last_error
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .context import JobContext
     from .exceptions import PermanentError
     from .registry import handler
+    from .retries import RetryPolicy
     from .services import (
         aenqueue,
         aenqueue_many,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
            "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
-           "PermanentError", "JobContext"]
+           "PermanentError", "JobContext", "RetryPolicy"]
 _SERVICES = frozenset(__all__[:10])  # resolved from .services
 
 
@@ -54,6 +55,10 @@ def __getattr__(name: str) -> Any:
         from .exceptions import PermanentError
 
         return PermanentError
+    if name == "RetryPolicy":
+        from .retries import RetryPolicy
+
+        return RetryPolicy
     if name == "JobContext":
         from .context import JobContext
 

@@ -295,6 +295,21 @@ class QueueConf:
         say; None sets no limit. At the deadline the attempt fails (retryably) and the handler
         is asked to stop (`ctx.should_stop()`).""")
 
+    UNKNOWN_TYPE_FAIL_AFTER_SECONDS: int | None = setting(
+        86400, check_id=64, rule=whole(0, none="never: it waits for such a worker forever"),
+        group="retries", doc="""
+        A worker that claims a job whose type it has no handler for gives it back without
+        charging the attempt, for a worker that has one (a rolling deploy: the new code's
+        producers run before all of its workers). Once no worker has known the type for this
+        many seconds since the first gave it back, the next worker to claim it fails it for
+        good, saying so (a type that was removed, or a producer that names a type no worker
+        has). 0 fails it at the first claim, as before rolling deploys were safe.""")
+    UNKNOWN_TYPE_SKIP_SECONDS: float = setting(30.0, check_id=65, rule=number(0), group="retries",
+                                               doc="""
+        After a worker process gives back a job of a type it has no handler for, it claims no
+        job of that type for this many seconds, so that a worker that knows it gets it; then
+        it looks again (once per period, at most one job of that type per process).""")
+
     # -- results and errors ----------------------------------------------------------------------
     MAX_RESULT_BYTES: int = setting(1048576, check_id=33, rule=whole(16), group="outcomes", doc="""
         The largest result a handler may return, in bytes of JSON. A larger one fails its job
@@ -353,8 +368,9 @@ class QueueConf:
     API_CREATABLE_TASKS: tuple[str, ...] = setting(
         (), check_id=52, rule=task_path_list, group="api", type_doc="list of str", doc="""
         The Django tasks (`@task` functions, by their `module_path`, e.g.
-        `"myapp.tasks.send_welcome"`) that the API may create, as jobs of type `django_task`
-        with `{"task": path, "args": [...], "kwargs": {...}, "backend": alias}` as payload. Any
+        `"myapp.tasks.send_welcome"`) that the API may create, as jobs of that type (or of
+        type `django_task`, which becomes that) with `{"task": path, "args": [...],
+        "kwargs": {...}, "backend": alias}` as payload. Any
         other path is refused with 400 (an error on `payload`). Empty, the
         default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
         limited.""")

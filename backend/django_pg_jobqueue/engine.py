@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from . import services
 
 if TYPE_CHECKING:
+    from .retries import RetryPolicy
     from .services import ClaimedJob
     from .services.lifecycle import Completion, Renewal
 
@@ -37,7 +38,8 @@ class Engine(Protocol):
 
     def claim(self, *, worker_ids: list[str], queues: list[str] | None = None,
               lease_seconds: float | None = None, types: list[str] | None = None,
-              job_ids: list[int] | None = None) -> list[ClaimedJob]:
+              job_ids: list[int] | None = None,
+              exclude_types: list[str] | None = None) -> list[ClaimedJob]:
         """Up to len(worker_ids) runnable jobs, the i-th leased to worker_ids[i]."""
         ...
 
@@ -48,8 +50,16 @@ class Engine(Protocol):
 
     def fail(self, job_id: int, lease_token, *, worker_id: str, error: str,
              traceback: str | None = None, permanent: bool = False,
-             reason: str = "error") -> tuple[str, float | None]:
-        """Fail the attempt: (new status, retry delay seconds)."""
+             reason: str = "error", policy: RetryPolicy | None = None,
+             exception: BaseException | None = None,
+             attempt: int = 0) -> tuple[str, float | None]:
+        """Fail the attempt: (new status, retry delay seconds), by the retry policy."""
+        ...
+
+    def release_unknown_type(self, job_id: int, lease_token, *, worker_id: str,
+                             job_type: str) -> str | None:
+        """Give back, uncharged, a job whose type this worker has no handler for (or fail it
+        once no worker has known the type for long enough): its new status."""
         ...
 
     def snooze(self, job_id: int, lease_token, *, worker_id: str, seconds: float) -> None:
@@ -98,6 +108,9 @@ class PostgresEngine:
 
     def fail(self, job_id, lease_token, **kwargs):
         return services.fail(job_id, lease_token, **kwargs)
+
+    def release_unknown_type(self, job_id, lease_token, **kwargs):
+        return services.release_unknown_type(job_id, lease_token, **kwargs)
 
     def snooze(self, job_id, lease_token, **kwargs) -> None:
         services.snooze(job_id, lease_token, **kwargs)

@@ -15,6 +15,8 @@ default, itself exposed as `jobqueue_metrics_window_seconds`):
 - jobqueue_oldest_runnable_age_seconds{queue}  how long the oldest runnable job has waited
 - jobqueue_workers_alive, jobqueue_worker_threads_alive   from job_workers heartbeats
 - jobqueue_queue_paused{queue}, jobqueue_queue_concurrency_limit{queue}   job_queue_settings
+- jobqueue_waiting_for_handler{type}           queued jobs a worker without a handler for
+                                               their type gave back (docs/how-to/deploy.md)
 - jobqueue_processed_recent{type,outcome}      attempts that ended: succeeded, failed,
                                                retry_scheduled, cancelled
 - jobqueue_claimed_recent{type}, jobqueue_lease_expired_recent{type},
@@ -26,7 +28,7 @@ The windowed figures are gauges, not counters: events are pruned with their jobs
 count derived from them could only grow. Use them as they are (`jobqueue_processed_recent /
 jobqueue_metrics_window_seconds` is a rate per second), not with rate().
 
-Cost. Five short queries, run under SET LOCAL statement_timeout
+Cost. Six short queries, run under SET LOCAL statement_timeout
 (JOB_METRICS_STATEMENT_TIMEOUT_MS); a scrape that would take longer answers 503. The depth
 and age queries read only queued rows (the claim's partial index); the window query reads
 the window's events through the BRIN index on job_events.created_at and joins each to its
@@ -111,6 +113,7 @@ class Snapshot:
     processed: dict = field(default_factory=dict)     # (type, outcome) -> n
     run: dict = field(default_factory=dict)           # (type, outcome) -> Histogram
     wait: dict = field(default_factory=dict)          # type -> Histogram
+    waiting_for_handler: dict = field(default_factory=dict)  # type -> queued, given back
 
     @property
     def workers_alive(self) -> list[Worker]:
@@ -131,6 +134,8 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
         for queue, depth, runnable, age in cur.fetchall():
             snap.depth[queue], snap.runnable[queue] = depth, runnable
             snap.oldest_age[queue] = max(float(age), 0.0) if age is not None else 0.0
+        cur.execute(sql.METRICS_WAITING_FOR_HANDLER)
+        snap.waiting_for_handler = dict(cur.fetchall())
         cur.execute(sql.METRICS_WORKERS)
         snap.workers = [Worker(r[0], r[1], r[2], r[3], r[4] if isinstance(r[4], list) else [],
                                float(r[5]), float(r[6])) for r in cur.fetchall()]
@@ -221,6 +226,10 @@ def families(snap: Snapshot):
     yield _gauge("jobqueue_queue_concurrency_limit",
                  "Most jobs of the queue running at once, across all workers.", ["queue"],
                  [((q,), lim) for q, _, lim in snap.queue_settings if lim is not None])
+    yield _gauge("jobqueue_waiting_for_handler",
+                 "Queued jobs that a worker without a handler for their type gave back: they "
+                 "wait for a worker that has one.", ["type"],
+                 sorted(((t,), n) for t, n in snap.waiting_for_handler.items()))
     yield _gauge("jobqueue_metrics_window_seconds",
                  "The sliding window of the *_recent metrics (JOB_METRICS_WINDOW_SECONDS).",
                  samples=[((), snap.window_seconds)])

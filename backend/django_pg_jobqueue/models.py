@@ -115,6 +115,12 @@ class Job(models.Model):
     # sha256 of the creating request, so that a reused key with a different request is a 409.
     request_fingerprint = models.CharField(max_length=64, null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # This job's own retry policy (retries.RetryPolicy's JSON shape), set at enqueue; it wins
+    # over its type's. NULL: the type's policy, else the JOB_RETRY_* settings.
+    retry_policy = models.JSONField(null=True, blank=True)
+    # When a worker that does not know this job's type first gave it back (sql.RELEASE_UNKNOWN_TYPE):
+    # it waits for a worker that does. Cleared when a worker runs it and it fails or succeeds.
+    unknown_type_at = models.DateTimeField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 

@@ -5,7 +5,8 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
 
     from django_pg_jobqueue import handler
 
-    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2)
+    @handler("thumbnail", max_attempts=5, timeout_seconds=60, queue="media", concurrency=2,
+             retry_policy=RetryPolicy(delays_seconds=[1, 5, 30], give_up_on=[ValueError]))
     def make_thumbnail(ctx, payload):
         ctx.progress(50, "resizing")
         return {"ok": True}
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+from .conf import DJANGO_TASK_TYPE
+from .retries import RetryPolicy, as_policy
 
 if TYPE_CHECKING:
     from .context import JobContext
@@ -37,6 +41,7 @@ class HandlerSpec:
     concurrency: int | None = None  # most jobs of this type running at once, across all workers
     description: str = ""
     payload_example: dict = field(default_factory=dict)
+    retry_policy: RetryPolicy | None = None  # None: the JOB_RETRY_* settings (retries.py)
     # What the executor calls, `run(ctx, payload)`: `func` itself, or for an `async def`
     # handler a function that runs it on an event loop of the worker's (worker/coroutines.py).
     run: Callable = field(init=False, repr=False, compare=False)
@@ -55,10 +60,15 @@ def _where(func: Callable) -> str:
 class Registry:
     def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
+        # Limits of job types that are not handlers: Django tasks (their module path is their
+        # type), set by @task_options(concurrency=N) when the task's module is imported.
+        self._other_limits: dict[str, int] = {}
 
     def register(self, name: str, func: Callable[..., Any], **defaults: Any) -> HandlerSpec:
         if not name or len(name) > 100:
             raise ValueError("a job type name has 1 to 100 characters")
+        if defaults.get("retry_policy") is not None:
+            defaults["retry_policy"] = as_policy(defaults["retry_policy"])
         if "description" not in defaults:
             defaults["description"] = (func.__doc__ or "").strip().split("\n")[0]
         spec = HandlerSpec(name=name, func=func, **defaults)
@@ -79,8 +89,17 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         return name in self._specs
 
+    def set_type_limit(self, name: str, concurrency: int | None) -> None:
+        """Most jobs of the type `name` (a Django task's path) running at once; None: none."""
+        if concurrency:
+            self._other_limits[name] = concurrency
+        else:
+            self._other_limits.pop(name, None)
+
     def type_limits(self) -> dict[str, int]:
-        return {s.name: s.concurrency for s in self._specs.values() if s.concurrency}
+        limits = dict(self._other_limits) if self._other_limits else {}
+        limits.update({s.name: s.concurrency for s in self._specs.values() if s.concurrency})
+        return limits
 
     def all(self) -> list[HandlerSpec]:
         return sorted(self._specs.values(), key=lambda s: s.name)
@@ -89,20 +108,35 @@ class Registry:
 registry = Registry()
 
 
+def is_task_job(job_type: str, payload: object) -> bool:
+    """Whether a job of this type and payload is a Django task's, run by the `django_task`
+    handler (tasks_backend.py): of type `django_task` (as every task's job was before, and a
+    path too long for a type still is), or of the path its payload names, which is how
+    QueueBackend types a task's jobs now. A registered handler's type is never a task's."""
+    if job_type == DJANGO_TASK_TYPE:
+        return True
+    return (job_type not in registry and isinstance(payload, dict)
+            and payload.get("task") == job_type)
+
+
 def handler(name: str | None = None, *, max_attempts: int | None = None,
             timeout_seconds: int | None = None, queue: str = "default", priority: int = 0,
             concurrency: int | None = None, description: str | None = None,
             payload_example: dict[str, Any] | None = None,
+            retry_policy: RetryPolicy | dict[str, Any] | None = None,
             ) -> Callable[[HandlerFunc], HandlerFunc]:
     """Register the decorated function `func(ctx, payload) -> JSON result` as a job type.
 
     `func` may be an `async def`: it then runs on an event loop the worker owns, and is
-    cancelled (at its current `await`) when the job is cancelled, times out or must stop."""
+    cancelled (at its current `await`) when the job is cancelled, times out or must stop.
+    `retry_policy`: a `RetryPolicy` (or its JSON shape) for this type's failed attempts
+    (docs/how-to/retries.md); a job's own, given at enqueue, wins over it."""
+    policy = as_policy(retry_policy)  # refused here, at import, not at the first failure
 
     def decorate(func: HandlerFunc) -> HandlerFunc:
         defaults: dict[str, Any] = dict(max_attempts=max_attempts, timeout_seconds=timeout_seconds, queue=queue,
                         priority=priority, concurrency=concurrency,
-                        payload_example=payload_example or {})
+                        payload_example=payload_example or {}, retry_policy=policy)
         if description is not None:
             defaults["description"] = description
         registry.register(name or func.__name__, func, **defaults)

@@ -167,6 +167,35 @@ def job_types() -> list[dict]:
             "payload_example": example,
             "creatable": creatable,
         })
+    return types + _task_types(settings)
+
+
+def _task_types(settings) -> list[dict]:
+    """Django tasks as job types (their jobs are typed by the task's path): the tasks this
+    process has loaded and those the API may create, with their @task_options defaults."""
+    task_spec = registry.get(conf.DJANGO_TASK_TYPE)
+    if task_spec is None:  # no Tasks backend here
+        return []
+    from .tasks_backend import _TASK_OPTIONS, _known_tasks, task_job_type
+
+    paths = sorted({p for p in (*_known_tasks, *settings.API_CREATABLE_TASKS)
+                    if task_job_type(p) == p and p not in registry})
+    types = []
+    for path in paths:
+        task = _known_tasks.get(path)
+        options = _TASK_OPTIONS.get(path)
+        description = ((getattr(task.func, "__doc__", None) or "").strip().split("\n")[0]
+                       if task is not None else "")
+        types.append({
+            "name": path,
+            "description": description or "A Django task.",
+            "queue": task.queue_name if task is not None else "default",
+            "priority": task.priority if task is not None else 0,
+            "max_attempts": (options and options.max_attempts) or settings.DEFAULT_MAX_ATTEMPTS,
+            "timeout_seconds": (options and options.timeout) or settings.DEFAULT_TIMEOUT_SECONDS,
+            "payload_example": {"task": path, "args": [], "kwargs": {}, "backend": "default"},
+            "creatable": path in settings.API_CREATABLE_TASKS,
+        })
     return types
 
 

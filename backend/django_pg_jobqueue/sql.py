@@ -22,6 +22,37 @@ BACKOFF_SECONDS = (
     " * (1 + %(retry_jitter)s::float8 * (2 * random() - 1)))"
 )
 
+# The delay before the next attempt under a retry policy (retries.py): {policy} is the policy's
+# JSON shape or NULL (the settings' exponential backoff above), {attempts} the attempts spent,
+# {function_delay} what a function policy returned (SQL: a parameter or NULL; NULL falls back
+# to the settings' backoff). A list of delays takes its attempts-th item (its last once spent);
+# an exponential policy's unset fields take the settings' values, its factor 2. The exponent
+# is capped so that a large factor cannot overflow float8 (LEAST caps the delay anyway).
+def retry_delay_seconds(policy: str, attempts: str, function_delay: str) -> str:
+    backoff = BACKOFF_SECONDS.format(attempts=attempts)
+    return f"""CASE
+             WHEN {policy} ? 'delays_seconds' THEN
+                 ({policy}->'delays_seconds'->>(LEAST({attempts},
+                     jsonb_array_length({policy}->'delays_seconds')) - 1))::float8
+                 * (1 + COALESCE(({policy}->>'jitter')::float8, 0) * (2 * random() - 1))
+             WHEN {policy} ? 'function' THEN COALESCE({function_delay}::float8, {backoff})
+             WHEN {policy} IS NOT NULL THEN
+                 LEAST(COALESCE(({policy}->>'max_seconds')::float8, %(retry_max)s::float8),
+                       COALESCE(({policy}->>'base_seconds')::float8, %(retry_base)s::float8)
+                       * power(COALESCE(({policy}->>'factor')::float8, 2), LEAST({attempts}, 300))
+                       * (1 + COALESCE(({policy}->>'jitter')::float8, %(retry_jitter)s::float8)
+                              * (2 * random() - 1)))
+             ELSE {backoff} END"""
+
+
+# Whether a policy gives up on the exception at once: it matches give_up_on, or the policy has
+# retry_on and it matches none of it. %(error_classes)s: the names the exception answers to
+# (retries.exception_names), NULL for a failure without one (then no rule applies).
+POLICY_GIVES_UP = """COALESCE(%(error_classes)s::text[] IS NOT NULL AND (
+               COALESCE({policy}->'give_up_on' ?| %(error_classes)s::text[], false)
+               OR ({policy} ? 'retry_on'
+                   AND NOT {policy}->'retry_on' ?| %(error_classes)s::text[])), false)"""
+
 # What a failed attempt becomes (FAIL: the handler failed; REAP: the lease expired): a cancel
 # requested meanwhile wins, then a retry while attempts are left, else failed for good.
 # {job}: the jobs row's alias and a dot, or nothing; {retryable}: an extra condition for a
@@ -37,6 +68,7 @@ SET_NEXT_STATUS = """    SET status = d.next_status,
         available_at = CASE WHEN d.next_status = 'queued'
                             THEN now() + make_interval(secs => d.delay) ELSE j.available_at END,
         finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
+        unknown_type_at = NULL,  -- a worker knew its type: it no longer waits for one
 """
 
 # --- claim ---------------------------------------------------------------------------------
@@ -169,18 +201,26 @@ SELECT id, status, run_seconds FROM done
 """
 
 # --- fail: retry with backoff, or fail for good ----------------------------------------------
+# The retry policy is the row's own (set at enqueue), else the type's (%(policy)s, sent by the
+# worker from its registry), else the settings' (NULL). The policy may give up at once on
+# the exception (POLICY_GIVES_UP); the event records which policy decided and why.
 FAIL = """
 WITH target AS (
-    SELECT id, attempts, max_attempts, cancel_requested_at, started_at
+    SELECT id, attempts, max_attempts, cancel_requested_at, started_at,
+           COALESCE(retry_policy, %(policy)s::jsonb) AS policy
     FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
     FOR UPDATE
 ),
-decision AS (
-    SELECT id, attempts, started_at,
-           """ + NEXT_STATUS.format(job="", retryable="NOT %(permanent)s AND ") + """
-           """ + BACKOFF_SECONDS.format(attempts="attempts") + """ AS delay
+verdict AS (
+    SELECT *, """ + POLICY_GIVES_UP.format(policy="policy") + """ AS gives_up
     FROM target
+),
+decision AS (
+    SELECT id, attempts, started_at, policy, gives_up,
+           """ + NEXT_STATUS.format(job="", retryable="NOT %(permanent)s AND NOT gives_up AND ") + """
+           """ + retry_delay_seconds("policy", "attempts", "%(function_delay)s") + """ AS delay
+    FROM verdict
 ),
 upd AS (
     UPDATE jobs j
@@ -188,7 +228,8 @@ upd AS (
         last_error = %(error)s, last_traceback = %(traceback)s, updated_at = now()
     FROM decision d
     WHERE j.id = d.id
-    RETURNING j.id, j.status, j.attempts, d.delay, extract(epoch FROM now() - d.started_at) AS run_seconds
+    RETURNING j.id, j.status, j.attempts, d.delay, d.policy, d.gives_up,
+              extract(epoch FROM now() - d.started_at) AS run_seconds
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -196,14 +237,19 @@ events AS (
            CASE status WHEN 'queued' THEN 'retry_scheduled' ELSE status END,
            attempts, %(worker_id)s, %(error)s,
            jsonb_build_object(
-               'lease_token', %(token)s::text, 'permanent', %(permanent)s, 'reason', %(reason)s,
+               'lease_token', %(token)s::text, 'permanent', %(permanent)s OR gives_up,
+               'reason', CASE WHEN gives_up AND NOT %(permanent)s THEN 'retry_policy'
+                              ELSE %(reason)s END,
                'traceback', %(traceback)s::text,  -- each attempt's; the row keeps the last only
                'run_seconds', round(run_seconds::numeric, 4),
+               'retry_policy', policy,
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
            now()
     FROM upd
 )
-SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds FROM upd
+SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds,
+       gives_up
+FROM upd
 """
 
 # --- release / snooze: back to queued without charging the attempt ---------------------------
@@ -232,6 +278,72 @@ events AS (
     FROM upd
 )
 SELECT id, status FROM upd
+"""
+
+# --- release a job whose type this worker does not know (a rolling deploy) ------------------
+# Back to queued without charging the attempt, fenced by the lease token like every worker
+# write, for a worker that knows the type; unknown_type_at keeps when the first worker gave
+# it back. Once that is %(give_up_seconds)s ago (NULL: never), the job fails for good instead,
+# with %(error)s: no worker knew its type for that long (a removed type, a typo'd producer).
+RELEASE_UNKNOWN_TYPE = """
+WITH target AS (
+    SELECT id, cancel_requested_at, COALESCE(unknown_type_at, now()) AS since
+    FROM jobs
+    WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+    FOR UPDATE
+),
+decision AS (
+    SELECT id, since,
+           CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN since <= now() - make_interval(secs => %(give_up_seconds)s::float8) THEN 'failed'
+                ELSE 'queued' END AS next_status
+    FROM target
+),
+upd AS (
+    UPDATE jobs j
+    SET status = d.next_status,
+        attempts = CASE WHEN d.next_status = 'queued' THEN j.attempts - 1 ELSE j.attempts END,
+        available_at = CASE WHEN d.next_status = 'queued'
+                            THEN now() + make_interval(secs => %(delay_seconds)s::float8)
+                            ELSE j.available_at END,
+        finished_at = CASE WHEN d.next_status = 'queued' THEN NULL ELSE now() END,
+        last_error = CASE WHEN d.next_status = 'failed' THEN %(error)s ELSE j.last_error END,
+        unknown_type_at = d.since,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM decision d
+    WHERE j.id = d.id
+    RETURNING j.id, j.status, j.attempts, d.since
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, CASE status WHEN 'queued' THEN 'released' ELSE status END,
+           CASE status WHEN 'queued' THEN attempts + 1 ELSE attempts END, %(worker_id)s,
+           CASE status WHEN 'failed' THEN %(error)s ELSE %(message)s END,
+           jsonb_build_object('lease_token', %(token)s::text, 'reason', 'unknown_type',
+                              'unknown_type_at', since, 'permanent', status = 'failed',
+                              'delay_seconds', CASE WHEN status = 'queued'
+                                                    THEN %(delay_seconds)s::float8 END),
+           now()
+    FROM upd
+)
+SELECT id, status FROM upd
+"""
+
+# --- Django tasks' jobs typed by their task's path (migration 0009) --------------------------
+# Finished jobs only: a worker of the previous release, still running while the migration
+# does, never claims those, but it would fail a queued one whose type it does not know (queued
+# and running `django_task` jobs keep that type and still run). Paths longer than a type
+# holds keep `django_task`, as new ones do.
+TASK_JOBS_TYPED_BY_PATH = """
+UPDATE jobs SET type = payload->>'task'
+WHERE type = 'django_task' AND status IN ('succeeded', 'failed', 'cancelled')
+  AND jsonb_typeof(payload->'task') = 'string' AND length(payload->>'task') BETWEEN 1 AND 100
+"""
+# Backwards: every task's job as `django_task` again, which the previous release runs.
+TASK_JOBS_TYPED_DJANGO_TASK = """
+UPDATE jobs SET type = 'django_task'
+WHERE jsonb_typeof(payload->'task') = 'string' AND type = payload->>'task'
+  AND payload ? 'backend'
 """
 
 # --- renew: extend every lease a worker process holds, in one statement ----------------------
@@ -303,7 +415,7 @@ WITH expired AS (
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
            """ + NEXT_STATUS.format(job="j.", retryable="") + """
-           """ + BACKOFF_SECONDS.format(attempts="j.attempts") + """ AS delay
+           """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ AS delay
     FROM expired e JOIN jobs j ON j.id = e.id
 ),
 upd AS (
@@ -346,7 +458,7 @@ NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 # the transaction's clock, now(). The two statements share these pieces:
 _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
-                      progress_message, idempotency_key, request_fingerprint)"""
+                      progress_message, idempotency_key, request_fingerprint, retry_policy)"""
 
 
 def _created_events(trace_param: str) -> str:
@@ -365,7 +477,7 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
-            '', %s::text, %s::text)
+            '', %s::text, %s::text, %s::jsonb)
     {on_conflict}
     RETURNING id, queue, priority, available_at, created_at
 ),
@@ -381,13 +493,13 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
-           '', idempotency_key, fingerprint
+           '', idempotency_key, fingerprint, retry_policy
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
-            fingerprint text))
+            fingerprint text, retry_policy jsonb))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
-                                 run_at, delay, idempotency_key, fingerprint, n)
+                                 run_at, delay, idempotency_key, fingerprint, retry_policy, n)
     ORDER BY n
     {on_conflict}
     RETURNING id, queue, priority, idempotency_key, available_at, created_at
@@ -597,7 +709,8 @@ retried AS (
     UPDATE jobs j
     SET status = 'queued', available_at = now(), updated_at = now(), finished_at = NULL,
         cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
-        progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
+        progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1),
+        unknown_type_at = NULL  -- a fresh wait for a worker that knows its type
     FROM picked
     WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
     RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
@@ -672,6 +785,13 @@ METRICS_QUEUED_BY_QUEUE = """
 SELECT queue, count(*), count(*) FILTER (WHERE available_at <= now()),
        extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now()))
 FROM jobs WHERE status = 'queued' GROUP BY queue
+"""
+
+# Queued jobs a worker without a handler for their type gave back (a rolling deploy in
+# progress, or a type no worker has): the queued rows only, like the depth above.
+METRICS_WAITING_FOR_HANDLER = """
+SELECT type, count(*) FROM jobs
+WHERE status = 'queued' AND unknown_type_at IS NOT NULL GROUP BY type
 """
 
 METRICS_WORKERS = """

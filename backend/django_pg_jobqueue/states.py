@@ -41,6 +41,7 @@ MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year)
 # gauge to decades; a past run_at after it simply runs now.
 RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
+MAX_TYPE_LENGTH = 100  # Job.type's max_length (a Django task's path longer than this: django_task)
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).
 MAX_PAYLOAD_DEPTH = 64

@@ -74,8 +74,15 @@ from .exceptions import (
     LeaseLost,
     PermanentError,
 )
-from .registry import handler
-from .states import MAX_ATTEMPTS_LIMIT, MAX_QUEUE_NAME_LENGTH, MAX_TIMEOUT_SECONDS, QUEUE_NAME_RE
+from .registry import handler, is_task_job, registry
+from .retries import InvalidRetryPolicy, RetryPolicy, as_policy
+from .states import (
+    MAX_ATTEMPTS_LIMIT,
+    MAX_QUEUE_NAME_LENGTH,
+    MAX_TIMEOUT_SECONDS,
+    MAX_TYPE_LENGTH,
+    QUEUE_NAME_RE,
+)
 from .tasks_compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -129,6 +136,8 @@ class TaskOptions:
 
     max_attempts: int | None = None
     timeout_seconds: int | None = None
+    retry_policy: RetryPolicy | None = None  # its failed attempts' (retries.py)
+    concurrency: int | None = None  # most of its jobs running at once, across all workers
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -147,8 +156,9 @@ def _check_option(argument: str, value, high: int) -> int | None:
     return value
 
 
-def task_options(*, max_attempts: int | None = None,
-                 timeout_seconds: int | None = None) -> Callable[[_T], _T]:
+def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None = None,
+                 retry_policy: RetryPolicy | dict | None = None,
+                 concurrency: int | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout_seconds=30)
@@ -160,21 +170,49 @@ def task_options(*, max_attempts: int | None = None,
     every enqueue of the task that does not set its own through `.using(...)` (or, on Django
     6.1 and the backport, `@task(max_attempts=..., timeout_seconds=...)`). `max_attempts`: 1 to
     `states.MAX_ATTEMPTS_LIMIT`; `timeout_seconds`: whole seconds, 1 to `states.MAX_TIMEOUT_SECONDS`.
+    `retry_policy`: a `RetryPolicy` (or its JSON shape) for the task's failed attempts, as
+    `@handler(retry_policy=...)` gives a handler's (docs/how-to/retries.md); the worker
+    applies it when the task fails, a function policy included. `concurrency`: at most this
+    many of the task's jobs run at once across all workers, as `@handler(concurrency=...)`
+    (it holds in each worker process that has imported the task's module).
     A bad value raises `InvalidJobArgument` naming it, at import time.
     """
+    try:
+        policy = as_policy(retry_policy)
+    except InvalidRetryPolicy as exc:
+        raise InvalidJobArgument("retry_policy", str(exc).removeprefix("retry_policy ")) from None
     options = TaskOptions(max_attempts=_check_option("max_attempts", max_attempts,
                                                      MAX_ATTEMPTS_LIMIT),
                           timeout_seconds=_check_option("timeout_seconds", timeout_seconds,
-                                                        MAX_TIMEOUT_SECONDS))
+                                                        MAX_TIMEOUT_SECONDS),
+                          retry_policy=policy,
+                          concurrency=_check_option("concurrency", concurrency, 10_000))
 
     def decorate(obj: _T) -> _T:
         func: Any = obj.func if isinstance(obj, Task) else obj
         if not callable(func):
             raise TypeError("@task_options(...) decorates a function or a Task")
-        _TASK_OPTIONS[f"{func.__module__}.{func.__qualname__}"] = options
+        path = f"{func.__module__}.{func.__qualname__}"
+        _TASK_OPTIONS[path] = options
+        registry.set_type_limit(task_job_type(path), options.concurrency)
         return obj
 
     return decorate
+
+
+def task_job_type(path: str) -> str:
+    """The job type of a task's jobs: its module path, as operators know it (lists, filters,
+    metrics, per-type limits); `django_task` for a path longer than a type holds (100)."""
+    return path if 0 < len(path) <= MAX_TYPE_LENGTH else JOB_TYPE
+
+
+def retry_policy_for(payload: dict) -> RetryPolicy | None:
+    """The retry policy `@task_options(retry_policy=...)` gave the task of a django_task job
+    (None: the django_task type's, else the settings'). The task's module is imported by the
+    time its attempt fails: running it imported it."""
+    path = payload.get("task") if isinstance(payload, dict) else None
+    options = _TASK_OPTIONS.get(path) if isinstance(path, str) else None
+    return options.retry_policy if options is not None else None
 
 
 def options_for(task: Task) -> TaskOptions:
@@ -186,7 +224,8 @@ def options_for(task: Task) -> TaskOptions:
     own_timeout = getattr(task, "timeout_seconds", None)
     return TaskOptions(
         max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
-        timeout_seconds=declared.timeout_seconds if own_timeout is None else own_timeout)
+        timeout_seconds=declared.timeout_seconds if own_timeout is None else own_timeout,
+        retry_policy=declared.retry_policy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -319,8 +358,8 @@ class QueueBackend(BaseTaskBackend):
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_or_get(
-            JOB_TYPE, payload, priority=int(task.priority), queue=task.queue_name,
-            run_at=run_at, max_attempts=options.max_attempts,
+            task_job_type(task.module_path), payload, priority=int(task.priority),
+            queue=task.queue_name, run_at=run_at, max_attempts=options.max_attempts,
             timeout_seconds=options.timeout_seconds,
             idempotency_key=getattr(task, "idempotency_key", None),
         )
@@ -345,8 +384,8 @@ class QueueBackend(BaseTaskBackend):
             job_id = int(result_id)
         except (TypeError, ValueError):
             raise TaskResultDoesNotExist(result_id) from None
-        job = Job.objects.filter(pk=job_id, type=JOB_TYPE).first()
-        if job is None:
+        job = Job.objects.filter(pk=job_id).first()
+        if job is None or not is_task_job(job.type, job.payload):
             raise TaskResultDoesNotExist(result_id)
         events = list(JobEvent.objects.filter(job_id=job_id, kind__in=_RESULT_EVENT_KINDS)
                       .order_by("id").values("kind", "attempt", "worker_id", "message", "data",

@@ -31,9 +31,14 @@ still, so retries and reaped jobs (due at now() + backoff) only run with
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+from django.db.models.fields.json import KT
+
 from . import sql
+from .conf import DJANGO_TASK_TYPE
 from .context import JobContext
 from .db import queue_connection
 from .engine import default_engine
@@ -43,6 +48,7 @@ from .states import Status
 from .worker.executor import JobRunner
 from .worker.held import HeldJobs
 from .worker.stats import PoolStats
+from .worker.unknown_types import UnknownTypes
 
 DRAIN_WORKER_ID = "testing-drain"
 CRASH_WORKER_ID = "testing-crashed"
@@ -66,9 +72,12 @@ def enqueued_jobs(type: str | None = None, *, payload_subset: dict | None = None
                   queue: str | None = None, status: str | None = Status.QUEUED) -> list[Job]:
     """Jobs matching every given filter, oldest first. Sees jobs enqueued in the current
     transaction. `payload_subset` matches jobs whose payload contains it (JSON containment:
-    nested objects match by subset too). `status=None` matches every status."""
+    nested objects match by subset too). `status=None` matches every status. A Django task's
+    job is typed by its task's path; `type="django_task"` still matches every task's job."""
     qs = Job.objects.order_by("id")
-    if type is not None:
+    if type == DJANGO_TASK_TYPE:
+        qs = qs.filter(Q(type=type) | Q(type=KT("payload__task")))
+    elif type is not None:
         qs = qs.filter(type=type)
     if queue is not None:
         qs = qs.filter(queue=queue)
@@ -153,16 +162,17 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     if isinstance(types, str):
         types = [types]
     result = DrainResult()
+    unknown = UnknownTypes()  # types with no handler here: given back, then left out
     while result.ran < max_jobs:
         if include_scheduled:
             _make_due(types, queues)
         claimed = default_engine().claim(worker_ids=[DRAIN_WORKER_ID], queues=queues,
-                                         types=types)
+                                         types=types, exclude_types=unknown.current())
         if not claimed:
             break
         job = claimed[0]
         result.jobs.append(job.id)
-        error = _execute(job, result)
+        error = _execute(job, result, unknown)
         if error is not None and raise_errors:
             raise error
     return result
@@ -189,7 +199,7 @@ def _context(job, worker_id: str) -> JobContext:
                       worker_id=worker_id)
 
 
-def _runner() -> JobRunner:
+def _runner(unknown_types: UnknownTypes | None = None) -> JobRunner:
     """The worker's pipeline for one job on the worker's engine, with drain's completer: the
     worker's own row-isolating write, at once, in this thread. Nothing renews the lease
     meanwhile."""
@@ -202,17 +212,20 @@ def _runner() -> JobRunner:
         return done[0][1] if done else "lease_lost"
 
     return JobRunner(DRAIN_WORKER_ID, held=held, stats=PoolStats(), complete=complete_now,
-                     keep_callers_transaction=True, engine=engine)
+                     keep_callers_transaction=True, engine=engine, unknown_types=unknown_types)
 
 
 _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",
             Status.FAILED: "failed", "snoozed": "snoozed", "lease_lost": "lease_lost"}
 
 
-def _execute(job, result: DrainResult) -> BaseException | None:
+def _execute(job, result: DrainResult, unknown_types: UnknownTypes | None = None,
+             ) -> BaseException | None:
     """Run one claimed job through the worker's own pipeline (worker/executor.py JobRunner):
     the same outcomes, classifications and writes as in production."""
-    outcome = _runner().run(job)
+    outcome = _runner(unknown_types).run(job)
+    if outcome.status == "released" and unknown_types is not None:
+        unknown_types.skip(job.type, math.inf)  # for the rest of this drain, whatever the setting
     counter = _COUNTED.get(outcome.status)
     if counter is not None:
         setattr(result, counter, getattr(result, counter) + 1)

@@ -178,3 +178,23 @@ test("a queued or running job offers no Delete", async ({ page, api }) => {
   await expect(page.getByRole("button", { name: "Delete", exact: true })).toHaveCount(0);
   await api.cancel(id);
 });
+
+test("a failed attempt's page says when the next runs, after which error, under which policy", async ({
+  page,
+  api,
+}) => {
+  const message = `e2e flaky ${test.info().testId}`;
+  const job = await api.createJob(
+    "fail",
+    { permanent: false, message },
+    {
+      max_attempts: 3,
+      retry_policy: { delays_seconds: [600] },
+    },
+  );
+  await page.goto(`/jobs/${job.id}`);
+  const next = page.getByTestId("next-attempt");
+  await expect(next).toContainText("Attempt 2 of 3 at", { timeout: 20_000 });
+  await expect(next).toContainText(message);
+  await expect(next).toContainText("policy: the job's own: delays [600]");
+});

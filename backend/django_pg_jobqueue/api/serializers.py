@@ -15,8 +15,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import job_actions
+from .. import job_actions, retries
 from ..models import Job, JobEvent
+from ..registry import registry
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
@@ -175,6 +176,28 @@ class JSONObjectField(serializers.JSONField):
         if not isinstance(value, dict):
             self.fail("not_object", kind=type(value).__name__.replace("NoneType", "null"))
         return value
+
+
+@extend_schema_field({
+    "type": "object", "nullable": True, "additionalProperties": False,
+    "properties": {
+        "delays_seconds": {"type": "array", "items": {"type": "number", "minimum": 0},
+                           "minItems": 1, "maxItems": 100},
+        "base_seconds": {"type": "number", "minimum": 0},
+        "factor": {"type": "number", "minimum": 1, "maximum": 10},
+        "max_seconds": {"type": "number", "minimum": 0},
+        "jitter": {"type": "number", "minimum": 0, "maximum": 1},
+        "retry_on": {"type": "array", "items": {"type": "string"}, "maxItems": 50},
+        "give_up_on": {"type": "array", "items": {"type": "string"}, "maxItems": 50},
+    },
+    "example": {"delays_seconds": [1, 5, 30], "give_up_on": ["ValueError"]}})
+class RetryPolicyField(JSONObjectField):
+    """A retry policy's JSON shape; its rules are the service's (services/enqueuing.py)."""
+
+    def to_internal_value(self, data):
+        if data is None:
+            return None
+        return super().to_internal_value(data)
 
 
 @extend_schema_field({"nullable": True, "description": "Any JSON value the handler returned."})
@@ -347,6 +370,12 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
                                            help_text="Not runnable for this many seconds. Not with run_at.")
     timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
+    retry_policy = RetryPolicyField(
+        required=False, allow_null=True,
+        help_text="This job's own retry policy, replacing its type's: {\"delays_seconds\": [1, 5, 30]} "
+                  "or {\"base_seconds\", \"factor\", \"max_seconds\"} (exponential), each with "
+                  "\"jitter\" (0..1), \"retry_on\" and \"give_up_on\" (exception names). Data only: "
+                  "a function policy is set on the handler or task. Validated as enqueue()'s.")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
@@ -370,7 +399,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         # The fields are enqueue()'s arguments, by the same names.
         options = {name: data.get(name) for name in (
             "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
-            "timeout_seconds")}
+            "timeout_seconds", "retry_policy")}
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
 
@@ -396,7 +425,7 @@ class JobBulkCreateSerializer(StrictSerializer):
         for data in self.validated_data["jobs"]:
             item = {"type": data["type"], "payload": data.get("payload", {})}
             for name in ("priority", "queue", "run_at", "delay_seconds", "idempotency_key",
-                         "max_attempts", "timeout_seconds"):
+                         "max_attempts", "timeout_seconds", "retry_policy"):
                 if data.get(name) is not None:
                     item[name] = data[name]
             items.append(item)
@@ -535,15 +564,56 @@ class EventSerializer(SharedFieldsMixin, JobQueueModelSerializer):
         read_only_fields = fields
 
 
+class NextAttemptSerializer(serializers.Serializer):
+    """When and why a queued job that already ran runs again."""
+
+    attempt = serializers.IntegerField(help_text="The attempt that runs next (1-based).")
+    max_attempts = serializers.IntegerField()
+    at = ISODateTimeField(help_text="Not before this time (the job's available_at).")
+    after_error = serializers.CharField(allow_null=True,
+                                        help_text="The error of the attempt before, if any.")
+    policy = serializers.CharField(help_text="The retry policy that set the delay, in words.")
+
+
 class JobDetailSerializer(JobSerializer):
     """A job with every field of the model and its latest events (oldest first)."""
 
     events = EventSerializer(many=True, source="latest_events",
                              help_text="The latest 50 events, oldest first.")
+    retry_policy = JSONObjectField(allow_null=True, help_text=(
+        "The job's own retry policy (given at enqueue), or null: its type's, else the "
+        "JOB_RETRY_* settings."))
+    next_attempt = serializers.SerializerMethodField(help_text=(
+        "For a queued job that already ran: when its next attempt runs, after which error, "
+        "under which retry policy; else null."))
+    waiting_for_handler = serializers.SerializerMethodField(help_text=(
+        "True while the job is queued after a worker without a handler for its type gave it "
+        "back (a rolling deploy): it waits for a worker that has one."))
+    unknown_type_at = ISODateTimeField(allow_null=True, help_text=(
+        "When a worker without a handler for its type first gave it back; null if none did."))
 
     class Meta(JobSerializer.Meta):
-        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events"]
+        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint",
+                                              "retry_policy", "next_attempt",
+                                              "waiting_for_handler", "unknown_type_at", "events"]
         read_only_fields = fields
+
+    @extend_schema_field(NextAttemptSerializer(allow_null=True))
+    def get_next_attempt(self, job) -> dict | None:
+        if job.status != Status.QUEUED or not job.attempts:
+            return None
+        policy = job.retry_policy
+        if policy is None:
+            spec = registry.get(job.type)
+            policy = spec.retry_policy.as_data() if spec and spec.retry_policy else None
+        return NextAttemptSerializer({
+            "attempt": job.attempts + 1, "max_attempts": job.max_attempts,
+            "at": job.available_at, "after_error": job.last_error,
+            "policy": ("the job's own: " if job.retry_policy else "")
+            + retries.describe(policy)}).data
+
+    def get_waiting_for_handler(self, job) -> bool:
+        return job.status == Status.QUEUED and job.unknown_type_at is not None
 
 
 class BulkCreatedSerializer(serializers.Serializer):

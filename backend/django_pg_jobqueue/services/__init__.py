@@ -23,6 +23,7 @@ from .lifecycle import (
     record_lease_lost,
     record_progress,
     release_many,
+    release_unknown_type,
     renew_many,
     snooze,
 )
@@ -33,6 +34,7 @@ from .reaping import reap
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
-    "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
+    "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type",
+    "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]

@@ -29,7 +29,8 @@ from ..exceptions import (
     UnknownJobType,
 )
 from ..models import Job
-from ..registry import registry
+from ..registry import is_task_job, registry
+from ..retries import InvalidRetryPolicy, RetryPolicy
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
@@ -37,6 +38,7 @@ from ..states import (
     MAX_PAYLOAD_DEPTH,
     MAX_QUEUE_NAME_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    MAX_TYPE_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_RE,
@@ -58,6 +60,7 @@ class NewJob:
     delay_seconds: float
     idempotency_key: str | None
     fingerprint: str | None
+    retry_policy: dict | None = None  # retries.RetryPolicy's JSON shape: this job's own
 
 
 def _fingerprint(spec: dict) -> str:
@@ -292,21 +295,43 @@ def _check_creatable_task(payload: dict) -> None:
                                             "of TASKS: " + ", ".join(map(repr, aliases)))
 
 
+def _check_retry_policy(policy) -> dict | None:
+    """A job's own retry policy as stored: data only (delays or exponential, exceptions by
+    name), never a function, from Python exactly as from the API."""
+    if policy is None:
+        return None
+    try:
+        return RetryPolicy.from_data(policy).as_data()
+    except InvalidRetryPolicy as exc:
+        raise InvalidJobArgument("retry_policy", str(exc).removeprefix("retry_policy ")) from None
+    except TypeError as exc:
+        raise JobArgumentTypeError("retry_policy", str(exc)) from None
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
+             retry_policy=None,
              from_api: bool = False) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
     if not isinstance(job_type, str):
         raise _type_error("type", "a registered job type (a str)", job_type)
-    spec = registry.get(job_type)
+    # A Django task's job is typed by its task's path (registry.is_task_job): `django_task`
+    # with a payload naming the task (as the API and schedules may still say) becomes that.
+    asked_type = job_type
+    task_path = payload.get("task") if isinstance(payload, dict) else None
+    if (job_type == conf.DJANGO_TASK_TYPE and isinstance(task_path, str)
+            and 0 < len(task_path) <= MAX_TYPE_LENGTH and task_path not in registry):
+        job_type = task_path
+    is_task = is_task_job(job_type, payload)
+    spec = registry.get(conf.DJANGO_TASK_TYPE if is_task else job_type)
     if spec is None:
-        raise UnknownJobType(job_type, creatable=_creatable_types() if from_api else None)
+        raise UnknownJobType(asked_type, creatable=_creatable_types() if from_api else None)
     if from_api:
-        _check_creatable(job_type)
+        _check_creatable(conf.DJANGO_TASK_TYPE if is_task else job_type)
     payload, payload_json = validate_payload(payload)
-    if from_api and job_type == conf.DJANGO_TASK_TYPE:
+    if from_api and is_task:
         _check_creatable_task(payload)
     run_at = _check_run_at(run_at)
     delay = delay_seconds
@@ -326,26 +351,33 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if timeout is not None:
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
+    policy = _check_retry_policy(retry_policy)
     fingerprint = None
     if idempotency_key is not None:
-        fingerprint = _fingerprint({
-            "type": job_type, "payload": payload, "priority": priority, "queue": queue,
+        request = {
+            # a task's as `django_task`: keys stored before tasks had their own types replay
+            "type": conf.DJANGO_TASK_TYPE if is_task else job_type, "payload": payload,
+            "priority": priority, "queue": queue,
             # the keys "timeout" and "delay" are the arguments' names when fingerprints were
             # first stored: kept, so that a key stored then still replays
             "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
             "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
-        })
+        }
+        if policy is not None:  # only when given: keys stored before it existed still replay
+            request["retry_policy"] = policy
+        fingerprint = _fingerprint(request)
     return NewJob(
         type=job_type, payload=payload, payload_json=payload_json, priority=priority,
         queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
+        retry_policy=policy,
     )
 
 
 # enqueue()'s keyword arguments: the keys an enqueue_many() item may have besides "type" and
 # "payload", and the fields of POST /api/v1/jobs/ (tests/test_vocabulary.py holds them together).
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
-                              "max_attempts", "timeout_seconds"})
+                              "max_attempts", "timeout_seconds", "retry_policy"})
 
 
 def _prepare_item(item, from_api: bool = False) -> NewJob:
@@ -374,9 +406,10 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT) = (_JOB_FIELDS.index(name) for name in (
+ _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY) = (_JOB_FIELDS.index(name) for name in (
     "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
-    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint"))
+    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
+    "retry_policy"))
 
 
 def _plain_init() -> bool:
@@ -399,6 +432,7 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_CREATED_AT] = values[_UPDATED_AT] = created_at
     values[_KEY] = new.idempotency_key
     values[_FINGERPRINT] = new.fingerprint
+    values[_RETRY_POLICY] = new.retry_policy
     if not plain_init:
         return Job.from_db(db_alias, _JOB_FIELDS, values)
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
@@ -431,7 +465,8 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     rows = db.fetch_all(statement, (
         new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
-        new.fingerprint, tracing.carrier_json(),
+        new.fingerprint, json.dumps(new.retry_policy) if new.retry_policy is not None else None,
+        tracing.carrier_json(),
     ))
     if not rows:  # only a keyed insert can insert nothing: the key is taken
         return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
@@ -453,6 +488,8 @@ def _row(new: NewJob) -> str:
     if new.idempotency_key is not None:
         row["idempotency_key"] = new.idempotency_key
         row["fingerprint"] = new.fingerprint
+    if new.retry_policy is not None:
+        row["retry_policy"] = new.retry_policy
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
@@ -508,7 +545,8 @@ def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool
 def enqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
             queue: str | None = None, run_at: datetime | None = None,
             delay_seconds: float | timedelta | None = None, idempotency_key: str | None = None,
-            max_attempts: int | None = None, timeout_seconds: int | None = None) -> Job:
+            max_attempts: int | None = None, timeout_seconds: int | None = None,
+            retry_policy: RetryPolicy | dict | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored).
 
     - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
@@ -526,6 +564,10 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout_seconds` (whole seconds,
       1 to `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
+    - `retry_policy`: this job's own `RetryPolicy` (or its JSON shape: `{"delays_seconds":
+      [1, 5, 30]}`, `{"base_seconds": 2, "factor": 3, "max_seconds": 600}`, with `jitter`,
+      `retry_on`, `give_up_on` exception names): replaces its type's policy. Data only, as
+      through the API: a function policy is for handlers and tasks (docs/how-to/retries.md).
 
     The names are the REST API's (`POST /api/v1/jobs/`) and `enqueue_many()` items' keys.
 
@@ -538,6 +580,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
+        retry_policy=retry_policy,
     )
     return job
 

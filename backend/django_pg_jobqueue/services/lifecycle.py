@@ -10,9 +10,10 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from .. import conf, db, sql, storable
+from .. import conf, db, retries, sql, storable
 from ..db import queue_connection
 from ..exceptions import LeaseLost
+from ..retries import RetryPolicy
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
 
@@ -74,15 +75,23 @@ def complete(job_id: int, lease_token, *, worker_id: str, result=None) -> str:
 
 
 def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str | None = None,
-         permanent: bool = False, reason: str = "error") -> tuple[str, float | None]:
-    """Fail the attempt if it still holds `lease_token`: queued again at now() + backoff while
-    attempts remain (unless `permanent`), else failed. Returns (new status, delay seconds).
-    The error and traceback are made storable first (storable.py: cleaned and capped)."""
+         permanent: bool = False, reason: str = "error", policy: RetryPolicy | None = None,
+         exception: BaseException | None = None, attempt: int = 0) -> tuple[str, float | None]:
+    """Fail the attempt if it still holds `lease_token`: queued again after the retry policy's
+    delay while attempts remain (unless `permanent`, or the policy gives up on `exception`),
+    else failed. Returns (new status, delay seconds). `policy`: the job type's (the row's own
+    wins over it, in the statement); a function policy's delay is computed here, from
+    `attempt` and `exception`. The error and traceback are made storable first (storable.py:
+    cleaned and capped)."""
     error = storable.error_message(error)
     params = {
         "id": job_id, "token": lease_token, "worker_id": worker_id, "error": error,
         "traceback": storable.traceback_text(traceback) if traceback else None,
         "permanent": permanent, "reason": reason, **_backoff_params(),
+        "policy": json.dumps(policy.as_data()) if policy is not None else None,
+        "function_delay": policy.function_delay(attempt, exception) if policy is not None
+        and policy.function is not None and not permanent else None,
+        "error_classes": retries.exception_names(exception),
     }
     with queue_connection().cursor() as cur:
         cur.execute(sql.FAIL, params)
@@ -92,6 +101,36 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
                           f"late failure discarded: the lease was lost ({error[:200]})")
         raise LeaseLost(job_id, lease_token, "fail")
     return row[1], row[3]
+
+
+def unknown_type_error(job_type: str) -> str:
+    """Why a job whose type no worker knew in JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS failed."""
+    return (f"no handler registered for job type {job_type!r} in any worker that claimed it "
+            f"for {conf.get().UNKNOWN_TYPE_FAIL_AFTER_SECONDS}s "
+            "(JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS)")
+
+
+def release_unknown_type(job_id: int, lease_token, *, worker_id: str, job_type: str) -> str:
+    """Give back a job whose type this worker has no handler for, without charging the
+    attempt (sql.RELEASE_UNKNOWN_TYPE), for a worker that knows the type; or, once no worker
+    has known it for JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS, fail it for good. Returns the new
+    status (queued, failed, or cancelled when a cancel was requested); LeaseLost if the
+    lease was lost."""
+    c = conf.get()
+    params = {
+        "id": job_id, "token": lease_token, "worker_id": worker_id,
+        "give_up_seconds": c.UNKNOWN_TYPE_FAIL_AFTER_SECONDS,
+        "delay_seconds": 0.0,
+        "message": f"this worker has no handler for job type {job_type!r}: given back, without "
+                   "charging the attempt, for a worker that has one",
+        "error": unknown_type_error(job_type),
+    }
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.RELEASE_UNKNOWN_TYPE, params)
+        row = cur.fetchone()
+    if row is None:
+        raise LeaseLost(job_id, lease_token, "release")
+    return row[1]
 
 
 def _requeue_uncharged(items: list[tuple[int, uuid.UUID, str]], *, kind: str, message: str,

@@ -47,17 +47,20 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.signals import connection_created
 
-from .. import middleware, storable
+from .. import conf, middleware, storable
+from ..conf import DJANGO_TASK_TYPE
 from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, worker_connection
 from ..engine import Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
-from ..registry import registry
+from ..registry import is_task_job, registry
+from ..retries import RetryPolicy
 from ..services import ClaimedJob
-from ..services.lifecycle import Completion
+from ..services.lifecycle import Completion, unknown_type_error
 from . import hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
+from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -101,6 +104,12 @@ def savepointed(write, *args, **kwargs):
     return write(*args, **kwargs)
 
 
+def _task_policy(job: ClaimedJob) -> RetryPolicy | None:
+    from ..tasks_backend import retry_policy_for
+
+    return retry_policy_for(job.payload)
+
+
 class JobRunner:
     """The pipeline for one claimed job, without threads.
 
@@ -114,15 +123,19 @@ class JobRunner:
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
                  hard_stop: threading.Event | None = None, keep_callers_transaction=False,
-                 engine: Engine | None = None):
+                 engine: Engine | None = None, unknown_types: UnknownTypes | None = None):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
         self.engine = engine or default_engine()
+        # The types this process gives back for want of a handler (the pool's, shared by its
+        # dispatchers; drain's own): the claim leaves them out for a while.
+        self.unknown_types = unknown_types if unknown_types is not None else UnknownTypes()
         self.owner, self.hard_stop = owner, hard_stop
         self.keep_callers_transaction = keep_callers_transaction
         # Whether this thread may hold a connection from an earlier job (the executor keeps
         # it up to date): if not, and the handler opened none, there is nothing to tidy.
         self.may_hold_connection = keep_callers_transaction
         self.current: Held | None = None
+        self.policy: RetryPolicy | None = None  # the running job's type's retry policy
         self.errors = RateLimitedLog(log)
 
     def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
@@ -134,6 +147,7 @@ class JobRunner:
             self.current = held
             held.owner = self.owner
             job.worker_id = held.ctx.worker_id = self.worker_id
+        self.policy = None
         try:
             return self._run(job, held)
         except BaseException as exc:
@@ -156,9 +170,11 @@ class JobRunner:
                       job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
         self.stats.claimed(job)
         spec = registry.get(job.type)
+        if spec is None and is_task_job(job.type, job.payload):
+            spec = registry.get(DJANGO_TASK_TYPE)  # a Django task's job, typed by its path
         if spec is None:
-            return self._fail(job, f"no handler registered for job type {job.type!r}", None,
-                              permanent=True, reason="unknown_type")
+            return self._release_unknown_type(job)
+        self.policy = spec.retry_policy
         started = time.monotonic()
         left: list[str] = []  # transactions the handler left open (rolled back)
         baseline = hygiene.baseline() if self.keep_callers_transaction else None
@@ -259,12 +275,45 @@ class JobRunner:
         log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
         return RunResult("snoozed")
 
+    def _release_unknown_type(self, job: ClaimedJob) -> RunResult:
+        """No handler for this type here (a rolling deploy: the producer runs newer code):
+        give the job back uncharged for a worker that has one, and leave the type out of this
+        process's claims for JOB_UNKNOWN_TYPE_SKIP_SECONDS; or, once no worker has known the
+        type for JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS, it fails for good (the statement
+        decides, on the database clock)."""
+        try:
+            outcome = self._write(job, lambda: self.engine.release_unknown_type(
+                job.id, job.lease_token, worker_id=self.worker_id, job_type=job.type))
+        except OutcomeNotWritten as exc:
+            return self._abandon(job, exc)
+        self.held.discard(job.id, job.lease_token)
+        if outcome is _LOST or outcome is None:
+            return RunResult("lease_lost", reason="unknown_type")
+        if outcome == "queued":
+            self.unknown_types.skip(job.type, conf.get().UNKNOWN_TYPE_SKIP_SECONDS)
+            log.warning("job=%s type=%s: no handler for this type in this worker; given back "
+                        "for a worker that has one", job.id, job.type, extra=self._log_fields(job))
+            return RunResult("released", reason="unknown_type")
+        error = None
+        if outcome == "failed":
+            error = unknown_type_error(job.type)
+            self.stats.failed(job, outcome)
+            middleware.report_failure(job, None, outcome, reason="unknown_type", error=error)
+            log.warning("job=%s type=%s ended failed: %s", job.id, job.type, error,
+                        extra=self._log_fields(job))
+        return RunResult(outcome, error, None, "unknown_type")
+
     def _fail(self, job: ClaimedJob, error: str, tb: str | None, *, permanent: bool = False,
               reason: str = "error", exc: BaseException | None = None) -> RunResult:
+        policy = self.policy
+        if is_task_job(job.type, job.payload):  # the task's own (@task_options), once it ran
+            policy = _task_policy(job) or policy
+
         def write(error=error, tb=tb):
             return self.engine.fail(job.id, job.lease_token, worker_id=self.worker_id,
                                     error=error, traceback=tb, permanent=permanent,
-                                    reason=reason)
+                                    reason=reason, policy=policy, exception=exc,
+                                    attempt=job.attempt)
 
         try:
             outcome = self._write(job, write)
@@ -374,7 +423,8 @@ class Executor(threading.Thread):
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
-                                hard_stop=pool.hard_stop, engine=pool.engine)
+                                hard_stop=pool.hard_stop, engine=pool.engine,
+                                unknown_types=pool.unknown_types)
 
     @property
     def current(self) -> Held | None:

@@ -36,6 +36,7 @@ from .reaper import Reaper
 from .renewer import LeaseRenewer
 from .signals import TestSignals
 from .stats import PoolStats
+from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -142,7 +143,8 @@ class Lane(threading.Thread):
                     jobs = pool.engine.claim(
                         worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                         queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds)
+                        lease_seconds=pool.lease_seconds,
+                        exclude_types=pool.unknown_types.current())
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
@@ -235,6 +237,7 @@ class WorkerPool:
         self.test_signals = test_signals
         self.stats = PoolStats(test_signals)
         self.held = HeldJobs()
+        self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.lanes: list[Lane] = []
         n = 0

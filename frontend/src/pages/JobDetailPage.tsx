@@ -14,6 +14,7 @@ import type { JobDetail, JobEvent } from "../api/types";
 import { InlineConfirm } from "../components/Confirm";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { LeaseCountdown } from "../components/LeaseCountdown";
+import { NextAttempt } from "../components/NextAttempt";
 import { Attempts, ProgressBar } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
@@ -126,6 +127,7 @@ function JobDetailView({ id }: { id: number }) {
             <h2 id="attempts-title">Attempts</h2>
           </header>
           <AttemptsPanel job={j} />
+          <NextAttempt job={j} />
         </section>
       </div>
 

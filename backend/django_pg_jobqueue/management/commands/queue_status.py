@@ -85,11 +85,11 @@ class Command(BaseCommand):
 
 
 def _type_limits() -> list[str]:
-    """@handler(concurrency=N), when the registry knows it (the engine's per-type limits)."""
+    """@handler(concurrency=N) and @task_options(concurrency=N), when the registry knows them
+    (the engine's per-type limits)."""
     from django_pg_jobqueue.registry import registry
 
-    return [f"{spec.name}={spec.concurrency}" for spec in registry.all()
-            if getattr(spec, "concurrency", None)]
+    return [f"{name}={n}" for name, n in sorted(registry.type_limits().items())]
 
 
 def _age(seconds: float) -> str:

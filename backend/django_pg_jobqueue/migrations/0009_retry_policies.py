@@ -1,0 +1,40 @@
+"""A job's own retry policy, when a worker that does not know its type first gave it back, and
+Django tasks' finished jobs typed by their task's path.
+
+Two nullable columns without a default: PostgreSQL adds them to the catalog only (no table
+rewrite, no scan), under a brief ACCESS EXCLUSIVE lock; safe while workers and the API run.
+Workers of the previous release neither read nor write them.
+
+Then the finished `django_task` jobs take their task's path as their type
+(sql.TASK_JOBS_TYPED_BY_PATH): one UPDATE of those rows only, which no worker touches (the
+pruner may wait for it), writing each again; in its own transaction, after the columns'
+lock is gone (atomic = False). Queued and running ones keep `django_task` and
+run as before. Backwards, every task's job is `django_task` again.
+"""
+from django.db import migrations, models
+
+from django_pg_jobqueue import sql
+
+
+class Migration(migrations.Migration):
+    # Each step in its own transaction: the columns' brief catalog lock is not held while the
+    # UPDATE runs (atomic, it would block every claim and enqueue until the UPDATE ends).
+    atomic = False
+
+    dependencies = [
+        ("django_pg_jobqueue", "0007_partition_job_events"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="job",
+            name="retry_policy",
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="job",
+            name="unknown_type_at",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.RunSQL(sql.TASK_JOBS_TYPED_BY_PATH, sql.TASK_JOBS_TYPED_DJANGO_TASK),
+    ]
