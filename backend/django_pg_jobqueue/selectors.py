@@ -192,7 +192,8 @@ def _task_types(settings) -> list[dict]:
             "queue": task.queue_name if task is not None else "default",
             "priority": task.priority if task is not None else 0,
             "max_attempts": (options and options.max_attempts) or settings.DEFAULT_MAX_ATTEMPTS,
-            "timeout_seconds": (options and options.timeout) or settings.DEFAULT_TIMEOUT_SECONDS,
+            "timeout_seconds": ((options and options.timeout_seconds)
+                                or settings.DEFAULT_TIMEOUT_SECONDS),
             "payload_example": {"task": path, "args": [], "kwargs": {}, "backend": "default"},
             "creatable": path in settings.API_CREATABLE_TASKS,
         })
