@@ -27,7 +27,8 @@ ENQUEUE_NAMES = set(inspect.signature(enqueue).parameters)
 # One value of each of enqueue()'s arguments, valid in Python and as JSON.
 ONE_OF_EACH = {"type": "noop", "payload": {"n": 1}, "priority": 3, "queue": "vocabulary",
                "run_at": None, "delay_seconds": 30, "idempotency_key": "vocabulary-1",
-               "max_attempts": 2, "timeout_seconds": 7}
+               "max_attempts": 2, "timeout_seconds": 7,
+               "retry_policy": {"delays_seconds": [1, 5]}}
 
 
 def _keywords(func) -> set[str]:
@@ -69,10 +70,12 @@ def test_the_old_names_are_refused_everywhere_naming_the_argument(old_name, oper
 
 
 def test_the_per_type_and_per_task_options_are_enqueues_words():
-    queue_options = {"priority", "queue", "max_attempts", "timeout_seconds", "idempotency_key"}
+    queue_options = {"priority", "queue", "max_attempts", "timeout_seconds", "idempotency_key",
+                     "retry_policy"}
     assert _keywords(handler) - {"name", "concurrency", "description", "payload_example"} \
         <= queue_options & ENQUEUE_NAMES
-    assert _keywords(task_options) <= ENQUEUE_NAMES
+    # `concurrency` is a per-type (and per-task) limit, not one job's: @handler's word.
+    assert _keywords(task_options) - {"concurrency"} <= ENQUEUE_NAMES
     # QueueTask.using: Django's own words (queue_name, run_after, backend) plus enqueue()'s.
     django_words = {"self", "priority", "queue_name", "run_after", "backend"}
     assert _keywords(QueueTask.using) - django_words <= ENQUEUE_NAMES

@@ -589,7 +589,8 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
                    queue: str | None = None, run_at: datetime | None = None,
                    delay_seconds: float | timedelta | None = None,
                    idempotency_key: str | None = None, max_attempts: int | None = None,
-                   timeout_seconds: int | None = None) -> Job:
+                   timeout_seconds: int | None = None,
+                   retry_policy: RetryPolicy | dict | None = None) -> Job:
     """`enqueue()` for async code (an async view, an async handler): the same arguments, the
     same checks and the same exceptions, because it is `enqueue()`, run by
     `sync_to_async` on the thread Django keeps for the request's synchronous work (its
@@ -601,7 +602,7 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
     return await sync_to_async(enqueue)(
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
-        max_attempts=max_attempts, timeout_seconds=timeout_seconds)
+        max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy)
 
 
 def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
