@@ -31,6 +31,12 @@ class TxNow(models.Func):
     output_field = models.DateTimeField()
 
 
+# unique_states ? status (the JSON array holds the status): whether a job counts for its
+# unique key (job_unique_key_unique).
+STATUS_IN_UNIQUE_STATES = models.Func(
+    F("unique_states"), F("status"), template="(%(expressions)s)", arg_joiner=" ? ",
+    output_field=models.BooleanField())
+
 LOCK_FIELDS_EMPTY = Q(locked_by__isnull=True, lease_token__isnull=True, lease_expires_at__isnull=True)
 
 
@@ -115,6 +121,13 @@ class Job(models.Model):
     # sha256 of the creating request, so that a reused key with a different request is a 409.
     request_fingerprint = models.CharField(max_length=64, null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # After this time (the database clock) the idempotency key no longer replays: the next
+    # enqueue with it takes it over (JOB_IDEMPOTENCY_KEY_TTL_SECONDS; NULL: never).
+    idempotency_expires_at = models.DateTimeField(null=True, blank=True)
+    # Unique jobs (services/enqueuing.py, docs/how-to/unique-jobs.md): "<type>:<key>", held
+    # by at most one job whose status is in its own unique_states (job_unique_key_unique).
+    unique_key = models.CharField(max_length=300, null=True, blank=True)
+    unique_states = models.JSONField(null=True, blank=True)  # a JSON array of statuses
 
     objects = JobQuerySet.as_manager()
 
@@ -184,6 +197,15 @@ class Job(models.Model):
                 fields=["idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
                 name="job_idempotency_key_unique",
+            ),
+            # At most one job per unique key among the jobs whose status is one of their own
+            # unique_states: a job leaves this index by itself when its status leaves them
+            # (no statement that moves a job needs to know about uniqueness), and the
+            # enqueue's INSERT ... ON CONFLICT is arbitrated by it (sql.ENQUEUE_ONE).
+            models.UniqueConstraint(
+                fields=["unique_key"],
+                condition=Q(unique_key__isnull=False) & Q(STATUS_IN_UNIQUE_STATES),
+                name="job_unique_key_unique",
             ),
         ]
         indexes = [

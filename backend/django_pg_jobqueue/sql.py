@@ -346,7 +346,8 @@ NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 # the transaction's clock, now(). The two statements share these pieces:
 _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
-                      progress_message, idempotency_key, request_fingerprint)"""
+                      progress_message, idempotency_key, request_fingerprint,
+                      idempotency_expires_at, unique_key, unique_states)"""
 
 
 def _created_events(trace_param: str) -> str:
@@ -365,7 +366,8 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
-            '', %s::text, %s::text)
+            '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
+            %s::jsonb)
     {on_conflict}
     RETURNING id, queue, priority, available_at, created_at
 ),
@@ -381,26 +383,30 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
-           '', idempotency_key, fingerprint
+           '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
+           unique_key, unique_states
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
-            fingerprint text))
+            fingerprint text, key_ttl float8, unique_key text, unique_states jsonb))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
-                                 run_at, delay, idempotency_key, fingerprint, n)
+                                 run_at, delay, idempotency_key, fingerprint, key_ttl,
+                                 unique_key, unique_states, n)
     ORDER BY n
     {on_conflict}
-    RETURNING id, queue, priority, idempotency_key, available_at, created_at
+    RETURNING id, queue, priority, idempotency_key, available_at, created_at, unique_key
 ),
 """ + _created_events("%(trace)s") + """
-SELECT id, idempotency_key, available_at, created_at FROM ins
+SELECT id, idempotency_key, available_at, created_at, unique_key FROM ins
 {notify_once}
 ORDER BY id
 """
 
-# Only a keyed insert names the arbiter: ON CONFLICT makes every row a speculative insertion
-# (an extra WAL record per row) even when its key is NULL.
-_ON_CONFLICT = "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+# Only a keyed insert (an idempotency key or a unique key) has an arbiter: ON CONFLICT makes
+# every row a speculative insertion (an extra WAL record per row) even when its key is NULL.
+# No target: both job_idempotency_key_unique and job_unique_key_unique arbitrate, so that a
+# row that collides with either is left out (the caller then finds the job that holds it).
+_ON_CONFLICT = "ON CONFLICT DO NOTHING"
 _NOTIFY = f", pg_notify('{NOTIFY_CHANNEL}', queue)"
 # A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
 # commit anyway, but only after paying for each pg_notify call (a few us a row). An
@@ -419,6 +425,34 @@ ENQUEUE_MANY = {
                                          notify_once=_NOTIFY_ONCE if notify else "")
     for keyed in (False, True) for notify in (False, True)
 }
+
+# --- unique jobs and expiring idempotency keys (services/enqueuing.py) ----------------------
+# The partial unique index of unique jobs (models.Job, job_unique_key_unique), built
+# CONCURRENTLY by migration 0008: one row per unique key among the jobs whose status is in
+# their own unique_states (a JSON array: `unique_states ? status`). A job leaves it by itself
+# when its status leaves those states.
+CREATE_UNIQUE_KEY_INDEX = (
+    "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_unique_key_unique ON jobs (unique_key)"
+    " WHERE unique_key IS NOT NULL AND (unique_states ? status)"
+)
+DROP_UNIQUE_KEY_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS job_unique_key_unique"
+# Before a keyed insert whose uniqueness has a period, or while idempotency keys expire: the
+# jobs that still hold one of these keys but no longer count (enqueued longer ago than the new
+# job's period; key past its idempotency_expires_at) give it up, so that the insert that
+# follows takes it. Race-safe because the unique indexes still arbitrate the insert: two
+# producers may both release the old holder, and then exactly one of them inserts. Guarded by
+# the age in the statement itself, never by what the caller read. The old job keeps its
+# history; only the key column is cleared (it counts no more, as documented).
+RELEASE_UNIQUE_KEYS_IF_OLDER_THAN_PERIOD = """
+UPDATE jobs j SET unique_key = NULL
+FROM unnest(%(keys)s::text[], %(periods)s::float8[]) AS u(key, period)
+WHERE j.unique_key = u.key AND (j.unique_states ? j.status)
+  AND j.created_at <= now() - make_interval(secs => u.period)
+"""
+RELEASE_IDEMPOTENCY_KEYS_IF_EXPIRED = """
+UPDATE jobs SET idempotency_key = NULL
+WHERE idempotency_key = ANY(%(keys)s::text[]) AND idempotency_expires_at <= now()
+"""
 
 # --- claim under global concurrency limits -------------------------------------------------
 # Used instead of CLAIM while any queue (job_queue_settings.concurrency_limit) or job type
@@ -600,6 +634,10 @@ retried AS (
         progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1)
     FROM picked
     WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
+      -- a unique job whose key another job holds now stays as it is (job_unique_key_unique)
+      AND NOT EXISTS (SELECT 1 FROM jobs h
+                      WHERE j.unique_key IS NOT NULL AND h.unique_key = j.unique_key
+                        AND h.id <> j.id AND (h.unique_states ? h.status))
     RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
 ),
 events AS (

@@ -41,6 +41,10 @@ MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year)
 # gauge to decades; a past run_at after it simply runs now.
 RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
+# A unique job's key (enqueue(unique={"key": ...})): stored as "<type>:key:<key>" in
+# Job.unique_key (max_length 300, a type being at most 100 characters).
+MAX_UNIQUE_KEY_LENGTH = 190
+MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).
 MAX_PAYLOAD_DEPTH = 64

@@ -324,6 +324,23 @@ def _whole_queue_name(value) -> None:
         raise serializers.ValidationError("use letters, digits and _ . : - only.", code="invalid")
 
 
+class UniqueOptionsSerializer(StrictSerializer):
+    """`unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it)."""
+
+    key = StrictCharField(required=False, trim_whitespace=False,
+                          help_text="The unique key within the job type. Not with fields.")
+    fields = serializers.ListField(
+        child=StrictCharField(trim_whitespace=False), required=False,
+        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
+                  "payload.")
+    states = serializers.ListField(
+        child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False,
+        help_text="The statuses in which a job counts as the holder of its key: at least "
+                  "queued and running. Default: those two, or every status with a period.")
+    period_seconds = StrictFloatField(
+        required=False, help_text="A job counts only this long after its enqueue.")
+
+
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = StrictCharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
@@ -348,6 +365,10 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
                                            help_text="Not runnable for this many seconds. Not with run_at.")
     timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
+    unique = UniqueOptionsSerializer(
+        required=False, allow_null=True,
+        help_text="At most one job of this type and key at a time: a duplicate answers 200 with "
+                  "the job that holds the key and `created: false`.")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
@@ -381,6 +402,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
             "run_at": data.get("run_at"), "delay": data.get("delay_seconds"),
             "idempotency_key": data.get("idempotency_key"),
             "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
+            "unique": _unique_option(data.get("unique")),
         }
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
@@ -413,8 +435,15 @@ class JobBulkCreateSerializer(StrictSerializer):
                                    ("timeout_seconds", "timeout")):
                 if data.get(source) is not None:
                     item[target] = data[source]
+            if data.get("unique") is not None:
+                item["unique"] = _unique_option(data["unique"])
             items.append(item)
         return items
+
+
+def _unique_option(value) -> dict | None:
+    """The validated `unique` object as enqueue()'s dict (the options given, as given)."""
+    return None if value is None else dict(value)
 
 
 def _utc(value):
@@ -520,6 +549,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
+            "idempotency_expires_at", "unique_key", "unique_states",
         ]
         read_only_fields = fields
 
@@ -560,9 +590,22 @@ class JobDetailSerializer(JobSerializer):
         read_only_fields = fields
 
 
+class JobEnqueuedSerializer(JobSerializer):
+    """A job as an enqueue returns it: `created` false when it is an existing job (an
+    idempotent replay, or the job that holds the same unique key)."""
+
+    created = serializers.BooleanField(
+        help_text="False: no job was created; this is the job that holds the idempotency key "
+                  "or the unique key.")
+
+    class Meta(JobSerializer.Meta):
+        fields = JobSerializer.Meta.fields + ["created"]
+        read_only_fields = fields
+
+
 class BulkCreatedSerializer(serializers.Serializer):
     count = serializers.IntegerField()
-    jobs = JobSerializer(many=True)
+    jobs = JobEnqueuedSerializer(many=True)
 
 
 class EventPageSerializer(serializers.Serializer):

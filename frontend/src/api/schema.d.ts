@@ -147,7 +147,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job
-         * @description Only `type` is required; the type's defaults fill the rest (see /api/v1/job-types/). 201: created. 200: an idempotent replay (the same key and the same request before): the original job, with `X-Idempotency-Replay: true`.
+         * @description Only `type` is required; the type's defaults fill the rest (see /api/v1/job-types/). 201: created. 200: no job created: an idempotent replay (the same key and the same request before: the original job, with `X-Idempotency-Replay: true`), or a duplicate of a unique job (the job that holds the unique key); `created` is false.
          */
         post: operations["v1_jobs_create"];
         delete?: never;
@@ -451,7 +451,7 @@ export interface components {
         ActionEnum: "cancel" | "retry" | "delete";
         BulkCreated: {
             count: number;
-            jobs: components["schemas"]["Job"][];
+            jobs: components["schemas"]["JobEnqueued"][];
         };
         Csrf: {
             /** @description Send it back in the X-CSRFToken header. */
@@ -575,6 +575,10 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -675,6 +679,8 @@ export interface components {
             delay_seconds?: number;
             /** @description Per-attempt time limit. Default: the type's. */
             timeout_seconds?: number;
+            /** @description At most one job of this type and key at a time: a duplicate answers 200 with the job that holds the key and `created: false`. */
+            unique?: components["schemas"]["UniqueOptionsRequest"] | null;
         };
         /** @description A job with every field of the model and its latest events (oldest first). */
         JobDetail: {
@@ -720,10 +726,68 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /** @description The latest 50 events, oldest first. */
             events: components["schemas"]["Event"][];
+        };
+        /**
+         * @description A job as an enqueue returns it: `created` false when it is an existing job (an
+         *     idempotent replay, or the job that holds the same unique key).
+         */
+        JobEnqueued: {
+            readonly id: number;
+            readonly type: string;
+            readonly queue: string;
+            status: components["schemas"]["JobStatusEnum"];
+            /** @description -100..100, higher runs first */
+            readonly priority: number;
+            /**
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description Any JSON value the handler returned. */
+            result: unknown;
+            readonly attempts: number;
+            readonly max_attempts: number;
+            /** Format: date-time */
+            readonly available_at: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            readonly started_at: string | null;
+            /** Format: date-time */
+            readonly finished_at: string | null;
+            readonly locked_by: string | null;
+            /** Format: date-time */
+            readonly lease_expires_at: string | null;
+            /** Format: uuid */
+            readonly lease_token: string | null;
+            readonly timeout_seconds: number | null;
+            progress: components["schemas"]["Progress"];
+            readonly progress_percent: number | null;
+            readonly progress_message: string;
+            readonly last_error: string | null;
+            readonly idempotency_key: string | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
+            readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
+            /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
+            created: boolean;
         };
         /**
          * @description Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
@@ -950,6 +1014,20 @@ export interface components {
             type: string | null;
             /** @description Every bucket of the range, oldest first. */
             points: components["schemas"]["_ThroughputBucket"][];
+        };
+        /** @description `unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it). */
+        UniqueOptionsRequest: {
+            /** @description The unique key within the job type. Not with fields. */
+            key?: string;
+            /** @description Payload keys whose values make the key. Neither key nor fields: the whole payload. */
+            fields?: string[];
+            /** @description The statuses in which a job counts as the holder of its key: at least queued and running. Default: those two, or every status with a period. */
+            states?: components["schemas"]["JobStatusEnum"][];
+            /**
+             * Format: double
+             * @description A job counts only this long after its enqueue.
+             */
+            period_seconds?: number;
         };
         User: {
             readonly id: number;
@@ -1470,7 +1548,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Idempotent replay: the job the first request with this key created (as it is now). */
+            /** @description Idempotent replay, or a unique job's duplicate: the job the first request with this key created (as it is now). */
             200: {
                 headers: {
                     /** @description Present on a 200 from job creation: the idempotency key was seen before with the same request, and this is the job that request created. */
@@ -1478,7 +1556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobEnqueued"];
                 };
             };
             /** @description Created. */
@@ -1487,7 +1565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobEnqueued"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */
