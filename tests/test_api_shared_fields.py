@@ -63,7 +63,7 @@ def test_fields_are_built_once_per_class():
     assert JobSerializer().fields is JobSerializer().fields
     assert JobDetailSerializer().fields is not JobSerializer().fields
     assert set(JobDetailSerializer().fields) - set(JobSerializer().fields) == {
-        "last_traceback", "request_fingerprint", "events"}
+        "last_traceback", "request_fingerprint", "events", "dependencies", "dependants"}
 
 
 def test_jobs_render_as_with_per_instance_fields():
@@ -72,6 +72,7 @@ def test_jobs_render_as_with_per_instance_fields():
         assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
         detail = selectors.job_detail(job.id)
         detail.job.latest_events = detail.events
+        detail.job.dependencies, detail.job.dependants = detail.dependencies, detail.dependants
         assert (JobDetailSerializer(detail.job).data
                 == PerInstanceJobDetailSerializer(detail.job).data)
     assert JobSerializer(jobs, many=True).data == PerInstanceJobSerializer(jobs, many=True).data

@@ -265,7 +265,7 @@ def test_the_api_answers_201_then_200_with_created_false_for_a_duplicate(alice):
     assert again.status_code == 200, again.json()
     assert again.json()["created"] is False and again.json()["id"] == first.json()["id"]
     assert "X-Idempotency-Replay" not in again.headers
-    assert first.json()["unique_states"] == ["queued", "running"]
+    assert first.json()["unique_states"] == ["queued", "running", "waiting"]
 
 
 def test_the_api_bulk_accepts_unique_per_item(alice):

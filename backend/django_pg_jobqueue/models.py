@@ -20,7 +20,14 @@ from django.db.models.functions import Now
 from django.db.models.lookups import Exact
 
 from .exceptions import DirectJobCreation
-from .states import PRIORITY_MAX, PRIORITY_MIN, EventKind, Status
+from .states import (
+    AFTER_FAILURE_CANCEL,
+    AFTER_FAILURE_CHOICES,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    EventKind,
+    Status,
+)
 
 
 class TxNow(models.Func):
@@ -128,6 +135,9 @@ class Job(models.Model):
     # by at most one job whose status is in its own unique_states (job_unique_key_unique).
     unique_key = models.CharField(max_length=300, null=True, blank=True)
     unique_states = models.JSONField(null=True, blank=True)  # a JSON array of statuses
+    # Some job was enqueued after this one (job_dependencies): its completion, failure or
+    # cancel then settles those dependants (services/dependencies.py).
+    has_dependants = models.BooleanField(default=False, db_default=False)
 
     objects = JobQuerySet.as_manager()
 
@@ -227,6 +237,8 @@ class Job(models.Model):
             models.Index("type", "status", name="jobs_type_status_idx"),
             models.Index("queue", "status", name="jobs_queue_status_idx"),  # queues, metrics
             models.Index("created_at", name="jobs_created_idx"),
+            # The dependency sweep (services/dependencies.py): waiting jobs only.
+            models.Index("id", name="jobs_waiting_idx", condition=Q(status="waiting")),
         ]
 
     def __str__(self) -> str:
@@ -266,6 +278,34 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} job={self.job_id} #{self.id}"
+
+
+class JobDependency(models.Model):
+    """`job` runs only after `depends_on` succeeded (enqueue(after=[...])). A job can depend
+    only on jobs that exist when it is enqueued, so no cycle can form. No foreign keys in the
+    database: a dependency may be pruned before its dependants (its outcome settled them
+    already); the pruner deletes a job's own rows here with it."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.DO_NOTHING, db_constraint=False,
+                            related_name="dependency_links", db_index=False)
+    depends_on = models.ForeignKey(Job, on_delete=models.DO_NOTHING, db_constraint=False,
+                                   related_name="dependant_links", db_index=False)
+    on_failure = models.CharField(max_length=8, choices=[(c, c) for c in AFTER_FAILURE_CHOICES],
+                                  default=AFTER_FAILURE_CANCEL, db_default=AFTER_FAILURE_CANCEL)
+
+    class Meta:
+        db_table = "job_dependencies"
+        ordering = ["id"]
+        verbose_name_plural = "job dependencies"
+        constraints = [
+            models.UniqueConstraint(fields=["job", "depends_on"], name="job_dependency_unique"),
+            models.CheckConstraint(condition=~Q(job=F("depends_on")),
+                                   name="job_dependency_not_itself"),
+            models.CheckConstraint(condition=Q(on_failure__in=AFTER_FAILURE_CHOICES),
+                                   name="job_dependency_on_failure_known"),
+        ]
+        indexes = [models.Index("depends_on", name="job_dependencies_on_idx")]
 
 
 class WorkerProcess(models.Model):

@@ -19,6 +19,7 @@ from .. import selectors
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
+    AFTER_FAILURE_CHOICES,
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -324,6 +325,16 @@ def _whole_queue_name(value) -> None:
         raise serializers.ValidationError("use letters, digits and _ . : - only.", code="invalid")
 
 
+@extend_schema_field({"oneOf": [
+    {"type": "integer", "format": "int64", "minimum": 1, "description": "A job id."},
+    {"type": "object", "properties": {"item": {"type": "integer", "minimum": 0}},
+     "required": ["item"], "additionalProperties": False,
+     "description": "In /jobs/bulk/: the i-th earlier job of the same request."},
+]})
+class AfterEntryField(serializers.JSONField):
+    """One entry of `after`: a job id, or {"item": i} (services/dependencies.py checks it)."""
+
+
 class UniqueOptionsSerializer(StrictSerializer):
     """`unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it)."""
 
@@ -365,6 +376,14 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
                                            help_text="Not runnable for this many seconds. Not with run_at.")
     timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
+    after = serializers.ListField(
+        child=AfterEntryField(), required=False, allow_null=True,
+        help_text="Job ids this job waits for (status waiting) until every one succeeded. In "
+                  "/jobs/bulk/, {\"item\": i} names the i-th earlier job of the request.")
+    after_failure = serializers.ChoiceField(
+        choices=list(AFTER_FAILURE_CHOICES), required=False, allow_null=True,
+        help_text="When a job it waits for fails for good or is cancelled: cancel this one "
+                  "too (the default), or run it anyway.")
     unique = UniqueOptionsSerializer(
         required=False, allow_null=True,
         help_text="At most one job of this type and key at a time: a duplicate answers 200 with "
@@ -403,6 +422,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
             "idempotency_key": data.get("idempotency_key"),
             "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
             "unique": _unique_option(data.get("unique")),
+            "after": data.get("after"), "after_failure": data.get("after_failure"),
         }
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
@@ -437,6 +457,9 @@ class JobBulkCreateSerializer(StrictSerializer):
                     item[target] = data[source]
             if data.get("unique") is not None:
                 item["unique"] = _unique_option(data["unique"])
+            for name in ("after", "after_failure"):
+                if data.get(name) is not None:
+                    item[name] = data[name]
             items.append(item)
         return items
 
@@ -549,7 +572,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
-            "idempotency_expires_at", "unique_key", "unique_states",
+            "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
         ]
         read_only_fields = fields
 
@@ -579,14 +602,33 @@ class EventSerializer(SharedFieldsMixin, JobQueueModelSerializer):
         read_only_fields = fields
 
 
+class JobLinkSerializer(serializers.Serializer):
+    """A job another one waits for, or that waits for it."""
+
+    id = serializers.IntegerField()
+    type = serializers.CharField(allow_null=True, help_text="Null: the job was pruned.")
+    status = serializers.ChoiceField(choices=STATUS_CHOICES, allow_null=True,
+                                     help_text="Null: the job was pruned.")
+    on_failure = serializers.ChoiceField(
+        choices=list(AFTER_FAILURE_CHOICES),
+        help_text="What the waiting job does if this one fails for good or is cancelled.")
+
+
 class JobDetailSerializer(JobSerializer):
     """A job with every field of the model and its latest events (oldest first)."""
 
     events = EventSerializer(many=True, source="latest_events",
                              help_text="The latest 50 events, oldest first.")
+    dependencies = JobLinkSerializer(
+        many=True,
+        help_text="The jobs this one waits for (enqueued after them), in id order.")
+    dependants = JobLinkSerializer(
+        many=True,
+        help_text="The jobs that wait for this one (the first 100), in id order.")
 
     class Meta(JobSerializer.Meta):
-        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events"]
+        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events",
+                                              "dependencies", "dependants"]
         read_only_fields = fields
 
 

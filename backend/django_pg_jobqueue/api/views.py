@@ -187,6 +187,8 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     def retrieve(self, request, id=None):
         detail = selectors.job_detail(_job_id(id))
         detail.job.latest_events = detail.events
+        detail.job.dependencies = detail.dependencies
+        detail.job.dependants = detail.dependants
         return Response(JobDetailSerializer(detail.job).data)
 
     @extend_schema(

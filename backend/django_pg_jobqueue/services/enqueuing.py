@@ -45,6 +45,7 @@ from ..states import (
     RUN_AT_MIN,
     Status,
 )
+from . import dependencies
 
 
 @dataclass
@@ -64,6 +65,8 @@ class NewJob:
     unique_key: str | None = None  # "<type>:<key>"
     unique_states: list[str] | None = None
     unique_period_seconds: float | None = None
+    after: list | None = None  # job ids and ("item", i) references (services/dependencies.py)
+    after_failure: str = "cancel"
 
 
 def _fingerprint(spec: dict) -> str:
@@ -330,7 +333,8 @@ def _check_unique(unique, job_type: str, payload: dict,
             raise InvalidJobArgument("unique", "unique['states'] must include 'queued' and "
                                                "'running' (a job moving between them must "
                                                "never meet another of its key)")
-    ordered = [state for state in _ALL_STATES if state in states]
+    # A job enqueued after others waits before it is queued: it holds its key then too.
+    ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
     return f"{job_type}:{scope}{material}", ordered, period
 
 
@@ -369,7 +373,8 @@ def _check_creatable_task(payload: dict) -> None:
 
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
              idempotency_key=None, max_attempts=None, timeout=None, unique=None,
-             from_api: bool = False, unique_scope: str = "") -> NewJob:
+             after=None, after_failure=None, from_api: bool = False, unique_scope: str = "",
+             index: int | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
@@ -403,6 +408,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     if unique is not None:
         unique_key, unique_states, unique_period = _check_unique(unique, job_type, payload,
                                                                  unique_scope)
+    after, after_failure = dependencies.check_after(after, after_failure, index=index)
     fingerprint = key_ttl = None
     if idempotency_key is not None:
         spec_of_request = {
@@ -413,6 +419,9 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
         }
         if unique is not None:  # only then: keys stored before unique jobs existed replay
             spec_of_request["unique"] = [unique_key, unique_states, unique_period]
+        if after:
+            spec_of_request["after"] = [list(ref) if isinstance(ref, tuple) else ref
+                                        for ref in after] + [after_failure]
         fingerprint = _fingerprint(spec_of_request)
         # A periodic schedule's keys never expire: they are how each tick runs once
         # (periodic.py; the pruner keeps the newest for the same reason).
@@ -423,15 +432,16 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
         queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
-        unique_period_seconds=unique_period,
+        unique_period_seconds=unique_period, after=after, after_failure=after_failure,
     )
 
 
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempotency_key",
-                              "max_attempts", "timeout", "unique"})
+                              "max_attempts", "timeout", "unique", "after", "after_failure"})
 
 
-def _prepare_item(item, from_api: bool = False, unique_scope: str = "") -> NewJob:
+def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
+                  index: int = 0) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
         raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
@@ -442,7 +452,7 @@ def _prepare_item(item, from_api: bool = False, unique_scope: str = "") -> NewJo
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return _prepare(item["type"], item.get("payload"), from_api=from_api,
-                    unique_scope=unique_scope,
+                    unique_scope=unique_scope, index=index,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -560,9 +570,26 @@ def _keyed(new: NewJob) -> bool:
 
 @tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
-    if len(new_jobs) == 1:
-        return [_insert_one(new_jobs[0])]
-    return _insert_many(new_jobs)
+    if not any(new.after for new in new_jobs):
+        if len(new_jobs) == 1:
+            return [_insert_one(new_jobs[0])]
+        return _insert_many(new_jobs)
+    # Jobs enqueued after others: inserted as any job, then made to wait for them in the
+    # same transaction (services/dependencies.py), before any worker can see them.
+    with queue_atomic():
+        results = [_insert_one(new_jobs[0])] if len(new_jobs) == 1 else _insert_many(new_jobs)
+        created = [(position, (job.id, new.after, new.after_failure))
+                   for position, (new, (job, was_created)) in enumerate(zip(new_jobs, results))
+                   if was_created and new.after]
+        if created:
+            statuses = dependencies.block(created, [job.id for job, _ in results])
+            for job, _ in results:
+                status = statuses.get(job.id)
+                if status == Status.WAITING:
+                    job.status = Status.WAITING
+                elif status == Status.CANCELLED:  # it waited for a job that failed
+                    job.refresh_from_db()
+    return results
 
 
 def _insert_one(new: NewJob) -> tuple[Job, bool]:
@@ -575,21 +602,20 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
         None if new.unique_states is None else json.dumps(new.unique_states),
         tracing.carrier_json(),
     )
-    if keyed:
-        with queue_atomic():
-            _release_expired_keys([new])
-            for _ in range(3):
-                rows = db.fetch_all(statement, params)
-                if rows:
-                    break
-                # Only a keyed insert can insert nothing: a key is taken. Its holder, unless
-                # it left meanwhile (finished, or its transaction rolled back): then again.
-                holder = _holder(new, _holders([new]))
-                if holder is not None:
-                    return _replay(new, holder)
-            else:
-                raise RuntimeError(f"enqueue of {new.type!r}: its key was taken three times "
-                                   "and its holder gone each time")
+    if keyed:  # no transaction needed: the release is guarded, the index arbitrates
+        _release_expired_keys([new])
+        for _ in range(3):
+            rows = db.fetch_all(statement, params)
+            if rows:
+                break
+            # Only a keyed insert can insert nothing: a key is taken. Its holder, unless
+            # it left meanwhile (finished, or its transaction rolled back): then again.
+            holder = _holder(new, _holders([new]))
+            if holder is not None:
+                return _replay(new, holder)
+        else:
+            raise RuntimeError(f"enqueue of {new.type!r}: its key was taken three times "
+                               "and its holder gone each time")
     else:
         rows = db.fetch_all(statement, params)
     job_id, available_at, created_at = rows[0][:3]
@@ -637,8 +663,9 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
                     for new, row in zip(new_jobs, sorted(rows), strict=True)]
         # Some were left out: match the inserted rows to the input by their keys (a row of
         # the batch with neither key is always inserted, in input order).
-        inserted_by_key = {("idempotency", r[1]) if r[1] is not None else ("unique", r[4]): r
-                           for r in rows if r[1] is not None or r[4] is not None}
+        inserted_by_key: dict[tuple[str, str | None], tuple] = {
+            ("idempotency", r[1]) if r[1] is not None else ("unique", r[4]): r
+            for r in rows if r[1] is not None or r[4] is not None}
         unkeyed = iter(sorted(r for r in rows if r[1] is None and r[4] is None))
         holders = _holders(new_jobs)
         out: list[tuple[Job, bool]] = []
@@ -650,9 +677,9 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
                 continue
             mine = ("idempotency", new.idempotency_key) if new.idempotency_key is not None \
                 else ("unique", new.unique_key)
-            row = inserted_by_key.pop(mine, None)
-            if row is not None and row[4] == new.unique_key:
-                job = _new_job(new, row[0], row[2], row[3], alias, plain_init)
+            mine_row = inserted_by_key.pop(mine, None)
+            if mine_row is not None and mine_row[4] == new.unique_key:
+                job = _new_job(new, mine_row[0], mine_row[2], mine_row[3], alias, plain_init)
                 for kind, key in (("idempotency", new.idempotency_key), ("unique", new.unique_key)):
                     if key is not None:
                         in_batch[kind, key] = job
@@ -684,7 +711,8 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
             queue: str | None = None, run_at: datetime | None = None,
             delay: float | timedelta | None = None, idempotency_key: str | None = None,
             max_attempts: int | None = None, timeout: int | None = None,
-            unique: dict | None = None) -> Job:
+            unique: dict | None = None, after: list | None = None,
+            after_failure: str | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored), its `created`
     attribute False when an existing job was returned instead (an idempotent replay, or the
     job that holds the same unique key).
@@ -708,6 +736,12 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
       (the statuses in which a job counts, at least "queued" and "running"; default: those
       two, or every status when a period is given) and `period_seconds` (a job counts only
       within this many seconds of its enqueue). See docs/how-to/unique-jobs.md.
+    - `after`: a list of job ids (or Job objects), at most `states.MAX_AFTER`: the job waits
+      (status "waiting") until every one of them succeeded. `after_failure`: what it does
+      when one fails for good or is cancelled, "cancel" (the default: it is cancelled too,
+      the reason in its timeline) or "run" (it runs anyway once they all finished). In
+      enqueue_many, an item may also wait for an earlier item of its batch: {"item": i}.
+      See docs/how-to/dependencies.md.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
       `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
 
@@ -719,7 +753,7 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     job, _ = enqueue_job(
         job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
         idempotency_key=idempotency_key, max_attempts=max_attempts, timeout=timeout,
-        unique=unique,
+        unique=unique, after=after, after_failure=after_failure,
     )
     return job
 
@@ -744,7 +778,7 @@ def enqueue_many_jobs(jobs: list[dict], *, from_api: bool = False,
     prepared = []
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item, from_api, unique_scope))
+            prepared.append(_prepare_item(item, from_api, unique_scope, index))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .. import conf, db, outcomes, sql
 from ..db import queue_connection
 from ..exceptions import LeaseLost
+from . import dependencies
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
 
@@ -55,7 +56,11 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
         f'[{int(c.job_id)},"{c.lease_token}",{worker_ids[c.worker_id]},'
         f'{c.result_json if c.result_json is not None else outcomes.encode_result(c.result)}]'
         for c in completions) + "]"
-    done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
+    rows = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
+    settling = [row[0] for row in rows if row[3]]
+    if settling:  # a statement of its own: it must see the edges of enqueues it waited for
+        dependencies.settle(settling)
+    done = [row[:3] for row in rows]
     done_ids = {row[0] for row in done}
     refused = [c for c in completions if c.job_id not in done_ids]
     for c in refused:
@@ -90,6 +95,8 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
         record_lease_lost(job_id, lease_token, worker_id, "fail",
                           f"late failure discarded: the lease was lost ({error[:200]})")
         raise LeaseLost(job_id, lease_token, "fail")
+    if row[4] and row[1] != "queued":  # failed for good, or cancelled: its dependants next
+        dependencies.settle([job_id])
     return row[1], row[3]
 
 

@@ -7,6 +7,7 @@ from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
 from ..models import TxNow as Now
 from ..selectors import parse_job_id
 from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status
+from . import dependencies
 from .bulk_retry import retry_jobs
 
 
@@ -18,17 +19,20 @@ def _locked(job_id) -> Job:
 
 
 def cancel(job_id, *, actor: str = "") -> Job:
-    """Cancel a job: a queued one ends at once (cancelled); a running one gets
+    """Cancel a job: a queued (or waiting) one ends at once (cancelled), and so do the jobs
+    that wait for it (unless enqueued with after_failure="run"); a running one gets
     `cancel_requested_at`, which its handler sees through `ctx.should_stop()`, and the worker
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
     with queue_atomic():
         job = _locked(job_id)
-        if job.status == Status.QUEUED:
-            Job.objects.filter(pk=job.pk, status=Status.QUEUED).update(
+        if job.status in (Status.QUEUED, Status.WAITING):
+            Job.objects.filter(pk=job.pk, status=job.status).update(
                 status=Status.CANCELLED, finished_at=Now(), updated_at=Now(),
             )
             JobEvent.objects.create(job=job, kind=EventKind.CANCELLED, attempt=job.attempts,
-                                    message=f"cancelled while queued{_by(actor)}")
+                                    message=f"cancelled while {job.status}{_by(actor)}")
+            if job.has_dependants:
+                dependencies.settle([job.pk])
         elif job.status == Status.RUNNING:
             if job.cancel_requested_at is None:
                 Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(

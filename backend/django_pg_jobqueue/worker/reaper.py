@@ -6,6 +6,7 @@ import logging
 import time
 
 from .. import conf, services
+from ..services.dependencies import settle_waiting
 from .base import Backoff, ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -33,6 +34,10 @@ class Reaper(ServiceThread):
             log.debug("reaper holding off after reconnecting")
             return {}
         counts = services.reap()
+        # The dependency sweep rides on the reaper's interval: waiting jobs that no
+        # completion settled (services/dependencies.py).
+        for status in settle_waiting().values():
+            counts[f"waiting_{status}"] = counts.get(f"waiting_{status}", 0) + 1
         for status, n in counts.items():
             self.total[status] = self.total.get(status, 0) + n
         if counts:

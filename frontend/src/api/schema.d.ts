@@ -449,6 +449,12 @@ export interface components {
          * @enum {string}
          */
         ActionEnum: "cancel" | "retry" | "delete";
+        /**
+         * @description * `cancel` - cancel
+         *     * `run` - run
+         * @enum {string}
+         */
+        AfterFailureEnum: "cancel" | "run";
         BulkCreated: {
             count: number;
             jobs: components["schemas"]["JobEnqueued"][];
@@ -510,9 +516,11 @@ export interface components {
          *     * `cancel_requested` - cancel_requested
          *     * `cancelled` - cancelled
          *     * `retried` - retried
+         *     * `blocked` - blocked
+         *     * `unblocked` - unblocked
          * @enum {string}
          */
-        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried";
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -579,6 +587,7 @@ export interface components {
             readonly idempotency_expires_at: string | null;
             readonly unique_key: string | null;
             readonly unique_states: unknown;
+            readonly has_dependants: boolean;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -679,6 +688,17 @@ export interface components {
             delay_seconds?: number;
             /** @description Per-attempt time limit. Default: the type's. */
             timeout_seconds?: number;
+            /** @description Job ids this job waits for (status waiting) until every one succeeded. In /jobs/bulk/, {"item": i} names the i-th earlier job of the request. */
+            after?: (number | {
+                item: number;
+            })[] | null;
+            /**
+             * @description When a job it waits for fails for good or is cancelled: cancel this one too (the default), or run it anyway.
+             *
+             *     * `cancel` - cancel
+             *     * `run` - run
+             */
+            after_failure?: (components["schemas"]["AfterFailureEnum"] | components["schemas"]["NullEnum"]) | null;
             /** @description At most one job of this type and key at a time: a duplicate answers 200 with the job that holds the key and `created: false`. */
             unique?: components["schemas"]["UniqueOptionsRequest"] | null;
         };
@@ -730,10 +750,15 @@ export interface components {
             readonly idempotency_expires_at: string | null;
             readonly unique_key: string | null;
             readonly unique_states: unknown;
+            readonly has_dependants: boolean;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /** @description The latest 50 events, oldest first. */
             events: components["schemas"]["Event"][];
+            /** @description The jobs this one waits for (enqueued after them), in id order. */
+            dependencies: components["schemas"]["JobLink"][];
+            /** @description The jobs that wait for this one (the first 100), in id order. */
+            dependants: components["schemas"]["JobLink"][];
         };
         /**
          * @description A job as an enqueue returns it: `created` false when it is an existing job (an
@@ -786,8 +811,33 @@ export interface components {
             readonly idempotency_expires_at: string | null;
             readonly unique_key: string | null;
             readonly unique_states: unknown;
+            readonly has_dependants: boolean;
             /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
             created: boolean;
+        };
+        /** @description A job another one waits for, or that waits for it. */
+        JobLink: {
+            id: number;
+            /** @description Null: the job was pruned. */
+            type: string | null;
+            /**
+             * @description Null: the job was pruned.
+             *
+             *     * `queued` - queued
+             *     * `running` - running
+             *     * `succeeded` - succeeded
+             *     * `failed` - failed
+             *     * `cancelled` - cancelled
+             *     * `waiting` - waiting
+             */
+            status: (components["schemas"]["JobStatusEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description What the waiting job does if this one fails for good or is cancelled.
+             *
+             *     * `cancel` - cancel
+             *     * `run` - run
+             */
+            on_failure: components["schemas"]["AfterFailureEnum"];
         };
         /**
          * @description Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
@@ -826,9 +876,10 @@ export interface components {
          *     * `succeeded` - succeeded
          *     * `failed` - failed
          *     * `cancelled` - cancelled
+         *     * `waiting` - waiting
          * @enum {string}
          */
-        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "waiting";
         JobType: {
             name: string;
             description: string;
@@ -870,6 +921,8 @@ export interface components {
             throughput: components["schemas"]["_ThroughputPoint"][];
             workers: components["schemas"]["_Workers"];
         };
+        /** @enum {unknown} */
+        NullEnum: null;
         PaginatedJobList: {
             /** @example 123 */
             count: number;
@@ -1466,8 +1519,9 @@ export interface operations {
                  *     * `succeeded` - succeeded
                  *     * `failed` - failed
                  *     * `cancelled` - cancelled
+                 *     * `waiting` - waiting
                  */
-                status?: ("cancelled" | "failed" | "queued" | "running" | "succeeded")[];
+                status?: ("cancelled" | "failed" | "queued" | "running" | "succeeded" | "waiting")[];
                 /** @description Exact job type. */
                 type?: string;
             };
