@@ -64,7 +64,7 @@ def test_fields_are_built_once_per_class():
     assert JobDetailSerializer().fields is not JobSerializer().fields
     assert set(JobDetailSerializer().fields) - set(JobSerializer().fields) == {
         "last_traceback", "request_fingerprint", "retry_policy", "next_attempt",
-        "waiting_for_handler", "unknown_type_at", "events"}
+        "waiting_for_handler", "unknown_type_at", "events", "dependencies", "dependants"}
 
 
 def test_jobs_render_as_with_per_instance_fields():
@@ -73,6 +73,7 @@ def test_jobs_render_as_with_per_instance_fields():
         assert JobSerializer(job).data == PerInstanceJobSerializer(job).data
         detail = selectors.job_detail(job.id)
         detail.job.latest_events = detail.events
+        detail.job.dependencies, detail.job.dependants = detail.dependencies, detail.dependants
         assert (JobDetailSerializer(detail.job).data
                 == PerInstanceJobDetailSerializer(detail.job).data)
     assert JobSerializer(jobs, many=True).data == PerInstanceJobSerializer(jobs, many=True).data

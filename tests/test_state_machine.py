@@ -167,5 +167,5 @@ def test_job_lifecycle_follows_the_state_machine():
 
 def test_every_transition_in_the_table_is_named_by_a_verb():
     verbs = set(TRANSITIONS.values())
-    assert verbs == {"claim", "complete", "fail", "requeue", "cancel", "retry"}
+    assert verbs == {"claim", "complete", "fail", "requeue", "cancel", "retry", "block", "unblock"}
     assert not any(src in (Status.SUCCEEDED,) for src, _ in TRANSITIONS)

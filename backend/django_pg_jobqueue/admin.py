@@ -120,7 +120,9 @@ class JobAdmin(admin.ModelAdmin):
         ("Progress", {"fields": ["progress_percent", "progress_message"]}),
         ("Times", {"fields": ["available_at", "created_at", "updated_at", "started_at",
                               "finished_at"]}),
-        ("Idempotency", {"fields": ["idempotency_key", "request_fingerprint"]}),
+        ("Idempotency and uniqueness", {"fields": ["idempotency_key", "request_fingerprint",
+                                                   "idempotency_expires_at", "unique_key",
+                                                   "unique_states"]}),
     ]
 
     def get_readonly_fields(self, request, obj=None):

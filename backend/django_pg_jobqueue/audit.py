@@ -49,6 +49,8 @@ _TARGET = {
     EventKind.SNOOZED: Status.QUEUED,
     EventKind.CANCELLED: Status.CANCELLED,
     EventKind.RETRIED: Status.QUEUED,
+    EventKind.BLOCKED: Status.WAITING,  # enqueued after other jobs
+    EventKind.UNBLOCKED: Status.QUEUED,  # every job it waited for finished
     EventKind.LEASE_EXPIRED: None,  # data.next_status: queued, failed or cancelled
 }
 # Events that change nothing but must happen while the job runs (written under its row lock).

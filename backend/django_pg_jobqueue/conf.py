@@ -406,6 +406,15 @@ class QueueConf:
     RETENTION_CANCELLED: str = setting("7d", check_id=24, rule=retention, group="retention",
                                    type_doc="duration or None", doc="""
         How long cancelled jobs and their events are kept (the same form).""")
+    IDEMPOTENCY_KEY_TTL_SECONDS: int | None = setting(
+        None, check_id=61, rule=whole(1, none="keys never expire"), group="retention",
+        doc="""
+        How long an idempotency key replays, in seconds from its job's enqueue: within it, the
+        same key and request return the first job; after it, the next enqueue with the key
+        creates a new job and takes the key over (the old job keeps its history, its
+        `idempotency_key` cleared). None: a key replays for as long as its job is kept.
+        Stored per job as `idempotency_expires_at` when it is enqueued. Periodic schedules'
+        keys never expire (each tick must run once). See docs/how-to/unique-jobs.md.""")
     PRUNE_INTERVAL_SECONDS: float = setting(300.0, check_id=25, rule=number(0), group="retention",
                                             doc="""
         How often each worker process's pruner deletes the jobs past their retention; 0 turns

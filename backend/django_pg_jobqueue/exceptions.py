@@ -31,6 +31,15 @@ class InvalidTransition(JobError):
         super().__init__(f"cannot {action} job {job_id}: it is {status}")
 
 
+class UniqueKeyHeld(InvalidTransition):
+    """A unique job cannot be retried: another job holds its unique key now (HTTP 409)."""
+
+    def __init__(self, job_id: int, status: str | None, holder_id: int):
+        super().__init__(job_id, "retry", status)
+        self.holder_id = holder_id
+        self.args = (f"cannot retry job {job_id}: job {holder_id} holds its unique key",)
+
+
 class LeaseLost(JobError):
     """A worker's write was refused: the job is no longer running under its lease token.
 

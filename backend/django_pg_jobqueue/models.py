@@ -20,7 +20,14 @@ from django.db.models.functions import Now
 from django.db.models.lookups import Exact
 
 from .exceptions import DirectJobCreation
-from .states import PRIORITY_MAX, PRIORITY_MIN, EventKind, Status
+from .states import (
+    AFTER_FAILURE_CANCEL,
+    AFTER_FAILURE_CHOICES,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    EventKind,
+    Status,
+)
 
 
 class TxNow(models.Func):
@@ -30,6 +37,12 @@ class TxNow(models.Func):
     template = "now()"
     output_field = models.DateTimeField()
 
+
+# unique_states ? status (the JSON array holds the status): whether a job counts for its
+# unique key (job_unique_key_unique).
+STATUS_IN_UNIQUE_STATES = models.Func(
+    F("unique_states"), F("status"), template="(%(expressions)s)", arg_joiner=" ? ",
+    output_field=models.BooleanField())
 
 LOCK_FIELDS_EMPTY = Q(locked_by__isnull=True, lease_token__isnull=True, lease_expires_at__isnull=True)
 
@@ -121,6 +134,16 @@ class Job(models.Model):
     # When a worker that does not know this job's type first gave it back (sql.RELEASE_UNKNOWN_TYPE):
     # it waits for a worker that does. Cleared when a worker runs it and it fails or succeeds.
     unknown_type_at = models.DateTimeField(null=True, blank=True)
+    # After this time (the database clock) the idempotency key no longer replays: the next
+    # enqueue with it takes it over (JOB_IDEMPOTENCY_KEY_TTL_SECONDS; NULL: never).
+    idempotency_expires_at = models.DateTimeField(null=True, blank=True)
+    # Unique jobs (services/enqueuing.py, docs/how-to/unique-jobs.md): "<type>:<key>", held
+    # by at most one job whose status is in its own unique_states (job_unique_key_unique).
+    unique_key = models.CharField(max_length=300, null=True, blank=True)
+    unique_states = models.JSONField(null=True, blank=True)  # a JSON array of statuses
+    # Some job was enqueued after this one (job_dependencies): its completion, failure or
+    # cancel then settles those dependants (services/dependencies.py).
+    has_dependants = models.BooleanField(default=False, db_default=False)
 
     objects = JobQuerySet.as_manager()
 
@@ -191,6 +214,15 @@ class Job(models.Model):
                 condition=Q(idempotency_key__isnull=False),
                 name="job_idempotency_key_unique",
             ),
+            # At most one job per unique key among the jobs whose status is one of their own
+            # unique_states: a job leaves this index by itself when its status leaves them
+            # (no statement that moves a job needs to know about uniqueness), and the
+            # enqueue's INSERT ... ON CONFLICT is arbitrated by it (sql.ENQUEUE_ONE).
+            models.UniqueConstraint(
+                fields=["unique_key"],
+                condition=Q(unique_key__isnull=False) & Q(STATUS_IN_UNIQUE_STATES),
+                name="job_unique_key_unique",
+            ),
         ]
         indexes = [
             # The claim: queued rows in claim order (see sql.CLAIM). Partial, so it only holds
@@ -211,6 +243,8 @@ class Job(models.Model):
             models.Index("type", "status", name="jobs_type_status_idx"),
             models.Index("queue", "status", name="jobs_queue_status_idx"),  # queues, metrics
             models.Index("created_at", name="jobs_created_idx"),
+            # The dependency sweep (services/dependencies.py): waiting jobs only.
+            models.Index("id", name="jobs_waiting_idx", condition=Q(status="waiting")),
         ]
 
     def __str__(self) -> str:
@@ -250,6 +284,34 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} job={self.job_id} #{self.id}"
+
+
+class JobDependency(models.Model):
+    """`job` runs only after `depends_on` succeeded (enqueue(after=[...])). A job can depend
+    only on jobs that exist when it is enqueued, so no cycle can form. No foreign keys in the
+    database: a dependency may be pruned before its dependants (its outcome settled them
+    already); the pruner deletes a job's own rows here with it."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.DO_NOTHING, db_constraint=False,
+                            related_name="dependency_links", db_index=False)
+    depends_on = models.ForeignKey(Job, on_delete=models.DO_NOTHING, db_constraint=False,
+                                   related_name="dependant_links", db_index=False)
+    on_failure = models.CharField(max_length=8, choices=[(c, c) for c in AFTER_FAILURE_CHOICES],
+                                  default=AFTER_FAILURE_CANCEL, db_default=AFTER_FAILURE_CANCEL)
+
+    class Meta:
+        db_table = "job_dependencies"
+        ordering = ["id"]
+        verbose_name_plural = "job dependencies"
+        constraints = [
+            models.UniqueConstraint(fields=["job", "depends_on"], name="job_dependency_unique"),
+            models.CheckConstraint(condition=~Q(job=F("depends_on")),
+                                   name="job_dependency_not_itself"),
+            models.CheckConstraint(condition=Q(on_failure__in=AFTER_FAILURE_CHOICES),
+                                   name="job_dependency_on_failure_known"),
+        ]
+        indexes = [models.Index("depends_on", name="job_dependencies_on_idx")]
 
 
 class WorkerProcess(models.Model):

@@ -93,6 +93,24 @@ def job_get(job_id) -> Job:
 class JobDetail:
     job: Job
     events: list[JobEvent]
+    dependencies: list[dict] | None = None  # what it waits for (enqueue(after=...))
+    dependants: list[dict] | None = None  # what waits for it
+
+
+DETAIL_DEPENDANTS = 100  # the most dependants a job's detail lists
+
+
+def job_links(job: Job) -> tuple[list[dict], list[dict]]:
+    """The jobs this one waits for, and (the first DETAIL_DEPENDANTS of) those that wait
+    for it: {id, type, status, on_failure}; type and status None for a job no longer kept."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.JOB_LINKS, {"id": job.pk, "limit": DETAIL_DEPENDANTS})
+        rows = cur.fetchall()
+    links: dict[str, list[dict]] = {"after": [], "before": []}
+    for side, job_id, job_type, status, on_failure in rows:
+        links[side].append({"id": job_id, "type": job_type, "status": status,
+                            "on_failure": on_failure})
+    return links["after"], links["before"]
 
 
 def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
@@ -104,7 +122,8 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     for event in latest:
         event.job = job  # the serializer reads job.type / job.status without a query
     latest.reverse()
-    return JobDetail(job=job, events=latest)
+    dependencies, dependants = job_links(job)
+    return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
 
 
 @dataclass

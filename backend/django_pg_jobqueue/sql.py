@@ -188,7 +188,7 @@ done AS (
     FROM input
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
-              extract(epoch FROM now() - j.started_at) AS run_seconds
+              extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -197,7 +197,7 @@ events AS (
            now()
     FROM done
 )
-SELECT id, status, run_seconds FROM done
+SELECT id, status, run_seconds, has_dependants FROM done  -- dependants: settle them next
 """
 
 # --- fail: retry with backoff, or fail for good ----------------------------------------------
@@ -229,7 +229,7 @@ upd AS (
     FROM decision d
     WHERE j.id = d.id
     RETURNING j.id, j.status, j.attempts, d.delay, d.policy, d.gives_up,
-              extract(epoch FROM now() - d.started_at) AS run_seconds
+              extract(epoch FROM now() - d.started_at) AS run_seconds, j.has_dependants
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -248,7 +248,7 @@ events AS (
     FROM upd
 )
 SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds,
-       gives_up
+       gives_up, has_dependants
 FROM upd
 """
 
@@ -458,7 +458,8 @@ NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 # the transaction's clock, now(). The two statements share these pieces:
 _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
-                      progress_message, idempotency_key, request_fingerprint, retry_policy)"""
+                      progress_message, idempotency_key, request_fingerprint,
+                      idempotency_expires_at, unique_key, unique_states, retry_policy)"""
 
 
 def _created_events(trace_param: str) -> str:
@@ -477,7 +478,8 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
-            '', %s::text, %s::text, %s::jsonb)
+            '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
+            %s::jsonb, %s::jsonb)
     {on_conflict}
     RETURNING id, queue, priority, available_at, created_at
 ),
@@ -493,26 +495,31 @@ WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
-           '', idempotency_key, fingerprint, retry_policy
+           '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
+           unique_key, unique_states, retry_policy
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
-            fingerprint text, retry_policy jsonb))
+            fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
+            retry_policy jsonb))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
-                                 run_at, delay, idempotency_key, fingerprint, retry_policy, n)
+                                 run_at, delay, idempotency_key, fingerprint, key_ttl,
+                                 unique_key, unique_states, retry_policy, n)
     ORDER BY n
     {on_conflict}
-    RETURNING id, queue, priority, idempotency_key, available_at, created_at
+    RETURNING id, queue, priority, idempotency_key, available_at, created_at, unique_key
 ),
 """ + _created_events("%(trace)s") + """
-SELECT id, idempotency_key, available_at, created_at FROM ins
+SELECT id, idempotency_key, available_at, created_at, unique_key FROM ins
 {notify_once}
 ORDER BY id
 """
 
-# Only a keyed insert names the arbiter: ON CONFLICT makes every row a speculative insertion
-# (an extra WAL record per row) even when its key is NULL.
-_ON_CONFLICT = "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+# Only a keyed insert (an idempotency key or a unique key) has an arbiter: ON CONFLICT makes
+# every row a speculative insertion (an extra WAL record per row) even when its key is NULL.
+# No target: both job_idempotency_key_unique and job_unique_key_unique arbitrate, so that a
+# row that collides with either is left out (the caller then finds the job that holds it).
+_ON_CONFLICT = "ON CONFLICT DO NOTHING"
 _NOTIFY = f", pg_notify('{NOTIFY_CHANNEL}', queue)"
 # A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
 # commit anyway, but only after paying for each pg_notify call (a few us a row). An
@@ -531,6 +538,164 @@ ENQUEUE_MANY = {
                                          notify_once=_NOTIFY_ONCE if notify else "")
     for keyed in (False, True) for notify in (False, True)
 }
+
+# --- unique jobs and expiring idempotency keys (services/enqueuing.py) ----------------------
+# The partial unique index of unique jobs (models.Job, job_unique_key_unique), built
+# CONCURRENTLY by migration 0008: one row per unique key among the jobs whose status is in
+# their own unique_states (a JSON array: `unique_states ? status`). A job leaves it by itself
+# when its status leaves those states.
+CREATE_UNIQUE_KEY_INDEX = (
+    "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_unique_key_unique ON jobs (unique_key)"
+    " WHERE unique_key IS NOT NULL AND (unique_states ? status)"
+)
+DROP_UNIQUE_KEY_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS job_unique_key_unique"
+# Before a keyed insert whose uniqueness has a period, or while idempotency keys expire: the
+# jobs that still hold one of these keys but no longer count (enqueued longer ago than the new
+# job's period; key past its idempotency_expires_at) give it up, so that the insert that
+# follows takes it. Race-safe because the unique indexes still arbitrate the insert: two
+# producers may both release the old holder, and then exactly one of them inserts. Guarded by
+# the age in the statement itself, never by what the caller read. The old job keeps its
+# history; only the key column is cleared (it counts no more, as documented).
+RELEASE_UNIQUE_KEYS_IF_OLDER_THAN_PERIOD = """
+UPDATE jobs j SET unique_key = NULL
+FROM unnest(%(keys)s::text[], %(periods)s::float8[]) AS u(key, period)
+WHERE j.unique_key = u.key AND (j.unique_states ? j.status)
+  AND j.created_at <= now() - make_interval(secs => u.period)
+"""
+RELEASE_IDEMPOTENCY_KEYS_IF_EXPIRED = """
+UPDATE jobs SET idempotency_key = NULL
+WHERE idempotency_key = ANY(%(keys)s::text[]) AND idempotency_expires_at <= now()
+"""
+
+# --- job dependencies (services/dependencies.py) ----------------------------------------------
+# A job enqueued after=[...] is inserted queued, then, in the same transaction (no worker can
+# see it before), made `waiting` with its edges; the claim reads queued rows only, so waiting
+# jobs cost the claim nothing. Each dependency's row is locked (and marked has_dependants) in
+# id order before its status is read: that lock orders the enqueue against the dependency's
+# completion. Either the completion commits first (the enqueue then reads it succeeded and
+# unblocks the job at once), or it waits for the enqueue to commit and then sees
+# has_dependants, so its worker settles the dependants in a statement that starts after that
+# commit and sees the new edges. No wake-up is lost.
+LOCK_DEPENDENCIES = """
+WITH locked AS (
+    SELECT id FROM jobs WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE jobs j SET has_dependants = true FROM locked WHERE j.id = locked.id
+RETURNING j.id, j.status
+"""
+# The edges of the new jobs (%(edges)s: a JSON array of {job_id, depends_on_id, on_failure}),
+# each new job moved from queued to waiting, with its `blocked` event.
+BLOCK_JOBS = """
+WITH edges AS (
+    INSERT INTO job_dependencies (job_id, depends_on_id, on_failure)
+    SELECT e.job_id, e.depends_on_id, e.on_failure
+    FROM jsonb_to_recordset(%(edges)s::jsonb) AS e(job_id bigint, depends_on_id bigint, on_failure text)
+    ON CONFLICT DO NOTHING
+    RETURNING job_id, depends_on_id
+),
+blocked AS (
+    UPDATE jobs j SET status = 'waiting', updated_at = now()
+    WHERE j.id IN (SELECT job_id FROM edges) AND j.status = 'queued'
+    RETURNING j.id, j.attempts
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT b.id, 'blocked', b.attempts, 'waiting for ' || w.names, jsonb_build_object('after', w.ids), now()
+    FROM blocked b
+    CROSS JOIN LATERAL (
+        SELECT string_agg('job ' || e.depends_on_id, ', ' ORDER BY e.depends_on_id) AS names,
+               jsonb_agg(e.depends_on_id ORDER BY e.depends_on_id) AS ids
+        FROM edges e WHERE e.job_id = b.id) AS w
+)
+SELECT id FROM blocked
+"""
+# Settle waiting jobs: unblock (waiting -> queued, runnable now or at its own later
+# available_at) each one whose dependencies all succeeded (or ended failed or cancelled, for
+# an edge with on_failure 'run'); cancel each one that waits, with on_failure 'cancel', for a
+# job that failed for good, was cancelled or no longer exists, the reason in its `cancelled`
+# event. Set-based and idempotent: the guard status = 'waiting' is re-checked on the locked
+# row, so two settles of one job (two dependencies finishing at once, the sweep) move it once.
+# {candidates}: SETTLE_BY_DEPENDENCY or SETTLE_SWEEP, a query of `id`s of jobs to consider.
+SETTLE_WAITING = """
+WITH candidates AS ({candidates}),
+verdict AS (
+    SELECT e.job_id AS id,
+           bool_and(coalesce(d.status = 'succeeded', false)
+                    OR (e.on_failure = 'run'
+                        AND (d.id IS NULL OR d.status IN ('failed', 'cancelled')))) AS ready,
+           min(e.depends_on_id) FILTER (
+               WHERE e.on_failure = 'cancel'
+                 AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))) AS cause
+    FROM job_dependencies e
+    LEFT JOIN jobs d ON d.id = e.depends_on_id
+    WHERE e.job_id IN (SELECT id FROM candidates)
+    GROUP BY e.job_id
+),
+settled AS (
+    UPDATE jobs j
+    SET status = CASE WHEN v.cause IS NULL THEN 'queued' ELSE 'cancelled' END,
+        finished_at = CASE WHEN v.cause IS NULL THEN NULL ELSE now() END,
+        available_at = GREATEST(j.available_at, now()),
+        updated_at = now()
+    FROM verdict v
+    WHERE j.id = v.id AND j.status = 'waiting' AND (v.cause IS NOT NULL OR v.ready)
+    RETURNING j.id, j.status, j.attempts, j.queue, v.cause
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT s.id, CASE s.status WHEN 'queued' THEN 'unblocked' ELSE 'cancelled' END, s.attempts,
+           CASE WHEN s.status = 'queued' THEN 'every job it waited for finished'
+                ELSE 'cancelled: job ' || s.cause || ', which it waited for, '
+                     || CASE c.status WHEN 'failed' THEN 'failed'
+                                      WHEN 'cancelled' THEN 'was cancelled'
+                                      ELSE 'no longer exists' END
+           END,
+           CASE WHEN s.status = 'queued' THEN '{{}}'::jsonb
+                ELSE jsonb_build_object('reason', 'dependency_' || coalesce(c.status, 'missing'),
+                                        'dependency_id', s.cause) END,
+           now()
+    FROM settled s LEFT JOIN jobs c ON c.id = s.cause
+),
+notified AS (
+    SELECT count(pg_notify('""" + NOTIFY_CHANNEL + """', queue)) AS queues
+    FROM (SELECT DISTINCT queue FROM settled WHERE status = 'queued') AS q
+    WHERE %(notify)s
+)
+SELECT s.id, s.status, (SELECT queues FROM notified) FROM settled s ORDER BY s.id
+"""
+# The waiting dependants of these jobs (%(ids)s), after they finished.
+SETTLE_BY_DEPENDENCY = (
+    "SELECT job_id AS id FROM job_dependencies WHERE depends_on_id = ANY(%(ids)s::bigint[])"
+)
+# The sweep (each worker's reaper): waiting jobs that can be settled now (every job they wait
+# for finished or is gone, or one they must not outlive failed or was cancelled), oldest
+# first, up to %(limit)s: exactly those SETTLE_WAITING moves, so a full batch always makes
+# progress. It catches what no completion settled: a worker that died between its completion
+# and the settle, a job the reaper failed or a shutdown cancelled. Walks jobs_waiting_idx:
+# its cost is the waiting jobs, not the table.
+SETTLE_SWEEP = """
+    SELECT w.id FROM jobs w
+    WHERE w.status = 'waiting'
+      AND (NOT EXISTS (
+               SELECT 1 FROM job_dependencies e JOIN jobs d ON d.id = e.depends_on_id
+               WHERE e.job_id = w.id AND d.status NOT IN ('succeeded', 'failed', 'cancelled'))
+           OR EXISTS (
+               SELECT 1 FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.depends_on_id
+               WHERE e.job_id = w.id AND e.on_failure = 'cancel'
+                 AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))))
+    ORDER BY w.id LIMIT %(limit)s
+"""
+# The job detail's two lists in one round trip: what it waits for ('after'), and the first
+# %(limit)s of what waits for it ('before'). Each side walks one index of job_dependencies.
+JOB_LINKS = """
+(SELECT 'after', e.depends_on_id, d.type, d.status, e.on_failure
+ FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.depends_on_id
+ WHERE e.job_id = %(id)s ORDER BY e.depends_on_id)
+UNION ALL
+(SELECT 'before', e.job_id, d.type, d.status, e.on_failure
+ FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.job_id
+ WHERE e.depends_on_id = %(id)s ORDER BY e.job_id LIMIT %(limit)s)
+"""
 
 # --- claim under global concurrency limits -------------------------------------------------
 # Used instead of CLAIM while any queue (job_queue_settings.concurrency_limit) or job type
@@ -713,6 +878,10 @@ retried AS (
         unknown_type_at = NULL  -- a fresh wait for a worker that knows its type
     FROM picked
     WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
+      -- a unique job whose key another job holds now stays as it is (job_unique_key_unique)
+      AND NOT EXISTS (SELECT 1 FROM jobs h
+                      WHERE j.unique_key IS NOT NULL AND h.unique_key = j.unique_key
+                        AND h.id <> j.id AND (h.unique_states ? h.status))
     RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
 ),
 events AS (
@@ -982,6 +1151,9 @@ WITH doomed AS (
 ),
 events AS (
     DELETE FROM job_events e USING doomed WHERE e.job_id = doomed.id RETURNING e.id
+),
+edges AS (  -- what the doomed jobs waited for (what waited for them keeps its rows)
+    DELETE FROM job_dependencies e USING doomed WHERE e.job_id = doomed.id
 ),
 gone AS (
     DELETE FROM jobs j USING doomed

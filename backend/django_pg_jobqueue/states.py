@@ -14,6 +14,12 @@ keeps the two in step.
     queued    -- cancel -----------------------------------------> cancelled
     failed    -- manual retry ----------------------------------> queued
     cancelled -- manual retry ----------------------------------> queued
+    queued    -- enqueued after=[...] (same transaction) --------> waiting  (blocked)
+    waiting   -- every dependency succeeded --------------------> queued   (unblocked)
+    waiting   -- a dependency failed or was cancelled ----------> cancelled
+
+A waiting job (services/dependencies.py) is out of the claim's reach: the claim reads only
+queued rows (sql.CLAIM and its partial index), so it costs nothing more for dependencies.
 """
 import re
 from datetime import datetime
@@ -42,6 +48,10 @@ MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year)
 RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
 MAX_TYPE_LENGTH = 100  # Job.type's max_length (a Django task's path longer than this: django_task)
+# A unique job's key (enqueue(unique={"key": ...})): stored as "<type>:key:<key>" in
+# Job.unique_key (max_length 300, a type being at most 100 characters).
+MAX_UNIQUE_KEY_LENGTH = 190
+MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).
 MAX_PAYLOAD_DEPTH = 64
@@ -53,6 +63,7 @@ class Status(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    WAITING = "waiting"  # enqueued after=[...]: not runnable until its dependencies succeed
 
 
 TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
@@ -76,6 +87,8 @@ class EventKind(StrEnum):
     CANCEL_REQUESTED = "cancel_requested"
     CANCELLED = "cancelled"
     RETRIED = "retried"
+    BLOCKED = "blocked"  # queued -> waiting: enqueued after other jobs
+    UNBLOCKED = "unblocked"  # waiting -> queued: every job it waited for succeeded
 
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event
@@ -89,7 +102,17 @@ TRANSITIONS: dict[tuple[Status, Status], str] = {
     (Status.QUEUED, Status.CANCELLED): "cancel",
     (Status.FAILED, Status.QUEUED): "retry",
     (Status.CANCELLED, Status.QUEUED): "retry",
+    (Status.QUEUED, Status.WAITING): "block",
+    (Status.WAITING, Status.QUEUED): "unblock",
+    (Status.WAITING, Status.CANCELLED): "cancel",
 }
+
+# What a dependant does when a job it waits for fails for good or is cancelled
+# (enqueue(after_failure=...)): be cancelled too (the default), or run anyway.
+AFTER_FAILURE_CANCEL = "cancel"
+AFTER_FAILURE_RUN = "run"
+AFTER_FAILURE_CHOICES = (AFTER_FAILURE_CANCEL, AFTER_FAILURE_RUN)
+MAX_AFTER = 1000  # jobs one job may wait for
 
 
 def can_transition(source: str, target: str) -> bool:

@@ -28,6 +28,12 @@ def scoped(user, key: str | None) -> str | None:
     return f"{scope}{DIGEST}{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
+def unique_scope(user) -> str:
+    """The scope of the unique keys `user` sends (enqueue's `unique`): the same as their
+    idempotency keys', so that another user's unique job is never returned to them."""
+    return f"{PREFIX}{user.pk}:"
+
+
 def unscoped(stored: str | None) -> str | None:
     """The key as its client sent it, from its stored form; a key from Python as it is."""
     if stored is None or not stored.startswith(PREFIX):

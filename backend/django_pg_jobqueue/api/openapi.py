@@ -55,6 +55,7 @@ SETTINGS = {
         "JobStatusEnum": "django_pg_jobqueue.api.serializers.STATUS_CHOICES",
         "EventKindEnum": "django_pg_jobqueue.api.serializers.EVENT_KIND_CHOICES",
         "HealthStatusEnum": ["ok", "unavailable"],
+        "AfterFailureEnum": "django_pg_jobqueue.states.AFTER_FAILURE_CHOICES",
     },
     "TAGS": [
         {"name": "jobs", "description": "Enqueue, list, inspect, cancel and retry jobs."},

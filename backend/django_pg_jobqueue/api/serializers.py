@@ -19,6 +19,7 @@ from .. import job_actions, retries
 from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
+    AFTER_FAILURE_CHOICES,
     MAX_ATTEMPTS_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -346,6 +347,33 @@ def _whole_queue_name(value) -> None:
         raise serializers.ValidationError("use letters, digits and _ . : - only.", code="invalid")
 
 
+@extend_schema_field({"oneOf": [
+    {"type": "integer", "format": "int64", "minimum": 1, "description": "A job id."},
+    {"type": "object", "properties": {"item": {"type": "integer", "minimum": 0}},
+     "required": ["item"], "additionalProperties": False,
+     "description": "In /jobs/bulk/: the i-th earlier job of the same request."},
+]})
+class AfterEntryField(serializers.JSONField):
+    """One entry of `after`: a job id, or {"item": i} (services/dependencies.py checks it)."""
+
+
+class UniqueOptionsSerializer(StrictSerializer):
+    """`unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it)."""
+
+    key = StrictCharField(required=False, trim_whitespace=False,
+                          help_text="The unique key within the job type. Not with fields.")
+    fields = serializers.ListField(
+        child=StrictCharField(trim_whitespace=False), required=False,
+        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
+                  "payload.")
+    states = serializers.ListField(
+        child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False,
+        help_text="The statuses in which a job counts as the holder of its key: at least "
+                  "queued and running. Default: those two, or every status with a period.")
+    period_seconds = StrictFloatField(
+        required=False, help_text="A job counts only this long after its enqueue.")
+
+
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = StrictCharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, default=dict,
@@ -376,6 +404,18 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
                   "or {\"base_seconds\", \"factor\", \"max_seconds\"} (exponential), each with "
                   "\"jitter\" (0..1), \"retry_on\" and \"give_up_on\" (exception names). Data only: "
                   "a function policy is set on the handler or task. Validated as enqueue()'s.")
+    after = serializers.ListField(
+        child=AfterEntryField(), required=False, allow_null=True,
+        help_text="Job ids this job waits for (status waiting) until every one succeeded. In "
+                  "/jobs/bulk/, {\"item\": i} names the i-th earlier job of the request.")
+    after_failure = serializers.ChoiceField(
+        choices=list(AFTER_FAILURE_CHOICES), required=False, allow_null=True,
+        help_text="When a job it waits for fails for good or is cancelled: cancel this one "
+                  "too (the default), or run it anyway.")
+    unique = UniqueOptionsSerializer(
+        required=False, allow_null=True,
+        help_text="At most one job of this type and key at a time: a duplicate answers 200 with "
+                  "the job that holds the key and `created: false`.")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
@@ -399,7 +439,8 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         # The fields are enqueue()'s arguments, by the same names.
         options = {name: data.get(name) for name in (
             "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
-            "timeout_seconds", "retry_policy")}
+            "timeout_seconds", "retry_policy", "after", "after_failure")}
+        options["unique"] = _unique_option(data.get("unique"))
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
 
@@ -428,8 +469,18 @@ class JobBulkCreateSerializer(StrictSerializer):
                          "max_attempts", "timeout_seconds", "retry_policy"):
                 if data.get(name) is not None:
                     item[name] = data[name]
+            if data.get("unique") is not None:
+                item["unique"] = _unique_option(data["unique"])
+            for name in ("after", "after_failure"):
+                if data.get(name) is not None:
+                    item[name] = data[name]
             items.append(item)
         return items
+
+
+def _unique_option(value) -> dict | None:
+    """The validated `unique` object as enqueue()'s dict (the options given, as given)."""
+    return None if value is None else dict(value)
 
 
 def _utc(value):
@@ -535,6 +586,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
+            "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
         ]
         read_only_fields = fields
 
@@ -575,6 +627,18 @@ class NextAttemptSerializer(serializers.Serializer):
     policy = serializers.CharField(help_text="The retry policy that set the delay, in words.")
 
 
+class JobLinkSerializer(serializers.Serializer):
+    """A job another one waits for, or that waits for it."""
+
+    id = serializers.IntegerField()
+    type = serializers.CharField(allow_null=True, help_text="Null: the job was pruned.")
+    status = serializers.ChoiceField(choices=STATUS_CHOICES, allow_null=True,
+                                     help_text="Null: the job was pruned.")
+    on_failure = serializers.ChoiceField(
+        choices=list(AFTER_FAILURE_CHOICES),
+        help_text="What the waiting job does if this one fails for good or is cancelled.")
+
+
 class JobDetailSerializer(JobSerializer):
     """A job with every field of the model and its latest events (oldest first)."""
 
@@ -592,10 +656,18 @@ class JobDetailSerializer(JobSerializer):
     unknown_type_at = ISODateTimeField(allow_null=True, help_text=(
         "When a worker without a handler for its type first gave it back; null if none did."))
 
+    dependencies = JobLinkSerializer(
+        many=True,
+        help_text="The jobs this one waits for (enqueued after them), in id order.")
+    dependants = JobLinkSerializer(
+        many=True,
+        help_text="The jobs that wait for this one (the first 100), in id order.")
+
     class Meta(JobSerializer.Meta):
         fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint",
                                               "retry_policy", "next_attempt",
-                                              "waiting_for_handler", "unknown_type_at", "events"]
+                                              "waiting_for_handler", "unknown_type_at", "events",
+                                              "dependencies", "dependants"]
         read_only_fields = fields
 
     @extend_schema_field(NextAttemptSerializer(allow_null=True))
@@ -616,9 +688,22 @@ class JobDetailSerializer(JobSerializer):
         return job.status == Status.QUEUED and job.unknown_type_at is not None
 
 
+class JobEnqueuedSerializer(JobSerializer):
+    """A job as an enqueue returns it: `created` false when it is an existing job (an
+    idempotent replay, or the job that holds the same unique key)."""
+
+    created = serializers.BooleanField(
+        help_text="False: no job was created; this is the job that holds the idempotency key "
+                  "or the unique key.")
+
+    class Meta(JobSerializer.Meta):
+        fields = JobSerializer.Meta.fields + ["created"]
+        read_only_fields = fields
+
+
 class BulkCreatedSerializer(serializers.Serializer):
     count = serializers.IntegerField()
-    jobs = JobSerializer(many=True)
+    jobs = JobEnqueuedSerializer(many=True)
 
 
 class EventPageSerializer(serializers.Serializer):

@@ -42,6 +42,7 @@ from .serializers import (
     JobBulkCreateSerializer,
     JobCreateSerializer,
     JobDetailSerializer,
+    JobEnqueuedSerializer,
     JobRetryMatchingResultSerializer,
     JobRetryMatchingSerializer,
     JobSerializer,
@@ -74,7 +75,8 @@ _JOB_EXAMPLE = {
     "locked_by": None, "lease_expires_at": None, "lease_token": None, "timeout_seconds": 30,
     "progress": {"percent": None, "message": ""}, "progress_percent": None,
     "progress_message": "", "last_error": None, "idempotency_key": "welcome-ada",
-    "cancel_requested_at": None, "is_finished": False,
+    "cancel_requested_at": None, "is_finished": False, "idempotency_expires_at": None,
+    "unique_key": None, "unique_states": None,
 }
 _EVENT_EXAMPLE = {
     "id": 1001, "job_id": 42, "job_type": "email_send", "job_status": "running",
@@ -187,6 +189,8 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     def retrieve(self, request, id=None):
         detail = selectors.job_detail(_job_id(id))
         detail.job.latest_events = detail.events
+        detail.job.dependencies = detail.dependencies
+        detail.job.dependants = detail.dependants
         return Response(JobDetailSerializer(detail.job).data)
 
     @extend_schema(
@@ -203,17 +207,19 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     @extend_schema(
         summary="Enqueue a job", tags=["jobs"],
         description="Only `type` is required; the type's defaults fill the rest "
-                    "(see /api/v1/job-types/). 201: created. 200: an idempotent replay (the "
-                    "same key and the same request before): the original job, with "
-                    "`X-Idempotency-Replay: true`.",
+                    "(see /api/v1/job-types/). 201: created. 200: no job created: an "
+                    "idempotent replay (the same key and the same request before: the "
+                    "original job, with `X-Idempotency-Replay: true`), or a duplicate of a "
+                    "unique job (the job that holds the unique key); `created` is false.",
         request=JobCreateSerializer, parameters=[IDEMPOTENCY_KEY, REPLAY, RETRY_AFTER],
         examples=[_CREATE_EXAMPLE],
         responses={
-            201: OpenApiResponse(JobSerializer, description="Created.", examples=[
-                OpenApiExample("created", value=_JOB_EXAMPLE, response_only=True, status_codes=[201])]),
-            200: OpenApiResponse(JobSerializer, description="Idempotent replay: the job the first "
+            201: OpenApiResponse(JobEnqueuedSerializer, description="Created.", examples=[
+                OpenApiExample("created", value={**_JOB_EXAMPLE, "created": True}, response_only=True, status_codes=[201])]),
+            200: OpenApiResponse(JobEnqueuedSerializer, description="Idempotent replay, or a "
+                                 "unique job's duplicate: the job the first "
                                  "request with this key created (as it is now).", examples=[
-                OpenApiExample("replay", value=_JOB_EXAMPLE, response_only=True, status_codes=[200])]),
+                OpenApiExample("replay", value={**_JOB_EXAMPLE, "created": False}, response_only=True, status_codes=[200])]),
             **errors(400, 401, 403, 409, 413, 429, 503),
         },
     )
@@ -225,14 +231,20 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         options["idempotency_key"] = stored_key = idempotency.scoped(request.user, key)
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
-            job, created = services.enqueue_or_get(**options, from_api=True)
+            job, created = services.enqueue_or_get(
+                **options, from_api=True, unique_scope=idempotency.unique_scope(request.user))
         charge_created(request, 1 if created else 0)
-        body = JobSerializer(job).data
-        if key is not None:
+        body = JobEnqueuedSerializer(job).data
+        replayed = not created and stored_key is not None and job.idempotency_key == stored_key
+        if replayed:
             body["idempotency_key"] = key  # as sent, also when it was stored as its digest
         if created:
+            if key is not None:
+                body["idempotency_key"] = key
             return Response(body, status=status.HTTP_201_CREATED)
-        return Response(body, status=status.HTTP_200_OK, headers={"X-Idempotency-Replay": "true"})
+        # Not created: an idempotent replay, or the job that holds the unique key.
+        return Response(body, status=status.HTTP_200_OK,
+                        headers={"X-Idempotency-Replay": "true"} if replayed else {})
 
     @extend_schema(
         summary="Enqueue up to 1,000 jobs, all or nothing", tags=["jobs"],
@@ -257,10 +269,11 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                 sent[stored_key] = key
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
-            results = services.enqueue_many_or_get(items, from_api=True)
+            results = services.enqueue_many_or_get(
+                items, from_api=True, unique_scope=idempotency.unique_scope(request.user))
         charge_created(request, sum(1 for _, created in results if created))
         jobs = [job for job, _ in results]
-        body = JobSerializer(jobs, many=True).data
+        body = JobEnqueuedSerializer(jobs, many=True).data
         for job, shown in zip(jobs, body, strict=True):
             if job.idempotency_key in sent:
                 shown["idempotency_key"] = sent[job.idempotency_key]

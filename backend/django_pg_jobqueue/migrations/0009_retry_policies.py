@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("django_pg_jobqueue", "0007_partition_job_events"),
+        ("django_pg_jobqueue", "0008_unique_jobs_and_dependencies"),
     ]
 
     operations = [

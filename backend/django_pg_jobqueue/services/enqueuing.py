@@ -4,6 +4,7 @@ Called inside the caller's `transaction.atomic()`, the job is part of that trans
 becomes visible to workers only when the caller commits, and never exists if it rolls back.
 The NOTIFY that wakes idle workers is transactional too: PostgreSQL delivers it on commit.
 """
+import copy
 import hashlib
 import json
 import math
@@ -28,7 +29,7 @@ from ..exceptions import (
     NotCreatable,
     UnknownJobType,
 )
-from ..models import Job
+from ..models import STATUS_IN_UNIQUE_STATES, Job
 from ..registry import is_task_job, registry
 from ..retries import InvalidRetryPolicy, RetryPolicy
 from ..states import (
@@ -39,12 +40,15 @@ from ..states import (
     MAX_QUEUE_NAME_LENGTH,
     MAX_TIMEOUT_SECONDS,
     MAX_TYPE_LENGTH,
+    MAX_UNIQUE_KEY_LENGTH,
+    MAX_UNIQUE_PERIOD_SECONDS,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_RE,
     RUN_AT_MIN,
     Status,
 )
+from . import dependencies
 
 
 @dataclass
@@ -61,6 +65,12 @@ class NewJob:
     idempotency_key: str | None
     fingerprint: str | None
     retry_policy: dict | None = None  # retries.RetryPolicy's JSON shape: this job's own
+    key_ttl_seconds: float | None = None  # the idempotency key's expiry, from the enqueue
+    unique_key: str | None = None  # "<type>:<key>"
+    unique_states: list[str] | None = None
+    unique_period_seconds: float | None = None
+    after: list | None = None  # job ids and ("item", i) references (services/dependencies.py)
+    after_failure: str = "cancel"
 
 
 def _fingerprint(spec: dict) -> str:
@@ -262,6 +272,84 @@ def _creatable_types() -> list[str]:
     return [t["name"] for t in selectors.job_types() if t["creatable"]]
 
 
+PERIODIC_KEY_PREFIX = "periodic:"
+
+# -- unique jobs ---------------------------------------------------------------------------------
+_UNIQUE_OPTIONS = ("key", "fields", "states", "period_seconds")
+# The statuses a unique job may count in. A queued and a running job always count: a job moving
+# between those two (a claim, a retry after a failed attempt, a release) must never meet
+# another job of its key, which could then not be written.
+_UNIQUE_ALWAYS = (Status.QUEUED.value, Status.RUNNING.value)
+_ALL_STATES = tuple(s.value for s in Status)
+
+
+def _check_unique(unique, job_type: str, payload: dict,
+                  scope: str = "") -> tuple[str, list[str], float | None]:
+    """The unique key, the states it counts in and the period of `unique` (a dict of key,
+    fields, states, period_seconds; see enqueue()). `scope`: the API's user scope
+    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys."""
+    if not isinstance(unique, dict):
+        raise _type_error("unique", "a dict of key, fields, states and period_seconds", unique)
+    unknown = sorted(str(k) for k in unique if k not in _UNIQUE_OPTIONS)
+    if unknown:
+        raise JobArgumentTypeError("unique", f"has the unknown option {unknown[0]!r}; expected "
+                                             f"{', '.join(_UNIQUE_OPTIONS)}")
+    key, fields = unique.get("key"), unique.get("fields")
+    if key is not None and fields is not None:
+        raise InvalidJobArgument("unique", "give unique['key'] or unique['fields'], not both")
+    if key is not None:
+        if not isinstance(key, str):
+            raise _type_error("unique", "a dict whose 'key' is a str", key)
+        if not key.strip() or len(key) > MAX_UNIQUE_KEY_LENGTH:
+            raise InvalidJobArgument("unique", f"unique['key'] must have 1 to "
+                                               f"{MAX_UNIQUE_KEY_LENGTH} characters, not all blank")
+        problem = _unstorable_text(key)
+        if problem:
+            raise InvalidJobArgument("unique", f"unique['key'] {problem}")
+        material = f"key:{key}"
+    else:
+        if fields is None:
+            chosen = payload
+        elif (not isinstance(fields, (list, tuple)) or not fields
+              or not all(isinstance(f, str) for f in fields)):
+            raise _type_error("unique", "a dict whose 'fields' is a non-empty list of payload "
+                                        "keys (str)", fields)
+        else:
+            chosen = {f: payload.get(f) for f in fields}
+        digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, ensure_ascii=False,
+                                           separators=(",", ":")).encode()).hexdigest()
+        material = f"payload:{digest[:40]}"
+    period = unique.get("period_seconds")
+    if period is not None:
+        if isinstance(period, timedelta):
+            period = period.total_seconds()
+        if not isinstance(period, Real) or isinstance(period, bool):
+            raise _type_error("unique", "a dict whose 'period_seconds' is a number", period)
+        period = float(period)
+        if not (math.isfinite(period) and 0 < period <= MAX_UNIQUE_PERIOD_SECONDS):
+            raise InvalidJobArgument("unique", "unique['period_seconds'] must be above 0 and at "
+                                               f"most {MAX_UNIQUE_PERIOD_SECONDS}")
+    states = unique.get("states")
+    if states is None:
+        # Without a period: while queued or running. With one: whatever became of the job.
+        states = list(_UNIQUE_ALWAYS) if period is None else list(_ALL_STATES)
+    elif (not isinstance(states, (list, tuple))
+          or not all(isinstance(state, str) for state in states)):
+        raise _type_error("unique", "a dict whose 'states' is a list of statuses", states)
+    else:
+        bad = sorted(set(states) - set(_ALL_STATES))
+        if bad:
+            raise InvalidJobArgument("unique", f"unique['states'] has {bad[0]!r}, not a status: "
+                                               f"{', '.join(_ALL_STATES)}")
+        if not set(_UNIQUE_ALWAYS) <= set(states):
+            raise InvalidJobArgument("unique", "unique['states'] must include 'queued' and "
+                                               "'running' (a job moving between them must "
+                                               "never meet another of its key)")
+    # A job enqueued after others waits before it is queued: it holds its key then too.
+    ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
+    return f"{job_type}:{scope}{material}", ordered, period
+
+
 def _check_creatable(job_type: str) -> None:
     """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
     Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
@@ -310,8 +398,9 @@ def _check_retry_policy(policy) -> dict | None:
 
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
-             retry_policy=None,
-             from_api: bool = False) -> NewJob:
+             retry_policy=None, unique=None, after=None, after_failure=None,
+             from_api: bool = False, unique_scope: str = "",
+             index: int | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
@@ -352,7 +441,12 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
     policy = _check_retry_policy(retry_policy)
-    fingerprint = None
+    unique_key = unique_states = unique_period = None
+    if unique is not None:
+        unique_key, unique_states, unique_period = _check_unique(unique, job_type, payload,
+                                                                 unique_scope)
+    after, after_failure = dependencies.check_after(after, after_failure, index=index)
+    fingerprint = key_ttl = None
     if idempotency_key is not None:
         request = {
             # a task's as `django_task`: keys stored before tasks had their own types replay
@@ -365,22 +459,35 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         }
         if policy is not None:  # only when given: keys stored before it existed still replay
             request["retry_policy"] = policy
+        if unique is not None:  # only then: keys stored before unique jobs existed replay
+            request["unique"] = [unique_key, unique_states, unique_period]
+        if after:
+            request["after"] = [list(ref) if isinstance(ref, tuple) else ref
+                                for ref in after] + [after_failure]
         fingerprint = _fingerprint(request)
+        # A periodic schedule's keys never expire: they are how each tick runs once
+        # (periodic.py; the pruner keeps the newest for the same reason).
+        if not idempotency_key.startswith(PERIODIC_KEY_PREFIX):
+            key_ttl = settings.IDEMPOTENCY_KEY_TTL_SECONDS
     return NewJob(
         type=job_type, payload=payload, payload_json=payload_json, priority=priority,
         queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
         retry_policy=policy,
+        key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
+        unique_period_seconds=unique_period, after=after, after_failure=after_failure,
     )
 
 
 # enqueue()'s keyword arguments: the keys an enqueue_many() item may have besides "type" and
 # "payload", and the fields of POST /api/v1/jobs/ (tests/test_vocabulary.py holds them together).
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
-                              "max_attempts", "timeout_seconds", "retry_policy"})
+                              "max_attempts", "timeout_seconds", "retry_policy", "unique",
+                              "after", "after_failure"})
 
 
-def _prepare_item(item, from_api: bool = False) -> NewJob:
+def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
+                  index: int = 0) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
         raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
@@ -391,6 +498,7 @@ def _prepare_item(item, from_api: bool = False) -> NewJob:
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return _prepare(item["type"], item.get("payload"), from_api=from_api,
+                    unique_scope=unique_scope, index=index,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -406,10 +514,11 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY) = (_JOB_FIELDS.index(name) for name in (
-    "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
-    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
-    "retry_policy"))
+ _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES) = (
+    _JOB_FIELDS.index(name) for name in (
+        "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
+        "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
+        "retry_policy", "idempotency_expires_at", "unique_key", "unique_states"))
 
 
 def _plain_init() -> bool:
@@ -433,43 +542,130 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_KEY] = new.idempotency_key
     values[_FINGERPRINT] = new.fingerprint
     values[_RETRY_POLICY] = new.retry_policy
+    if new.key_ttl_seconds is not None:
+        values[_KEY_EXPIRES] = created_at + timedelta(seconds=new.key_ttl_seconds)
+    values[_UNIQUE_KEY] = new.unique_key
+    values[_UNIQUE_STATES] = new.unique_states
     if not plain_init:
-        return Job.from_db(db_alias, _JOB_FIELDS, values)
+        job = Job.from_db(db_alias, _JOB_FIELDS, values)
+        job.created = True
+        return job
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
     # nothing listens to: most of enqueue_many's Python time for a batch of 1,000.
     job = Job.__new__(Job)
     job.__dict__.update(zip(_JOB_FIELDS, values, strict=True))
     job._state = state = ModelState()
     state.adding, state.db = False, db_alias
+    job.created = True
     return job
 
 
 def _replay(new: NewJob, existing: Job) -> tuple[Job, bool]:
     """The job an earlier enqueue created under the same key: the same request replays it,
-    a different one is a conflict."""
-    if existing.request_fingerprint != new.fingerprint:
+    a different one is a conflict. A unique job's duplicate returns the job that holds the
+    unique key, whatever its request was (that is what unique means)."""
+    if (new.idempotency_key is not None and existing.idempotency_key == new.idempotency_key
+            and existing.request_fingerprint != new.fingerprint):
         raise IdempotencyConflict(new.idempotency_key, existing.id)
+    existing.created = False
     return existing, False
+
+
+def _holders(new_jobs: list[NewJob]) -> dict[tuple[str, str], Job]:
+    """The jobs that hold the keys of these new jobs now, by ("idempotency", key) and
+    ("unique", key): after an insert that left some out, read in a new snapshot (READ
+    COMMITTED), so a holder that committed meanwhile is found."""
+    keys = [j.idempotency_key for j in new_jobs if j.idempotency_key is not None]
+    unique_keys = [j.unique_key for j in new_jobs if j.unique_key is not None]
+    found: dict[tuple[str, str], Job] = {}
+    if keys:
+        for job in Job.objects.filter(idempotency_key__in=keys):
+            found["idempotency", job.idempotency_key] = job
+    if unique_keys:
+        for job in Job.objects.filter(STATUS_IN_UNIQUE_STATES, unique_key__in=unique_keys):
+            found["unique", job.unique_key] = job
+    return found
+
+
+def _holder(new: NewJob, holders: dict) -> Job | None:
+    """The job that keeps `new` from being inserted: its idempotency key's, else its unique
+    key's."""
+    if new.idempotency_key is not None and ("idempotency", new.idempotency_key) in holders:
+        return holders["idempotency", new.idempotency_key]
+    if new.unique_key is not None:
+        return holders.get(("unique", new.unique_key))
+    return None
+
+
+def _release_expired_keys(new_jobs: list[NewJob]) -> None:
+    """Before the insert: jobs that hold these keys but no longer count give them up (an
+    idempotency key past its expiry, a unique key enqueued longer ago than the period)."""
+    periodic = [(j.unique_key, j.unique_period_seconds) for j in new_jobs
+                if j.unique_period_seconds is not None]
+    if periodic:
+        db.fetch_all(sql.RELEASE_UNIQUE_KEYS_IF_OLDER_THAN_PERIOD, {
+            "keys": [k for k, _ in periodic], "periods": [p for _, p in periodic]})
+    if conf.get().IDEMPOTENCY_KEY_TTL_SECONDS is not None:
+        keys = [j.idempotency_key for j in new_jobs if j.idempotency_key is not None]
+        if keys:
+            db.fetch_all(sql.RELEASE_IDEMPOTENCY_KEYS_IF_EXPIRED, {"keys": keys})
+
+
+def _keyed(new: NewJob) -> bool:
+    return new.idempotency_key is not None or new.unique_key is not None
 
 
 @tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
-    if len(new_jobs) == 1:
-        return [_insert_one(new_jobs[0])]
-    return _insert_many(new_jobs)
+    if not any(new.after for new in new_jobs):
+        if len(new_jobs) == 1:
+            return [_insert_one(new_jobs[0])]
+        return _insert_many(new_jobs)
+    # Jobs enqueued after others: inserted as any job, then made to wait for them in the
+    # same transaction (services/dependencies.py), before any worker can see them.
+    with queue_atomic():
+        results = [_insert_one(new_jobs[0])] if len(new_jobs) == 1 else _insert_many(new_jobs)
+        created = [(position, (job.id, new.after, new.after_failure))
+                   for position, (new, (job, was_created)) in enumerate(zip(new_jobs, results))
+                   if was_created and new.after]
+        if created:
+            statuses = dependencies.block(created, [job.id for job, _ in results])
+            for job, _ in results:
+                status = statuses.get(job.id)
+                if status == Status.WAITING:
+                    job.status = Status.WAITING
+                elif status == Status.CANCELLED:  # it waited for a job that failed
+                    job.refresh_from_db()
+    return results
 
 
 def _insert_one(new: NewJob) -> tuple[Job, bool]:
-    keyed = new.idempotency_key is not None
+    keyed = _keyed(new)
     statement = sql.ENQUEUE_ONE[keyed, conf.get().LISTEN_NOTIFY]
-    rows = db.fetch_all(statement, (
+    params = (
         new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
-        new.fingerprint, json.dumps(new.retry_policy) if new.retry_policy is not None else None,
+        new.fingerprint, new.key_ttl_seconds, new.unique_key,
+        None if new.unique_states is None else json.dumps(new.unique_states),
+        json.dumps(new.retry_policy) if new.retry_policy is not None else None,
         tracing.carrier_json(),
-    ))
-    if not rows:  # only a keyed insert can insert nothing: the key is taken
-        return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
+    )
+    if keyed:  # no transaction needed: the release is guarded, the index arbitrates
+        _release_expired_keys([new])
+        for _ in range(3):
+            rows = db.fetch_all(statement, params)
+            if rows:
+                break
+            # Only a keyed insert can insert nothing: a key is taken. Its holder, unless
+            # it left meanwhile (finished, or its transaction rolled back): then again.
+            holder = _holder(new, _holders([new]))
+            if holder is not None:
+                return _replay(new, holder)
+        else:
+            raise RuntimeError(f"enqueue of {new.type!r}: its key was taken three times "
+                               "and its holder gone each time")
+    else:
+        rows = db.fetch_all(statement, params)
     job_id, available_at, created_at = rows[0][:3]
     return _new_job(new, job_id, available_at, created_at, queue_connection().alias, _plain_init()), True
 
@@ -488,66 +684,89 @@ def _row(new: NewJob) -> str:
     if new.idempotency_key is not None:
         row["idempotency_key"] = new.idempotency_key
         row["fingerprint"] = new.fingerprint
+        if new.key_ttl_seconds is not None:
+            row["key_ttl"] = new.key_ttl_seconds
+    if new.unique_key is not None:
+        row["unique_key"] = new.unique_key
+        row["unique_states"] = new.unique_states
     if new.retry_policy is not None:
         row["retry_policy"] = new.retry_policy
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
 def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
-    keyed = any(j.idempotency_key is not None for j in new_jobs)
+    keyed = any(_keyed(j) for j in new_jobs)
     statement = sql.ENQUEUE_MANY[keyed, conf.get().LISTEN_NOTIFY]
     params = {"rows": f"[{','.join(_row(j) for j in new_jobs)}]", "trace": tracing.carrier_json()}
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
     with queue_atomic() if keyed else nullcontext():
+        if keyed:
+            _release_expired_keys(new_jobs)
         rows = db.fetch_all(statement, params)
         alias, plain_init = queue_connection().alias, _plain_init()
         if not keyed:
             return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
                     for new, row in zip(new_jobs, rows, strict=True)]
-        inserted_by_key = {r[1]: r for r in rows if r[1] is not None}
-        unkeyed = iter(r for r in rows if r[1] is None)
-        missing_keys = [
-            j.idempotency_key for j in new_jobs
-            if j.idempotency_key is not None and j.idempotency_key not in inserted_by_key
-        ]
-        existing = {
-            job.idempotency_key: job
-            for job in Job.objects.filter(idempotency_key__in=missing_keys)
-        } if missing_keys else {}
+        if len(rows) == len(new_jobs):  # every one inserted: rows come back in input order
+            return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
+                    for new, row in zip(new_jobs, sorted(rows), strict=True)]
+        # Some were left out: match the inserted rows to the input by their keys (a row of
+        # the batch with neither key is always inserted, in input order).
+        inserted_by_key: dict[tuple[str, str | None], tuple] = {
+            ("idempotency", r[1]) if r[1] is not None else ("unique", r[4]): r
+            for r in rows if r[1] is not None or r[4] is not None}
+        unkeyed = iter(sorted(r for r in rows if r[1] is None and r[4] is None))
+        holders = _holders(new_jobs)
         out: list[tuple[Job, bool]] = []
-        in_batch: dict[str, Job] = {}  # a key given twice in one batch: the first one's job
+        in_batch: dict[tuple[str, str], Job] = {}  # a key given twice in one batch: the first
         for new in new_jobs:
-            key = new.idempotency_key
-            if key is not None and key in existing:
-                out.append(_replay(new, existing[key]))
+            if not _keyed(new):
+                row = next(unkeyed)
+                out.append((_new_job(new, row[0], row[2], row[3], alias, plain_init), True))
                 continue
-            if key is not None and key in in_batch:
-                out.append(_replay(new, in_batch[key]))
+            mine = ("idempotency", new.idempotency_key) if new.idempotency_key is not None \
+                else ("unique", new.unique_key)
+            mine_row = inserted_by_key.pop(mine, None)
+            if mine_row is not None and mine_row[4] == new.unique_key:
+                job = _new_job(new, mine_row[0], mine_row[2], mine_row[3], alias, plain_init)
+                for kind, key in (("idempotency", new.idempotency_key), ("unique", new.unique_key)):
+                    if key is not None:
+                        in_batch[kind, key] = job
+                out.append((job, True))
                 continue
-            row = inserted_by_key[key] if key else next(unkeyed)
-            job = _new_job(new, row[0], row[2], row[3], alias, plain_init)
-            if key is not None:
-                in_batch[key] = job
-            out.append((job, True))
+            holder = _holder(new, in_batch)
+            if holder is not None:  # another instance: the first item's says it was created
+                holder = copy.copy(holder)
+            else:
+                holder = _holder(new, holders)
+            if holder is None:
+                raise RuntimeError(f"enqueue_many: the job of {new.type!r} was left out and "
+                                   "no job holds its key")
+            out.append(_replay(new, holder))
         return out
 
 
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
-                **options) -> tuple[Job, bool]:
-    """Enqueue, or get the job an earlier enqueue with the same idempotency key created (as
-    Django's get_or_create): returns (job, created). `enqueue` is its thin form.
-    `from_api=True` (the API's views): only the types of JOB_API_CREATABLE_TYPES and the
-    tasks of JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`."""
-    return _insert([_prepare(job_type, payload, from_api=from_api, **options)])[0]
+                   unique_scope: str = "", **options) -> tuple[Job, bool]:
+    """Enqueue, or get the job that holds the same idempotency key or unique key (as Django's
+    get_or_create): returns (job, created). `enqueue` is its thin form. `from_api=True` (the
+    API's views): only the types of JOB_API_CREATABLE_TYPES and the tasks of
+    JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `unique_scope`: the API
+    user's scope of unique keys (api/idempotency.py)."""
+    return _insert([_prepare(job_type, payload, from_api=from_api, unique_scope=unique_scope,
+                             **options)])[0]
 
 
 def enqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
             queue: str | None = None, run_at: datetime | None = None,
             delay_seconds: float | timedelta | None = None, idempotency_key: str | None = None,
             max_attempts: int | None = None, timeout_seconds: int | None = None,
-            retry_policy: RetryPolicy | dict | None = None) -> Job:
-    """Enqueue one job of a registered type and return it (the row as stored).
+            retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
+            after: list | None = None, after_failure: str | None = None) -> Job:
+    """Enqueue one job of a registered type and return it (the row as stored), its `created`
+    attribute False when an existing job was returned instead (an idempotent replay, or the
+    job that holds the same unique key).
 
     - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
       characters or lone surrogates, no NaN or infinities, nested at most
@@ -562,6 +781,19 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       `states.MAX_DELAY_SECONDS`. Not both.
     - `idempotency_key`: 1 to 255 characters; a second enqueue with the same key and the same
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
+      With JOB_IDEMPOTENCY_KEY_TTL_SECONDS set, the key replays only that long.
+    - `unique`: at most one job of this type and key counts at a time; a duplicate returns it.
+      A dict of `key` (a str, 1 to `states.MAX_UNIQUE_KEY_LENGTH` characters) or `fields` (a
+      list of payload keys whose values make the key; neither: the whole payload), `states`
+      (the statuses in which a job counts, at least "queued" and "running"; default: those
+      two, or every status when a period is given) and `period_seconds` (a job counts only
+      within this many seconds of its enqueue). See docs/how-to/unique-jobs.md.
+    - `after`: a list of job ids (or Job objects), at most `states.MAX_AFTER`: the job waits
+      (status "waiting") until every one of them succeeded. `after_failure`: what it does
+      when one fails for good or is cancelled, "cancel" (the default: it is cancelled too,
+      the reason in its timeline) or "run" (it runs anyway once they all finished). In
+      enqueue_many, an item may also wait for an earlier item of its batch: {"item": i}.
+      See docs/how-to/dependencies.md.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout_seconds` (whole seconds,
       1 to `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
     - `retry_policy`: this job's own `RetryPolicy` (or its JSON shape: `{"delays_seconds":
@@ -580,7 +812,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
-        retry_policy=retry_policy,
+        retry_policy=retry_policy, unique=unique, after=after, after_failure=after_failure,
     )
     return job
 
@@ -590,7 +822,8 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
                    delay_seconds: float | timedelta | None = None,
                    idempotency_key: str | None = None, max_attempts: int | None = None,
                    timeout_seconds: int | None = None,
-                   retry_policy: RetryPolicy | dict | None = None) -> Job:
+                   retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
+                   after: list | None = None, after_failure: str | None = None) -> Job:
     """`enqueue()` for async code (an async view, an async handler): the same arguments, the
     same checks and the same exceptions, because it is `enqueue()`, run by
     `sync_to_async` on the thread Django keeps for the request's synchronous work (its
@@ -602,7 +835,8 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
     return await sync_to_async(enqueue)(
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
-        max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy)
+        max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy,
+        unique=unique, after=after, after_failure=after_failure)
 
 
 def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
@@ -611,6 +845,8 @@ def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
     Each item is a dict of `enqueue`'s arguments: {"type": ..., "payload": ..., "priority": ...}.
     Every item is validated before anything is written: a refused item raises
     `InvalidJobArgument` with `.index` set to its position, and no job of the batch exists.
+    A job whose idempotency key or unique key is held (by an earlier job, or by an earlier
+    item of the batch) is not created: that job comes back in its place, `created` False.
     `from_api=True`: as `enqueue_or_get`'s.
     """
     return [job for job, _ in enqueue_many_or_get(jobs, from_api=from_api)]
@@ -622,13 +858,14 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
     return await sync_to_async(enqueue_many)(jobs)
 
 
-def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False) -> list[tuple[Job, bool]]:
+def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False,
+                        unique_scope: str = "") -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
-    the job an earlier enqueue with its key created)."""
+    the job an earlier enqueue with its key created, or the holder of its unique key)."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item, from_api))
+            prepared.append(_prepare_item(item, from_api, unique_scope, index))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:

@@ -14,6 +14,7 @@ from .. import conf, db, retries, sql, storable
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..retries import RetryPolicy
+from . import dependencies
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
 
@@ -57,7 +58,11 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
         f'[{int(c.job_id)},"{c.lease_token}",{worker_ids[c.worker_id]},'
         f'{c.result_json if c.result_json is not None else storable.encode_result(c.result)}]'
         for c in completions) + "]"
-    done = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
+    rows = db.fetch_all(sql.COMPLETE_MANY, {"batch": batch})
+    settling = [row[0] for row in rows if row[3]]
+    if settling:  # a statement of its own: it must see the edges of enqueues it waited for
+        dependencies.settle(settling)
+    done = [row[:3] for row in rows]
     done_ids = {row[0] for row in done}
     refused = [c for c in completions if c.job_id not in done_ids]
     for c in refused:
@@ -100,6 +105,8 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
         record_lease_lost(job_id, lease_token, worker_id, "fail",
                           f"late failure discarded: the lease was lost ({error[:200]})")
         raise LeaseLost(job_id, lease_token, "fail")
+    if row[5] and row[1] != "queued":  # failed for good, or cancelled: its dependants next
+        dependencies.settle([job_id])
     return row[1], row[3]
 
 

@@ -2,11 +2,12 @@
 the REST API, the admin and the UI: cancel and retry."""
 from .. import db, sql
 from ..db import atomic as queue_atomic
-from ..exceptions import InvalidTransition, JobNotFound
-from ..models import Job, JobEvent
+from ..exceptions import InvalidTransition, JobNotFound, UniqueKeyHeld
+from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
 from ..models import TxNow as Now
 from ..selectors import parse_job_id
 from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status
+from . import dependencies
 from .bulk_retry import retry_jobs
 
 
@@ -18,17 +19,20 @@ def _locked(job_id) -> Job:
 
 
 def cancel(job_id, *, actor: str = "") -> Job:
-    """Cancel a job: a queued one ends at once (cancelled); a running one gets
+    """Cancel a job: a queued (or waiting) one ends at once (cancelled), and so do the jobs
+    that wait for it (unless enqueued with after_failure="run"); a running one gets
     `cancel_requested_at`, which its handler sees through `ctx.should_stop()`, and the worker
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
     with queue_atomic():
         job = _locked(job_id)
-        if job.status == Status.QUEUED:
-            Job.objects.filter(pk=job.pk, status=Status.QUEUED).update(
+        if job.status in (Status.QUEUED, Status.WAITING):
+            Job.objects.filter(pk=job.pk, status=job.status).update(
                 status=Status.CANCELLED, finished_at=Now(), updated_at=Now(),
             )
             JobEvent.objects.create(job=job, kind=EventKind.CANCELLED, attempt=job.attempts,
-                                    message=f"cancelled while queued{_by(actor)}")
+                                    message=f"cancelled while {job.status}{_by(actor)}")
+            if job.has_dependants:
+                dependencies.settle([job.pk])
         elif job.status == Status.RUNNING:
             if job.cancel_requested_at is None:
                 Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(
@@ -49,17 +53,31 @@ def retry(job_id, *, actor: str = "") -> Job:
     counted; if none are left, max_attempts grows by one so the job may run again. Raises
     JobNotFound (also for a job whose history the prune already dropped with its job_events
     partition: it is past its retention and about to be deleted), or InvalidTransition for
-    any other status."""
+    any other status, or UniqueKeyHeld (an InvalidTransition) for a unique job whose key
+    another job holds now."""
     parsed = parse_job_id(job_id)
     if parsed is None:
         raise JobNotFound(job_id)
     job_id = parsed
     if not retry_jobs([job_id], actor=actor):
         rows = db.fetch_all(sql.JOB_STATUS, [job_id])
+        if rows and rows[0][0] in RETRYABLE_BY_OPERATOR:
+            holder = _unique_key_holder(job_id)
+            if holder is not None:
+                raise UniqueKeyHeld(job_id, rows[0][0], holder)
         if not rows or rows[0][0] in RETRYABLE_BY_OPERATOR:
             raise JobNotFound(job_id)
         raise InvalidTransition(job_id, "retry", rows[0][0])
     return Job.objects.get(pk=job_id)
+
+
+def _unique_key_holder(job_id: int) -> int | None:
+    """The id of the other job that holds this job's unique key, if one does."""
+    key = Job.objects.filter(pk=job_id).values_list("unique_key", flat=True).first()
+    if key is None:
+        return None
+    return (Job.objects.filter(STATUS_IN_UNIQUE_STATES, unique_key=key).exclude(pk=job_id)
+            .values_list("id", flat=True).first())
 
 
 def _by(actor: str) -> str:

@@ -3,6 +3,7 @@ import logging
 
 from .. import conf, middleware, sql
 from ..db import queue_connection
+from . import dependencies
 from .claiming import _claimed
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -26,6 +27,9 @@ def reap(*, limit: int = 500) -> dict[str, int]:
                 "retry_max": c.RETRY_MAX_SECONDS, "retry_jitter": c.RETRY_JITTER,
             })
             rows = cur.fetchall()
+        finished = [row[0] for row in rows if row[1] != "queued"]
+        if finished:  # failed for good or cancelled: the jobs waiting for them next
+            dependencies.settle(finished)
         for row in rows:
             job_id, status, locked_by, error = row[:4]
             counts[status] = counts.get(status, 0) + 1

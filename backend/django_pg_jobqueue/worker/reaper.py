@@ -7,6 +7,7 @@ import time
 
 from .. import conf
 from ..engine import Engine, default_engine
+from ..services.dependencies import settle_waiting
 from .base import Backoff, ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -35,6 +36,10 @@ class Reaper(ServiceThread):
             log.debug("reaper holding off after reconnecting")
             return {}
         counts = self.engine.reap()
+        # The dependency sweep rides on the reaper's interval: waiting jobs that no
+        # completion settled (services/dependencies.py).
+        for status in settle_waiting().values():
+            counts[f"waiting_{status}"] = counts.get(f"waiting_{status}", 0) + 1
         for status, n in counts.items():
             self.total[status] = self.total.get(status, 0) + n
         if counts:

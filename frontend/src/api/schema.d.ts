@@ -147,7 +147,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job
-         * @description Only `type` is required; the type's defaults fill the rest (see /api/v1/job-types/). 201: created. 200: an idempotent replay (the same key and the same request before): the original job, with `X-Idempotency-Replay: true`.
+         * @description Only `type` is required; the type's defaults fill the rest (see /api/v1/job-types/). 201: created. 200: no job created: an idempotent replay (the same key and the same request before: the original job, with `X-Idempotency-Replay: true`), or a duplicate of a unique job (the job that holds the unique key); `created` is false.
          */
         post: operations["v1_jobs_create"];
         delete?: never;
@@ -449,9 +449,15 @@ export interface components {
          * @enum {string}
          */
         ActionEnum: "cancel" | "retry" | "delete";
+        /**
+         * @description * `cancel` - cancel
+         *     * `run` - run
+         * @enum {string}
+         */
+        AfterFailureEnum: "cancel" | "run";
         BulkCreated: {
             count: number;
-            jobs: components["schemas"]["Job"][];
+            jobs: components["schemas"]["JobEnqueued"][];
         };
         Csrf: {
             /** @description Send it back in the X-CSRFToken header. */
@@ -510,9 +516,11 @@ export interface components {
          *     * `cancel_requested` - cancel_requested
          *     * `cancelled` - cancelled
          *     * `retried` - retried
+         *     * `blocked` - blocked
+         *     * `unblocked` - unblocked
          * @enum {string}
          */
-        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried";
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -575,6 +583,11 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
+            readonly has_dependants: boolean;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -607,7 +620,7 @@ export interface components {
          */
         JobActionRequest: {
             /**
-             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; delete: finished jobs: succeeded, failed or cancelled.
+             * @description cancel (queued or running jobs), retry (failed or cancelled), delete (finished: succeeded, failed or cancelled).
              *
              *     * `cancel` - cancel
              *     * `retry` - retry
@@ -675,28 +688,19 @@ export interface components {
             delay_seconds?: number;
             /** @description Per-attempt time limit. Default: the type's. */
             timeout_seconds?: number;
+            /** @description Job ids this job waits for (status waiting) until every one succeeded. In /jobs/bulk/, {"item": i} names the i-th earlier job of the request. */
+            after?: (number | {
+                item: number;
+            })[] | null;
             /**
-             * @description This job's own retry policy, replacing its type's: {"delays_seconds": [1, 5, 30]} or {"base_seconds", "factor", "max_seconds"} (exponential), each with "jitter" (0..1), "retry_on" and "give_up_on" (exception names). Data only: a function policy is set on the handler or task. Validated as enqueue()'s.
-             * @example {
-             *       "delays_seconds": [
-             *         1,
-             *         5,
-             *         30
-             *       ],
-             *       "give_up_on": [
-             *         "ValueError"
-             *       ]
-             *     }
+             * @description When a job it waits for fails for good or is cancelled: cancel this one too (the default), or run it anyway.
+             *
+             *     * `cancel` - cancel
+             *     * `run` - run
              */
-            retry_policy?: {
-                delays_seconds?: number[];
-                base_seconds?: number;
-                factor?: number;
-                max_seconds?: number;
-                jitter?: number;
-                retry_on?: string[];
-                give_up_on?: string[];
-            } | null;
+            after_failure?: (components["schemas"]["AfterFailureEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** @description At most one job of this type and key at a time: a duplicate answers 200 with the job that holds the key and `created: false`. */
+            unique?: components["schemas"]["UniqueOptionsRequest"] | null;
         };
         /** @description A job with every field of the model and its latest events (oldest first). */
         JobDetail: {
@@ -742,28 +746,98 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
+            readonly has_dependants: boolean;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
+            /** @description The latest 50 events, oldest first. */
+            events: components["schemas"]["Event"][];
+            /** @description The jobs this one waits for (enqueued after them), in id order. */
+            dependencies: components["schemas"]["JobLink"][];
+            /** @description The jobs that wait for this one (the first 100), in id order. */
+            dependants: components["schemas"]["JobLink"][];
+        };
+        /**
+         * @description A job as an enqueue returns it: `created` false when it is an existing job (an
+         *     idempotent replay, or the job that holds the same unique key).
+         */
+        JobEnqueued: {
+            readonly id: number;
+            readonly type: string;
+            readonly queue: string;
+            status: components["schemas"]["JobStatusEnum"];
+            /** @description -100..100, higher runs first */
+            readonly priority: number;
             /**
-             * @description The job's own retry policy (given at enqueue), or null: its type's, else the JOB_RETRY_* settings.
              * @example {
              *       "to": "ada@example.com"
              *     }
              */
-            retry_policy: {
+            payload: {
                 [key: string]: unknown;
-            } | null;
-            /** @description For a queued job that already ran: when its next attempt runs, after which error, under which retry policy; else null. */
-            readonly next_attempt: components["schemas"]["NextAttempt"] | null;
-            /** @description True while the job is queued after a worker without a handler for its type gave it back (a rolling deploy): it waits for a worker that has one. */
-            readonly waiting_for_handler: boolean;
+            };
+            /** @description Any JSON value the handler returned. */
+            result: unknown;
+            readonly attempts: number;
+            readonly max_attempts: number;
+            /** Format: date-time */
+            readonly available_at: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            readonly started_at: string | null;
+            /** Format: date-time */
+            readonly finished_at: string | null;
+            readonly locked_by: string | null;
+            /** Format: date-time */
+            readonly lease_expires_at: string | null;
+            /** Format: uuid */
+            readonly lease_token: string | null;
+            readonly timeout_seconds: number | null;
+            progress: components["schemas"]["Progress"];
+            readonly progress_percent: number | null;
+            readonly progress_message: string;
+            readonly last_error: string | null;
+            readonly idempotency_key: string | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
+            readonly is_finished: boolean;
+            /** Format: date-time */
+            readonly idempotency_expires_at: string | null;
+            readonly unique_key: string | null;
+            readonly unique_states: unknown;
+            readonly has_dependants: boolean;
+            /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
+            created: boolean;
+        };
+        /** @description A job another one waits for, or that waits for it. */
+        JobLink: {
+            id: number;
+            /** @description Null: the job was pruned. */
+            type: string | null;
             /**
-             * Format: date-time
-             * @description When a worker without a handler for its type first gave it back; null if none did.
+             * @description Null: the job was pruned.
+             *
+             *     * `queued` - queued
+             *     * `running` - running
+             *     * `succeeded` - succeeded
+             *     * `failed` - failed
+             *     * `cancelled` - cancelled
+             *     * `waiting` - waiting
              */
-            unknown_type_at: string | null;
-            /** @description The latest 50 events, oldest first. */
-            events: components["schemas"]["Event"][];
+            status: (components["schemas"]["JobStatusEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description What the waiting job does if this one fails for good or is cancelled.
+             *
+             *     * `cancel` - cancel
+             *     * `run` - run
+             */
+            on_failure: components["schemas"]["AfterFailureEnum"];
         };
         /**
          * @description Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
@@ -802,9 +876,10 @@ export interface components {
          *     * `succeeded` - succeeded
          *     * `failed` - failed
          *     * `cancelled` - cancelled
+         *     * `waiting` - waiting
          * @enum {string}
          */
-        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "waiting";
         JobType: {
             name: string;
             description: string;
@@ -846,21 +921,8 @@ export interface components {
             throughput: components["schemas"]["_ThroughputPoint"][];
             workers: components["schemas"]["_Workers"];
         };
-        /** @description When and why a queued job that already ran runs again. */
-        NextAttempt: {
-            /** @description The attempt that runs next (1-based). */
-            attempt: number;
-            max_attempts: number;
-            /**
-             * Format: date-time
-             * @description Not before this time (the job's available_at).
-             */
-            at: string;
-            /** @description The error of the attempt before, if any. */
-            after_error: string | null;
-            /** @description The retry policy that set the delay, in words. */
-            policy: string;
-        };
+        /** @enum {unknown} */
+        NullEnum: null;
         PaginatedJobList: {
             /** @example 123 */
             count: number;
@@ -1006,6 +1068,20 @@ export interface components {
             /** @description Every bucket of the range, oldest first. */
             points: components["schemas"]["_ThroughputBucket"][];
         };
+        /** @description `unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it). */
+        UniqueOptionsRequest: {
+            /** @description The unique key within the job type. Not with fields. */
+            key?: string;
+            /** @description Payload keys whose values make the key. Neither key nor fields: the whole payload. */
+            fields?: string[];
+            /** @description The statuses in which a job counts as the holder of its key: at least queued and running. Default: those two, or every status with a period. */
+            states?: components["schemas"]["JobStatusEnum"][];
+            /**
+             * Format: double
+             * @description A job counts only this long after its enqueue.
+             */
+            period_seconds?: number;
+        };
         User: {
             readonly id: number;
             /** @description Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only. */
@@ -1026,11 +1102,9 @@ export interface components {
         _Can: {
             view: boolean;
             create: boolean;
-            /** @description Cancel queued or running jobs (change_job). */
             cancel: boolean;
-            /** @description Retry failed or cancelled jobs (change_job). */
             retry: boolean;
-            /** @description Delete finished jobs: succeeded, failed or cancelled (delete_job). */
+            /** @description Delete finished jobs (delete_job). */
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;
@@ -1445,8 +1519,9 @@ export interface operations {
                  *     * `succeeded` - succeeded
                  *     * `failed` - failed
                  *     * `cancelled` - cancelled
+                 *     * `waiting` - waiting
                  */
-                status?: ("cancelled" | "failed" | "queued" | "running" | "succeeded")[];
+                status?: ("cancelled" | "failed" | "queued" | "running" | "succeeded" | "waiting")[];
                 /** @description Exact job type. */
                 type?: string;
             };
@@ -1527,7 +1602,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Idempotent replay: the job the first request with this key created (as it is now). */
+            /** @description Idempotent replay, or a unique job's duplicate: the job the first request with this key created (as it is now). */
             200: {
                 headers: {
                     /** @description Present on a 200 from job creation: the idempotency key was seen before with the same request, and this is the job that request created. */
@@ -1535,7 +1610,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobEnqueued"];
                 };
             };
             /** @description Created. */
@@ -1544,7 +1619,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobEnqueued"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */

@@ -62,6 +62,8 @@ function detail(fields: Partial<JobDetail>): JobDetail {
     is_finished: false,
     last_traceback: null,
     request_fingerprint: null,
+    dependencies: [],
+    dependants: [],
     events: [event(1, "created", -10), event(2, "claimed", -9)],
     ...fields,
   } as JobDetail;

@@ -13,6 +13,7 @@ import {
 import type { JobDetail, JobEvent } from "../api/types";
 import { InlineConfirm } from "../components/Confirm";
 import { EventsTimeline } from "../components/EventsTimeline";
+import { JobDependencies } from "../components/JobDependencies";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { NextAttempt } from "../components/NextAttempt";
 import { Attempts, ProgressBar } from "../components/Progress";
@@ -130,6 +131,8 @@ function JobDetailView({ id }: { id: number }) {
           <NextAttempt job={j} />
         </section>
       </div>
+
+      <JobDependencies dependencies={j.dependencies} dependants={j.dependants} />
 
       <div className="grid grid-2">
         <section className="panel" aria-labelledby="timeline-title">
