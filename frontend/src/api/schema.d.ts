@@ -620,7 +620,7 @@ export interface components {
          */
         JobActionRequest: {
             /**
-             * @description cancel (queued or running jobs), retry (failed or cancelled), delete (finished: succeeded, failed or cancelled).
+             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; delete: finished jobs: succeeded, failed or cancelled.
              *
              *     * `cancel` - cancel
              *     * `retry` - retry
@@ -688,6 +688,28 @@ export interface components {
             delay_seconds?: number;
             /** @description Per-attempt time limit. Default: the type's. */
             timeout_seconds?: number;
+            /**
+             * @description This job's own retry policy, replacing its type's: {"delays_seconds": [1, 5, 30]} or {"base_seconds", "factor", "max_seconds"} (exponential), each with "jitter" (0..1), "retry_on" and "give_up_on" (exception names). Data only: a function policy is set on the handler or task. Validated as enqueue()'s.
+             * @example {
+             *       "delays_seconds": [
+             *         1,
+             *         5,
+             *         30
+             *       ],
+             *       "give_up_on": [
+             *         "ValueError"
+             *       ]
+             *     }
+             */
+            retry_policy?: {
+                delays_seconds?: number[];
+                base_seconds?: number;
+                factor?: number;
+                max_seconds?: number;
+                jitter?: number;
+                retry_on?: string[];
+                give_up_on?: string[];
+            } | null;
             /** @description Job ids this job waits for (status waiting) until every one succeeded. In /jobs/bulk/, {"item": i} names the i-th earlier job of the request. */
             after?: (number | {
                 item: number;
@@ -753,6 +775,24 @@ export interface components {
             readonly has_dependants: boolean;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
+            /**
+             * @description The job's own retry policy (given at enqueue), or null: its type's, else the JOB_RETRY_* settings.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            retry_policy: {
+                [key: string]: unknown;
+            } | null;
+            /** @description For a queued job that already ran: when its next attempt runs, after which error, under which retry policy; else null. */
+            readonly next_attempt: components["schemas"]["NextAttempt"] | null;
+            /** @description True while the job is queued after a worker without a handler for its type gave it back (a rolling deploy): it waits for a worker that has one. */
+            readonly waiting_for_handler: boolean;
+            /**
+             * Format: date-time
+             * @description When a worker without a handler for its type first gave it back; null if none did.
+             */
+            unknown_type_at: string | null;
             /** @description The latest 50 events, oldest first. */
             events: components["schemas"]["Event"][];
             /** @description The jobs this one waits for (enqueued after them), in id order. */
@@ -920,6 +960,21 @@ export interface components {
             /** @description Succeeded and failed per minute, last 15 minutes, oldest first. */
             throughput: components["schemas"]["_ThroughputPoint"][];
             workers: components["schemas"]["_Workers"];
+        };
+        /** @description When and why a queued job that already ran runs again. */
+        NextAttempt: {
+            /** @description The attempt that runs next (1-based). */
+            attempt: number;
+            max_attempts: number;
+            /**
+             * Format: date-time
+             * @description Not before this time (the job's available_at).
+             */
+            at: string;
+            /** @description The error of the attempt before, if any. */
+            after_error: string | null;
+            /** @description The retry policy that set the delay, in words. */
+            policy: string;
         };
         /** @enum {unknown} */
         NullEnum: null;
@@ -1102,9 +1157,11 @@ export interface components {
         _Can: {
             view: boolean;
             create: boolean;
+            /** @description Cancel queued or running jobs (change_job). */
             cancel: boolean;
+            /** @description Retry failed or cancelled jobs (change_job). */
             retry: boolean;
-            /** @description Delete finished jobs (delete_job). */
+            /** @description Delete finished jobs: succeeded, failed or cancelled (delete_job). */
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;
