@@ -68,7 +68,7 @@ def test_a_duplicate_returns_the_job_that_holds_the_key_and_says_so():
 
     assert first.created is True and again.created is False
     assert again.id == first.id and again.payload == {"n": 1}
-    assert services.enqueue_job("noop", unique=WHILE_LIVE) == (again, False)
+    assert services.enqueue_or_get("noop", unique=WHILE_LIVE) == (again, False)
     assert Job.objects.count() == 1
 
 
@@ -140,7 +140,7 @@ def test_the_key_belongs_to_its_type():
 
 def test_enqueue_many_returns_the_holder_for_duplicates_within_the_batch_and_before_it():
     held = services.enqueue("noop", unique={"key": "a"})
-    results = services.enqueue_many_jobs([
+    results = services.enqueue_many_or_get([
         {"type": "noop", "unique": {"key": "a"}},
         {"type": "noop", "unique": {"key": "b"}},
         {"type": "noop"},
@@ -230,7 +230,7 @@ def test_an_expired_idempotency_key_creates_a_new_job_and_takes_the_key_over():
     assert second.created and second.id != first.id
     first.refresh_from_db()
     assert first.idempotency_key is None and first.status == "succeeded"
-    batch = services.enqueue_many_jobs([{"type": "noop", "payload": {"to": "bob"},
+    batch = services.enqueue_many_or_get([{"type": "noop", "payload": {"to": "bob"},
                                          "idempotency_key": "welcome:1"}])
     assert batch == [(second, False)]
 

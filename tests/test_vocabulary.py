@@ -28,7 +28,8 @@ ENQUEUE_NAMES = set(inspect.signature(enqueue).parameters)
 ONE_OF_EACH = {"type": "noop", "payload": {"n": 1}, "priority": 3, "queue": "vocabulary",
                "run_at": None, "delay_seconds": 30, "idempotency_key": "vocabulary-1",
                "max_attempts": 2, "timeout_seconds": 7,
-               "retry_policy": {"delays_seconds": [1, 5]}}
+               "retry_policy": {"delays_seconds": [1, 5]}, "unique": {"key": "vocabulary"},
+               "after": [], "after_failure": "cancel"}
 
 
 def _keywords(func) -> set[str]:
