@@ -63,7 +63,8 @@ def test_fields_are_built_once_per_class():
     assert JobSerializer().fields is JobSerializer().fields
     assert JobDetailSerializer().fields is not JobSerializer().fields
     assert set(JobDetailSerializer().fields) - set(JobSerializer().fields) == {
-        "last_traceback", "request_fingerprint", "events"}
+        "last_traceback", "request_fingerprint", "events", "concurrency_key_running",
+        "concurrency_key_wait"}
 
 
 def test_jobs_render_as_with_per_instance_fields():

@@ -20,7 +20,14 @@ from django.db.models.functions import Now
 from django.db.models.lookups import Exact
 
 from .exceptions import DirectJobCreation
-from .states import PRIORITY_MAX, PRIORITY_MIN, EventKind, Status
+from .states import (
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    EventKind,
+    Status,
+)
 
 
 class TxNow(models.Func):
@@ -115,6 +122,11 @@ class Job(models.Model):
     # sha256 of the creating request, so that a reused key with a different request is a 409.
     request_fingerprint = models.CharField(max_length=64, null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # At most concurrency_key_limit jobs with the same concurrency key run at once, across
+    # every worker (services/claiming.py); both NULL for a job without a key.
+    concurrency_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
+                                       blank=True)
+    concurrency_key_limit = models.SmallIntegerField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -180,6 +192,12 @@ class Job(models.Model):
                 ),
                 name="job_payload_is_object",
             ),
+            models.CheckConstraint(
+                condition=Q(concurrency_key__isnull=True, concurrency_key_limit__isnull=True)
+                | Q(concurrency_key__isnull=False, concurrency_key_limit__isnull=False,
+                    concurrency_key_limit__gte=1, concurrency_key_limit__lte=MAX_CONCURRENCY_KEY_LIMIT),
+                name="job_concurrency_key_has_limit",
+            ),
             models.UniqueConstraint(
                 fields=["idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
@@ -205,6 +223,23 @@ class Job(models.Model):
             models.Index("type", "status", name="jobs_type_status_idx"),
             models.Index("queue", "status", name="jobs_queue_status_idx"),  # queues, metrics
             models.Index("created_at", name="jobs_created_idx"),
+            # Concurrency keys (services/claiming.py): all three hold keyed rows only, so jobs
+            # without a key write none of them. The keyed claim finds keys with a job waiting
+            # in claim order, then each key's next jobs; it counts each key's running jobs on
+            # jobs_running_idx (the running set: at most one row per worker thread).
+            models.Index(
+                F("priority").desc(), "available_at", "created_at", "id",
+                name="jobs_keyed_claim_order_idx",
+                condition=Q(status="queued", concurrency_key__isnull=False),
+            ),
+            models.Index(
+                "concurrency_key", F("priority").desc(), "available_at", "created_at", "id",
+                name="jobs_key_claim_order_idx",
+                condition=Q(status="queued", concurrency_key__isnull=False),
+            ),
+            # The jobs list filtered by key (?concurrency_key=), newest first.
+            models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
+                         condition=Q(concurrency_key__isnull=False)),
         ]
 
     def __str__(self) -> str:

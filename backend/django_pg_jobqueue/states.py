@@ -41,6 +41,10 @@ MAX_DELAY_SECONDS = 366 * 86400  # a delay: at most a year (a leap year)
 # gauge to decades; a past run_at after it simply runs now.
 RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
+# A concurrency key (Job.concurrency_key's max_length) and its limit: at most that many jobs
+# of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).
+MAX_CONCURRENCY_KEY_LENGTH = 200
+MAX_CONCURRENCY_KEY_LIMIT = 1000
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).
 MAX_PAYLOAD_DEPTH = 64

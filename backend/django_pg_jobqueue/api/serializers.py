@@ -20,6 +20,8 @@ from ..models import Job, JobEvent
 from ..registry import registry
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_QUEUE_NAME_LENGTH,
@@ -348,6 +350,14 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
                                            help_text="Not runnable for this many seconds. Not with run_at.")
     timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
                                                help_text="Per-attempt time limit. Default: the type's.")
+    concurrency_key = StrictCharField(
+        required=False, allow_null=True, max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text="E.g. customer:42: at most concurrency_key_limit jobs with this key run at "
+                  "once, across every worker; the others wait.")
+    concurrency_key_limit = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY_KEY_LIMIT,
+        help_text="How many jobs with concurrency_key may run at once. Default: 1. Needs "
+                  "concurrency_key.")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
@@ -381,6 +391,8 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
             "run_at": data.get("run_at"), "delay": data.get("delay_seconds"),
             "idempotency_key": data.get("idempotency_key"),
             "max_attempts": data.get("max_attempts"), "timeout": data.get("timeout_seconds"),
+            "concurrency_key": data.get("concurrency_key"),
+            "concurrency_key_limit": data.get("concurrency_key_limit"),
         }
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
@@ -410,7 +422,9 @@ class JobBulkCreateSerializer(StrictSerializer):
                                    ("run_at", "run_at"), ("delay_seconds", "delay"),
                                    ("idempotency_key", "idempotency_key"),
                                    ("max_attempts", "max_attempts"),
-                                   ("timeout_seconds", "timeout")):
+                                   ("timeout_seconds", "timeout"),
+                                   ("concurrency_key", "concurrency_key"),
+                                   ("concurrency_key_limit", "concurrency_key_limit")):
                 if data.get(source) is not None:
                     item[target] = data[source]
             items.append(item)
@@ -519,7 +533,8 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "max_attempts", "available_at", "created_at", "updated_at", "started_at",
             "finished_at", "locked_by", "lease_expires_at", "lease_token", "timeout_seconds",
             "progress", "progress_percent", "progress_message", "last_error",
-            "idempotency_key", "cancel_requested_at", "is_finished",
+            "idempotency_key", "cancel_requested_at", "is_finished", "concurrency_key",
+            "concurrency_key_limit",
         ]
         read_only_fields = fields
 
@@ -554,9 +569,16 @@ class JobDetailSerializer(JobSerializer):
 
     events = EventSerializer(many=True, source="latest_events",
                              help_text="The latest 50 events, oldest first.")
+    concurrency_key_running = serializers.IntegerField(
+        allow_null=True, help_text="How many jobs with this job's concurrency key run now "
+                                   "(null: the job has no key).")
+    concurrency_key_wait = serializers.CharField(
+        help_text="Why this queued job waits for its key, e.g. \"waiting: 1 of 1 running for "
+                  "key customer:42\"; empty when it does not.")
 
     class Meta(JobSerializer.Meta):
-        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events"]
+        fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint", "events",
+                                              "concurrency_key_running", "concurrency_key_wait"]
         read_only_fields = fields
 
 

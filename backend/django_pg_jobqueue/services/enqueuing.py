@@ -31,6 +31,8 @@ from ..models import Job
 from ..registry import registry
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_PAYLOAD_DEPTH,
@@ -42,6 +44,7 @@ from ..states import (
     RUN_AT_MIN,
     Status,
 )
+from . import claiming
 
 
 @dataclass
@@ -57,6 +60,8 @@ class NewJob:
     delay_seconds: float
     idempotency_key: str | None
     fingerprint: str | None
+    concurrency_key: str | None = None
+    concurrency_key_limit: int | None = None
 
 
 def _fingerprint(spec: dict) -> str:
@@ -250,6 +255,27 @@ def _check_key(key) -> str | None:
     return str(key)
 
 
+def _check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
+    """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
+    limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused."""
+    if key is None:
+        if limit is not None:
+            raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
+        return None, None
+    if not isinstance(key, str):
+        raise _type_error("concurrency_key", "a str or None", key)
+    if not key.strip() or len(key) > MAX_CONCURRENCY_KEY_LENGTH:
+        raise InvalidJobArgument(
+            "concurrency_key", f"must have 1 to {MAX_CONCURRENCY_KEY_LENGTH} characters, "
+                               "not all blank")
+    problem = _unstorable_text(key)
+    if problem:
+        raise InvalidJobArgument("concurrency_key", problem)
+    limit = _check_int("concurrency_key_limit", 1 if limit is None else limit, 1,
+                       MAX_CONCURRENCY_KEY_LIMIT)
+    return str(key), limit
+
+
 def _check_creatable(job_type: str) -> None:
     """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
     Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
@@ -284,8 +310,8 @@ def _check_creatable_task(payload: dict) -> None:
 
 
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, delay=None,
-             idempotency_key=None, max_attempts=None, timeout=None,
-             from_api: bool = False) -> NewJob:
+             idempotency_key=None, max_attempts=None, timeout=None, concurrency_key=None,
+             concurrency_key_limit=None, from_api: bool = False) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
@@ -315,23 +341,31 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None, 
     if timeout is not None:
         timeout = _check_int("timeout", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
+    concurrency_key, concurrency_key_limit = _check_concurrency_key(concurrency_key,
+                                                                    concurrency_key_limit)
     fingerprint = None
     if idempotency_key is not None:
-        fingerprint = _fingerprint({
+        spec_of_request = {
             "type": job_type, "payload": payload, "priority": priority, "queue": queue,
             "max_attempts": max_attempts, "timeout": timeout, "run_at": run_at,
             # as before validation existed, so that keys stored then still replay
             "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
-        })
+        }
+        if concurrency_key is not None:  # only then: fingerprints stored before still match
+            spec_of_request.update(concurrency_key=concurrency_key,
+                                   concurrency_key_limit=concurrency_key_limit)
+        fingerprint = _fingerprint(spec_of_request)
     return NewJob(
         type=job_type, payload=payload, payload_json=payload_json, priority=priority,
         queue=queue, max_attempts=max_attempts, timeout_seconds=timeout, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key, fingerprint=fingerprint,
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
 
 
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay", "idempotency_key",
-                              "max_attempts", "timeout"})
+                              "max_attempts", "timeout", "concurrency_key",
+                              "concurrency_key_limit"})
 
 
 def _prepare_item(item, from_api: bool = False) -> NewJob:
@@ -360,9 +394,11 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT) = (_JOB_FIELDS.index(name) for name in (
-    "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
-    "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint"))
+ _UPDATED_AT, _KEY, _FINGERPRINT, _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT) = (
+    _JOB_FIELDS.index(name) for name in (
+        "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
+        "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
+        "concurrency_key", "concurrency_key_limit"))
 
 
 def _plain_init() -> bool:
@@ -385,6 +421,8 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_CREATED_AT] = values[_UPDATED_AT] = created_at
     values[_KEY] = new.idempotency_key
     values[_FINGERPRINT] = new.fingerprint
+    values[_CONCURRENCY_KEY] = new.concurrency_key
+    values[_CONCURRENCY_KEY_LIMIT] = new.concurrency_key_limit
     if not plain_init:
         return Job.from_db(db_alias, _JOB_FIELDS, values)
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
@@ -406,6 +444,8 @@ def _replay(new: NewJob, existing: Job) -> tuple[Job, bool]:
 
 @tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
+    if any(new.concurrency_key is not None for new in new_jobs):
+        claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
     if len(new_jobs) == 1:
         return [_insert_one(new_jobs[0])]
     return _insert_many(new_jobs)
@@ -417,7 +457,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
     rows = db.fetch_all(statement, (
         new.type, new.queue, new.payload_json, new.priority, new.max_attempts,
         new.timeout_seconds, new.run_at, new.delay_seconds, new.idempotency_key,
-        new.fingerprint, tracing.carrier_json(),
+        new.fingerprint, new.concurrency_key, new.concurrency_key_limit, tracing.carrier_json(),
     ))
     if not rows:  # only a keyed insert can insert nothing: the key is taken
         return _replay(new, Job.objects.get(idempotency_key=new.idempotency_key))
@@ -439,6 +479,9 @@ def _row(new: NewJob) -> str:
     if new.idempotency_key is not None:
         row["idempotency_key"] = new.idempotency_key
         row["fingerprint"] = new.fingerprint
+    if new.concurrency_key is not None:
+        row["concurrency_key"] = new.concurrency_key
+        row["concurrency_key_limit"] = new.concurrency_key_limit
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
@@ -493,7 +536,8 @@ def enqueue_job(job_type: str, payload: dict | None = None, *, from_api: bool = 
 def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None = None,
             queue: str | None = None, run_at: datetime | None = None,
             delay: float | timedelta | None = None, idempotency_key: str | None = None,
-            max_attempts: int | None = None, timeout: int | None = None) -> Job:
+            max_attempts: int | None = None, timeout: int | None = None,
+            concurrency_key: str | None = None, concurrency_key_limit: int | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored).
 
     - `payload`: a dict that encodes to JSON PostgreSQL can store: string keys, no NUL
@@ -510,6 +554,10 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
       arguments returns the first job; with different arguments it raises `IdempotencyConflict`.
     - `max_attempts` (1 to `states.MAX_ATTEMPTS_LIMIT`) and `timeout` (whole seconds, 1 to
       `states.MAX_TIMEOUT_SECONDS`): override the type's defaults.
+    - `concurrency_key` (1 to 200 characters, e.g. "customer:42") and `concurrency_key_limit`
+      (1 to 1000, default 1): at most that many jobs with this key run at once, across every
+      worker; the others wait, without holding back jobs of other keys
+      (docs/how-to/concurrency-keys.md).
 
     Inside `transaction.atomic()` the job commits or rolls back with the caller's work.
     Raises `InvalidJobArgument` (a ValueError; `JobArgumentTypeError`, also a TypeError, for
@@ -519,6 +567,7 @@ def enqueue(job_type: str, payload: dict | None = None, *, priority: int | None 
     job, _ = enqueue_job(
         job_type, payload, priority=priority, queue=queue, run_at=run_at, delay=delay,
         idempotency_key=idempotency_key, max_attempts=max_attempts, timeout=timeout,
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
     return job
 

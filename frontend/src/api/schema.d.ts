@@ -575,6 +575,8 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            readonly concurrency_key: string | null;
+            readonly concurrency_key_limit: number | null;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -675,6 +677,10 @@ export interface components {
             delay_seconds?: number;
             /** @description Per-attempt time limit. Default: the type's. */
             timeout_seconds?: number;
+            /** @description E.g. customer:42: at most concurrency_key_limit jobs with this key run at once, across every worker; the others wait. */
+            concurrency_key?: string | null;
+            /** @description How many jobs with concurrency_key may run at once. Default: 1. Needs concurrency_key. */
+            concurrency_key_limit?: number | null;
         };
         /** @description A job with every field of the model and its latest events (oldest first). */
         JobDetail: {
@@ -720,10 +726,16 @@ export interface components {
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
             readonly is_finished: boolean;
+            readonly concurrency_key: string | null;
+            readonly concurrency_key_limit: number | null;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /** @description The latest 50 events, oldest first. */
             events: components["schemas"]["Event"][];
+            /** @description How many jobs with this job's concurrency key run now (null: the job has no key). */
+            concurrency_key_running: number | null;
+            /** @description Why this queued job waits for its key, e.g. "waiting: 1 of 1 running for key customer:42"; empty when it does not. */
+            concurrency_key_wait: string;
         };
         /**
          * @description Which jobs POST /jobs/retry/ retries: `ids`, or filters over the failed jobs, or
@@ -1360,6 +1372,8 @@ export interface operations {
     v1_jobs_list: {
         parameters: {
             query?: {
+                /** @description Exact concurrency key: the jobs that share it (e.g. customer:42). */
+                concurrency_key?: string;
                 /** @description ISO 8601; created at or after. */
                 created_after?: string;
                 /** @description ISO 8601; created before. */
