@@ -250,3 +250,16 @@ def test_the_jobs_list_filters_by_key(operator_client):
     body = operator_client.get(JOBS, {"concurrency_key": "customer:42"}).json()
     assert [j["id"] for j in body["results"]] == [a.id]
     assert body["results"][0]["concurrency_key"] == "customer:42"
+
+
+def test_the_admin_finds_the_jobs_of_a_key(make_user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user("ops", perms=["view_job"], is_staff=True))
+    keyed = enqueue("noop", concurrency_key="customer:42", concurrency_key_limit=2)
+    enqueue("noop", concurrency_key="customer:43")
+    response = client.get("/admin/django_pg_jobqueue/job/", {"q": "customer:42"})
+    assert set(response.context["cl"].result_list) == {keyed}
+    page = client.get(f"/admin/django_pg_jobqueue/job/{keyed.id}/change/")
+    assert b"customer:42" in page.content and b"Concurrency key" in page.content
