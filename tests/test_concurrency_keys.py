@@ -263,3 +263,12 @@ def test_the_admin_finds_the_jobs_of_a_key(make_user):
     assert set(response.context["cl"].result_list) == {keyed}
     page = client.get(f"/admin/django_pg_jobqueue/job/{keyed.id}/change/")
     assert b"customer:42" in page.content and b"Concurrency key" in page.content
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "x" * 201, ""])
+def test_an_unusable_key_filter_is_a_4xx_or_matches_nothing(operator_client, value):
+    enqueue("noop", concurrency_key="k")
+    response = operator_client.get(JOBS, {"concurrency_key": value})
+    assert response.status_code in (200, 400), response.content
+    if response.status_code == 200 and value:
+        assert response.json()["results"] == []
