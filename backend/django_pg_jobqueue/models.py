@@ -7,8 +7,9 @@ Which code moves a job in and out of each status:
 - queued: created by `services.enqueue`; re-entered from running by `services.fail` (retry),
   the reaper (expired lease), `services.release` (shutdown) and `services.snooze`; from
   failed/cancelled by `services.retry`. Left by `services.claim` and `services.cancel`.
-- running: entered only by the claim (sql.CLAIM). Left by complete, fail, cancel, release,
-  snooze (each presenting the lease token) or by the reaper once the lease expired.
+- running: entered only by the claim (sql.CLAIM, CLAIM_LIMITED, CLAIM_KEYED). Left by
+  complete, fail, cancel, release, snooze (each presenting the lease token) or by the reaper
+  once the lease expired; a keyed job leaving it frees its key's slot (and wakes the workers).
 - succeeded, failed, cancelled: terminal; only `services.retry` (failed, cancelled) leaves them.
 """
 from contextlib import contextmanager
