@@ -36,6 +36,13 @@ STATEMENTS = {
     "claim_limited": (sql.CLAIM_LIMITED.format(queue_filter=""), dict(
         limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
         limit_kinds=["queue"], limit_names=["default"], limit_values=[8], window=320), True),
+    # Jobs with a concurrency key: their own claim, on indexes of keyed rows only.
+    "keyed_claim_lock_keys": (sql.CLAIM_KEYED_LOCK_KEYS.format(queue_filter=""), dict(
+        window=320, lock_class=sql.KEYED_LOCK_CLASS), True),
+    "keyed_claim": (sql.CLAIM_KEYED.format(queue_filter=""), dict(
+        keys=["customer:1", "customer:2"], limit=32,
+        worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        limit_kinds=["queue"], limit_names=["default"], limit_values=[8]), True),
     "complete_many": (sql.COMPLETE_MANY, dict(
         batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
     "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
@@ -114,6 +121,11 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("a sort of the backlog")
         if "Index Scan using jobs_claim_order_idx" not in plan:
             found.append("not walking jobs_claim_order_idx")
+    if name == "keyed_claim_lock_keys" and "jobs_keyed_claim_order_idx" not in plan:
+        found.append("not walking jobs_keyed_claim_order_idx")
+    # Either index of the waiting keyed rows: which one depends on how many the statistics say.
+    if name == "keyed_claim" and not re.search(r"using jobs_(key|keyed)_claim_order_idx on jobs\b", plan):
+        found.append("not walking an index of the waiting keyed rows")
     return found
 
 

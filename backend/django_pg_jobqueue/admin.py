@@ -101,8 +101,8 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "type", "queue", "status", "priority", "attempts_display",
                     "available_display", "lease_display", "progress_display", "created_display"]
     list_filter = ["status", TypeFilter, QueueFilter, PriorityFilter]
-    search_fields = ["type", "=idempotency_key"]
-    search_help_text = "A job id, a type, or an exact idempotency key."
+    search_fields = ["type", "=idempotency_key", "=concurrency_key"]
+    search_help_text = "A job id, a type, or an exact idempotency key or concurrency key."
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False  # no second COUNT(*) over a big table
@@ -123,6 +123,7 @@ class JobAdmin(admin.ModelAdmin):
         ("Idempotency and uniqueness", {"fields": ["idempotency_key", "request_fingerprint",
                                                    "idempotency_expires_at", "unique_key",
                                                    "unique_states"]}),
+        ("Concurrency key", {"fields": ["concurrency_key", "concurrency_key_limit"]}),
     ]
 
     def get_readonly_fields(self, request, obj=None):

@@ -7,8 +7,9 @@ Which code moves a job in and out of each status:
 - queued: created by `services.enqueue`; re-entered from running by `services.fail` (retry),
   the reaper (expired lease), `services.release` (shutdown) and `services.snooze`; from
   failed/cancelled by `services.retry`. Left by `services.claim` and `services.cancel`.
-- running: entered only by the claim (sql.CLAIM). Left by complete, fail, cancel, release,
-  snooze (each presenting the lease token) or by the reaper once the lease expired.
+- running: entered only by the claim (sql.CLAIM, CLAIM_LIMITED, CLAIM_KEYED). Left by
+  complete, fail, cancel, release, snooze (each presenting the lease token) or by the reaper
+  once the lease expired; a keyed job leaving it frees its key's slot (and wakes the workers).
 - succeeded, failed, cancelled: terminal; only `services.retry` (failed, cancelled) leaves them.
 """
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from .exceptions import DirectJobCreation
 from .states import (
     AFTER_FAILURE_CANCEL,
     AFTER_FAILURE_CHOICES,
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
     PRIORITY_MAX,
     PRIORITY_MIN,
     EventKind,
@@ -144,6 +147,11 @@ class Job(models.Model):
     # Some job was enqueued after this one (job_dependencies): its completion, failure or
     # cancel then settles those dependants (services/dependencies.py).
     has_dependants = models.BooleanField(default=False, db_default=False)
+    # At most concurrency_key_limit jobs with the same concurrency key run at once, across
+    # every worker (services/claiming.py); both NULL for a job without a key.
+    concurrency_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
+                                       blank=True)
+    concurrency_key_limit = models.SmallIntegerField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -209,6 +217,12 @@ class Job(models.Model):
                 ),
                 name="job_payload_is_object",
             ),
+            models.CheckConstraint(
+                condition=Q(concurrency_key__isnull=True, concurrency_key_limit__isnull=True)
+                | Q(concurrency_key__isnull=False, concurrency_key_limit__isnull=False,
+                    concurrency_key_limit__gte=1, concurrency_key_limit__lte=MAX_CONCURRENCY_KEY_LIMIT),
+                name="job_concurrency_key_has_limit",
+            ),
             models.UniqueConstraint(
                 fields=["idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
@@ -245,6 +259,23 @@ class Job(models.Model):
             models.Index("created_at", name="jobs_created_idx"),
             # The dependency sweep (services/dependencies.py): waiting jobs only.
             models.Index("id", name="jobs_waiting_idx", condition=Q(status="waiting")),
+            # Concurrency keys (services/claiming.py): all three hold keyed rows only, so jobs
+            # without a key write none of them. The keyed claim finds keys with a job waiting
+            # in claim order, then each key's next jobs; it counts each key's running jobs on
+            # jobs_running_idx (the running set: at most one row per worker thread).
+            models.Index(
+                F("priority").desc(), "available_at", "created_at", "id",
+                name="jobs_keyed_claim_order_idx",
+                condition=Q(status="queued", concurrency_key__isnull=False),
+            ),
+            models.Index(
+                "concurrency_key", F("priority").desc(), "available_at", "created_at", "id",
+                name="jobs_key_claim_order_idx",
+                condition=Q(status="queued", concurrency_key__isnull=False),
+            ),
+            # The jobs list filtered by key (?concurrency_key=), newest first.
+            models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
+                         condition=Q(concurrency_key__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -123,7 +123,24 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
         event.job = job  # the serializer reads job.type / job.status without a query
     latest.reverse()
     dependencies, dependants = job_links(job)
+    job.concurrency_key_running, job.concurrency_key_wait = concurrency_key_wait(job)
     return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
+
+
+def concurrency_key_wait(job: Job) -> tuple[int | None, str]:
+    """How many jobs with `job`'s concurrency key run now (None: it has no key), and, for a
+    queued job whose key is at its limit, why it waits: "waiting: 1 of 1 running for key
+    customer:42" ("" otherwise: a queued job under its limit is claimed by the next free
+    worker)."""
+    if job.concurrency_key is None:
+        return None, ""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.KEY_RUNNING_COUNT, [job.concurrency_key])
+        (running,) = cur.fetchone()
+    if job.status != Status.QUEUED or running < job.concurrency_key_limit:
+        return running, ""
+    return running, (f"waiting: {running} of {job.concurrency_key_limit} running for key "
+                     f"{job.concurrency_key}")
 
 
 @dataclass

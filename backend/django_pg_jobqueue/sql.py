@@ -161,6 +161,7 @@ WITH picked AS (
     FROM (
         SELECT id FROM jobs
         WHERE status = 'queued' AND available_at <= now() {queue_filter}
+          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
         ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
@@ -459,7 +460,8 @@ NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
                       progress_message, idempotency_key, request_fingerprint,
-                      idempotency_expires_at, unique_key, unique_states, retry_policy)"""
+                      idempotency_expires_at, unique_key, unique_states, retry_policy,
+                      concurrency_key, concurrency_key_limit)"""
 
 
 def _created_events(trace_param: str) -> str:
@@ -479,7 +481,7 @@ WITH ins AS (
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
             '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
-            %s::jsonb, %s::jsonb)
+            %s::jsonb, %s::jsonb, %s::text, %s::smallint)
     {on_conflict}
     RETURNING id, queue, priority, available_at, created_at
 ),
@@ -496,15 +498,16 @@ WITH ins AS (
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
            '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
-           unique_key, unique_states, retry_policy
+           unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
             fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
-            retry_policy jsonb))
+            retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
                                  run_at, delay, idempotency_key, fingerprint, key_ttl,
-                                 unique_key, unique_states, retry_policy, n)
+                                 unique_key, unique_states, retry_policy, concurrency_key,
+                                 concurrency_key_limit, n)
     ORDER BY n
     {on_conflict}
     RETURNING id, queue, priority, idempotency_key, available_at, created_at, unique_key
@@ -722,6 +725,7 @@ running AS (
 candidates AS (
     SELECT id, queue, type, priority, available_at, created_at FROM jobs
     WHERE status = 'queued' AND available_at <= now() {queue_filter}
+      AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
       AND NOT EXISTS (
@@ -753,6 +757,154 @@ picked AS (
     ) allowed
 ),
 """ + _CLAIM_TAIL
+
+# --- claim of jobs with a concurrency key ----------------------------------------------------
+# A job with a concurrency key runs only while fewer than its concurrency_key_limit jobs with
+# that key run, across every worker process and host. The running jobs are the count: every
+# way out of running (complete, fail, release, snooze, the reaper after a lease expired, a
+# cancel the worker carries out) frees the slot by changing the status, with no counter to
+# keep in step. CLAIM and CLAIM_LIMITED never take a keyed job; while keyed jobs wait,
+# services/claiming.py claims them first, in a short transaction of two statements:
+#
+# 1. CLAIM_KEYED_LOCK_KEYS: the keys with a due job waiting and a free slot, in claim order
+#    (jobs of a full key are passed over, so a key with a long backlog does not hold back the
+#    keys behind it), each locked with pg_try_advisory_xact_lock in the two-int space
+#    (KEYED_LOCK_CLASS, hashtext(key)): a key another claimer is claiming right now is
+#    skipped, not waited for, so no claimer ever waits on another and no deadlock can form.
+# 2. CLAIM_KEYED: only for the keys it holds. Its snapshot is taken after the locks: it sees
+#    every claim of those keys committed before (a claimer releases its key locks only after
+#    its commit is visible), and no claim of them can commit until this transaction ends. So
+#    counting each key's running jobs and claiming up to the limit cannot interleave with
+#    another claim of the same key: no read-then-write race, whatever the number of workers.
+#    Several jobs of one key in one batch are ranked within the key (key_rank): the n-th is
+#    taken only if running + n <= its limit. Under queue or type limits the transaction first
+#    takes CLAIM_LIMIT_LOCK_KEY, as CLAIM_LIMITED does, and the same queue and type ranks apply.
+# A hash collision between two keys only makes their claims take turns; their limits stay apart.
+KEYED_LOCK_CLASS = 730_041_600
+
+CLAIM_KEYED_LOCK_KEYS = """
+WITH running AS (
+    SELECT concurrency_key AS k, count(*) AS n FROM jobs
+    WHERE status = 'running' AND concurrency_key IS NOT NULL
+    GROUP BY concurrency_key
+),
+waiting AS (
+    SELECT concurrency_key AS k FROM jobs
+    WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {queue_filter}
+      AND NOT EXISTS (
+          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+      AND NOT EXISTS (
+          SELECT 1 FROM running WHERE running.k = jobs.concurrency_key
+             AND running.n >= jobs.concurrency_key_limit)
+    ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+    LIMIT %(window)s
+),
+keys AS (SELECT DISTINCT k FROM waiting OFFSET 0)  -- OFFSET 0: each key tried once, here
+SELECT ARRAY(SELECT k FROM keys WHERE pg_try_advisory_xact_lock(%(lock_class)s::int, hashtext(k)))
+"""
+
+CLAIM_KEYED = """
+WITH running AS (
+    SELECT k, (SELECT count(*) FROM jobs r
+               WHERE r.status = 'running' AND r.concurrency_key = k) AS n
+    FROM unnest(%(keys)s::text[]) AS k
+),
+limits AS (
+    SELECT * FROM unnest(%(limit_kinds)s::text[], %(limit_names)s::text[], %(limit_values)s::int[])
+        AS l(kind, name, max_running)
+),
+limited_running AS (
+    SELECT l.kind, l.name, l.max_running,
+           (SELECT count(*) FROM jobs r
+             WHERE r.status = 'running'
+               AND CASE l.kind WHEN 'queue' THEN r.queue = l.name ELSE r.type = l.name END) AS n
+    FROM limits l
+),
+candidates AS (
+    SELECT c.* FROM running, LATERAL (
+        SELECT id, queue, type, concurrency_key, concurrency_key_limit, priority, available_at,
+               created_at
+        FROM jobs
+        WHERE status = 'queued' AND concurrency_key = running.k AND available_at <= now()
+          {queue_filter}
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) c
+),
+ranked AS (
+    SELECT c.*,
+           row_number() OVER (PARTITION BY c.concurrency_key
+                              ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_rank,
+           row_number() OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
+                                                            c.created_at, c.id) AS queue_rank,
+           row_number() OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
+                                                           c.created_at, c.id) AS type_rank
+    FROM candidates c
+),
+picked AS (
+    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n
+    FROM (
+        SELECT r.* FROM ranked r
+        JOIN running k ON k.k = r.concurrency_key
+        LEFT JOIN limited_running q ON q.kind = 'queue' AND q.name = r.queue
+        LEFT JOIN limited_running t ON t.kind = 'type' AND t.name = r.type
+        WHERE k.n + r.key_rank <= r.concurrency_key_limit
+          AND (q.max_running IS NULL OR q.n + r.queue_rank <= q.max_running)
+          AND (t.max_running IS NULL OR t.n + r.type_rank <= t.max_running)
+        ORDER BY r.priority DESC, r.available_at, r.created_at, r.id
+        LIMIT %(limit)s
+    ) allowed
+),
+""" + _CLAIM_TAIL
+
+# Whether any keyed job waits at all (services/claiming.py asks at most once a second per
+# process; while none does, claims run CLAIM alone, exactly as without the feature).
+KEYED_JOBS_WAITING = (
+    "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL)"
+)
+
+# A job's detail: how many jobs of its key run now (selectors.py: why a queued job waits).
+KEY_RUNNING_COUNT = (
+    "SELECT count(*) FROM jobs WHERE status = 'running' AND concurrency_key = %s"
+)
+
+# A freed slot wakes the workers (migration 0010): when a keyed job leaves running, whatever
+# moved it (complete, fail, release, snooze, the reaper), PostgreSQL sends the enqueue NOTIFY
+# for its queue at commit, so a job waiting on the key is claimed at once rather than at the
+# next poll. The WHEN clause is checked per updated row; jobs without a key send nothing.
+KEY_SLOT_FREED_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION jobs_concurrency_slot_freed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{NOTIFY_CHANNEL}', NEW.queue);
+    RETURN NULL;
+END
+$$
+"""
+KEY_SLOT_FREED_TRIGGER = """
+CREATE TRIGGER jobs_concurrency_slot_freed
+AFTER UPDATE OF status ON jobs
+FOR EACH ROW
+WHEN (OLD.status = 'running' AND NEW.status <> 'running' AND OLD.concurrency_key IS NOT NULL)
+EXECUTE FUNCTION jobs_concurrency_slot_freed()
+"""
+KEY_SLOT_FREED_DROP = (
+    "DROP TRIGGER IF EXISTS jobs_concurrency_slot_freed ON jobs",
+    "DROP FUNCTION IF EXISTS jobs_concurrency_slot_freed()",
+)
+# The job's check constraint, added NOT VALID and validated apart: the validation scans the
+# table under SHARE UPDATE EXCLUSIVE, which blocks no reads or writes.
+KEY_CONSTRAINT_ADD = (
+    "ALTER TABLE jobs ADD CONSTRAINT job_concurrency_key_has_limit CHECK ("
+    "(concurrency_key IS NULL AND concurrency_key_limit IS NULL) OR (concurrency_key IS NOT NULL"
+    " AND concurrency_key_limit IS NOT NULL AND concurrency_key_limit >= 1"
+    " AND concurrency_key_limit <= {limit})) NOT VALID"
+)
+KEY_CONSTRAINT_VALIDATE = "ALTER TABLE jobs VALIDATE CONSTRAINT job_concurrency_key_has_limit"
+KEY_CONSTRAINT_DROP = "ALTER TABLE jobs DROP CONSTRAINT IF EXISTS job_concurrency_key_has_limit"
 
 # --- the global event feed, in commit order ---------------------------------------------------
 # Event ids come from a sequence, taken when the row is inserted, but transactions commit in

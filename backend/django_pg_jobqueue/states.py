@@ -52,6 +52,10 @@ MAX_TYPE_LENGTH = 100  # Job.type's max_length (a Django task's path longer than
 # Job.unique_key (max_length 300, a type being at most 100 characters).
 MAX_UNIQUE_KEY_LENGTH = 190
 MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
+# A concurrency key (Job.concurrency_key's max_length) and its limit: at most that many jobs
+# of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).
+MAX_CONCURRENCY_KEY_LENGTH = 200
+MAX_CONCURRENCY_KEY_LIMIT = 1000
 # How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
 # json module both recurse; a payload nested deeper is almost always a bug, or circular).
 MAX_PAYLOAD_DEPTH = 64

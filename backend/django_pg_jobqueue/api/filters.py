@@ -10,7 +10,13 @@ from django_filters.rest_framework import DjangoFilterBackend
 
 from ..models import Job
 from ..selectors import SEARCH_MIN_TEXT_CHARS, SEARCH_SCAN_LIMIT, parse_job_id, text_search
-from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX, PRIORITY_MIN
+from ..states import (
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_QUEUE_NAME_LENGTH,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+)
 from .idempotency import PREFIX, scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
@@ -62,6 +68,9 @@ class JobFilter(django_filters.FilterSet):
                                                      help_text="ISO 8601; created at or after.")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
+    concurrency_key = django_filters.CharFilter(
+        field_name="concurrency_key", lookup_expr="exact", max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text="Exact concurrency key: the jobs that share it (e.g. customer:42).")
     schedule = django_filters.CharFilter(
         method="filter_schedule", max_length=200,
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "

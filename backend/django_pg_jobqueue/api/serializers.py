@@ -21,6 +21,8 @@ from ..registry import registry
 from ..states import (
     AFTER_FAILURE_CHOICES,
     MAX_ATTEMPTS_LIMIT,
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_QUEUE_NAME_LENGTH,
@@ -416,6 +418,14 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         required=False, allow_null=True,
         help_text="At most one job of this type and key at a time: a duplicate answers 200 with "
                   "the job that holds the key and `created: false`.")
+    concurrency_key = StrictCharField(
+        required=False, allow_null=True, max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text="E.g. customer:42: at most concurrency_key_limit jobs with this key run at "
+                  "once, across every worker; the others wait.")
+    concurrency_key_limit = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY_KEY_LIMIT,
+        help_text="How many jobs with concurrency_key may run at once. Default: 1. Needs "
+                  "concurrency_key.")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
@@ -439,7 +449,8 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         # The fields are enqueue()'s arguments, by the same names.
         options = {name: data.get(name) for name in (
             "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
-            "timeout_seconds", "retry_policy", "after", "after_failure")}
+            "timeout_seconds", "retry_policy", "after", "after_failure", "concurrency_key",
+            "concurrency_key_limit")}
         options["unique"] = _unique_option(data.get("unique"))
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
@@ -466,7 +477,8 @@ class JobBulkCreateSerializer(StrictSerializer):
         for data in self.validated_data["jobs"]:
             item = {"type": data["type"], "payload": data.get("payload", {})}
             for name in ("priority", "queue", "run_at", "delay_seconds", "idempotency_key",
-                         "max_attempts", "timeout_seconds", "retry_policy"):
+                         "max_attempts", "timeout_seconds", "retry_policy", "concurrency_key",
+                         "concurrency_key_limit"):
                 if data.get(name) is not None:
                     item[name] = data[name]
             if data.get("unique") is not None:
@@ -587,6 +599,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
             "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
+            "concurrency_key", "concurrency_key_limit",
         ]
         read_only_fields = fields
 
@@ -656,6 +669,13 @@ class JobDetailSerializer(JobSerializer):
     unknown_type_at = ISODateTimeField(allow_null=True, help_text=(
         "When a worker without a handler for its type first gave it back; null if none did."))
 
+    concurrency_key_running = serializers.IntegerField(
+        allow_null=True, help_text="How many jobs with this job's concurrency key run now "
+                                   "(null: the job has no key).")
+    concurrency_key_wait = serializers.CharField(
+        help_text="Why this queued job waits for its key, e.g. \"waiting: 1 of 1 running for "
+                  "key customer:42\"; empty when it does not.")
+
     dependencies = JobLinkSerializer(
         many=True,
         help_text="The jobs this one waits for (enqueued after them), in id order.")
@@ -667,7 +687,8 @@ class JobDetailSerializer(JobSerializer):
         fields = JobSerializer.Meta.fields + ["last_traceback", "request_fingerprint",
                                               "retry_policy", "next_attempt",
                                               "waiting_for_handler", "unknown_type_at", "events",
-                                              "dependencies", "dependants"]
+                                              "dependencies", "dependants",
+                                              "concurrency_key_running", "concurrency_key_wait"]
         read_only_fields = fields
 
     @extend_schema_field(NextAttemptSerializer(allow_null=True))

@@ -47,6 +47,32 @@ def forget_cached_limits() -> None:
         _queue_limits = (0.0, {})
 
 
+# Whether jobs with a concurrency key wait (sql.KEYED_JOBS_WAITING), asked at most once a
+# second per process: while none does, a claim is sql.CLAIM alone, exactly as without keys.
+# An enqueue of a keyed job in this process sets it at once; a keyed job enqueued by another
+# process is seen within the second. While any waits, each claim runs the keyed claim first.
+_KEYED_TTL = 1.0
+_keyed_waiting: tuple[float, bool] = (0.0, False)
+
+
+def keyed_jobs_waiting() -> bool:
+    global _keyed_waiting
+    with _limits_lock:
+        fetched_at, waiting = _keyed_waiting
+        if time.monotonic() - fetched_at < _KEYED_TTL:
+            return waiting
+    waiting = bool(db.fetch_all(sql.KEYED_JOBS_WAITING, {})[0][0])
+    note_keyed_jobs(waiting)
+    return waiting
+
+
+def note_keyed_jobs(waiting: bool) -> None:
+    """What this process just learnt about keyed jobs waiting (its own enqueue, the probe)."""
+    global _keyed_waiting
+    with _limits_lock:
+        _keyed_waiting = (time.monotonic(), waiting)
+
+
 @dataclass
 class ClaimedJob:
     id: int
@@ -95,6 +121,17 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     }
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]
+    keyed: list[ClaimedJob] = []
+    if keyed_jobs_waiting():  # jobs with a concurrency key first, within their limits
+        keyed = _claim_keyed(worker_ids, queue_filter, params, limits)
+        if len(keyed) == len(worker_ids):
+            return keyed
+        rest = list(worker_ids[len(keyed):])  # the keyed rows took the first ids, in order
+        params.update(limit=len(rest), worker_ids=json.dumps(rest))
+    return keyed + _claim_unkeyed(queue_filter, params, limits)
+
+
+def _claim_unkeyed(queue_filter: str, params: dict, limits: list) -> list[ClaimedJob]:
     if not limits and _pinned(queue_connection()):  # a dispatcher's: one statement
         rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
         return _claimed(rows)
@@ -108,13 +145,43 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         else:
             params.update(
                 limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
-                limit_values=[l[2] for l in limits], window=max(100, 10 * len(worker_ids)),
+                limit_values=[l[2] for l in limits], window=max(100, 10 * params["limit"]),
             )
             saved = db.fetch_all(sql.CLAIM_PREAMBLE_LIMITED,
                                  {"lock_key": sql.CLAIM_LIMIT_LOCK_KEY})[0]
             rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
         if nested:  # the settings would outlive the claim, until the caller's commit
             old_values = saved[0:2 * len(sql.CLAIM_PLANNER_SETTINGS):2]  # (old, new) pairs
+            db.fetch_all(sql.CLAIM_PLANNER_RESTORE, {"values": list(old_values)})
+    return _claimed(rows)
+
+
+def _claim_keyed(worker_ids: list[str], queue_filter: str, params: dict,
+                 limits: list) -> list[ClaimedJob]:
+    """Claim jobs with a concurrency key, never more running per key than its limit: one
+    short transaction, the keys locked by the first statement and claimed by the second
+    (sql.CLAIM_KEYED_LOCK_KEYS and sql.CLAIM_KEYED say why that holds across processes)."""
+    keyed_params = dict(params, window=max(100, 10 * len(worker_ids)),
+                        lock_class=sql.KEYED_LOCK_CLASS,
+                        limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
+                        limit_values=[l[2] for l in limits])
+    nested = queue_connection().in_atomic_block
+    with queue_atomic():
+        saved = None
+        if limits:  # queue or type limits count keyed jobs too: one claimer at a time
+            saved = db.fetch_all(sql.CLAIM_PREAMBLE_LIMITED,
+                                 {"lock_key": sql.CLAIM_LIMIT_LOCK_KEY})[0]
+        elif not _pinned(queue_connection()):
+            saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
+        keys = db.fetch_all(
+            sql.CLAIM_KEYED_LOCK_KEYS.format(queue_filter=queue_filter), keyed_params)[0][0]
+        rows = []
+        if keys:
+            keyed_params["keys"] = list(keys)
+            rows = db.fetch_all(sql.CLAIM_KEYED.format(queue_filter=queue_filter),
+                                keyed_params)
+        if nested and saved is not None:
+            old_values = saved[0:2 * len(sql.CLAIM_PLANNER_SETTINGS):2]
             db.fetch_all(sql.CLAIM_PLANNER_RESTORE, {"values": list(old_values)})
     return _claimed(rows)
 

@@ -34,6 +34,8 @@ from ..registry import is_task_job, registry
 from ..retries import InvalidRetryPolicy, RetryPolicy
 from ..states import (
     MAX_ATTEMPTS_LIMIT,
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_PAYLOAD_DEPTH,
@@ -48,7 +50,7 @@ from ..states import (
     RUN_AT_MIN,
     Status,
 )
-from . import dependencies
+from . import claiming, dependencies
 
 
 @dataclass
@@ -71,6 +73,8 @@ class NewJob:
     unique_period_seconds: float | None = None
     after: list | None = None  # job ids and ("item", i) references (services/dependencies.py)
     after_failure: str = "cancel"
+    concurrency_key: str | None = None
+    concurrency_key_limit: int | None = None
 
 
 def _fingerprint(spec: dict) -> str:
@@ -350,6 +354,27 @@ def _check_unique(unique, job_type: str, payload: dict,
     return f"{job_type}:{scope}{material}", ordered, period
 
 
+def _check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
+    """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
+    limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused."""
+    if key is None:
+        if limit is not None:
+            raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
+        return None, None
+    if not isinstance(key, str):
+        raise _type_error("concurrency_key", "a str or None", key)
+    if not key.strip() or len(key) > MAX_CONCURRENCY_KEY_LENGTH:
+        raise InvalidJobArgument(
+            "concurrency_key", f"must have 1 to {MAX_CONCURRENCY_KEY_LENGTH} characters, "
+                               "not all blank")
+    problem = _unstorable_text(key)
+    if problem:
+        raise InvalidJobArgument("concurrency_key", problem)
+    limit = _check_int("concurrency_key_limit", 1 if limit is None else limit, 1,
+                       MAX_CONCURRENCY_KEY_LIMIT)
+    return str(key), limit
+
+
 def _check_creatable(job_type: str) -> None:
     """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
     Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
@@ -400,6 +425,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
              from_api: bool = False, unique_scope: str = "",
+             concurrency_key=None, concurrency_key_limit=None,
              index: int | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
@@ -440,6 +466,8 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if timeout is not None:
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
+    concurrency_key, concurrency_key_limit = _check_concurrency_key(concurrency_key,
+                                                                    concurrency_key_limit)
     policy = _check_retry_policy(retry_policy)
     unique_key = unique_states = unique_period = None
     if unique is not None:
@@ -464,6 +492,9 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         if after:
             request["after"] = [list(ref) if isinstance(ref, tuple) else ref
                                 for ref in after] + [after_failure]
+        if concurrency_key is not None:  # only then: fingerprints stored before still match
+            request.update(concurrency_key=concurrency_key,
+                           concurrency_key_limit=concurrency_key_limit)
         fingerprint = _fingerprint(request)
         # A periodic schedule's keys never expire: they are how each tick runs once
         # (periodic.py; the pruner keeps the newest for the same reason).
@@ -476,6 +507,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         retry_policy=policy,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
         unique_period_seconds=unique_period, after=after, after_failure=after_failure,
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
 
 
@@ -483,7 +515,8 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
 # "payload", and the fields of POST /api/v1/jobs/ (tests/test_vocabulary.py holds them together).
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                               "max_attempts", "timeout_seconds", "retry_policy", "unique",
-                              "after", "after_failure"})
+                              "after", "after_failure", "concurrency_key",
+                              "concurrency_key_limit"})
 
 
 def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
@@ -514,11 +547,13 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES) = (
+ _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES,
+ _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT) = (
     _JOB_FIELDS.index(name) for name in (
         "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
         "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
-        "retry_policy", "idempotency_expires_at", "unique_key", "unique_states"))
+        "retry_policy", "idempotency_expires_at", "unique_key", "unique_states",
+        "concurrency_key", "concurrency_key_limit"))
 
 
 def _plain_init() -> bool:
@@ -546,6 +581,8 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
         values[_KEY_EXPIRES] = created_at + timedelta(seconds=new.key_ttl_seconds)
     values[_UNIQUE_KEY] = new.unique_key
     values[_UNIQUE_STATES] = new.unique_states
+    values[_CONCURRENCY_KEY] = new.concurrency_key
+    values[_CONCURRENCY_KEY_LIMIT] = new.concurrency_key_limit
     if not plain_init:
         job = Job.from_db(db_alias, _JOB_FIELDS, values)
         job.created = True
@@ -617,6 +654,8 @@ def _keyed(new: NewJob) -> bool:
 
 @tracing.traced_enqueue
 def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
+    if any(new.concurrency_key is not None for new in new_jobs):
+        claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
     if not any(new.after for new in new_jobs):
         if len(new_jobs) == 1:
             return [_insert_one(new_jobs[0])]
@@ -648,7 +687,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
         new.fingerprint, new.key_ttl_seconds, new.unique_key,
         None if new.unique_states is None else json.dumps(new.unique_states),
         json.dumps(new.retry_policy) if new.retry_policy is not None else None,
-        tracing.carrier_json(),
+        new.concurrency_key, new.concurrency_key_limit, tracing.carrier_json(),
     )
     if keyed:  # no transaction needed: the release is guarded, the index arbitrates
         _release_expired_keys([new])
@@ -691,6 +730,9 @@ def _row(new: NewJob) -> str:
         row["unique_states"] = new.unique_states
     if new.retry_policy is not None:
         row["retry_policy"] = new.retry_policy
+    if new.concurrency_key is not None:
+        row["concurrency_key"] = new.concurrency_key
+        row["concurrency_key_limit"] = new.concurrency_key_limit
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
@@ -763,7 +805,8 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
             delay_seconds: float | timedelta | None = None, idempotency_key: str | None = None,
             max_attempts: int | None = None, timeout_seconds: int | None = None,
             retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
-            after: list | None = None, after_failure: str | None = None) -> Job:
+            after: list | None = None, after_failure: str | None = None,
+            concurrency_key: str | None = None, concurrency_key_limit: int | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored), its `created`
     attribute False when an existing job was returned instead (an idempotent replay, or the
     job that holds the same unique key).
@@ -800,6 +843,10 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       [1, 5, 30]}`, `{"base_seconds": 2, "factor": 3, "max_seconds": 600}`, with `jitter`,
       `retry_on`, `give_up_on` exception names): replaces its type's policy. Data only, as
       through the API: a function policy is for handlers and tasks (docs/how-to/retries.md).
+    - `concurrency_key` (1 to 200 characters, e.g. "customer:42") and `concurrency_key_limit`
+      (1 to 1000, default 1): at most that many jobs with this key run at once, across every
+      worker; the others wait, without holding back jobs of other keys
+      (docs/how-to/concurrency-keys.md).
 
     The names are the REST API's (`POST /api/v1/jobs/`) and `enqueue_many()` items' keys.
 
@@ -813,6 +860,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
         retry_policy=retry_policy, unique=unique, after=after, after_failure=after_failure,
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
     return job
 

@@ -11,6 +11,7 @@ import {
   loadEarlierEventsMutation,
 } from "../api/jobs";
 import type { JobDetail, JobEvent } from "../api/types";
+import { ConcurrencyKey } from "../components/ConcurrencyKey";
 import { InlineConfirm } from "../components/Confirm";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { JobDependencies } from "../components/JobDependencies";
@@ -105,6 +106,7 @@ function JobDetailView({ id }: { id: number }) {
         live={<LiveIndicator isError={job.isError} error={job.error} isFetching={job.isFetching} paused={!live} />}
       />
       {job.isError && <ErrorState error={job.error} title="Showing the last known state; refreshing failed" />}
+      <ConcurrencyKey job={j} />
 
       <div className="grid grid-3" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="progress-title">
@@ -496,6 +498,8 @@ function AllFields({ job }: { job: JobDetail }) {
     ["progress_percent", job.progress_percent ?? "—"],
     ["progress_message", job.progress_message || "—"],
     ["idempotency_key", job.idempotency_key ?? "—"],
+    ["concurrency_key", job.concurrency_key ?? "—"],
+    ["concurrency_key_limit", job.concurrency_key_limit ?? "—"],
     ["request_fingerprint", job.request_fingerprint ?? "—"],
     ["cancel_requested_at", formatTimestamp(job.cancel_requested_at)],
     ["is_finished", String(job.is_finished)],
