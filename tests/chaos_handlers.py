@@ -69,6 +69,14 @@ def chaos(ctx, payload):
     return {"mode": mode, "attempt": ctx.attempt, "pid": os.getpid()}
 
 
+@handler("spin", max_attempts=2, timeout_seconds=2,
+         description="Fault-test handler: loops forever, never looking at its context.")
+def spin(ctx, payload):
+    _ledger("start", ctx)
+    while True:
+        pass
+
+
 # --- for the tests ------------------------------------------------------------------------
 LEASE_SECONDS = 2.0
 REAPER_INTERVAL_SECONDS = 0.5

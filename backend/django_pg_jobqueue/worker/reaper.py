@@ -1,11 +1,13 @@
 """The reaper: requeues (or fails) running jobs whose lease expired.
 
 Runs inside every `run_job_workers` process, and once with `manage.py reap_jobs`. Several at
-once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry."""
+once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry. After each
+pass it forgets the worker processes that are gone and hold nothing (services.workers)."""
 import logging
 import time
 
 from .. import conf, services
+from ..metrics import WORKER_ALIVE_SECONDS
 from .base import Backoff, ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -33,6 +35,9 @@ class Reaper(ServiceThread):
             log.debug("reaper holding off after reconnecting")
             return {}
         counts = services.reap()
+        # A lost worker's row stays (the workers page shows it lost, with what it held)
+        # until it has been silent past the liveness window and the reap freed its jobs.
+        services.forget_lost_workers(silent_seconds=WORKER_ALIVE_SECONDS)
         for status, n in counts.items():
             self.total[status] = self.total.get(status, 0) + n
         if counts:
