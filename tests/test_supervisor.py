@@ -207,3 +207,26 @@ def test_max_jobs_per_process_recycles_after_that_many_jobs_with_none_lost_or_ru
     assert out.text().count("recycled (exit status 3)") == 2
     report = audit()
     assert report.ok, report.format()
+
+
+def test_max_memory_per_process_recycles_a_process_that_grew_past_it(tmp_path):
+    ledger_path = tmp_path / "ledger.tsv"
+    services.enqueue_many([{"type": "chaos", "payload": {"mode": "hog", "mb": 60}}
+                           for _ in range(6)])
+    proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "0",
+                         "--max-memory-per-process", "200",
+                         env=worker_env(ledger_path, JOB_WORKER_LOG_LEVEL="INFO"))
+    out = Output(proc)
+    try:
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, timeout=120,
+                 message="every job succeeded")
+    finally:
+        rc = _stop(proc, out)
+    assert rc == 0, out.text()[-4000:]
+    assert "over --max-memory-per-process 200 MiB: recycling" in out.text()
+    assert "recycled (exit status 3)" in out.text()
+    ledger = Ledger.read(ledger_path)
+    assert not ledger.duplicate_starts
+    assert all(len(runs) == 1 for runs in ledger.by_job.values()) and len(ledger.by_job) == 6
+    # A process leaking 60 MiB a job was replaced before it held them all.
+    assert len({x.pid for x in ledger.executions.values()}) >= 2

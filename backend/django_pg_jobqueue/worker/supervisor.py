@@ -52,8 +52,12 @@ def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_mem
     from .process import Supervised, run_worker_process
 
     configure_worker_logging(*log_settings)
-    sys.exit(run_worker_process(pool_options, supervised=Supervised(
-        beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes)))
+    code = run_worker_process(pool_options, supervised=Supervised(
+        beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes))
+    # Stopped: a SIGTERM from now on (the supervisor stopping while this one recycles) must
+    # not kill it during the interpreter's exit, which resets Python's handlers to the default.
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+    sys.exit(code)
 
 
 @dataclass
@@ -191,8 +195,8 @@ class Supervisor:
             for slot in self.running():
                 if not slot.process.is_alive():
                     self._reap(slot, stopping=True)
-                    if slot.exits[-1] != 0:
-                        code = 1
+                    if slot.exits[-1] not in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT):
+                        code = 1  # planned exits recorded or released all they held
             sentinels = [s.process.sentinel for s in self.running()]
             if sentinels:
                 wait_for_sentinels(sentinels, timeout=0.2)
