@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import close_old_connections
 
@@ -40,7 +41,7 @@ CHECK_SECONDS = 0.5
 class Supervised:
     """What a supervised child shares with its supervisor: a clock it beats (a shared double,
     time.monotonic(), which is one clock for every process on the host) and its pid."""
-    beat: object  # multiprocessing.Value("d")
+    beat: Any  # multiprocessing.Value("d")
     supervisor_pid: int
     max_jobs: int | None = None
     max_memory_bytes: int | None = None

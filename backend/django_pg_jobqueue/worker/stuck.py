@@ -10,8 +10,10 @@ only way to take a thread back in Python. The renewer calls `run_once()` on each
 import logging
 import os
 import time
+from typing import Any
 
 from .. import conf, services
+from .held import Held
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -24,7 +26,7 @@ class StuckWatch:
         self._reported: set[tuple[int, int]] = set()  # (job id, attempt) already noted
         self.total = 0  # handlers found stuck since the process started
 
-    def stuck(self, now: float | None = None) -> list[tuple[object, object, float]]:
+    def stuck(self, now: float | None = None) -> list[tuple[Any, Held, float]]:
         """(executor, held, seconds past its timeout) for each handler running past its
         timeout plus the grace."""
         now = time.monotonic() if now is None else now

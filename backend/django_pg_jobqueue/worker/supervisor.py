@@ -19,6 +19,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_for_sentinels
+from typing import Any
 
 log = logging.getLogger("django_pg_jobqueue.supervisor")
 
@@ -63,8 +64,8 @@ def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_mem
 @dataclass
 class Slot:
     index: int
-    process: object = None  # multiprocessing.Process
-    beat: object = None
+    process: Any = None  # multiprocessing.Process (the spawn context's)
+    beat: Any = None  # its multiprocessing.Value("d")
     started_at: float = 0.0
     crashes: int = 0
     restart_at: float | None = 0.0  # when to start it (None: not again)
