@@ -21,7 +21,14 @@ const alive: Worker = {
   jobs_done: 1200,
   stuck_handlers: 0,
   running_jobs: [
-    { id: 42, type: "send_email", queue: "default", worker_id: "vm-1-4242-3", started_at: null, progress_percent: null },
+    {
+      id: 42,
+      type: "send_email",
+      queue: "default",
+      worker_id: "vm-1-4242-3",
+      started_at: null,
+      progress_percent: null,
+    },
   ],
 };
 const lost: Worker = {
@@ -63,11 +70,14 @@ describe("the workers page", () => {
     expect(within(second).getByTestId("worker-state")).toHaveTextContent("lost");
     expect(within(second).getByTestId("worker-stuck")).toHaveTextContent("1 stuck handler");
     expect(within(second).getByTestId("worker-jobs")).toHaveTextContent("held when it was lost");
-    expect(within(second).getByTestId("worker-last-beat")).toHaveTextContent("30 s ago");
+    expect(within(second).getByTestId("worker-last-beat")).toHaveTextContent(/\b3\d s ago/);
   });
 
   it("says how to start a worker when none runs", async () => {
-    vi.stubGlobal("fetch", vi.fn(async () => new Response("[]", { status: 200 })));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response("[]", { status: 200 })),
+    );
     render(
       <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
         <MemoryRouter>

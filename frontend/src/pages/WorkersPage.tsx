@@ -46,8 +46,7 @@ export function WorkersPage() {
         ) : rows.length === 0 ? (
           <Empty title="No worker is running">
             <p>
-              Start one with <code>manage.py run_job_workers</code> (<code>--processes N</code> for a supervised
-              host).
+              Start one with <code>manage.py run_job_workers</code> (<code>--processes N</code> for a supervised host).
             </p>
           </Empty>
         ) : (
