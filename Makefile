@@ -196,6 +196,11 @@ soak: venv migrate
 
 bench: venv migrate
 	$(PY) bench/run.py
+	$(PY) bench/processes.py
+
+# CPU-bound handlers: --processes 2 vs --processes 1 at the same total threads.
+bench-processes: venv migrate
+	$(PY) bench/processes.py
 
 # Drain rate and claim p99 as finished rows, backlog, queues and scheduled jobs grow (bench/
 # curves.py; ~25-40 min on 2 cores, CURVES_QUICK=1 for sizes / 100); charts into

@@ -18,6 +18,7 @@ from django_pg_jobqueue.exceptions import PermanentError
 from django_pg_jobqueue.registry import handler
 
 _fd = None
+_HOARD: list[bytes] = []  # what `hog` jobs leak
 _fd_lock = threading.Lock()
 
 
@@ -35,7 +36,7 @@ def _ledger(kind: str, ctx, extra: str = "") -> None:
 
 
 @handler("chaos", max_attempts=20, timeout_seconds=300,
-         description="Fault-test handler: payload.mode ok|flaky|fail|long; writes the ledger.")
+         description="Fault-test handler: payload.mode ok|flaky|fail|long|hog; writes the ledger.")
 def chaos(ctx, payload):
     _ledger("start", ctx)
     mode = payload.get("mode", "ok")
@@ -51,6 +52,9 @@ def chaos(ctx, payload):
             if payload.get("permanent"):
                 raise PermanentError("chaos: permanent failure")
             raise RuntimeError("chaos: failure")
+        elif mode == "hog":  # keeps payload.mb MiB for the life of the process (a leak)
+            _HOARD.append(b"x" * (int(payload.get("mb", 10)) << 20))
+            ctx.wait(float(payload.get("seconds", 0.2)))
         elif mode == "long":
             # Runs past several lease renewals, reporting progress (fenced writes).
             seconds, step = float(payload.get("seconds", 5)), 0.25
@@ -67,6 +71,14 @@ def chaos(ctx, payload):
         raise
     _ledger("end", ctx, "return")
     return {"mode": mode, "attempt": ctx.attempt, "pid": os.getpid()}
+
+
+@handler("spin", max_attempts=2, timeout_seconds=2,
+         description="Fault-test handler: loops forever, never looking at its context.")
+def spin(ctx, payload):
+    _ledger("start", ctx)
+    while True:
+        pass
 
 
 # --- for the tests ------------------------------------------------------------------------

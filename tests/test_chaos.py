@@ -36,25 +36,41 @@ from tests.utils import spawn_workers
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
 PROCESSES, THREADS = 3, 8
+# Supervised: SUPERVISORS x `run_job_workers --processes CHILDREN --threads CHILD_THREADS`; the
+# faults hit the children, which the supervisors replace.
+SUPERVISORS, CHILDREN, CHILD_THREADS = 2, 2, 6
 
 
 class Worker:
-    def __init__(self, ledger, slot: int):
-        self.slot = slot
+    def __init__(self, ledger, slot: int, children: int | None = None):
+        self.slot, self.children = slot, children
         # Slot 0 prefetches (JOB_PREFETCH), so that its held-but-not-started jobs meet the
         # same faults as running ones.
-        prefetch = ("--prefetch", str(THREADS)) if slot == 0 else ()
-        self.proc = spawn_workers("--threads", str(THREADS), *prefetch, env=worker_env(ledger))
+        threads = CHILD_THREADS if children else THREADS
+        prefetch = ("--prefetch", str(threads)) if slot == 0 else ()
+        processes = ("--processes", str(children)) if children else ()
+        self.proc = spawn_workers(*processes, "--threads", str(threads), *prefetch,
+                                  env=worker_env(ledger))
         self.out = Output(self.proc)
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.proc.poll() is None:
-            if self.out.matching("running ("):
+            if not self.children and self.out.matching("running ("):
+                return True
+            if self.children and self.out.matching("worker processes;") and \
+                    len(self.child_pids()) >= self.children:
                 return True
             time.sleep(0.1)
         return False
+
+    def child_pids(self) -> set[int]:
+        """This supervisor's children that beat in the last few seconds."""
+        with connection.cursor() as cur:
+            cur.execute("SELECT pid FROM job_workers WHERE supervisor_pid = %s"
+                        " AND heartbeat_at > now() - interval '5 seconds'", [self.pid])
+            return {row[0] for row in cur.fetchall()}
 
 
 class Chaos(threading.Thread):
@@ -84,6 +100,21 @@ class Chaos(threading.Thread):
         finally:
             connection.close()
 
+    def _child_victim(self, busiest: bool = False) -> int:
+        """Supervised: a child process to hit (by pid), chosen as _victim chooses."""
+        with connection.cursor() as cur:
+            cur.execute("SELECT locked_by, priority FROM jobs WHERE status = 'running'")
+            rows = [(int(locked_by.rsplit("-", 2)[-2]), priority)
+                    for locked_by, priority in cur.fetchall()]
+            cur.execute("SELECT pid FROM job_workers WHERE supervisor_pid IS NOT NULL"
+                        " AND heartbeat_at > now() - interval '5 seconds'")
+            alive = sorted(row[0] for row in cur.fetchall())
+        if busiest:
+            held = Counter(pid for pid, _ in rows)
+            return max(alive, key=lambda pid: (held[pid], self.rng.random()))
+        probes = {pid for pid, priority in rows if priority > 0}
+        return self.rng.choice([pid for pid in alive if pid in probes] or alive)
+
     def _victim(self, busiest: bool = False) -> Worker:
         # Prefer a worker running a high-priority probe, to time its recovery; for a freeze,
         # the one holding the most jobs, so that its stale writes meet the fence.
@@ -99,6 +130,11 @@ class Chaos(threading.Thread):
         return self.rng.choice(preferred or alive)
 
     def kill(self) -> None:
+        if self.workers[0].children:  # the supervisor replaces it
+            pid = self._child_victim()
+            os.kill(pid, signal.SIGKILL)
+            self.kills.append((time.time(), pid))
+            return
         w = self._victim()
         w.proc.send_signal(signal.SIGKILL)
         self.kills.append((time.time(), w.pid))
@@ -106,12 +142,13 @@ class Chaos(threading.Thread):
         self.workers[w.slot] = Worker(self.ledger, w.slot)
 
     def stop(self) -> None:
-        w = self._victim(busiest=True)
+        pid = (self._child_victim(busiest=True) if self.workers[0].children
+               else self._victim(busiest=True).pid)
         started = time.time()
-        os.kill(w.pid, signal.SIGSTOP)
+        os.kill(pid, signal.SIGSTOP)
         self.stopping.wait(LEASE_SECONDS + REAPER_INTERVAL_SECONDS + 1.5)
-        os.kill(w.pid, signal.SIGCONT)
-        self.stops.append((started, time.time(), w.pid))
+        os.kill(pid, signal.SIGCONT)
+        self.stops.append((started, time.time(), pid))
 
     def terminate(self) -> None:
         with connection.cursor() as cur:
@@ -161,15 +198,18 @@ def _enqueue(n: int, rng: random.Random, spread_seconds: float) -> dict[str, int
     return dict(mix)
 
 
-def run_chaos(n_jobs: int, seed: int, timeout: float, tmp_path) -> dict:
+def run_chaos(n_jobs: int, seed: int, timeout: float, tmp_path, supervised: bool = False) -> dict:
     rng = random.Random(seed)
     ledger_path = tmp_path / "ledger.tsv"
     expected_seconds = n_jobs / 2000 * 20
-    print(f"\nchaos: {n_jobs} jobs, {PROCESSES} processes x {THREADS} threads, seed {seed}, "
+    shape = (f"{SUPERVISORS} supervisors x --processes {CHILDREN} x {CHILD_THREADS} threads"
+             if supervised else f"{PROCESSES} processes x {THREADS} threads")
+    print(f"\nchaos: {n_jobs} jobs, {shape}, seed {seed}, "
           f"lease {LEASE_SECONDS}s, reaper every {REAPER_INTERVAL_SECONDS}s")
     mix = _enqueue(n_jobs, rng, expected_seconds)
     started = time.time()
-    workers = [Worker(ledger_path, slot) for slot in range(PROCESSES)]
+    workers = ([Worker(ledger_path, slot, CHILDREN) for slot in range(SUPERVISORS)] if supervised
+               else [Worker(ledger_path, slot) for slot in range(PROCESSES)])
     for w in workers:  # faults start once every worker is up and claiming
         assert w.wait_ready(60), w.out.text()[-2000:]
     chaos = Chaos(workers, ledger_path, rng, interval=2.5)
@@ -205,7 +245,7 @@ def run_chaos(n_jobs: int, seed: int, timeout: float, tmp_path) -> dict:
         connection.close()
     assert chaos.error is None, chaos.error
     assert unfinished == 0, f"{unfinished} jobs unfinished after {timeout}s"
-    assert exit_codes == [0] * PROCESSES, exit_codes
+    assert exit_codes == [0] * len(workers), exit_codes
     return analyse(n_jobs, mix, seed, drained, chaos, Ledger.read(ledger_path))
 
 
@@ -359,3 +399,21 @@ def test_chaos_drain_short(tmp_path):
 @pytest.mark.timeout(1800)
 def test_chaos_drain_full(tmp_path):
     run_chaos(20000, _seed(), timeout=1500, tmp_path=tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CHAOS_FULL"),
+                    reason="supervised chaos drain: CHAOS_FULL=1 (make chaos)")
+@pytest.mark.timeout(600)
+def test_chaos_drain_short_under_the_supervisor(tmp_path):
+    """The faults hit the supervisors' children (SIGKILL, SIGSTOP past the lease, terminated
+    backends): the supervisors replace killed children; the same promises hold."""
+    run_chaos(2000, _seed(), timeout=300, tmp_path=tmp_path, supervised=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CHAOS_FULL"),
+                    reason="full chaos drain: CHAOS_FULL=1 (make chaos)")
+@pytest.mark.timeout(1800)
+def test_chaos_drain_full_under_the_supervisor(tmp_path):
+    run_chaos(20000, _seed(), timeout=1500, tmp_path=tmp_path, supervised=True)

@@ -123,3 +123,19 @@ def test_a_lane_under_a_concurrency_limit_prefetches_nothing(worker_pool, slow_h
     wait_for(lambda: Job.objects.filter(status="succeeded").count() == 60, 60)
     assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
     forget_cached_limits()
+
+
+def test_a_running_prefetched_job_names_the_thread_that_runs_it_as_its_owner(worker_pool,
+                                                                               slow_handler):
+    jobs = services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 1.5}}
+                                  for _ in range(4)])
+    pool = worker_pool(threads=1, batch_size=4, prefetch=4)
+    prefetch_id = f"{pool.process_id}-prefetch"
+    # A job claimed into the prefetch buffer, then taken by the pool's one thread: while it
+    # runs, its lease (locked_by) names that thread, as its timeline does.
+    wait_for(lambda: Job.objects.filter(
+        pk__in=[j.pk for j in jobs], status="running", locked_by=f"{pool.process_id}-1",
+        events__kind="claimed", events__worker_id=prefetch_id).exists(),
+        timeout=20, message="a prefetched job running under its thread's id")
+    assert not Job.objects.filter(status="running", locked_by=prefetch_id,
+                                  pk__in=slow_handler).exists()

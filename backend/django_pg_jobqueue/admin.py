@@ -342,8 +342,33 @@ class QueueSettingAdmin(admin.ModelAdmin):
 
 @admin.register(WorkerProcess)
 class WorkerProcessAdmin(admin.ModelAdmin):
-    list_display = ["id", "hostname", "pid", "threads", "queues", "started_at", "heartbeat_at"]
+    list_display = ["id", "state", "hostname", "pid", "supervisor_pid", "threads", "queues",
+                    "memory", "jobs_done", "stuck_handlers", "held", "started_at",
+                    "heartbeat_at"]
     ordering = ["id"]
+
+    def changelist_view(self, request, extra_context=None):
+        # One read of every process's state and running jobs for the whole page.
+        self._health = {w["id"]: w for w in selectors.worker_processes()}
+        return super().changelist_view(request, extra_context)
+
+    def _row(self, obj) -> dict:
+        health = getattr(self, "_health", None) or {}
+        if obj.pk not in health:
+            health = {w["id"]: w for w in selectors.worker_processes()}
+        return health.get(obj.pk, {})
+
+    @admin.display(description="state")
+    def state(self, obj):
+        return self._row(obj).get("state", "")
+
+    @admin.display(description="memory")
+    def memory(self, obj):
+        return f"{obj.rss_bytes / 2**20:.0f} MiB" if obj.rss_bytes else "-"
+
+    @admin.display(description="running jobs (held, if lost)")
+    def held(self, obj):
+        return ", ".join(f"#{j['id']} {j['type']}" for j in self._row(obj).get("running_jobs", [])) or "-"
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in WorkerProcess._meta.fields]

@@ -225,6 +225,15 @@ class QueueConf:
         On SIGTERM or SIGINT, how long running handlers may finish before their jobs are
         released back to the queue (the attempt not charged). Keep it below your process
         manager's kill timeout.""")
+    TIMEOUT_GRACE_SECONDS: float = setting(5.0, check_id=80, rule=number(0), group="workers",
+                                           doc="""
+        How long a handler may keep running past its job's `timeout_seconds` before it counts
+        as stuck. Its attempt is failed as timed out when the timeout passes (retried or failed
+        by its policy, like any error); a handler still running this much later is stuck:
+        logged, counted (`jobqueue_stuck_handlers`) and noted on its job's timeline. Under the
+        supervisor (`run_job_workers --processes N`), its process is then ended and replaced
+        (a hard timeout); in a single unsupervised process its thread cannot be stopped and is
+        left to run.""")
     REAPER_INTERVAL_SECONDS: float = setting(5.0, check_id=7, rule=number(0, above=True),
                                              group="workers", doc="""
         How often each worker process's reaper requeues (or fails, when attempts are spent)

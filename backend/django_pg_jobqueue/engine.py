@@ -81,8 +81,18 @@ class Engine(Protocol):
         ...
 
     def heartbeat(self, process_id: str, *, hostname: str, pid: int, threads: int,
-                  queues: list[str]) -> None:
-        """Say that this worker process is alive."""
+                  queues: list[str], rss_bytes: int | None = None, jobs_done: int = 0,
+                  stuck_handlers: int = 0, heartbeat_interval_seconds: float = 2.0,
+                  supervisor_pid: int | None = None) -> None:
+        """Say that this worker process is alive, and how it is (the workers page)."""
+        ...
+
+    def adopt_prefetched(self, items: list[tuple[int, uuid.UUID, str]]) -> int:
+        """Name a prefetched job's real executor as its owner once one runs it."""
+        ...
+
+    def forget_lost_workers(self, *, silent_seconds: float) -> int:
+        """Remove the rows of worker processes silent that long whose jobs were reaped."""
         ...
 
     def record_lease_lost(self, job_id: int, lease_token, worker_id: str, action: str,
@@ -126,6 +136,12 @@ class PostgresEngine:
 
     def heartbeat(self, process_id, **kwargs) -> None:
         services.heartbeat(process_id, **kwargs)
+
+    def adopt_prefetched(self, items) -> int:
+        return services.adopt_prefetched(items)
+
+    def forget_lost_workers(self, **kwargs) -> int:
+        return services.forget_lost_workers(**kwargs)
 
     def record_lease_lost(self, *args, **kwargs) -> None:
         services.record_lease_lost(*args, **kwargs)

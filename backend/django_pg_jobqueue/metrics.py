@@ -14,6 +14,7 @@ default, itself exposed as `jobqueue_metrics_window_seconds`):
 - jobqueue_queue_depth_limit                   JOB_MAX_QUEUE_DEPTH (absent when off)
 - jobqueue_oldest_runnable_age_seconds{queue}  how long the oldest runnable job has waited
 - jobqueue_workers_alive, jobqueue_worker_threads_alive   from job_workers heartbeats
+- jobqueue_workers_lost, jobqueue_stuck_handlers           the same rows: silent ones, stuck handlers
 - jobqueue_queue_paused{queue}, jobqueue_queue_concurrency_limit{queue}   job_queue_settings
 - jobqueue_waiting_for_handler{type}           queued jobs a worker without a handler for
                                                their type gave back (docs/how-to/deploy.md)
@@ -57,6 +58,16 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # longer than this is gone, even though its row is still there.
 WORKER_ALIVE_SECONDS = 15
 
+# A worker process silent for more than this many of its own heartbeat intervals is lost: the
+# workers page and the admin show it so (with what it held), and jobqueue_workers_lost counts
+# it, until the reaper has requeued its jobs and forgotten its row (worker/reaper.py).
+LOST_AFTER_HEARTBEATS = 2
+
+
+def worker_lost(heartbeat_age_seconds: float, heartbeat_interval_seconds: float) -> bool:
+    return heartbeat_age_seconds > LOST_AFTER_HEARTBEATS * heartbeat_interval_seconds
+
+
 RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
                120.0, 300.0, 600.0, 1800.0, 3600.0)
 WAIT_BUCKETS = RUN_BUCKETS
@@ -93,10 +104,16 @@ class Worker:
     queues: list
     heartbeat_age_seconds: float
     uptime_seconds: float
+    stuck_handlers: int = 0
+    heartbeat_interval_seconds: float = 2.0
 
     @property
     def alive(self) -> bool:
         return self.heartbeat_age_seconds <= WORKER_ALIVE_SECONDS
+
+    @property
+    def lost(self) -> bool:
+        return worker_lost(self.heartbeat_age_seconds, self.heartbeat_interval_seconds)
 
 
 @dataclass
@@ -138,7 +155,8 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
         snap.waiting_for_handler = dict(cur.fetchall())
         cur.execute(sql.METRICS_WORKERS)
         snap.workers = [Worker(r[0], r[1], r[2], r[3], r[4] if isinstance(r[4], list) else [],
-                               float(r[5]), float(r[6])) for r in cur.fetchall()]
+                               float(r[5]), float(r[6]), int(r[7]), float(r[8]))
+                        for r in cur.fetchall()]
         cur.execute(sql.METRICS_QUEUE_SETTINGS)
         snap.queue_settings = cur.fetchall()
         cur.execute(sql.metrics_window(RUN_BUCKETS, WAIT_BUCKETS), {"window": window})
@@ -221,6 +239,14 @@ def families(snap: Snapshot):
                  samples=[((), len(alive))])
     yield _gauge("jobqueue_worker_threads_alive", "Executor threads of the live worker processes.",
                  samples=[((), sum(w.threads for w in alive))])
+    yield _gauge("jobqueue_workers_lost",
+                 f"Worker processes silent for more than {LOST_AFTER_HEARTBEATS} heartbeat "
+                 f"intervals, kept (and shown as lost) until their jobs are requeued.",
+                 samples=[((), sum(1 for w in snap.workers if w.lost))])
+    yield _gauge("jobqueue_stuck_handlers",
+                 "Handlers running past their job's timeout plus JOB_TIMEOUT_GRACE_SECONDS, "
+                 "in the worker processes not lost.",
+                 samples=[((), sum(w.stuck_handlers for w in snap.workers if not w.lost))])
     yield _gauge("jobqueue_queue_paused", "1 when the queue is paused (job_queue_settings).",
                  ["queue"], [((q,), 1 if paused else 0) for q, paused, _ in snap.queue_settings])
     yield _gauge("jobqueue_queue_concurrency_limit",

@@ -355,6 +355,14 @@ class WorkerProcess(models.Model):
     queues = models.JSONField(default=list)
     started_at = models.DateTimeField(db_default=Now())
     heartbeat_at = models.DateTimeField(db_default=Now())
+    # What its heartbeat reports (worker/renewer.py): resident memory, jobs run since it
+    # started, handlers running past their timeout plus grace now (worker/stuck.py), its own
+    # heartbeat interval (silent for two of them: shown as lost) and its supervisor's pid.
+    rss_bytes = models.BigIntegerField(null=True, blank=True)
+    jobs_done = models.BigIntegerField(default=0, db_default=0)
+    stuck_handlers = models.PositiveIntegerField(default=0, db_default=0)
+    heartbeat_interval_seconds = models.FloatField(default=2.0, db_default=2.0)
+    supervisor_pid = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "job_workers"

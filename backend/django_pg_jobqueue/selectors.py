@@ -472,3 +472,38 @@ def active_workers() -> dict:
         "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in rows),
         "processes": rows,
     }
+
+
+def worker_processes() -> list[dict]:
+    """Every worker process with a row, for the workers page and the admin: `alive`, or `lost`
+    (silent for more than metrics.LOST_AFTER_HEARTBEATS of its heartbeat intervals; its row is
+    kept until the reaper requeued what it held), with its memory, jobs run, stuck handlers,
+    and the running jobs each of its threads holds (a lost one's: what it held when it died).
+    Ages are measured on the database clock."""
+    from .metrics import worker_lost
+
+    processes = list(WorkerProcess.objects.annotate(db_now=Now()).order_by("hostname", "id"))
+    running = list(
+        Job.objects.running().filter(locked_by__isnull=False)
+        .values("id", "type", "queue", "locked_by", "started_at", "progress_percent")
+        .order_by("id")) if processes else []
+    rows = []
+    for p in processes:
+        prefix = f"{p.id}-"
+        age = (p.db_now - p.heartbeat_at).total_seconds()
+        rows.append({
+            "id": p.id, "hostname": p.hostname, "pid": p.pid,
+            "supervisor_pid": p.supervisor_pid, "threads": p.threads, "queues": p.queues,
+            "state": "lost" if worker_lost(age, p.heartbeat_interval_seconds) else "alive",
+            "started_at": p.started_at, "heartbeat_at": p.heartbeat_at,
+            "heartbeat_age_seconds": round(max(age, 0.0), 3),
+            "heartbeat_interval_seconds": p.heartbeat_interval_seconds,
+            "rss_bytes": p.rss_bytes, "jobs_done": p.jobs_done,
+            "stuck_handlers": p.stuck_handlers,
+            "running_jobs": [
+                {"id": j["id"], "type": j["type"], "queue": j["queue"],
+                 "worker_id": j["locked_by"], "started_at": j["started_at"],
+                 "progress_percent": j["progress_percent"]}
+                for j in running if j["locked_by"].startswith(prefix)],
+        })
+    return rows

@@ -1087,11 +1087,57 @@ QUEUE_CONCURRENCY_LIMITS = (
 # --- heartbeat: a worker process's row in job_workers (worker/renewer.py) -----------------
 # Upserted after each renewal pass: the first creates the row, the next ones move heartbeat_at
 # (metrics and audit_jobs read it to tell live processes from dead ones).
+# With it, what the workers page shows of the process: its memory (RSS, bytes), jobs run,
+# handlers stuck past their timeout now, its own heartbeat interval (a row silent for two of
+# them is shown as lost) and the supervisor that started it (NULL: none).
 HEARTBEAT = """
-INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at)
-VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())
+INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at,
+                         rss_bytes, jobs_done, stuck_handlers, heartbeat_interval_seconds,
+                         supervisor_pid)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(threads)s, %(queues)s::jsonb, now(), now(),
+        %(rss_bytes)s, %(jobs_done)s, %(stuck_handlers)s, %(heartbeat_interval_seconds)s,
+        %(supervisor_pid)s)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
-                               queues = EXCLUDED.queues
+                               queues = EXCLUDED.queues, rss_bytes = EXCLUDED.rss_bytes,
+                               jobs_done = EXCLUDED.jobs_done,
+                               stuck_handlers = EXCLUDED.stuck_handlers,
+                               heartbeat_interval_seconds = EXCLUDED.heartbeat_interval_seconds,
+                               supervisor_pid = EXCLUDED.supervisor_pid
+"""
+
+# --- worker health: stuck handlers, prefetched jobs' real owner, lost workers --------------
+# A handler still running past its job's timeout plus JOB_TIMEOUT_GRACE_SECONDS (worker/
+# stuck.py). Not fenced: the timeout already failed the attempt (the job may be queued again,
+# or running elsewhere), and this only notes on the job's timeline that the old attempt's
+# handler has not returned. FOR SHARE orders it among the job's events, as LEASE_LOST does.
+STUCK_HANDLER_EVENT = """
+INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+SELECT id, 'log', %(attempt)s, %(worker_id)s, %(message)s,
+       jsonb_build_object('stuck', true, 'seconds_past_timeout', %(seconds)s::float8), now()
+FROM jobs WHERE id = %(id)s
+FOR SHARE
+"""
+
+# A prefetched job is claimed under `<process>-prefetch`; the executor thread that takes it
+# becomes its owner. The renewer records that owner in its next pass, one statement for all
+# of them, guarded like a renewal (still running under the same lease), so that a running
+# job's lease names the thread that runs it.
+ADOPT_PREFETCHED_IF_RUNNING = """
+UPDATE jobs j SET locked_by = u.worker_id
+FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
+     AS u(id, token, worker_id)
+WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
+  AND j.locked_by IS DISTINCT FROM u.worker_id
+"""
+
+# A worker process's row is kept while it is lost (silent, shown as lost with what it held)
+# and forgotten once it has been silent longer than %(silent_seconds)s and no running job names
+# one of its threads any longer (the reaper requeued them). Run by the reaper.
+FORGET_LOST_WORKERS = """
+DELETE FROM job_workers w
+WHERE w.heartbeat_at < now() - make_interval(secs => %(silent_seconds)s)
+  AND NOT EXISTS (SELECT 1 FROM jobs j
+                  WHERE j.status = 'running' AND j.locked_by LIKE w.id || '-%%')
 """
 
 # The transaction id of the feed's `after` event (feed.py): the cursor's first half.
@@ -1117,7 +1163,7 @@ WHERE status = 'queued' AND unknown_type_at IS NOT NULL GROUP BY type
 
 METRICS_WORKERS = """
 SELECT id, hostname, pid, threads, queues, extract(epoch FROM now() - heartbeat_at),
-       extract(epoch FROM now() - started_at)
+       extract(epoch FROM now() - started_at), stuck_handlers, heartbeat_interval_seconds
 FROM job_workers ORDER BY id
 """
 

@@ -15,3 +15,11 @@ def bench_orm(ctx, payload):
 
     get_user_model().objects.filter(pk=0).exists()
     return None
+
+
+@handler("bench_cpu", description="Benchmark: a pure-Python loop of fixed cost (payload.loops).")
+def bench_cpu(ctx, payload):
+    total = 0
+    for i in range(int(payload.get("loops", 200_000))):
+        total += i * i % 7
+    return {"total": total}

@@ -36,8 +36,8 @@ const BUILT_INDEX = join(
   "dashboard",
   "index.html",
 );
-const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
-const MANAGE = join(REPO, "manage.py");
+export const PYTHON = process.env.E2E_PYTHON ?? join(REPO, ".venv", "bin", "python");
+export const MANAGE = join(REPO, "manage.py");
 
 export type BackendInfo = {
   baseURL: string;
@@ -45,6 +45,8 @@ export type BackendInfo = {
   queue: string;
   /** A queue no worker serves: jobs put there stay queued until the test acts on them. */
   idleQueue: string;
+  /** The run's database, for a spec that starts a worker process of its own (workers.spec.ts). */
+  databaseURL: string;
   /** The run's JOB_PERIODIC entry (every minute, type noop, on `queue`). */
   schedule: string;
   username: string;
@@ -173,6 +175,7 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
     baseURL: `http://127.0.0.1:${port}`,
     queue: `e2e-${runId}`,
     idleQueue: `e2e-idle-${runId}`,
+    databaseURL: "",
     schedule: `e2e-every-minute-${runId}`,
     username: "e2e-operator",
     password: `e2e-${Math.random().toString(36).slice(2)}-pw`,
@@ -187,6 +190,7 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
   dropDatabase(); // a leftover of a run that was killed
   psql(adminURL, `CREATE DATABASE "${database}"`);
   url.pathname = `/${encodeURIComponent(database)}`;
+  info.databaseURL = url.toString();
   log(`database ${database} (dropped at the end)`);
 
   const children: Child[] = [];

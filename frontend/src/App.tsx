@@ -12,6 +12,7 @@ import { NotFoundPage } from "./pages/NotFoundPage";
 import { OverviewPage } from "./pages/OverviewPage";
 import { QueuePage } from "./pages/QueuePage";
 import { SchedulesPage } from "./pages/SchedulesPage";
+import { WorkersPage } from "./pages/WorkersPage";
 
 export function App() {
   return (
@@ -24,6 +25,7 @@ export function App() {
         <Route path="jobs/:id" element={<JobDetailPage />} />
         <Route path="failed" element={<FailedJobsPage />} />
         <Route path="schedules" element={<SchedulesPage />} />
+        <Route path="workers" element={<WorkersPage />} />
         <Route path="queues/:name" element={<QueuePage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>

@@ -12,6 +12,7 @@ from . import views
 from .actions import JobActionsView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
+from .workers import WorkerListView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
@@ -27,6 +28,7 @@ v1 = [
     path("events/", views.EventFeedView.as_view(), name="event-feed"),
     path("job-types/", views.JobTypeListView.as_view(), name="job-types"),
     path("schedules/", views.ScheduleListView.as_view(), name="schedules"),
+    path("workers/", WorkerListView.as_view(), name="workers"),
     path("metrics/", views.MetricsView.as_view(), name="api-metrics"),
     path("metrics/throughput/", views.ThroughputView.as_view(), name="api-throughput"),
     path("auth/csrf/", views.CsrfView.as_view(), name="auth-csrf"),

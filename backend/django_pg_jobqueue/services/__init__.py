@@ -30,6 +30,7 @@ from .lifecycle import (
 from .operations import cancel, retry
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
+from .workers import adopt_prefetched, forget_lost_workers, record_stuck_handler
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
@@ -37,4 +38,5 @@ __all__ = [
     "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_many",
     "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
+    "adopt_prefetched", "forget_lost_workers", "record_stuck_handler",
 ]

@@ -218,8 +218,16 @@ def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, mes
         })
 
 
-def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str]) -> None:
+def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str],
+              rss_bytes: int | None = None, jobs_done: int = 0, stuck_handlers: int = 0,
+              heartbeat_interval_seconds: float = 2.0, supervisor_pid: int | None = None) -> None:
     """Upsert the worker process's row in job_workers with heartbeat_at = now() (the database
-    clock): what audit_jobs, metrics and the queue page read to tell live workers."""
+    clock) and its health (memory, jobs run, stuck handlers): what audit_jobs, metrics, the
+    queue page and the workers page read to tell live workers from lost ones."""
     with queue_connection().cursor() as cur:
-        cur.execute(sql.HEARTBEAT, [process_id, hostname, pid, threads, json.dumps(queues)])
+        cur.execute(sql.HEARTBEAT, {
+            "id": process_id, "hostname": hostname, "pid": pid, "threads": threads,
+            "queues": json.dumps(queues), "rss_bytes": rss_bytes, "jobs_done": jobs_done,
+            "stuck_handlers": stuck_handlers,
+            "heartbeat_interval_seconds": heartbeat_interval_seconds,
+            "supervisor_pid": supervisor_pid})

@@ -141,9 +141,11 @@ class JobRunner:
     def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
         if held is None:
             held = Held.of(job, self.worker_id, owner=self.owner)
+            held.running_since = time.monotonic()
             self.current = held
             self.held.add(held)
         else:  # prefetched: held (and renewed) since the claim; from now on it is this runner's
+            held.running_since = time.monotonic()
             self.current = held
             held.owner = self.owner
             job.worker_id = held.ctx.worker_id = self.worker_id

@@ -26,6 +26,12 @@ class Held:
     # Consecutive renewer passes that found no live owner (the watchdog releases at 2: one
     # pass may fall inside a hand-over, from a prefetch buffer to an executor, say).
     unowned_passes: int = 0
+    # When an executor began running it (time.monotonic()); None while it waits in a prefetch
+    # buffer. The stuck watch (worker/stuck.py) measures a handler's run from here.
+    running_since: float | None = None
+    # The worker id the database names as its owner (`locked_by`): the claim's; the renewer
+    # records the executor that took a prefetched job (services.adopt_prefetched).
+    recorded_worker_id: str | None = None
 
     @classmethod
     def of(cls, job: ClaimedJob, worker_id: str, owner=None) -> "Held":
@@ -33,7 +39,7 @@ class Held:
         return cls(job, JobContext(job_id=job.id, type=job.type, queue=job.queue,
                                    attempt=job.attempt, max_attempts=job.max_attempts,
                                    lease_token=job.lease_token, worker_id=worker_id),
-                   owner=owner)
+                   owner=owner, recorded_worker_id=worker_id)
 
     def owned(self) -> bool:
         owner = self.owner

@@ -36,6 +36,7 @@ from .reaper import Reaper
 from .renewer import LeaseRenewer
 from .signals import TestSignals
 from .stats import PoolStats
+from .stuck import StuckWatch
 from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -137,6 +138,12 @@ class Lane(threading.Thread):
                     free = self._linger(want)
                 free = free[: pool.batch_size]
                 extra = min(extra, pool.batch_size - len(free))
+                granted = pool.reserve_claims(len(free) + extra)
+                if granted < len(free) + extra:  # --max-jobs-per-process: the last few
+                    free, extra = free[:granted], max(0, granted - len(free))
+                if not granted:
+                    pool.stopping.wait(pool.poll_interval)
+                    continue
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
@@ -147,15 +154,18 @@ class Lane(threading.Thread):
                         exclude_types=pool.unknown_types.current())
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
+                    pool.return_claims(granted)
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
                     db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
                 except Exception:
+                    pool.return_claims(granted)
                     log.exception("%s: claim failed", self.name)
                     db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
+                pool.return_claims(granted - len(jobs))
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
                 by_worker = {e.worker_id: e for e in free}
                 orphans = []
@@ -216,7 +226,8 @@ class WorkerPool:
                  lease_seconds: float | None = None, poll_interval: float | None = None,
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
                  shutdown_grace: float | None = None, prefetch: int | None = None,
-                 engine: Engine | None = None, test_signals: TestSignals | None = None):
+                 engine: Engine | None = None, test_signals: TestSignals | None = None,
+                 max_jobs: int | None = None, supervisor_pid: int | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -236,6 +247,10 @@ class WorkerPool:
         # Events tests wait on (worker/signals.py): None, the default, sends none.
         self.test_signals = test_signals
         self.stats = PoolStats(test_signals)
+        # --max-jobs-per-process: how many more jobs this pool may claim (None: no limit).
+        self.max_jobs = max_jobs
+        self._claims_left = max_jobs
+        self._claims_lock = threading.Lock()
         self.held = HeldJobs()
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
@@ -252,9 +267,12 @@ class WorkerPool:
             self.lanes.append(lane)
         self.executors = [e for lane in self.lanes for e in lane.executors]
         all_queues = sorted({q for s in self.lane_specs for q in (s.queues or ("*",))})
+        self.stuck = StuckWatch(self.executors)
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
-                                    lease_seconds=self.lease_seconds, engine=self.engine)
+                                    lease_seconds=self.lease_seconds, engine=self.engine,
+                                    stuck=self.stuck, jobs_done=self.jobs_done,
+                                    supervisor_pid=supervisor_pid)
         self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
         self.listener = Listener(self.wake) if use_listen else None
@@ -287,6 +305,35 @@ class WorkerPool:
         for lane in self.lanes:
             lane.start()
         return self
+
+    def jobs_done(self) -> int:
+        """Jobs this pool's executors have started (each attempt counts once)."""
+        return self.stats.snapshot().get("claimed", 0)
+
+    def reserve_claims(self, wanted: int) -> int:
+        """How many of `wanted` jobs a lane may claim now (all of them without
+        --max-jobs-per-process); what it does not claim it gives back (return_claims)."""
+        if self._claims_left is None:
+            return wanted
+        with self._claims_lock:
+            granted = min(wanted, self._claims_left)
+            self._claims_left -= granted
+            return granted
+
+    def return_claims(self, n: int) -> None:
+        if self._claims_left is not None and n > 0:
+            with self._claims_lock:
+                self._claims_left += n
+
+    def spent(self) -> bool:
+        """Whether the pool claimed its --max-jobs-per-process and holds none of them any
+        longer (all run and recorded, or released): then its process recycles."""
+        if self._claims_left is None:
+            return False
+        with self._claims_lock:
+            if self._claims_left > 0:
+                return False
+        return not self.busy_executors() and not len(self.held)
 
     def busy_executors(self) -> list[Executor]:
         return [e for e in self.executors if not e.idle]

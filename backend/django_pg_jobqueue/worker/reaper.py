@@ -1,12 +1,14 @@
 """The reaper: requeues (or fails) running jobs whose lease expired.
 
 Runs inside every `run_job_workers` process, and once with `manage.py reap_jobs`. Several at
-once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry."""
+once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry. After each
+pass it forgets the worker processes that are gone and hold nothing (services.workers)."""
 import logging
 import time
 
 from .. import conf
 from ..engine import Engine, default_engine
+from ..metrics import WORKER_ALIVE_SECONDS
 from ..services.dependencies import settle_waiting
 from .base import Backoff, ServiceThread
 
@@ -40,6 +42,9 @@ class Reaper(ServiceThread):
         # completion settled (services/dependencies.py).
         for status in settle_waiting().values():
             counts[f"waiting_{status}"] = counts.get(f"waiting_{status}", 0) + 1
+        # A lost worker's row stays (the workers page shows it lost, with what it held)
+        # until it has been silent past the liveness window and the reap freed its jobs.
+        self.engine.forget_lost_workers(silent_seconds=WORKER_ALIVE_SECONDS)
         for status, n in counts.items():
             self.total[status] = self.total.get(status, 0) + n
         if counts:

@@ -22,6 +22,7 @@ from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
+from .stuck import StuckWatch, rss_bytes
 
 log = logging.getLogger("django_pg_jobqueue.renewer")
 
@@ -31,7 +32,9 @@ ORPHAN_MESSAGE = ("watchdog: no live executor runs this job and no prefetch buff
 
 class LeaseRenewer(ServiceThread):
     def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
-                 lease_seconds: float | None = None, engine: Engine | None = None):
+                 lease_seconds: float | None = None, engine: Engine | None = None,
+                 stuck: StuckWatch | None = None, jobs_done=None,
+                 supervisor_pid: int | None = None):
         super().__init__("renewer", log)
         self.held = held
         self.engine = engine or default_engine()
@@ -39,18 +42,27 @@ class LeaseRenewer(ServiceThread):
         # Renew well before expiry, and often enough that a cancel reaches its handler quickly.
         self.interval = max(0.2, min(self.lease_seconds / 3, 2.0))
         self.process_id, self.threads, self.queues = process_id, threads, queues
+        self.stuck, self.supervisor_pid = stuck, supervisor_pid
+        self.jobs_done = jobs_done or (lambda: 0)  # how many jobs this process has run
+        self.stuck_now = 0
         self.lost = 0
         self.timed_out = 0
         self.orphaned = 0
 
     def heartbeat(self) -> None:
-        self.engine.heartbeat(self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
-                              threads=self.threads, queues=self.queues)
+        self.engine.heartbeat(
+            self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
+            threads=self.threads, queues=self.queues, rss_bytes=rss_bytes(),
+            jobs_done=self.jobs_done(), stuck_handlers=self.stuck_now,
+            heartbeat_interval_seconds=self.interval, supervisor_pid=self.supervisor_pid)
 
     def run_once(self) -> dict[str, int]:
         held, orphaned = self._watch(self.held.snapshot())
         answer = self.engine.renew_many([(h.job.id, h.job.lease_token) for h in held],
                                      lease_seconds=self.lease_seconds) if held else {}
+        self._adopt([h for h in held if h.job.id in answer])
+        if self.stuck is not None:
+            self.stuck_now = self.stuck.run_once()
         # The heartbeat comes after the renewals: a heartbeat later than one of this process's
         # running jobs' lease expiry then means the process chose not to renew that job
         # (audit_jobs: held_without_executor), never that it had not got to it yet.
@@ -88,6 +100,17 @@ class LeaseRenewer(ServiceThread):
                 finally:
                     h.ctx.request_stop("timeout")
         return counts
+
+    def _adopt(self, held: list) -> None:
+        """Name, as each prefetched job's owner in the database, the executor thread that took
+        it (it was claimed under the prefetch buffer's id)."""
+        adopted = [h for h in held if h.job.worker_id != h.recorded_worker_id]
+        if not adopted:
+            return
+        self.engine.adopt_prefetched([(h.job.id, h.job.lease_token, h.job.worker_id)
+                                   for h in adopted])
+        for h in adopted:
+            h.recorded_worker_id = h.job.worker_id
 
     def _watch(self, held: list) -> tuple[list, int]:
         """The held jobs to renew, and how many orphans were released this pass."""

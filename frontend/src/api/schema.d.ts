@@ -438,6 +438,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Worker processes, alive or lost, and what each runs */
+        get: operations["v1_workers_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1115,6 +1132,12 @@ export interface components {
          * @enum {string}
          */
         SourceEnum: "settings" | "decorator";
+        /**
+         * @description * `alive` - alive
+         *     * `lost` - lost
+         * @enum {string}
+         */
+        StateEnum: "alive" | "lost";
         Throughput: {
             range: string;
             bucket_seconds: number;
@@ -1153,6 +1176,52 @@ export interface components {
             readonly is_superuser: boolean;
             readonly permissions: string[];
             readonly can: components["schemas"]["_Can"];
+        };
+        Worker: {
+            /** @description host-pid */
+            id: string;
+            hostname: string;
+            pid: number;
+            /** @description The `run_job_workers --processes` supervisor that started it; null: an unsupervised process. */
+            supervisor_pid: number | null;
+            threads: number;
+            queues: string[];
+            /**
+             * @description lost: silent for more than two of its heartbeat intervals; shown until the reaper has requeued the jobs it held.
+             *
+             *     * `alive` - alive
+             *     * `lost` - lost
+             */
+            state: components["schemas"]["StateEnum"];
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its last heartbeat: when it was last seen.
+             */
+            heartbeat_at: string;
+            /** Format: double */
+            heartbeat_age_seconds: number;
+            /** Format: double */
+            heartbeat_interval_seconds: number;
+            /** @description Resident memory. */
+            rss_bytes: number | null;
+            /** @description Jobs its threads ran since it started. */
+            jobs_done: number;
+            /** @description Handlers running past their timeout plus JOB_TIMEOUT_GRACE_SECONDS now. */
+            stuck_handlers: number;
+            /** @description What its threads run (a lost process's: what it held). */
+            running_jobs: components["schemas"]["WorkerJob"][];
+        };
+        WorkerJob: {
+            id: number;
+            type: string;
+            queue: string;
+            /** @description The executor thread running it (host-pid-n). */
+            worker_id: string;
+            /** Format: date-time */
+            started_at: string | null;
+            progress_percent: number | null;
         };
         _Can: {
             view: boolean;
@@ -2736,6 +2805,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Schedule"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_workers_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Worker"][];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

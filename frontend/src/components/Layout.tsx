@@ -48,6 +48,7 @@ export function Layout({ user }: { user: User }) {
             )}
           </NavLink>
           <NavLink to="/schedules">Periodic jobs</NavLink>
+          <NavLink to="/workers">Workers</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
         </nav>
         <div className="sidebar-controls">

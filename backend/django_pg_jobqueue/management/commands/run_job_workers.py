@@ -1,21 +1,19 @@
-import logging
-import os
-import signal
-import threading
+import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue import conf
 from django_pg_jobqueue.logformat import configure_worker_logging
-from django_pg_jobqueue.worker.pool import WorkerPool, exit_despite_stray_threads, parse_queues
-
-log = logging.getLogger("django_pg_jobqueue.worker")
+from django_pg_jobqueue.worker.pool import parse_queues
+from django_pg_jobqueue.worker.process import run_worker_process
+from django_pg_jobqueue.worker.supervisor import Supervisor
 
 
 class Command(BaseCommand):
-    help = ("Run a pool of worker threads that claim and execute jobs. SIGTERM/SIGINT: stop "
-            "claiming, let running jobs finish within the grace period, release the rest; a "
-            "second signal exits at once.")
+    help = ("Run a pool of worker threads that claim and execute jobs (with --processes, a "
+            "supervisor and that many such processes). SIGTERM/SIGINT: stop claiming, let "
+            "running jobs finish within the grace period, release the rest; a second signal "
+            "exits at once.")
 
     def add_arguments(self, parser):
         c = conf.get()
@@ -42,41 +40,48 @@ class Command(BaseCommand):
                             help="do not run the reaper in this process (default: run it)")
         parser.add_argument("--no-listen", action="store_true",
                             help="poll only; no LISTEN/NOTIFY (default: JOB_LISTEN_NOTIFY)")
+        parser.add_argument("--processes", type=int, default=None,
+                            help="run a supervisor and this many worker processes, each with "
+                                 "--threads threads, restarted when one exits or is killed; "
+                                 "adds hard timeouts (default: none, one unsupervised process)")
+        parser.add_argument("--max-jobs-per-process", type=int, default=None,
+                            help="recycle a worker process after it ran this many jobs "
+                                 "(implies the supervisor; default: never)")
+        parser.add_argument("--max-memory-per-process", type=int, default=None, metavar="MIB",
+                            help="recycle a worker process whose resident memory exceeds this "
+                                 "many MiB (implies the supervisor; default: never)")
 
     def handle(self, *args, **opts):
         if opts["threads"] < 1:
             raise CommandError("--threads must be at least 1")
         if opts["prefetch"] is not None and opts["prefetch"] < 0:
             raise CommandError("--prefetch must be at least 0")
+        for flag in ("processes", "max_jobs_per_process", "max_memory_per_process"):
+            if opts[flag] is not None and opts[flag] < 1:
+                raise CommandError(f"--{flag.replace('_', '-')} must be at least 1")
         try:
             parse_queues(opts["queues"], opts["threads"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         c = conf.get()
         configure_worker_logging(c.WORKER_LOG_LEVEL, c.LOG_FORMAT)
-        pool = WorkerPool(
+        pool_options = dict(
             threads=opts["threads"], queues=opts["queues"], lease_seconds=opts["lease_seconds"],
             poll_interval=opts["poll_interval"], batch_size=opts["batch_size"],
             shutdown_grace=opts["shutdown_grace"], reaper=not opts["no_reaper"],
             prefetch=opts["prefetch"],
             listen=False if opts["no_listen"] else None,
         )
-        stop = threading.Event()
-
-        def on_signal(signum, frame):
-            if stop.is_set():
-                log.warning("second signal: exiting at once")
-                os._exit(1)
-            log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        pool.start()
-        self.stdout.write(f"worker pool {pool.process_id} running "
-                          f"({len(pool.executors)} threads); Ctrl-C to stop", ending="\n")
-        self.stdout.flush()
-        while not stop.wait(0.5):
-            pass
-        pool.shutdown()
-        exit_despite_stray_threads(0)  # a handler's non-daemon thread must not keep us alive
+        max_jobs, max_memory = opts["max_jobs_per_process"], opts["max_memory_per_process"]
+        if opts["processes"] is None and max_jobs is None and max_memory is None:
+            run_worker_process(pool_options, stdout=self.stdout)  # today's single process
+            return
+        supervisor = Supervisor(
+            processes=opts["processes"] or 1, pool_options=pool_options,
+            shutdown_grace=(c.SHUTDOWN_GRACE_SECONDS if opts["shutdown_grace"] is None
+                            else opts["shutdown_grace"]),
+            max_jobs=max_jobs, max_memory_bytes=max_memory << 20 if max_memory else None,
+            log_settings=(c.WORKER_LOG_LEVEL, c.LOG_FORMAT), stdout=self.stdout)
+        code = supervisor.run()
+        if code:
+            sys.exit(code)

@@ -1,0 +1,69 @@
+"""GET /api/v1/workers/: every worker process, alive or lost, with what its threads run (the
+dashboard's workers page). Read-only; the view permission, like the job list."""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from .. import selectors
+from .base import JobQueueAPIView
+from .permissions import VIEW, JobPermission
+from .schema import errors, extend_schema
+from .serializers import ISODateTimeField
+
+
+class WorkerJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    queue = serializers.CharField()
+    worker_id = serializers.CharField(help_text="The executor thread running it (host-pid-n).")
+    started_at = ISODateTimeField(allow_null=True)
+    progress_percent = serializers.IntegerField(allow_null=True)
+
+
+class WorkerSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="host-pid")
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    supervisor_pid = serializers.IntegerField(
+        allow_null=True, help_text="The `run_job_workers --processes` supervisor that started "
+                                   "it; null: an unsupervised process.")
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField())
+    state = serializers.ChoiceField(
+        choices=["alive", "lost"],
+        help_text="lost: silent for more than two of its heartbeat intervals; shown until the "
+                  "reaper has requeued the jobs it held.")
+    started_at = ISODateTimeField()
+    heartbeat_at = ISODateTimeField(help_text="Its last heartbeat: when it was last seen.")
+    heartbeat_age_seconds = serializers.FloatField()
+    heartbeat_interval_seconds = serializers.FloatField()
+    rss_bytes = serializers.IntegerField(allow_null=True, help_text="Resident memory.")
+    jobs_done = serializers.IntegerField(help_text="Jobs its threads ran since it started.")
+    stuck_handlers = serializers.IntegerField(
+        help_text="Handlers running past their timeout plus JOB_TIMEOUT_GRACE_SECONDS now.")
+    running_jobs = WorkerJobSerializer(many=True, help_text="What its threads run (a lost "
+                                                            "process's: what it held).")
+
+
+class WorkerListView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Worker processes, alive or lost, and what each runs", tags=["workers"],
+        operation_id="v1_workers_list",
+        responses={200: OpenApiResponse(WorkerSerializer(many=True), examples=[OpenApiExample(
+            "workers", response_only=True, value=[{
+                "id": "vm-1-4242", "hostname": "vm-1", "pid": 4242, "supervisor_pid": 4240,
+                "threads": 4, "queues": ["*"], "state": "alive",
+                "started_at": "2026-01-01T02:00:00Z", "heartbeat_at": "2026-01-01T02:10:00Z",
+                "heartbeat_age_seconds": 0.8, "heartbeat_interval_seconds": 2.0,
+                "rss_bytes": 73400320, "jobs_done": 1200, "stuck_handlers": 0,
+                "running_jobs": [{"id": 42, "type": "send_email", "queue": "default",
+                                  "worker_id": "vm-1-4242-3",
+                                  "started_at": "2026-01-01T02:09:58Z",
+                                  "progress_percent": None}]}])]),
+            **errors(401, 403, 503)},
+    )
+    def get(self, request):
+        return Response(WorkerSerializer(selectors.worker_processes(), many=True).data)

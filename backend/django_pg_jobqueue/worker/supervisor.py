@@ -1,0 +1,205 @@
+"""The supervisor of `run_job_workers --processes N`: N worker processes, each a whole pool.
+
+It claims nothing and holds no database connection: it starts the children, restarts one
+that exits or is killed (at once after a planned exit, a recycle or a hard timeout; with a
+capped backoff after a crash), kills one whose beat stops for FROZEN_SECONDS (stuck in C code
+holding the GIL, or stopped), and on SIGTERM/SIGINT passes the graceful shutdown to every
+child and waits for them; a second signal kills them at once. The children's jobs are theirs:
+a killed child's leases expire and the reaper (in the other children) requeues them.
+
+Spawn, not fork. A forked child would inherit the supervisor's Django connections (two
+processes on one socket), any lock another thread held at fork time, and the app and handler
+registries as they were when it forked. A spawned child is a fresh interpreter: it sets Django
+up itself (`django.setup()`: the app registry, then the handler registry as the app's ready()
+builds it), opens its own connections, and runs exactly what a plain `run_job_workers` runs.
+It costs a second or so and the memory of one more interpreter per child, once per start."""
+import logging
+import multiprocessing
+import signal
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait as wait_for_sentinels
+from typing import Any
+
+log = logging.getLogger("django_pg_jobqueue.supervisor")
+
+# How a child says why it exited (worker/process.py); both mean: start another at once.
+# This module imports nothing of Django's at its top: a spawned child imports it (to find
+# _child_main) before Django is set up.
+EXIT_RECYCLED = 3      # a planned recycle (--max-jobs-per-process, --max-memory-per-process)
+EXIT_HARD_TIMEOUT = 4  # ended for a handler running past its timeout plus grace
+
+FROZEN_SECONDS = 60.0  # a child that has not beaten for this long is killed and replaced
+STARTUP_SECONDS = 120.0  # a child's first beat may take this long (Django's setup)
+BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS = 0.5, 30.0
+STABLE_SECONDS = 60.0  # a child that ran this long resets its slot's backoff
+STOP_MARGIN_SECONDS = 15.0  # beyond the grace: the children's release and exit
+
+
+def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_memory_bytes,
+                log_settings: tuple) -> None:
+    """A spawned child: set Django up, then run one pool as `run_job_workers` would."""
+    import signal as _signal
+    import sys
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # the supervisor alone answers Ctrl-C
+    # Stopped before its pool starts (it holds nothing yet): a clean exit, not a death by
+    # SIGTERM. The pool's own handlers replace this one before it claims anything.
+    _signal.signal(_signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    import django
+
+    django.setup()
+    from ..logformat import configure_worker_logging
+    from .process import Supervised, run_worker_process
+
+    configure_worker_logging(*log_settings)
+    code = run_worker_process(pool_options, supervised=Supervised(
+        beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes))
+    # Stopped: a SIGTERM from now on (the supervisor stopping while this one recycles) must
+    # not kill it during the interpreter's exit, which resets Python's handlers to the default.
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+    sys.exit(code)
+
+
+@dataclass
+class Slot:
+    index: int
+    process: Any = None  # multiprocessing.Process (the spawn context's)
+    beat: Any = None  # its multiprocessing.Value("d")
+    started_at: float = 0.0
+    crashes: int = 0
+    restart_at: float | None = 0.0  # when to start it (None: not again)
+    exits: list = field(default_factory=list)  # exit codes, for tests and the final log
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    if code == EXIT_RECYCLED:
+        return "recycled (exit status 3)"
+    if code == EXIT_HARD_TIMEOUT:
+        return "ended for a handler past its timeout (exit status 4)"
+    return f"exited with status {code}"
+
+
+class Supervisor:
+    def __init__(self, *, processes: int, pool_options: dict, shutdown_grace: float,
+                 max_jobs: int | None = None, max_memory_bytes: int | None = None,
+                 log_settings: tuple = ("INFO", "text"), stdout=None):
+        import os
+
+        self.processes, self.pool_options = processes, pool_options
+        self.shutdown_grace = shutdown_grace
+        self.max_jobs, self.max_memory_bytes = max_jobs, max_memory_bytes
+        self.log_settings, self.stdout = log_settings, stdout
+        self.pid = os.getpid()
+        self.context = multiprocessing.get_context("spawn")
+        self.slots = [Slot(i) for i in range(processes)]
+        self.signals = 0
+
+    # -- one child -------------------------------------------------------------------------
+    def _start(self, slot: Slot) -> None:
+        slot.beat = self.context.Value("d", 0.0, lock=False)
+        slot.process = self.context.Process(
+            target=_child_main, name=f"jobqueue-worker-{slot.index}",
+            args=(self.pool_options, slot.beat, self.pid, self.max_jobs, self.max_memory_bytes,
+                  self.log_settings))
+        slot.process.start()
+        slot.started_at, slot.restart_at = time.monotonic(), None
+        log.info("supervisor: started worker process %d (pid %s)", slot.index, slot.process.pid)
+
+    def _reap(self, slot: Slot, stopping: bool) -> None:
+        """A child that ended: log how, and when (if at all) to start its successor."""
+        proc = slot.process
+        proc.join()
+        code = proc.exitcode
+        slot.exits.append(code)
+        slot.process = None
+        now = time.monotonic()
+        if stopping:
+            log.info("supervisor: worker process %d (pid %s) %s", slot.index, proc.pid,
+                     describe_exit(code))
+            return
+        if code in (EXIT_RECYCLED, EXIT_HARD_TIMEOUT):
+            slot.restart_at = now
+            log.warning("supervisor: worker process %d (pid %s) %s; starting a new one",
+                        slot.index, proc.pid, describe_exit(code))
+            return
+        if now - slot.started_at >= STABLE_SECONDS:
+            slot.crashes = 0
+        slot.crashes += 1
+        delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (slot.crashes - 1))
+        slot.restart_at = now + delay
+        log.error("supervisor: worker process %d (pid %s) %s; starting a new one in %.1fs",
+                  slot.index, proc.pid, describe_exit(code), delay)
+
+    def _check_frozen(self, slot: Slot, now: float) -> None:
+        beat = slot.beat.value
+        last = beat if beat else slot.started_at
+        limit = FROZEN_SECONDS if beat else STARTUP_SECONDS
+        if now - last > limit:
+            log.error("supervisor: worker process %d (pid %s) has not beaten for %.0fs "
+                      "(frozen or stopped): killing it", slot.index, slot.process.pid, now - last)
+            slot.process.kill()
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _on_signal(self, signum, frame) -> None:
+        self.signals += 1
+
+    def running(self) -> list[Slot]:
+        return [s for s in self.slots if s.process is not None]
+
+    def run(self) -> int:
+        """Supervise until a signal; return the exit status (0: every child stopped in time)."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        for slot in self.slots:
+            self._start(slot)
+        if self.stdout is not None:
+            self.stdout.write(f"supervisor {self.pid} running {self.processes} worker "
+                              f"processes; Ctrl-C to stop\n")
+            self.stdout.flush()
+        while not self.signals:
+            now = time.monotonic()
+            for slot in self.slots:
+                if slot.process is not None and not slot.process.is_alive():
+                    self._reap(slot, stopping=False)
+                if slot.process is None and slot.restart_at is not None \
+                        and now >= slot.restart_at and not self.signals:
+                    self._start(slot)
+                elif slot.process is not None:
+                    self._check_frozen(slot, now)
+            sentinels = [s.process.sentinel for s in self.running()]
+            wait_for_sentinels(sentinels, timeout=0.5) if sentinels else time.sleep(0.5)
+        return self._stop()
+
+    def _stop(self) -> int:
+        log.info("supervisor: stopping %d worker process(es), grace %ss", len(self.running()),
+                 self.shutdown_grace)
+        for slot in self.running():
+            slot.process.terminate()  # SIGTERM: the child's graceful shutdown
+        deadline = time.monotonic() + self.shutdown_grace + STOP_MARGIN_SECONDS
+        code = 0
+        while self.running():
+            if self.signals > 1 or time.monotonic() > deadline:
+                why = "second signal" if self.signals > 1 else "past the grace period"
+                log.warning("supervisor: %s: killing %d worker process(es) at once", why,
+                            len(self.running()))
+                for slot in self.running():
+                    slot.process.kill()
+                code = 1
+            for slot in self.running():
+                if not slot.process.is_alive():
+                    self._reap(slot, stopping=True)
+                    if slot.exits[-1] not in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT):
+                        code = 1  # planned exits recorded or released all they held
+            sentinels = [s.process.sentinel for s in self.running()]
+            if sentinels:
+                wait_for_sentinels(sentinels, timeout=0.2)
+        log.info("supervisor: stopped")
+        return code

@@ -1,0 +1,106 @@
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { render, screen, within } from "@testing-library/react";
+import { MemoryRouter } from "react-router";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Worker } from "../api/types";
+import { WorkersPage, formatMemory, groupWorkers } from "./WorkersPage";
+
+const alive: Worker = {
+  id: "vm-1-4242",
+  hostname: "vm-1",
+  pid: 4242,
+  supervisor_pid: 4240,
+  threads: 4,
+  queues: ["*"],
+  state: "alive",
+  started_at: new Date(Date.now() - 600_000).toISOString(),
+  heartbeat_at: new Date(Date.now() - 1_000).toISOString(),
+  heartbeat_age_seconds: 1,
+  heartbeat_interval_seconds: 2,
+  rss_bytes: 70 * 2 ** 20,
+  jobs_done: 1200,
+  stuck_handlers: 0,
+  running_jobs: [
+    {
+      id: 42,
+      type: "send_email",
+      queue: "default",
+      worker_id: "vm-1-4242-3",
+      started_at: null,
+      progress_percent: null,
+    },
+  ],
+};
+const lost: Worker = {
+  ...alive,
+  id: "vm-1-4243",
+  pid: 4243,
+  state: "lost",
+  heartbeat_at: new Date(Date.now() - 30_000).toISOString(),
+  heartbeat_age_seconds: 30,
+  stuck_handlers: 1,
+  running_jobs: [
+    { id: 43, type: "resize", queue: "images", worker_id: "vm-1-4243-1", started_at: null, progress_percent: 10 },
+  ],
+};
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("the workers page", () => {
+  it("shows each process with its state, what it runs, memory, jobs done and last beat; a lost one with what it held", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response(JSON.stringify([alive, lost]), { status: 200 })),
+    );
+    render(
+      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
+        <MemoryRouter>
+          <WorkersPage />
+        </MemoryRouter>
+      </QueryClientProvider>,
+    );
+    const first = (await screen.findByText("vm-1-4242")).closest("tr")!;
+    expect(within(first).getByTestId("worker-state")).toHaveTextContent("alive");
+    expect(within(first).getByRole("link", { name: "#42" })).toHaveAttribute("href", "/jobs/42");
+    expect(first).toHaveTextContent("70 MiB");
+    expect(first).toHaveTextContent("1200");
+    expect(within(first).getByTestId("worker-last-beat")).toHaveTextContent("ago");
+    const second = screen.getByText("vm-1-4243").closest("tr")!;
+    expect(second).toHaveAttribute("data-state", "lost");
+    expect(within(second).getByTestId("worker-state")).toHaveTextContent("lost");
+    expect(within(second).getByTestId("worker-stuck")).toHaveTextContent("1 stuck handler");
+    expect(within(second).getByTestId("worker-jobs")).toHaveTextContent("held when it was lost");
+    expect(within(second).getByTestId("worker-last-beat")).toHaveTextContent(/\b3\d s ago/);
+  });
+
+  it("says how to start a worker when none runs", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response("[]", { status: 200 })),
+    );
+    render(
+      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
+        <MemoryRouter>
+          <WorkersPage />
+        </MemoryRouter>
+      </QueryClientProvider>,
+    );
+    expect(await screen.findByText("No worker is running")).toBeInTheDocument();
+  });
+});
+
+describe("formatMemory and groupWorkers", () => {
+  it("formats resident memory", () => {
+    expect(formatMemory(null)).toBe("—");
+    expect(formatMemory(70 * 2 ** 20)).toBe("70 MiB");
+    expect(formatMemory(3 * 2 ** 30)).toBe("3.0 GiB");
+  });
+
+  it("groups processes by host and supervisor", () => {
+    const plain = { ...alive, id: "vm-2-1", hostname: "vm-2", supervisor_pid: null };
+    expect(groupWorkers([plain, alive, lost]).map(([k, v]) => [k, v.length])).toEqual([
+      ["vm-1 · supervisor 4240", 2],
+      ["vm-2", 1],
+    ]);
+  });
+});
