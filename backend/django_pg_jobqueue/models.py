@@ -205,6 +205,9 @@ class Job(models.Model):
             models.Index("type", "status", name="jobs_type_status_idx"),
             models.Index("queue", "status", name="jobs_queue_status_idx"),  # queues, metrics
             models.Index("created_at", name="jobs_created_idx"),
+            # Not here, as Django's GinIndex would make every host add django.contrib.postgres
+            # to INSTALLED_APPS: the job search's trigram indexes jobs_payload_trgm_idx and
+            # jobs_last_error_trgm_idx (migration 0012, sql.SEARCH_TEXT_MATCHES).
         ]
 
     def __str__(self) -> str:

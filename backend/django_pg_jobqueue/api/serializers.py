@@ -732,6 +732,18 @@ class _CountsByStatus(serializers.Serializer):
     cancelled = serializers.IntegerField()
 
 
+class _CountsByState(serializers.Serializer):
+    """The jobs by the states an operator filters by (`?state=`): queued split in three."""
+
+    available = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later, never attempted.")
+    retryable = serializers.IntegerField(help_text="Queued for later after a failed attempt.")
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
 class _QueueWorker(serializers.Serializer):
     id = serializers.CharField()
     hostname = serializers.CharField()
@@ -776,6 +788,7 @@ class ThroughputSerializer(serializers.Serializer):
 class MetricsSerializer(serializers.Serializer):
     generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
+    counts_by_state = _CountsByState()
     queued = _Queued()
     oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
     finished = _FinishedWindows()
@@ -861,6 +874,9 @@ class JobActionFilterSerializer(StrictSerializer):
 
     status = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                    help_text="One status or several, comma-separated.")
+    state = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text=(
+        "One state or several, comma-separated: available, scheduled, retryable, running, "
+        "succeeded, failed, cancelled."))
     type = serializers.CharField(required=False, allow_blank=True, help_text="Exact job type.")
     queue = serializers.CharField(required=False, allow_blank=True, help_text="Exact queue name.")
     priority = serializers.IntegerField(required=False, allow_null=True, help_text="Exact priority.")
@@ -873,7 +889,7 @@ class JobActionFilterSerializer(StrictSerializer):
     schedule = serializers.CharField(required=False, allow_blank=True,
                                      help_text="The jobs this periodic schedule enqueued.")
     search = serializers.CharField(required=False, allow_blank=True,
-                                   help_text="As the list's search: an id, a key, or text among the newest jobs.")
+                                   help_text="As the list's search: an id, a key, or text in any job (3+ characters).")
 
 
 class JobActionSerializer(StrictSerializer):

@@ -583,6 +583,8 @@ export interface components {
         JobActionFilterRequest: {
             /** @description One status or several, comma-separated. */
             status?: string;
+            /** @description One state or several, comma-separated: available, scheduled, retryable, running, succeeded, failed, cancelled. */
+            state?: string;
             /** @description Exact job type. */
             type?: string;
             /** @description Exact queue name. */
@@ -597,7 +599,7 @@ export interface components {
             created_before?: string;
             /** @description The jobs this periodic schedule enqueued. */
             schedule?: string;
-            /** @description As the list's search: an id, a key, or text among the newest jobs. */
+            /** @description As the list's search: an id, a key, or text in any job (3+ characters). */
             search?: string;
         };
         /**
@@ -792,6 +794,7 @@ export interface components {
             /** Format: date-time */
             generated_at: string;
             counts_by_status: components["schemas"]["_CountsByStatus"];
+            counts_by_state: components["schemas"]["_CountsByState"];
             queued: components["schemas"]["_Queued"];
             /** Format: double */
             oldest_runnable_age_seconds: number | null;
@@ -820,15 +823,6 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Job"][];
-            /** @description Only with a text search (`search=` of 3 characters or more): it looks at the newest `limit` jobs only. */
-            search?: {
-                /** @description How many jobs the text search looked at (the newest ones). */
-                jobs_searched: number;
-                /** @description The most it looks at. */
-                limit: number;
-                /** @description Older jobs exist that the text search did not look at. */
-                limited: boolean;
-            };
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         PatchedQueueUpdateRequest: {
@@ -977,6 +971,19 @@ export interface components {
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;
+        };
+        /** @description The jobs by the states an operator filters by (`?state=`): queued split in three. */
+        _CountsByState: {
+            /** @description Queued and due now. */
+            available: number;
+            /** @description Queued for later, never attempted. */
+            scheduled: number;
+            /** @description Queued for later after a failed attempt. */
+            retryable: number;
+            running: number;
+            succeeded: number;
+            failed: number;
+            cancelled: number;
         };
         _CountsByStatus: {
             queued: number;
@@ -1378,10 +1385,22 @@ export interface operations {
                 queue?: string;
                 /** @description The jobs a periodic schedule enqueued (by its name: their idempotency key is `periodic:<name>:<tick>`). Give `type` too for an index to serve it. */
                 schedule?: string;
-                /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, among the newest 10,000 jobs only: the body's `search` says how many jobs the text search looked at and whether older ones were left out (`limited`). */
+                /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, in every job (trigram indexes serve it). A value of 1 or 2 characters that is not a job id is a 400 (`search needs at least 3 characters`). */
                 search?: string;
                 /**
-                 * @description One status or several, comma-separated: queued,running.
+                 * @description One state or several, comma-separated (any of them): scheduled,retryable. available: queued and due now; scheduled: queued, due later, never attempted; retryable: queued, due later after a failed attempt (its backoff); running, succeeded, failed, cancelled: that status. With `status` too, a job must match both.
+                 *
+                 *     * `available` - available
+                 *     * `scheduled` - scheduled
+                 *     * `retryable` - retryable
+                 *     * `running` - running
+                 *     * `succeeded` - succeeded
+                 *     * `failed` - failed
+                 *     * `cancelled` - cancelled
+                 */
+                state?: ("available" | "cancelled" | "failed" | "retryable" | "running" | "scheduled" | "succeeded")[];
+                /**
+                 * @description One status or several, comma-separated (any of them): queued,running.
                  *
                  *     * `queued` - queued
                  *     * `running` - running
