@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from . import selectors, services
-from .exceptions import InvalidTransition, JobNotFound, QueueNotFound
+from .exceptions import InvalidJobArgument, InvalidTransition, JobNotFound, QueueNotFound
 from .models import Job, JobEvent, QueueSetting, WorkerProcess
 from .registry import registry
 from .services import queues
@@ -107,7 +107,7 @@ class JobAdmin(admin.ModelAdmin):
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False  # no second COUNT(*) over a big table
-    actions = ["cancel_jobs", "retry_jobs", "delete_jobs"]
+    actions = ["cancel_jobs", "retry_jobs", "rerun_jobs", "delete_jobs"]
     inlines = [JobEventInline]
     fieldsets = [
         (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
@@ -221,7 +221,7 @@ class JobAdmin(admin.ModelAdmin):
             try:
                 service(job_id, actor=request.user.get_username())
                 done += 1
-            except (InvalidTransition, JobNotFound) as exc:
+            except (InvalidTransition, JobNotFound, InvalidJobArgument) as exc:
                 refused.append(str(exc))
         if done and not quiet_success:  # Django's delete views say it themselves
             self.message_user(request, f"{verb} {done} job(s).", messages.SUCCESS)
@@ -237,6 +237,12 @@ class JobAdmin(admin.ModelAdmin):
     @admin.action(description="Retry the selected jobs (failed or cancelled)", permissions=["change"])
     def retry_jobs(self, request, queryset):
         self._apply(request, queryset.values_list("id", flat=True), services.retry, "Retried")
+
+    @admin.action(description="Re-run the selected succeeded jobs (each as a new copy)",
+                  permissions=["change"])
+    def rerun_jobs(self, request, queryset):
+        self._apply(request, queryset.values_list("id", flat=True), services.rerun,
+                    "Re-ran (as new copies)")
 
     @admin.action(description="Delete the selected finished jobs (with their events)",
                   permissions=["delete"])

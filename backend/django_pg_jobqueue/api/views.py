@@ -161,7 +161,7 @@ _EVENT_PARAMS = [
 class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     permission_classes = [JobPermission]
     job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW,
-                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE,
+                       "create": ADD, "bulk": ADD, "cancel": CHANGE, "retry": CHANGE, "rerun": CHANGE,
                        "retry_matching": CHANGE, "destroy": DELETE}
     serializer_class = JobSerializer
     filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
@@ -286,6 +286,23 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     def retry(self, request, id=None):
         job = services.retry(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Re-run a succeeded job, as a new copy", tags=["jobs"], request=None,
+        parameters=[JOB_ID],
+        description="Enqueues a new job with the original's type, payload, queue, priority, "
+                    "max_attempts and timeout (not its idempotency key) and returns it (201); "
+                    "the original stays as it was, with its result and history. The copy's "
+                    "`created` event names the original (`data.rerun_of`). Each request makes "
+                    "one copy. 409 (`invalid_transition`) for a job that did not succeed: "
+                    "retry a failed or cancelled one. 400 when the type has no handler any "
+                    "more. Needs change_job.",
+        responses={201: JobSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, id=None):
+        job = services.rerun(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Retry failed jobs in bulk: by filter, every one, or the given ids", tags=["jobs"],

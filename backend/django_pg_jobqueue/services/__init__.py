@@ -21,9 +21,10 @@ from .lifecycle import (
 from .operations import cancel, retry
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
+from .rerunning import rerun
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
-    "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
+    "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
 ]
