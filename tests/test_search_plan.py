@@ -1,10 +1,11 @@
 """The job search's cost, read from PostgreSQL's plans: the text search is served by the
-trigram indexes (jobs_payload_trgm_idx, jobs_last_error_trgm_idx) and reads a number of
-pages that does not grow with the table: no sequential scan of `jobs`, whatever its size.
+trigram indexes (jobs_payload_trgm_idx, jobs_last_error_trgm_idx), never a sequential scan of
+`jobs`; a search for rare text reads a number of pages that does not grow with the table, and
+one for text of common trigrams a small share of it.
 
 The normal suite runs it at 20,000 jobs (the plan's shape and the index use);
-SEARCH_PLAN_FULL=1 (marked slow) at 1,000,000 jobs, where a sequential scan would read tens of
-thousands of pages: the bound on the pages read is the same at both sizes.
+SEARCH_PLAN_FULL=1 (marked slow) at 1,000,000 jobs (37,000 pages), where the same fixed bound
+for rare text holds and a sequential scan would read every page.
 """
 import json
 import os
@@ -68,10 +69,15 @@ def check_search_plan(rows: int) -> None:
         cur.execute("SELECT pg_relation_size('jobs') / 8192")
         (table_pages,) = cur.fetchone()
 
-    for params, expected in [
-        ({"search": "card declined", "status": "failed"}, 3),   # in the last error
-        ({"search": "user1234567890@", "status": "failed"}, 0),  # in no job
-        ({"search": "A-996\""}, rows // 997),                    # in the payload
+    # (search, jobs it finds, pages it may read). Rare text: a fixed bound (plus a page per
+    # job found). Text made of trigrams that most jobs hold ("user", "123"): the posting lists
+    # of those trigrams are read, a small share of the table (measured at a million jobs: 841
+    # pages of 37,037), never the table.
+    common = max(MAX_PAGES_READ, table_pages // 20)
+    for params, expected, bound in [
+        ({"search": "card declined", "status": "failed"}, 3, MAX_PAGES_READ + 3),
+        ({"search": "A-996\""}, rows // 997, MAX_PAGES_READ + rows // 997),
+        ({"search": "user1234567890@", "status": "failed"}, 0, common),
     ]:
         qs = _searched(params)
         for label, plan in [("page", _explain(qs.order_by("-id")[:25])),
@@ -82,7 +88,7 @@ def check_search_plan(rows: int) -> None:
             used = {n.get("Index Name") for n in nodes if n["Node Type"] == "Bitmap Index Scan"}
             assert {"jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"} <= used, (label, shown)
             pages = _pages_read(plan)
-            assert pages <= MAX_PAGES_READ + expected, (label, params, pages, table_pages, shown)
+            assert pages <= bound, (label, params, pages, table_pages, shown)
         assert qs.count() == expected, params
 
 

@@ -283,3 +283,16 @@ class QueueSetting(models.Model):
                 name="queue_concurrency_limit_positive",
             )
         ]
+
+
+class ScheduleSetting(models.Model):
+    """A periodic schedule's operator state (services/schedules.py): paused or not. A schedule
+    itself is declared in code or settings (periodic.py); a row exists once it was paused."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    paused = models.BooleanField(default=False, db_default=False)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_schedule_settings"
+        ordering = ["name"]

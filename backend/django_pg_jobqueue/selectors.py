@@ -333,6 +333,48 @@ def schedules(now=None) -> list[dict]:
     return rows
 
 
+SCHEDULE_TICKS_DEFAULT_LIMIT = 50
+SCHEDULE_TICKS_MAX_LIMIT = 500
+
+
+def schedule_ticks(name: str, *, limit: int = SCHEDULE_TICKS_DEFAULT_LIMIT) -> list[dict]:
+    """Schedule `name`'s jobs, newest first, at most `limit` (one query, served by
+    jobs_periodic_schedule_idx): each with its tick's time (None for a run-now job, `manual`
+    then) and the job's outcome. ScheduleNotFound for an unknown schedule; ValueError naming
+    `limit` outside 1..SCHEDULE_TICKS_MAX_LIMIT.
+
+    [{"tick_at", "manual", "job": {"id", "status", "attempts", "max_attempts", "created_at",
+      "started_at", "finished_at", "last_error"}}, ...]
+    """
+    from datetime import datetime
+
+    from .periodic import KEY_PREFIX, MANUAL
+    from .services.schedules import _entry
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or not (
+            1 <= limit <= SCHEDULE_TICKS_MAX_LIMIT):
+        raise ValueError(f"limit must be a whole number from 1 to {SCHEDULE_TICKS_MAX_LIMIT}")
+    _entry(name)
+    prefix = f"{KEY_PREFIX}:{name}:"
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.SCHEDULE_JOBS, [name, limit])
+        rows = cur.fetchall()
+    ticks = []
+    for (job_id, key, status, attempts, max_attempts, created_at, started_at, finished_at,
+         last_error) in rows:
+        when = key[len(prefix):]
+        manual = when.startswith(f"{MANUAL}:")
+        try:
+            tick_at = None if manual else datetime.fromisoformat(when)
+        except ValueError:  # a key of this shape that no enqueuer wrote
+            tick_at = None
+        ticks.append({"tick_at": tick_at, "manual": manual, "job": {
+            "id": job_id, "status": status, "attempts": attempts, "max_attempts": max_attempts,
+            "created_at": created_at, "started_at": started_at, "finished_at": finished_at,
+            "last_error": last_error}})
+    return ticks
+
+
 def _round(value, digits=3):
     return None if value is None else round(float(value), digits)
 

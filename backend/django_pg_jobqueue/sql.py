@@ -536,6 +536,35 @@ SELECT queue FROM names WHERE queue IS NOT NULL
 # parameters: the ILIKE pattern twice.
 SEARCH_TEXT_MATCHES = "(payload::text ILIKE %s OR last_error ILIKE %s)"
 
+# --- periodic schedules: pause, resume, and each schedule's jobs -----------------------------
+# Pause and resume are each one conditional write, so that two operators at once change it
+# once: a row is returned only when the state changed (%s: the schedule's name).
+PAUSE_SCHEDULE_IF_RUNNING = """
+INSERT INTO job_schedule_settings (name, paused, updated_at) VALUES (%s, true, now())
+ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now()
+WHERE NOT job_schedule_settings.paused
+RETURNING name
+"""
+RESUME_SCHEDULE_IF_PAUSED = """
+UPDATE job_schedule_settings SET paused = false, updated_at = now()
+WHERE name = %s AND paused
+RETURNING name
+"""
+# A schedule's jobs, newest first: its ticks' and its run-now jobs (their idempotency keys are
+# `periodic:<name>:<tick>` and `periodic:<name>:manual:<id>`). jobs_periodic_schedule_idx
+# (migration 0012) holds (schedule name, id) for periodic jobs only, so this reads one
+# schedule's entries (a backward scan that stops at the limit, or, when the planner expects few,
+# a bitmap scan of them and a sort), never the other jobs. The predicate repeats the index's
+# own (LIKE 'periodic:%') literally, so the planner may use the partial index.
+SCHEDULE_JOBS = """
+SELECT id, idempotency_key, status, attempts, max_attempts, created_at, started_at,
+       finished_at, last_error
+FROM jobs
+WHERE idempotency_key LIKE 'periodic:%%' AND split_part(idempotency_key, ':', 2) = %s
+ORDER BY split_part(idempotency_key, ':', 2) DESC, id DESC
+LIMIT %s
+"""
+
 # --- migration 0012: pg_trgm and the search's trigram indexes ---------------------------------
 TRGM_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')"
 CREATE_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
@@ -548,6 +577,10 @@ DROP_INDEX_CONCURRENTLY = 'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'
 CREATE_JOBS_PAYLOAD_TRGM_INDEX = (
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_payload_trgm_idx "
     "ON jobs USING gin ((payload::text) gin_trgm_ops)"
+)
+CREATE_JOBS_PERIODIC_SCHEDULE_INDEX = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_periodic_schedule_idx "
+    "ON jobs (split_part(idempotency_key, ':', 2), id) WHERE idempotency_key LIKE 'periodic:%'"
 )
 CREATE_JOBS_LAST_ERROR_TRGM_INDEX = (
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_last_error_trgm_idx "

@@ -624,6 +624,10 @@ class JSONListField(serializers.JSONField):
 class _LastJob(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    started_at = ISODateTimeField(allow_null=True, help_text=(
+        "When its latest attempt started (null: not yet run). The tick's own time is the "
+        "schedule's `last_tick_at`."))
+    finished_at = ISODateTimeField(allow_null=True, help_text="When it finished (null: not yet).")
 
 
 class ScheduleSerializer(serializers.Serializer):
@@ -647,12 +651,39 @@ class ScheduleSerializer(serializers.Serializer):
                                      help_text="JOB_PERIODIC, or the @periodic decorator.")
     valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")
     problems = serializers.ListField(child=serializers.CharField())
+    paused = serializers.BooleanField(help_text=(
+        "true: the workers enqueue none of its ticks (POST schedules/{name}/resume/)."))
     next_run_at = ISODateTimeField(allow_null=True)
     last_tick_at = ISODateTimeField(
         allow_null=True, help_text="The latest tick due at or before now.")
     last_job = _LastJob(allow_null=True,
                         help_text="The job of the latest tick (null: not enqueued, e.g. no "
                                   "worker ran then, or it was pruned).")
+
+
+class _TickJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    attempts = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    created_at = ISODateTimeField()
+    started_at = ISODateTimeField(allow_null=True, help_text="Its latest attempt's start.")
+    finished_at = ISODateTimeField(allow_null=True)
+    last_error = serializers.CharField(allow_null=True)
+
+
+class ScheduleTickSerializer(serializers.Serializer):
+    """One job of a schedule: a tick's, or a run-now one."""
+
+    tick_at = ISODateTimeField(allow_null=True, help_text=(
+        "The tick it was enqueued for (null for a run-now job)."))
+    manual = serializers.BooleanField(help_text="Enqueued by run-now, not by a tick.")
+    job = _TickJob(help_text="The job and its outcome (status, times, last error).")
+
+
+class ScheduleTicksQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(required=False, default=50, min_value=1, max_value=500,
+                                     help_text="At most this many, newest first.")
 
 
 class _Finished(serializers.Serializer):

@@ -10,12 +10,17 @@ searched text's trigrams (selectors.text_search).
   while they are built. One on the payload's JSON text, one on the last error (partial: only
   the jobs that have one). An index left invalid by an interrupted build is dropped and built
   again. Reversible: backwards drops the indexes (the extension stays: others may use it).
+- jobs_periodic_schedule_idx (schedule name, id) over periodic jobs only (their idempotency
+  key starts with `periodic:`), built CONCURRENTLY too: a schedule's tick history reads its
+  newest jobs without a pass over the others (sql.SCHEDULE_JOBS).
+- job_schedule_settings: a periodic schedule's pause (a new, empty table).
 """
-from django.db import migrations
+from django.db import migrations, models
+from django.db.models.functions import Now
 
 from django_pg_jobqueue import sql
 
-INDEXES = ("jobs_payload_trgm_idx", "jobs_last_error_trgm_idx")
+INDEXES = ("jobs_payload_trgm_idx", "jobs_last_error_trgm_idx", "jobs_periodic_schedule_idx")
 
 
 def create_pg_trgm(apps, schema_editor):
@@ -44,6 +49,7 @@ def build_indexes(apps, schema_editor):
             cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=name))
         cursor.execute(sql.CREATE_JOBS_PAYLOAD_TRGM_INDEX)
         cursor.execute(sql.CREATE_JOBS_LAST_ERROR_TRGM_INDEX)
+        cursor.execute(sql.CREATE_JOBS_PERIODIC_SCHEDULE_INDEX)
 
 
 def drop_indexes(apps, schema_editor):
@@ -62,4 +68,13 @@ class Migration(migrations.Migration):
         # Database only: Django's model does not declare them (models.py says why), so
         # makemigrations sees nothing to do.
         migrations.RunPython(build_indexes, drop_indexes),
+        migrations.CreateModel(
+            name="ScheduleSetting",
+            fields=[
+                ("name", models.CharField(max_length=100, primary_key=True, serialize=False)),
+                ("paused", models.BooleanField(db_default=False, default=False)),
+                ("updated_at", models.DateTimeField(db_default=Now())),
+            ],
+            options={"db_table": "job_schedule_settings", "ordering": ["name"]},
+        ),
     ]

@@ -22,9 +22,11 @@ from .operations import cancel, retry
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 from .rerunning import rerun
+from .schedules import pause_schedule, resume_schedule, run_schedule
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "enqueue_job", "enqueue_many", "enqueue_many_jobs", "complete", "complete_many", "fail",
     "log_message", "record_lease_lost", "record_progress", "release_many", "renew_many",
     "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
+    "run_schedule", "pause_schedule", "resume_schedule",
 ]

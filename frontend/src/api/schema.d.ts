@@ -458,6 +458,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/schedules/{name}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a periodic schedule
+         * @description The workers enqueue none of its ticks until it is resumed (from their next pass; one conditional write, so pausing a paused schedule is fine). Jobs already enqueued run. Returns the schedule. Needs change_job.
+         */
+        post: operations["v1_schedules_pause_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused periodic schedule
+         * @description Its ticks are enqueued again from the workers' next pass; the ticks it missed while paused are not. Returns the schedule. Needs change_job.
+         */
+        post: operations["v1_schedules_resume_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/run/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a periodic schedule now
+         * @description Enqueues the schedule's job at once (201, the job), paused or not, whatever its cron. Each request makes one new job: two at once make two. The job's key is `periodic:<name>:manual:<random>`, so it shows in the schedule's ticks (`manual: true`) and in the jobs list's `schedule` filter. 404 (`schedule_not_found`) for an unknown name; 409 (`schedule_invalid`) for an entry with problems. Needs change_job.
+         */
+        post: operations["v1_schedules_run_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/ticks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A periodic schedule's tick history
+         * @description Its jobs, newest first (`limit`, default 50, at most 500): each tick's time (null for a run-now job) and the job with its outcome. A tick whose job was pruned is no longer listed; a tick no worker enqueued never was.
+         */
+        get: operations["v1_schedules_ticks_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -941,6 +1021,8 @@ export interface components {
             /** @description false: workers skip it; `problems` says why. */
             valid: boolean;
             problems: string[];
+            /** @description true: the workers enqueue none of its ticks (POST schedules/{name}/resume/). */
+            paused: boolean;
             /** Format: date-time */
             next_run_at: string | null;
             /**
@@ -950,6 +1032,18 @@ export interface components {
             last_tick_at: string | null;
             /** @description The job of the latest tick (null: not enqueued, e.g. no worker ran then, or it was pruned). */
             last_job: components["schemas"]["_LastJob"] | null;
+        };
+        /** @description One job of a schedule: a tick's, or a run-now one. */
+        ScheduleTick: {
+            /**
+             * Format: date-time
+             * @description The tick it was enqueued for (null for a run-now job).
+             */
+            tick_at: string | null;
+            /** @description Enqueued by run-now, not by a tick. */
+            manual: boolean;
+            /** @description The job and its outcome (status, times, last error). */
+            job: components["schemas"]["_TickJob"];
         };
         /**
          * @description * `settings` - settings
@@ -1024,6 +1118,16 @@ export interface components {
         _LastJob: {
             id: number;
             status: components["schemas"]["JobStatusEnum"];
+            /**
+             * Format: date-time
+             * @description When its latest attempt started (null: not yet run). The tick's own time is the schedule's `last_tick_at`.
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it finished (null: not yet).
+             */
+            finished_at: string | null;
         };
         _PriorityDepth: {
             priority: number;
@@ -1097,6 +1201,22 @@ export interface components {
             minute: string;
             succeeded: number;
             failed: number;
+        };
+        _TickJob: {
+            id: number;
+            status: components["schemas"]["JobStatusEnum"];
+            attempts: number;
+            max_attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its latest attempt's start.
+             */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            last_error: string | null;
         };
         _WorkerProcess: {
             id: string;
@@ -2675,6 +2795,259 @@ export interface operations {
             };
             /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_pause_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_resume_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_run_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_ticks_list: {
+        parameters: {
+            query?: {
+                /** @description At most this many, newest first. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleTick"][];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
