@@ -127,3 +127,29 @@ def test_the_tick_history_is_read_through_its_index():
     assert "jobs_periodic_schedule_idx" in shown and "Seq Scan" not in shown, shown
     with pytest.raises(ScheduleNotFound):
         selectors.schedule_ticks("s7")  # not a declared schedule
+
+
+@periodic_settings
+def test_the_admin_lists_every_schedule_and_runs_pauses_and_resumes_them(make_user):
+    from django.test import Client
+
+    from django_pg_jobqueue.models import ScheduleSetting
+
+    url = "/admin/django_pg_jobqueue/schedulesetting/"
+    looker = Client()
+    looker.force_login(make_user("look", perms=["view_job"], is_staff=True))
+    page = looker.get(url)
+    assert page.status_code == 200
+    assert {s.name for s in page.context["cl"].result_list} == {"new-year", "other"}
+    refused = looker.post(url, {"action": "pause", "_selected_action": ["new-year"]})
+    assert not ScheduleSetting.objects.get(name="new-year").paused, refused.status_code
+
+    ops = Client()
+    ops.force_login(make_user("ops", perms=["view_job", "change_job"], is_staff=True))
+    ops.post(url, {"action": "pause", "_selected_action": ["new-year"]})
+    assert ScheduleSetting.objects.get(name="new-year").paused
+    ops.post(url, {"action": "resume", "_selected_action": ["new-year"]})
+    assert not ScheduleSetting.objects.get(name="new-year").paused
+    response = ops.post(url, {"action": "run_now", "_selected_action": ["other"]}, follow=True)
+    job = Job.objects.get(idempotency_key__startswith="periodic:other:manual:")
+    assert any(f"job {job.id}" in str(m) for m in response.context["messages"])

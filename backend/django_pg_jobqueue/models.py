@@ -296,3 +296,4 @@ class ScheduleSetting(models.Model):
     class Meta:
         db_table = "job_schedule_settings"
         ordering = ["name"]
+        verbose_name = "periodic schedule"

@@ -550,6 +550,13 @@ UPDATE job_schedule_settings SET paused = false, updated_at = now()
 WHERE name = %s AND paused
 RETURNING name
 """
+# A row (not paused) for each declared schedule that has none yet (%s: the names), so that the
+# admin can list every schedule with its pause; an existing row is left as it is.
+RECORD_SCHEDULES = """
+INSERT INTO job_schedule_settings (name, paused, updated_at)
+SELECT name, false, now() FROM unnest(%s::text[]) AS name
+ON CONFLICT (name) DO NOTHING
+"""
 # A schedule's jobs, newest first: its ticks' and its run-now jobs (their idempotency keys are
 # `periodic:<name>:<tick>` and `periodic:<name>:manual:<id>`). jobs_periodic_schedule_idx
 # (migration 0012) holds (schedule name, id) for periodic jobs only, so this reads one

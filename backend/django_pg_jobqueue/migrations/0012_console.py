@@ -75,6 +75,7 @@ class Migration(migrations.Migration):
                 ("paused", models.BooleanField(db_default=False, default=False)),
                 ("updated_at", models.DateTimeField(db_default=Now())),
             ],
-            options={"db_table": "job_schedule_settings", "ordering": ["name"]},
+            options={"db_table": "job_schedule_settings", "ordering": ["name"],
+                     "verbose_name": "periodic schedule"},
         ),
     ]

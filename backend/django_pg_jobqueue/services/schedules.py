@@ -64,3 +64,14 @@ def pause_schedule(name: str) -> bool:
 def resume_schedule(name: str) -> bool:
     """Resume schedule `name`; True if it was paused (False: it was not)."""
     return _set_paused(name, sql.RESUME_SCHEDULE_IF_PAUSED)
+
+
+def record_schedules() -> list[str]:
+    """Give every declared schedule its settings row (not paused) if it has none, for the
+    admin's list; return the declared names. Idempotent: one INSERT ... ON CONFLICT DO NOTHING."""
+    from ..periodic import entries
+
+    names = [entry.name for entry in entries()]
+    with queue_atomic(), queue_connection().cursor() as cur:
+        cur.execute(sql.RECORD_SCHEDULES, [names])
+    return names
