@@ -85,9 +85,15 @@ def check_search_plan(rows: int) -> None:
             nodes = list(_nodes(plan))
             shown = json.dumps(plan, indent=1)[:4000]
             assert not any(n["Node Type"] == "Seq Scan" for n in nodes), (label, shown)
-            used = {n.get("Index Name") for n in nodes if n["Node Type"] == "Bitmap Index Scan"}
-            assert {"jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"} <= used, (label, shown)
+            if label == "count":  # every match is visited: through both trigram indexes
+                used = {n.get("Index Name") for n in nodes
+                        if n["Node Type"] == "Bitmap Index Scan"}
+                assert {"jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"} <= used, shown
+            # (the page may instead walk the primary key backwards until it has 25 matches,
+            # when the planner expects many: bounded all the same)
             pages = _pages_read(plan)
+            print(f"search plan, {rows:,} jobs ({table_pages:,} pages): {params['search']!r} "
+                  f"{label}: {pages} pages read")
             assert pages <= bound, (label, params, pages, table_pages, shown)
         assert qs.count() == expected, params
 
