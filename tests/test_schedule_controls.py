@@ -153,3 +153,37 @@ def test_the_admin_lists_every_schedule_and_runs_pauses_and_resumes_them(make_us
     response = ops.post(url, {"action": "run_now", "_selected_action": ["other"]}, follow=True)
     job = Job.objects.get(idempotency_key__startswith="periodic:other:manual:")
     assert any(f"job {job.id}" in str(m) for m in response.context["messages"])
+
+
+RACER_SCRIPT = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django; django.setup()
+from django_pg_jobqueue import services
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all start at once
+print(json.dumps({"paused": services.pause_schedule("race"),
+                  "job": services.run_schedule("race").id}))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_four_processes_pausing_and_running_at_once_pause_once_and_make_four_jobs():
+    """Pause is one conditional write: of four processes pausing at once, exactly one changed
+    it. Run now makes one job per call: four calls at once, four jobs."""
+    import subprocess
+    import sys
+    import time
+
+    from .utils import REPO, worker_database_url
+
+    env = {"DATABASE_URL": worker_database_url(), "PATH": "/usr/bin:/bin",
+           "JOB_PERIODIC": json.dumps({"race": {"cron": "0 0 1 1 *", "type": "noop"}})}
+    start = str(time.time() + 8)
+    procs = [subprocess.Popen([sys.executable, "-c", RACER_SCRIPT, str(REPO / "backend"), start],
+                              stdout=subprocess.PIPE, env=env, text=True) for _ in range(4)]
+    results = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1])
+               for p in procs]
+    assert sorted(r["paused"] for r in results) == [False, False, False, True]
+    assert len({r["job"] for r in results}) == 4
+    assert Job.objects.filter(idempotency_key__startswith="periodic:race:manual:").count() == 4
