@@ -41,6 +41,19 @@ def test_changelist_filters_and_search(staff_operator):
         assert set(response.context["cl"].result_list) == expected, query
 
 
+def test_the_by_queue_filter_lists_every_queue_that_has_jobs_or_a_setting(staff_operator):
+    for queue in ("emails", "media", "reports"):
+        services.enqueue("noop", queue=queue)
+    services.enqueue("noop", queue="done-today")
+    Job.objects.filter(queue="done-today").update(status="cancelled", finished_at="2026-01-01T00:00Z")
+    QueueSetting.objects.create(queue="nightly", paused=True)  # no jobs left, a setting
+
+    page = staff_operator.get(CHANGELIST)
+    [queue_filter] = [f for f in page.context["cl"].filter_specs if f.title == "queue"]
+    offered = {value for value, _ in queue_filter.lookup_choices}
+    assert {"default", "emails", "media", "reports", "done-today", "nightly"} <= offered
+
+
 def test_cancel_and_retry_actions_use_the_services(staff_operator):
     queued = services.enqueue("noop")
     response = staff_operator.post(CHANGELIST, {"action": "cancel_jobs", "_selected_action": [queued.id]},

@@ -124,3 +124,20 @@ def test_a_database_outage_is_503_json_with_retry_after(operator_client):
     with mock.patch("django_pg_jobqueue.services.enqueue_or_get", side_effect=OperationalError("server closed")):
         response = operator_client.post("/api/v1/jobs/", {"type": "noop"}, format="json")
     assert response.status_code == 503 and "Traceback" not in response.content.decode()
+
+
+def test_a_paused_queues_backlog_does_not_count_as_the_oldest_runnable_job(operator_client):
+    """Jobs in a paused queue wait on purpose: they are not the backlog alarm's business."""
+    services.enqueue("noop", queue="reports")  # makes the queue exist, so it can be paused
+    stuck = services.enqueue("noop", queue="reports")
+    fresh = services.enqueue("noop")
+    Job.objects.filter(pk=stuck.pk).update(available_at=timezone.now() - timedelta(minutes=30))
+    Job.objects.filter(pk=fresh.pk).update(available_at=timezone.now() - timedelta(seconds=20))
+    services.pause_queue("reports")
+
+    m = operator_client.get(METRICS).json()
+    assert 15 <= m["oldest_runnable_age_seconds"] <= 60
+    assert m["queued"]["runnable"] == 3  # still due: the count says how many are due
+
+    services.resume_queue("reports")
+    assert operator_client.get(METRICS).json()["oldest_runnable_age_seconds"] >= 1700

@@ -16,7 +16,7 @@ SCHEDULES = "/api/v1/schedules/"
 PARIS = ZoneInfo("Europe/Paris")
 FIELDS = {"name", "cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
           "priority", "max_attempts", "timeout_seconds", "source", "valid", "problems",
-          "next_run_at", "last_tick_at", "last_job"}
+          "paused", "next_run_at", "last_tick_at", "last_job"}
 ENTRIES = {
     # Yearly, so that the latest tick cannot change between the enqueue and the read.
     "new-year": {"cron": "0 0 1 1 *", "timezone": "Europe/Paris", "type": "noop",
@@ -50,7 +50,8 @@ def test_each_entry_with_its_next_run_and_the_job_of_its_latest_tick(viewer, cli
     assert _at(row["next_run_at"]) == datetime(local_year + 1, 1, 1, tzinfo=PARIS).astimezone(UTC)
     assert _at(row["last_tick_at"]) == datetime(local_year, 1, 1, tzinfo=PARIS).astimezone(UTC)
     job = Job.objects.get(idempotency_key__startswith="periodic:new-year:")
-    assert row["last_job"] == {"id": job.id, "status": "queued"}
+    assert row["last_job"] == {"id": job.id, "status": "queued", "started_at": None,
+                               "finished_at": None}
     assert {k: row[k] for k in ("cron", "timezone", "type", "task", "payload", "queue",
                                 "priority", "max_attempts", "timeout_seconds", "source",
                                 "valid", "problems")} == {

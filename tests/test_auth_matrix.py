@@ -39,6 +39,12 @@ def _requests():
         services.cancel(j.id)
         return j
 
+    def succeeded():
+        j = services.enqueue("noop")
+        [c] = services.claim(worker_ids=["w-1"], job_ids=[j.id])
+        services.complete(c.id, c.lease_token, worker_id="w-1", result={})
+        return j
+
     return [
         ("list", "read", lambda c: c.get("/api/v1/jobs/"), 200),
         ("detail", "read", lambda c: c.get(f"/api/v1/jobs/{job().id}/"), 200),
@@ -64,7 +70,17 @@ def _requests():
                                                   format="json"), 200),
         ("retry selected", "change", lambda c: c.post(
             "/api/v1/jobs/retry/", {"ids": [cancelled().id]}, format="json"), 200),
+        ("rerun", "change", lambda c: c.post(f"/api/v1/jobs/{succeeded().id}/rerun/"), 201),
+        ("schedule run", "change", lambda c: c.post(f"{SCHEDULE}run/"), 201),
+        ("schedule pause", "change", lambda c: c.post(f"{SCHEDULE}pause/"), 200),
+        ("schedule resume", "change", lambda c: c.post(f"{SCHEDULE}resume/"), 200),
+        ("schedule ticks", "read", lambda c: c.get(f"{SCHEDULE}ticks/"), 200),
     ]
+
+
+SCHEDULE = "/api/v1/schedules/matrix/"
+MATRIX_SCHEDULE = {"matrix": {"cron": "0 0 1 1 *", "type": "noop"}}
+
 
 
 ALLOWED = {
@@ -74,6 +90,7 @@ ALLOWED = {
 
 
 @pytest.mark.parametrize("role", ROLES)
+@override_settings(JOB_PERIODIC=MATRIX_SCHEDULE)
 def test_auth_matrix(role, users, client_for):
     client = client_for(users[role])
     for name, kind, call, ok_status in _requests():
@@ -100,7 +117,7 @@ def test_open_endpoints(role, users, client_for):
     assert me.status_code == (401 if role == "anonymous" else 200)
 
 
-@override_settings(JOB_API_PUBLIC_READ=True)
+@override_settings(JOB_API_PUBLIC_READ=True, JOB_PERIODIC=MATRIX_SCHEDULE)
 def test_public_read_opens_reads_only(client_for):
     anonymous = client_for(None)
     for name, kind, call, ok_status in _requests():

@@ -18,10 +18,18 @@ from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from . import job_actions, selectors
-from .exceptions import InvalidTransition, JobNotFound, QueueNotFound
-from .models import Job, JobEvent, QueueSetting, WorkerProcess
+from .exceptions import (
+    InvalidJobArgument,
+    InvalidTransition,
+    JobNotFound,
+    QueueNotFound,
+    ScheduleInvalid,
+    ScheduleNotFound,
+)
+from .models import Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
 from .registry import registry
 from .services import queues
+from .services import schedules as schedule_services
 from .states import TERMINAL
 
 try:
@@ -227,7 +235,7 @@ class JobAdmin(admin.ModelAdmin):
             try:
                 service(job_id, actor=request.user.get_username())
                 done += 1
-            except (InvalidTransition, JobNotFound) as exc:
+            except (InvalidTransition, JobNotFound, InvalidJobArgument) as exc:
                 refused.append(str(exc))
         if done and not quiet_success:  # Django's delete views say it themselves
             self.message_user(request, f"{verb} {done} job(s).", messages.SUCCESS)
@@ -338,6 +346,75 @@ class QueueSettingAdmin(admin.ModelAdmin):
         for name in queryset.values_list("queue", flat=True):
             queues.resume_queue(name)
         self.message_user(request, "Resumed.")
+
+
+@admin.register(ScheduleSetting)
+class ScheduleSettingAdmin(admin.ModelAdmin):
+    """The periodic schedules (JOB_PERIODIC, @periodic), each with its pause: run one now,
+    pause or resume it, through the same services as the API. Seen with view_job; the actions
+    need change_job, as cancel and retry do. Schedules are declared in code and settings, so
+    rows are neither added, edited nor deleted here."""
+
+    list_display = ["name", "paused", "updated_at"]
+    actions = ["run_now", "pause", "resume"]
+    ordering = ["name"]
+
+    def changelist_view(self, request, extra_context=None):
+        request.jobqueue_schedules = schedule_services.record_schedules()
+        return super().changelist_view(request, extra_context)
+
+    def get_queryset(self, request):
+        declared = getattr(request, "jobqueue_schedules", None)
+        queryset = super().get_queryset(request)
+        return queryset if declared is None else queryset.filter(name__in=declared)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["name", "paused", "updated_at"]
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("django_pg_jobqueue.view_job")
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_operate_permission(self, request):
+        return request.user.has_perm("django_pg_jobqueue.change_job")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Run the selected schedules now (a new job each)",
+                  permissions=["operate"])
+    def run_now(self, request, queryset):
+        done, refused = [], []
+        for name in queryset.values_list("name", flat=True):
+            try:
+                job = schedule_services.run_schedule(name, actor=request.user.get_username())
+                done.append(f"{name}: job {job.pk}")
+            except (ScheduleInvalid, ScheduleNotFound, InvalidJobArgument) as exc:
+                refused.append(str(exc))
+        if done:
+            self.message_user(request, "Enqueued " + "; ".join(done) + ".", messages.SUCCESS)
+        if refused:
+            self.message_user(request, "Not run: " + "; ".join(refused), messages.WARNING)
+
+    @admin.action(description="Pause the selected schedules", permissions=["operate"])
+    def pause(self, request, queryset):
+        for name in queryset.values_list("name", flat=True):
+            schedule_services.pause_schedule(name)
+        self.message_user(request, "Paused: the workers enqueue none of their ticks.")
+
+    @admin.action(description="Resume the selected schedules", permissions=["operate"])
+    def resume(self, request, queryset):
+        for name in queryset.values_list("name", flat=True):
+            schedule_services.resume_schedule(name)
+        self.message_user(request, "Resumed: their next ticks are enqueued.")
 
 
 @admin.register(WorkerProcess)

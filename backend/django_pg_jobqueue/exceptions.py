@@ -23,6 +23,22 @@ class QueueNotFound(JobError, LookupError):
             "into it.")
 
 
+class ScheduleNotFound(JobError, LookupError):
+    """No periodic schedule of that name (JOB_PERIODIC or @periodic): HTTP 404."""
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"no periodic schedule named {name!r}")
+
+
+class ScheduleInvalid(JobError):
+    """The schedule cannot enqueue a job (its `problems`): HTTP 409."""
+
+    def __init__(self, name: str, problems: list[str]):
+        self.name, self.problems = name, problems
+        super().__init__(f"periodic schedule {name!r} is invalid: {'; '.join(problems)}")
+
+
 class InvalidTransition(JobError):
     """The job is not in a status the requested transition starts from (HTTP 409)."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .services import deleting, operations
+from .services import deleting, operations, rerunning
 from .states import EventKind
 
 APP = "django_pg_jobqueue"
@@ -54,6 +54,9 @@ ACTIONS: dict[str, JobAction] = {a.name: a for a in (
     JobAction("retry", operations.retry, "change_job",
               "Retry the selected jobs (failed or cancelled)", "Retried",
               "failed or cancelled jobs", (EventKind.RETRIED,)),
+    JobAction("rerun", rerunning.rerun, "change_job",
+              "Re-run the selected succeeded jobs (each as a new copy)", "Re-ran (as new copies)",
+              "succeeded jobs (each enqueued again as a new job)", ()),
     JobAction("delete", deleting.delete, "delete_job",
               "Delete the selected finished jobs (with their events)", "Deleted",
               "finished jobs: succeeded, failed or cancelled", ()),

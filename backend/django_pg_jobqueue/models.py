@@ -276,6 +276,9 @@ class Job(models.Model):
             # The jobs list filtered by key (?concurrency_key=), newest first.
             models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
                          condition=Q(concurrency_key__isnull=False)),
+            # Not here, as Django's GinIndex would make every host add django.contrib.postgres
+            # to INSTALLED_APPS: the job search's trigram indexes jobs_payload_trgm_idx and
+            # jobs_last_error_trgm_idx (migration 0012, sql.SEARCH_TEXT_MATCHES).
         ]
 
     def __str__(self) -> str:
@@ -387,3 +390,17 @@ class QueueSetting(models.Model):
                 name="queue_concurrency_limit_positive",
             )
         ]
+
+
+class ScheduleSetting(models.Model):
+    """A periodic schedule's operator state (services/schedules.py): paused or not. A schedule
+    itself is declared in code or settings (periodic.py); a row exists once it was paused."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    paused = models.BooleanField(default=False, db_default=False)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_schedule_settings"
+        ordering = ["name"]
+        verbose_name = "periodic schedule"

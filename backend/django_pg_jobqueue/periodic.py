@@ -31,6 +31,7 @@ the latest.
 """
 import logging
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -52,6 +53,7 @@ log = logging.getLogger("django_pg_jobqueue.periodic")
 MAX_CATCH_UP = 10  # ticks one pass enqueues at most; beyond that, only the latest
 MAX_WAIT_SECONDS = 60.0  # a pass at least this often, so settings and clocks are re-read
 KEY_PREFIX = "periodic"
+MANUAL = "manual"  # a run-now job's key: periodic:<name>:manual:<random> (services/schedules.py)
 
 
 @dataclass(frozen=True)
@@ -149,11 +151,19 @@ class PeriodicEntry:
         return f"{KEY_PREFIX}:{self.name}:{tick.astimezone(UTC).isoformat()}"
 
     # -- enqueue -----------------------------------------------------------------------------
+    def manual_key(self) -> str:
+        """A run-now job's key: `periodic:<name>:manual:<random>`, new for every run."""
+        return f"{KEY_PREFIX}:{self.name}:{MANUAL}:{uuid.uuid4().hex}"
+
     def enqueue(self, tick: datetime) -> bool:
         """Enqueue this tick unless some process already did. True if this call created it."""
+        return self.enqueue_key(self.key(tick))
+
+    def enqueue_key(self, key: str) -> bool:
+        """Enqueue this entry's job under idempotency key `key` unless it exists. True if this
+        call created it."""
         from . import services
 
-        key = self.key(tick)
         if self.type is not None:
             _, created = services.enqueue_or_get(
                 self.type, dict(self.payload), priority=self.priority, queue=self.queue,
@@ -262,29 +272,41 @@ def check_periodic(app_configs=None, **kwargs):
 
 # -- the selector for the API -------------------------------------------------------------------
 def schedule(now: datetime | None = None) -> list[dict]:
-    """Each entry with its next run and its latest due tick's job (None if not enqueued).
+    """Each entry with its next run and its latest due tick's job (None if not enqueued):
+    when that job ran (started_at, finished_at) apart from the tick's time (last_tick_at).
 
     [{"name", "cron", "timezone", "type", "task", "payload", "args", "kwargs", "queue",
-      "priority", "max_attempts", "timeout_seconds", "source", "valid", "problems",
-      "next_run_at", "last_tick_at", "last_job": {"id", "status"} | None}, ...]
+      "priority", "max_attempts", "timeout_seconds", "source", "valid", "problems", "paused",
+      "next_run_at", "last_tick_at",
+      "last_job": {"id", "status", "started_at", "finished_at"} | None}, ...]
     """
-    from .models import Job
+    from .models import Job, ScheduleSetting
 
     now = now or dj_timezone.now()
     rows, by_key = [], {}
+    paused = set(ScheduleSetting.objects.filter(paused=True).values_list("name", flat=True))
     for entry in entries():
         problems = entry.problems()
         row = {**asdict(entry), "valid": not problems, "problems": problems,
+               "paused": entry.name in paused,
                "next_run_at": None, "last_tick_at": None, "last_job": None}
         if not any(p.startswith(("invalid cron", "unknown time zone")) for p in problems):
             row["next_run_at"] = entry.next_tick(now)
             row["last_tick_at"] = entry.latest_tick(now)
             by_key[entry.key(row["last_tick_at"])] = row
         rows.append(row)
-    for key, job_id, status in Job.objects.filter(idempotency_key__in=list(by_key)).values_list(
-            "idempotency_key", "id", "status"):
-        by_key[key]["last_job"] = {"id": job_id, "status": status}
+    for key, job_id, status, started_at, finished_at in Job.objects.filter(
+            idempotency_key__in=list(by_key)).values_list(
+            "idempotency_key", "id", "status", "started_at", "finished_at"):
+        by_key[key]["last_job"] = {"id": job_id, "status": status, "started_at": started_at,
+                                   "finished_at": finished_at}
     return rows
+
+
+def _paused_names() -> set[str]:
+    from .models import ScheduleSetting
+
+    return set(ScheduleSetting.objects.filter(paused=True).values_list("name", flat=True))
 
 
 # -- the service thread each worker process runs ------------------------------------------------
@@ -300,9 +322,17 @@ class PeriodicEnqueuer(ServiceThread):
     def run_once(self, now: datetime | None = None) -> dict[str, int]:
         started = time.monotonic()
         now = now or dj_timezone.now()
-        counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0}
+        counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0, "paused": 0}
         next_at = now + timedelta(seconds=MAX_WAIT_SECONDS)
+        paused = _paused_names()
         for entry in entries():
+            if entry.name in paused:
+                # Paused (services/schedules.py): its ticks pass unenqueued; the cursor moves
+                # on, so that resuming enqueues the ticks from then on, not the missed ones.
+                counts["paused"] += 1
+                self._cursor[entry.name] = now
+                next_at = min(next_at, entry.next_tick(now)) if not entry.problems() else next_at
+                continue
             problems = entry.problems()
             if problems:
                 counts["invalid"] += 1

@@ -6,7 +6,7 @@ Each list or detail read is a fixed number of queries, whatever the number of ro
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Count, Q
+from django.db.models import BooleanField, Count, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -15,9 +15,9 @@ from . import conf, sql
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
-from .models import Job, JobEvent, QueueSetting, WorkerProcess
+from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
 from .registry import registry
-from .states import Status
+from .states import State, Status
 
 DETAIL_EVENTS = 50
 EVENTS_DEFAULT_LIMIT = 100
@@ -27,9 +27,7 @@ EVENTS_MAX_LIMIT = 500
 WORKER_ALIVE_SECONDS = 15
 THROUGHPUT_MINUTES = 15
 _MAX_BIGINT = 2**63 - 1
-# The job list's text search (`?search=`) looks at the newest this many jobs only: its cost is
-# bounded by this, not by the table's size (see text_search).
-SEARCH_SCAN_LIMIT = 10_000
+# The job list's text search (`?search=`) needs this many characters: trigrams (text_search).
 SEARCH_MIN_TEXT_CHARS = 3
 
 
@@ -47,14 +45,28 @@ def job_list():
     return Job.objects.defer("last_traceback", "request_fingerprint").order_by("-id")
 
 
-@dataclass
-class SearchScope:
-    """What a text search looked at: the newest `jobs_searched` jobs (at most `limit`);
-    `limited` when older jobs exist that it did not look at."""
+def _state_q(state: State) -> Q:
+    # The queue's clock: now(), as the statements that set available_at use (models.TxNow).
+    if state == State.AVAILABLE:
+        return Q(status=Status.QUEUED, available_at__lte=TxNow())
+    if state == State.SCHEDULED:
+        return Q(status=Status.QUEUED, available_at__gt=TxNow(), attempts=0)
+    if state == State.RETRYABLE:
+        return Q(status=Status.QUEUED, available_at__gt=TxNow(), attempts__gt=0)
+    return Q(status=Status(state.value))
 
-    jobs_searched: int
-    limit: int
-    limited: bool
+
+def in_states(states) -> Q:
+    """The jobs in any of `states` (State values, see states.State) as a Q for the job list.
+    ValueError naming the first unknown one."""
+    match = Q()
+    for value in states:
+        try:
+            state = State(value)
+        except ValueError:
+            raise ValueError(f"state must be one of {', '.join(State)}; got {value!r}") from None
+        match |= _state_q(state)
+    return match
 
 
 def _like_pattern(value: str) -> str:
@@ -62,23 +74,16 @@ def _like_pattern(value: str) -> str:
     return f"%{escaped}%"
 
 
-def text_search(value: str, *, limit: int | None = None) -> tuple[Q, SearchScope]:
-    """The jobs, among the newest `limit` (SEARCH_SCAN_LIMIT), whose payload (its JSON text) or
-    last error contains `value`, case-insensitively, as a Q for the job list; and what the
-    search looked at (one query: the primary key's newest limit + 1 entries). ValueError if
-    `value` is shorter than SEARCH_MIN_TEXT_CHARS once stripped, or `limit` is below 1."""
+def text_search(value: str) -> Q:
+    """The jobs whose payload (its JSON text) or last error contains `value`,
+    case-insensitively, as a Q for the job list: every job, whatever the table's size, served
+    by the trigram indexes (sql.SEARCH_TEXT_MATCHES). ValueError if `value` is shorter than
+    SEARCH_MIN_TEXT_CHARS once stripped (a trigram index cannot serve a shorter one)."""
     value = value.strip()
     if len(value) < SEARCH_MIN_TEXT_CHARS:
         raise ValueError(f"value must have at least {SEARCH_MIN_TEXT_CHARS} characters")
-    limit = SEARCH_SCAN_LIMIT if limit is None else int(limit)
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
     pattern = _like_pattern(value)
-    match = Q(pk__in=RawSQL(sql.SEARCH_RECENT_JOB_IDS, (limit, pattern, pattern)))
-    with queue_connection().cursor() as cur:
-        cur.execute(sql.SEARCH_SCOPE, (limit + 1,))
-        (seen,) = cur.fetchone()
-    return match, SearchScope(jobs_searched=min(seen, limit), limit=limit, limited=seen > limit)
+    return Q(RawSQL(sql.SEARCH_TEXT_MATCHES, (pattern, pattern), output_field=BooleanField()))
 
 
 def job_get(job_id) -> Job:
@@ -245,9 +250,16 @@ def job_by_idempotency_key(key: str) -> Job | None:
 
 
 def known_queues() -> list[str]:
-    """Queue names worth offering in filters: the registry's, the configured ones, default."""
-    names = {"default"} | {spec.queue for spec in registry.all() if spec.queue}
+    """Queue names worth offering in filters: every queue that holds jobs (sql.JOB_QUEUE_NAMES,
+    a skip scan of an index: one probe per queue, not a pass over the jobs), the declared ones
+    (handlers, Tasks backends, schedules), the ones with a setting, and default."""
+    from .services.queues import declared_queues
+
+    names = {"default"} | declared_queues()
     names |= set(QueueSetting.objects.values_list("queue", flat=True))
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.JOB_QUEUE_NAMES)
+        names |= {name for (name,) in cur.fetchall()}
     return sorted(names)
 
 
@@ -387,6 +399,48 @@ def schedules(now=None) -> list[dict]:
     return rows
 
 
+SCHEDULE_TICKS_DEFAULT_LIMIT = 50
+SCHEDULE_TICKS_MAX_LIMIT = 500
+
+
+def schedule_ticks(name: str, *, limit: int = SCHEDULE_TICKS_DEFAULT_LIMIT) -> list[dict]:
+    """Schedule `name`'s jobs, newest first, at most `limit` (one query, served by
+    jobs_periodic_schedule_idx): each with its tick's time (None for a run-now job, `manual`
+    then) and the job's outcome. ScheduleNotFound for an unknown schedule; ValueError naming
+    `limit` outside 1..SCHEDULE_TICKS_MAX_LIMIT.
+
+    [{"tick_at", "manual", "job": {"id", "status", "attempts", "max_attempts", "created_at",
+      "started_at", "finished_at", "last_error"}}, ...]
+    """
+    from datetime import datetime
+
+    from .periodic import KEY_PREFIX, MANUAL
+    from .services.schedules import _entry
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or not (
+            1 <= limit <= SCHEDULE_TICKS_MAX_LIMIT):
+        raise ValueError(f"limit must be a whole number from 1 to {SCHEDULE_TICKS_MAX_LIMIT}")
+    _entry(name)
+    prefix = f"{KEY_PREFIX}:{name}:"
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.SCHEDULE_JOBS, [name, limit])
+        rows = cur.fetchall()
+    ticks = []
+    for (job_id, key, status, attempts, max_attempts, created_at, started_at, finished_at,
+         last_error) in rows:
+        when = key[len(prefix):]
+        manual = when.startswith(f"{MANUAL}:")
+        try:
+            tick_at = None if manual else datetime.fromisoformat(when)
+        except ValueError:  # a key of this shape that no enqueuer wrote
+            tick_at = None
+        ticks.append({"tick_at": tick_at, "manual": manual, "job": {
+            "id": job_id, "status": status, "attempts": attempts, "max_attempts": max_attempts,
+            "created_at": created_at, "started_at": started_at, "finished_at": finished_at,
+            "last_error": last_error}})
+    return ticks
+
+
 def _round(value, digits=3):
     return None if value is None else round(float(value), digits)
 
@@ -409,7 +463,7 @@ def metrics() -> dict:
     ]
     with queue_connection().cursor() as cur:
         cur.execute(sql.DASHBOARD_QUEUED)
-        oldest_age, runnable, scheduled = cur.fetchone()
+        oldest_age, runnable, scheduled, retryable = cur.fetchone()
         cur.execute(sql.DASHBOARD_FINISHED)
         (s1, f1, s5, f5, s15, f15, mean, p95, retried, finished) = cur.fetchone()
         cur.execute(sql.DASHBOARD_THROUGHPUT)
@@ -423,10 +477,15 @@ def metrics() -> dict:
         "queued": {
             "total": counts[Status.QUEUED],
             "runnable": runnable,
-            "scheduled": scheduled,
+            "scheduled": scheduled + retryable,
             "by_priority": by_priority,
             "by_queue": by_queue,
             "max_depth": settings.MAX_QUEUE_DEPTH,
+        },
+        "counts_by_state": {
+            State.AVAILABLE: runnable, State.SCHEDULED: scheduled, State.RETRYABLE: retryable,
+            State.RUNNING: counts[Status.RUNNING], State.SUCCEEDED: counts[Status.SUCCEEDED],
+            State.FAILED: counts[Status.FAILED], State.CANCELLED: counts[Status.CANCELLED],
         },
         "oldest_runnable_age_seconds": _round(max(oldest_age, 0) if oldest_age is not None else None),
         "finished": {

@@ -941,21 +941,87 @@ DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
 # After a DELETE that matched nothing: gone, or not finished (and then which status)?
 JOB_STATUS = "SELECT status FROM jobs WHERE id = %s"
 
-# --- search: the job list's text search, over the newest jobs only --------------------------
-# The bound is in the statement's shape: the inner SELECT walks the primary key backwards and
-# stops after LIMIT rows (a LIMIT subquery is never flattened, so no filter is pushed below it),
-# and only those rows are matched against the pattern. The cost is that many rows, whatever the
-# table's size. Positional parameters: it is embedded in the list's ORM query (RawSQL):
-# the limit, then the ILIKE pattern twice.
-SEARCH_RECENT_JOB_IDS = """
-SELECT recent.id
-FROM (SELECT id, payload, last_error FROM jobs ORDER BY id DESC LIMIT %s) AS recent
-WHERE recent.payload::text ILIKE %s OR recent.last_error ILIKE %s
+# --- the queues that hold jobs: every distinct `queue`, for the admin's filter ---------------
+# A skip scan written out (PostgreSQL has none before 18's for this shape): each step asks
+# jobs_queue_status_idx (queue, status) for the first queue name after the previous one, so
+# the cost is one index probe per queue, not a pass over the jobs table.
+JOB_QUEUE_NAMES = """
+WITH RECURSIVE names(queue) AS (
+    (SELECT queue FROM jobs ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM jobs j WHERE j.queue > n.queue ORDER BY j.queue LIMIT 1)
+    FROM names n WHERE n.queue IS NOT NULL
+)
+SELECT queue FROM names WHERE queue IS NOT NULL
 """
 
-# How many jobs that search looks at, and whether there are older ones it does not: counts
-# at most limit + 1 entries of the primary key (an index-only scan).
-SEARCH_SCOPE = "SELECT count(*) FROM (SELECT 1 FROM jobs ORDER BY id DESC LIMIT %s) AS recent"
+# --- search: the job list's text search, over every job ------------------------------------
+# The payload's JSON text or the last error contains the pattern, case-insensitively. The two
+# expressions are exactly those of the trigram indexes jobs_payload_trgm_idx and
+# jobs_last_error_trgm_idx (migration 0012), so PostgreSQL answers it with a BitmapOr of the
+# two indexes: it reads the jobs that hold the pattern's trigrams, not the table (a pattern
+# needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). A boolean expression embedded
+# in the list's ORM query (RawSQL), OR-ed with the id and key lookups there; positional
+# parameters: the ILIKE pattern twice.
+SEARCH_TEXT_MATCHES = "(payload::text ILIKE %s OR last_error ILIKE %s)"
+
+# --- periodic schedules: pause, resume, and each schedule's jobs -----------------------------
+# Pause and resume are each one conditional write, so that two operators at once change it
+# once: a row is returned only when the state changed (%s: the schedule's name).
+PAUSE_SCHEDULE_IF_RUNNING = """
+INSERT INTO job_schedule_settings (name, paused, updated_at) VALUES (%s, true, now())
+ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now()
+WHERE NOT job_schedule_settings.paused
+RETURNING name
+"""
+RESUME_SCHEDULE_IF_PAUSED = """
+UPDATE job_schedule_settings SET paused = false, updated_at = now()
+WHERE name = %s AND paused
+RETURNING name
+"""
+# A row (not paused) for each declared schedule that has none yet (%s: the names), so that the
+# admin can list every schedule with its pause; an existing row is left as it is.
+RECORD_SCHEDULES = """
+INSERT INTO job_schedule_settings (name, paused, updated_at)
+SELECT name, false, now() FROM unnest(%s::text[]) AS name
+ON CONFLICT (name) DO NOTHING
+"""
+# A schedule's jobs, newest first: its ticks' and its run-now jobs (their idempotency keys are
+# `periodic:<name>:<tick>` and `periodic:<name>:manual:<id>`). jobs_periodic_schedule_idx
+# (migration 0012) holds (schedule name, id) for periodic jobs only, so this reads one
+# schedule's entries (a backward scan that stops at the limit, or, when the planner expects few,
+# a bitmap scan of them and a sort), never the other jobs. The predicate repeats the index's
+# own (LIKE 'periodic:%') literally, so the planner may use the partial index.
+SCHEDULE_JOBS = """
+SELECT id, idempotency_key, status, attempts, max_attempts, created_at, started_at,
+       finished_at, last_error
+FROM jobs
+WHERE idempotency_key LIKE 'periodic:%%' AND split_part(idempotency_key, ':', 2) = %s
+ORDER BY split_part(idempotency_key, ':', 2) DESC, id DESC
+LIMIT %s
+"""
+
+# --- migration 0012: pg_trgm and the search's trigram indexes ---------------------------------
+TRGM_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')"
+CREATE_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+# Indexes of these names (%s: a list) that an interrupted CREATE INDEX CONCURRENTLY left invalid.
+INVALID_INDEXES = """
+SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relname = ANY(%s) AND NOT i.indisvalid
+"""
+DROP_INDEX_CONCURRENTLY = 'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'
+CREATE_JOBS_PAYLOAD_TRGM_INDEX = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_payload_trgm_idx "
+    "ON jobs USING gin ((payload::text) gin_trgm_ops)"
+)
+CREATE_JOBS_PERIODIC_SCHEDULE_INDEX = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_periodic_schedule_idx "
+    "ON jobs (split_part(idempotency_key, ':', 2), id) WHERE idempotency_key LIKE 'periodic:%'"
+)
+CREATE_JOBS_LAST_ERROR_TRGM_INDEX = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_last_error_trgm_idx "
+    "ON jobs USING gin (last_error gin_trgm_ops) WHERE last_error IS NOT NULL"
+)
 
 # --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
 # Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
@@ -1238,11 +1304,18 @@ LEFT JOIN per_minute p ON p.minute = m.minute
 ORDER BY m.minute
 """
 
+# The queued jobs: the age of the oldest one a worker may claim now (due, and its queue not
+# paused: a paused queue's backlog waits on purpose and raises no alarm), and the queued
+# states (states.State): available (due now, paused queues included: the jobs are due),
+# scheduled (due later, never attempted), retryable (due later, attempted before).
 DASHBOARD_QUEUED = """
-SELECT extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())),
-       count(*) FILTER (WHERE available_at <= now()),
-       count(*) FILTER (WHERE available_at > now())
-FROM jobs WHERE status = 'queued'
+SELECT extract(epoch FROM now() - min(j.available_at)
+                   FILTER (WHERE j.available_at <= now() AND s.queue IS NULL)),
+       count(*) FILTER (WHERE j.available_at <= now()),
+       count(*) FILTER (WHERE j.available_at > now() AND j.attempts = 0),
+       count(*) FILTER (WHERE j.available_at > now() AND j.attempts > 0)
+FROM jobs j LEFT JOIN job_queue_settings s ON s.queue = j.queue AND s.paused
+WHERE j.status = 'queued'
 """
 
 # --- manage.py queue_status ------------------------------------------------------------------

@@ -70,6 +70,31 @@ class Status(StrEnum):
     WAITING = "waiting"  # enqueued after=[...]: not runnable until its dependencies succeed
 
 
+class State(StrEnum):
+    """The states an operator thinks in (River's), for filtering and counting: each job is in
+    exactly one. The three queued ones split `queued` by `available_at` (compared with the
+    database's clock) and `attempts`; the others are the status of the same name.
+
+    available  queued, due now (available_at <= now): the next claim may take it
+    scheduled  queued, due later, never attempted (a delay or run_at)
+    retryable  queued, due later, attempted before (waiting out a retry's backoff)
+    running    running
+    succeeded  succeeded (River's "completed")
+    failed     failed: attempts spent or a permanent error (River's "discarded")
+    cancelled  cancelled
+    """
+
+    AVAILABLE = "available"
+    SCHEDULED = "scheduled"
+    RETRYABLE = "retryable"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+QUEUED_STATES = frozenset({State.AVAILABLE, State.SCHEDULED, State.RETRYABLE})
+
 TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
 RETRYABLE_BY_OPERATOR = frozenset({Status.FAILED, Status.CANCELLED})
 

@@ -3,7 +3,8 @@
     {"code": "invalid", "detail": "a sentence for people", "errors": {"field": ["..."]}}
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
-views stay three lines: JobNotFound and QueueNotFound -> 404, InvalidTransition and IdempotencyConflict -> 409,
+views stay three lines: JobNotFound, QueueNotFound and ScheduleNotFound -> 404,
+InvalidTransition, IdempotencyConflict and ScheduleInvalid -> 409,
 UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 (on `type` or
 `payload`), a database that does not answer -> 503.
 """
@@ -25,6 +26,8 @@ from ..exceptions import (
     JobPayloadTooLarge,
     NotCreatable,
     QueueNotFound,
+    ScheduleInvalid,
+    ScheduleNotFound,
     UnknownJobType,
 )
 
@@ -112,6 +115,10 @@ def _translate(exc):
         return exceptions.NotFound(f"job {exc.args[0]} not found" if exc.args else "job not found")
     if isinstance(exc, QueueNotFound):
         return exceptions.NotFound(str(exc), code="queue_not_found")
+    if isinstance(exc, ScheduleNotFound):
+        return exceptions.NotFound(str(exc), code="schedule_not_found")
+    if isinstance(exc, ScheduleInvalid):
+        return Conflict(str(exc), code="schedule_invalid")
     if isinstance(exc, InvalidTransition):
         err = Conflict(str(exc), code="invalid_transition")
         err.extra = {"status": exc.status}

@@ -1,5 +1,5 @@
-"""Job list filters (django-filter): status, type, queue, priority, created range, search
-(an id, a key, or text among the newest jobs: selectors.text_search)."""
+"""Job list filters (django-filter): status, state, type, queue, priority, created range,
+search (an id, a key, or text in any job: selectors.text_search)."""
 import datetime as dt
 
 import django_filters
@@ -9,13 +9,19 @@ from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 
 from ..models import Job
-from ..selectors import SEARCH_MIN_TEXT_CHARS, SEARCH_SCAN_LIMIT, parse_job_id, text_search
+from ..selectors import (
+    SEARCH_MIN_TEXT_CHARS,
+    in_states,
+    parse_job_id,
+    text_search,
+)
 from ..states import (
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_QUEUE_NAME_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
+    State,
 )
 from .idempotency import PREFIX, scoped
 from .per_class import once_per_class
@@ -48,10 +54,38 @@ class UTCDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UTCDateTimeField
 
 
+def _searchable(value: str) -> None:
+    """A search shorter than SEARCH_MIN_TEXT_CHARS is a 400 unless it is a job id: a trigram
+    index cannot look for less, and an empty list would wrongly say that nothing matches."""
+    value = value.strip()
+    if value and len(value) < SEARCH_MIN_TEXT_CHARS and parse_job_id(value) is None:
+        raise forms.ValidationError(
+            f"search needs at least {SEARCH_MIN_TEXT_CHARS} characters (or a job id); "
+            f"got {value!r}.", code="too_short")
+
+
+# Filters that take several values, comma-separated in one parameter.
+MULTI_VALUE_FILTERS = ("status", "state")
+
+
 class JobFilter(django_filters.FilterSet):
     status = StatusInFilter(
         field_name="status", lookup_expr="in", choices=[(s, s) for s in STATUS_CHOICES],
-        help_text="One status or several, comma-separated: queued,running.",
+        error_messages={"invalid_choice": (
+            f"%(value)s is not a status: give one or several of {', '.join(STATUS_CHOICES)}, "
+            "comma-separated.")},
+        help_text="One status or several, comma-separated (any of them): queued,running.",
+    )
+    state = StatusInFilter(
+        method="filter_state", choices=[(s.value, s.value) for s in State],
+        error_messages={"invalid_choice": (
+            f"%(value)s is not a state: give one or several of {', '.join(State)}, "
+            "comma-separated.")},
+        help_text=("One state or several, comma-separated (any of them): scheduled,retryable. "
+                   "available: queued and due now; scheduled: queued, due later, never "
+                   "attempted; retryable: queued, due later after a failed attempt (its "
+                   "backoff); running, succeeded, failed, cancelled: that status. With "
+                   "`status` too, a job must match both."),
     )
     # lookup_expr is spelled out: django-filter's default comes from FILTERS_DEFAULT_LOOKUP_EXPR.
     type = django_filters.CharFilter(field_name="type", lookup_expr="exact", max_length=100,
@@ -76,12 +110,12 @@ class JobFilter(django_filters.FilterSet):
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
                    "`periodic:<name>:<tick>`). Give `type` too for an index to serve it."))
     search = django_filters.CharFilter(
-        method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH, validators=[_searchable],
         help_text=(f"A job id, an exact idempotency key, or (from {SEARCH_MIN_TEXT_CHARS} "
-                   "characters) text in the payload or the last error, case-insensitive, "
-                   f"among the newest {SEARCH_SCAN_LIMIT:,} jobs only: the body's `search` "
-                   "says how many jobs the text search looked at and whether older ones "
-                   "were left out (`limited`)."))
+                   "characters) text in the payload or the last error, case-insensitive, in "
+                   "every job (trigram indexes serve it). A value of 1 or 2 characters that is "
+                   f"not a job id is a 400 (`search needs at least {SEARCH_MIN_TEXT_CHARS} "
+                   "characters`)."))
 
     class Meta:
         model = Job
@@ -92,6 +126,22 @@ class JobFilter(django_filters.FilterSet):
         request: ~1 ms of a list. The class is the same every time, and each form instance
         deep-copies its fields anyway, so it is built once."""
         return once_per_class(self, "_shared_form_class", super().get_form_class)
+
+    def is_valid(self):
+        """A filter given twice (`?state=a&state=b`) is a 400 naming it, rather than the last
+        value silently winning: several values go comma-separated in one parameter."""
+        valid = super().is_valid()
+        repeated = [name for name in self.base_filters if hasattr(self.data, "getlist")
+                    and len(self.data.getlist(name)) > 1]
+        for name in repeated:
+            self.form.add_error(name, (
+                "given more than once: give several values comma-separated in one "
+                f"parameter ({name}=a,b)." if name in MULTI_VALUE_FILTERS
+                else "given more than once: give it once."))
+        return valid and not repeated
+
+    def filter_state(self, queryset, name, value):
+        return queryset.filter(in_states(value)) if value else queryset
 
     def filter_schedule(self, queryset, name, value):
         value = value.strip()
@@ -111,10 +161,7 @@ class JobFilter(django_filters.FilterSet):
         if job_id is not None:
             match |= Q(pk=job_id)
         if len(value) >= SEARCH_MIN_TEXT_CHARS:
-            text, scope = text_search(value)
-            match |= text
-            if self.request is not None:
-                self.request.jobqueue_search_scope = scope  # the page says it (pagination.py)
+            match |= text_search(value)
         return queryset.filter(match) if match else queryset.none()
 
 

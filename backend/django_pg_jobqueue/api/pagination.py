@@ -1,5 +1,3 @@
-from dataclasses import asdict
-
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 
@@ -8,10 +6,7 @@ class JobPagination(PageNumberPagination):
     """`?page=` and `?page_size=` (1..100, default 25); the body has count, next, previous,
     results. A page past the end is a 404. A page size that is not a whole number from 1 to
     100 is a 400 naming `page_size` (DRF would silently use the default, or clamp to 100);
-    a blank one is the default.
-
-    A text search (`?search=`, api/filters.py) adds `search`: how many of the newest jobs it
-    looked at, its limit, and whether older jobs were left out (`limited`)."""
+    a blank one is the default."""
 
     page_size = 25
     page_size_query_param = "page_size"
@@ -29,27 +24,3 @@ class JobPagination(PageNumberPagination):
             raise ValidationError({self.page_size_query_param: [
                 f"must be a whole number from 1 to {self.max_page_size}; got {raw[:40]!r}."]})
         return size
-
-    def get_paginated_response(self, data):
-        response = super().get_paginated_response(data)
-        scope = getattr(self.request, "jobqueue_search_scope", None)
-        if scope is not None:
-            response.data["search"] = asdict(scope)
-        return response
-
-    def get_paginated_response_schema(self, schema):
-        shape = super().get_paginated_response_schema(schema)
-        shape["properties"]["search"] = {
-            "type": "object",
-            "description": "Only with a text search (`search=` of 3 characters or more): it "
-                           "looks at the newest `limit` jobs only.",
-            "required": ["jobs_searched", "limit", "limited"],
-            "properties": {
-                "jobs_searched": {"type": "integer", "description": "How many jobs the text "
-                                  "search looked at (the newest ones)."},
-                "limit": {"type": "integer", "description": "The most it looks at."},
-                "limited": {"type": "boolean", "description": "Older jobs exist that the text "
-                            "search did not look at."},
-            },
-        }
-        return shape

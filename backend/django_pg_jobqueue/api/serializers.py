@@ -786,6 +786,10 @@ class JSONListField(serializers.JSONField):
 class _LastJob(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    started_at = ISODateTimeField(allow_null=True, help_text=(
+        "When its latest attempt started (null: not yet run). The tick's own time is the "
+        "schedule's `last_tick_at`."))
+    finished_at = ISODateTimeField(allow_null=True, help_text="When it finished (null: not yet).")
 
 
 class ScheduleSerializer(serializers.Serializer):
@@ -809,12 +813,39 @@ class ScheduleSerializer(serializers.Serializer):
                                      help_text="JOB_PERIODIC, or the @periodic decorator.")
     valid = serializers.BooleanField(help_text="false: workers skip it; `problems` says why.")
     problems = serializers.ListField(child=serializers.CharField())
+    paused = serializers.BooleanField(help_text=(
+        "true: the workers enqueue none of its ticks (POST schedules/{name}/resume/)."))
     next_run_at = ISODateTimeField(allow_null=True)
     last_tick_at = ISODateTimeField(
         allow_null=True, help_text="The latest tick due at or before now.")
     last_job = _LastJob(allow_null=True,
                         help_text="The job of the latest tick (null: not enqueued, e.g. no "
                                   "worker ran then, or it was pruned).")
+
+
+class _TickJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=STATUS_CHOICES)
+    attempts = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    created_at = ISODateTimeField()
+    started_at = ISODateTimeField(allow_null=True, help_text="Its latest attempt's start.")
+    finished_at = ISODateTimeField(allow_null=True)
+    last_error = serializers.CharField(allow_null=True)
+
+
+class ScheduleTickSerializer(serializers.Serializer):
+    """One job of a schedule: a tick's, or a run-now one."""
+
+    tick_at = ISODateTimeField(allow_null=True, help_text=(
+        "The tick it was enqueued for (null for a run-now job)."))
+    manual = serializers.BooleanField(help_text="Enqueued by run-now, not by a tick.")
+    job = _TickJob(help_text="The job and its outcome (status, times, last error).")
+
+
+class ScheduleTicksQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(required=False, default=50, min_value=1, max_value=500,
+                                     help_text="At most this many, newest first.")
 
 
 class _Finished(serializers.Serializer):
@@ -894,6 +925,18 @@ class _CountsByStatus(serializers.Serializer):
     cancelled = serializers.IntegerField()
 
 
+class _CountsByState(serializers.Serializer):
+    """The jobs by the states an operator filters by (`?state=`): queued split in three."""
+
+    available = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later, never attempted.")
+    retryable = serializers.IntegerField(help_text="Queued for later after a failed attempt.")
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
 class _QueueWorker(serializers.Serializer):
     id = serializers.CharField()
     hostname = serializers.CharField()
@@ -938,6 +981,7 @@ class ThroughputSerializer(serializers.Serializer):
 class MetricsSerializer(serializers.Serializer):
     generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
+    counts_by_state = _CountsByState()
     queued = _Queued()
     oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
     finished = _FinishedWindows()
@@ -1021,6 +1065,9 @@ class JobActionFilterSerializer(StrictSerializer):
 
     status = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                    help_text="One status or several, comma-separated.")
+    state = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text=(
+        "One state or several, comma-separated: available, scheduled, retryable, running, "
+        "succeeded, failed, cancelled."))
     type = serializers.CharField(required=False, allow_blank=True, help_text="Exact job type.")
     queue = serializers.CharField(required=False, allow_blank=True, help_text="Exact queue name.")
     priority = serializers.IntegerField(required=False, allow_null=True, help_text="Exact priority.")
@@ -1033,7 +1080,7 @@ class JobActionFilterSerializer(StrictSerializer):
     schedule = serializers.CharField(required=False, allow_blank=True,
                                      help_text="The jobs this periodic schedule enqueued.")
     search = serializers.CharField(required=False, allow_blank=True,
-                                   help_text="As the list's search: an id, a key, or text among the newest jobs.")
+                                   help_text="As the list's search: an id, a key, or text in any job (3+ characters).")
 
 
 class JobActionSerializer(StrictSerializer):

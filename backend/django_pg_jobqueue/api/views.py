@@ -54,6 +54,8 @@ from .serializers import (
     QueueSerializer,
     QueueUpdateSerializer,
     ScheduleSerializer,
+    ScheduleTickSerializer,
+    ScheduleTicksQuerySerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
     UserSerializer,
@@ -165,6 +167,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW, "create": ADD, "bulk": ADD,
                        "cancel": ACTION_PERMISSIONS["cancel"],
                        "retry": ACTION_PERMISSIONS["retry"],
+                       "rerun": ACTION_PERMISSIONS["rerun"],
                        "retry_matching": ACTION_PERMISSIONS["retry"],
                        "destroy": ACTION_PERMISSIONS["delete"]}
     serializer_class = JobSerializer
@@ -301,6 +304,23 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
     def retry(self, request, id=None):
         job = services.retry(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Re-run a succeeded job, as a new copy", tags=["jobs"], request=None,
+        parameters=[JOB_ID],
+        description="Enqueues a new job with the original's type, payload, queue, priority, "
+                    "max_attempts and timeout (not its idempotency key) and returns it (201); "
+                    "the original stays as it was, with its result and history. The copy's "
+                    "`created` event names the original (`data.rerun_of`). Each request makes "
+                    "one copy. 409 (`invalid_transition`) for a job that did not succeed: "
+                    "retry a failed or cancelled one. 400 when the type has no handler any "
+                    "more. Needs change_job.",
+        responses={201: JobSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, id=None):
+        job = services.rerun(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Retry failed jobs in bulk: by filter, every one, or the given ids", tags=["jobs"],
@@ -482,12 +502,96 @@ class ScheduleListView(JobQueueAPIView):
                 "type": "report_generate", "task": None, "payload": {"pages": 20}, "args": [],
                 "kwargs": {}, "queue": "reports", "priority": None, "max_attempts": None,
                 "timeout_seconds": None, "source": "settings", "valid": True, "problems": [],
+                "paused": False,
                 "next_run_at": "2026-01-02T02:00:00Z", "last_tick_at": "2026-01-01T02:00:00Z",
-                "last_job": {"id": 42, "status": "succeeded"}}])]),
+                "last_job": {"id": 42, "status": "succeeded",
+                             "started_at": "2026-01-01T02:00:01Z",
+                             "finished_at": "2026-01-01T02:00:09Z"}}])]),
             **errors(401, 403, 503)},
     )
     def get(self, request):
         return Response(ScheduleSerializer(selectors.schedules(), many=True).data)
+
+
+def _schedule_row(name: str) -> dict:
+    return next(row for row in selectors.schedules() if row["name"] == name)
+
+
+SCHEDULE_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH,
+                                 description="The schedule's name (JOB_PERIODIC key or @periodic name).")
+
+
+class ScheduleRunView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = CHANGE
+
+    @extend_schema(
+        summary="Run a periodic schedule now", tags=["schedules"], request=None,
+        parameters=[SCHEDULE_NAME], operation_id="v1_schedules_run_create",
+        description="Enqueues the schedule's job at once (201, the job), paused or not, "
+                    "whatever its cron. Each request makes one new job: two at once make two. "
+                    "The job's key is `periodic:<name>:manual:<random>`, so it shows in the "
+                    "schedule's ticks (`manual: true`) and in the jobs list's `schedule` "
+                    "filter. 404 (`schedule_not_found`) for an unknown name; 409 "
+                    "(`schedule_invalid`) for an entry with problems. Needs change_job.",
+        responses={201: JobSerializer, **errors(401, 403, 404, 409, 503)},
+    )
+    def post(self, request, name):
+        job = services.run_schedule(name, actor=request.user.get_username())
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+
+class SchedulePauseView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = CHANGE
+
+    @extend_schema(
+        summary="Pause a periodic schedule", tags=["schedules"], request=None,
+        parameters=[SCHEDULE_NAME], operation_id="v1_schedules_pause_create",
+        description="The workers enqueue none of its ticks until it is resumed (from their "
+                    "next pass; one conditional write, so pausing a paused schedule is fine). "
+                    "Jobs already enqueued run. Returns the schedule. Needs change_job.",
+        responses={200: ScheduleSerializer, **errors(401, 403, 404, 503)},
+    )
+    def post(self, request, name):
+        services.pause_schedule(name)
+        return Response(ScheduleSerializer(_schedule_row(name)).data)
+
+
+class ScheduleResumeView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = CHANGE
+
+    @extend_schema(
+        summary="Resume a paused periodic schedule", tags=["schedules"], request=None,
+        parameters=[SCHEDULE_NAME], operation_id="v1_schedules_resume_create",
+        description="Its ticks are enqueued again from the workers' next pass; the ticks it "
+                    "missed while paused are not. Returns the schedule. Needs change_job.",
+        responses={200: ScheduleSerializer, **errors(401, 403, 404, 503)},
+    )
+    def post(self, request, name):
+        services.resume_schedule(name)
+        return Response(ScheduleSerializer(_schedule_row(name)).data)
+
+
+class ScheduleTicksView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="A periodic schedule's tick history", tags=["schedules"],
+        parameters=[SCHEDULE_NAME, ScheduleTicksQuerySerializer],
+        operation_id="v1_schedules_ticks_list",
+        description="Its jobs, newest first (`limit`, default 50, at most 500): each tick's "
+                    "time (null for a run-now job) and the job with its outcome. A tick whose "
+                    "job was pruned is no longer listed; a tick no worker enqueued never was.",
+        responses={200: ScheduleTickSerializer(many=True), **errors(400, 401, 403, 404, 503)},
+    )
+    def get(self, request, name):
+        query = ScheduleTicksQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        ticks = selectors.schedule_ticks(name, limit=query.validated_data["limit"])
+        return Response(ScheduleTickSerializer(ticks, many=True).data)
 
 
 class EventFeedView(JobQueueAPIView):

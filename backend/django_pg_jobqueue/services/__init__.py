@@ -30,6 +30,8 @@ from .lifecycle import (
 from .operations import cancel, retry
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
+from .rerunning import rerun
+from .schedules import pause_schedule, resume_schedule, run_schedule
 from .workers import adopt_prefetched, forget_lost_workers, record_stuck_handler
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_many",
-    "snooze", "cancel", "retry", "delete", "reap", "pause_queue", "resume_queue", "set_queue_limit",
-    "adopt_prefetched", "forget_lost_workers", "record_stuck_handler",
+    "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
+    "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "record_stuck_handler",
+    "run_schedule", "pause_schedule", "resume_schedule",
 ]

@@ -58,12 +58,6 @@ export function JobsPage() {
             </button>
           </div>
         )}
-        {jobs.data?.search?.limited && (
-          <div className="notice warn" role="status" data-testid="search-limited">
-            The text search looked at the newest {jobs.data.search.jobs_searched.toLocaleString()} jobs only; older jobs
-            are found by id or idempotency key.
-          </div>
-        )}
         {canBulk && !refused && jobs.data && (
           <BulkActions
             rows={jobs.data!.results}

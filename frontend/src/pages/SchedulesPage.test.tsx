@@ -21,9 +21,10 @@ const base: Schedule = {
   source: "settings",
   valid: true,
   problems: [],
+  paused: false,
   next_run_at: new Date(Date.now() + 3_600_000).toISOString(),
   last_tick_at: new Date(Date.now() - 60_000).toISOString(),
-  last_job: { id: 42, status: "succeeded" },
+  last_job: { id: 42, status: "succeeded", started_at: null, finished_at: null },
 };
 
 afterEach(() => vi.unstubAllGlobals());

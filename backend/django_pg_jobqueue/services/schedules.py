@@ -1,0 +1,77 @@
+"""Periodic schedules an operator drives: run one now, pause it, resume it.
+
+- run_schedule: enqueues the schedule's job at once, whatever its cron and whether it is
+  paused (the operator asked for it), under a new idempotency key
+  `periodic:<name>:manual:<random>`: each call makes one job, so two calls at once make two
+  jobs, never one silently swallowed. Its `created` event says so (`data.run_now`). It shows
+  in the schedule's tick history with no tick time.
+- pause_schedule / resume_schedule: one conditional write each (sql.PAUSE_SCHEDULE_IF_RUNNING,
+  RESUME_SCHEDULE_IF_PAUSED), True when it changed the state; pausing a paused schedule (or
+  resuming a running one) changes nothing and is no error. While paused, the workers'
+  PeriodicEnqueuer enqueues none of its ticks (it reads the pauses at the start of each pass,
+  so a tick enqueued in the very pass under way when the pause lands may still appear); a
+  resumed schedule enqueues its ticks from then on, not the ones it missed.
+
+Each raises ScheduleNotFound for a name that no JOB_PERIODIC entry or @periodic declares.
+"""
+from .. import sql
+from ..db import atomic as queue_atomic
+from ..db import queue_connection
+from ..exceptions import ScheduleInvalid, ScheduleNotFound
+from ..models import Job, JobEvent
+from ..states import EventKind
+
+
+def _entry(name: str):
+    from ..periodic import entries
+
+    for entry in entries():
+        if entry.name == name:
+            return entry
+    raise ScheduleNotFound(name)
+
+
+def run_schedule(name: str, *, actor: str = "") -> Job:
+    """Enqueue schedule `name`'s job now (a new job each call) and return it. ScheduleInvalid
+    when the entry cannot enqueue (its `problems`)."""
+    entry = _entry(name)
+    problems = entry.problems()
+    if problems:
+        raise ScheduleInvalid(name, problems)
+    key = entry.manual_key()
+    with queue_atomic():
+        entry.enqueue_key(key)
+        job = Job.objects.get(idempotency_key=key)
+        by = f" by {actor}" if actor else ""
+        JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CREATED).update(
+            message=f"run now: periodic schedule {name!r}{by}",
+            data={"schedule": name, "run_now": True})
+    return job
+
+
+def _set_paused(name: str, statement: str) -> bool:
+    _entry(name)
+    with queue_atomic(), queue_connection().cursor() as cur:
+        cur.execute(statement, [name])
+        return cur.fetchone() is not None
+
+
+def pause_schedule(name: str) -> bool:
+    """Pause schedule `name`; True if it was running (False: already paused)."""
+    return _set_paused(name, sql.PAUSE_SCHEDULE_IF_RUNNING)
+
+
+def resume_schedule(name: str) -> bool:
+    """Resume schedule `name`; True if it was paused (False: it was not)."""
+    return _set_paused(name, sql.RESUME_SCHEDULE_IF_PAUSED)
+
+
+def record_schedules() -> list[str]:
+    """Give every declared schedule its settings row (not paused) if it has none, for the
+    admin's list; return the declared names. Idempotent: one INSERT ... ON CONFLICT DO NOTHING."""
+    from ..periodic import entries
+
+    names = [entry.name for entry in entries()]
+    with queue_atomic(), queue_connection().cursor() as cur:
+        cur.execute(sql.RECORD_SCHEDULES, [names])
+    return names
