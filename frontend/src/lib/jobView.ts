@@ -117,3 +117,20 @@ export function leaseSummary(job: Pick<Job, "status" | "attempts" | "available_a
       return "No worker holds it.";
   }
 }
+
+/**
+ * The job's progress, from whichever of the two polls saw it last: the detail, or a progress
+ * event of the running attempt that the event feed brought in since.
+ */
+export function currentProgress(job: JobDetail, events: JobEvent[]): { percent: number | null; message: string } {
+  const fromJob = { percent: job.progress.percent, message: job.progress.message };
+  if (job.status !== "running") return fromJob;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.kind !== "progress" || e.attempt !== job.attempts) continue;
+    const percent = (e.data as { percent?: unknown }).percent;
+    if (typeof percent !== "number" || Date.parse(e.created_at) <= Date.parse(job.updated_at)) return fromJob;
+    return { percent, message: e.message };
+  }
+  return fromJob;
+}

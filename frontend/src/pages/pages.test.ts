@@ -3,7 +3,7 @@ import { toCreateBody } from "./CreateJobPage";
 import { retryAllBody, summarizeRetries } from "./FailedJobsPage";
 import { hostLoginHref, safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
-import { currentProgress } from "./JobDetailPage";
+import { currentProgress } from "../lib/jobView";
 import type { JobDetail, JobEvent } from "../api/types";
 
 describe("toCreateBody", () => {
