@@ -6,6 +6,7 @@ import type { JobDetail } from "../api/types";
 import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
 import { useUser } from "../lib/useUser";
 import { InlineConfirm } from "./Confirm";
+import { Notice } from "./Notice";
 import { StatusBadge } from "./StatusBadge";
 
 /** What the create form hands the job page in the router's state. */
@@ -150,20 +151,8 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
           />
         </div>
       )}
-      {outcome && (
-        <div
-          className={`notice ${outcome.tone}`}
-          role={outcome.tone === "error" ? "alert" : "status"}
-          data-testid="action-outcome"
-        >
-          {outcome.text}
-        </div>
-      )}
-      {welcome && (
-        <div className={`notice ${welcome.tone}`} role="status" data-testid="created-notice">
-          {welcome.text}
-        </div>
-      )}
+      <Notice notice={outcome} testId="action-outcome" />
+      <Notice notice={welcome} testId="created-notice" />
     </>
   );
 }
