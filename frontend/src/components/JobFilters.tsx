@@ -1,4 +1,4 @@
-import { type FormEvent, useEffect, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
@@ -42,15 +42,14 @@ export function JobFilters({
 }) {
   const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
   const types = useQuery(jobTypesOptions());
-  const [text, setText] = useState({
-    queue: values.queue ?? "",
-    priority: values.priority ?? "",
-    search: values.search ?? "",
-  });
-  useEffect(
-    () => setText({ queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" }),
-    [values.queue, values.priority, values.search],
-  );
+  // The text boxes hold what is typed until submitted; a new address (Back, a link) resets them.
+  const applied = { queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" };
+  const [text, setText] = useState(applied);
+  const [appliedKey, setAppliedKey] = useState(JSON.stringify(applied));
+  if (appliedKey !== JSON.stringify(applied)) {
+    setAppliedKey(JSON.stringify(applied));
+    setText(applied);
+  }
   const show = (k: keyof FilterValues) => !fixed.includes(k);
   const submit = (e: FormEvent) => {
     e.preventDefault();

@@ -1,4 +1,4 @@
-import { type FormEvent, useEffect, useMemo, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate } from "react-router";
 import { ApiError, isApiError } from "../api/client";
@@ -88,7 +88,7 @@ function CreateForm({ types }: { types: JobType[] }) {
     payload: JSON.stringify(types[0]?.payload_example ?? {}, null, 2),
   }));
   const [payloadTouched, setPayloadTouched] = useState(false);
-  const spec = useMemo(() => types.find((t) => t.name === form.type), [types, form.type]);
+  const spec = types.find((t) => t.name === form.type);
   const create = useMutation({
     ...jobMutations.create(queryClient),
     onSuccess: (outcome) => {
@@ -97,14 +97,8 @@ function CreateForm({ types }: { types: JobType[] }) {
     },
   });
 
-  // A new type brings its example payload, unless the person already wrote their own.
-  useEffect(() => {
-    if (!payloadTouched && spec)
-      setForm((f) => ({ ...f, payload: JSON.stringify(spec.payload_example ?? {}, null, 2) }));
-  }, [spec, payloadTouched]);
-
   const error = create.error;
-  const fieldErrors = isApiError(error) ? error.fieldErrors : {};
+  const fieldErrors = isApiError(error) ? { ...error.fieldErrors } : {};
   if (isApiError(error, 413)) fieldErrors.payload = [error.message];
   if (isApiError(error, 409) && error.code === "idempotency_conflict") fieldErrors.idempotency_key = [error.message];
   const known = new Set([
@@ -127,6 +121,15 @@ function CreateForm({ types }: { types: JobType[] }) {
   const payloadOk = checkPayload(form.payload).ok;
 
   const set = (k: keyof Form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  // A new type brings its example payload, unless the person already wrote their own.
+  const setType = (e: { target: { value: string } }) => {
+    const next = types.find((t) => t.name === e.target.value);
+    setForm({
+      ...form,
+      type: e.target.value,
+      payload: payloadTouched || !next ? form.payload : JSON.stringify(next.payload_example ?? {}, null, 2),
+    });
+  };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (!payloadOk || !form.type) return;
@@ -167,7 +170,7 @@ function CreateForm({ types }: { types: JobType[] }) {
         )}
         <div className="field">
           <label htmlFor="type">Type</label>
-          <select id="type" value={form.type} onChange={set("type")} {...aria("type")} required>
+          <select id="type" value={form.type} onChange={setType} {...aria("type")} required>
             {types.length === 0 && <option value="">No job type may be created here (JOB_API_CREATABLE_TYPES)</option>}
             {types.map((t) => (
               <option key={t.name} value={t.name}>

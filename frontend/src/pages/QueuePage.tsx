@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { Link, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import { queueDetailOptions, queueMutations } from "../api/queues";
@@ -148,9 +148,8 @@ function LimitEditor({ q, canChange }: { q: QueueDetail; canChange: boolean }) {
   const shown = q.concurrency_limit === null ? "" : String(q.concurrency_limit);
   const [text, setText] = useState(shown);
   const [editing, setEditing] = useState(false);
-  useEffect(() => {
-    if (!editing) setText(shown);
-  }, [shown, editing]);
+  // While not editing, the box follows the limit as the poll reads it.
+  if (!editing && text !== shown) setText(shown);
   const save = useMutation({ ...queueMutations.setLimit(queryClient), onSuccess: () => setEditing(false) });
   const current = q.concurrency_limit === null ? "none" : `${q.concurrency_limit} at once`;
   if (!canChange) {
