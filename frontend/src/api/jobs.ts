@@ -6,6 +6,7 @@ import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api, requestWithMeta } from "./client";
 import { polling } from "./polling";
 import { lastEventId, mergeEvents } from "../lib/events";
+import { isFinishedStatus } from "../lib/statuses";
 import type {
   EventPage,
   Job,
@@ -29,8 +30,7 @@ export const jobKeys = {
   events: (id: number) => [...jobKeys.all, "events", id] as const,
 };
 
-const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
-export const isFinished = (job: Pick<Job, "status">) => FINISHED.has(job.status);
+export const isFinished = (job: Pick<Job, "status">) => isFinishedStatus(job.status);
 
 /** Drop empty filters so that equal filters make equal query keys. */
 export function cleanParams(params: JobListParams): JobListParams {

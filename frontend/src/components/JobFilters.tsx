@@ -2,7 +2,7 @@ import { type FormEvent, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
-import { STATUSES } from "./StatusBadge";
+import { STATUSES, isStatus } from "../lib/statuses";
 
 export type FilterValues = {
   status?: string;
@@ -76,7 +76,7 @@ export function JobFilters({
               </option>
             ))}
             {/* What the address asks for, even when it is several statuses or not one at all. */}
-            {values.status && !(STATUSES as readonly string[]).includes(values.status) && (
+            {values.status && !isStatus(values.status) && (
               <option value={values.status}>{values.status.split(",").join(", ")}</option>
             )}
           </select>

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
+import { STATUSES } from "../lib/statuses";
 import { Link, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import { queueDetailOptions, queueMutations } from "../api/queues";
@@ -8,8 +9,6 @@ import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States"
 import { ThroughputPanel } from "../components/ThroughputPanel";
 import { formatRelative, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
-
-const STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
 
 /** Where a queue's page is: `/queues/<name>`. */
 export const queuePath = (name: string) => `/queues/${encodeURIComponent(name)}`;
