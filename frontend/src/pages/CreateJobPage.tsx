@@ -5,6 +5,7 @@ import { ApiError, isApiError } from "../api/client";
 import { jobMutations } from "../api/jobs";
 import { jobTypesOptions } from "../api/jobTypes";
 import type { JobCreate, JobType } from "../api/types";
+import { NumberField } from "../components/NumberField";
 import { PayloadEditor } from "../components/PayloadEditor";
 import { ErrorState, Loading } from "../components/States";
 import { checkPayload } from "../lib/payload";
@@ -121,6 +122,7 @@ function CreateForm({ types }: { types: JobType[] }) {
   const payloadOk = checkPayload(form.payload).ok;
 
   const set = (k: keyof Form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  const setField = (k: keyof Form) => (value: string) => setForm({ ...form, [k]: value });
   // A new type brings its example payload, unless the person already wrote their own.
   const setType = (e: { target: { value: string } }) => {
     const next = types.find((t) => t.name === e.target.value);
@@ -200,66 +202,47 @@ function CreateForm({ types }: { types: JobType[] }) {
       <section className="panel">
         <h3 style={{ marginBottom: 12 }}>Options</h3>
         <div className="field-row">
-          <div className="field">
-            <label htmlFor="priority">Priority</label>
-            <input
-              id="priority"
-              type="number"
-              min={-100}
-              max={100}
-              step={1}
-              value={form.priority}
-              onChange={set("priority")}
-              placeholder={String(spec?.priority ?? 0)}
-              {...aria("priority")}
-            />
-            <div className="hint">-100..100, higher runs first</div>
-            {errorFor("priority")}
-          </div>
-          <div className="field">
-            <label htmlFor="max_attempts">Max attempts</label>
-            <input
-              id="max_attempts"
-              type="number"
-              min={1}
-              step={1}
-              value={form.max_attempts}
-              onChange={set("max_attempts")}
-              placeholder={String(spec?.max_attempts ?? "")}
-              {...aria("max_attempts")}
-            />
-            {errorFor("max_attempts")}
-          </div>
+          <NumberField
+            name="priority"
+            label="Priority"
+            min={-100}
+            max={100}
+            value={form.priority}
+            onChange={setField("priority")}
+            placeholder={String(spec?.priority ?? 0)}
+            hint="-100..100, higher runs first"
+            errors={fieldErrors.priority}
+          />
+          <NumberField
+            name="max_attempts"
+            label="Max attempts"
+            min={1}
+            value={form.max_attempts}
+            onChange={setField("max_attempts")}
+            placeholder={String(spec?.max_attempts ?? "")}
+            errors={fieldErrors.max_attempts}
+          />
         </div>
         <div className="field-row">
-          <div className="field">
-            <label htmlFor="delay_seconds">Delay (seconds)</label>
-            <input
-              id="delay_seconds"
-              type="number"
-              min={0}
-              step="any"
-              value={form.delay_seconds}
-              onChange={set("delay_seconds")}
-              placeholder="0"
-              {...aria("delay_seconds")}
-            />
-            {errorFor("delay_seconds")}
-          </div>
-          <div className="field">
-            <label htmlFor="timeout_seconds">Timeout (seconds)</label>
-            <input
-              id="timeout_seconds"
-              type="number"
-              min={1}
-              step={1}
-              value={form.timeout_seconds}
-              onChange={set("timeout_seconds")}
-              placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"}
-              {...aria("timeout_seconds")}
-            />
-            {errorFor("timeout_seconds")}
-          </div>
+          <NumberField
+            name="delay_seconds"
+            label="Delay (seconds)"
+            min={0}
+            step="any"
+            value={form.delay_seconds}
+            onChange={setField("delay_seconds")}
+            placeholder="0"
+            errors={fieldErrors.delay_seconds}
+          />
+          <NumberField
+            name="timeout_seconds"
+            label="Timeout (seconds)"
+            min={1}
+            value={form.timeout_seconds}
+            onChange={setField("timeout_seconds")}
+            placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"}
+            errors={fieldErrors.timeout_seconds}
+          />
         </div>
         <div className="field">
           <label htmlFor="queue">Queue</label>
