@@ -2,6 +2,7 @@ import { useState } from "react";
 import type { JobEvent } from "../api/types";
 import { compactEvents } from "../lib/events";
 import { formatClock } from "../lib/time";
+import { Traceback } from "./Traceback";
 
 const KIND_LABEL: Record<string, string> = {
   created: "Created",
@@ -89,7 +90,7 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
             {traceback && (
               <details className="ev-traceback" data-testid={`traceback-${event.id}`}>
                 <summary>Traceback{event.attempt ? ` of attempt ${event.attempt}` : ""}</summary>
-                <pre className="traceback">{traceback}</pre>
+                <Traceback text={traceback} label={`Traceback of attempt ${event.attempt ?? ""}`.trim()} />
               </details>
             )}
           </li>

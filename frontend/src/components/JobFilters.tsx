@@ -138,7 +138,14 @@ export function JobFilters({
             {...bad("search")}
             placeholder="id, key, or text in payload or error"
             onChange={(e) => setText({ ...text, search: e.target.value })}
+            aria-describedby={shortSearch(values.search) ? "search-too-short" : undefined}
           />
+          {shortSearch(values.search) && (
+            <div className="hint" id="search-too-short" data-testid="search-too-short">
+              Text is searched from 3 characters: “{values.search?.trim()}” matched only as a job id or an exact
+              idempotency key.
+            </div>
+          )}
         </div>
       )}
       {show("ordering") && (
@@ -246,4 +253,10 @@ export function FilterProblem({
       </div>
     </div>
   );
+}
+
+/** A search the API cannot look for as text (under 3 characters, not an id): say so. */
+export function shortSearch(search: string | undefined): boolean {
+  const s = search?.trim() ?? "";
+  return s.length > 0 && s.length < 3 && !/^\d+$/.test(s);
 }

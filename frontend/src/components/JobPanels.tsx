@@ -9,6 +9,7 @@ import { leaseSummary } from "../lib/jobView";
 import { formatDuration, formatRelative, formatTimestamp, useNow } from "../lib/time";
 import { LeaseCountdown } from "./LeaseCountdown";
 import { Attempts } from "./Progress";
+import { Traceback } from "./Traceback";
 
 export function RunFacts({ job }: { job: JobDetail }) {
   const now = useNow(1000);
@@ -151,7 +152,7 @@ export function LastErrorPanel({ job }: { job: JobDetail }) {
       {job.last_traceback && (
         <details>
           <summary>Traceback</summary>
-          <pre className="traceback">{job.last_traceback}</pre>
+          <Traceback text={job.last_traceback} />
         </details>
       )}
     </>

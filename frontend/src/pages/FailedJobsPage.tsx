@@ -26,9 +26,17 @@ const PAGE_SIZE = 50;
 export function FailedJobsPage() {
   const user = useUser();
   const queryClient = useQueryClient();
-  const { values, page, setValues, setPage } = useFilterParams({ ordering: "-finished_at" });
+  const {
+    values,
+    page,
+    pageSize: asked,
+    setValues,
+    setPage,
+    setPageSize,
+  } = useFilterParams({ ordering: "-finished_at" });
+  const pageSize = asked ?? PAGE_SIZE;
   const filters = { ...values, status: "failed" };
-  const jobs = useQuery(jobListOptions(toListParams(filters, page, PAGE_SIZE), 4000));
+  const jobs = useQuery(jobListOptions(toListParams(filters, page, pageSize), 4000));
   const refused = jobs.isError ? filterProblems(jobs.error, filters) : null;
   const rows = refused ? [] : (jobs.data?.results ?? []);
   const selection = useSelection(rows, values);
@@ -97,7 +105,7 @@ export function FailedJobsPage() {
               retrying={retryOne.isPending ? retryOne.variables : undefined}
               onRetry={(id) => retryOne.mutate(id)}
             />
-            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
           </>
         )}
       </section>

@@ -19,8 +19,9 @@ const PAGE_SIZE = 25;
 
 export function JobsPage() {
   const user = useUser();
-  const { values, page, setValues, setPage } = useFilterParams();
-  const jobs = useQuery(jobListOptions(toListParams(values, page, PAGE_SIZE)));
+  const { values, page, pageSize: asked, setValues, setPage, setPageSize } = useFilterParams();
+  const pageSize = asked ?? PAGE_SIZE;
+  const jobs = useQuery(jobListOptions(toListParams(values, page, pageSize)));
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
   // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
   const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
@@ -101,7 +102,7 @@ export function JobsPage() {
         ) : (
           <>
             <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
-            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
           </>
         )}
       </section>
