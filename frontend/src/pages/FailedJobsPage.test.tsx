@@ -75,8 +75,8 @@ const checkbox = (id: number) => screen.getByRole("checkbox", { name: `Select jo
 
 afterEach(() => vi.unstubAllGlobals());
 
-describe("the failed-jobs page's selection", () => {
-  it("has one selection bar, and a new filter starts a new selection", { timeout: 20_000 }, async () => {
+describe("the failed-jobs page's selection", { timeout: 20_000 }, () => {
+  it("has one selection bar, and a new filter starts a new selection", async () => {
     renderFailed();
     await userEvent.click(await screen.findByRole("checkbox", { name: "Select job 1" }));
     expect(document.querySelectorAll(".selection-bar")).toHaveLength(1);
