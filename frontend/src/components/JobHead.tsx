@@ -4,6 +4,7 @@ import { Link, useNavigate } from "react-router";
 import { isFinished, jobMutations } from "../api/jobs";
 import type { JobDetail } from "../api/types";
 import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
+import { useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 import { InlineConfirm } from "./Confirm";
 import { Notice } from "./Notice";
@@ -44,7 +45,8 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
       ? null
       : { verb: last.verb, answer: last.m.data, error: last.m.error ?? undefined };
   const outcome = actionNotice(action, job);
-  const welcome = createdNotice(created, job);
+  const now = useNow(1000);
+  const welcome = createdNotice(created, job, now);
   const doCancel = () => {
     setConfirming(false);
     retry.reset();

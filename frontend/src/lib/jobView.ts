@@ -11,6 +11,7 @@
  */
 import type { Job, JobDetail, JobEvent } from "../api/types";
 import { lastEventId } from "./events";
+import { formatRelative, formatTimestamp } from "./time";
 
 /** Events that change nothing but the progress bar and the lease countdown. */
 const NEUTRAL_KINDS = new Set(["progress", "log", "lease_renewed"]);
@@ -83,7 +84,8 @@ export function actionNotice(
 /** The notice after creating the job: while it has not finished (then its outcome speaks). */
 export function createdNotice(
   created: { created?: boolean; replayed?: boolean },
-  job: Pick<Job, "status">,
+  job: Pick<Job, "status" | "available_at">,
+  now: number,
 ): Notice | null {
   if (!created.created) return null;
   if (created.replayed) {
@@ -92,7 +94,15 @@ export function createdNotice(
       text: "This idempotency key was used before with the same request: this is the job it created.",
     };
   }
-  if (job.status === "queued") return { tone: "success", text: "Job created. It runs when a worker is free." };
+  if (job.status === "queued") {
+    // Created with a delay (or run_at): say when it becomes runnable, not "when a worker is free".
+    if (Date.parse(job.available_at) - now >= 1000)
+      return {
+        tone: "success",
+        text: `Job created. It waits until ${formatTimestamp(job.available_at)} (${formatRelative(job.available_at, now)}), then runs when a worker is free.`,
+      };
+    return { tone: "success", text: "Job created. It runs when a worker is free." };
+  }
   if (job.status === "running") return { tone: "success", text: "Job created." };
   return null;
 }
