@@ -4,6 +4,7 @@ import { Link, useNavigate } from "react-router";
 import { isFinished, jobMutations } from "../api/jobs";
 import type { JobDetail } from "../api/types";
 import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
+import { cameFrom } from "../lib/cameFrom";
 import { useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
 import { InlineConfirm } from "./Confirm";
@@ -125,7 +126,9 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
             busy={remove.isPending}
             onConfirm={() =>
               remove.mutate(job.id, {
-                onSuccess: () => void navigate("/jobs", { state: { deleted: job.id } }),
+                // Back where the operator came from (a filtered list, the failed jobs), in place of
+                // this page: Back then does not land on a job that no longer exists.
+                onSuccess: () => void navigate(cameFrom() ?? "/jobs", { replace: true, state: { deleted: job.id } }),
                 onSettled: () => setConfirmingDelete(false),
               })
             }

@@ -4,11 +4,13 @@ import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
+import { useRememberWhereFrom } from "../lib/cameFrom";
 import { RefreshControl, ThemeControl } from "./Controls";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
+  useRememberWhereFrom();
   // Shared with the Overview (same key): the Failed count in the nav stays current.
   const metrics = useQuery({ ...metricsOptions(5000), retry: false });
   const { apiDocsUrl, adminUrl } = runtimeConfig();

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link } from "react-router";
+import { Link, useLocation } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions, jobMutations } from "../api/jobs";
 import type { Job } from "../api/types";
@@ -41,7 +41,11 @@ export function FailedJobsPage() {
   const rows = refused ? [] : (jobs.data?.results ?? []);
   const selection = useSelection(rows, values);
   const canBulk = user.can.retry || user.can.delete;
-  const [notice, setNotice] = useState<NoticeText | null>(null);
+  // A job deleted from its page comes back here saying so.
+  const deleted = (useLocation().state as { deleted?: number } | null)?.deleted;
+  const [notice, setNotice] = useState<NoticeText | null>(
+    deleted ? { tone: "success", text: `Job #${deleted} deleted, with its events.` } : null,
+  );
   const retryOne = useMutation({
     ...jobMutations.retry(queryClient),
     onSuccess: (job: Job) => {
