@@ -161,7 +161,14 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
               <td>
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
-                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}>
+                  <span
+                    className="progress mini-progress"
+                    role="progressbar"
+                    aria-valuemin={0}
+                    aria-valuemax={100}
+                    aria-valuenow={job.progress_percent}
+                    aria-label={`Job ${job.id}: ${job.progress_percent}% done`}
+                  >
                     <span style={{ width: `${job.progress_percent}%` }} />
                   </span>
                 )}
