@@ -73,10 +73,8 @@ export function Layout({ user }: { user: User }) {
           <NavLink to="/schedules">Periodic jobs</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
           {(queues.data ?? []).length > 0 && (
-            <div className="nav-group" role="group" aria-labelledby="nav-queues">
-              <span className="nav-heading" id="nav-queues">
-                Queues
-              </span>
+            <div className="nav-group">
+              <span className="nav-heading">Queues</span>
               {queues.data!.map((q) => (
                 <NavLink key={q.name} to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}`}>
                   <span className="truncate">{q.name}</span>
