@@ -94,7 +94,7 @@ test-backend: venv ui migrate
 
 test-frontend: ui
 ifneq ($(HAS_UI),)
-	cd frontend && npm test && npm run format:check
+	cd frontend && npm test && npm run lint && npm run format:check
 endif
 
 # ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,

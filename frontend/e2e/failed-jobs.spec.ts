@@ -11,9 +11,8 @@ test("a permanently failed job is listed with its error and retried from the pag
   const row = page.locator(`[data-testid=failed-table] tr[data-job-id="${id}"]`);
   await expect(row, "the failed row shows the last error").toContainText(message);
   await shot(page, "failed-jobs");
-  await row.getByRole("checkbox").check();
-  await page.getByRole("button", { name: "Retry selected (1)" }).click();
-  await expect(page.getByTestId("retry-outcome")).toContainText("Retried 1 job");
+  await row.getByRole("button", { name: `Retry job ${id}` }).click();
+  await expect(page.getByTestId("action-outcome")).toHaveText(`Retried job #${id}: queued again.`);
   await page.goto(`/jobs/${id}`);
   await expect(page.locator('[data-testid=events-timeline] > li[data-kind="retried"]')).toBeVisible();
   // Permanent: it fails again on the retry, with a second attempt counted.
@@ -37,11 +36,13 @@ test("bulk on the failed-jobs page: retry the selected, delete with a count and 
   const rowOf = (id: number) => page.locator(`[data-testid=failed-table] tr[data-job-id="${id}"]`);
   for (const j of jobs) await expect(rowOf(j.id)).toBeVisible();
   await expect(page.locator("[data-testid=failed-table] tbody tr")).toHaveCount(3);
-  // Retry two: no confirmation for a picked few, the count on the button.
+  // Retry two from the one selection bar (the jobs list's), the count on the button.
   await rowOf(jobs[0].id).getByRole("checkbox").check();
   await rowOf(jobs[1].id).getByRole("checkbox").check();
-  await page.getByRole("button", { name: "Retry selected (2)" }).click();
-  await expect(page.getByTestId("retry-outcome")).toHaveText("Retried 2 jobs: queued again.");
+  await expect(page.locator(".selection-bar"), "one selection bar").toHaveCount(1);
+  await page.getByTestId("bulk-actions").getByRole("button", { name: "Retry 2…" }).click();
+  await page.getByTestId("confirm-bulk").getByRole("button", { name: "Yes, retry 2 jobs" }).click();
+  await expect(page.getByTestId("action-outcome")).toHaveText("Retried 2 jobs.");
   // Permanent failures: they come back; wait for both to be failed again (attempt 2).
   for (const j of jobs.slice(0, 2))
     await expect.poll(async () => (await api.job(j.id)).attempts, { message: `#${j.id} tried again` }).toBe(2);
@@ -56,25 +57,27 @@ test("bulk on the failed-jobs page: retry the selected, delete with a count and 
   await expect(confirm).toContainText("Delete 3 jobs? Only finished jobs are deleted");
   await shot(page, "failed-bulk-confirm", { fullPage: false });
   await confirm.getByRole("button", { name: "Yes, delete 3 jobs" }).click();
-  await expect(page.getByTestId("bulk-outcome")).toHaveText("Deleted 3 jobs.");
+  // The delete's outcome replaces the retry's: one notice, the latest.
+  await expect(page.getByTestId("action-outcome")).toHaveText("Deleted 3 jobs.");
+  await expect(page.locator(".notice.success")).toHaveCount(1);
   await expect(page.getByText("No failed jobs")).toBeVisible();
   for (const j of jobs) expect(await api.exists(j.id), `#${j.id} deleted`).toBe(false);
 });
 
-test("retry all of a type, asked first with the count", async ({ page, api }) => {
-  const { id } = await api.createJob("fail", { permanent: true, message: "e2e retry-all" });
-  await api.waitForStatus(id, "failed");
-  const count = (await api.get<{ count: number }>("jobs/?status=failed&type=fail")).count;
-  expect(count).toBeGreaterThanOrEqual(1);
-  await page.goto("/failed?type=fail");
-  await page.getByRole("button", { name: `Retry all ${count.toLocaleString("en-US")} fail…` }).click();
-  await expect(page.getByText(`Retry every failed fail job (${count})?`)).toBeVisible();
+test("retry every failed job matching the filters, asked first with the count", async ({ page, api }) => {
+  // A priority no other spec uses, and a search: filters the old "retry all" (by type only) refused.
+  const message = `e2e retry-all ${Date.now().toString(36)}`;
+  const [job] = await api.createJobs(1, "fail", { permanent: true, message }, { priority: 78 });
+  await api.waitForStatus(job.id, "failed");
+  await page.goto(`/failed?priority=78&search=${encodeURIComponent(message)}`);
+  await page.getByRole("checkbox", { name: "Select every job on this page" }).check();
+  const bar = page.getByTestId("bulk-actions");
+  await bar.getByRole("button", { name: "Retry 1…" }).click();
+  await expect(page.getByTestId("confirm-bulk")).toContainText("Retry 1 job?");
   await page.getByRole("button", { name: "Keep them" }).click();
-  expect((await api.job(id)).status, "kept: nothing retried").toBe("failed");
-  await page.getByRole("button", { name: `Retry all ${count.toLocaleString("en-US")} fail…` }).click();
-  await page.getByRole("button", { name: "Yes, retry them" }).click();
-  await expect(page.getByTestId("retry-outcome")).toHaveText(
-    `Retried ${count} job${count === 1 ? "" : "s"}: queued again.`,
-  );
-  await expect.poll(async () => (await api.job(id)).attempts).toBe(2);
+  expect((await api.job(job.id)).status, "kept: nothing retried").toBe("failed");
+  await bar.getByRole("button", { name: "Retry 1…" }).click();
+  await page.getByRole("button", { name: "Yes, retry 1 job" }).click();
+  await expect(page.getByTestId("action-outcome")).toHaveText("Retried 1 job.");
+  await expect.poll(async () => (await api.job(job.id)).attempts).toBe(2);
 });

@@ -171,6 +171,26 @@ test("delete a finished job from its page, after a confirmation", async ({ page,
   await expect(page.getByText(`Job #${id} does not exist`)).toBeVisible();
 });
 
+test("after Delete the page goes back to where the operator came from, and Back shows no deleted job", async ({
+  page,
+  api,
+}) => {
+  const message = `e2e delete-from-failed ${Date.now().toString(36)}`;
+  const { id } = await api.createJob("fail", { permanent: true, message });
+  await api.waitForStatus(id, "failed");
+  const list = `/failed?search=${encodeURIComponent(message)}`;
+  await page.goto("/");
+  await page.goto(list);
+  await page.getByRole("link", { name: `#${id}` }).click();
+  await waitForStatus(page, "failed");
+  await page.getByRole("button", { name: "Delete", exact: true }).click();
+  await page.getByTestId("confirm-delete").getByRole("button", { name: "Yes, delete it" }).click();
+  await expect(page.getByTestId("action-outcome")).toHaveText(`Job #${id} deleted, with its events.`);
+  expect(new URL(page.url()).pathname + new URL(page.url()).search, "the filtered list it came from").toBe(list);
+  await page.goBack();
+  await expect(page.getByText(/does not exist/)).toHaveCount(0);
+});
+
 test("a queued or running job offers no Delete", async ({ page, api }) => {
   const { id } = await api.createJob("noop", {}, { queue: api.backend.idleQueue });
   await page.goto(`/jobs/${id}`);

@@ -58,7 +58,7 @@ async function checkLayout(page: Page, what: string, desktop: boolean) {
     }
     return out;
   }, desktop);
-  expect(problems, `layout of ${what}`).toEqual([]);
+  expect.soft(problems, `layout of ${what}`).toEqual([]);
 }
 
 let running: number;

@@ -6,6 +6,7 @@ import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api, requestWithMeta } from "./client";
 import { polling } from "./polling";
 import { lastEventId, mergeEvents } from "../lib/events";
+import { isFinishedStatus } from "../lib/statuses";
 import type {
   EventPage,
   Job,
@@ -29,8 +30,7 @@ export const jobKeys = {
   events: (id: number) => [...jobKeys.all, "events", id] as const,
 };
 
-const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
-export const isFinished = (job: Pick<Job, "status">) => FINISHED.has(job.status);
+export const isFinished = (job: Pick<Job, "status">) => isFinishedStatus(job.status);
 
 /** Drop empty filters so that equal filters make equal query keys. */
 export function cleanParams(params: JobListParams): JobListParams {
@@ -77,6 +77,8 @@ export async function fetchJobEventsAfter(id: number, after: number | undefined,
  */
 export function jobEventsOptions(queryClient: QueryClient, id: number, seed: JobEvent[] | undefined, live: boolean) {
   const key = jobKeys.events(id);
+  // `seed` only starts the timeline; the feed it grows into is one per job, whatever the seed.
+  // eslint-disable-next-line @tanstack/query/exhaustive-deps
   return queryOptions({
     queryKey: key,
     queryFn: async ({ signal }) => {

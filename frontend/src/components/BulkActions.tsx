@@ -4,6 +4,8 @@ import { jobActionsMutation } from "../api/jobs";
 import type { BulkAction, Job, JobActionFilter, JobActionResult } from "../api/types";
 import { InlineConfirm } from "./Confirm";
 import type { FilterValues } from "./JobFilters";
+import { Notice } from "./Notice";
+import type { Notice as NoticeText } from "../lib/jobView";
 
 const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" | "danger"; note: string }> = {
   cancel: {
@@ -64,18 +66,11 @@ export function summarizeAction(
   };
 }
 
-function Outcome({ tone, text }: { tone: "success" | "warn" | "error"; text: string }) {
-  return (
-    <div className={`notice ${tone}`} role={tone === "error" ? "alert" : "status"} data-testid="bulk-outcome">
-      {text}
-    </div>
-  );
-}
-
 /**
  * The action bar over a job table: the selection (rows picked on this page, or every job
  * matching the filter), cancel / retry / delete each after a confirmation naming the count,
- * and the outcome (done, refused and why).
+ * and the outcome (done, refused and why): shown here, or handed to `onOutcome` when the page
+ * shows its own actions' outcomes in one place.
  */
 export function BulkActions({
   rows,
@@ -86,6 +81,7 @@ export function BulkActions({
   matching,
   filter,
   can,
+  onOutcome,
 }: {
   rows: Job[];
   selected: Set<number>;
@@ -95,6 +91,7 @@ export function BulkActions({
   matching: number;
   filter: JobActionFilter;
   can: { cancel: boolean; retry: boolean; delete: boolean };
+  onOutcome?: (notice: NoticeText) => void;
 }) {
   const queryClient = useQueryClient();
   const run = useMutation(jobActionsMutation(queryClient));
@@ -104,29 +101,33 @@ export function BulkActions({
   const pageSelected = rows.length > 0 && rows.every((j) => selected.has(j.id));
   const actions = (["cancel", "retry", "delete"] as const).filter((a) => can[a]);
   if (actions.length === 0) return null;
-  const outcome = run.isSuccess
-    ? summarizeAction(run.variables.action, run.data)
-    : run.isError
-      ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
-      : null;
+  const outcome = onOutcome
+    ? null
+    : run.isSuccess
+      ? summarizeAction(run.variables.action, run.data)
+      : run.isError
+        ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
+        : null;
   const confirm = (action: BulkAction) => {
     const body = allMatching ? matchingBody(action, filter) : { action, ids: [...selected] };
     run.mutate(body, {
-      onSuccess: () => {
+      onSuccess: (result) => {
         onSelect(new Set());
         onAllMatching(false);
+        onOutcome?.(summarizeAction(action, result));
       },
+      onError: (error) => onOutcome?.({ tone: "error", text: `Could not ${action}: ${error.message}` }),
       onSettled: () => setAsking(null),
     });
   };
   // The outcome outlives the rows it acted on: after "delete all" the list is empty, and the
   // bar goes, but what was done (and refused) stays said.
   if (rows.length === 0 && !allMatching) {
-    return outcome ? <Outcome {...outcome} /> : null;
+    return <Notice notice={outcome} testId="bulk-outcome" />;
   }
   return (
     <>
-      {outcome && <Outcome {...outcome} />}
+      <Notice notice={outcome} testId="bulk-outcome" />
       <div className="selection-bar" data-testid="bulk-actions">
         <span>
           {allMatching

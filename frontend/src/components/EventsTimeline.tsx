@@ -1,7 +1,8 @@
-import { useEffect, useRef } from "react";
+import { useState } from "react";
 import type { JobEvent } from "../api/types";
 import { compactEvents } from "../lib/events";
 import { formatClock } from "../lib/time";
+import { Traceback } from "./Traceback";
 
 const KIND_LABEL: Record<string, string> = {
   created: "Created",
@@ -49,12 +50,15 @@ export function eventTraceback(event: Pick<JobEvent, "data">): string | null {
  * Rows that arrived since the last render flash briefly.
  */
 export function EventsTimeline({ events }: { events: JobEvent[] }) {
-  const seen = useRef<number | null>(null);
-  const previousMax = seen.current;
-  const entries = compactEvents(events);
-  useEffect(() => {
-    seen.current = events.length ? events[events.length - 1].id : null;
+  // The newest event id of the previous list: rows after it are new since then.
+  const lastId = events.length ? events[events.length - 1].id : null;
+  const [seen, setSeen] = useState<{ lastId: number | null; previousMax: number | null }>({
+    lastId,
+    previousMax: null,
   });
+  if (seen.lastId !== lastId) setSeen({ lastId, previousMax: seen.lastId });
+  const previousMax = seen.previousMax;
+  const entries = compactEvents(events);
   if (entries.length === 0) return <p className="muted">No events yet.</p>;
   return (
     <ol className="timeline" data-testid="events-timeline" aria-live="polite" aria-relevant="additions">
@@ -86,7 +90,7 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
             {traceback && (
               <details className="ev-traceback" data-testid={`traceback-${event.id}`}>
                 <summary>Traceback{event.attempt ? ` of attempt ${event.attempt}` : ""}</summary>
-                <pre className="traceback">{traceback}</pre>
+                <Traceback text={traceback} label={`Traceback of attempt ${event.attempt ?? ""}`.trim()} />
               </details>
             )}
           </li>

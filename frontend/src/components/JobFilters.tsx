@@ -1,8 +1,8 @@
-import { type FormEvent, useEffect, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
-import { STATUSES } from "./StatusBadge";
+import { STATUSES, isStatus } from "../lib/statuses";
 
 export type FilterValues = {
   status?: string;
@@ -42,15 +42,14 @@ export function JobFilters({
 }) {
   const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
   const types = useQuery(jobTypesOptions());
-  const [text, setText] = useState({
-    queue: values.queue ?? "",
-    priority: values.priority ?? "",
-    search: values.search ?? "",
-  });
-  useEffect(
-    () => setText({ queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" }),
-    [values.queue, values.priority, values.search],
-  );
+  // The text boxes hold what is typed until submitted; a new address (Back, a link) resets them.
+  const applied = { queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" };
+  const [text, setText] = useState(applied);
+  const [appliedKey, setAppliedKey] = useState(JSON.stringify(applied));
+  if (appliedKey !== JSON.stringify(applied)) {
+    setAppliedKey(JSON.stringify(applied));
+    setText(applied);
+  }
   const show = (k: keyof FilterValues) => !fixed.includes(k);
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -77,7 +76,7 @@ export function JobFilters({
               </option>
             ))}
             {/* What the address asks for, even when it is several statuses or not one at all. */}
-            {values.status && !(STATUSES as readonly string[]).includes(values.status) && (
+            {values.status && !isStatus(values.status) && (
               <option value={values.status}>{values.status.split(",").join(", ")}</option>
             )}
           </select>
@@ -139,7 +138,14 @@ export function JobFilters({
             {...bad("search")}
             placeholder="id, key, or text in payload or error"
             onChange={(e) => setText({ ...text, search: e.target.value })}
+            aria-describedby={shortSearch(values.search) ? "search-too-short" : undefined}
           />
+          {shortSearch(values.search) && (
+            <div className="hint" id="search-too-short" data-testid="search-too-short">
+              Text is searched from 3 characters: “{values.search?.trim()}” matched only as a job id or an exact
+              idempotency key.
+            </div>
+          )}
         </div>
       )}
       {show("ordering") && (
@@ -247,4 +253,10 @@ export function FilterProblem({
       </div>
     </div>
   );
+}
+
+/** A search the API cannot look for as text (under 3 characters, not an id): say so. */
+export function shortSearch(search: string | undefined): boolean {
+  const s = search?.trim() ?? "";
+  return s.length > 0 && s.length < 3 && !/^\d+$/.test(s);
 }

@@ -1,14 +1,28 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { NavLink, Outlet, useNavigate } from "react-router";
+import { useState } from "react";
+import { NavLink, Outlet, useLocation, useNavigate } from "react-router";
 import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
+import { queuesOptions } from "../api/queues";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
+import { useRememberWhereFrom } from "../lib/cameFrom";
 import { RefreshControl, ThemeControl } from "./Controls";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
+  useRememberWhereFrom();
+  // Every queue, from the navigation (the list refreshes slowly: queues come and go rarely).
+  const queues = useQuery({ ...queuesOptions(15_000), retry: false });
+  // On a phone the navigation folds into a menu, closed again by going to a page.
+  const [menuOpen, setMenuOpen] = useState(false);
+  const { pathname } = useLocation();
+  const [menuPath, setMenuPath] = useState(pathname);
+  if (menuPath !== pathname) {
+    setMenuPath(pathname);
+    setMenuOpen(false);
+  }
   // Shared with the Overview (same key): the Failed count in the nav stays current.
   const metrics = useQuery({ ...metricsOptions(5000), retry: false });
   const { apiDocsUrl, adminUrl } = runtimeConfig();
@@ -25,14 +39,23 @@ export function Layout({ user }: { user: User }) {
       <a className="skip-link" href="#main">
         Skip to content
       </a>
-      <aside className="sidebar" aria-label="Main navigation">
+      <aside className={`sidebar${menuOpen ? " open" : ""}`} aria-label="Main navigation">
         <div className="brand">
           <span className="brand-mark" aria-hidden="true">
             Q
           </span>
           <span className="brand-name">Job queue</span>
+          <button
+            type="button"
+            className="menu-button"
+            aria-expanded={menuOpen}
+            aria-controls="main-menu"
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            {menuOpen ? "Close" : "Menu"}
+          </button>
         </div>
-        <nav className="nav">
+        <nav className="nav" id="main-menu">
           <NavLink to="/" end>
             Overview
           </NavLink>
@@ -50,6 +73,17 @@ export function Layout({ user }: { user: User }) {
           <NavLink to="/schedules">Periodic jobs</NavLink>
           <NavLink to="/workers">Workers</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
+          {(queues.data ?? []).length > 0 && (
+            <div className="nav-group">
+              <span className="nav-heading">Queues</span>
+              {queues.data!.map((q) => (
+                <NavLink key={q.name} to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}`}>
+                  <span className="truncate">{q.name}</span>
+                  {q.paused && <span className="nav-note">paused</span>}
+                </NavLink>
+              ))}
+            </div>
+          )}
         </nav>
         <div className="sidebar-controls">
           <RefreshControl />

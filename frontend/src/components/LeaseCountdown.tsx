@@ -1,4 +1,4 @@
-import { useRef } from "react";
+import { useState } from "react";
 import { formatDuration, useNow } from "../lib/time";
 
 export type LeaseState = { tone: "ok" | "warn" | "expired"; text: string; remainingMs: number };
@@ -28,11 +28,11 @@ export function LeaseCountdown({ expiresAt, tickMs = 250 }: { expiresAt: string 
   const now = useNow(tickMs);
   // The lease length is not in the job, so learn it: the most time left ever seen (right after
   // a claim or renewal) approximates it, and the warning threshold scales with it.
-  const longest = useRef(0);
+  const [longest, setLongest] = useState(0);
+  const remaining = expiresAt ? Date.parse(expiresAt) - now : 0;
+  if (remaining > longest) setLongest(remaining);
   if (!expiresAt) return <span className="muted">no lease</span>;
-  const remaining = Date.parse(expiresAt) - now;
-  if (remaining > longest.current) longest.current = remaining;
-  const warnMs = longest.current >= 2_000 ? longest.current * LEASE_WARN_SHARE : LEASE_WARN_MS;
+  const warnMs = longest >= 2_000 ? longest * LEASE_WARN_SHARE : LEASE_WARN_MS;
   const state = leaseState(expiresAt, now, warnMs);
   return (
     <span

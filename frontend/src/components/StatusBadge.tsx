@@ -1,7 +1,5 @@
+import { isStatus } from "../lib/statuses";
 import { useNow } from "../lib/time";
-
-export const STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
-export type Status = (typeof STATUSES)[number];
 
 /** The fields of a job that decide how its status reads (a structural subset of the API's Job). */
 export type StatusFacts = {
@@ -75,10 +73,7 @@ export function StatusBadge({ job, now: fixedNow }: { job: StatusFacts; now?: nu
 /** A plain status (filters, metrics): no job facts to refine it. */
 export function StatusPill({ status }: { status: string }) {
   return (
-    <span
-      className={`badge badge-${(STATUSES as readonly string[]).includes(status) ? status : "unknown"}`}
-      data-status={status}
-    >
+    <span className={`badge badge-${isStatus(status) ? status : "unknown"}`} data-status={status}>
       {status}
     </span>
   );

@@ -1,5 +1,5 @@
+import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { jobTypesOptions } from "../api/jobTypes";
 import { throughputOptions } from "../api/metrics";
@@ -33,9 +33,22 @@ function bucketLabel(iso: string, range: ThroughputRange): string {
  * fixes them, filters by queue and type. Its own query (GET metrics/throughput/).
  */
 export function ThroughputPanel({ queue: fixedQueue }: { queue?: string }) {
-  const [range, setRange] = useState<ThroughputRange>("15m");
-  const [queue, setQueue] = useState("");
-  const [type, setType] = useState("");
+  // The chart's filters live in the address (?range=1h&queue=emails&type=send_email): a reload,
+  // a bookmark or a shared link shows the same chart.
+  const [params, setParams] = useSearchParams();
+  const asked = params.get("range");
+  const range: ThroughputRange = RANGES.some((r) => r.value === asked) ? (asked as ThroughputRange) : "15m";
+  const queue = params.get("queue") ?? "";
+  const type = params.get("type") ?? "";
+  const setParam = (key: string, value: string, fallback = "") => {
+    const next = new URLSearchParams(params);
+    if (value && value !== fallback) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
+  const setRange = (value: ThroughputRange) => setParam("range", value, "15m");
+  const setQueue = (value: string) => setParam("queue", value);
+  const setType = (value: string) => setParam("type", value);
   const shownQueue = fixedQueue ?? queue;
   const data = useQuery(throughputOptions({ range, queue: shownQueue || undefined, type: type || undefined }));
   const queues = useQuery({ ...queuesOptions(), enabled: fixedQueue === undefined });

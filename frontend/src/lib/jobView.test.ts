@@ -75,12 +75,25 @@ describe("actionNotice", () => {
 
 describe("createdNotice", () => {
   it("stays while the new job waits or runs, and goes when it has finished", () => {
-    expect(createdNotice({ created: true }, { status: "queued" })?.text).toBe(
+    const now = Date.parse(at(0));
+    const ready = { available_at: at(0) };
+    expect(createdNotice({ created: true }, { status: "queued", ...ready }, now)?.text).toBe(
       "Job created. It runs when a worker is free.",
     );
-    expect(createdNotice({ created: true }, { status: "running" })?.text).toBe("Job created.");
-    expect(createdNotice({ created: true }, { status: "cancelled" })).toBeNull();
-    expect(createdNotice({}, { status: "queued" })).toBeNull();
+    expect(createdNotice({ created: true }, { status: "running", ...ready }, now)?.text).toBe("Job created.");
+    expect(createdNotice({ created: true }, { status: "cancelled", ...ready }, now)).toBeNull();
+    expect(createdNotice({}, { status: "queued", ...ready }, now)).toBeNull();
+  });
+
+  it("says when a job created with a delay runs, until then", () => {
+    const now = Date.parse(at(0));
+    const delayed = { status: "queued" as const, available_at: at(30) };
+    expect(createdNotice({ created: true }, delayed, now)?.text).toMatch(
+      /^Job created\. It waits until .+ \(in 30 s\), then runs when a worker is free\.$/,
+    );
+    expect(createdNotice({ created: true }, delayed, now + 30_000)?.text).toBe(
+      "Job created. It runs when a worker is free.",
+    );
   });
 });
 

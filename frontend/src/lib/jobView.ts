@@ -11,6 +11,7 @@
  */
 import type { Job, JobDetail, JobEvent } from "../api/types";
 import { lastEventId } from "./events";
+import { formatRelative, formatTimestamp } from "./time";
 
 /** Events that change nothing but the progress bar and the lease countdown. */
 const NEUTRAL_KINDS = new Set(["progress", "log", "lease_renewed"]);
@@ -83,7 +84,8 @@ export function actionNotice(
 /** The notice after creating the job: while it has not finished (then its outcome speaks). */
 export function createdNotice(
   created: { created?: boolean; replayed?: boolean },
-  job: Pick<Job, "status">,
+  job: Pick<Job, "status" | "available_at">,
+  now: number,
 ): Notice | null {
   if (!created.created) return null;
   if (created.replayed) {
@@ -92,7 +94,15 @@ export function createdNotice(
       text: "This idempotency key was used before with the same request: this is the job it created.",
     };
   }
-  if (job.status === "queued") return { tone: "success", text: "Job created. It runs when a worker is free." };
+  if (job.status === "queued") {
+    // Created with a delay (or run_at): say when it becomes runnable, not "when a worker is free".
+    if (Date.parse(job.available_at) - now >= 1000)
+      return {
+        tone: "success",
+        text: `Job created. It waits until ${formatTimestamp(job.available_at)} (${formatRelative(job.available_at, now)}), then runs when a worker is free.`,
+      };
+    return { tone: "success", text: "Job created. It runs when a worker is free." };
+  }
   if (job.status === "running") return { tone: "success", text: "Job created." };
   return null;
 }
@@ -116,4 +126,21 @@ export function leaseSummary(job: Pick<Job, "status" | "attempts" | "available_a
     default:
       return "No worker holds it.";
   }
+}
+
+/**
+ * The job's progress, from whichever of the two polls saw it last: the detail, or a progress
+ * event of the running attempt that the event feed brought in since.
+ */
+export function currentProgress(job: JobDetail, events: JobEvent[]): { percent: number | null; message: string } {
+  const fromJob = { percent: job.progress.percent, message: job.progress.message };
+  if (job.status !== "running") return fromJob;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.kind !== "progress" || e.attempt !== job.attempts) continue;
+    const percent = (e.data as { percent?: unknown }).percent;
+    if (typeof percent !== "number" || Date.parse(e.created_at) <= Date.parse(job.updated_at)) return fromJob;
+    return { percent, message: e.message };
+  }
+  return fromJob;
 }

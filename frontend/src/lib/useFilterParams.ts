@@ -2,6 +2,7 @@ import { useCallback, useMemo } from "react";
 import { useSearchParams } from "react-router";
 import type { JobListParams } from "../api/types";
 import type { FilterValues } from "../components/JobFilters";
+import { PAGE_SIZES } from "../components/Pager";
 
 const KEYS = ["status", "type", "queue", "priority", "search", "ordering", "schedule"] as const;
 
@@ -21,10 +22,15 @@ export function useFilterParams(defaults: FilterValues = {}) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [params]);
   const page = Math.max(1, Number(params.get("page")) || 1);
+  // One of the offered sizes, else the page's own default.
+  const askedSize = Number(params.get("page_size"));
+  const pageSize = (PAGE_SIZES as readonly number[]).includes(askedSize) ? askedSize : undefined;
 
   const setValues = useCallback(
     (next: FilterValues) => {
       const p = new URLSearchParams();
+      const size = params.get("page_size");
+      if (size) p.set("page_size", size);
       for (const k of KEYS) {
         const value = next[k]?.toString().trim();
         if (value && value !== defaults[k]) p.set(k, value);
@@ -32,7 +38,7 @@ export function useFilterParams(defaults: FilterValues = {}) {
       setParams(p);
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [setParams],
+    [params, setParams],
   );
   const setPage = useCallback(
     (n: number) => {
@@ -43,7 +49,17 @@ export function useFilterParams(defaults: FilterValues = {}) {
     },
     [params, setParams],
   );
-  return { values, page, setValues, setPage };
+  /** A new page size starts at page 1. */
+  const setPageSize = useCallback(
+    (n: number) => {
+      const p = new URLSearchParams(params);
+      p.delete("page");
+      p.set("page_size", String(n));
+      setParams(p);
+    },
+    [params, setParams],
+  );
+  return { values, page, pageSize, setValues, setPage, setPageSize };
 }
 
 /** The filter form's strings as the API's typed list parameters. */

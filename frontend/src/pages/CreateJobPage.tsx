@@ -1,10 +1,11 @@
-import { type FormEvent, useEffect, useMemo, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate } from "react-router";
 import { ApiError, isApiError } from "../api/client";
 import { jobMutations } from "../api/jobs";
 import { jobTypesOptions } from "../api/jobTypes";
 import type { JobCreate, JobType } from "../api/types";
+import { NumberField } from "../components/NumberField";
 import { PayloadEditor } from "../components/PayloadEditor";
 import { ErrorState, Loading } from "../components/States";
 import { checkPayload } from "../lib/payload";
@@ -88,7 +89,7 @@ function CreateForm({ types }: { types: JobType[] }) {
     payload: JSON.stringify(types[0]?.payload_example ?? {}, null, 2),
   }));
   const [payloadTouched, setPayloadTouched] = useState(false);
-  const spec = useMemo(() => types.find((t) => t.name === form.type), [types, form.type]);
+  const spec = types.find((t) => t.name === form.type);
   const create = useMutation({
     ...jobMutations.create(queryClient),
     onSuccess: (outcome) => {
@@ -97,14 +98,8 @@ function CreateForm({ types }: { types: JobType[] }) {
     },
   });
 
-  // A new type brings its example payload, unless the person already wrote their own.
-  useEffect(() => {
-    if (!payloadTouched && spec)
-      setForm((f) => ({ ...f, payload: JSON.stringify(spec.payload_example ?? {}, null, 2) }));
-  }, [spec, payloadTouched]);
-
   const error = create.error;
-  const fieldErrors = isApiError(error) ? error.fieldErrors : {};
+  const fieldErrors = isApiError(error) ? { ...error.fieldErrors } : {};
   if (isApiError(error, 413)) fieldErrors.payload = [error.message];
   if (isApiError(error, 409) && error.code === "idempotency_conflict") fieldErrors.idempotency_key = [error.message];
   const known = new Set([
@@ -127,6 +122,16 @@ function CreateForm({ types }: { types: JobType[] }) {
   const payloadOk = checkPayload(form.payload).ok;
 
   const set = (k: keyof Form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  const setField = (k: keyof Form) => (value: string) => setForm({ ...form, [k]: value });
+  // A new type brings its example payload, unless the person already wrote their own.
+  const setType = (e: { target: { value: string } }) => {
+    const next = types.find((t) => t.name === e.target.value);
+    setForm({
+      ...form,
+      type: e.target.value,
+      payload: payloadTouched || !next ? form.payload : JSON.stringify(next.payload_example ?? {}, null, 2),
+    });
+  };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (!payloadOk || !form.type) return;
@@ -167,7 +172,7 @@ function CreateForm({ types }: { types: JobType[] }) {
         )}
         <div className="field">
           <label htmlFor="type">Type</label>
-          <select id="type" value={form.type} onChange={set("type")} {...aria("type")} required>
+          <select id="type" value={form.type} onChange={setType} {...aria("type")} required>
             {types.length === 0 && <option value="">No job type may be created here (JOB_API_CREATABLE_TYPES)</option>}
             {types.map((t) => (
               <option key={t.name} value={t.name}>
@@ -197,66 +202,47 @@ function CreateForm({ types }: { types: JobType[] }) {
       <section className="panel">
         <h3 style={{ marginBottom: 12 }}>Options</h3>
         <div className="field-row">
-          <div className="field">
-            <label htmlFor="priority">Priority</label>
-            <input
-              id="priority"
-              type="number"
-              min={-100}
-              max={100}
-              step={1}
-              value={form.priority}
-              onChange={set("priority")}
-              placeholder={String(spec?.priority ?? 0)}
-              {...aria("priority")}
-            />
-            <div className="hint">-100..100, higher runs first</div>
-            {errorFor("priority")}
-          </div>
-          <div className="field">
-            <label htmlFor="max_attempts">Max attempts</label>
-            <input
-              id="max_attempts"
-              type="number"
-              min={1}
-              step={1}
-              value={form.max_attempts}
-              onChange={set("max_attempts")}
-              placeholder={String(spec?.max_attempts ?? "")}
-              {...aria("max_attempts")}
-            />
-            {errorFor("max_attempts")}
-          </div>
+          <NumberField
+            name="priority"
+            label="Priority"
+            min={-100}
+            max={100}
+            value={form.priority}
+            onChange={setField("priority")}
+            placeholder={String(spec?.priority ?? 0)}
+            hint="-100..100, higher runs first"
+            errors={fieldErrors.priority}
+          />
+          <NumberField
+            name="max_attempts"
+            label="Max attempts"
+            min={1}
+            value={form.max_attempts}
+            onChange={setField("max_attempts")}
+            placeholder={String(spec?.max_attempts ?? "")}
+            errors={fieldErrors.max_attempts}
+          />
         </div>
         <div className="field-row">
-          <div className="field">
-            <label htmlFor="delay_seconds">Delay (seconds)</label>
-            <input
-              id="delay_seconds"
-              type="number"
-              min={0}
-              step="any"
-              value={form.delay_seconds}
-              onChange={set("delay_seconds")}
-              placeholder="0"
-              {...aria("delay_seconds")}
-            />
-            {errorFor("delay_seconds")}
-          </div>
-          <div className="field">
-            <label htmlFor="timeout_seconds">Timeout (seconds)</label>
-            <input
-              id="timeout_seconds"
-              type="number"
-              min={1}
-              step={1}
-              value={form.timeout_seconds}
-              onChange={set("timeout_seconds")}
-              placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"}
-              {...aria("timeout_seconds")}
-            />
-            {errorFor("timeout_seconds")}
-          </div>
+          <NumberField
+            name="delay_seconds"
+            label="Delay (seconds)"
+            min={0}
+            step="any"
+            value={form.delay_seconds}
+            onChange={setField("delay_seconds")}
+            placeholder="0"
+            errors={fieldErrors.delay_seconds}
+          />
+          <NumberField
+            name="timeout_seconds"
+            label="Timeout (seconds)"
+            min={1}
+            value={form.timeout_seconds}
+            onChange={setField("timeout_seconds")}
+            placeholder={spec?.timeout_seconds ? String(spec.timeout_seconds) : "default"}
+            errors={fieldErrors.timeout_seconds}
+          />
         </div>
         <div className="field">
           <label htmlFor="queue">Queue</label>

@@ -1,108 +1,62 @@
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link } from "react-router";
+import { Link, useLocation } from "react-router";
 import { isApiError } from "../api/client";
-import { jobListOptions, jobMutations, retryMatchingMutation } from "../api/jobs";
-import type { Job, RetryMatching, RetryMatchingResult } from "../api/types";
+import { jobListOptions, jobMutations } from "../api/jobs";
+import type { Job } from "../api/types";
 import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { InlineConfirm } from "../components/Confirm";
 import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
+import { Notice } from "../components/Notice";
 import { Pager } from "../components/Pager";
 import { Attempts } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import type { Notice as NoticeText } from "../lib/jobView";
 import { formatRelative, useNow } from "../lib/time";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
+import { type Selection, useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
 
 const PAGE_SIZE = 50;
 
-/** "Retried 3 jobs." / "Retried 2 jobs; not retried: #12 (no longer failed or cancelled)." */
-export function summarizeRetries(result: RetryMatchingResult): { tone: "success" | "error" | "warn"; text: string } {
-  const plural = (n: number) => `${n} job${n === 1 ? "" : "s"}`;
-  const refused = result.not_retried;
-  if (refused.length === 0) {
-    return result.retried === 0
-      ? { tone: "warn", text: "No job matched: nothing was retried." }
-      : { tone: "success", text: `Retried ${plural(result.retried)}: queued again.` };
-  }
-  const ids =
-    refused
-      .slice(0, 5)
-      .map((id) => `#${id}`)
-      .join(", ") + (refused.length > 5 ? ` and ${refused.length - 5} more` : "");
-  return {
-    tone: result.retried === 0 ? "error" : "warn",
-    text: `Retried ${plural(result.retried)}; not retried: ${ids} (gone, or no longer failed or cancelled).`,
-  };
-}
-
-/** What "retry all" may send for the current filters: the bulk endpoint filters by type only. */
-export function retryAllBody(values: {
-  type?: string;
-  queue?: string;
-  priority?: string;
-  search?: string;
-}): RetryMatching | null {
-  if (values.queue || values.priority || values.search) return null;
-  return values.type ? { type: values.type } : { all: true };
-}
-
+/**
+ * The dead letter: failed jobs, with every filter of the jobs list and the same selection and
+ * bulk bar (retry or delete the picked rows, or every job matching the filter). One notice says
+ * how the latest action went, whether a row's Retry or a bulk action.
+ */
 export function FailedJobsPage() {
   const user = useUser();
   const queryClient = useQueryClient();
-  const { values, page, setValues, setPage } = useFilterParams({ ordering: "-finished_at" });
-  const params = toListParams({ ...values, status: "failed" }, page, PAGE_SIZE);
-  const jobs = useQuery(jobListOptions(params, 4000));
-  const [selected, setSelected] = useState<Set<number>>(new Set());
-  const [allMatching, setAllMatching] = useState(false);
-  const selectable = user.can.retry || user.can.delete;
-  const retryOne = useMutation(jobMutations.retry(queryClient));
-  const retryMany = useMutation(retryMatchingMutation(queryClient));
-  const [confirmAll, setConfirmAll] = useState(false);
-  const retryAllButton = useRef<HTMLButtonElement>(null);
-  const allBody = retryAllBody(values);
-  const refused = jobs.isError ? filterProblems(jobs.error, { ...values, status: "failed" }) : null;
-  const isRefused = refused !== null;
-  const rows = useMemo(() => (isRefused ? [] : (jobs.data?.results ?? [])), [jobs.data, isRefused]);
-
-  // Drop selections of jobs that left the page (retried elsewhere, another page).
-  useEffect(() => {
-    setSelected((s) => {
-      const visible = new Set(rows.map((j) => j.id));
-      const next = new Set([...s].filter((id) => visible.has(id)));
-      return next.size === s.size ? s : next;
-    });
-  }, [rows]);
-
-  // A new filter starts a new selection.
-  const filterKey = JSON.stringify(values);
-  useEffect(() => setAllMatching(false), [filterKey]);
-
-  const toggle = (id: number) =>
-    setSelected((s) => {
-      const next = new Set(s);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
-  const allSelected = rows.length > 0 && rows.every((j) => selected.has(j.id));
-  const toggleAll = () => setSelected(allSelected ? new Set() : new Set(rows.map((j) => j.id)));
-
-  const lastAction = retryMany.submittedAt >= retryOne.submittedAt ? "many" : "one";
-  const outcome =
-    lastAction === "many" && retryMany.data
-      ? summarizeRetries(retryMany.data)
-      : lastAction === "many" && retryMany.isError
-        ? { tone: "error" as const, text: `Could not retry: ${(retryMany.error as Error).message}` }
-        : lastAction === "one" && retryOne.isSuccess
-          ? { tone: "success" as const, text: `Retried job #${retryOne.data.id}: queued again.` }
-          : lastAction === "one" && retryOne.isError
-            ? {
-                tone: "error" as const,
-                text: `Could not retry job #${retryOne.variables}: ${(retryOne.error as Error).message}`,
-              }
-            : null;
+  const {
+    values,
+    page,
+    pageSize: asked,
+    setValues,
+    setPage,
+    setPageSize,
+  } = useFilterParams({ ordering: "-finished_at" });
+  const pageSize = asked ?? PAGE_SIZE;
+  const filters = { ...values, status: "failed" };
+  const jobs = useQuery(jobListOptions(toListParams(filters, page, pageSize), 4000));
+  const refused = jobs.isError ? filterProblems(jobs.error, filters) : null;
+  const rows = refused ? [] : (jobs.data?.results ?? []);
+  const selection = useSelection(rows, values);
+  const canBulk = user.can.retry || user.can.delete;
+  // A job deleted from its page comes back here saying so.
+  const deleted = (useLocation().state as { deleted?: number } | null)?.deleted;
+  const [notice, setNotice] = useState<NoticeText | null>(
+    deleted ? { tone: "success", text: `Job #${deleted} deleted, with its events.` } : null,
+  );
+  const retryOne = useMutation({
+    ...jobMutations.retry(queryClient),
+    onSuccess: (job: Job) => {
+      jobMutations.retry(queryClient).onSuccess(job);
+      setNotice({ tone: "success", text: `Retried job #${job.id}: queued again.` });
+    },
+    onError: (error: Error, id: number) =>
+      setNotice({ tone: "error", text: `Could not retry job #${id}: ${error.message}` }),
+  });
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  const setFilters = (v: typeof values) => setValues({ ...v, status: undefined });
 
   return (
     <>
@@ -113,77 +67,21 @@ export function FailedJobsPage() {
         </div>
         <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
       </div>
-      {outcome && (
-        <div
-          className={`notice ${outcome.tone}`}
-          role={outcome.tone === "error" ? "alert" : "status"}
-          data-testid="retry-outcome"
-        >
-          {outcome.text}
-        </div>
-      )}
+      <Notice notice={notice} testId="action-outcome" />
       <section className="panel">
-        <JobFilters
-          values={values}
-          onChange={(v) => setValues({ ...v, status: undefined })}
-          fixed={["status"]}
-          invalid={refused?.map((p) => p.field)}
-        />
-        {user.can.retry && rows.length > 0 && (
-          <div className="selection-bar">
-            <span>{selected.size ? `${selected.size} selected` : "Select jobs to retry them together."}</span>
-            <button
-              type="button"
-              className="primary small"
-              disabled={selected.size === 0 || retryMany.isPending}
-              onClick={() => {
-                setConfirmAll(false);
-                retryMany.mutate({ ids: [...selected] }, { onSuccess: () => setSelected(new Set()) });
-              }}
-            >
-              {retryMany.isPending ? "Retrying…" : `Retry selected${selected.size ? ` (${selected.size})` : ""}`}
-            </button>
-            <span style={{ marginLeft: "auto" }} className="actions">
-              {allBody === null ? (
-                <span className="hint">
-                  Retry-all works by type; clear the queue, priority and search filters to use it.
-                </span>
-              ) : confirmAll ? (
-                <InlineConfirm
-                  question={`Retry ${values.type ? `every failed ${values.type} job` : "every failed job"} (${jobs.data!.count.toLocaleString()})?`}
-                  confirmLabel="Yes, retry them"
-                  keepLabel="Keep them"
-                  busy={retryMany.isPending}
-                  onConfirm={() => retryMany.mutate(allBody, { onSettled: () => setConfirmAll(false) })}
-                  onKeep={() => setConfirmAll(false)}
-                  returnFocus={retryAllButton}
-                />
-              ) : (
-                <button
-                  ref={retryAllButton}
-                  type="button"
-                  className="small"
-                  disabled={retryMany.isPending}
-                  onClick={() => setConfirmAll(true)}
-                >
-                  Retry all {jobs.data!.count.toLocaleString()}
-                  {values.type ? ` ${values.type}` : ""}…
-                </button>
-              )}
-            </span>
-          </div>
-        )}
-        {user.can.delete && jobs.data && !refused && (
-          // Retry has its bar above; failed jobs cannot be cancelled: this bar deletes.
+        <JobFilters values={values} onChange={setFilters} fixed={["status"]} invalid={refused?.map((p) => p.field)} />
+        {canBulk && jobs.data && !refused && (
+          // Failed jobs cannot be cancelled: this bar retries and deletes.
           <BulkActions
             rows={rows}
-            selected={selected}
-            onSelect={setSelected}
-            allMatching={allMatching}
-            onAllMatching={setAllMatching}
-            matching={jobs.data!.count}
-            filter={toActionFilter({ ...values, status: "failed" })}
-            can={{ cancel: false, retry: false, delete: true }}
+            selected={selection.selected}
+            onSelect={selection.setSelected}
+            allMatching={selection.allMatching}
+            onAllMatching={selection.setAllMatching}
+            matching={jobs.data.count}
+            filter={toActionFilter(filters)}
+            can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
+            onOutcome={setNotice}
           />
         )}
         {jobs.isPending ? (
@@ -195,12 +93,7 @@ export function FailedJobsPage() {
             </button>
           </Empty>
         ) : refused ? (
-          <FilterProblem
-            error={jobs.error}
-            values={values}
-            onChange={(v) => setValues({ ...v, status: undefined })}
-            fixed={["status"]}
-          />
+          <FilterProblem error={jobs.error} values={values} onChange={setFilters} fixed={["status"]} />
         ) : jobs.isError && !jobs.data ? (
           <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         ) : rows.length === 0 ? (
@@ -211,16 +104,12 @@ export function FailedJobsPage() {
           <>
             <FailedTable
               rows={rows}
-              selected={selected}
-              toggle={toggle}
-              allSelected={allSelected}
-              toggleAll={toggleAll}
-              selectable={selectable}
+              selection={canBulk ? selection : undefined}
               canRetry={user.can.retry}
               retrying={retryOne.isPending ? retryOne.variables : undefined}
               onRetry={(id) => retryOne.mutate(id)}
             />
-            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
           </>
         )}
       </section>
@@ -230,21 +119,13 @@ export function FailedJobsPage() {
 
 function FailedTable({
   rows,
-  selected,
-  toggle,
-  allSelected,
-  toggleAll,
-  selectable,
+  selection,
   canRetry,
   retrying,
   onRetry,
 }: {
   rows: Job[];
-  selected: Set<number>;
-  toggle: (id: number) => void;
-  allSelected: boolean;
-  toggleAll: () => void;
-  selectable: boolean;
+  selection?: Selection;
   canRetry: boolean;
   retrying: number | undefined;
   onRetry: (id: number) => void;
@@ -255,13 +136,13 @@ function FailedTable({
       <table data-testid="failed-table">
         <thead>
           <tr>
-            {selectable && (
+            {selection && (
               <th>
                 <input
                   type="checkbox"
                   aria-label="Select every job on this page"
-                  checked={allSelected}
-                  onChange={toggleAll}
+                  checked={selection.allSelected}
+                  onChange={selection.toggleAll}
                 />
               </th>
             )}
@@ -280,13 +161,13 @@ function FailedTable({
         <tbody>
           {rows.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
-              {selectable && (
+              {selection && (
                 <td>
                   <input
                     type="checkbox"
                     aria-label={`Select job ${job.id}`}
-                    checked={selected.has(job.id)}
-                    onChange={() => toggle(job.id)}
+                    checked={selection.isSelected(job.id)}
+                    onChange={() => selection.toggle(job.id)}
                   />
                 </td>
               )}

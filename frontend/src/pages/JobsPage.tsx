@@ -1,4 +1,3 @@
-import { useEffect, useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link, useLocation } from "react-router";
 import { isApiError } from "../api/client";
@@ -13,14 +12,16 @@ import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States"
 import { StatusBadge } from "../components/StatusBadge";
 import { formatRelative, useNow } from "../lib/time";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
+import { type Selection, useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
 
 const PAGE_SIZE = 25;
 
 export function JobsPage() {
   const user = useUser();
-  const { values, page, setValues, setPage } = useFilterParams();
-  const jobs = useQuery(jobListOptions(toListParams(values, page, PAGE_SIZE)));
+  const { values, page, pageSize: asked, setValues, setPage, setPageSize } = useFilterParams();
+  const pageSize = asked ?? PAGE_SIZE;
+  const jobs = useQuery(jobListOptions(toListParams(values, page, pageSize)));
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
   // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
   const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
@@ -95,59 +96,12 @@ export function JobsPage() {
         ) : (
           <>
             <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
-            <Pager page={page} count={jobs.data!.count} pageSize={PAGE_SIZE} onPage={setPage} />
+            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
           </>
         )}
       </section>
     </>
   );
-}
-
-export type Selection = ReturnType<typeof useSelection>;
-
-/**
- * Rows picked on the page, or every job matching the filter (`allMatching`). Picks of rows that
- * left the page are dropped, and a new filter starts afresh.
- */
-export function useSelection(rows: Job[], filters: object) {
-  const [selected, setSelected] = useState<Set<number>>(new Set());
-  const [allMatching, setAllMatching] = useState(false);
-  const filterKey = JSON.stringify(filters);
-  useEffect(() => {
-    setSelected(new Set());
-    setAllMatching(false);
-  }, [filterKey]);
-  useEffect(() => {
-    setSelected((s) => {
-      const visible = new Set(rows.map((j) => j.id));
-      const next = new Set([...s].filter((id) => visible.has(id)));
-      return next.size === s.size ? s : next;
-    });
-  }, [rows]);
-  return useMemo(() => {
-    const allSelected = allMatching || (rows.length > 0 && rows.every((j) => selected.has(j.id)));
-    return {
-      selected,
-      setSelected,
-      allMatching,
-      setAllMatching,
-      allSelected,
-      isSelected: (id: number) => allMatching || selected.has(id),
-      toggle: (id: number) => {
-        setAllMatching(false);
-        setSelected((s) => {
-          const next = new Set(allMatching ? rows.map((j) => j.id) : s);
-          if (next.has(id)) next.delete(id);
-          else next.add(id);
-          return next;
-        });
-      },
-      toggleAll: () => {
-        setAllMatching(false);
-        setSelected(allSelected ? new Set() : new Set(rows.map((j) => j.id)));
-      },
-    };
-  }, [rows, selected, allMatching]);
 }
 
 export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selection }) {
@@ -201,7 +155,14 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
               <td>
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
-                  <span className="progress mini-progress" aria-label={`${job.progress_percent}% done`}>
+                  <span
+                    className="progress mini-progress"
+                    role="progressbar"
+                    aria-valuemin={0}
+                    aria-valuemax={100}
+                    aria-valuenow={job.progress_percent}
+                    aria-label={`Job ${job.id}: ${job.progress_percent}% done`}
+                  >
                     <span style={{ width: `${job.progress_percent}%` }} />
                   </span>
                 )}

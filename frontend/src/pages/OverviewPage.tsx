@@ -298,7 +298,14 @@ function WorkersTable({ m }: { m: Metrics }) {
                           {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}
                         </span>
                         {j.progress_percent !== null && (
-                          <span className="progress mini-progress" aria-label={`${j.progress_percent}%`}>
+                          <span
+                            className="progress mini-progress"
+                            role="progressbar"
+                            aria-valuemin={0}
+                            aria-valuemax={100}
+                            aria-valuenow={j.progress_percent}
+                            aria-label={`Job ${j.id}: ${j.progress_percent}% done`}
+                          >
                             <span style={{ width: `${j.progress_percent}%` }} />
                           </span>
                         )}

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
+import { useState } from "react";
+import { STATUSES } from "../lib/statuses";
 import { Link, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import { queueDetailOptions, queueMutations } from "../api/queues";
@@ -8,8 +9,6 @@ import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States"
 import { ThroughputPanel } from "../components/ThroughputPanel";
 import { formatRelative, useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
-
-const STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
 
 /** Where a queue's page is: `/queues/<name>`. */
 export const queuePath = (name: string) => `/queues/${encodeURIComponent(name)}`;
@@ -148,9 +147,8 @@ function LimitEditor({ q, canChange }: { q: QueueDetail; canChange: boolean }) {
   const shown = q.concurrency_limit === null ? "" : String(q.concurrency_limit);
   const [text, setText] = useState(shown);
   const [editing, setEditing] = useState(false);
-  useEffect(() => {
-    if (!editing) setText(shown);
-  }, [shown, editing]);
+  // While not editing, the box follows the limit as the poll reads it.
+  if (!editing && text !== shown) setText(shown);
   const save = useMutation({ ...queueMutations.setLimit(queryClient), onSuccess: () => setEditing(false) });
   const current = q.concurrency_limit === null ? "none" : `${q.concurrency_limit} at once`;
   if (!canChange) {

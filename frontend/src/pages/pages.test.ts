@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { toCreateBody } from "./CreateJobPage";
-import { retryAllBody, summarizeRetries } from "./FailedJobsPage";
 import { hostLoginHref, safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
-import { currentProgress } from "./JobDetailPage";
+import { currentProgress } from "../lib/jobView";
 import type { JobDetail, JobEvent } from "../api/types";
 
 describe("toCreateBody", () => {
@@ -43,35 +42,6 @@ describe("toCreateBody", () => {
       queue: "emails",
       idempotency_key: "k1",
     });
-  });
-});
-
-describe("summarizeRetries", () => {
-  it("reports success", () => {
-    expect(summarizeRetries({ retried: 2, not_retried: [] })).toEqual({
-      tone: "success",
-      text: "Retried 2 jobs: queued again.",
-    });
-  });
-  it("names the jobs that were not retried", () => {
-    expect(summarizeRetries({ retried: 1, not_retried: [9] })).toEqual({
-      tone: "warn",
-      text: "Retried 1 job; not retried: #9 (gone, or no longer failed or cancelled).",
-    });
-    expect(summarizeRetries({ retried: 0, not_retried: [1, 2, 3, 4, 5, 6, 7] }).text).toContain("#5 and 2 more");
-    expect(summarizeRetries({ retried: 0, not_retried: [9] }).tone).toBe("error");
-  });
-  it("says so when a filter matched nothing", () => {
-    expect(summarizeRetries({ retried: 0, not_retried: [] }).tone).toBe("warn");
-  });
-});
-
-describe("retryAllBody", () => {
-  it("retries by type, or every failed job, but never ignores a filter it cannot apply", () => {
-    expect(retryAllBody({})).toEqual({ all: true });
-    expect(retryAllBody({ type: "email_send" })).toEqual({ type: "email_send" });
-    expect(retryAllBody({ type: "email_send", queue: "emails" })).toBeNull();
-    expect(retryAllBody({ search: "42" })).toBeNull();
   });
 });
 

@@ -1,0 +1,163 @@
+import { type ReactNode, useRef, useState } from "react";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { Link, useNavigate } from "react-router";
+import { isFinished, jobMutations } from "../api/jobs";
+import type { JobDetail } from "../api/types";
+import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
+import { cameFrom } from "../lib/cameFrom";
+import { useNow } from "../lib/time";
+import { useUser } from "../lib/useUser";
+import { InlineConfirm } from "./Confirm";
+import { Notice } from "./Notice";
+import { StatusBadge } from "./StatusBadge";
+
+/** What the create form hands the job page in the router's state. */
+export type CreatedState = { created?: boolean; replayed?: boolean };
+
+/**
+ * The title row (breadcrumb, title, badge, the live dot and the actions) and, under it, the
+ * notices: the confirmation before cancelling a running job, the last action's outcome and
+ * the creation notice, each read against the job as it is now (lib/jobView.ts), so a notice
+ * goes once it no longer applies.
+ */
+export function JobHead({ job, created, live }: { job: JobDetail; created: CreatedState; live: ReactNode }) {
+  const user = useUser();
+  const queryClient = useQueryClient();
+  const cancel = useMutation(jobMutations.cancel(queryClient));
+  const retry = useMutation(jobMutations.retry(queryClient));
+  const [confirming, setConfirming] = useState(false);
+  const cancelButton = useRef<HTMLButtonElement>(null);
+  const remove = useMutation(jobMutations.delete(queryClient));
+  const [confirmingDelete, setConfirmingDelete] = useState(false);
+  const deleteButton = useRef<HTMLButtonElement>(null);
+  const navigate = useNavigate();
+  // Only a finished job can be deleted: a confirmation for one retried meanwhile no longer applies.
+  const askToDelete = confirmingDelete && isFinished(job);
+  const canCancel = !isFinished(job) && !job.cancel_requested_at;
+  const canRetry = job.status === "failed" || job.status === "cancelled";
+  // A confirmation for a job that has meanwhile finished no longer applies.
+  const askToCancel = confirming && canCancel && job.status === "running";
+  const last =
+    cancel.submittedAt > retry.submittedAt
+      ? { verb: "cancel" as const, m: cancel }
+      : { verb: "retry" as const, m: retry };
+  const action: LastAction | null =
+    last.m.isIdle || last.m.isPending
+      ? null
+      : { verb: last.verb, answer: last.m.data, error: last.m.error ?? undefined };
+  const outcome = actionNotice(action, job);
+  const now = useNow(1000);
+  const welcome = createdNotice(created, job, now);
+  const doCancel = () => {
+    setConfirming(false);
+    retry.reset();
+    cancel.mutate(job.id);
+  };
+  return (
+    <>
+      <div className="page-head">
+        <div className="page-title">
+          <div className="muted">
+            <Link to="/jobs">Jobs</Link> / #{job.id}
+          </div>
+          <h1 className="title-with-badge">
+            <span>
+              #{job.id} {job.type}
+            </span>{" "}
+            <StatusBadge job={job} />
+          </h1>
+        </div>
+        <div className="actions">
+          {live}
+          {user.can.cancel && (
+            <button
+              ref={cancelButton}
+              type="button"
+              className="danger"
+              disabled={!canCancel || cancel.isPending || askToCancel}
+              title={
+                canCancel
+                  ? "Stop this job"
+                  : job.cancel_requested_at
+                    ? "Cancel already requested"
+                    : "The job has finished"
+              }
+              onClick={() => (job.status === "running" ? setConfirming(true) : doCancel())}
+            >
+              {cancel.isPending ? "Cancelling…" : "Cancel"}
+            </button>
+          )}
+          {user.can.retry && (
+            <button
+              type="button"
+              className="primary"
+              disabled={!canRetry || retry.isPending}
+              title={canRetry ? "Queue it again" : "Only failed or cancelled jobs can be retried"}
+              onClick={() => {
+                cancel.reset();
+                retry.mutate(job.id);
+              }}
+            >
+              {retry.isPending ? "Retrying…" : "Retry"}
+            </button>
+          )}
+          {user.can.delete && isFinished(job) && (
+            <button
+              ref={deleteButton}
+              type="button"
+              className="danger"
+              disabled={remove.isPending || askToDelete}
+              title="Delete this job and its events"
+              onClick={() => setConfirmingDelete(true)}
+            >
+              {remove.isPending ? "Deleting…" : "Delete"}
+            </button>
+          )}
+        </div>
+      </div>
+      {askToDelete && (
+        <div className="notice warn confirm-bar">
+          <InlineConfirm
+            testId="confirm-delete"
+            tone="danger"
+            question={`Delete job #${job.id} and its events? This cannot be undone.`}
+            confirmLabel="Yes, delete it"
+            keepLabel="Keep it"
+            busy={remove.isPending}
+            onConfirm={() =>
+              remove.mutate(job.id, {
+                // Back where the operator came from (a filtered list, the failed jobs), in place of
+                // this page: Back then does not land on a job that no longer exists.
+                onSuccess: () => void navigate(cameFrom() ?? "/jobs", { replace: true, state: { deleted: job.id } }),
+                onSettled: () => setConfirmingDelete(false),
+              })
+            }
+            onKeep={() => setConfirmingDelete(false)}
+            returnFocus={deleteButton}
+          />
+        </div>
+      )}
+      {remove.isError && (
+        <div className="notice error" role="alert" data-testid="delete-outcome">
+          Could not delete job #{job.id}: {(remove.error as Error).message}
+        </div>
+      )}
+      {askToCancel && (
+        <div className="notice warn confirm-bar">
+          <InlineConfirm
+            testId="confirm-cancel"
+            tone="danger"
+            question={`Cancel job #${job.id} while it runs? The worker stops the handler at its next check and the job ends cancelled.`}
+            confirmLabel="Yes, cancel it"
+            keepLabel="Keep it running"
+            onConfirm={doCancel}
+            onKeep={() => setConfirming(false)}
+            returnFocus={cancelButton}
+          />
+        </div>
+      )}
+      <Notice notice={outcome} testId="action-outcome" />
+      <Notice notice={welcome} testId="created-notice" />
+    </>
+  );
+}

@@ -1,0 +1,24 @@
+/**
+ * The job statuses, from the generated schema's `JobStatusEnum` (`JobStatus`): the compiler
+ * checks that the table below names every status of the API and no other, so a status added
+ * to the backend (and `make schema`) fails the build until the dashboard knows it.
+ */
+import type { JobStatus } from "../api/types";
+
+const FACTS: Record<JobStatus, { order: number; finished: boolean }> = {
+  queued: { order: 0, finished: false },
+  running: { order: 1, finished: false },
+  succeeded: { order: 2, finished: true },
+  failed: { order: 3, finished: true },
+  cancelled: { order: 4, finished: true },
+};
+
+/** Every status, in the order of a job's life. */
+export const STATUSES: readonly JobStatus[] = (Object.keys(FACTS) as JobStatus[]).sort(
+  (a, b) => FACTS[a].order - FACTS[b].order,
+);
+
+export const isStatus = (s: string): s is JobStatus => Object.hasOwn(FACTS, s);
+
+/** A finished job changes no more, unless an operator retries it. */
+export const isFinishedStatus = (s: string) => isStatus(s) && FACTS[s].finished;

@@ -1,0 +1,134 @@
+/**
+ * The job page as the route (pages/JobDetailPage.tsx) loaded it: the title row and its actions,
+ * then one panel per concern. Each panel is a component of its own; adding one is one line here.
+ */
+import type { ReactNode } from "react";
+import type { JobDetail, JobEvent } from "../api/types";
+import { ConcurrencyKey } from "../components/ConcurrencyKey";
+import { EventsTimeline } from "../components/EventsTimeline";
+import { type CreatedState, JobHead } from "../components/JobHead";
+import { JobDependencies } from "../components/JobDependencies";
+import { AllFields, AttemptsPanel, LastErrorPanel, LeasePanel, RunFacts } from "../components/JobPanels";
+import { NextAttempt } from "../components/NextAttempt";
+import { ProgressBar } from "../components/Progress";
+import { ErrorState, Loading } from "../components/States";
+import { currentProgress } from "../lib/jobView";
+
+/** The event feed's state, as the route's query and its "load earlier" mutation give it. */
+export type TimelineState = {
+  events: JobEvent[];
+  isPending: boolean;
+  /** The feed failed and holds nothing to show. */
+  error: unknown;
+  onRetry: () => void;
+  /** The feed's live dot. */
+  live: ReactNode;
+  earlier: { load: () => void; isPending: boolean; error: Error | null };
+};
+
+export function JobDetailView({
+  job,
+  created,
+  live,
+  refreshError,
+  timeline,
+}: {
+  job: JobDetail;
+  created: CreatedState;
+  live: ReactNode;
+  /** The last refresh failed: the page shows the last known state. */
+  refreshError: unknown;
+  timeline: TimelineState;
+}) {
+  const progress = currentProgress(job, timeline.events);
+  return (
+    <>
+      <JobHead job={job} created={created} live={live} />
+      {refreshError ? (
+        <ErrorState error={refreshError} title="Showing the last known state; refreshing failed" />
+      ) : null}
+      <ConcurrencyKey job={job} />
+
+      <div className="grid grid-3" style={{ marginBottom: 14 }}>
+        <Panel id="progress" title="Progress">
+          <ProgressBar percent={progress.percent} status={job.status} label={`Job ${job.id} progress`} />
+          <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>
+            {progress.message || (job.status === "queued" ? "Waiting for a worker." : "")}
+          </p>
+          <RunFacts job={job} />
+        </Panel>
+        <Panel id="lease" title="Lease">
+          <LeasePanel job={job} />
+        </Panel>
+        <Panel id="attempts" title="Attempts">
+          <AttemptsPanel job={job} />
+          <NextAttempt job={job} />
+        </Panel>
+      </div>
+
+      <JobDependencies dependencies={job.dependencies} dependants={job.dependants} />
+
+      <div className="grid grid-2">
+        <Panel id="timeline" title="Events" extra={timeline.live}>
+          <Timeline state={timeline} />
+        </Panel>
+        <div className="grid" style={{ alignContent: "start" }}>
+          {(job.last_error || job.last_traceback) && (
+            <Panel id="error" title="Last error">
+              <LastErrorPanel job={job} />
+            </Panel>
+          )}
+          <Panel id="payload" title="Payload">
+            <pre className="json" data-testid="job-payload">
+              {JSON.stringify(job.payload, null, 2)}
+            </pre>
+          </Panel>
+          {job.result !== null && job.result !== undefined && (
+            <Panel id="result" title="Result">
+              <pre className="json">{JSON.stringify(job.result, null, 2)}</pre>
+            </Panel>
+          )}
+          <Panel id="fields" title="All fields">
+            <AllFields job={job} />
+          </Panel>
+        </div>
+      </div>
+    </>
+  );
+}
+
+function Panel({ id, title, extra, children }: { id: string; title: string; extra?: ReactNode; children: ReactNode }) {
+  return (
+    <section className="panel" aria-labelledby={`${id}-title`}>
+      <header>
+        <h2 id={`${id}-title`}>{title}</h2>
+        {extra}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+function Timeline({ state }: { state: TimelineState }) {
+  const { events, earlier } = state;
+  return (
+    <>
+      {events.length > 0 && events[0].kind !== "created" && (
+        <div className="hint" style={{ marginBottom: 10 }}>
+          Showing the latest events only.{" "}
+          <button type="button" className="link" onClick={earlier.load} disabled={earlier.isPending}>
+            {earlier.isPending ? "Loading…" : "Load earlier events"}
+          </button>
+          {earlier.error && <span className="field-error"> {earlier.error.message}</span>}
+        </div>
+      )}
+      {state.isPending ? (
+        <Loading />
+      ) : state.error ? (
+        <ErrorState error={state.error} onRetry={state.onRetry} />
+      ) : (
+        <EventsTimeline events={events} />
+      )}
+    </>
+  );
+}
