@@ -216,6 +216,27 @@ class QueueConf:
     POLL_JITTER_SECONDS: float = setting(0.25, check_id=4, rule=number(0), group="workers", doc="""
         A random extra wait, up to this long, added to each idle poll so that workers spread
         out.""")
+    POLL_INTERVAL_MAX_SECONDS: float = setting(5.0, check_id=90, rule=number(0, above=True),
+                                               group="workers", doc="""
+        The longest an idle worker waits between polls while its LISTEN connection is up. Each
+        poll that finds nothing doubles the wait, from `JOB_POLL_INTERVAL_SECONDS` up to this;
+        the first job claimed brings it back. Jobs enqueued now wake workers by NOTIFY, and
+        jobs that become due later (delayed jobs, retries) by the maintenance leader's stager,
+        which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
+        what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
+        at one rate.""")
+    MAINTENANCE_LEADER: bool = setting(True, check_id=91, rule=boolean, group="workers", doc="""
+        Run the maintenance loops (the reaper, the pruner with the partition manager, the
+        periodic enqueuer and the stager) in one worker process per database, the leader,
+        elected through a lease row in `job_leader` that the leader renews with its heartbeat;
+        when it stops beating, another process takes over within
+        `JOB_LEADER_LEASE_SECONDS`. False runs them in every process, as several at once do no
+        harm (each takes its rows with SKIP LOCKED), only work.""")
+    LEADER_LEASE_SECONDS: float = setting(6.0, check_id=92, rule=number(1), group="workers",
+                                          doc="""
+        How long the maintenance leader's lease lasts without a heartbeat renewing it (the
+        heartbeat comes every 2 s, or every third of `JOB_LEASE_SECONDS` when that is
+        shorter). A killed leader is replaced within this plus one heartbeat.""")
     LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
         Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
         Behind a transaction pooler, LISTEN needs the direct connection of

@@ -280,3 +280,17 @@ class QueueSetting(models.Model):
                 name="queue_concurrency_limit_positive",
             )
         ]
+
+
+class LeaderLease(models.Model):
+    """Who runs the maintenance loops (worker/leader.py): one row per role, held by the worker
+    process whose heartbeat last renewed it before `expires_at` (the database clock)."""
+
+    role = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=200)  # a WorkerProcess id: <host>-<pid>
+    elected_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "job_leader"
+        ordering = ["role"]

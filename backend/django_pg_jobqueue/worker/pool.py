@@ -28,11 +28,13 @@ from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
 from .held import Held, HeldJobs
+from .leader import Leadership
 from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
+from .stager import Stager
 from .stats import PoolStats
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -71,6 +73,7 @@ class Lane(threading.Thread):
         self.errors = RateLimitedLog(log)
         self.prefetch_id = f"{pool.process_id}-prefetch"
         self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
+        self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -171,15 +174,28 @@ class Lane(threading.Thread):
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
                 backlog = len(jobs) == len(free) + extra
+                self.empty_polls = 0 if jobs else self.empty_polls + 1
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
-                    self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
+                    self.wake.wait(self._idle_poll_wait())
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
                 self._return_connection()
                 db.queue_connection().close()
+
+    def _idle_poll_wait(self) -> float:
+        """How long to wait for a wake-up before polling again: the poll interval, doubled by
+        each poll in a row that claimed nothing up to JOB_POLL_INTERVAL_MAX_SECONDS, while the
+        LISTEN connection is up (NOTIFY from enqueues, and the leader's stager for jobs that
+        become due later, wake it sooner); plus the jitter."""
+        pool = self.pool
+        wait = pool.poll_interval
+        if self.empty_polls > 1 and pool.listener is not None and pool.listener.connected.is_set():
+            wait = min(pool.poll_interval_max,
+                       pool.poll_interval * 2 ** min(self.empty_polls - 1, 16))
+        return max(wait, pool.poll_interval) + random.uniform(0, pool.poll_jitter)
 
     def _return_connection(self) -> None:
         """Give the dispatcher's connection back to the worker's pool, its claim settings
@@ -217,6 +233,7 @@ class WorkerPool:
         self.lease_seconds = lease_seconds or c.LEASE_SECONDS
         self.poll_interval = poll_interval or c.POLL_INTERVAL_SECONDS
         self.poll_jitter = c.POLL_JITTER_SECONDS
+        self.poll_interval_max = max(self.poll_interval, c.POLL_INTERVAL_MAX_SECONDS)
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
@@ -253,8 +270,16 @@ class WorkerPool:
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
         self.periodic = PeriodicEnqueuer()
+        self.stager = Stager(self.poll_interval)
+        # The loops one process per database runs (worker/leader.py): elected with the
+        # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
+        self.leadership = Leadership(self.process_id)
+        self.renewer.elector = self.leadership
+        for loop in (self.reaper, self.pruner, self.periodic, self.stager):
+            if loop is not None:
+                loop.leadership = self.leadership
         self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
-                                              self.periodic) if t]
+                                              self.periodic, self.stager) if t]
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:
@@ -312,6 +337,7 @@ class WorkerPool:
         try:
             close_old_connections()
             self.renewer.remove_worker_row()
+            self.leadership.resign()  # the next heartbeat elsewhere takes maintenance over
         except CONNECTION_ERRORS:
             pass
         for t in [*self.lanes, *self.maintenance]:

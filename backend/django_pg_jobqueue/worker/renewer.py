@@ -17,12 +17,13 @@ import logging
 import os
 import socket
 
-from .. import conf, middleware, services, sql
+from .. import conf, db, middleware, services, sql
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
+from .leader import Leadership
 
 log = logging.getLogger("django_pg_jobqueue.renewer")
 
@@ -43,10 +44,18 @@ class LeaseRenewer(ServiceThread):
         self.timed_out = 0
         self.orphaned = 0
 
+    # Set by the pool: the maintenance leader's lease, taken or renewed with each heartbeat
+    # (not `leadership`, which would make this loop itself run on the leader only).
+    elector: "Leadership | None" = None
+
     def heartbeat(self) -> None:
-        with queue_connection().cursor() as cur:
-            cur.execute(sql.HEARTBEAT, [self.process_id, socket.gethostname(), os.getpid(),
-                                        self.threads, json.dumps(self.queues)])
+        # One transaction: the process's row and, when it leads or may, the leader's lease.
+        with db.atomic():
+            with queue_connection().cursor() as cur:
+                cur.execute(sql.HEARTBEAT, [self.process_id, socket.gethostname(), os.getpid(),
+                                            self.threads, json.dumps(self.queues)])
+            if self.elector is not None:
+                self.elector.beat()
 
     def run_once(self) -> dict[str, int]:
         held, orphaned = self._watch(self.held.snapshot())
