@@ -112,7 +112,7 @@ def run(url: str, n: int, idle_seconds: float, trickle_jobs: int, logdir: str,
         claims = sum(_claims(p) for p in logs) - claims_before
         worker_xacts = (x3 - x2 - 2) - trickle_jobs - idle_rate * window
         with connect(url) as c:
-            pickups = [r[0] for r in c.execute(
+            pickups = [float(r[0]) for r in c.execute(
                 "SELECT extract(epoch FROM started_at - available_at) * 1000 FROM jobs "
                 "WHERE status = 'succeeded'").fetchall()]
             leader = c.execute("SELECT holder FROM job_leader").fetchone()

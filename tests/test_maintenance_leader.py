@@ -90,7 +90,7 @@ def test_only_the_leader_reaps_and_a_killed_leader_is_replaced_without_losing_a_
     requeues the dead leader's jobs, which then succeed."""
     procs = [spawn_workers("--threads", "2", env=FAST) for _ in range(3)]
     try:
-        leader = wait_for(_holder, timeout=20, message="a leader elected")
+        leader = wait_for(_holder, timeout=60, message="a leader elected")
         pids = {f"{p.pid}": p for p in procs}
         victim = pids[leader.rsplit("-", 1)[1]]
         # Jobs that run long enough to be held by every process, the leader included.
@@ -148,7 +148,7 @@ def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_ti
            "JOB_POLL_JITTER_SECONDS": "0"}
     proc = spawn_workers("--threads", "1", env=env)
     try:
-        wait_for(_holder, timeout=20, message="the process leads")
+        wait_for(_holder, timeout=60, message="the process leads")
         time.sleep(6)  # idle long enough to back off beyond the delay below
         job = enqueue("noop", {}, delay=2.0)
         wait_for(lambda: Job.objects.get(pk=job.id).status == "succeeded", timeout=10,

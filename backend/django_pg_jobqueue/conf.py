@@ -37,13 +37,19 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def number(minimum: float, *, above: bool = False, maximum: float | None = None) -> Rule:
-    """A finite int or float >= minimum (> minimum with above=True), at most maximum."""
+def number(minimum: float, *, above: bool = False, maximum: float | None = None,
+           none: str | None = None) -> Rule:
+    """A finite int or float >= minimum (> minimum with above=True), at most maximum; None
+    too when `none` says what None means."""
     bound = f"greater than {minimum:g}" if above else f"at least {minimum:g}"
     if maximum is not None:
         bound += f" and at most {maximum:g}"
+    if none:
+        bound += f", or None ({none})"
 
     def rule(value):
+        if value is None and none:
+            return None
         ok = _is_number(value) and (value > minimum if above else value >= minimum)
         if ok and (maximum is None or value <= maximum):
             return None
@@ -232,11 +238,14 @@ class QueueConf:
         when it stops beating, another process takes over within
         `JOB_LEADER_LEASE_SECONDS`. False runs them in every process, as several at once do no
         harm (each takes its rows with SKIP LOCKED), only work.""")
-    LEADER_LEASE_SECONDS: float = setting(6.0, check_id=92, rule=number(1), group="workers",
-                                          doc="""
-        How long the maintenance leader's lease lasts without a heartbeat renewing it (the
-        heartbeat comes every 2 s, or every third of `JOB_LEASE_SECONDS` when that is
-        shorter). A killed leader is replaced within this plus one heartbeat.""")
+    LEADER_LEASE_SECONDS: float | None = setting(
+        None, check_id=92, rule=number(0.5, none="three heartbeats"), group="workers", doc="""
+        How long the maintenance leader's lease lasts without a heartbeat renewing it. The
+        default, three heartbeats, is `JOB_LEASE_SECONDS` capped at 6 s (the heartbeat comes
+        every third of `JOB_LEASE_SECONDS`, at most every 2 s), so a killed leader's lease
+        ends no later than the leases of the jobs it held: handing maintenance over never
+        delays the reaping of its own jobs. A killed leader is replaced within this plus one
+        heartbeat.""")
     LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
         Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
         Behind a transaction pooler, LISTEN needs the direct connection of

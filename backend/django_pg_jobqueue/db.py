@@ -91,7 +91,7 @@ def fetch_all(sql: str, params: dict | tuple | list) -> list[tuple]:
 WORKER_ALIAS = "django_pg_jobqueue_worker"
 POOL_TIMEOUT_SECONDS = 5.0  # waiting for a free connection, or for one to be opened
 POOL_RECONNECT_SECONDS = 1.0  # then give up: the loops' own backoff takes over
-POOL_MAX_IDLE_SECONDS = 30.0  # an idle worker process keeps min_size (1) connection
+POOL_MAX_IDLE_SECONDS = 10.0  # an idle worker process keeps min_size (1) connection
 
 _thread = threading.local()
 _pool_lock = threading.Lock()

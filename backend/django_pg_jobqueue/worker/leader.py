@@ -30,12 +30,18 @@ log = logging.getLogger("django_pg_jobqueue.leader")
 MAINTENANCE = "maintenance"
 
 
+def heartbeat_interval() -> float:
+    """How often the renewer beats (and renews leases): a third of JOB_LEASE_SECONDS, at most
+    2 s, at least 0.2 s."""
+    return max(0.2, min(conf.get().LEASE_SECONDS / 3, 2.0))
+
+
 class Leadership:
     def __init__(self, process_id: str, *, role: str = MAINTENANCE,
                  lease_seconds: float | None = None, enabled: bool | None = None):
         c = conf.get()
         self.process_id, self.role = process_id, role
-        self.lease_seconds = lease_seconds or c.LEADER_LEASE_SECONDS
+        self.lease_seconds = lease_seconds or c.LEADER_LEASE_SECONDS or 3 * heartbeat_interval()
         # Off: every process runs maintenance (it leads, as far as its loops know).
         self.enabled = c.MAINTENANCE_LEADER if enabled is None else enabled
         self._valid_until = float("inf") if not self.enabled else 0.0

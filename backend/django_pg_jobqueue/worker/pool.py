@@ -74,6 +74,12 @@ class Lane(threading.Thread):
         self.prefetch_id = f"{pool.process_id}-prefetch"
         self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
         self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
+        # Set by a NOTIFY (an enqueue, a retry, the stager): a job may be waiting. An executor
+        # that frees up sets only `wake`: without a backlog, a notification or a due poll it
+        # does not make the dispatcher claim, so a trickled job costs one claim, not two.
+        self.notified = threading.Event()
+        self.notified.set()
+        self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -133,10 +139,16 @@ class Lane(threading.Thread):
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
+                if not backlog and not self.notified.is_set():
+                    until_poll = self.next_poll_at - time.monotonic()
+                    if until_poll > 0:  # woken by a freed executor: nothing says a job waits
+                        self.wake.wait(until_poll)
+                        continue
                 if backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
                 extra = min(extra, pool.batch_size - len(free))
+                self.notified.clear()  # before the claim: a NOTIFY during it claims again
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
@@ -177,7 +189,8 @@ class Lane(threading.Thread):
                 self.empty_polls = 0 if jobs else self.empty_polls + 1
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
-                    self.wake.wait(self._idle_poll_wait())
+                    self.next_poll_at = time.monotonic() + self._idle_poll_wait()
+                    self.wake.wait(self.next_poll_at - time.monotonic())
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
@@ -273,7 +286,8 @@ class WorkerPool:
         self.stager = Stager(self.poll_interval)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
-        self.leadership = Leadership(self.process_id)
+        self.leadership = Leadership(
+            self.process_id, lease_seconds=c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval)
         self.renewer.elector = self.leadership
         for loop in (self.reaper, self.pruner, self.periodic, self.stager):
             if loop is not None:
@@ -283,8 +297,10 @@ class WorkerPool:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:
+        """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
             if lane.matches(queue_name):
+                lane.notified.set()
                 lane.wake.set()
 
     def start(self) -> "WorkerPool":
