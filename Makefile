@@ -34,6 +34,7 @@ help:
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
 	@echo "make soak    30-minute soak at half the maximum rate, pruning on (SOAK_MINUTES=...)"
 	@echo "make profile where a drained job's CPU goes (worker vs PostgreSQL, per schema part)"
+	@echo "make fleet   what 1, 4, 12, 24 worker processes cost PostgreSQL idle and on a trickle"
 	@echo "make diagrams  render assets/*.svg from their sources"
 	@echo "make docs    build the documentation site into docs/_build/html (warnings are errors)"
 	@echo "make db-stop stop the embedded PostgreSQL"
@@ -201,6 +202,13 @@ bench: venv migrate
 # CPU-bound handlers: --processes 2 vs --processes 1 at the same total threads.
 bench-processes: venv migrate
 	$(PY) bench/processes.py
+
+# What many worker processes cost one PostgreSQL (bench/fleet.py): idle transactions/s,
+# connections, claims and transactions per trickled job, pickup p95, for 1, 4, 12 and 24
+# processes (~6 min; FLEET_QUICK=1: 1 and 4 processes, ~1.5 min). Not part of `make test`.
+.PHONY: fleet
+fleet: venv db-start
+	$(PY) bench/fleet.py $(if $(FLEET_QUICK),--quick)
 
 # Drain rate and claim p99 as finished rows, backlog, queues and scheduled jobs grow (bench/
 # curves.py; ~25-40 min on 2 cores, CURVES_QUICK=1 for sizes / 100); charts into

@@ -37,13 +37,19 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def number(minimum: float, *, above: bool = False, maximum: float | None = None) -> Rule:
-    """A finite int or float >= minimum (> minimum with above=True), at most maximum."""
+def number(minimum: float, *, above: bool = False, maximum: float | None = None,
+           none: str | None = None) -> Rule:
+    """A finite int or float >= minimum (> minimum with above=True), at most maximum; None
+    too when `none` says what None means."""
     bound = f"greater than {minimum:g}" if above else f"at least {minimum:g}"
     if maximum is not None:
         bound += f" and at most {maximum:g}"
+    if none:
+        bound += f", or None ({none})"
 
     def rule(value):
+        if value is None and none:
+            return None
         ok = _is_number(value) and (value > minimum if above else value >= minimum)
         if ok and (maximum is None or value <= maximum):
             return None
@@ -216,6 +222,30 @@ class QueueConf:
     POLL_JITTER_SECONDS: float = setting(0.25, check_id=4, rule=number(0), group="workers", doc="""
         A random extra wait, up to this long, added to each idle poll so that workers spread
         out.""")
+    POLL_INTERVAL_MAX_SECONDS: float = setting(5.0, check_id=90, rule=number(0, above=True),
+                                               group="workers", doc="""
+        The longest an idle worker waits between polls while its LISTEN connection is up. Each
+        poll that finds nothing doubles the wait, from `JOB_POLL_INTERVAL_SECONDS` up to this;
+        the first job claimed brings it back. Jobs enqueued now wake workers by NOTIFY, and
+        jobs that become due later (delayed jobs, retries) by the maintenance leader's stager,
+        which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
+        what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
+        at one rate.""")
+    MAINTENANCE_LEADER: bool = setting(True, check_id=91, rule=boolean, group="workers", doc="""
+        Run the maintenance loops (the reaper, the pruner with the partition manager, the
+        periodic enqueuer and the stager) in one worker process per database, the leader,
+        elected through a lease row in `job_leader` that the leader renews with its heartbeat;
+        when it stops beating, another process takes over within
+        `JOB_LEADER_LEASE_SECONDS`. False runs them in every process, as several at once do no
+        harm (each takes its rows with SKIP LOCKED), only work.""")
+    LEADER_LEASE_SECONDS: float | None = setting(
+        None, check_id=92, rule=number(0.5, none="three heartbeats"), group="workers", doc="""
+        How long the maintenance leader's lease lasts without a heartbeat renewing it. The
+        default, three heartbeats, is `JOB_LEASE_SECONDS` capped at 6 s (the heartbeat comes
+        every third of `JOB_LEASE_SECONDS`, at most every 2 s), so a killed leader's lease
+        ends no later than the leases of the jobs it held: handing maintenance over never
+        delays the reaping of its own jobs. A killed leader is replaced within this plus one
+        heartbeat.""")
     LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
         Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
         Behind a transaction pooler, LISTEN needs the direct connection of

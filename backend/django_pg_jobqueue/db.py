@@ -91,6 +91,7 @@ def fetch_all(sql: str, params: dict | tuple | list) -> list[tuple]:
 WORKER_ALIAS = "django_pg_jobqueue_worker"
 POOL_TIMEOUT_SECONDS = 5.0  # waiting for a free connection, or for one to be opened
 POOL_RECONNECT_SECONDS = 1.0  # then give up: the loops' own backoff takes over
+POOL_MAX_IDLE_SECONDS = 10.0  # an idle worker process keeps min_size (1) connection
 
 _thread = threading.local()
 _pool_lock = threading.Lock()
@@ -125,7 +126,10 @@ def open_worker_pool(size: int) -> None:
             # caught by the loops and discarded on return (no `SELECT 1` on each checkout).
             "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
             "OPTIONS": {**base.get("OPTIONS", {}), "pool": {
-                "name": "jobqueue-worker", "min_size": min(2, size), "max_size": size,
+                # An idle process keeps one connection: the others the pool opened under
+                # load are closed once unused for POOL_MAX_IDLE_SECONDS.
+                "name": "jobqueue-worker", "min_size": 1, "max_size": size,
+                "max_idle": POOL_MAX_IDLE_SECONDS,
                 "timeout": POOL_TIMEOUT_SECONDS,
                 # psycopg_pool retries a failed connect with a backoff that grows to minutes;
                 # give up after a second instead, so that the next checkout tries again and

@@ -19,6 +19,7 @@ same engine, in the calling thread (Oban's Inline engine for tests, River's driv
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from . import services
@@ -95,6 +96,18 @@ class Engine(Protocol):
         """Remove the rows of worker processes silent that long whose jobs were reaped."""
         ...
 
+    def take_leadership(self, role: str, holder: str, lease_seconds: float) -> bool:
+        """Take or renew `role`'s lease if free, expired or `holder`'s: whether it holds it."""
+        ...
+
+    def resign_leadership(self, role: str, holder: str) -> None:
+        """Give `role`'s lease up if `holder` holds it."""
+        ...
+
+    def notify_newly_due_queues(self, since: datetime | None) -> tuple[datetime, int]:
+        """Wake the queues whose jobs became due after `since`: (the database clock, queues)."""
+        ...
+
     def record_lease_lost(self, job_id: int, lease_token, worker_id: str, action: str,
                           message: str, *, attempt: int | None = None) -> None:
         """Record that a write of `action` was refused because the lease was lost."""
@@ -142,6 +155,15 @@ class PostgresEngine:
 
     def forget_lost_workers(self, **kwargs) -> int:
         return services.forget_lost_workers(**kwargs)
+
+    def take_leadership(self, role, holder, lease_seconds) -> bool:
+        return services.take_leadership(role, holder, lease_seconds)
+
+    def resign_leadership(self, role, holder) -> None:
+        services.resign_leadership(role, holder)
+
+    def notify_newly_due_queues(self, since):
+        return services.notify_newly_due_queues(since)
 
     def record_lease_lost(self, *args, **kwargs) -> None:
         services.record_lease_lost(*args, **kwargs)

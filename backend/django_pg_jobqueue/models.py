@@ -404,3 +404,17 @@ class ScheduleSetting(models.Model):
         db_table = "job_schedule_settings"
         ordering = ["name"]
         verbose_name = "periodic schedule"
+
+
+class LeaderLease(models.Model):
+    """Who runs the maintenance loops (worker/leader.py): one row per role, held by the worker
+    process whose heartbeat last renewed it before `expires_at` (the database clock)."""
+
+    role = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=200)  # a WorkerProcess id: <host>-<pid>
+    elected_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "job_leader"
+        ordering = ["role"]

@@ -1209,6 +1209,55 @@ WHERE w.heartbeat_at < now() - make_interval(secs => %(silent_seconds)s)
 # The transaction id of the feed's `after` event (feed.py): the cursor's first half.
 EVENT_TX_ID = "SELECT tx_id FROM job_events WHERE id = %s"
 
+# --- the maintenance leader: one lease row per role (worker/leader.py) -----------------------
+# Take the lease, or keep it: the row is updated only when this process holds it already or
+# its lease has expired on the database clock, so two processes can never both hold it (the
+# second UPDATE waits for the first's row lock, then re-checks the condition on the new row
+# and matches nothing). A process that does not hold it locks nothing: the UPDATE's WHERE
+# fails before any row is locked. The INSERT makes the row the first time (or after a test
+# truncated the table); ON CONFLICT DO NOTHING leaves it to the UPDATE's next turn when two
+# processes both found no row. Returns the holder's id when this process holds the lease.
+TAKE_LEADERSHIP_IF_FREE_OR_MINE = """
+WITH renewed AS (
+    UPDATE job_leader
+       SET holder = %(holder)s,
+           elected_at = CASE WHEN holder = %(holder)s THEN elected_at ELSE now() END,
+           expires_at = now() + make_interval(secs => %(lease_seconds)s)
+     WHERE role = %(role)s AND (holder = %(holder)s OR expires_at < now())
+    RETURNING holder
+), created AS (
+    INSERT INTO job_leader (role, holder, elected_at, expires_at)
+    SELECT %(role)s, %(holder)s, now(), now() + make_interval(secs => %(lease_seconds)s)
+     WHERE NOT EXISTS (SELECT 1 FROM job_leader WHERE role = %(role)s)
+    ON CONFLICT (role) DO NOTHING
+    RETURNING holder
+)
+SELECT holder FROM renewed UNION ALL SELECT holder FROM created
+"""
+
+# Give the lease up (a graceful stop): another process takes it at its next heartbeat.
+RESIGN_LEADERSHIP = """
+UPDATE job_leader SET expires_at = '-infinity' WHERE role = %(role)s AND holder = %(holder)s
+"""
+
+# --- the stager: wake the workers of queues whose jobs became due (worker/stager.py) ----------
+# Delayed jobs and retries become runnable at `available_at` with no NOTIFY of their own;
+# idle workers back off their polling (JOB_POLL_INTERVAL_MAX_SECONDS), so the maintenance
+# leader notifies, once per queue, the queues with jobs that became due since its last pass
+# (`since`, the last pass's database clock, returned as `now`). Only jobs that were not
+# runnable when written count (`available_at > created_at`): a job enqueued to run at once
+# sent its own NOTIFY. The claim index orders the
+# queued rows by priority first, so this reads the queued rows' index entries: the runnable
+# backlog, which is small whenever workers are idle enough to be backing off.
+DATABASE_NOW = "SELECT now()"  # the stager's first `since`: the database clock, not the host's
+
+NOTIFY_QUEUES_WITH_NEWLY_DUE_JOBS = f"""
+SELECT now(), count(pg_notify('{NOTIFY_CHANNEL}', queue))
+  FROM (SELECT DISTINCT queue FROM jobs
+         WHERE status = 'queued' AND available_at > created_at
+           AND available_at > %(since)s AND available_at <= now()) due
+"""
+
 # --- metrics: the figures of GET /metrics (metrics.py), in one read-only transaction ------
 # Its statement timeout, transaction-local (%s: milliseconds, as text).
 STATEMENT_TIMEOUT_LOCAL = "SELECT set_config('statement_timeout', %s, true)"

@@ -32,7 +32,14 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 from .rerunning import rerun
 from .schedules import pause_schedule, resume_schedule, run_schedule
-from .workers import adopt_prefetched, forget_lost_workers, record_stuck_handler
+from .workers import (
+    adopt_prefetched,
+    forget_lost_workers,
+    notify_newly_due_queues,
+    record_stuck_handler,
+    resign_leadership,
+    take_leadership,
+)
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
@@ -41,5 +48,6 @@ __all__ = [
     "renew_many",
     "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
     "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "record_stuck_handler",
+    "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
 ]

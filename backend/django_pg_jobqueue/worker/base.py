@@ -5,6 +5,7 @@ import logging
 import random
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from django.db import (
     DatabaseError,
@@ -15,6 +16,9 @@ from django.db import (
 )
 
 from ..db import worker_connection
+
+if TYPE_CHECKING:
+    from .leader import Leadership
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
@@ -56,6 +60,8 @@ class ServiceThread(threading.Thread):
     Tests call `run_once()` directly instead of sleeping for the loop."""
 
     interval: float = 1.0
+    # A maintenance loop runs only while this process leads (worker/leader.py); None: always.
+    leadership: "Leadership | None" = None
 
     def __init__(self, name: str, logger: logging.Logger):
         super().__init__(name=name, daemon=True)
@@ -76,6 +82,11 @@ class ServiceThread(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
+                if self.leadership is not None and not self.leadership.is_leader():
+                    # Another process runs this loop: nothing to do, no statement sent. Look
+                    # again soon, so that a new leader's loops start within a second.
+                    self.stopping.wait(min(self.interval, 1.0))
+                    continue
                 try:
                     close_old_connections()
                     with worker_connection():  # given back, or discarded if it broke

@@ -29,12 +29,14 @@ from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
 from .held import Held, HeldJobs
+from .leader import Leadership
 from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
 from .renewer import LeaseRenewer
 from .signals import TestSignals
+from .stager import Stager
 from .stats import PoolStats
 from .stuck import StuckWatch
 from .unknown_types import UnknownTypes
@@ -75,6 +77,13 @@ class Lane(threading.Thread):
         self.errors = RateLimitedLog(log)
         self.prefetch_id = f"{pool.process_id}-prefetch"
         self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
+        self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
+        # Set by a NOTIFY (an enqueue, a retry, the stager): a job may be waiting. An executor
+        # that frees up sets only `wake`: without a backlog, a notification or a due poll it
+        # does not make the dispatcher claim, so a trickled job costs one claim, not two.
+        self.notified = threading.Event()
+        self.notified.set()
+        self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -134,6 +143,11 @@ class Lane(threading.Thread):
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
+                if not backlog and not self.notified.is_set():
+                    until_poll = self.next_poll_at - time.monotonic()
+                    if until_poll > 0:  # woken by a freed executor: nothing says a job waits
+                        self.wake.wait(until_poll)
+                        continue
                 if backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
@@ -144,6 +158,7 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
+                self.notified.clear()  # before the claim: a NOTIFY during it claims again
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
@@ -185,15 +200,29 @@ class Lane(threading.Thread):
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
                 backlog = len(jobs) == len(free) + extra
+                self.empty_polls = 0 if jobs else self.empty_polls + 1
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
-                    self.wake.wait(pool.poll_interval + random.uniform(0, pool.poll_jitter))
+                    self.next_poll_at = time.monotonic() + self._idle_poll_wait()
+                    self.wake.wait(self.next_poll_at - time.monotonic())
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
             finally:
                 self._return_connection()
                 db.queue_connection().close()
+
+    def _idle_poll_wait(self) -> float:
+        """How long to wait for a wake-up before polling again: the poll interval, doubled by
+        each poll in a row that claimed nothing up to JOB_POLL_INTERVAL_MAX_SECONDS, while the
+        LISTEN connection is up (NOTIFY from enqueues, and the leader's stager for jobs that
+        become due later, wake it sooner); plus the jitter."""
+        pool = self.pool
+        wait = pool.poll_interval
+        if self.empty_polls > 1 and pool.listener is not None and pool.listener.connected.is_set():
+            wait = min(pool.poll_interval_max,
+                       pool.poll_interval * 2 ** min(self.empty_polls - 1, 16))
+        return max(wait, pool.poll_interval) + random.uniform(0, pool.poll_jitter)
 
     def _return_connection(self) -> None:
         """Give the dispatcher's connection back to the worker's pool, its claim settings
@@ -234,6 +263,7 @@ class WorkerPool:
         self.lease_seconds = lease_seconds or c.LEASE_SECONDS
         self.poll_interval = poll_interval or c.POLL_INTERVAL_SECONDS
         self.poll_jitter = c.POLL_JITTER_SECONDS
+        self.poll_interval_max = max(self.poll_interval, c.POLL_INTERVAL_MAX_SECONDS)
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
@@ -280,13 +310,25 @@ class WorkerPool:
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
         self.periodic = PeriodicEnqueuer()
+        self.stager = Stager(self.poll_interval, engine=self.engine)
+        # The loops one process per database runs (worker/leader.py): elected with the
+        # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
+        self.leadership = Leadership(
+            self.process_id, lease_seconds=c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval,
+            engine=self.engine)
+        self.renewer.elector = self.leadership
+        for loop in (self.reaper, self.pruner, self.periodic, self.stager):
+            if loop is not None:
+                loop.leadership = self.leadership
         self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
-                                              self.periodic) if t]
+                                              self.periodic, self.stager) if t]
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:
+        """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
             if lane.matches(queue_name):
+                lane.notified.set()
                 lane.wake.set()
 
     def start(self) -> "WorkerPool":
@@ -368,6 +410,7 @@ class WorkerPool:
         try:
             close_old_connections()
             self.renewer.remove_worker_row()
+            self.leadership.resign()  # the next heartbeat elsewhere takes maintenance over
         except CONNECTION_ERRORS:
             pass
         for t in [*self.lanes, *self.maintenance]:

@@ -16,12 +16,13 @@ import logging
 import os
 import socket
 
-from .. import conf, middleware
+from .. import conf, db, middleware
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
+from .leader import Leadership
 from .stuck import StuckWatch, rss_bytes
 
 log = logging.getLogger("django_pg_jobqueue.renewer")
@@ -49,12 +50,20 @@ class LeaseRenewer(ServiceThread):
         self.timed_out = 0
         self.orphaned = 0
 
+    # Set by the pool: the maintenance leader's lease, taken or renewed with each heartbeat
+    # (not `leadership`, which would make this loop itself run on the leader only).
+    elector: "Leadership | None" = None
+
     def heartbeat(self) -> None:
-        self.engine.heartbeat(
-            self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
-            threads=self.threads, queues=self.queues, rss_bytes=rss_bytes(),
-            jobs_done=self.jobs_done(), stuck_handlers=self.stuck_now,
-            heartbeat_interval_seconds=self.interval, supervisor_pid=self.supervisor_pid)
+        # One transaction: the process's row and, when it leads or may, the leader's lease.
+        with db.atomic():
+            self.engine.heartbeat(
+                self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
+                threads=self.threads, queues=self.queues, rss_bytes=rss_bytes(),
+                jobs_done=self.jobs_done(), stuck_handlers=self.stuck_now,
+                heartbeat_interval_seconds=self.interval, supervisor_pid=self.supervisor_pid)
+            if self.elector is not None:
+                self.elector.beat()
 
     def run_once(self) -> dict[str, int]:
         held, orphaned = self._watch(self.held.snapshot())

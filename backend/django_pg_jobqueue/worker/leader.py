@@ -1,0 +1,95 @@
+"""The maintenance leader: one worker process per database runs the maintenance loops.
+
+The reaper, the pruner (with the partition manager), the periodic enqueuer and the stager need
+not run in every process: several at once are safe (each takes its rows with SKIP LOCKED, and a
+periodic tick is enqueued once whoever wins), but each costs every process a transaction every
+few seconds, which hundreds of processes turn into a load of their own. So one process holds a
+lease row in `job_leader` (sql.TAKE_LEADERSHIP_IF_FREE_OR_MINE) and runs them; the others
+skip them without touching the database.
+
+The lease is taken and renewed by the renewer's heartbeat, in the same transaction: no extra
+transaction. It lasts JOB_LEADER_LEASE_SECONDS on the database clock; a leader that stops
+beating (killed, frozen, cut off) loses it when it expires, and the next process to beat takes
+it, so a new leader runs maintenance within the lease plus one heartbeat. A leader that stops
+gracefully resigns, and the next heartbeat elsewhere takes over at once.
+
+A process believes it leads from the heartbeat that renewed its lease until that lease would
+expire by its own monotonic clock, counted from before the statement was sent; so it stops
+believing no later than the database ends the lease, whatever happens to the connection.
+Maintenance overlapping a hand-over by a moment is harmless, for the reason above.
+"""
+import logging
+import threading
+import time
+
+from .. import conf
+from ..engine import Engine, default_engine
+
+log = logging.getLogger("django_pg_jobqueue.leader")
+
+MAINTENANCE = "maintenance"
+
+
+def heartbeat_interval() -> float:
+    """How often the renewer beats (and renews leases): a third of JOB_LEASE_SECONDS, at most
+    2 s, at least 0.2 s."""
+    return max(0.2, min(conf.get().LEASE_SECONDS / 3, 2.0))
+
+
+class Leadership:
+    def __init__(self, process_id: str, *, role: str = MAINTENANCE,
+                 lease_seconds: float | None = None, enabled: bool | None = None,
+                 engine: Engine | None = None):
+        c = conf.get()
+        self.engine = engine or default_engine()
+        self.process_id, self.role = process_id, role
+        self.lease_seconds = lease_seconds or c.LEADER_LEASE_SECONDS or 3 * heartbeat_interval()
+        # Off: every process runs maintenance (it leads, as far as its loops know).
+        self.enabled = c.MAINTENANCE_LEADER if enabled is None else enabled
+        self._valid_until = float("inf") if not self.enabled else 0.0
+        self._lock = threading.Lock()
+        self.elected = threading.Event()  # set while this process leads; loops wait on it
+        if not self.enabled:
+            self.elected.set()
+        self.terms = 0  # how many times this process became the leader
+
+    def is_leader(self) -> bool:
+        if time.monotonic() < self._valid_until:
+            return True
+        if self.elected.is_set() and self.enabled:
+            self._lose("its lease ran out before a heartbeat renewed it")
+        return False
+
+    def beat(self) -> bool:
+        """Take or renew the lease (inside the heartbeat's transaction); whether this process
+        leads now."""
+        if not self.enabled:
+            return True
+        sent_at = time.monotonic()
+        holds = self.engine.take_leadership(self.role, self.process_id, self.lease_seconds)
+        with self._lock:
+            if holds:
+                self._valid_until = sent_at + self.lease_seconds
+                if not self.elected.is_set():
+                    self.terms += 1
+                    self.elected.set()
+                    log.info("%s leads %s now (lease %ss)", self.process_id, self.role,
+                             self.lease_seconds)
+            elif self.elected.is_set():
+                self._lose("another process holds the lease")
+        return holds
+
+    def _lose(self, why: str) -> None:
+        with self._lock:
+            if not self.elected.is_set():
+                return
+            self._valid_until = 0.0
+            self.elected.clear()
+        log.warning("%s no longer leads %s: %s", self.process_id, self.role, why)
+
+    def resign(self) -> None:
+        """Give the lease up at a graceful stop, so that another process takes it at once."""
+        if not self.enabled or not self.elected.is_set():
+            return
+        self.engine.resign_leadership(self.role, self.process_id)
+        self._lose("it stopped")

@@ -1,0 +1,164 @@
+"""One worker process per database runs the maintenance loops (the reaper, the pruner, the
+periodic enqueuer, the stager), elected through a lease row renewed by its heartbeat; a killed
+leader is replaced within seconds and nothing it was reaping is lost; idle workers back off
+their polling while LISTEN is up, and jobs that become due later still start promptly."""
+import signal
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from django_pg_jobqueue import sql
+from django_pg_jobqueue.models import Job, LeaderLease
+from django_pg_jobqueue.services import enqueue
+from django_pg_jobqueue.worker.leader import MAINTENANCE, Leadership
+from tests.utils import spawn_workers, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAST = {"JOB_LEASE_SECONDS": "2", "JOB_REAPER_INTERVAL_SECONDS": "0.5",
+        "JOB_LEADER_LEASE_SECONDS": "3", "JOB_POLL_INTERVAL_SECONDS": "0.2"}
+
+
+def _holder() -> str | None:
+    row = LeaderLease.objects.filter(role=MAINTENANCE).first()
+    if row is None:
+        return None
+    with connection.cursor() as cur:
+        cur.execute("SELECT expires_at > now() FROM job_leader WHERE role = %s", [MAINTENANCE])
+        (live,) = cur.fetchone()
+    return row.holder if live else None
+
+
+def test_two_processes_never_both_hold_the_lease_and_a_resignation_hands_it_over():
+    a, b = Leadership("host-a-1", lease_seconds=5), Leadership("host-b-2", lease_seconds=5)
+    assert a.beat() is True
+    assert b.beat() is False  # held, not expired: b takes nothing and locks nothing
+    assert a.is_leader() and not b.is_leader()
+    assert a.beat() is True  # renewing keeps it
+    a.resign()
+    assert not a.is_leader()
+    assert b.beat() is True and b.is_leader()
+    assert a.beat() is False
+
+
+def test_an_expired_lease_is_taken_by_the_next_heartbeat_and_the_old_holder_stops_believing():
+    a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
+    assert a.beat()
+    time.sleep(1.1)
+    assert not a.is_leader()  # its own clock ended the term, without asking the database
+    assert b.beat() and b.is_leader()
+    assert not a.beat()
+
+
+def test_many_contenders_at_once_elect_exactly_one():
+    contenders = [Leadership(f"host-{i}", lease_seconds=5) for i in range(16)]
+    won, barrier = [], threading.Barrier(len(contenders))
+
+    def contend(lead):
+        from django.db import connections
+
+        barrier.wait()
+        try:
+            if lead.beat():
+                won.append(lead.process_id)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=contend, args=(lead,)) for lead in contenders]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(won) == 1, won
+    assert LeaderLease.objects.get(role=MAINTENANCE).holder == won[0]
+
+
+@override_settings(JOB_MAINTENANCE_LEADER=False)
+def test_with_the_leader_off_every_process_runs_maintenance():
+    lead = Leadership("host-a-1")
+    assert lead.is_leader() and lead.beat()
+    assert not LeaderLease.objects.exists()
+
+
+@pytest.mark.e2e
+def test_only_the_leader_reaps_and_a_killed_leader_is_replaced_without_losing_a_job():
+    """Three real worker processes: one holds the lease; SIGKILL it while it holds running
+    jobs; another process takes the lease within the lease plus a heartbeat, and its reaper
+    requeues the dead leader's jobs, which then succeed."""
+    procs = [spawn_workers("--threads", "2", env=FAST) for _ in range(3)]
+    try:
+        leader = wait_for(_holder, timeout=60, message="a leader elected")
+        pids = {f"{p.pid}": p for p in procs}
+        victim = pids[leader.rsplit("-", 1)[1]]
+        # Jobs that run long enough to be held by every process, the leader included.
+        for _ in range(6):
+            enqueue("sleep", {"seconds": 2.5}, max_attempts=3)
+        wait_for(lambda: Job.objects.filter(status="running",
+                                            locked_by__startswith=leader + "-").exists(),
+                 timeout=20, message="the leader holds a running job")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(5)
+        killed_at = time.monotonic()
+        new_leader = wait_for(lambda: (h := _holder()) and h != leader and h, timeout=15,
+                              message="a new leader")
+        handover = time.monotonic() - killed_at
+        assert handover < 10, handover
+        assert new_leader.rsplit("-", 1)[1] in pids
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, timeout=40,
+                 message="every job succeeded, the dead leader's requeued by the new one")
+        assert not Job.objects.exclude(status="succeeded").exists()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(20)
+            except Exception:
+                p.kill()
+
+
+def test_the_stager_notifies_a_queue_once_when_its_delayed_jobs_become_due():
+    from django_pg_jobqueue.worker.stager import Stager
+
+    stager = Stager(interval=0.2)
+    assert stager.run_once() == 0
+    enqueue("noop", {}, queue="later", delay=0.3)
+    enqueue("noop", {}, queue="later", delay=0.3)
+    enqueue("noop", {}, queue="now")  # runnable at once: its own NOTIFY, none from the stager
+    assert stager.run_once() == 0  # not yet due
+    time.sleep(0.4)
+    with connection.cursor() as cur:
+        cur.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
+    assert stager.run_once() == 1  # one queue, however many jobs
+    notes = list(connection.connection.notifies(timeout=1, stop_after=1))
+    assert [n.payload for n in notes] == ["later"]
+    assert stager.run_once() == 0  # already notified
+
+
+@pytest.mark.e2e
+def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_time():
+    """One idle process polls at the base interval at first, then less and less often up to
+    JOB_POLL_INTERVAL_MAX_SECONDS; a job enqueued with a delay starts within about a second
+    of becoming due (the leader's stager wakes it), not at the next backed-off poll."""
+    env = {**FAST, "JOB_POLL_INTERVAL_SECONDS": "0.5", "JOB_POLL_INTERVAL_MAX_SECONDS": "8",
+           "JOB_POLL_JITTER_SECONDS": "0"}
+    proc = spawn_workers("--threads", "1", env=env)
+    try:
+        wait_for(_holder, timeout=60, message="the process leads")
+        time.sleep(6)  # idle long enough to back off beyond the delay below
+        job = enqueue("noop", {}, delay=2.0)
+        wait_for(lambda: Job.objects.get(pk=job.id).status == "succeeded", timeout=10,
+                 message="the delayed job ran")
+        job.refresh_from_db()
+        late = (job.started_at - job.available_at).total_seconds()
+        assert late < 1.5, f"started {late:.2f}s after it became due"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except Exception:
+            proc.kill()
