@@ -214,6 +214,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{id}/rerun/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-run a succeeded job, as a new copy
+         * @description Enqueues a new job with the original's type, payload, queue, priority, max_attempts and timeout (not its idempotency key) and returns it (201); the original stays as it was, with its result and history. The copy's `created` event names the original (`data.rerun_of`). Each request makes one copy. 409 (`invalid_transition`) for a job that did not succeed: retry a failed or cancelled one. 400 when the type has no handler any more. Needs change_job.
+         */
+        post: operations["v1_jobs_rerun_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{id}/retry/": {
         parameters: {
             query?: never;
@@ -438,6 +458,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/schedules/{name}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a periodic schedule
+         * @description The workers enqueue none of its ticks until it is resumed (from their next pass; one conditional write, so pausing a paused schedule is fine). Jobs already enqueued run. Returns the schedule. Needs change_job.
+         */
+        post: operations["v1_schedules_pause_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused periodic schedule
+         * @description Its ticks are enqueued again from the workers' next pass; the ticks it missed while paused are not. Returns the schedule. Needs change_job.
+         */
+        post: operations["v1_schedules_resume_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/run/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a periodic schedule now
+         * @description Enqueues the schedule's job at once (201, the job), paused or not, whatever its cron. Each request makes one new job: two at once make two. The job's key is `periodic:<name>:manual:<random>`, so it shows in the schedule's ticks (`manual: true`) and in the jobs list's `schedule` filter. 404 (`schedule_not_found`) for an unknown name; 409 (`schedule_invalid`) for an entry with problems. Needs change_job.
+         */
+        post: operations["v1_schedules_run_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{name}/ticks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A periodic schedule's tick history
+         * @description Its jobs, newest first (`limit`, default 50, at most 500): each tick's time (null for a run-now job) and the job with its outcome. A tick whose job was pruned is no longer listed; a tick no worker enqueued never was.
+         */
+        get: operations["v1_schedules_ticks_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workers/": {
         parameters: {
             query?: never;
@@ -462,10 +562,11 @@ export interface components {
         /**
          * @description * `cancel` - cancel
          *     * `retry` - retry
+         *     * `rerun` - rerun
          *     * `delete` - delete
          * @enum {string}
          */
-        ActionEnum: "cancel" | "retry" | "delete";
+        ActionEnum: "cancel" | "retry" | "rerun" | "delete";
         /**
          * @description * `cancel` - cancel
          *     * `run` - run
@@ -605,6 +706,8 @@ export interface components {
             readonly unique_key: string | null;
             readonly unique_states: unknown;
             readonly has_dependants: boolean;
+            readonly concurrency_key: string | null;
+            readonly concurrency_key_limit: number | null;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -613,6 +716,8 @@ export interface components {
         JobActionFilterRequest: {
             /** @description One status or several, comma-separated. */
             status?: string;
+            /** @description One state or several, comma-separated: available, scheduled, retryable, running, succeeded, failed, cancelled. */
+            state?: string;
             /** @description Exact job type. */
             type?: string;
             /** @description Exact queue name. */
@@ -627,7 +732,7 @@ export interface components {
             created_before?: string;
             /** @description The jobs this periodic schedule enqueued. */
             schedule?: string;
-            /** @description As the list's search: an id, a key, or text among the newest jobs. */
+            /** @description As the list's search: an id, a key, or text in any job (3+ characters). */
             search?: string;
         };
         /**
@@ -637,10 +742,11 @@ export interface components {
          */
         JobActionRequest: {
             /**
-             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; delete: finished jobs: succeeded, failed or cancelled.
+             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; rerun: succeeded jobs (each enqueued again as a new job); delete: finished jobs: succeeded, failed or cancelled.
              *
              *     * `cancel` - cancel
              *     * `retry` - retry
+             *     * `rerun` - rerun
              *     * `delete` - delete
              */
             action: components["schemas"]["ActionEnum"];
@@ -740,6 +846,10 @@ export interface components {
             after_failure?: (components["schemas"]["AfterFailureEnum"] | components["schemas"]["NullEnum"]) | null;
             /** @description At most one job of this type and key at a time: a duplicate answers 200 with the job that holds the key and `created: false`. */
             unique?: components["schemas"]["UniqueOptionsRequest"] | null;
+            /** @description E.g. customer:42: at most concurrency_key_limit jobs with this key run at once, across every worker; the others wait. */
+            concurrency_key?: string | null;
+            /** @description How many jobs with concurrency_key may run at once. Default: 1. Needs concurrency_key. */
+            concurrency_key_limit?: number | null;
         };
         /** @description A job with every field of the model and its latest events (oldest first). */
         JobDetail: {
@@ -790,6 +900,8 @@ export interface components {
             readonly unique_key: string | null;
             readonly unique_states: unknown;
             readonly has_dependants: boolean;
+            readonly concurrency_key: string | null;
+            readonly concurrency_key_limit: number | null;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /**
@@ -816,6 +928,10 @@ export interface components {
             dependencies: components["schemas"]["JobLink"][];
             /** @description The jobs that wait for this one (the first 100), in id order. */
             dependants: components["schemas"]["JobLink"][];
+            /** @description How many jobs with this job's concurrency key run now (null: the job has no key). */
+            concurrency_key_running: number | null;
+            /** @description Why this queued job waits for its key, e.g. "waiting: 1 of 1 running for key customer:42"; empty when it does not. */
+            concurrency_key_wait: string;
         };
         /**
          * @description A job as an enqueue returns it: `created` false when it is an existing job (an
@@ -869,6 +985,8 @@ export interface components {
             readonly unique_key: string | null;
             readonly unique_states: unknown;
             readonly has_dependants: boolean;
+            readonly concurrency_key: string | null;
+            readonly concurrency_key_limit: number | null;
             /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
             created: boolean;
         };
@@ -964,6 +1082,7 @@ export interface components {
             /** Format: date-time */
             generated_at: string;
             counts_by_status: components["schemas"]["_CountsByStatus"];
+            counts_by_state: components["schemas"]["_CountsByState"];
             queued: components["schemas"]["_Queued"];
             /** Format: double */
             oldest_runnable_age_seconds: number | null;
@@ -1009,15 +1128,6 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Job"][];
-            /** @description Only with a text search (`search=` of 3 characters or more): it looks at the newest `limit` jobs only. */
-            search?: {
-                /** @description How many jobs the text search looked at (the newest ones). */
-                jobs_searched: number;
-                /** @description The most it looks at. */
-                limit: number;
-                /** @description Older jobs exist that the text search did not look at. */
-                limited: boolean;
-            };
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         PatchedQueueUpdateRequest: {
@@ -1116,6 +1226,8 @@ export interface components {
             /** @description false: workers skip it; `problems` says why. */
             valid: boolean;
             problems: string[];
+            /** @description true: the workers enqueue none of its ticks (POST schedules/{name}/resume/). */
+            paused: boolean;
             /** Format: date-time */
             next_run_at: string | null;
             /**
@@ -1125,6 +1237,18 @@ export interface components {
             last_tick_at: string | null;
             /** @description The job of the latest tick (null: not enqueued, e.g. no worker ran then, or it was pruned). */
             last_job: components["schemas"]["_LastJob"] | null;
+        };
+        /** @description One job of a schedule: a tick's, or a run-now one. */
+        ScheduleTick: {
+            /**
+             * Format: date-time
+             * @description The tick it was enqueued for (null for a run-now job).
+             */
+            tick_at: string | null;
+            /** @description Enqueued by run-now, not by a tick. */
+            manual: boolean;
+            /** @description The job and its outcome (status, times, last error). */
+            job: components["schemas"]["_TickJob"];
         };
         /**
          * @description * `settings` - settings
@@ -1230,10 +1354,25 @@ export interface components {
             cancel: boolean;
             /** @description Retry failed or cancelled jobs (change_job). */
             retry: boolean;
+            /** @description Rerun succeeded jobs (each enqueued again as a new job) (change_job). */
+            rerun: boolean;
             /** @description Delete finished jobs: succeeded, failed or cancelled (delete_job). */
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;
+        };
+        /** @description The jobs by the states an operator filters by (`?state=`): queued split in three. */
+        _CountsByState: {
+            /** @description Queued and due now. */
+            available: number;
+            /** @description Queued for later, never attempted. */
+            scheduled: number;
+            /** @description Queued for later after a failed attempt. */
+            retryable: number;
+            running: number;
+            succeeded: number;
+            failed: number;
+            cancelled: number;
         };
         _CountsByStatus: {
             queued: number;
@@ -1254,6 +1393,16 @@ export interface components {
         _LastJob: {
             id: number;
             status: components["schemas"]["JobStatusEnum"];
+            /**
+             * Format: date-time
+             * @description When its latest attempt started (null: not yet run). The tick's own time is the schedule's `last_tick_at`.
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it finished (null: not yet).
+             */
+            finished_at: string | null;
         };
         _PriorityDepth: {
             priority: number;
@@ -1327,6 +1476,22 @@ export interface components {
             minute: string;
             succeeded: number;
             failed: number;
+        };
+        _TickJob: {
+            id: number;
+            status: components["schemas"]["JobStatusEnum"];
+            attempts: number;
+            max_attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its latest attempt's start.
+             */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            last_error: string | null;
         };
         _WorkerProcess: {
             id: string;
@@ -1617,6 +1782,8 @@ export interface operations {
     v1_jobs_list: {
         parameters: {
             query?: {
+                /** @description Exact concurrency key: the jobs that share it (e.g. customer:42). */
+                concurrency_key?: string;
                 /** @description ISO 8601; created at or after. */
                 created_after?: string;
                 /** @description ISO 8601; created before. */
@@ -1635,10 +1802,22 @@ export interface operations {
                 queue?: string;
                 /** @description The jobs a periodic schedule enqueued (by its name: their idempotency key is `periodic:<name>:<tick>`). Give `type` too for an index to serve it. */
                 schedule?: string;
-                /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, among the newest 10,000 jobs only: the body's `search` says how many jobs the text search looked at and whether older ones were left out (`limited`). */
+                /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, in every job (trigram indexes serve it). A value of 1 or 2 characters that is not a job id is a 400 (`search needs at least 3 characters`). */
                 search?: string;
                 /**
-                 * @description One status or several, comma-separated: queued,running.
+                 * @description One state or several, comma-separated (any of them): scheduled,retryable. available: queued and due now; scheduled: queued, due later, never attempted; retryable: queued, due later after a failed attempt (its backoff); running, succeeded, failed, cancelled: that status. With `status` too, a job must match both.
+                 *
+                 *     * `available` - available
+                 *     * `scheduled` - scheduled
+                 *     * `retryable` - retryable
+                 *     * `running` - running
+                 *     * `succeeded` - succeeded
+                 *     * `failed` - failed
+                 *     * `cancelled` - cancelled
+                 */
+                state?: ("available" | "cancelled" | "failed" | "retryable" | "running" | "scheduled" | "succeeded")[];
+                /**
+                 * @description One status or several, comma-separated (any of them): queued,running.
                  *
                  *     * `queued` - queued
                  *     * `running` - running
@@ -2062,6 +2241,82 @@ export interface operations {
             };
             /** @description No such job or queue (or page). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_jobs_rerun_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2818,6 +3073,259 @@ export interface operations {
             };
             /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_pause_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_resume_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_run_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_schedules_ticks_list: {
+        parameters: {
+            query?: {
+                /** @description At most this many, newest first. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's name (JOB_PERIODIC key or @periodic name). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleTick"][];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,7 +13,7 @@ const user: User = {
   is_staff: false,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true },
+  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
 };
 
 const job = (id: number, status: Job["status"]): Job =>

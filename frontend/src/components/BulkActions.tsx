@@ -15,6 +15,12 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
     note: "Only queued and running jobs are cancelled.",
   },
   retry: { label: "Retry", done: "Retried", tone: "primary", note: "Only failed and cancelled jobs are retried." },
+  rerun: {
+    label: "Re-run",
+    done: "Re-ran (as new copies)",
+    tone: "primary",
+    note: "Only succeeded jobs are re-run, each as a new job.",
+  },
   delete: {
     label: "Delete",
     done: "Deleted",

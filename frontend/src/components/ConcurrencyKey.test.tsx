@@ -29,7 +29,13 @@ describe("ConcurrencyKey", () => {
   it("shows nothing for a job without a key", () => {
     render(
       <ConcurrencyKey
-        job={{ ...keyed, concurrency_key: null, concurrency_key_limit: null, concurrency_key_running: null, concurrency_key_wait: "" }}
+        job={{
+          ...keyed,
+          concurrency_key: null,
+          concurrency_key_limit: null,
+          concurrency_key_running: null,
+          concurrency_key_wait: "",
+        }}
       />,
     );
     expect(screen.queryByTestId("concurrency-key")).toBeNull();

@@ -3,7 +3,11 @@ import { MemoryRouter } from "react-router";
 import { describe, expect, it } from "vitest";
 import { JobDependencies } from "./JobDependencies";
 
-const link = (id: number, status: "queued" | "succeeded" | "waiting" | null, on_failure: "cancel" | "run" = "cancel") => ({
+const link = (
+  id: number,
+  status: "queued" | "succeeded" | "waiting" | null,
+  on_failure: "cancel" | "run" = "cancel",
+) => ({
   id,
   type: status === null ? null : "noop",
   status,

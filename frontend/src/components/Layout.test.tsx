@@ -12,7 +12,7 @@ const staff: User = {
   is_staff: true,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true },
+  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
 };
 
 function renderMounted(config: object, at: string) {

@@ -6,11 +6,12 @@
 import type { JobStatus } from "../api/types";
 
 const FACTS: Record<JobStatus, { order: number; finished: boolean }> = {
-  queued: { order: 0, finished: false },
-  running: { order: 1, finished: false },
-  succeeded: { order: 2, finished: true },
-  failed: { order: 3, finished: true },
-  cancelled: { order: 4, finished: true },
+  waiting: { order: 0, finished: false },
+  queued: { order: 1, finished: false },
+  running: { order: 2, finished: false },
+  succeeded: { order: 3, finished: true },
+  failed: { order: 4, finished: true },
+  cancelled: { order: 5, finished: true },
 };
 
 /** Every status, in the order of a job's life. */

@@ -15,7 +15,7 @@ const operator: User = {
   is_staff: false,
   is_superuser: false,
   permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true },
+  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
 };
 
 const EMPTY = { count: 0, next: null, previous: null, results: [] };

@@ -7,7 +7,7 @@ import type { QueueDetail, Throughput, User } from "../api/types";
 import { throughputSummary } from "../components/ThroughputPanel";
 import { QueuePage, parseLimit } from "./QueuePage";
 
-const can = { view: true, create: true, cancel: true, retry: true, delete: true, change_queue: true };
+const can = { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true };
 const userWith = (extra: Partial<User["can"]> = {}): User => ({
   id: 1,
   username: "ops",

@@ -80,7 +80,9 @@ function QueueView({ q }: { q: QueueDetail }) {
             data-testid={`queue-count-${s}`}
           >
             <div className="label">{s[0].toUpperCase() + s.slice(1)}</div>
-            <div className="value">{q.counts_by_status[s].toLocaleString()}</div>
+            <div className="value">
+              {(q.counts_by_status[s as keyof typeof q.counts_by_status] ?? 0).toLocaleString()}
+            </div>
             {s === "queued" && <div className="sub">{q.runnable.toLocaleString()} runnable</div>}
           </Link>
         ))}
