@@ -184,17 +184,18 @@ def test_the_migration_from_0006_keeps_every_row_and_the_id_sequence_and_goes_ba
     executor = MigrationExecutor(connection)
     app = "django_pg_jobqueue"
     latest = executor.loader.graph.leaf_nodes(app)
-    # The jobs are made by today's code, on today's schema, then taken back to 0006 with it
-    # (later migrations add columns that today's enqueue writes).
+    # The jobs go through today's services on today's schema (later migrations add columns
+    # that today's statements write), then the schema goes back to 0006 with them.
     jobs = make_jobs(3, "succeeded")
+    with connection.cursor() as cur:
+        cur.execute("UPDATE job_events SET created_at = created_at - interval '20 days'"
+                    " WHERE job_id = %s", [jobs[0]])
+    before = rows(jobs)
+    assert len(before) == 9
     executor.migrate([(app, "0006_workerprocess_verbose_name_plural")])
     try:
         assert not partitions.is_partitioned()
-        with connection.cursor() as cur:
-            cur.execute("UPDATE job_events SET created_at = created_at - interval '20 days'"
-                        " WHERE job_id = %s", [jobs[0]])
-        before = rows(jobs)
-        assert len(before) == 9
+        assert rows(jobs) == before
         executor = MigrationExecutor(connection)
         executor.migrate(latest)
         assert partitions.is_partitioned()
