@@ -20,10 +20,3 @@ def double(x):
 @task()
 def flaky(kind):
     raise {"key": KeyError, "value": ValueError}[kind]("flaky")
-
-
-@task_options(concurrency=1)
-@task()
-def one_at_a_time(n):
-    """Runs alone: at most one of its jobs at once."""
-    return n

@@ -17,7 +17,8 @@ from django_pg_jobqueue.tasks_compat import TaskResultStatus
 
 MODULE = "tests.tasks_with_options"
 WELCOME = f"{MODULE}.send_welcome"
-ALONE = f"{MODULE}.one_at_a_time"
+LIMITED = "tests.tasks_with_limits"
+ALONE = f"{LIMITED}.one_at_a_time"
 
 
 @pytest.fixture
@@ -25,6 +26,13 @@ def tasks():
     sys.modules.pop(MODULE, None)
     yield importlib.import_module(MODULE)
     sys.modules.pop(MODULE, None)
+
+
+@pytest.fixture
+def limited():
+    sys.modules.pop(LIMITED, None)
+    yield importlib.import_module(LIMITED)
+    sys.modules.pop(LIMITED, None)
     registry.set_type_limit(ALONE, None)
 
 
@@ -78,9 +86,9 @@ def test_the_api_creates_a_listed_task_by_its_path_and_nothing_else(tasks, opera
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_task_concurrency_limit_holds_in_the_claim(tasks):
+def test_a_task_concurrency_limit_holds_in_the_claim(limited):
     for n in range(3):
-        tasks.one_at_a_time.enqueue(n)
+        limited.one_at_a_time.enqueue(n)
     assert registry.type_limits()[ALONE] == 1
     claimed = services.claim(worker_ids=["w1", "w2", "w3"])
     assert [c.type for c in claimed] == [ALONE]
