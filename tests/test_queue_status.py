@@ -40,7 +40,7 @@ def test_queue_status_summarises_counts_depth_throughput_workers_and_flow_contro
     # queued, running, succeeded, failed, cancelled, waiting, runnable, oldest runnable, flow
     assert default.split() == ["default", "1", "1", "1", "0", "0", "0", "1", default.split()[8],
                                "-"]
-    assert re.fullmatch(r"3\.\dm", default.split()[7])
+    assert re.fullmatch(r"3\.\dm", default.split()[8])
     mail = next(line for line in out.splitlines() if line.strip().startswith("mail"))
     assert mail.split()[:7] == ["mail", "0", "0", "0", "1", "0", "0"]
     assert "PAUSED, limit 2" in mail

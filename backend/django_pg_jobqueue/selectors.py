@@ -17,7 +17,7 @@ from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
 from .registry import registry
-from .states import State, Status
+from .states import EventKind, State, Status
 
 DETAIL_EVENTS = 50
 EVENTS_DEFAULT_LIMIT = 100
@@ -127,7 +127,13 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     for event in latest:
         event.job = job  # the serializer reads job.type / job.status without a query
     latest.reverse()
-    dependencies, dependants = job_links(job)
+    # The links cost a query only for a job that has some: one others wait for
+    # (has_dependants), or one that waited (its `blocked` event), or one whose history is
+    # longer than the events read, which may hide that event.
+    dependencies, dependants = [], []
+    if (job.has_dependants or len(latest) >= events
+            or any(e.kind == EventKind.BLOCKED for e in latest)):
+        dependencies, dependants = job_links(job)
     job.concurrency_key_running, job.concurrency_key_wait = concurrency_key_wait(job)
     return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
 
