@@ -125,7 +125,8 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     # The links cost a query only for a job that has some: one others wait for
     # (has_dependants), or one that waited (its `blocked` event), or one whose history is
     # longer than the events read, which may hide that event.
-    dependencies, dependants = [], []
+    dependencies: list[dict] = []
+    dependants: list[dict] = []
     if (job.has_dependants or len(latest) >= events
             or any(e.kind == EventKind.BLOCKED for e in latest)):
         dependencies, dependants = job_links(job)
