@@ -26,7 +26,7 @@ def retryable() -> int:
 def one_of_each():
     return {
         "available": services.enqueue("noop").id,
-        "scheduled": services.enqueue("noop", delay=300).id,
+        "scheduled": services.enqueue("noop", delay_seconds=300).id,
         "retryable": retryable(),
         "running": running(),
         "succeeded": succeeded(),

@@ -13,7 +13,7 @@ from django_pg_jobqueue.services import deleting
 
 def test_every_surface_offers_exactly_the_registered_actions():
     names = list(job_actions.ACTIONS)
-    assert names == ["cancel", "retry", "delete"]
+    assert names == ["cancel", "retry", "rerun", "delete"]
     assert list(JobActionSerializer().fields["action"].choices) == names
     assert JobAdmin.actions == [f"{n}_jobs" for n in names]
     assert ACTION_PERMISSIONS == {n: a.perm for n, a in job_actions.ACTIONS.items()}
@@ -26,6 +26,7 @@ def test_each_action_runs_its_service_behind_its_permission():
     actions = job_actions.ACTIONS
     assert actions["cancel"].service is services.cancel
     assert actions["retry"].service is services.retry
+    assert actions["rerun"].service is services.rerun
     assert actions["delete"].service is deleting.delete
     assert (actions["cancel"].perm, actions["retry"].perm, actions["delete"].perm) == (
         "django_pg_jobqueue.change_job", "django_pg_jobqueue.change_job",
@@ -49,9 +50,9 @@ def test_the_users_can_flags_follow_the_registrys_permissions(django_user_model)
     user = django_user_model.objects.get(pk=user.pk)
     can = UserSerializer(user).data["can"]
     assert {n: can[n] for n in job_actions.ACTIONS} == {"cancel": False, "retry": False,
-                                                         "delete": True}
+                                                         "rerun": False, "delete": True}
 
 
 def test_an_unknown_action_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="action must be one of cancel, retry, delete; got 'x'"):
+    with pytest.raises(ValueError, match="action must be one of cancel, retry, rerun, delete; got 'x'"):
         job_actions.get("x")

@@ -126,8 +126,8 @@ def test_the_stager_notifies_a_queue_once_when_its_delayed_jobs_become_due():
 
     stager = Stager(interval=0.2)
     assert stager.run_once() == 0
-    enqueue("noop", {}, queue="later", delay=0.3)
-    enqueue("noop", {}, queue="later", delay=0.3)
+    enqueue("noop", {}, queue="later", delay_seconds=0.3)
+    enqueue("noop", {}, queue="later", delay_seconds=0.3)
     enqueue("noop", {}, queue="now")  # runnable at once: its own NOTIFY, none from the stager
     assert stager.run_once() == 0  # not yet due
     time.sleep(0.4)
@@ -150,7 +150,7 @@ def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_ti
     try:
         wait_for(_holder, timeout=60, message="the process leads")
         time.sleep(6)  # idle long enough to back off beyond the delay below
-        job = enqueue("noop", {}, delay=2.0)
+        job = enqueue("noop", {}, delay_seconds=2.0)
         wait_for(lambda: Job.objects.get(pk=job.id).status == "succeeded", timeout=10,
                  message="the delayed job ran")
         job.refresh_from_db()

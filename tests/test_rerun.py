@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def succeeded_job() -> Job:
     job = services.enqueue("noop", {"to": "ada@example.com"}, queue="emails", priority=7,
-                           max_attempts=4, timeout=45, idempotency_key="welcome-ada")
+                           max_attempts=4, timeout_seconds=45, idempotency_key="welcome-ada")
     [c] = services.claim(worker_ids=["w-1"], job_ids=[job.id])
     services.complete(c.id, c.lease_token, worker_id="w-1", result={"sent": True})
     return Job.objects.get(pk=job.id)

@@ -29,7 +29,8 @@ ONE_OF_EACH = {"type": "noop", "payload": {"n": 1}, "priority": 3, "queue": "voc
                "run_at": None, "delay_seconds": 30, "idempotency_key": "vocabulary-1",
                "max_attempts": 2, "timeout_seconds": 7,
                "retry_policy": {"delays_seconds": [1, 5]}, "unique": {"key": "vocabulary"},
-               "after": [], "after_failure": "cancel"}
+               "after": [], "after_failure": "cancel", "concurrency_key": "customer:42",
+               "concurrency_key_limit": 1}
 
 
 def _keywords(func) -> set[str]:

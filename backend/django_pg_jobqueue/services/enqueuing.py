@@ -871,7 +871,9 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
                    idempotency_key: str | None = None, max_attempts: int | None = None,
                    timeout_seconds: int | None = None,
                    retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
-                   after: list | None = None, after_failure: str | None = None) -> Job:
+                   after: list | None = None, after_failure: str | None = None,
+                   concurrency_key: str | None = None,
+                   concurrency_key_limit: int | None = None) -> Job:
     """`enqueue()` for async code (an async view, an async handler): the same arguments, the
     same checks and the same exceptions, because it is `enqueue()`, run by
     `sync_to_async` on the thread Django keeps for the request's synchronous work (its
@@ -884,7 +886,8 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
         type, payload, priority=priority, queue=queue, run_at=run_at,
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy,
-        unique=unique, after=after, after_failure=after_failure)
+        unique=unique, after=after, after_failure=after_failure,
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit)
 
 
 def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:
