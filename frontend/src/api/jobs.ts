@@ -125,6 +125,17 @@ export const jobMutations = {
     onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
   }),
+  /**
+   * POST jobs/{id}/rerun/: a succeeded job enqueued again as a new job (201, the copy); the
+   * original stays as it was. 409 for a job that did not succeed.
+   */
+  rerun: (queryClient: QueryClient) => ({
+    mutationFn: (id: number) => api.post<Job>(`jobs/${id}/rerun/`),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: jobKeys.lists() });
+      void queryClient.invalidateQueries({ queryKey: ["metrics"] });
+    },
+  }),
   /** DELETE jobs/{id}/: a finished job and its events go; the detail is dropped, not refetched. */
   delete: (queryClient: QueryClient) => ({
     mutationFn: (id: number) => api.delete(`jobs/${id}/`),

@@ -12,7 +12,7 @@ import { Notice } from "./Notice";
 import { StatusBadge } from "./StatusBadge";
 
 /** What the create form hands the job page in the router's state. */
-export type CreatedState = { created?: boolean; replayed?: boolean };
+export type CreatedState = { created?: boolean; replayed?: boolean; rerunOf?: number };
 
 /**
  * The title row (breadcrumb, title, badge, the live dot and the actions) and, under it, the
@@ -28,6 +28,7 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
   const [confirming, setConfirming] = useState(false);
   const cancelButton = useRef<HTMLButtonElement>(null);
   const remove = useMutation(jobMutations.delete(queryClient));
+  const rerun = useMutation(jobMutations.rerun(queryClient));
   const [confirmingDelete, setConfirmingDelete] = useState(false);
   const deleteButton = useRef<HTMLButtonElement>(null);
   const navigate = useNavigate();
@@ -101,6 +102,20 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
               {retry.isPending ? "Retrying…" : "Retry"}
             </button>
           )}
+          {user.can.rerun && job.status === "succeeded" && (
+            <button
+              type="button"
+              disabled={rerun.isPending}
+              title="Enqueue a new job with this one's type, payload and queue"
+              onClick={() =>
+                rerun.mutate(job.id, {
+                  onSuccess: (copy) => void navigate(`/jobs/${copy.id}`, { state: { rerunOf: job.id } }),
+                })
+              }
+            >
+              {rerun.isPending ? "Re-running…" : "Re-run"}
+            </button>
+          )}
           {user.can.delete && isFinished(job) && (
             <button
               ref={deleteButton}
@@ -135,6 +150,16 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
             onKeep={() => setConfirmingDelete(false)}
             returnFocus={deleteButton}
           />
+        </div>
+      )}
+      {rerun.isError && (
+        <div className="notice error" role="alert" data-testid="rerun-outcome">
+          Could not re-run job #{job.id}: {(rerun.error as Error).message}
+        </div>
+      )}
+      {created.rerunOf !== undefined && (
+        <div className="notice info" role="status" data-testid="rerun-notice">
+          This job is a copy of <Link to={`/jobs/${created.rerunOf}`}>#{created.rerunOf}</Link>, re-run from it.
         </div>
       )}
       {remove.isError && (

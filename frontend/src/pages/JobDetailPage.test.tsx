@@ -77,6 +77,7 @@ function fakeJobApi() {
     detailReads: 0,
     cancels: 0,
     deletes: 0,
+    reruns: 0,
   };
   vi.stubGlobal(
     "fetch",
@@ -92,6 +93,21 @@ function fakeJobApi() {
         const { events: _events, ...job } = api.detail;
         return json(job);
       }
+      if (url.pathname.endsWith("/jobs/7/rerun/") && init?.method === "POST") {
+        api.reruns += 1;
+        if (api.detail.status !== "succeeded")
+          return new Response(
+            JSON.stringify({ code: "invalid_transition", detail: "Only a succeeded job can be re-run." }),
+            {
+              status: 409,
+            },
+          );
+        const { events: _events, ...copy } = detail({ id: 8, status: "queued", attempts: 0, events: [] });
+        return new Response(JSON.stringify(copy), { status: 201 });
+      }
+      if (url.pathname.endsWith("/jobs/8/events/")) return json({ results: [], has_more: false, next_after: null });
+      if (url.pathname.endsWith("/jobs/8/"))
+        return json(detail({ id: 8, status: "queued", attempts: 0, locked_by: null, events: [] }));
       if (url.pathname.endsWith("/jobs/7/") && init?.method === "DELETE") {
         api.deletes += 1;
         return new Response(null, { status: 204 });
@@ -251,5 +267,37 @@ describe("deleting a finished job", () => {
     await userEvent.click(screen.getByRole("button", { name: "Yes, delete it" }));
     expect(await screen.findByTestId("list")).toHaveTextContent("deleted 7");
     expect(api.deletes).toBe(1);
+  });
+});
+
+describe("re-running a succeeded job", () => {
+  const succeeded = () =>
+    detail({
+      status: "succeeded",
+      locked_by: null,
+      lease_expires_at: null,
+      finished_at: at(-1),
+      is_finished: true,
+      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
+    });
+
+  it("is offered only for a succeeded job", async () => {
+    fakeJobApi();
+    renderJob();
+    await screen.findByRole("button", { name: "Cancel" });
+    expect(screen.queryByRole("button", { name: "Re-run" })).toBeNull();
+  });
+
+  it("enqueues a copy and goes to its page, which says it is a copy of the original", async () => {
+    const api = fakeJobApi();
+    api.detail = succeeded();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Re-run" }));
+    const notice = await screen.findByTestId("rerun-notice");
+    expect(notice).toHaveTextContent("This job is a copy of #7");
+    expect(within(notice).getByRole("link", { name: "#7" })).toHaveAttribute("href", "/jobs/7");
+    expect(await screen.findByRole("heading", { level: 1 })).toHaveTextContent("#8 sleep");
+    expect(api.reruns).toBe(1);
   });
 });
