@@ -51,6 +51,7 @@ const BADGES = [
   "failed",
   "cancelled",
   "retrying",
+  "waiting",
   "stale",
   "unknown",
 ];

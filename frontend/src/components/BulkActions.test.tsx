@@ -174,4 +174,11 @@ describe("summarizeAction and toActionFilter", () => {
     });
     expect(toActionFilter({ priority: "abc" })).toEqual({ priority: "abc" });
   });
+
+  it("passes the list's states on as the actions endpoint takes them, comma-separated", () => {
+    expect(toActionFilter({ state: "available,retryable", queue: "emails" })).toEqual({
+      state: "available,retryable",
+      queue: "emails",
+    });
+  });
 });

@@ -2,10 +2,12 @@ import { type FormEvent, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
-import { STATUSES, isStatus } from "../lib/statuses";
+import { JOB_STATES, STATUSES, isStatus } from "../lib/statuses";
 
 export type FilterValues = {
   status?: string;
+  /** Comma-separated states (any of them): `available,retryable`. */
+  state?: string;
   type?: string;
   queue?: string;
   priority?: string;
@@ -51,6 +53,7 @@ export function JobFilters({
     setText(applied);
   }
   const show = (k: keyof FilterValues) => !fixed.includes(k);
+  const chosenStates = values.state ? values.state.split(",") : [];
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onChange({ ...values, ...text });
@@ -81,6 +84,23 @@ export function JobFilters({
             )}
           </select>
         </div>
+      )}
+      {show("state") && (
+        <fieldset className="field states" {...bad("state")}>
+          <legend>State</legend>
+          {JOB_STATES.map((s) => (
+            <label key={s} className="check">
+              <input
+                type="checkbox"
+                checked={chosenStates.includes(s)}
+                onChange={(e) =>
+                  onChange({ ...values, ...text, state: toggleState(chosenStates, s, e.target.checked) })
+                }
+              />{" "}
+              {s}
+            </label>
+          ))}
+        </fieldset>
       )}
       {show("type") && (
         <div className="field">
@@ -186,6 +206,7 @@ export function JobFilters({
 
 export const FILTER_LABELS: Record<keyof FilterValues, string> = {
   status: "Status",
+  state: "State",
   type: "Type",
   queue: "Queue",
   priority: "Priority",
@@ -253,6 +274,20 @@ export function FilterProblem({
       </div>
     </div>
   );
+}
+
+/**
+ * The `state` filter with one state checked or unchecked, in the order of a job's life (so one
+ * choice makes one address); states the address gave that are not known are kept for the API
+ * to refuse by name.
+ */
+export function toggleState(chosen: string[], state: string, on: boolean): string {
+  const next = new Set(chosen);
+  if (on) next.add(state);
+  else next.delete(state);
+  const known = JOB_STATES.filter((s) => next.has(s));
+  const unknown = [...next].filter((s) => !(JOB_STATES as readonly string[]).includes(s));
+  return [...known, ...unknown].join(",");
 }
 
 /** A search the API cannot look for as text (under 3 characters, not an id): say so. */

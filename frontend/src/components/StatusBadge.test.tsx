@@ -34,6 +34,15 @@ describe("describeStatus", () => {
     ).toBe("cancelling");
   });
 
+  it("shows a job waiting for its dependencies in its own style", () => {
+    expect(describeStatus({ status: "waiting", attempts: 0 }, NOW)).toMatchObject({
+      status: "waiting",
+      label: "waiting",
+      tone: "waiting",
+      hint: "for the jobs it depends on",
+    });
+  });
+
   it("survives a status it does not know", () => {
     expect(describeStatus({ status: "archived" }, NOW)).toMatchObject({ label: "archived", tone: "unknown" });
   });

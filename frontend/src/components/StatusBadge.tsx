@@ -23,6 +23,8 @@ export function describeStatus(job: StatusFacts, now: number): StatusView {
   const max = job.max_attempts ?? null;
   const tries = max ? `attempt ${attempts}/${max}` : null;
   switch (job.status) {
+    case "waiting":
+      return { status: "waiting", label: "waiting", tone: "waiting", hint: "for the jobs it depends on" };
     case "queued": {
       const waiting = job.available_at ? Date.parse(job.available_at) > now : false;
       if (waiting && attempts > 0) {

@@ -1,10 +1,10 @@
 import { useCallback, useMemo } from "react";
-import { useSearchParams } from "react-router";
+import { useNavigate, useSearchParams } from "react-router";
 import type { JobListParams } from "../api/types";
 import type { FilterValues } from "../components/JobFilters";
 import { PAGE_SIZES } from "../components/Pager";
 
-const KEYS = ["status", "type", "queue", "priority", "search", "ordering", "schedule"] as const;
+const KEYS = ["status", "state", "type", "queue", "priority", "search", "ordering", "schedule"] as const;
 
 /**
  * Filters and page live in the URL, so a filtered list can be bookmarked, shared and survives
@@ -12,6 +12,7 @@ const KEYS = ["status", "type", "queue", "priority", "search", "ordering", "sche
  */
 export function useFilterParams(defaults: FilterValues = {}) {
   const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
   const values = useMemo(() => {
     const v: FilterValues = { ...defaults };
     for (const k of KEYS) {
@@ -35,10 +36,12 @@ export function useFilterParams(defaults: FilterValues = {}) {
         const value = next[k]?.toString().trim();
         if (value && value !== defaults[k]) p.set(k, value);
       }
-      setParams(p);
+      // Lists stay readable in the address (`state=available,retryable`), not `%2C`-encoded.
+      const search = p.toString().replace(/%2C/gi, ",");
+      void navigate({ search: search ? `?${search}` : "" });
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [params, setParams],
+    [params, navigate],
   );
   const setPage = useCallback(
     (n: number) => {
@@ -69,6 +72,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
   return {
     // As the address says: the API judges the values, and a 400 names what it refused.
     status: values.status ? (values.status.split(",") as JobListParams["status"]) : undefined,
+    state: values.state ? (values.state.split(",") as JobListParams["state"]) : undefined,
     type: values.type || undefined,
     queue: values.queue || undefined,
     // Not a whole number ("abc"): sent as it is, for the API to refuse by name.

@@ -69,7 +69,12 @@ export function FailedJobsPage() {
       </div>
       <Notice notice={notice} testId="action-outcome" />
       <section className="panel">
-        <JobFilters values={values} onChange={setFilters} fixed={["status"]} invalid={refused?.map((p) => p.field)} />
+        <JobFilters
+          values={values}
+          onChange={setFilters}
+          fixed={["status", "state"]}
+          invalid={refused?.map((p) => p.field)}
+        />
         {canBulk && jobs.data && !refused && (
           // Failed jobs cannot be cancelled: this bar retries and deletes.
           <BulkActions

@@ -5,7 +5,7 @@ import { MemoryRouter, Outlet as RouterOutlet, Route, Routes, useLocation } from
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../api/client";
 import type { User } from "../api/types";
-import { filterProblems } from "../components/JobFilters";
+import { filterProblems, toggleState } from "../components/JobFilters";
 import { FailedJobsPage } from "./FailedJobsPage";
 import { JobsPage } from "./JobsPage";
 
@@ -119,6 +119,60 @@ describe("a bad filter in the address", () => {
         .at(-1)!
         .searchParams.get("status"),
     ).toBe("failed");
+  });
+});
+
+describe("the state filter", () => {
+  it("takes several states, keeps them in the address as state=a,b and asks the list for any of them", async () => {
+    const requested = renderAt("/jobs?queue=emails");
+    const states = await screen.findByRole("group", { name: "State" });
+    await userEvent.click(within(states).getByRole("checkbox", { name: "retryable" }));
+    await waitFor(() =>
+      expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=retryable&queue=emails$/),
+    );
+    await userEvent.click(within(states).getByRole("checkbox", { name: "available" }));
+    // In the order of a job's life, whatever the order of the clicks: one choice, one address.
+    await waitFor(() =>
+      expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=available,retryable&queue=emails$/),
+    );
+    await waitFor(() =>
+      expect(
+        requested
+          .filter((u) => u.pathname.endsWith("/jobs/"))
+          .at(-1)!
+          .searchParams.get("state"),
+      ).toBe("available,retryable"),
+    );
+    expect(within(states).getByRole("checkbox", { name: "available" })).toBeChecked();
+    expect(within(states).getByRole("checkbox", { name: "running" })).not.toBeChecked();
+
+    await userEvent.click(within(states).getByRole("checkbox", { name: "available" }));
+    await waitFor(() =>
+      expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=retryable&queue=emails$/),
+    );
+  });
+
+  it("reads the states from the address", async () => {
+    const requested = renderAt("/jobs?state=scheduled,failed");
+    const states = await screen.findByRole("group", { name: "State" });
+    expect(within(states).getByRole("checkbox", { name: "scheduled" })).toBeChecked();
+    expect(within(states).getByRole("checkbox", { name: "failed" })).toBeChecked();
+    await waitFor(() => expect(requested.some((u) => u.searchParams.get("state") === "scheduled,failed")).toBe(true));
+  });
+
+  it("is not offered on the failed jobs page, whose status is pinned", async () => {
+    renderAt("/failed", <FailedJobsPage />);
+    await screen.findByLabelText("Priority");
+    expect(screen.queryByRole("group", { name: "State" })).toBeNull();
+  });
+});
+
+describe("toggleState", () => {
+  it("keeps the states in the order of a job's life and keeps unknown ones for the API to refuse", () => {
+    expect(toggleState([], "failed", true)).toBe("failed");
+    expect(toggleState(["failed"], "available", true)).toBe("available,failed");
+    expect(toggleState(["available", "failed"], "available", false)).toBe("failed");
+    expect(toggleState(["bogus"], "running", true)).toBe("running,bogus");
   });
 });
 
