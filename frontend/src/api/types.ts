@@ -21,6 +21,7 @@ export type Throughput = Schemas["Throughput"];
 export type ThroughputParams = NonNullable<paths["/api/v1/metrics/throughput/"]["get"]["parameters"]["query"]>;
 export type ThroughputRange = NonNullable<ThroughputParams["range"]>;
 export type Schedule = Schemas["Schedule"];
+export type ScheduleTick = Schemas["ScheduleTick"];
 export type Worker = Schemas["Worker"];
 export type RetryMatching = Schemas["JobRetryMatchingRequest"];
 export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];

@@ -1,9 +1,39 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, within } from "@testing-library/react";
-import { MemoryRouter } from "react-router";
+import { render, screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { MemoryRouter, Outlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Schedule } from "../api/types";
-import { SchedulesPage, scheduleJobsLink, scheduleTarget } from "./SchedulesPage";
+import type { Schedule, ScheduleTick, User } from "../api/types";
+import { SchedulesPage, lastRun, scheduleJobsLink, scheduleTarget } from "./SchedulesPage";
+
+const operator: User = {
+  id: 1,
+  username: "ops",
+  is_staff: false,
+  is_superuser: false,
+  permissions: [],
+  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
+};
+const viewer: User = {
+  ...operator,
+  can: { view: true, create: false, cancel: false, retry: false, rerun: false, delete: false, change_queue: false },
+};
+
+const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+
+function renderPage(user: User = operator) {
+  render(
+    <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
+      <MemoryRouter initialEntries={["/schedules"]}>
+        <Routes>
+          <Route element={<Outlet context={user} />}>
+            <Route path="/schedules" element={<SchedulesPage />} />
+          </Route>
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+}
 
 const base: Schedule = {
   name: "nightly-report",
@@ -24,7 +54,7 @@ const base: Schedule = {
   paused: false,
   next_run_at: new Date(Date.now() + 3_600_000).toISOString(),
   last_tick_at: new Date(Date.now() - 60_000).toISOString(),
-  last_job: { id: 42, status: "succeeded", started_at: null, finished_at: null },
+  last_job: { id: 42, status: "succeeded", started_at: ago(50), finished_at: ago(40) },
 };
 
 afterEach(() => vi.unstubAllGlobals());
@@ -50,17 +80,11 @@ describe("the periodic jobs page", () => {
       "fetch",
       vi.fn(async () => new Response(JSON.stringify([base, task]), { status: 200 })),
     );
-    render(
-      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-        <MemoryRouter>
-          <SchedulesPage />
-        </MemoryRouter>
-      </QueryClientProvider>,
-    );
+    renderPage();
     const row = (await screen.findByText("nightly-report")).closest("tr")!;
     expect(within(row).getByTestId("schedule-cron")).toHaveTextContent("0 3 * * *");
     expect(row).toHaveTextContent("Europe/Paris");
-    expect(within(row).getByTestId("schedule-last")).toHaveTextContent(/1 min 00 s ago|60 s ago|1 min/);
+    expect(within(row).getByTestId("schedule-last")).toHaveTextContent(/^ran 4\d s ago/);
     expect(within(row).getByRole("link", { name: "#42" })).toHaveAttribute("href", "/jobs/42");
     expect(within(row).getByTestId("schedule-next")).toHaveTextContent(/^in /);
     expect(within(row).getByRole("link", { name: "Recent report_generate jobs" })).toHaveAttribute(
@@ -80,5 +104,134 @@ describe("the periodic jobs page", () => {
     expect(scheduleTarget({ ...base, type: null, task: "a.b", args: [1], kwargs: { x: "y" } })).toBe('a.b(1, x="y")');
     expect(scheduleJobsLink({ name: "tick", type: "noop", queue: null })).toBe("/jobs?type=noop&schedule=tick");
     expect(scheduleJobsLink({ name: "every day", type: null, queue: null })).toBe("/jobs?schedule=every+day");
+  });
+});
+
+/** The schedules API as the tests set it: the list, run-now, pause, resume and the ticks. */
+function fakeSchedulesApi(rows: Schedule[], ticks: ScheduleTick[] = []) {
+  const api = { rows, posts: [] as string[], ticksAsked: [] as URL[] };
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: string, init?: RequestInit) => {
+      const url = new URL(input, "http://test");
+      const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status });
+      if (url.pathname.endsWith("/auth/csrf/")) return json({ csrf_token: "x" });
+      const m = url.pathname.match(/\/schedules\/([^/]+)\/(run|pause|resume|ticks)\/$/);
+      if (m && init?.method === "POST") {
+        const [, name, action] = m;
+        api.posts.push(`${action} ${decodeURIComponent(name)}`);
+        if (action === "run") return json({ id: 99, status: "queued" }, 201);
+        api.rows = api.rows.map((r) => (r.name === name ? { ...r, paused: action === "pause" } : r));
+        return json(api.rows.find((r) => r.name === name));
+      }
+      if (m && m[2] === "ticks") {
+        api.ticksAsked.push(url);
+        return json(ticks);
+      }
+      if (url.pathname.endsWith("/schedules/")) return json(api.rows);
+      return json({}, 404);
+    }),
+  );
+  return api;
+}
+
+describe("the schedules' controls", () => {
+  it("shows when the last job ran, not when it was ticked", () => {
+    const now = Date.parse("2026-01-01T12:00:00Z");
+    const at = (s: number) => new Date(now - s * 1000).toISOString();
+    expect(lastRun({ started_at: at(130), finished_at: at(120) }, now)?.text).toBe("ran 2 min 00 s ago");
+    expect(lastRun({ started_at: at(20), finished_at: null }, now)?.text).toBe("running since 20 s ago");
+    expect(lastRun({ started_at: null, finished_at: null }, now)?.text).toBe("not run yet");
+    expect(lastRun(null, now)).toBeNull();
+  });
+
+  it("runs a schedule now and links the job it enqueued", async () => {
+    const api = fakeSchedulesApi([base]);
+    renderPage();
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    await userEvent.click(within(row).getByRole("button", { name: "Run now" }));
+    const outcome = await within(row).findByTestId("schedule-run-outcome");
+    expect(within(outcome).getByRole("link", { name: "#99" })).toHaveAttribute("href", "/jobs/99");
+    expect(api.posts).toEqual(["run nightly-report"]);
+  });
+
+  it("pauses a schedule, shows it paused, and resumes it", async () => {
+    const api = fakeSchedulesApi([base]);
+    renderPage();
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    expect(within(row).queryByTestId("schedule-paused")).toBeNull();
+    await userEvent.click(within(row).getByRole("button", { name: "Pause" }));
+    expect(await within(row).findByTestId("schedule-paused")).toHaveTextContent("paused");
+    expect(within(row).getByTestId("schedule-next")).toHaveTextContent("paused");
+    await userEvent.click(within(row).getByRole("button", { name: "Resume" }));
+    await waitFor(() => expect(within(row).queryByTestId("schedule-paused")).toBeNull());
+    expect(api.posts).toEqual(["pause nightly-report", "resume nightly-report"]);
+  });
+
+  it("offers no writes to a user without change_job, but shows the tick history", async () => {
+    fakeSchedulesApi([{ ...base, paused: true }]);
+    renderPage(viewer);
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    expect(within(row).getByTestId("schedule-paused")).toBeInTheDocument();
+    expect(within(row).queryByRole("button", { name: "Run now" })).toBeNull();
+    expect(within(row).queryByRole("button", { name: "Resume" })).toBeNull();
+    expect(within(row).getByRole("button", { name: "Tick history" })).toBeInTheDocument();
+  });
+
+  it("expands each schedule's tick history: the tick, its job link and its outcome", async () => {
+    const ticks: ScheduleTick[] = [
+      {
+        tick_at: null,
+        manual: true,
+        job: {
+          id: 61,
+          status: "running",
+          attempts: 1,
+          max_attempts: 3,
+          created_at: ago(30),
+          started_at: ago(20),
+          finished_at: null,
+          last_error: null,
+        },
+      },
+      {
+        tick_at: ago(3600),
+        manual: false,
+        job: {
+          id: 60,
+          status: "failed",
+          attempts: 3,
+          max_attempts: 3,
+          created_at: ago(3600),
+          started_at: ago(3500),
+          finished_at: ago(3400),
+          last_error: "ValueError: no pages",
+        },
+      },
+    ];
+    const api = fakeSchedulesApi([base], ticks);
+    renderPage();
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    const toggle = within(row).getByRole("button", { name: "Tick history" });
+    expect(toggle).toHaveAttribute("aria-expanded", "false");
+    await userEvent.click(toggle);
+    const history = await screen.findByTestId("ticks-nightly-report");
+    expect(toggle).toHaveAttribute("aria-expanded", "true");
+    expect(api.ticksAsked[0].pathname).toMatch(/\/schedules\/nightly-report\/ticks\/$/);
+    expect(api.ticksAsked[0].searchParams.get("limit")).toBe("50");
+    const manual = within(history).getByRole("link", { name: "#61" }).closest("tr")!;
+    expect(manual).toHaveTextContent(/^run now, 3\d s ago/);
+    expect(manual).toHaveTextContent("running");
+    expect(manual).toHaveTextContent(/running since 2\d s ago/);
+    const failed = within(history).getByRole("link", { name: "#60" }).closest("tr")!;
+    expect(within(failed).getByRole("link", { name: "#60" })).toHaveAttribute("href", "/jobs/60");
+    expect(failed).toHaveTextContent("1 h 0 min ago");
+    expect(failed).toHaveTextContent("failed");
+    expect(failed).toHaveTextContent("attempt 3/3");
+    expect(failed).toHaveTextContent("ValueError: no pages");
+    expect(failed).toHaveTextContent("ran 56 min");
+
+    await userEvent.click(within(row).getByRole("button", { name: "Hide tick history" }));
+    expect(screen.queryByTestId("ticks-nightly-report")).toBeNull();
   });
 });

@@ -1,10 +1,12 @@
-import { useQuery } from "@tanstack/react-query";
+import { Fragment, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { schedulesOptions } from "../api/schedules";
-import type { Schedule } from "../api/types";
+import { scheduleMutations, scheduleTicksOptions, schedulesOptions } from "../api/schedules";
+import type { Schedule, ScheduleTick } from "../api/types";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusPill } from "../components/StatusBadge";
 import { formatRelative, formatTimestamp, useNow } from "../lib/time";
+import { useUser } from "../lib/useUser";
 
 /**
  * Where a schedule's recent jobs are listed: the jobs list filtered by `schedule` (the jobs
@@ -30,6 +32,20 @@ export function scheduleTarget(schedule: Schedule): string {
     ...Object.entries(schedule.kwargs ?? {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`),
   ];
   return `${schedule.task ?? "?"}(${args.join(", ")})`;
+}
+
+/**
+ * When a schedule's last job ran, from the job's own times (not the tick's): finished, running
+ * since, or not run yet. Null when there is no job to speak of.
+ */
+export function lastRun(
+  job: { started_at: string | null; finished_at: string | null } | null | undefined,
+  now: number,
+): { text: string; at: string | null } | null {
+  if (!job) return null;
+  if (job.finished_at) return { text: `ran ${formatRelative(job.finished_at, now)}`, at: job.finished_at };
+  if (job.started_at) return { text: `running since ${formatRelative(job.started_at, now)}`, at: job.started_at };
+  return { text: "not run yet", at: null };
 }
 
 export function SchedulesPage() {
@@ -69,6 +85,9 @@ export function SchedulesPage() {
 
 function SchedulesTable({ rows }: { rows: Schedule[] }) {
   const now = useNow(1000);
+  const user = useUser();
+  // Run now, pause and resume need change_job, which the user's can.cancel reflects.
+  const canChange = user.can.cancel;
   return (
     <div className="table-wrap">
       <table data-testid="schedules-table">
@@ -80,86 +99,227 @@ function SchedulesTable({ rows }: { rows: Schedule[] }) {
             <th>Last run</th>
             <th>Next run</th>
             <th>
-              <span className="sr-only">Jobs</span>
+              <span className="sr-only">Jobs and actions</span>
             </th>
           </tr>
         </thead>
         <tbody>
-          {rows.map((s) => {
-            const jobs = scheduleJobsLink(s);
-            return (
-              <tr key={s.name} data-schedule={s.name}>
-                <td>
-                  <div className="schedule-name">
-                    <strong>{s.name}</strong>
-                    {!s.valid && (
-                      <span className="badge badge-failed" style={{ marginLeft: 6 }}>
-                        invalid
-                      </span>
-                    )}
-                  </div>
-                  <div className="sub">{s.source === "decorator" ? "@periodic" : "JOB_PERIODIC"}</div>
-                  {s.problems.length > 0 && (
-                    <ul className="problems field-error" data-testid="schedule-problems">
-                      {s.problems.map((p) => (
-                        <li key={p}>{p}</li>
-                      ))}
-                    </ul>
-                  )}
-                </td>
-                <td>
-                  <div className="mono truncate" title={scheduleTarget(s)}>
-                    {scheduleTarget(s)}
-                  </div>
-                  <div className="sub">
-                    queue {s.queue ?? "default"}
-                    {s.priority !== null && ` · priority ${s.priority}`}
-                    {s.max_attempts !== null && ` · ${s.max_attempts} attempts`}
-                  </div>
-                </td>
-                <td>
-                  <code data-testid="schedule-cron">{s.cron}</code>
-                  <div className="sub">{s.timezone}</div>
-                </td>
-                <td className="nowrap" data-testid="schedule-last">
-                  {s.last_tick_at ? (
-                    <>
-                      <span title={formatTimestamp(s.last_tick_at)}>{formatRelative(s.last_tick_at, now)}</span>
-                      <div className="sub">
-                        {s.last_job ? (
-                          <>
-                            <Link to={`/jobs/${s.last_job.id}`}>#{s.last_job.id}</Link>{" "}
-                            <StatusPill status={s.last_job.status} />
-                          </>
-                        ) : (
-                          "not enqueued (no worker ran then, or pruned)"
-                        )}
-                      </div>
-                    </>
-                  ) : (
-                    <span className="faint">never</span>
-                  )}
-                </td>
-                <td className="nowrap" data-testid="schedule-next">
-                  {s.next_run_at ? (
-                    <>
-                      {formatRelative(s.next_run_at, now)}
-                      <div className="sub">{formatTimestamp(s.next_run_at)}</div>
-                    </>
-                  ) : (
-                    <span className="faint">{s.valid ? "—" : "skipped while invalid"}</span>
-                  )}
-                </td>
-                <td className="nowrap">
-                  <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
-                    {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
-                  </Link>
-                </td>
-              </tr>
-            );
-          })}
+          {rows.map((s) => (
+            <ScheduleRow key={s.name} schedule={s} now={now} canChange={canChange} />
+          ))}
         </tbody>
       </table>
     </div>
+  );
+}
+
+function ScheduleRow({ schedule: s, now, canChange }: { schedule: Schedule; now: number; canChange: boolean }) {
+  const queryClient = useQueryClient();
+  const run = useMutation(scheduleMutations.run(queryClient));
+  const pause = useMutation(scheduleMutations.pause(queryClient));
+  const resume = useMutation(scheduleMutations.resume(queryClient));
+  const [open, setOpen] = useState(false);
+  const jobs = scheduleJobsLink(s);
+  const ran = lastRun(s.last_job, now);
+  const toggle = s.paused ? resume : pause;
+  const error = [run, pause, resume].find((m) => m.isError)?.error as Error | undefined;
+  const historyId = `ticks-${s.name}`;
+  return (
+    <Fragment>
+      <tr data-schedule={s.name}>
+        <td>
+          <div className="schedule-name">
+            <strong>{s.name}</strong>
+            {!s.valid && (
+              <span className="badge badge-failed" style={{ marginLeft: 6 }}>
+                invalid
+              </span>
+            )}
+            {s.paused && (
+              <span className="badge badge-cancelled" style={{ marginLeft: 6 }} data-testid="schedule-paused">
+                paused
+              </span>
+            )}
+          </div>
+          <div className="sub">{s.source === "decorator" ? "@periodic" : "JOB_PERIODIC"}</div>
+          {s.problems.length > 0 && (
+            <ul className="problems field-error" data-testid="schedule-problems">
+              {s.problems.map((p) => (
+                <li key={p}>{p}</li>
+              ))}
+            </ul>
+          )}
+        </td>
+        <td>
+          <div className="mono truncate" title={scheduleTarget(s)}>
+            {scheduleTarget(s)}
+          </div>
+          <div className="sub">
+            queue {s.queue ?? "default"}
+            {s.priority !== null && ` · priority ${s.priority}`}
+            {s.max_attempts !== null && ` · ${s.max_attempts} attempts`}
+          </div>
+        </td>
+        <td>
+          <code data-testid="schedule-cron">{s.cron}</code>
+          <div className="sub">{s.timezone}</div>
+        </td>
+        <td className="nowrap" data-testid="schedule-last">
+          {s.last_job && ran ? (
+            <>
+              <span title={ran.at ? formatTimestamp(ran.at) : undefined}>{ran.text}</span>
+              <div className="sub">
+                <Link to={`/jobs/${s.last_job.id}`}>#{s.last_job.id}</Link> <StatusPill status={s.last_job.status} />
+                {s.last_tick_at && (
+                  <span title={formatTimestamp(s.last_tick_at)}> · tick {formatRelative(s.last_tick_at, now)}</span>
+                )}
+              </div>
+            </>
+          ) : s.last_tick_at ? (
+            <>
+              <span className="faint">not enqueued</span>
+              <div className="sub" title={formatTimestamp(s.last_tick_at)}>
+                tick {formatRelative(s.last_tick_at, now)}: no worker ran then, or its job was pruned
+              </div>
+            </>
+          ) : (
+            <span className="faint">never</span>
+          )}
+        </td>
+        <td className="nowrap" data-testid="schedule-next">
+          {s.paused ? (
+            <span className="faint">paused</span>
+          ) : s.next_run_at ? (
+            <>
+              {formatRelative(s.next_run_at, now)}
+              <div className="sub">{formatTimestamp(s.next_run_at)}</div>
+            </>
+          ) : (
+            <span className="faint">{s.valid ? "—" : "skipped while invalid"}</span>
+          )}
+        </td>
+        <td className="nowrap">
+          <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
+            {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
+          </Link>
+          <div className="actions" style={{ marginTop: 6 }}>
+            <button
+              type="button"
+              className="small"
+              aria-expanded={open}
+              aria-controls={historyId}
+              onClick={() => setOpen(!open)}
+            >
+              {open ? "Hide tick history" : "Tick history"}
+            </button>
+            {canChange && (
+              <>
+                <button
+                  type="button"
+                  className="small"
+                  disabled={!s.valid || run.isPending}
+                  title={s.valid ? "Enqueue its job now, whatever the cron" : "An invalid entry cannot run"}
+                  onClick={() => {
+                    pause.reset();
+                    resume.reset();
+                    run.mutate(s.name);
+                  }}
+                >
+                  {run.isPending ? "Running…" : "Run now"}
+                </button>
+                <button
+                  type="button"
+                  className="small"
+                  disabled={toggle.isPending}
+                  title={s.paused ? "Enqueue its ticks again" : "Enqueue none of its ticks until resumed"}
+                  onClick={() => {
+                    run.reset();
+                    (s.paused ? pause : resume).reset();
+                    toggle.mutate(s.name);
+                  }}
+                >
+                  {s.paused ? "Resume" : "Pause"}
+                </button>
+              </>
+            )}
+          </div>
+          {run.isSuccess && (
+            <div className="sub" role="status" data-testid="schedule-run-outcome">
+              Enqueued <Link to={`/jobs/${run.data.id}`}>#{run.data.id}</Link>
+            </div>
+          )}
+          {error && (
+            <div className="field-error" role="alert" data-testid="schedule-action-error">
+              {error.message}
+            </div>
+          )}
+        </td>
+      </tr>
+      {open && (
+        <tr className="schedule-ticks" id={historyId}>
+          <td colSpan={6}>
+            <TickHistory name={s.name} now={now} />
+          </td>
+        </tr>
+      )}
+    </Fragment>
+  );
+}
+
+/** A schedule's last 50 jobs: each tick (or run-now), its job and how it went. */
+function TickHistory({ name, now }: { name: string; now: number }) {
+  const ticks = useQuery(scheduleTicksOptions(name));
+  if (ticks.isPending) return <Loading rows={2} />;
+  if (ticks.isError && !ticks.data) return <ErrorState error={ticks.error} onRetry={() => void ticks.refetch()} />;
+  if (ticks.data.length === 0)
+    return <p className="faint">No ticks yet (or their jobs were pruned): its jobs will be listed here.</p>;
+  return (
+    <table data-testid={`ticks-${name}`} aria-label={`Ticks of ${name}`}>
+      <thead>
+        <tr>
+          <th>Tick</th>
+          <th>Job</th>
+          <th>Outcome</th>
+          <th>Ran</th>
+        </tr>
+      </thead>
+      <tbody>
+        {ticks.data.map((t) => (
+          <TickRow key={t.job.id} tick={t} now={now} />
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function TickRow({ tick: t, now }: { tick: ScheduleTick; now: number }) {
+  const ran = lastRun(t.job, now);
+  return (
+    <tr data-job={t.job.id}>
+      <td className="nowrap">
+        {t.manual || !t.tick_at ? (
+          <span title={formatTimestamp(t.job.created_at)}>run now, {formatRelative(t.job.created_at, now)}</span>
+        ) : (
+          <span title={formatTimestamp(t.tick_at)}>{formatRelative(t.tick_at, now)}</span>
+        )}
+      </td>
+      <td>
+        <Link to={`/jobs/${t.job.id}`}>#{t.job.id}</Link>
+      </td>
+      <td>
+        <StatusPill status={t.job.status} />{" "}
+        <span className="sub">
+          attempt {t.job.attempts}/{t.job.max_attempts}
+        </span>
+        {t.job.last_error && (
+          <div className="sub truncate" title={t.job.last_error}>
+            {t.job.last_error}
+          </div>
+        )}
+      </td>
+      <td className="nowrap">
+        <span title={ran?.at ? formatTimestamp(ran.at) : undefined}>{ran?.text}</span>
+      </td>
+    </tr>
   );
 }
