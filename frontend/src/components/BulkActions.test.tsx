@@ -139,6 +139,17 @@ describe("bulk actions in the jobs list", () => {
     await waitFor(() => expect(posted).toEqual([{ action: "cancel", all: true }]));
   });
 
+  it("offers only picked rows, not every matching job, when the list is filtered by concurrency key", async () => {
+    const posted = renderJobs("/jobs?concurrency_key=customer:42");
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    const bar = screen.getByTestId("bulk-actions");
+    expect(within(bar).queryByRole("button", { name: /^Select all/ })).toBeNull();
+    expect(within(bar).getByTestId("no-select-all")).toHaveTextContent("not offered with a concurrency key filter");
+    await userEvent.click(within(bar).getByRole("button", { name: "Cancel 2…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 2 jobs" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "cancel", ids: [1, 2] }]));
+  });
+
   it("Escape keeps the jobs", async () => {
     const posted = renderJobs();
     await userEvent.click(await screen.findByLabelText("Select job 2"));

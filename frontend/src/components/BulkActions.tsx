@@ -88,6 +88,7 @@ export function BulkActions({
   filter,
   can,
   onOutcome,
+  matchingAllowed = true,
 }: {
   rows: Job[];
   selected: Set<number>;
@@ -98,6 +99,12 @@ export function BulkActions({
   filter: JobActionFilter;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
+  /**
+   * False when the list is filtered by something the actions endpoint's filter cannot say (a
+   * concurrency key): "every job matching" would reach jobs the list does not show, so only
+   * picked rows are offered.
+   */
+  matchingAllowed?: boolean;
 }) {
   const queryClient = useQueryClient();
   const run = useMutation(jobActionsMutation(queryClient));
@@ -142,7 +149,12 @@ export function BulkActions({
               ? `${selected.size.toLocaleString()} selected.`
               : "Select jobs to act on them together."}
         </span>
-        {!allMatching && pageSelected && matching > rows.length && (
+        {!allMatching && pageSelected && matching > rows.length && !matchingAllowed && (
+          <span className="muted" data-testid="no-select-all">
+            Acting on every matching job is not offered with a concurrency key filter: pick rows.
+          </span>
+        )}
+        {!allMatching && pageSelected && matching > rows.length && matchingAllowed && (
           <button type="button" className="small" onClick={() => onAllMatching(true)}>
             Select all {matching.toLocaleString()} matching the filter
           </button>

@@ -13,6 +13,8 @@ export type FilterValues = {
   priority?: string;
   search?: string;
   ordering?: string;
+  /** Exact concurrency key: the jobs that share it (`customer:42`). */
+  concurrency_key?: string;
   /** The periodic schedule that enqueued the jobs (from the periodic jobs page; no field). */
   schedule?: string;
 };
@@ -45,7 +47,12 @@ export function JobFilters({
   const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
   const types = useQuery(jobTypesOptions());
   // The text boxes hold what is typed until submitted; a new address (Back, a link) resets them.
-  const applied = { queue: values.queue ?? "", priority: values.priority ?? "", search: values.search ?? "" };
+  const applied = {
+    queue: values.queue ?? "",
+    priority: values.priority ?? "",
+    search: values.search ?? "",
+    concurrency_key: values.concurrency_key ?? "",
+  };
   const [text, setText] = useState(applied);
   const [appliedKey, setAppliedKey] = useState(JSON.stringify(applied));
   if (appliedKey !== JSON.stringify(applied)) {
@@ -168,6 +175,18 @@ export function JobFilters({
           )}
         </div>
       )}
+      {show("concurrency_key") && (
+        <div className="field">
+          <label htmlFor="f-concurrency-key">Concurrency key</label>
+          <input
+            id="f-concurrency-key"
+            value={text.concurrency_key}
+            {...bad("concurrency_key")}
+            placeholder="any"
+            onChange={(e) => setText({ ...text, concurrency_key: e.target.value })}
+          />
+        </div>
+      )}
       {show("ordering") && (
         <div className="field">
           <label htmlFor="f-ordering">Order</label>
@@ -211,6 +230,7 @@ export const FILTER_LABELS: Record<keyof FilterValues, string> = {
   queue: "Queue",
   priority: "Priority",
   search: "Search",
+  concurrency_key: "Concurrency key",
   ordering: "Order",
   schedule: "Schedule",
 };

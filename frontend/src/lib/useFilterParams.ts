@@ -4,7 +4,17 @@ import type { JobListParams } from "../api/types";
 import type { FilterValues } from "../components/JobFilters";
 import { PAGE_SIZES } from "../components/Pager";
 
-const KEYS = ["status", "state", "type", "queue", "priority", "search", "ordering", "schedule"] as const;
+const KEYS = [
+  "status",
+  "state",
+  "type",
+  "queue",
+  "priority",
+  "search",
+  "ordering",
+  "schedule",
+  "concurrency_key",
+] as const;
 
 /**
  * Filters and page live in the URL, so a filtered list can be bookmarked, shared and survives
@@ -79,6 +89,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
     priority: priority as number | undefined,
     search: values.search?.trim() || undefined,
     schedule: values.schedule || undefined,
+    concurrency_key: values.concurrency_key?.trim() || undefined,
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,
     page_size: pageSize,

@@ -85,6 +85,7 @@ export function FailedJobsPage() {
             onAllMatching={selection.setAllMatching}
             matching={jobs.data.count}
             filter={toActionFilter(filters)}
+            matchingAllowed={!filters.concurrency_key}
             can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
             onOutcome={setNotice}
           />

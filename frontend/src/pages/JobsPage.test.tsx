@@ -167,6 +167,34 @@ describe("the state filter", () => {
   });
 });
 
+describe("the concurrency key filter", () => {
+  it("asks the list for the jobs sharing the key typed, once applied, and keeps it in the address", async () => {
+    const requested = renderAt("/jobs");
+    await userEvent.type(await screen.findByLabelText("Concurrency key"), "customer:42");
+    await userEvent.click(screen.getByRole("button", { name: "Apply" }));
+    await waitFor(() =>
+      expect(new URL(screen.getByTestId("where").textContent!, "http://test").searchParams.get("concurrency_key")).toBe(
+        "customer:42",
+      ),
+    );
+    await waitFor(() =>
+      expect(
+        requested
+          .filter((u) => u.pathname.endsWith("/jobs/"))
+          .at(-1)!
+          .searchParams.get("concurrency_key"),
+      ).toBe("customer:42"),
+    );
+    // Typing alone sent nothing: only the applied key was asked for.
+    expect(requested.some((u) => u.searchParams.get("concurrency_key") === "customer:4")).toBe(false);
+  });
+
+  it("reads the key from the address", async () => {
+    renderAt("/jobs?concurrency_key=tenant-7");
+    expect(await screen.findByLabelText("Concurrency key")).toHaveValue("tenant-7");
+  });
+});
+
 describe("toggleState", () => {
   it("keeps the states in the order of a job's life and keeps unknown ones for the API to refuse", () => {
     expect(toggleState([], "failed", true)).toBe("failed");

@@ -68,6 +68,7 @@ export function JobsPage() {
             onAllMatching={selection.setAllMatching}
             matching={jobs.data!.count}
             filter={toActionFilter(values)}
+            matchingAllowed={!values.concurrency_key}
             can={user.can}
           />
         )}
