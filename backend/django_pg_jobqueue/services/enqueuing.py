@@ -254,19 +254,24 @@ def _check_delay(delay) -> float:
     return seconds
 
 
-def _check_key(key) -> str | None:
+def _check_text_key(argument: str, key, max_length: int) -> str | None:
+    """A key given as `argument` (an idempotency key, a concurrency key): None, or 1 to
+    `max_length` characters, not all blank, storable as text."""
     if key is None:
         return None
     if not isinstance(key, str):
-        raise _type_error("idempotency_key", "a str or None", key)
-    if not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
-        raise InvalidJobArgument(
-            "idempotency_key", f"must have 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters, "
-                               "not all blank")
+        raise _type_error(argument, "a str or None", key)
+    if not key.strip() or len(key) > max_length:
+        raise InvalidJobArgument(argument, f"must have 1 to {max_length} characters, "
+                                           "not all blank")
     problem = _unstorable_text(key)
     if problem:
-        raise InvalidJobArgument("idempotency_key", problem)
+        raise InvalidJobArgument(argument, problem)
     return str(key)
+
+
+def _check_key(key) -> str | None:
+    return _check_text_key("idempotency_key", key, MAX_IDEMPOTENCY_KEY_LENGTH)
 
 
 def _creatable_types() -> list[str]:
@@ -361,18 +366,10 @@ def _check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
         if limit is not None:
             raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
         return None, None
-    if not isinstance(key, str):
-        raise _type_error("concurrency_key", "a str or None", key)
-    if not key.strip() or len(key) > MAX_CONCURRENCY_KEY_LENGTH:
-        raise InvalidJobArgument(
-            "concurrency_key", f"must have 1 to {MAX_CONCURRENCY_KEY_LENGTH} characters, "
-                               "not all blank")
-    problem = _unstorable_text(key)
-    if problem:
-        raise InvalidJobArgument("concurrency_key", problem)
+    key = _check_text_key("concurrency_key", key, MAX_CONCURRENCY_KEY_LENGTH)
     limit = _check_int("concurrency_key_limit", 1 if limit is None else limit, 1,
                        MAX_CONCURRENCY_KEY_LIMIT)
-    return str(key), limit
+    return key, limit
 
 
 def _check_creatable(job_type: str) -> None:
