@@ -18,13 +18,14 @@ def mypy(*args):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_mypy_reports_a_mistyped_enqueue_aenqueue_and_handler_in_caller_code():
+def test_mypy_reports_a_mistyped_enqueue_aenqueue_handler_and_drain_in_caller_code():
     done = mypy("tests/typing/sample_bad.py")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert ('sample_bad.py:4: error: Argument "priority" to "enqueue" has incompatible type '
+    assert ('sample_bad.py:5: error: Argument "priority" to "enqueue" has incompatible type '
             '"str"; expected "int | None"') in done.stdout
     assert 'Argument "max_attempts" to "handler" has incompatible type "str"' in done.stdout
     assert 'Argument "timeout_seconds" to "aenqueue" has incompatible type "str"' in done.stdout
+    assert 'Argument "max_jobs" to "drain" has incompatible type "str"' in done.stdout
 
 
 def test_the_package_and_the_typed_sample_check_clean():

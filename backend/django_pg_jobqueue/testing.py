@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Q
 from django.db.models.fields.json import KT
@@ -68,7 +69,7 @@ __all__ = [
 
 
 # --- what was enqueued ------------------------------------------------------------------------
-def enqueued_jobs(type: str | None = None, *, payload_subset: dict | None = None,
+def enqueued_jobs(type: str | None = None, *, payload_subset: dict[str, Any] | None = None,
                   queue: str | None = None, status: str | None = Status.QUEUED) -> list[Job]:
     """Jobs matching every given filter, oldest first. Sees jobs enqueued in the current
     transaction. `payload_subset` matches jobs whose payload contains it (JSON containment:
@@ -88,7 +89,7 @@ def enqueued_jobs(type: str | None = None, *, payload_subset: dict | None = None
     return list(qs)
 
 
-def assert_enqueued(type: str | None = None, *, payload_subset: dict | None = None,
+def assert_enqueued(type: str | None = None, *, payload_subset: dict[str, Any] | None = None,
                     queue: str | None = None, count: int | None = None,
                     status: str | None = Status.QUEUED) -> list[Job]:
     """Assert that matching jobs were enqueued (exactly `count` of them, when given) and return
@@ -102,7 +103,7 @@ def assert_enqueued(type: str | None = None, *, payload_subset: dict | None = No
                          + _listing(status))
 
 
-def assert_not_enqueued(type: str | None = None, *, payload_subset: dict | None = None,
+def assert_not_enqueued(type: str | None = None, *, payload_subset: dict[str, Any] | None = None,
                         queue: str | None = None, status: str | None = Status.QUEUED) -> None:
     found = enqueued_jobs(type, payload_subset=payload_subset, queue=queue, status=status)
     if found:
@@ -110,13 +111,14 @@ def assert_not_enqueued(type: str | None = None, *, payload_subset: dict | None 
                              f"found {len(found)}: " + ", ".join(f"#{j.id}" for j in found))
 
 
-def _describe(type, payload_subset, queue, status) -> str:
+def _describe(type: str | None, payload_subset: dict[str, Any] | None, queue: str | None,
+              status: str | None) -> str:
     parts = [f"{k}={v!r}" for k, v in (("type", type), ("payload_subset", payload_subset),
                                         ("queue", queue), ("status", status)) if v is not None]
     return "with " + ", ".join(parts) if parts else "at all"
 
 
-def _listing(status, limit: int = 20) -> str:
+def _listing(status: str | None, limit: int = 20) -> str:
     qs = Job.objects.order_by("id")
     if status is not None:
         qs = qs.filter(status=status)
@@ -178,11 +180,11 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     return result
 
 
-def _make_due(types, queues) -> None:
+def _make_due(types: list[str] | None, queues: list[str] | None) -> None:
     # now(), the engine's clock (transaction time), not Django's Now() (statement time): inside
     # a test's transaction the two differ, and the claim compares with now().
     statement = sql.MAKE_DUE
-    params: list = []
+    params: list[list[str]] = []
     if types:
         statement += sql.AND_TYPE_IN
         params.append(list(types))
@@ -193,7 +195,7 @@ def _make_due(types, queues) -> None:
         cur.execute(statement, params)
 
 
-def _context(job, worker_id: str) -> JobContext:
+def _context(job: Any, worker_id: str) -> JobContext:
     return JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
                       max_attempts=job.max_attempts, lease_token=job.lease_token,
                       worker_id=worker_id)
@@ -207,7 +209,7 @@ def _runner(unknown_types: UnknownTypes | None = None) -> JobRunner:
 
     held, engine = HeldJobs(), default_engine()
 
-    def complete_now(completion, _held) -> str:
+    def complete_now(completion: Any, _held: HeldJobs) -> str:
         done = write_completions([completion], held, engine)
         return done[0][1] if done else "lease_lost"
 
@@ -219,7 +221,7 @@ _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status
             Status.FAILED: "failed", "snoozed": "snoozed", "lease_lost": "lease_lost"}
 
 
-def _execute(job, result: DrainResult, unknown_types: UnknownTypes | None = None,
+def _execute(job: Any, result: DrainResult, unknown_types: UnknownTypes | None = None,
              ) -> BaseException | None:
     """Run one claimed job through the worker's own pipeline (worker/executor.py JobRunner):
     the same outcomes, classifications and writes as in production."""
@@ -239,7 +241,7 @@ def _execute(job, result: DrainResult, unknown_types: UnknownTypes | None = None
 
 
 # --- fault injection --------------------------------------------------------------------------
-def expire_lease(job) -> None:
+def expire_lease(job: Job | int) -> None:
     """Force a running job's lease deadline into the past, as if its worker stopped renewing
     it (died, froze, lost the network). The reaper will then requeue it."""
     job_id = getattr(job, "id", job)
@@ -272,7 +274,7 @@ class Crash:
     writes_before_crash: int    # progress/log calls that went through before the crash
 
 
-def crash_mid_handler(job=None, *, type: str | None = None,
+def crash_mid_handler(job: Job | int | None = None, *, type: str | None = None,
                       after_writes: int | None = None) -> Crash:
     """Claim a job, run its handler, and abandon it as if the worker process died.
 
@@ -316,10 +318,10 @@ def crash_mid_handler(job=None, *, type: str | None = None,
 class _CrashingContext:
     """A JobContext whose fenced writes count down to a simulated process death."""
 
-    def __init__(self, ctx: JobContext, after_writes: int | None):
+    def __init__(self, ctx: JobContext, after_writes: int | None) -> None:
         self._ctx, self._after, self.writes = ctx, after_writes, 0
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
 
     def _write(self) -> None:
@@ -327,10 +329,10 @@ class _CrashingContext:
             raise SimulatedCrash(f"simulated crash after {self.writes} write(s)")
         self.writes += 1
 
-    def progress(self, percent, message: str = "") -> None:
+    def progress(self, percent: int | None, message: str = "") -> None:
         self._write()
         self._ctx.progress(percent, message)
 
-    def log(self, message: str, **data) -> None:
+    def log(self, message: str, **data: Any) -> None:
         self._write()
         self._ctx.log(message, **data)

@@ -1,5 +1,6 @@
 """Caller mistakes a type checker must report (tests/test_typing.py runs mypy on this file)."""
 from django_pg_jobqueue import aenqueue, enqueue, handler
+from django_pg_jobqueue.testing import drain
 
 enqueue("x", {}, priority="high")  # priority is an int
 
@@ -11,3 +12,6 @@ def y(ctx, payload):
 
 async def view() -> None:
     await aenqueue("x", {}, timeout_seconds="30")  # timeout_seconds is an int
+
+
+drain(max_jobs="10")  # max_jobs is an int

@@ -12,6 +12,13 @@ from django_pg_jobqueue import (
     handler,
 )
 from django_pg_jobqueue.exceptions import InvalidJobArgument
+from django_pg_jobqueue.testing import (
+    assert_enqueued,
+    crash_mid_handler,
+    drain,
+    expire_lease,
+    run_reaper,
+)
 
 
 @handler("resize_image", max_attempts=5, timeout_seconds=60, queue="media")
@@ -50,3 +57,13 @@ async def produce_from_async_code() -> int:
 
 def ctx_for_tests() -> JobContext:
     raise NotImplementedError
+
+
+def a_test_of_the_callers_own() -> None:
+    enqueue("resize_image", {"path": "c.png"})
+    (job,) = assert_enqueued(type="resize_image", payload_subset={"path": "c.png"}, count=1)
+    crash = crash_mid_handler(job)
+    expire_lease(crash.job_id)
+    requeued: dict[str, int] = run_reaper()
+    result = drain(["resize_image"], include_scheduled=True, max_jobs=10)
+    assert result.succeeded + result.failed == result.ran - result.retried, requeued
