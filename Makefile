@@ -166,8 +166,9 @@ test: python-lowest chromium pgbouncer lint docs test-backend test-lowest test-f
 # Python it supports, each running the engine, Tasks, API and adoption tests. Virtualenvs
 # live under /tmp (NOX_ENVDIR); a Python that is not installed here is skipped. The legs run
 # on the embedded PostgreSQL 18, or on MATRIX_DATABASE_URL's server when it is set (NOX_ARGS:
-# e.g. -s tests-3.10-django5.2 for one leg).
-matrix: venv ui db-start
+# e.g. -s tests-3.10-django5.2 for one leg). The adoption test drives the dashboard in Debian's Chromium
+# (the chromium target installs it when root, or names the command).
+matrix: chromium venv ui db-start
 	$(VENV)/bin/nox $(NOX_ARGS)
 
 # The lowest pair (Django 5.2 on Python 3.10) on its quick subset, inside `make test`: a
