@@ -2,7 +2,8 @@
  * What a job's page says about the jobs it is tied to, on jobs the run's real workers ran:
  * the Dependencies panel (what it waits for, what waits for it, each a link), a dependant
  * cancelled by a failed dependency with the reason in its timeline (and a Retry that says to
- * retry that dependency first), a waiting job that follows its dependency live; and the
+ * retry that dependency first), a waiting job that, cancelled and retried, waits again, and
+ * follows its dependency live; and the
  * concurrency-key notice: a job waiting for its key says so, with the key's limit and how many
  * of the key run now, and runs once the key is free.
  */
@@ -55,7 +56,7 @@ test("a group's final job links both ways and, after a failure in the group, say
   await expect(page.getByRole("list", { name: "Waits for" })).toHaveCount(0);
 });
 
-test("a job waiting for a queued job shows it waits, then its cancellation as it happens", async ({
+test("a job waiting for a queued job shows it waits, waits again when retried, and follows its dependency's cancel", async ({
   page,
   api,
   backend,
@@ -74,9 +75,20 @@ test("a job waiting for a queued job shows it waits, then its cancellation as it
     `waiting for job ${upstream.id}`,
   );
 
+  // Cancelled by hand and retried, it waits again for its still-queued dependency.
+  await api.cancel(waiting.id);
+  await waitForStatus(page, "cancelled");
+  await page.getByRole("button", { name: "Retry", exact: true }).click();
+  await expect(page.getByTestId("action-outcome")).toContainText("Retried: the job waits again");
+  await waitForStatus(page, "waiting");
+  expect((await timelineKinds(page)).slice(-2)).toEqual(["retried", "blocked"]);
+  await expect(page.locator('[data-testid=events-timeline] > li[data-kind="blocked"]').last()).toContainText(
+    `waiting again for job ${upstream.id}`,
+  );
+
   await api.cancel(upstream.id);
   await waitForStatus(page, "cancelled");
-  await expect(page.locator('[data-testid=events-timeline] > li[data-kind="cancelled"]')).toContainText(
+  await expect(page.locator('[data-testid=events-timeline] > li[data-kind="cancelled"]').last()).toContainText(
     `cancelled: job ${upstream.id}, which it waited for, was cancelled`,
   );
   await expect(panel.getByRole("list", { name: "Waits for" }).getByRole("listitem")).toContainText("cancelled");
