@@ -35,9 +35,10 @@ def test_detail_runs_a_fixed_number_of_queries(operator_client, django_assert_nu
     for n in range(20):
         services.log_message(job.id, claimed.lease_token, worker_id="test-1-0", message=str(n))
     forget_all()  # counted cold, as above
-    # token+user, user perms, group perms, job, events: a job with no dependencies and no
-    # concurrency key pays no query for them
-    with django_assert_num_queries(5):
+    # token+user, user perms, group perms, job, events, and the running job's lease owner's
+    # process (alive or lost): a job with no dependencies and no concurrency key pays no
+    # query for them
+    with django_assert_num_queries(6):
         response = operator_client.get(f"{JOBS}{job.id}/")
     assert len(response.json()["events"]) == 22
 

@@ -112,3 +112,76 @@ def test_a_bad_task_retry_policy_is_refused_naming_the_argument():
     with pytest.raises(InvalidJobArgument) as refused:
         task_options(retry_policy={"delays_seconds": "soon"})
     assert refused.value.argument == "retry_policy"
+
+
+KEYS_MODULE = "tests.tasks_with_keys"
+
+
+@pytest.fixture
+def keyed():
+    sys.modules.pop(KEYS_MODULE, None)
+    yield importlib.import_module(KEYS_MODULE)
+    sys.modules.pop(KEYS_MODULE, None)
+
+
+def _key_of(result) -> tuple[str | None, int | None]:
+    job = Job.objects.get(pk=int(result.id))
+    return job.concurrency_key, job.concurrency_key_limit
+
+
+@pytest.mark.django_db
+def test_a_tasks_concurrency_key_is_declared_once_or_made_from_its_arguments(keyed):
+    assert _key_of(keyed.build_report.enqueue(1)) == ("reports", 2)
+    assert _key_of(keyed.sync_customer.enqueue(42)) == ("customer:42", 1)
+    assert _key_of(keyed.sync_customer.enqueue(customer=7, seconds=0)) == ("customer:7", 1)
+    assert _key_of(keyed.plain.enqueue(1)) == (None, None)
+
+
+@pytest.mark.django_db
+def test_using_gives_one_enqueue_its_own_key_or_limit(keyed):
+    assert _key_of(keyed.plain.using(concurrency_key="tenant:3", concurrency_key_limit=4)
+                   .enqueue(1)) == ("tenant:3", 4)
+    # .using()'s key wins over the declared one, with its own limit (default 1) ...
+    assert _key_of(keyed.build_report.using(concurrency_key="urgent").enqueue(1)) == ("urgent", 1)
+    # ... and a limit alone changes the declared key's limit.
+    assert _key_of(keyed.build_report.using(concurrency_key_limit=5).enqueue(1)) == ("reports", 5)
+    result = keyed.plain.using(concurrency_key="tenant:3").enqueue(1)
+    assert keyed.plain.get_result(result.id).task == result.task  # the task as enqueued
+
+
+@pytest.mark.parametrize(("kwargs", "argument", "error"), [
+    ({"concurrency_key": ""}, "concurrency_key", InvalidJobArgument),
+    ({"concurrency_key": "x" * 201}, "concurrency_key", InvalidJobArgument),
+    ({"concurrency_key": 42}, "concurrency_key", JobArgumentTypeError),
+    ({"concurrency_key": "a\x00b"}, "concurrency_key", InvalidJobArgument),
+    ({"concurrency_key_limit": 2}, "concurrency_key_limit", InvalidJobArgument),
+    ({"concurrency_key": "k", "concurrency_key_limit": 0}, "concurrency_key_limit",
+     InvalidJobArgument),
+    ({"concurrency_key": lambda n: "k", "concurrency_key_limit": "2"}, "concurrency_key_limit",
+     JobArgumentTypeError),
+])
+def test_bad_task_concurrency_keys_are_refused_as_enqueue_refuses_them(kwargs, argument, error):
+    from django_pg_jobqueue import enqueue
+
+    with pytest.raises(error) as caught:
+        task_options(**kwargs)
+    assert caught.value.argument == argument
+    if not callable(kwargs.get("concurrency_key")):  # enqueue() takes only a str
+        with pytest.raises(error) as by_enqueue:
+            enqueue("noop", **kwargs)
+        assert (by_enqueue.value.argument, str(by_enqueue.value)) == (argument, str(caught.value))
+
+
+@pytest.mark.django_db
+def test_a_bad_key_from_using_or_from_the_tasks_function_is_refused_and_nothing_is_stored(keyed):
+    from django_pg_jobqueue.tasks_compat import InvalidTask
+
+    before = Job.objects.count()
+    with pytest.raises(InvalidTask, match="concurrency_key: must have 1 to 200 characters"):
+        keyed.plain.using(concurrency_key=" ").enqueue(1)
+    with pytest.raises(InvalidTask, match="concurrency_key_limit: must be between 1 and 1000"):
+        keyed.plain.using(concurrency_key="k", concurrency_key_limit=1001).enqueue(1)
+    with pytest.raises(InvalidJobArgument) as caught:
+        keyed.sync_customer.enqueue("x" * 300)
+    assert caught.value.argument == "concurrency_key"
+    assert Job.objects.count() == before

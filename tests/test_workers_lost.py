@@ -1,6 +1,7 @@
 """Workers you can see: a worker process that stops beating is shown as lost (not removed) in
 the API and the admin, with when it was last seen and the jobs it held, and counted by
-`jobqueue_workers_lost`, until the reaper has requeued its jobs; then its row is forgotten."""
+`jobqueue_workers_lost`, until the reaper has requeued its jobs; then its row is forgotten. The
+page of a job a lost process held says its owner is lost."""
 import time
 from datetime import timedelta
 
@@ -44,6 +45,30 @@ def test_a_silent_worker_is_shown_lost_with_when_last_seen_and_what_it_held(clie
         (job.pk, f"{dead.id}-1")]
     assert (rows[dead.id]["rss_bytes"], rows[dead.id]["jobs_done"]) == (50 << 20, 7)
     assert _gauge("jobqueue_workers_lost") == 1
+    # When a live one turns lost if it beats no more: 2 intervals of 2 s, less its silence.
+    assert rows[dead.id]["lost_in_seconds"] == 0
+    assert 3.0 <= rows[live.id]["lost_in_seconds"] <= 3.5
+
+
+def test_a_job_held_by_a_lost_process_names_its_owner_lost_and_a_live_ones_alive(client_for,
+                                                                                 viewer):
+    held, other, free = (services.enqueue("noop", {}) for _ in range(3))
+    dead = _worker(777, silent_seconds=5)
+    live = _worker(888, silent_seconds=0.5)
+    services.claim(worker_ids=[f"{dead.id}-prefetch"], job_ids=[held.pk], lease_seconds=30)
+    services.claim(worker_ids=[f"{live.id}-3"], job_ids=[other.pk], lease_seconds=30)
+    api = client_for(viewer)
+
+    def owner(job):
+        body = api.get(f"/api/v1/jobs/{job.pk}/").json()
+        return body["locked_by"], body["locked_by_state"], body["locked_by_last_seen_at"]
+
+    locked_by, state, seen = owner(held)
+    assert (locked_by, state) == (f"{dead.id}-prefetch", "lost") and seen
+    assert owner(other)[:2] == (f"{live.id}-3", "alive")
+    assert owner(free) == (None, None, None)
+    WorkerProcess.objects.filter(pk=live.pk).delete()  # no row (not beaten yet, or gone)
+    assert owner(other)[1:] == ("unknown", None)
 
 
 def test_the_admin_lists_a_lost_worker_and_its_held_jobs(admin_client):

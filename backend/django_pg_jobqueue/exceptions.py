@@ -56,6 +56,21 @@ class UniqueKeyHeld(InvalidTransition):
         self.args = (f"cannot retry job {job_id}: job {holder_id} holds its unique key",)
 
 
+class DependencyNotRetried(InvalidTransition):
+    """A job enqueued after others cannot be retried on its own: a job it waits for (and must
+    not outlive) failed, was cancelled or is gone; retry that one first, or both at once
+    (HTTP 409)."""
+
+    def __init__(self, job_id: int, status: str | None, dependency_id: int,
+                 dependency_status: str | None):
+        super().__init__(job_id, "retry", status)
+        self.dependency_id, self.dependency_status = dependency_id, dependency_status
+        why = {"failed": "failed", "cancelled": "was cancelled"}.get(dependency_status or "",
+                                                                      "no longer exists")
+        self.args = (f"cannot retry job {job_id}: job {dependency_id}, which it waits for, "
+                     f"{why}; retry job {dependency_id} first, or both together",)
+
+
 class LeaseLost(JobError):
     """A worker's write was refused: the job is no longer running under its lease token.
 

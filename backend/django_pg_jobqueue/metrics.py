@@ -64,8 +64,13 @@ WORKER_ALIVE_SECONDS = 15
 LOST_AFTER_HEARTBEATS = 2
 
 
+def lost_after(heartbeat_interval_seconds: float) -> float:
+    """The silence after which a process with this heartbeat interval is lost."""
+    return LOST_AFTER_HEARTBEATS * heartbeat_interval_seconds
+
+
 def worker_lost(heartbeat_age_seconds: float, heartbeat_interval_seconds: float) -> bool:
-    return heartbeat_age_seconds > LOST_AFTER_HEARTBEATS * heartbeat_interval_seconds
+    return heartbeat_age_seconds > lost_after(heartbeat_interval_seconds)
 
 
 RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,

@@ -4,7 +4,7 @@ Each list or detail read is a fixed number of queries, whatever the number of ro
 (`tests/test_api_list.py` and `tests/test_api_detail.py` pin them with django_assert_num_queries).
 """
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import BooleanField, Count, Q
 from django.db.models.expressions import RawSQL
@@ -136,7 +136,28 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
             or any(e.kind == EventKind.BLOCKED for e in latest)):
         dependencies, dependants = job_links(job)
     job.concurrency_key_running, job.concurrency_key_wait = concurrency_key_wait(job)
+    job.locked_by_state, job.locked_by_last_seen_at = lease_owner_state(job.locked_by)
     return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
+
+
+def lease_owner_state(locked_by: str | None) -> tuple[str | None, datetime | None]:
+    """Whether the worker process of a job's lease owner (`<host>-<pid>-<thread>`) is
+    "alive" or "lost" (as the workers page says: silent for more than
+    metrics.LOST_AFTER_HEARTBEATS of its heartbeat intervals, on the database clock), or
+    "unknown" (no row: it has not beaten yet, or its row is gone); with its last heartbeat.
+    (None, None) for a job no one holds. One query, only for a held job."""
+    if not locked_by:
+        return None, None
+    from .metrics import worker_lost
+
+    process_id = locked_by.rsplit("-", 1)[0]
+    row = (WorkerProcess.objects.filter(pk=process_id).annotate(db_now=Now())
+           .values_list("heartbeat_at", "db_now", "heartbeat_interval_seconds").first())
+    if row is None:
+        return "unknown", None
+    heartbeat_at, db_now, interval = row
+    age = (db_now - heartbeat_at).total_seconds()
+    return ("lost" if worker_lost(age, interval) else "alive"), heartbeat_at
 
 
 def concurrency_key_wait(job: Job) -> tuple[int | None, str]:
@@ -546,7 +567,7 @@ def worker_processes() -> list[dict]:
     kept until the reaper requeued what it held), with its memory, jobs run, stuck handlers,
     and the running jobs each of its threads holds (a lost one's: what it held when it died).
     Ages are measured on the database clock."""
-    from .metrics import worker_lost
+    from .metrics import lost_after, worker_lost
 
     processes = list(WorkerProcess.objects.annotate(db_now=Now()).order_by("hostname", "id"))
     running = list(
@@ -561,6 +582,7 @@ def worker_processes() -> list[dict]:
             "id": p.id, "hostname": p.hostname, "pid": p.pid,
             "supervisor_pid": p.supervisor_pid, "threads": p.threads, "queues": p.queues,
             "state": "lost" if worker_lost(age, p.heartbeat_interval_seconds) else "alive",
+            "lost_in_seconds": round(max(lost_after(p.heartbeat_interval_seconds) - age, 0.0), 3),
             "started_at": p.started_at, "heartbeat_at": p.heartbeat_at,
             "heartbeat_age_seconds": round(max(age, 0.0), 3),
             "heartbeat_interval_seconds": p.heartbeat_interval_seconds,

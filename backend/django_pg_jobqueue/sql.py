@@ -666,6 +666,16 @@ notified AS (
 )
 SELECT s.id, s.status, (SELECT queues FROM notified) FROM settled s ORDER BY s.id
 """
+# Why a retry refused this job (services.retry): the first job it waits for, and must not
+# outlive (on_failure 'cancel'), that failed, was cancelled or is gone (status NULL).
+DEPENDENCY_NOT_SUCCEEDING = """
+SELECT e.depends_on_id, d.status FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.depends_on_id
+WHERE e.job_id = %s AND e.on_failure = 'cancel' AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))
+ORDER BY e.depends_on_id LIMIT 1
+"""
+# These waiting jobs (%(ids)s), just retried into waiting: a dependency that finished while
+# the retry ran is settled at once rather than at the next sweep.
+SETTLE_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
 # The waiting dependants of these jobs (%(ids)s), after they finished.
 SETTLE_BY_DEPENDENCY = (
     "SELECT job_id AS id FROM job_dependencies WHERE depends_on_id = ANY(%(ids)s::bigint[])"
@@ -1080,41 +1090,79 @@ JOB_HAS_HISTORY_CONDITION = (
 # POST /jobs/retry/) and bulk_retry.retry_matching (the dead letter, by filter) all run it;
 # only the `picked` CTE differs. The jobs are locked in id order (no two retries deadlock) and
 # the guard is repeated on the locked row. Attempts already spent stay counted; where none are
-# left, max_attempts grows by one so that the job may run again. Each retried job gets its
+# left, max_attempts grows by one so that the job may run again. A job enqueued after others
+# whose dependencies have not all succeeded goes back to 'waiting' instead (gate, below), to be
+# settled again as they finish; one that waits for a failed or cancelled job retried not with
+# it is left as it is. Each retried job gets its
 # `retried` event ('retried from <status>' || %(suffix)s, %(data)s), and when %(notify)s each
 # queue retried into gets one NOTIFY, delivered at commit, as an enqueue's: idle workers claim
 # the job at once instead of at their next poll. Returns one row: the last id picked, how many
-# were picked, the ids retried (in id order, NULL for none), and the queues notified.
+# were picked, the ids retried (in id order, NULL for none), the queues notified, and the ids
+# of those that wait again (NULL for none).
 # The statuses an operator may retry, from the state machine: 'cancelled', 'failed'.
 _RETRYABLE = ", ".join(f"'{s}'" for s in sorted(RETRYABLE_BY_OPERATOR))
 _RETRY_TAIL = """
+gate AS (
+    -- A picked job enqueued after=[...] goes back to 'waiting' while a job it waits for has
+    -- not succeeded (or, for an after_failure='run' edge, not finished): every retried
+    -- dependency counts as not finished. It is refused ('dead') while a job it must not
+    -- outlive (on_failure 'cancel') is failed, cancelled or gone and not retried with it:
+    -- it could only be cancelled again.
+    SELECT p.id,
+           array_agg(e.depends_on_id ORDER BY e.depends_on_id) FILTER (
+               WHERE r.id IS NOT NULL
+                  OR NOT (coalesce(d.status = 'succeeded', false)
+                          OR (e.on_failure = 'run'
+                              AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))))
+           ) AS open_ids,
+           bool_or(r.id IS NULL AND e.on_failure = 'cancel'
+                   AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))) AS dead
+    FROM picked p
+    JOIN job_dependencies e ON e.job_id = p.id
+    LEFT JOIN jobs d ON d.id = e.depends_on_id
+    LEFT JOIN picked r ON r.id = e.depends_on_id
+    GROUP BY p.id
+),
 retried AS (
     UPDATE jobs j
-    SET status = 'queued', available_at = now(), updated_at = now(), finished_at = NULL,
+    SET status = CASE WHEN g.open_ids IS NULL THEN 'queued' ELSE 'waiting' END,
+        available_at = now(), updated_at = now(), finished_at = NULL,
         cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
         progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1),
         unknown_type_at = NULL  -- a fresh wait for a worker that knows its type
-    FROM picked
+    FROM picked LEFT JOIN gate g ON g.id = picked.id
     WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
+      AND g.dead IS NOT TRUE
       -- a unique job whose key another job holds now stays as it is (job_unique_key_unique)
       AND NOT EXISTS (SELECT 1 FROM jobs h
                       WHERE j.unique_key IS NOT NULL AND h.unique_key = j.unique_key
                         AND h.id <> j.id AND (h.unique_states ? h.status))
-    RETURNING j.id, j.attempts, j.queue, picked.status AS retried_from
+    RETURNING j.id, j.attempts, j.queue, j.status, picked.status AS retried_from, g.open_ids
 ),
 events AS (
+    -- 'retried' (to queued), then for a job that waits again its 'blocked' (queued -> waiting)
     INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
-    SELECT id, 'retried', attempts, 'retried from ' || retried_from || %(suffix)s,
-           %(data)s::jsonb, now()
-    FROM retried
+    SELECT job_id, kind, attempts, message, data, now() FROM (
+        SELECT id AS job_id, 1 AS step, 'retried' AS kind, attempts,
+               'retried from ' || retried_from || %(suffix)s AS message, %(data)s::jsonb AS data
+        FROM retried
+        UNION ALL
+        SELECT id, 2, 'blocked', attempts,
+               'waiting again for ' || array_to_string(
+                   ARRAY(SELECT 'job ' || x FROM unnest(open_ids) AS x), ', '),
+               jsonb_build_object('after', to_jsonb(open_ids))
+        FROM retried WHERE status = 'waiting'
+    ) AS e
+    ORDER BY job_id, step
 ),
 notified AS (
     SELECT count(pg_notify('""" + NOTIFY_CHANNEL + """', queue)) AS queues
-    FROM (SELECT DISTINCT queue FROM retried) AS q
+    FROM (SELECT DISTINCT queue FROM retried WHERE status = 'queued') AS q
     WHERE %(notify)s
 )
 SELECT (SELECT max(id) FROM picked), (SELECT count(*) FROM picked),
-       (SELECT array_agg(id ORDER BY id) FROM retried), (SELECT queues FROM notified)
+       (SELECT array_agg(id ORDER BY id) FROM retried), (SELECT queues FROM notified),
+       (SELECT array_agg(id ORDER BY id) FROM retried WHERE status = 'waiting')
 """
 # These jobs (%(ids)s), where they are failed or cancelled, waiting for a lock another session
 # holds (an operator's retry is worth the wait; the guard then decides).

@@ -15,6 +15,7 @@ keeps the two in step.
     failed    -- manual retry ----------------------------------> queued
     cancelled -- manual retry ----------------------------------> queued
     queued    -- enqueued after=[...] (same transaction) --------> waiting  (blocked)
+    queued    -- retried, a dependency not succeeded (same stmt) -> waiting  (blocked)
     waiting   -- every dependency succeeded --------------------> queued   (unblocked)
     waiting   -- a dependency failed or was cancelled ----------> cancelled
 

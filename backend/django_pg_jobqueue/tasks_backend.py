@@ -31,10 +31,11 @@ Mapping to Django's model:
 - `get_result(id)` returns the result as `enqueue` did, later fields filled in: its `task` is
   the task as enqueued (`run_after` kept, options left unset stay None), so
   `get_result(r.id) == r` until the task starts.
-- Retries, timeouts and uniqueness, which Django does not define: `@task_options(max_attempts=5,
-  timeout_seconds=30)` for every enqueue of a task (a registry by module path, so the `@task` stays
-  importable and runnable under any backend), and per enqueue `.using(max_attempts=...,
-  timeout_seconds=..., idempotency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and
+- Retries, timeouts, uniqueness and concurrency keys, which Django does not define:
+  `@task_options(max_attempts=5, timeout_seconds=30, concurrency_key=...)` for every enqueue of
+  a task (a registry by module path, so the `@task` stays importable and runnable under any
+  backend), and per enqueue `.using(max_attempts=..., timeout_seconds=..., idempotency_key=...,
+  concurrency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and
   the backport also pass `@task(max_attempts=5, timeout_seconds=30)` on to `QueueTask`; Django 6.0's
   `@task` refuses them, and so does every other backend's task class.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.
@@ -138,6 +139,10 @@ class TaskOptions:
     timeout_seconds: int | None = None
     retry_policy: RetryPolicy | None = None  # its failed attempts' (retries.py)
     concurrency: int | None = None  # most of its jobs running at once, across all workers
+    # Each job's concurrency key: a str for all of them, or a function of the task's
+    # arguments (called at enqueue) returning one or None; with its limit (None: 1).
+    concurrency_key: str | Callable[..., str | None] | None = None
+    concurrency_key_limit: int | None = None
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -158,7 +163,9 @@ def _check_option(argument: str, value, high: int) -> int | None:
 
 def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None = None,
                  retry_policy: RetryPolicy | dict | None = None,
-                 concurrency: int | None = None) -> Callable[[_T], _T]:
+                 concurrency: int | None = None,
+                 concurrency_key: str | Callable[..., str | None] | None = None,
+                 concurrency_key_limit: int | None = None) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout_seconds=30)
@@ -175,7 +182,14 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
     applies it when the task fails, a function policy included. `concurrency`: at most this
     many of the task's jobs run at once across all workers, as `@handler(concurrency=...)`
     (it holds in each worker process that has imported the task's module).
-    A bad value raises `InvalidJobArgument` naming it, at import time.
+    `concurrency_key` and `concurrency_key_limit`: the job's concurrency key, as
+    `enqueue(concurrency_key=..., concurrency_key_limit=...)` gives one (at most the limit, default
+    1, of the jobs with one key run at once, across every worker; docs/how-to/concurrency-keys.md):
+    a str for every job of the task, or a function called at enqueue with the task's arguments
+    that returns the key (or None: no key), e.g.
+    `concurrency_key=lambda customer_id, **kwargs: f"customer:{customer_id}"`.
+    A bad value raises `InvalidJobArgument` naming it, at import time (a key a function returns,
+    at enqueue).
     """
     try:
         policy = as_policy(retry_policy)
@@ -186,7 +200,8 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
                           timeout_seconds=_check_option("timeout_seconds", timeout_seconds,
                                                         MAX_TIMEOUT_SECONDS),
                           retry_policy=policy,
-                          concurrency=_check_option("concurrency", concurrency, 10_000))
+                          concurrency=_check_option("concurrency", concurrency, 10_000),
+                          **_declared_key(concurrency_key, concurrency_key_limit))
 
     def decorate(obj: _T) -> _T:
         func: Any = obj.func if isinstance(obj, Task) else obj
@@ -198,6 +213,20 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
         return obj
 
     return decorate
+
+
+def _declared_key(key, limit) -> dict:
+    """@task_options' concurrency key and limit, checked as enqueue() checks them (a function
+    key's limit now, the key it returns at each enqueue)."""
+    if key is None and limit is None:
+        return {}
+    from .services.enqueuing import check_concurrency_key
+
+    if callable(key):
+        _, limit = check_concurrency_key("-", limit)  # the limit's rules, whatever the key
+        return {"concurrency_key": key, "concurrency_key_limit": limit}
+    key, limit = check_concurrency_key(key, limit)
+    return {"concurrency_key": key, "concurrency_key_limit": limit}
 
 
 def task_job_type(path: str) -> str:
@@ -215,22 +244,34 @@ def retry_policy_for(payload: dict) -> RetryPolicy | None:
     return options.retry_policy if options is not None else None
 
 
-def options_for(task: Task) -> TaskOptions:
-    """The queue's options an enqueue of `task` gets: the task's own (`.using()`, `@task(...)`
-    where Django passes them), else `@task_options(...)`'s, else none (the settings'
-    defaults apply)."""
+def options_for(task: Task, args: list | None = None,
+                kwargs: dict | None = None) -> TaskOptions:
+    """The queue's options an enqueue of `task` with these arguments gets: the task's own
+    (`.using()`, `@task(...)` where Django passes them), else `@task_options(...)`'s, else none
+    (the settings' defaults apply). The concurrency key is `.using()`'s (with its limit), else
+    `@task_options`' (a function's called with the arguments); a limit alone in `.using()`
+    overrides the declared key's."""
     declared = _TASK_OPTIONS.get(task.module_path, TaskOptions())
     own_attempts = getattr(task, "max_attempts", None)
     own_timeout = getattr(task, "timeout_seconds", None)
+    key = getattr(task, "concurrency_key", None)
+    limit = getattr(task, "concurrency_key_limit", None)
+    if key is None and declared.concurrency_key is not None:
+        key = declared.concurrency_key
+        if callable(key):
+            key = key(*(args or []), **(kwargs or {}))
+        if key is not None and limit is None:
+            limit = declared.concurrency_key_limit
     return TaskOptions(
         max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
         timeout_seconds=declared.timeout_seconds if own_timeout is None else own_timeout,
-        retry_policy=declared.retry_policy)
+        retry_policy=declared.retry_policy, concurrency_key=key, concurrency_key_limit=limit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueTask(Task):
-    """Django's Task plus what this queue adds: retries, a timeout and an idempotency key.
+    """Django's Task plus what this queue adds: retries, a timeout, an idempotency key and
+    a concurrency key.
 
     `.using(...)` sets them per call; `@task(max_attempts=5, timeout_seconds=30)` for every enqueue
     where Django passes extra `@task` arguments to the backend's `task_class` (6.1 and the
@@ -242,9 +283,13 @@ class QueueTask(Task):
     # Enqueueing again with the same key and the same arguments returns the first result
     # instead of a new task; with other arguments it raises jobs.exceptions.IdempotencyConflict.
     idempotency_key: str | None = None
+    # At most concurrency_key_limit (None: 1) of the jobs with this key run at once.
+    concurrency_key: str | None = None
+    concurrency_key_limit: int | None = None
 
     def using(self, *, priority=None, queue_name=None, run_after=None, backend=None,
-              max_attempts=None, timeout_seconds=None, idempotency_key=None):
+              max_attempts=None, timeout_seconds=None, idempotency_key=None,
+              concurrency_key=None, concurrency_key_limit=None):
         """Create a new Task with modified defaults (Django's, and this queue's)."""
         task = Task.using(self, priority=priority, queue_name=queue_name,
                           run_after=run_after, backend=backend)
@@ -255,6 +300,10 @@ class QueueTask(Task):
             changes["timeout_seconds"] = timeout_seconds
         if idempotency_key is not None:
             changes["idempotency_key"] = idempotency_key
+        if concurrency_key is not None:
+            changes["concurrency_key"] = concurrency_key
+        if concurrency_key_limit is not None:
+            changes["concurrency_key_limit"] = concurrency_key_limit
         return replace(task, **changes) if changes else task
 
 
@@ -287,6 +336,15 @@ class QueueBackend(BaseTaskBackend):
         key = getattr(task, "idempotency_key", None)
         if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
             raise InvalidTask("idempotency_key must be a string of 1 to 255 characters.")
+        key = getattr(task, "concurrency_key", None)
+        limit = getattr(task, "concurrency_key_limit", None)
+        if key is not None or limit is not None:
+            from .services.enqueuing import check_concurrency_key
+
+            try:  # enqueue()'s rules; a limit alone may go with @task_options' key
+                check_concurrency_key("-" if key is None else key, limit)
+            except InvalidJobArgument as exc:
+                raise InvalidTask(str(exc)) from None
         if not _is_queue_name(task.queue_name):
             raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters: "
                               "ASCII letters, digits and _ . : -")
@@ -354,7 +412,10 @@ class QueueBackend(BaseTaskBackend):
         enqueued = {"run_after": task.run_after.isoformat() if task.run_after else None}
         if isinstance(task, QueueTask):
             enqueued.update(max_attempts=task.max_attempts, timeout_seconds=task.timeout_seconds)
-        options = options_for(task)
+            if task.concurrency_key is not None or task.concurrency_key_limit is not None:
+                enqueued.update(concurrency_key=task.concurrency_key,
+                                concurrency_key_limit=task.concurrency_key_limit)
+        options = options_for(task, args, kwargs)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
         job, created = services.enqueue_or_get(
@@ -362,6 +423,8 @@ class QueueBackend(BaseTaskBackend):
             queue=task.queue_name, run_at=run_at, max_attempts=options.max_attempts,
             timeout_seconds=options.timeout_seconds,
             idempotency_key=getattr(task, "idempotency_key", None),
+            concurrency_key=options.concurrency_key,
+            concurrency_key_limit=options.concurrency_key_limit,
         )
         if not created:  # an idempotent replay: the existing task's result, as it is now
             return self.get_result(str(job.id))
@@ -494,7 +557,9 @@ def _task_for(job, task: Task | None = None) -> Task:
         if isinstance(task, QueueTask):
             values.update(max_attempts=enqueued.get("max_attempts"),
                           timeout_seconds=enqueued.get("timeout_seconds"),
-                          idempotency_key=job.idempotency_key)
+                          idempotency_key=job.idempotency_key,
+                          concurrency_key=enqueued.get("concurrency_key"),
+                          concurrency_key_limit=enqueued.get("concurrency_key_limit"))
     elif isinstance(task, QueueTask):
         values.update(max_attempts=job.max_attempts, timeout_seconds=job.timeout_seconds,
                       idempotency_key=job.idempotency_key)

@@ -676,6 +676,15 @@ class JobDetailSerializer(JobSerializer):
         help_text="Why this queued job waits for its key, e.g. \"waiting: 1 of 1 running for "
                   "key customer:42\"; empty when it does not.")
 
+    locked_by_state = serializers.ChoiceField(
+        choices=["alive", "lost", "unknown"], allow_null=True, read_only=True, help_text=(
+            "The lease owner's worker process: alive, lost (silent for more than two of its "
+            "heartbeat intervals: it held the job when it died; the reaper requeues the job "
+            "when its lease expires), or unknown (no heartbeat from it yet, or its row is "
+            "gone); null when no one holds the job."))
+    locked_by_last_seen_at = ISODateTimeField(allow_null=True, read_only=True, help_text=(
+        "The lease owner's process's last heartbeat; null when unknown or not held."))
+
     dependencies = JobLinkSerializer(
         many=True,
         help_text="The jobs this one waits for (enqueued after them), in id order.")
@@ -688,7 +697,8 @@ class JobDetailSerializer(JobSerializer):
                                               "retry_policy", "next_attempt",
                                               "waiting_for_handler", "unknown_type_at", "events",
                                               "dependencies", "dependants",
-                                              "concurrency_key_running", "concurrency_key_wait"]
+                                              "concurrency_key_running", "concurrency_key_wait",
+                                              "locked_by_state", "locked_by_last_seen_at"]
         read_only_fields = fields
 
     @extend_schema_field(NextAttemptSerializer(allow_null=True))

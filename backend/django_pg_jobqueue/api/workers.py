@@ -37,6 +37,9 @@ class WorkerSerializer(serializers.Serializer):
     heartbeat_at = ISODateTimeField(help_text="Its last heartbeat: when it was last seen.")
     heartbeat_age_seconds = serializers.FloatField()
     heartbeat_interval_seconds = serializers.FloatField()
+    lost_in_seconds = serializers.FloatField(help_text=(
+        "Seconds until it is lost if it beats no more (0: lost); a page that asks again then "
+        "sees a dead process as soon as the server calls it lost."))
     rss_bytes = serializers.IntegerField(allow_null=True, help_text="Resident memory.")
     jobs_done = serializers.IntegerField(help_text="Jobs its threads ran since it started.")
     stuck_handlers = serializers.IntegerField(
@@ -58,6 +61,7 @@ class WorkerListView(JobQueueAPIView):
                 "threads": 4, "queues": ["*"], "state": "alive",
                 "started_at": "2026-01-01T02:00:00Z", "heartbeat_at": "2026-01-01T02:10:00Z",
                 "heartbeat_age_seconds": 0.8, "heartbeat_interval_seconds": 2.0,
+                "lost_in_seconds": 3.2,
                 "rss_bytes": 73400320, "jobs_done": 1200, "stuck_handlers": 0,
                 "running_jobs": [{"id": 42, "type": "send_email", "queue": "default",
                                   "worker_id": "vm-1-4242-3",

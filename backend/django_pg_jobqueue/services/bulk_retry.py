@@ -2,6 +2,9 @@
 sql.RETRY_FAILED_BATCH: the same column changes, event and NOTIFY, only the picking differs).
 
 - retry_jobs: the given jobs, in one statement; services.retry is retry_jobs of one job.
+  A job enqueued after others whose dependencies have not all succeeded goes back to
+  `waiting` (settled again as they finish); one that waits for a failed or cancelled job
+  that is not retried with it is not retried (it could only be cancelled again).
 - retry_ids: the same, for POST /jobs/retry/'s `ids`, with the ids it refused.
 - retry_matching: the dead letter's bulk retry. Every failed job matching a filter goes back to
   the queue, in batches, each batch one short transaction. The batches walk the matching jobs
@@ -15,6 +18,7 @@ from datetime import datetime
 from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
+from . import dependencies
 
 
 def _params(*, bulk: bool, actor: str) -> dict:
@@ -32,7 +36,10 @@ def retry_jobs(ids: Iterable[int], *, actor: str = "") -> list[int]:
         # whose history is gone (past its retention, about to be pruned) is not picked.
         cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)
         cur.execute(sql.RETRY_JOBS, {"ids": list(ids), **_params(bulk=False, actor=actor)})
-        return list(cur.fetchone()[2] or [])
+        _, _, retried, _, waiting = cur.fetchone()
+    if waiting:  # after the commit: a later statement sees what finished meanwhile
+        dependencies.settle_jobs(waiting)
+    return list(retried or [])
 
 
 def retry_ids(ids: Iterable[int], *, actor: str = "") -> tuple[int, list[int]]:
@@ -73,7 +80,9 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
         with queue_atomic(), queue_connection().cursor() as cur:
             cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)  # as in retry_jobs
             cur.execute(statement, params)
-            last_id, picked, retried, _ = cur.fetchone()
+            last_id, picked, retried, _, waiting = cur.fetchone()
+        if waiting:
+            dependencies.settle_jobs(waiting)
         total += len(retried or [])
         if picked < params["limit"]:  # SKIP LOCKED: fewer than asked means none left unlocked
             return total

@@ -3,7 +3,9 @@ wait for succeeded, then are unblocked (queued); a dependency that fails for goo
 cancelled cancels them, or, for `after_failure="run"`, lets them run anyway.
 
 Who moves a job in and out of `waiting` (docs/how-to/dependencies.md):
-- in: `block`, called by services.enqueue in the enqueue's own transaction;
+- in: `block`, called by services.enqueue in the enqueue's own transaction; and the retry
+  statement (sql.RETRY_JOBS, RETRY_FAILED_BATCH), which puts a retried job whose dependencies
+  have not all succeeded back in `waiting`, then `settle_jobs` of those;
 - out: `settle`, called by whatever finished a dependency (the completion, a failure for good,
   a cancel, the reaper) right after it, and by each worker's reaper as a sweep
   (`settle_waiting`), which catches what none of those settled (a worker that died between
@@ -96,6 +98,18 @@ def settle(dependency_ids: list[int]) -> dict[int, str]:
                             {"ids": ids, "notify": conf.get().LISTEN_NOTIFY})
         out.update((row[0], row[1]) for row in rows)
         ids = [row[0] for row in rows if row[1] == "cancelled"]
+    return out
+
+
+def settle_jobs(job_ids: list[int]) -> dict[int, str]:
+    """Settle these waiting jobs now (a retry just put them back in `waiting`: a job they wait
+    for may have finished while the retry ran), and the dependants of those cancelled."""
+    rows = db.fetch_all(sql.SETTLE_WAITING.format(candidates=sql.SETTLE_THESE),
+                        {"ids": list(job_ids), "notify": conf.get().LISTEN_NOTIFY})
+    out = {row[0]: row[1] for row in rows}
+    cancelled = [row[0] for row in rows if row[1] == "cancelled"]
+    if cancelled:
+        out.update(settle(cancelled))
     return out
 
 

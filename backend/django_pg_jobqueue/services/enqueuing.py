@@ -359,9 +359,10 @@ def _check_unique(unique, job_type: str, payload: dict,
     return f"{job_type}:{scope}{material}", ordered, period
 
 
-def _check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
+def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
     """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
-    limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused."""
+    limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused.
+    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it."""
     if key is None:
         if limit is not None:
             raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
@@ -463,7 +464,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if timeout is not None:
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     idempotency_key = _check_key(idempotency_key)
-    concurrency_key, concurrency_key_limit = _check_concurrency_key(concurrency_key,
+    concurrency_key, concurrency_key_limit = check_concurrency_key(concurrency_key,
                                                                     concurrency_key_limit)
     policy = _check_retry_policy(retry_policy)
     unique_key = unique_states = unique_period = None

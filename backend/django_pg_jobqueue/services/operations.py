@@ -2,7 +2,7 @@
 the REST API, the admin and the UI: cancel and retry."""
 from .. import db, sql
 from ..db import atomic as queue_atomic
-from ..exceptions import InvalidTransition, JobNotFound, UniqueKeyHeld
+from ..exceptions import DependencyNotRetried, InvalidTransition, JobNotFound, UniqueKeyHeld
 from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
 from ..models import TxNow as Now
 from ..selectors import parse_job_id
@@ -54,7 +54,10 @@ def retry(job_id, *, actor: str = "") -> Job:
     JobNotFound (also for a job whose history the prune already dropped with its job_events
     partition: it is past its retention and about to be deleted), or InvalidTransition for
     any other status, or UniqueKeyHeld (an InvalidTransition) for a unique job whose key
-    another job holds now."""
+    another job holds now, or DependencyNotRetried (an InvalidTransition) for a job enqueued
+    after one that failed, was cancelled or is gone (retry that one first, or both with
+    bulk_retry.retry_jobs). A job whose dependencies have not all succeeded goes back to
+    `waiting`, not `queued`: it runs once they have."""
     parsed = parse_job_id(job_id)
     if parsed is None:
         raise JobNotFound(job_id)
@@ -65,6 +68,9 @@ def retry(job_id, *, actor: str = "") -> Job:
             holder = _unique_key_holder(job_id)
             if holder is not None:
                 raise UniqueKeyHeld(job_id, rows[0][0], holder)
+            dead = db.fetch_all(sql.DEPENDENCY_NOT_SUCCEEDING, [job_id])
+            if dead:
+                raise DependencyNotRetried(job_id, rows[0][0], dead[0][0], dead[0][1])
         if not rows or rows[0][0] in RETRYABLE_BY_OPERATOR:
             raise JobNotFound(job_id)
         raise InvalidTransition(job_id, "retry", rows[0][0])

@@ -932,6 +932,19 @@ export interface components {
             concurrency_key_running: number | null;
             /** @description Why this queued job waits for its key, e.g. "waiting: 1 of 1 running for key customer:42"; empty when it does not. */
             concurrency_key_wait: string;
+            /**
+             * @description The lease owner's worker process: alive, lost (silent for more than two of its heartbeat intervals: it held the job when it died; the reaper requeues the job when its lease expires), or unknown (no heartbeat from it yet, or its row is gone); null when no one holds the job.
+             *
+             *     * `alive` - alive
+             *     * `lost` - lost
+             *     * `unknown` - unknown
+             */
+            readonly locked_by_state: (components["schemas"]["LockedByStateEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * Format: date-time
+             * @description The lease owner's process's last heartbeat; null when unknown or not held.
+             */
+            readonly locked_by_last_seen_at: string | null;
         };
         /**
          * @description A job as an enqueue returns it: `created` false when it is an existing job (an
@@ -1073,6 +1086,13 @@ export interface components {
             /** @description Whether the API (and the dashboard's create form) may create jobs of this type: JOB_API_CREATABLE_TYPES, or for django_task JOB_API_CREATABLE_TASKS. */
             creatable: boolean;
         };
+        /**
+         * @description * `alive` - alive
+         *     * `lost` - lost
+         *     * `unknown` - unknown
+         * @enum {string}
+         */
+        LockedByStateEnum: "alive" | "lost" | "unknown";
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         LoginRequest: {
             username: string;
@@ -1328,6 +1348,11 @@ export interface components {
             heartbeat_age_seconds: number;
             /** Format: double */
             heartbeat_interval_seconds: number;
+            /**
+             * Format: double
+             * @description Seconds until it is lost if it beats no more (0: lost); a page that asks again then sees a dead process as soon as the server calls it lost.
+             */
+            lost_in_seconds: number;
             /** @description Resident memory. */
             rss_bytes: number | null;
             /** @description Jobs its threads ran since it started. */

@@ -1,15 +1,36 @@
 /** Worker processes (`workers/`): alive or lost, with what each thread runs. */
-import { queryOptions } from "@tanstack/react-query";
+import { type Query, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
 import type { Worker } from "./types";
 
 export const workerKeys = { all: ["workers"] as const };
 
+// Asked again this long after a live process would turn lost (the server's `lost_in_seconds`):
+// the request then lands just after the server calls it lost, not up to a refresh later.
+const AFTER_LOST_MS = 100;
+const MIN_POLL_MS = 250;
+
+/**
+ * Milliseconds until the next poll: the usual rate (`base`, from the polling helper: the
+ * person's choice, paused, back-off), or sooner when a live process would be lost by then if
+ * it beat no more, so that a dead worker shows as lost as soon as the server says so. Pure.
+ */
+export function nextWorkersPoll(base: number | false, rows: Worker[] | undefined): number | false {
+  if (base === false || !rows) return base;
+  const soonest = Math.min(
+    ...rows.filter((w) => w.state === "alive").map((w) => w.lost_in_seconds * 1000 + AFTER_LOST_MS),
+  );
+  return Number.isFinite(soonest) ? Math.max(MIN_POLL_MS, Math.min(base, soonest)) : base;
+}
+
 export function workersOptions(intervalMs = 2000) {
+  const poll = polling<Worker[]>(intervalMs);
   return queryOptions({
     queryKey: workerKeys.all,
     queryFn: ({ signal }) => api.get<Worker[]>("workers/", { signal }),
-    ...polling<Worker[]>(intervalMs),
+    ...poll,
+    refetchInterval: (query: Query<Worker[], Error, Worker[], readonly unknown[]>) =>
+      nextWorkersPoll(poll.refetchInterval(query), query.state.error ? undefined : query.state.data),
   });
 }

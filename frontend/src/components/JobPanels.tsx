@@ -61,6 +61,26 @@ export function LeasePanel({ job }: { job: JobDetail }) {
       <dd className="mono" data-testid="lease-owner">
         {job.locked_by}
       </dd>
+      {(job.locked_by_state === "alive" || job.locked_by_state === "lost") && (
+        <>
+          <dt>Worker</dt>
+          <dd data-testid="lease-owner-state" data-state={job.locked_by_state}>
+            <span className={`badge ${job.locked_by_state === "lost" ? "badge-failed" : "badge-running"}`}>
+              {job.locked_by_state}
+            </span>{" "}
+            {job.locked_by_state === "lost" && (
+              <span className="sub">
+                {job.locked_by_last_seen_at && (
+                  <span title={formatTimestamp(job.locked_by_last_seen_at)}>
+                    last seen {formatRelative(job.locked_by_last_seen_at, now)};{" "}
+                  </span>
+                )}
+                requeued when its lease expires
+              </span>
+            )}
+          </dd>
+        </>
+      )}
       <dt>Expires</dt>
       <dd>
         <LeaseCountdown expiresAt={job.lease_expires_at} />

@@ -64,6 +64,12 @@ describe("actionNotice", () => {
     expect(actionNotice(retry, running)).toBeNull();
   });
 
+  it("says a retried job enqueued after others waits for them again", () => {
+    expect(actionNotice({ verb: "retry" }, { ...running, status: "waiting" })?.text).toMatch(
+      /^Retried: the job waits again for the jobs it depends on/,
+    );
+  });
+
   it("keeps an error until the next action", () => {
     expect(actionNotice({ verb: "cancel", error: new Error("no") }, running)).toEqual({
       tone: "error",

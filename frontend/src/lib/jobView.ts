@@ -78,6 +78,12 @@ export function actionNotice(
       text: `Retried: the job is queued again (attempt ${job.attempts + 1} of ${job.max_attempts} next).`,
     };
   }
+  if (job.status === "waiting") {
+    return {
+      tone: "success",
+      text: "Retried: the job waits again for the jobs it depends on, and runs once they have all succeeded.",
+    };
+  }
   return null;
 }
 

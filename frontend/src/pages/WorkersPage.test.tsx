@@ -17,6 +17,7 @@ const alive: Worker = {
   heartbeat_at: new Date(Date.now() - 1_000).toISOString(),
   heartbeat_age_seconds: 1,
   heartbeat_interval_seconds: 2,
+  lost_in_seconds: 3.2,
   rss_bytes: 70 * 2 ** 20,
   jobs_done: 1200,
   stuck_handlers: 0,
