@@ -4,7 +4,8 @@ import userEvent from "@testing-library/user-event";
 import { MemoryRouter, Outlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Schedule, ScheduleTick, User } from "../api/types";
-import { SchedulesPage, lastRun, scheduleJobsLink, scheduleTarget } from "./SchedulesPage";
+import { lastRun, scheduleJobsLink, scheduleTarget } from "../views/SchedulesView";
+import { SchedulesPage } from "./SchedulesPage";
 
 const operator: User = {
   id: 1,
