@@ -115,7 +115,7 @@ function MetricsView({ m }: { m: Metrics }) {
             <h2 id="finished-title">Finished and run time</h2>
           </header>
           <div className="table-wrap">
-            <table>
+            <table data-testid="overview-finished">
               <thead>
                 <tr>
                   <th>Window</th>
@@ -251,7 +251,7 @@ function WorkersTable({ m }: { m: Metrics }) {
   }
   return (
     <div className="table-wrap">
-      <table>
+      <table className="cards" data-testid="overview-workers">
         <thead>
           <tr>
             <th>Process</th>
@@ -267,25 +267,27 @@ function WorkersTable({ m }: { m: Metrics }) {
             const use = threadUse(w.running_jobs.length, w.threads);
             return (
               <tr key={w.id}>
-                <td>
+                <td className="card-title">
                   <div className="mono">
                     {w.hostname}:{w.pid}
                   </div>
                   <div className="sub">up {formatDuration(now - Date.parse(w.started_at))}</div>
                 </td>
-                <td>
+                <td data-label="Queues">
                   {w.queues.length && !w.queues.includes("*") ? (
                     w.queues.join(", ")
                   ) : (
                     <span className="muted">all</span>
                   )}
                 </td>
-                <td className="num">
+                <td className="num" data-label="Busy">
                   {use.busy}/{w.threads}
                   {use.beyond > 0 && <div className="sub">+{use.beyond} prefetched</div>}
                 </td>
-                <td className={beat > 10_000 ? "lease-warn" : "muted"}>{formatRelative(w.heartbeat_at, now)}</td>
-                <td>
+                <td className={`card-time ${beat > 10_000 ? "lease-warn" : "muted"}`} data-label="Heartbeat">
+                  {formatRelative(w.heartbeat_at, now)}
+                </td>
+                <td className="card-wide" data-label="Running">
                   {w.running_jobs.length === 0 ? (
                     <span className="muted">idle</span>
                   ) : (
@@ -341,7 +343,7 @@ function ActivityPanel() {
         <Empty title="No events yet">Create a job to see it move through the queue.</Empty>
       ) : (
         <div className="table-wrap">
-          <table>
+          <table className="cards" data-testid="activity-table">
             <thead>
               <tr>
                 <th>Time</th>
@@ -354,18 +356,22 @@ function ActivityPanel() {
             <tbody>
               {events.map((e) => (
                 <tr key={e.id}>
-                  <td className="mono nowrap">{formatClock(e.created_at)}</td>
-                  <td className="nowrap">
+                  <td className="mono nowrap card-time card-plain">{formatClock(e.created_at)}</td>
+                  <td className="nowrap card-title">
                     <Link to={`/jobs/${e.job_id}`}>#{e.job_id}</Link> <span className="muted">{e.job_type}</span>
                   </td>
-                  <td className="nowrap">
+                  <td className="nowrap" data-label="Event">
                     {kindLabel(e.kind)}
                     {e.attempt ? <span className="faint"> · attempt {e.attempt}</span> : null}
                   </td>
-                  <td>
+                  <td className="card-status">
                     <StatusPill status={e.job_status} />
                   </td>
-                  <td className="truncate muted" title={e.message}>
+                  <td
+                    className={`truncate muted card-wide${e.message ? "" : " card-empty"}`}
+                    data-label="Detail"
+                    title={e.message}
+                  >
                     {e.message}
                   </td>
                 </tr>

@@ -216,7 +216,7 @@ function QueueWorkers({ q }: { q: QueueDetail }) {
   }
   return (
     <div className="table-wrap">
-      <table data-testid="queue-workers">
+      <table data-testid="queue-workers" className="cards">
         <thead>
           <tr>
             <th>Process</th>
@@ -229,13 +229,19 @@ function QueueWorkers({ q }: { q: QueueDetail }) {
         <tbody>
           {q.workers.map((w) => (
             <tr key={w.id}>
-              <td className="mono">
+              <td className="mono card-title">
                 {w.hostname}:{w.pid}
               </td>
-              <td>{w.all_queues ? <span className="muted">all</span> : w.queues.join(", ")}</td>
-              <td className="num">{w.running_here}</td>
-              <td className="num">{w.threads}</td>
-              <td className="muted">{formatRelative(w.heartbeat_at, now)}</td>
+              <td data-label="Queues">{w.all_queues ? <span className="muted">all</span> : w.queues.join(", ")}</td>
+              <td className="num" data-label="Running here">
+                {w.running_here}
+              </td>
+              <td className="num" data-label="Threads">
+                {w.threads}
+              </td>
+              <td className="muted card-time" data-label="Heartbeat">
+                {formatRelative(w.heartbeat_at, now)}
+              </td>
             </tr>
           ))}
         </tbody>

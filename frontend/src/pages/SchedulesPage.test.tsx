@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Schedule, ScheduleTick, User } from "../api/types";
 import { lastRun, scheduleJobsLink, scheduleTarget } from "../views/SchedulesView";
 import { SchedulesPage } from "./SchedulesPage";
+import { expectCardLabels } from "../test/cards";
 
 const operator: User = {
   id: 1,
@@ -231,6 +232,8 @@ describe("the schedules' controls", () => {
     expect(failed).toHaveTextContent("attempt 3/3");
     expect(failed).toHaveTextContent("ValueError: no pages");
     expect(failed).toHaveTextContent("ran 56 min");
+    expectCardLabels(history);
+    expectCardLabels(screen.getByTestId("schedules-table"));
 
     await userEvent.click(within(row).getByRole("button", { name: "Hide tick history" }));
     expect(screen.queryByTestId("ticks-nightly-report")).toBeNull();

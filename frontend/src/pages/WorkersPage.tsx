@@ -62,7 +62,7 @@ function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
   return (
     <div className="table-wrap">
       <h2 className="sub">{title}</h2>
-      <table data-testid="workers-table">
+      <table data-testid="workers-table" className="cards">
         <thead>
           <tr>
             <th>Process</th>
@@ -79,11 +79,11 @@ function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
         <tbody>
           {rows.map((w) => (
             <tr key={w.id} data-worker={w.id} data-state={w.state}>
-              <td className="mono">
+              <td className="mono card-title">
                 {w.id}
                 <div className="sub">pid {w.pid}</div>
               </td>
-              <td data-testid="worker-state">
+              <td className="card-status" data-testid="worker-state">
                 <span className={`badge ${w.state === "lost" ? "badge-failed" : "badge-running"}`}>{w.state}</span>
                 {w.stuck_handlers > 0 && (
                   <div className="sub field-error" data-testid="worker-stuck">
@@ -91,9 +91,11 @@ function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
                   </div>
                 )}
               </td>
-              <td>{w.threads}</td>
-              <td>{w.queues.length === 0 || w.queues.includes("*") ? "all" : w.queues.join(", ")}</td>
-              <td data-testid="worker-jobs">
+              <td data-label="Threads">{w.threads}</td>
+              <td data-label="Queues">
+                {w.queues.length === 0 || w.queues.includes("*") ? "all" : w.queues.join(", ")}
+              </td>
+              <td className="card-wide" data-label="Running" data-testid="worker-jobs">
                 {w.running_jobs.length === 0 ? (
                   <span className="faint">idle</span>
                 ) : (
@@ -110,12 +112,17 @@ function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
                   <div className="sub">held when it was lost: requeued when their leases expire</div>
                 )}
               </td>
-              <td>{formatMemory(w.rss_bytes)}</td>
-              <td>{w.jobs_done}</td>
-              <td className="nowrap" title={formatTimestamp(w.started_at)}>
+              <td data-label="Memory">{formatMemory(w.rss_bytes)}</td>
+              <td data-label="Jobs done">{w.jobs_done}</td>
+              <td className="nowrap" data-label="Started" title={formatTimestamp(w.started_at)}>
                 {formatRelative(w.started_at, now)}
               </td>
-              <td className="nowrap" data-testid="worker-last-beat" title={formatTimestamp(w.heartbeat_at)}>
+              <td
+                className="nowrap card-time"
+                data-label="Last beat"
+                data-testid="worker-last-beat"
+                title={formatTimestamp(w.heartbeat_at)}
+              >
                 {formatRelative(w.heartbeat_at, now)}
                 <div className="sub">every {w.heartbeat_interval_seconds.toFixed(1)} s</div>
               </td>

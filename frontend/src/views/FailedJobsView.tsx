@@ -111,7 +111,7 @@ export function FailedJobsView({
   );
 }
 
-function FailedTable({
+export function FailedTable({
   rows,
   selection,
   canRetry,
@@ -127,17 +127,20 @@ function FailedTable({
   const now = useNow(5000);
   return (
     <div className="table-wrap">
-      <table data-testid="failed-table">
+      <table data-testid="failed-table" className="cards">
         <thead>
           <tr>
             {selection && (
-              <th>
+              <th className="card-select">
                 <input
                   type="checkbox"
                   aria-label="Select every job on this page"
                   checked={selection.allSelected}
                   onChange={selection.toggleAll}
                 />
+                <span className="card-only" aria-hidden="true">
+                  Every job on this page
+                </span>
               </th>
             )}
             <th>Job</th>
@@ -156,7 +159,7 @@ function FailedTable({
           {rows.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
               {selection && (
-                <td>
+                <td className="card-select">
                   <input
                     type="checkbox"
                     aria-label={`Select job ${job.id}`}
@@ -165,21 +168,21 @@ function FailedTable({
                   />
                 </td>
               )}
-              <td className="nowrap">
-                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> {job.type}
+              <td className="nowrap card-title">
+                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span data-testid="job-type">{job.type}</span>
               </td>
-              <td className="error-cell" title={job.last_error ?? undefined}>
+              <td className="error-cell card-wide" data-label="Last error" title={job.last_error ?? undefined}>
                 {job.last_error ?? <span className="faint">no message</span>}
               </td>
-              <td className="num">
+              <td className="num" data-label="Attempts">
                 <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
               </td>
-              <td>{job.queue}</td>
-              <td className="nowrap" title={job.finished_at ?? undefined}>
+              <td data-label="Queue">{job.queue}</td>
+              <td className="nowrap card-time" data-label="Failed" title={job.finished_at ?? undefined}>
                 {formatRelative(job.finished_at, now)}
               </td>
               {canRetry && (
-                <td>
+                <td className="card-action">
                   <button
                     type="button"
                     className="small"

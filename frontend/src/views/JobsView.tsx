@@ -128,17 +128,20 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
   const now = useNow(1000);
   return (
     <div className="table-wrap">
-      <table data-testid="jobs-table">
+      <table data-testid="jobs-table" className="cards">
         <thead>
           <tr>
             {selection && (
-              <th>
+              <th className="card-select">
                 <input
                   type="checkbox"
                   aria-label="Select every job on this page"
                   checked={selection.allSelected}
                   onChange={selection.toggleAll}
                 />
+                <span className="card-only" aria-hidden="true">
+                  Every job on this page
+                </span>
               </th>
             )}
             <th>Job</th>
@@ -155,7 +158,7 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
           {jobs.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
               {selection && (
-                <td>
+                <td className="card-select">
                   <input
                     type="checkbox"
                     aria-label={`Select job ${job.id}`}
@@ -164,15 +167,15 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
                   />
                 </td>
               )}
-              <td className="nowrap">
-                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
+              <td className="nowrap card-title">
+                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span data-testid="job-type">{job.type}</span>
                 {job.idempotency_key && (
                   <div className="sub truncate" title={job.idempotency_key}>
                     key {job.idempotency_key}
                   </div>
                 )}
               </td>
-              <td>
+              <td className="card-status">
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
                   <span
@@ -190,16 +193,18 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
                   <div className="sub">runs {formatRelative(job.available_at, now)}</div>
                 )}
               </td>
-              <td className="nowrap">
+              <td className="nowrap" data-label="Queue">
                 <Link to={`/queues/${encodeURIComponent(job.queue)}`} title={`Queue ${job.queue}: its page`}>
                   {job.queue}
                 </Link>
               </td>
-              <td className="num">{job.priority}</td>
-              <td className="num">
+              <td className="num" data-label="Priority">
+                {job.priority}
+              </td>
+              <td className="num" data-label="Attempts">
                 <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
               </td>
-              <td>
+              <td data-label="Lease owner" className={job.locked_by ? undefined : "card-empty"}>
                 {job.locked_by ? (
                   <>
                     <div className="mono truncate" title={job.locked_by}>
@@ -211,7 +216,7 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
                   <span className="faint">—</span>
                 )}
               </td>
-              <td className="nowrap" title={job.created_at}>
+              <td className="nowrap card-time" data-label="Created" title={job.created_at}>
                 {formatRelative(job.created_at, now)}
               </td>
               <ErrorCell job={job} />
@@ -238,7 +243,8 @@ function ErrorCell({ job }: { job: Job }) {
   const shown = listedError(job);
   return (
     <td
-      className={shown?.earlier ? "truncate faint" : "error-cell"}
+      className={`card-wide ${shown ? "" : "card-empty "}${shown?.earlier ? "truncate faint" : "error-cell"}`}
+      data-label="Last error"
       title={job.last_error ?? undefined}
       data-testid={`last-error-${job.id}`}
     >

@@ -154,7 +154,7 @@ export function ScheduleRowView({
   return (
     <Fragment>
       <tr data-schedule={s.name} className={open ? "unfolded" : undefined}>
-        <td>
+        <td className="card-title">
           <div className="schedule-name">
             <strong>{s.name}</strong>
             {!s.valid && (
@@ -177,7 +177,7 @@ export function ScheduleRowView({
             </ul>
           )}
         </td>
-        <td>
+        <td className="card-wide" data-label="Enqueues">
           <div className="mono truncate" title={scheduleTarget(s)}>
             {scheduleTarget(s)}
           </div>
@@ -187,11 +187,11 @@ export function ScheduleRowView({
             {s.max_attempts !== null && ` · ${s.max_attempts} attempts`}
           </div>
         </td>
-        <td>
+        <td data-label="Cron">
           <code data-testid="schedule-cron">{s.cron}</code>
           <div className="sub">{s.timezone}</div>
         </td>
-        <td className="nowrap" data-testid="schedule-last">
+        <td className="nowrap" data-label="Last run" data-testid="schedule-last">
           {s.last_job && ran ? (
             <>
               <span title={ran.at ? formatTimestamp(ran.at) : undefined}>{ran.text}</span>
@@ -213,7 +213,7 @@ export function ScheduleRowView({
             <span className="faint">never</span>
           )}
         </td>
-        <td className="nowrap" data-testid="schedule-next">
+        <td className="nowrap" data-label="Next run" data-testid="schedule-next">
           {s.paused ? (
             <span className="faint">paused</span>
           ) : s.next_run_at ? (
@@ -225,7 +225,7 @@ export function ScheduleRowView({
             <span className="faint">{s.valid ? "—" : "skipped while invalid"}</span>
           )}
         </td>
-        <td className="nowrap">
+        <td className="nowrap card-wide card-action">
           <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
             {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
           </Link>
@@ -276,7 +276,9 @@ export function ScheduleRowView({
       </tr>
       {open && (
         <tr className="schedule-ticks" id={historyId}>
-          <td colSpan={6}>{ticks && <TickHistory name={s.name} ticks={ticks} now={now} />}</td>
+          <td colSpan={6} className="ticks-cell">
+            {ticks && <TickHistory name={s.name} ticks={ticks} now={now} />}
+          </td>
         </tr>
       )}
     </Fragment>
@@ -285,26 +287,57 @@ export function ScheduleRowView({
 
 /** A schedule's last 50 jobs: each tick (or run-now), its job and how it went. */
 function TickHistory({ name, ticks, now }: { name: string; ticks: Loaded<ScheduleTick[]>; now: number }) {
-  if (ticks.isPending) return <Loading rows={2} />;
-  if (ticks.isError && !ticks.data) return <ErrorState error={ticks.error} onRetry={() => void ticks.refetch()} />;
+  const heading = (
+    <h3 className="ticks-title">
+      Tick history of {name}
+      {ticks.data && ticks.data.length > 0 && (
+        <span className="faint">
+          {" "}
+          · the last {ticks.data.length === 1 ? "job" : `${ticks.data.length} jobs`}, newest first
+        </span>
+      )}
+    </h3>
+  );
+  if (ticks.isPending)
+    return (
+      <>
+        {heading}
+        <Loading rows={2} />
+      </>
+    );
+  if (ticks.isError && !ticks.data)
+    return (
+      <>
+        {heading}
+        <ErrorState error={ticks.error} onRetry={() => void ticks.refetch()} />
+      </>
+    );
   if (!ticks.data || ticks.data.length === 0)
-    return <p className="faint">No ticks yet (or their jobs were pruned): its jobs will be listed here.</p>;
+    return (
+      <>
+        {heading}
+        <p className="faint">No ticks yet (or their jobs were pruned): its jobs will be listed here.</p>
+      </>
+    );
   return (
-    <table data-testid={`ticks-${name}`} aria-label={`Ticks of ${name}`}>
-      <thead>
-        <tr>
-          <th>Tick</th>
-          <th>Job</th>
-          <th>Outcome</th>
-          <th>Ran</th>
-        </tr>
-      </thead>
-      <tbody>
-        {ticks.data.map((t) => (
-          <TickRow key={t.job.id} tick={t} now={now} />
-        ))}
-      </tbody>
-    </table>
+    <>
+      {heading}
+      <table data-testid={`ticks-${name}`} aria-label={`Ticks of ${name}`} className="ticks cards">
+        <thead>
+          <tr>
+            <th>Tick</th>
+            <th>Job</th>
+            <th>Outcome</th>
+            <th>Ran</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ticks.data.map((t) => (
+            <TickRow key={t.job.id} tick={t} now={now} />
+          ))}
+        </tbody>
+      </table>
+    </>
   );
 }
 
@@ -312,29 +345,29 @@ function TickRow({ tick: t, now }: { tick: ScheduleTick; now: number }) {
   const ran = lastRun(t.job, now);
   return (
     <tr data-job={t.job.id}>
-      <td className="nowrap">
+      <td className="nowrap card-time card-plain">
         {t.manual || !t.tick_at ? (
           <span title={formatTimestamp(t.job.created_at)}>run now, {formatRelative(t.job.created_at, now)}</span>
         ) : (
           <span title={formatTimestamp(t.tick_at)}>{formatRelative(t.tick_at, now)}</span>
         )}
       </td>
-      <td>
+      <td className="card-title">
         <Link to={`/jobs/${t.job.id}`}>#{t.job.id}</Link>
       </td>
-      <td>
+      <td className="tick-outcome card-wide card-plain">
         <StatusPill status={t.job.status} />{" "}
         <span className="sub">
           attempt {t.job.attempts}/{t.job.max_attempts}
         </span>
         {t.job.last_error && (
-          <div className="sub truncate" title={t.job.last_error}>
+          <div className="tick-error" title={t.job.last_error}>
             {t.job.last_error}
           </div>
         )}
       </td>
-      <td className="nowrap">
-        <span title={ran?.at ? formatTimestamp(ran.at) : undefined}>{ran?.text}</span>
+      <td className="nowrap card-plain">
+        <span title={ran?.at ? formatTimestamp(ran.at) : undefined}>{ran?.text ?? "not run yet"}</span>
       </td>
     </tr>
   );
