@@ -93,3 +93,38 @@ test("search finds a job by text in its payload", async ({ page, api }) => {
   await expect(page.locator("[data-testid=jobs-table] tbody tr")).toHaveCount(1);
   await expect(page.locator("[data-testid=jobs-table] tbody tr").first()).toContainText(`#${id}`);
 });
+
+test("every queue is in the navigation, a paused one marked, each linking to its page", async ({
+  page,
+  api,
+  backend,
+}) => {
+  const queue = `${backend.idleQueue}-nav`;
+  const { id } = await api.createJob("noop", {}, { queue });
+  await api.post(`queues/${queue}/pause/`, {});
+  try {
+    await page.goto("/jobs");
+    const nav = page.locator("#main-menu");
+    await expect(nav.getByText("Queues", { exact: true })).toBeVisible();
+    const ours = nav.getByRole("link", { name: new RegExp(`^${backend.queue}`) });
+    await expect(ours).toHaveAttribute("href", new RegExp(`/queues/${backend.queue}$`));
+    const paused = nav.getByRole("link", { name: new RegExp(`^${queue}`) });
+    await expect(paused).toContainText("paused");
+    await paused.click();
+    await page.waitForURL(new RegExp(`/queues/${queue}$`));
+    await expect(page.getByRole("heading", { name: `Queue ${queue}` })).toBeVisible();
+    await expect(paused, "the current queue is marked in the navigation").toHaveAttribute("aria-current", "page");
+    // On a phone the queues are in the Menu.
+    await page.setViewportSize(PHONE);
+    await expect(ours).toBeHidden();
+    await page.getByRole("button", { name: "Menu" }).click();
+    await expect(ours).toBeVisible();
+    await shot(page, "nav-queues-phone", { fullPage: false });
+    await ours.click();
+    await page.waitForURL(new RegExp(`/queues/${backend.queue}$`));
+    await expect(ours, "going to a page closes the menu").toBeHidden();
+  } finally {
+    await api.post(`queues/${queue}/resume/`, {});
+    await api.cancel(id);
+  }
+});
