@@ -5,7 +5,8 @@ import { MemoryRouter, Outlet as RouterOutlet, Route, Routes } from "react-route
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { QueueDetail, Throughput, User } from "../api/types";
 import { throughputSummary } from "../components/ThroughputPanel";
-import { QueuePage, parseLimit } from "./QueuePage";
+import { parseLimit } from "../views/QueueView";
+import { QueuePage } from "./QueuePage";
 import { expectCardLabels } from "../test/cards";
 
 const can = { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true };

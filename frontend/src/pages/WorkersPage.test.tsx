@@ -3,7 +3,8 @@ import { render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Worker } from "../api/types";
-import { WorkersPage, formatMemory, groupWorkers } from "./WorkersPage";
+import { formatMemory, groupWorkers } from "../views/WorkersView";
+import { WorkersPage } from "./WorkersPage";
 import { expectCardLabels } from "../test/cards";
 
 const alive: Worker = {
