@@ -128,3 +128,42 @@ test("every queue is in the navigation, a paused one marked, each linking to its
     await api.cancel(id);
   }
 });
+
+test("the overview's chart filters are kept in the address: a reload shows the same chart", async ({
+  page,
+  backend,
+}) => {
+  await page.goto("/");
+  const panel = page.getByTestId("throughput");
+  await panel.getByRole("button", { name: "1 h" }).click();
+  await panel.getByLabel("Queue", { exact: true }).selectOption(backend.queue);
+  await expect(page).toHaveURL(new RegExp(`[?&]range=1h(&|$)`));
+  await expect(page).toHaveURL(new RegExp(`[?&]queue=${backend.queue}(&|$)`));
+  await page.reload();
+  await expect(panel.getByRole("button", { name: "1 h" })).toHaveAttribute("aria-pressed", "true");
+  await expect(panel.getByLabel("Queue", { exact: true })).toHaveValue(backend.queue);
+  await expect(panel.getByTestId("throughput-chart")).toHaveAttribute(
+    "aria-label",
+    new RegExp(`in the last 1 h \\(queue ${backend.queue}\\)`),
+  );
+});
+
+test("a traceback wraps at 390 px and its Copy button copies it whole", async ({ page, api, context }) => {
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  const message = `e2e copy ${"a-long-word-without-spaces-".repeat(6)}${Date.now().toString(36)}`;
+  const { id } = await api.createJob("fail", { permanent: true, message });
+  await api.waitForStatus(id, "failed");
+  await page.setViewportSize(PHONE);
+  await page.goto(`/jobs/${id}`);
+  const attempt = page.locator("[data-testid=events-timeline] details.ev-traceback").first();
+  await attempt.locator("summary").click();
+  const pre = attempt.locator("pre.traceback");
+  await expect(pre).toContainText(message);
+  expect(await pre.evaluate((el) => el.scrollWidth <= el.clientWidth + 1), "the traceback wraps").toBe(true);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+  await attempt.getByRole("button", { name: /^Copy the traceback/ }).click();
+  await expect(attempt.getByRole("button", { name: /^Copy the traceback/ })).toHaveText("Copied");
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied).toBe(await pre.innerText());
+  expect(copied).toContain(message);
+});
