@@ -93,3 +93,77 @@ test("search finds a job by text in its payload", async ({ page, api }) => {
   await expect(page.locator("[data-testid=jobs-table] tbody tr")).toHaveCount(1);
   await expect(page.locator("[data-testid=jobs-table] tbody tr").first()).toContainText(`#${id}`);
 });
+
+test("every queue is in the navigation, a paused one marked, each linking to its page", async ({
+  page,
+  api,
+  backend,
+}) => {
+  const queue = `${backend.idleQueue}-nav`;
+  const { id } = await api.createJob("noop", {}, { queue });
+  await api.post(`queues/${queue}/pause/`, {});
+  try {
+    await page.goto("/jobs");
+    const nav = page.locator("#main-menu");
+    await expect(nav.getByText("Queues", { exact: true })).toBeVisible();
+    const ours = nav.getByRole("link", { name: new RegExp(`^${backend.queue}`) });
+    await expect(ours).toHaveAttribute("href", new RegExp(`/queues/${backend.queue}$`));
+    const paused = nav.getByRole("link", { name: new RegExp(`^${queue}`) });
+    await expect(paused).toContainText("paused");
+    await paused.click();
+    await page.waitForURL(new RegExp(`/queues/${queue}$`));
+    await expect(page.getByRole("heading", { name: `Queue ${queue}` })).toBeVisible();
+    await expect(paused, "the current queue is marked in the navigation").toHaveAttribute("aria-current", "page");
+    // On a phone the queues are in the Menu.
+    await page.setViewportSize(PHONE);
+    await expect(ours).toBeHidden();
+    await page.getByRole("button", { name: "Menu" }).click();
+    await expect(ours).toBeVisible();
+    await shot(page, "nav-queues-phone", { fullPage: false });
+    await ours.click();
+    await page.waitForURL(new RegExp(`/queues/${backend.queue}$`));
+    await expect(ours, "going to a page closes the menu").toBeHidden();
+  } finally {
+    await api.post(`queues/${queue}/resume/`, {});
+    await api.cancel(id);
+  }
+});
+
+test("the overview's chart filters are kept in the address: a reload shows the same chart", async ({
+  page,
+  backend,
+}) => {
+  await page.goto("/");
+  const panel = page.getByTestId("throughput");
+  await panel.getByRole("button", { name: "1 h" }).click();
+  await panel.getByLabel("Queue", { exact: true }).selectOption(backend.queue);
+  await expect(page).toHaveURL(new RegExp(`[?&]range=1h(&|$)`));
+  await expect(page).toHaveURL(new RegExp(`[?&]queue=${backend.queue}(&|$)`));
+  await page.reload();
+  await expect(panel.getByRole("button", { name: "1 h" })).toHaveAttribute("aria-pressed", "true");
+  await expect(panel.getByLabel("Queue", { exact: true })).toHaveValue(backend.queue);
+  await expect(panel.getByTestId("throughput-chart")).toHaveAttribute(
+    "aria-label",
+    new RegExp(`in the last 1 h \\(queue ${backend.queue}\\)`),
+  );
+});
+
+test("a traceback wraps at 390 px and its Copy button copies it whole", async ({ page, api, context }) => {
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  const message = `e2e copy ${"a-long-word-without-spaces-".repeat(6)}${Date.now().toString(36)}`;
+  const { id } = await api.createJob("fail", { permanent: true, message });
+  await api.waitForStatus(id, "failed");
+  await page.setViewportSize(PHONE);
+  await page.goto(`/jobs/${id}`);
+  const attempt = page.locator("[data-testid=events-timeline] details.ev-traceback").first();
+  await attempt.locator("summary").click();
+  const pre = attempt.locator("pre.traceback");
+  await expect(pre).toContainText(message);
+  expect(await pre.evaluate((el) => el.scrollWidth <= el.clientWidth + 1), "the traceback wraps").toBe(true);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+  await attempt.getByRole("button", { name: /^Copy the traceback/ }).click();
+  await expect(attempt.getByRole("button", { name: /^Copy the traceback/ })).toHaveText("Copied");
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied).toBe(await pre.innerText());
+  expect(copied).toContain(message);
+});

@@ -218,3 +218,55 @@ test("a failed attempt's page says when the next runs, after which error, under 
   await expect(next).toContainText(message);
   await expect(next).toContainText("policy: the job's own: delays [600]");
 });
+
+test("a job created with a 30 s delay says when it runs, not 'when a worker is free'", async ({
+  page,
+  backend,
+  api,
+}) => {
+  const id = await createJobInForm(page, backend, {
+    type: "noop",
+    payload: {},
+    queue: backend.idleQueue,
+    extra: { "Delay (seconds)": 30 },
+  });
+  const notice = page.getByTestId("created-notice");
+  await expect(notice).toContainText(/It waits until .* \(in (29|30) s\), then runs when a worker is free\./);
+  await expect(notice).not.toHaveText("Job created. It runs when a worker is free.");
+  const job = await api.job(id);
+  const wait = Date.parse(String(job.available_at)) - Date.parse(String(job.created_at));
+  expect(wait, "the job itself waits 30 s").toBeGreaterThanOrEqual(29_000);
+  await shot(page, "job-created-delayed", { fullPage: false });
+  await api.cancel(id);
+});
+
+test("re-run a succeeded job: its copy's page opens, saying whose copy it is; the original stays", async ({
+  page,
+  api,
+}) => {
+  const original = await api.createJob("noop", { hello: "again" });
+  await api.waitForStatus(original.id, "succeeded");
+  await page.goto(`/jobs/${original.id}`);
+  await waitForStatus(page, "succeeded");
+  await page.getByRole("button", { name: "Re-run", exact: true }).click();
+  await page.waitForURL((url) => /\/jobs\/\d+$/.test(url.pathname) && !url.pathname.endsWith(`/${original.id}`));
+  const copy = Number(new URL(page.url()).pathname.split("/").pop());
+  expect(copy).toBeGreaterThan(original.id);
+  await expect(page.getByText(`This job is a copy of #${original.id}, re-run from it.`)).toBeVisible();
+  await expect(page.getByRole("link", { name: `#${original.id}` }).first()).toHaveAttribute(
+    "href",
+    new RegExp(`/jobs/${original.id}$`),
+  );
+  await waitForStatus(page, "succeeded");
+  await expect(page.getByTestId("job-payload")).toContainText('"hello": "again"');
+  const before = await api.job(original.id);
+  expect(before.status, "the original is left as it was").toBe("succeeded");
+  expect(before.attempts).toBe(1);
+  await shot(page, "job-rerun-copy", { fullPage: false });
+  // A job that did not succeed offers no Re-run.
+  const failed = await api.createJob("fail", { permanent: true, message: "e2e no rerun" });
+  await api.waitForStatus(failed.id, "failed");
+  await page.goto(`/jobs/${failed.id}`);
+  await waitForStatus(page, "failed");
+  await expect(page.getByRole("button", { name: "Re-run", exact: true })).toHaveCount(0);
+});

@@ -156,3 +156,106 @@ test.describe("bulk actions from the selection bar", () => {
     await expect(page.locator("[data-testid=jobs-table] tbody tr")).toHaveCount(0);
   });
 });
+
+test("the State filter: several states at once, kept in the address, the list holding exactly those", async ({
+  page,
+  api,
+}) => {
+  // On a queue no worker serves: one job available now, one scheduled for later, one cancelled.
+  const queue = `${api.backend.idleQueue}-states`;
+  const available = await api.createJob("noop", {}, { queue });
+  const scheduled = await api.createJob("noop", {}, { queue, delay_seconds: 3600 });
+  const cancelled = await api.createJob("noop", {}, { queue });
+  await api.cancel(cancelled.id);
+  await page.goto(`/jobs?queue=${encodeURIComponent(queue)}`);
+  const states = page.getByRole("group", { name: "State" });
+  const ids = () =>
+    page.locator("[data-testid=jobs-table] tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.jobId)));
+  await expect.poll(ids).toEqual([cancelled.id, scheduled.id, available.id]);
+  await states.getByRole("checkbox", { name: "scheduled" }).check();
+  await expect(page).toHaveURL(/[?&]state=scheduled(&|$)/);
+  await expect.poll(ids).toEqual([scheduled.id]);
+  await states.getByRole("checkbox", { name: "available" }).check();
+  await expect(page).toHaveURL(/[?&]state=available,scheduled(&|$)/);
+  await expect.poll(ids).toEqual([scheduled.id, available.id]);
+  await shot(page, "jobs-state-filter", { fullPage: false });
+  // The address alone gives the same list, the boxes ticked.
+  await page.reload();
+  await expect(states.getByRole("checkbox", { name: "available" })).toBeChecked();
+  await expect(states.getByRole("checkbox", { name: "scheduled" })).toBeChecked();
+  await expect(states.getByRole("checkbox", { name: "cancelled" })).not.toBeChecked();
+  await expect.poll(ids).toEqual([scheduled.id, available.id]);
+  await page.goto(`/jobs?queue=${encodeURIComponent(queue)}&state=cancelled`);
+  await expect.poll(ids).toEqual([cancelled.id]);
+  for (const j of [available, scheduled]) await api.cancel(j.id);
+});
+
+test("the concurrency-key filter lists the jobs sharing the key typed, and only picked rows are acted on", async ({
+  page,
+  api,
+}) => {
+  const queue = `${api.backend.idleQueue}-keyed`;
+  const key = `customer:${Date.now().toString(36)}`;
+  const keyed = await api.createJobs(2, "noop", {}, { queue, concurrency_key: key });
+  const other = await api.createJob("noop", {}, { queue, concurrency_key: `${key}-other` });
+  await page.goto(`/jobs?queue=${encodeURIComponent(queue)}`);
+  await expect(page.locator("[data-testid=jobs-table] tbody tr")).toHaveCount(3);
+  await page.getByLabel("Concurrency key").fill(key);
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(new RegExp(`[?&]concurrency_key=${encodeURIComponent(key)}(&|$)`));
+  const rows = page.locator("[data-testid=jobs-table] tbody tr");
+  await expect(rows).toHaveCount(2);
+  for (const j of keyed) await expect(page.locator(`tr[data-job-id="${j.id}"]`)).toBeVisible();
+  await expect(page.locator(`tr[data-job-id="${other.id}"]`)).toHaveCount(0);
+  // Every row of the page picked: no "all matching" offer (the actions' filter cannot name a key).
+  await page.getByRole("checkbox", { name: "Select every job on this page" }).check();
+  const bar = page.getByTestId("bulk-actions");
+  await expect(bar).toContainText("2 selected.");
+  await expect(bar.getByRole("button", { name: /Select all .* matching/ })).toHaveCount(0);
+  await bar.getByRole("button", { name: "Cancel 2…" }).click();
+  await page.getByTestId("confirm-bulk").getByRole("button", { name: "Yes, cancel 2 jobs" }).click();
+  await expect(page.getByTestId("bulk-outcome")).toHaveText("Cancelled (or asked to stop) 2 jobs.");
+  for (const j of keyed) expect((await api.job(j.id)).status).toBe("cancelled");
+  expect((await api.job(other.id)).status, "the other key's job is untouched").toBe("queued");
+  await api.cancel(other.id);
+});
+
+test("page size and jump to page: kept in the address, the rows those of the page asked for", async ({ page, api }) => {
+  const queue = `${api.backend.idleQueue}-pages`;
+  const jobs = await api.createJobs(55, "noop", {}, { queue });
+  const newestFirst = jobs.map((j) => j.id).sort((a, b) => b - a);
+  await page.goto(`/jobs?queue=${encodeURIComponent(queue)}`);
+  const rows = page.locator("[data-testid=jobs-table] tbody tr");
+  const pager = page.getByRole("navigation", { name: "Pages" });
+  await expect(rows).toHaveCount(25);
+  await page.getByLabel("Per page").selectOption("50");
+  await expect(page).toHaveURL(/[?&]page_size=50(&|$)/);
+  await expect(rows).toHaveCount(50);
+  await expect(pager).toContainText("Page 1 of 2");
+  await page.getByLabel("Per page").selectOption("25");
+  await expect(pager).toContainText("Page 1 of 3");
+  await page.getByLabel(/Go to page/).fill("3");
+  await page.getByRole("button", { name: "Go", exact: true }).click();
+  await expect(page).toHaveURL(/[?&]page=3(&|$)/);
+  await expect(rows).toHaveCount(5);
+  const shown = await rows.evaluateAll((r) => r.map((row) => Number(row.dataset.jobId)));
+  expect(shown, "page 3 of 25 a page: the 51st to 55th newest").toEqual(newestFirst.slice(50));
+  await expect(pager).toContainText("Page 3 of 3");
+  // A page that does not exist is not offered.
+  await page.getByLabel(/Go to page/).fill("9");
+  await expect(page.getByRole("button", { name: "Go", exact: true })).toBeDisabled();
+  await page.reload();
+  await expect(rows).toHaveCount(5);
+  await expect(pager).toContainText("Page 3 of 3");
+  await shot(page, "jobs-pager", { fullPage: false });
+  await api.post("jobs/actions/", { action: "cancel", filter: { queue } });
+});
+
+test("a search of two characters says text is searched from three", async ({ page }) => {
+  await page.goto("/jobs");
+  await page.getByLabel("Search").fill("ab");
+  await page.getByLabel("Search").press("Enter");
+  await expect(page).toHaveURL(/[?&]search=ab(&|$)/);
+  await expect(page.getByText(/3 characters/).first()).toBeVisible();
+  await expect(page.getByText("No jobs match"), "not a bare 'No jobs match'").toHaveCount(0);
+});

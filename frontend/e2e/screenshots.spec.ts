@@ -1,10 +1,11 @@
 /**
  * Every page in light and dark, at 1440x900 and 390 wide, to test-results/screenshots/ (for a
- * person to look at), and comparisons against committed baselines (e2e/__screenshots__/) for
+ * person to look at), each checked by axe-core (WCAG 2 A and AA: no violation), and comparisons against committed baselines (e2e/__screenshots__/) for
  * the pages that do not move: login and the create-job form, counters masked.
  *
  * `npx playwright test e2e/screenshots.spec.ts --update-snapshots` rewrites the baselines.
  */
+import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import { DESKTOP, type JobsApi, PHONE, expect, shot, test, waitForStatus } from "./fixtures";
 
@@ -21,11 +22,31 @@ async function pictures(page: Page, name: string, desktop: boolean) {
   await shot(page, name);
   if (desktop) await shot(page, `${name}-top`, { fullPage: false });
   await checkLayout(page, name, desktop);
+  await checkAccessibility(page, name);
+}
+
+/** axe-core's WCAG 2 A and AA rules: every violation, with where it is. */
+async function checkAccessibility(page: Page, what: string) {
+  const { violations } = await new AxeBuilder({ page })
+    .withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"])
+    .analyze();
+  expect
+    .soft(
+      violations.map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.help}; ${v.nodes.length} nodes, e.g. ${v.nodes
+            .slice(0, 3)
+            .map((n) => n.target.join(" "))
+            .join(" | ")}`,
+      ),
+      `axe-core on ${what}`,
+    )
+    .toEqual([]);
 }
 
 /**
- * What the pictures showed going wrong, as checks: the page never scrolls sideways; on a
- * desktop no table scrolls inside its card and nothing sticks out of its panel (the filter's
+ * What the pictures showed going wrong, as checks: the page never scrolls sideways; no table
+ * scrolls inside its card; on a desktop nothing sticks out of its panel (the filter's
  * Clear button, a table's last column); every navigation link is inside the window.
  */
 async function checkLayout(page: Page, what: string, desktop: boolean) {
@@ -39,12 +60,13 @@ async function checkLayout(page: Page, what: string, desktop: boolean) {
       if (r.left < 0 || r.right > root.clientWidth + 1)
         out.push(`nav link "${a.textContent}" is cut off (${r.left}..${r.right})`);
     }
+    // At either width: a phone's tables are cards (table.cards), which fit.
+    for (const w of document.querySelectorAll<HTMLElement>(".table-wrap"))
+      if (w.scrollWidth > w.clientWidth + 1)
+        out.push(
+          `a table overflows its card (${w.scrollWidth} > ${w.clientWidth}): ${w.querySelector("table")?.dataset.testid ?? "?"}`,
+        );
     if (desktop) {
-      for (const w of document.querySelectorAll<HTMLElement>(".table-wrap"))
-        if (w.scrollWidth > w.clientWidth + 1)
-          out.push(
-            `a table overflows its card (${w.scrollWidth} > ${w.clientWidth}): ${w.querySelector("table")?.dataset.testid ?? "?"}`,
-          );
       for (const panel of document.querySelectorAll<HTMLElement>(".panel")) {
         const p = panel.getBoundingClientRect();
         for (const el of panel.querySelectorAll<HTMLElement>("button, input, select, table")) {
@@ -119,6 +141,24 @@ for (const colorScheme of ["light", "dark"] as const) {
         await expect(page.locator("[data-testid=schedules-table] tbody tr").first()).toBeVisible();
         await settle(page);
         await pictures(page, name("schedules"), size === "1440");
+        // Its tick history unfolded.
+        await page
+          .locator(`[data-testid=schedules-table] tr[data-schedule="${backend.schedule}"]`)
+          .getByRole("button", { name: "Tick history" })
+          .click();
+        await expect(page.getByTestId(`ticks-${backend.schedule}`).locator("tbody tr").first()).toBeVisible();
+        await settle(page);
+        await pictures(page, name("schedules-ticks"), size === "1440");
+
+        await page.goto("/workers");
+        await expect(page.locator("[data-testid=workers-table] tbody tr").first()).toBeVisible();
+        await settle(page);
+        await pictures(page, name("workers"), size === "1440");
+
+        await page.goto(`/queues/${encodeURIComponent(backend.queue)}`);
+        await expect(page.locator("[data-testid=queue-workers] tbody tr").first()).toBeVisible();
+        await settle(page);
+        await pictures(page, name("queue"), size === "1440");
 
         await page.goto("/jobs/new");
         await expect(page.getByRole("button", { name: "Create job" })).toBeVisible();

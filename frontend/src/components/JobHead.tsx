@@ -58,7 +58,7 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
     <>
       <div className="page-head">
         <div className="page-title">
-          <div className="muted">
+          <div className="muted breadcrumb">
             <Link to="/jobs">Jobs</Link> / #{job.id}
           </div>
           <h1 className="title-with-badge">

@@ -5,6 +5,7 @@ import { MemoryRouter } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Queue } from "../api/types";
 import { QueuesPanel, sortQueues } from "./QueuesPanel";
+import { expectCardLabels } from "../test/cards";
 
 const q = (name: string, extra: Partial<Queue> = {}): Queue => ({
   name,
@@ -60,6 +61,7 @@ describe("QueuesPanel", () => {
     expect(within(table).getByText("+2 later")).toBeInTheDocument();
     expect(within(table).getByRole("link", { name: "emails" })).toHaveAttribute("href", "/queues/emails");
     expect(screen.queryByRole("button", { name: /idle queue/ })).toBeNull();
+    expectCardLabels(table);
   });
 
   it("pauses a queue and shows it paused", async () => {

@@ -46,7 +46,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
         <>
           {
             <div className="table-wrap">
-              <table data-testid="queues-table">
+              <table data-testid="queues-table" className="cards">
                 <thead>
                   <tr>
                     <th>Queue</th>
@@ -61,18 +61,24 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                     const busy = toggle.isPending && toggle.variables?.name === q.name;
                     return (
                       <tr key={q.name} data-queue={q.name} data-idle={isIdle(q) || undefined}>
-                        <td className="nowrap">
+                        <td className="nowrap card-title">
                           <Link to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}: its page`}>
                             {q.name}
                           </Link>
                         </td>
-                        <td className="num" title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}>
+                        <td
+                          className="num"
+                          data-label="Runnable"
+                          title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}
+                        >
                           {q.runnable}
                           {q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
                         </td>
-                        <td className="num">{q.running}</td>
+                        <td className="num" data-label="Running">
+                          {q.running}
+                        </td>
                         {limits && (
-                          <td className="nowrap">
+                          <td className="nowrap" data-label="Limit">
                             {q.concurrency_limit === null ? (
                               <span className="faint">none</span>
                             ) : (
@@ -80,7 +86,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                             )}
                           </td>
                         )}
-                        <td className="nowrap">
+                        <td className="nowrap card-status">
                           <span className="actions" style={{ flexWrap: "nowrap" }}>
                             {q.paused ? (
                               <span className="badge badge-retrying">paused</span>

@@ -1,28 +1,23 @@
+/**
+ * The failed-jobs page's route (the dead letter): its filters from the address with the status
+ * fixed to failed, the list query, the selection, a row's Retry and the one notice saying how
+ * the latest action went; views/FailedJobsView.tsx renders them.
+ */
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link, useLocation } from "react-router";
+import { useLocation } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions, jobMutations } from "../api/jobs";
 import type { Job } from "../api/types";
-import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
-import { Notice } from "../components/Notice";
-import { Pager } from "../components/Pager";
-import { Attempts } from "../components/Progress";
-import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { filterProblems } from "../components/JobFilters";
 import type { Notice as NoticeText } from "../lib/jobView";
-import { formatRelative, useNow } from "../lib/time";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
-import { type Selection, useSelection } from "../lib/useSelection";
+import { useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
+import { FailedJobsView } from "../views/FailedJobsView";
 
 const PAGE_SIZE = 50;
 
-/**
- * The dead letter: failed jobs, with every filter of the jobs list and the same selection and
- * bulk bar (retry or delete the picked rows, or every job matching the filter). One notice says
- * how the latest action went, whether a row's Retry or a bulk action.
- */
 export function FailedJobsPage() {
   const user = useUser();
   const queryClient = useQueryClient();
@@ -38,9 +33,7 @@ export function FailedJobsPage() {
   const filters = { ...values, status: "failed" };
   const jobs = useQuery(jobListOptions(toListParams(filters, page, pageSize), 4000));
   const refused = jobs.isError ? filterProblems(jobs.error, filters) : null;
-  const rows = refused ? [] : (jobs.data?.results ?? []);
-  const selection = useSelection(rows, values);
-  const canBulk = user.can.retry || user.can.delete;
+  const selection = useSelection(refused ? [] : (jobs.data?.results ?? []), values);
   // A job deleted from its page comes back here saying so.
   const deleted = (useLocation().state as { deleted?: number } | null)?.deleted;
   const [notice, setNotice] = useState<NoticeText | null>(
@@ -56,157 +49,21 @@ export function FailedJobsPage() {
       setNotice({ tone: "error", text: `Could not retry job #${id}: ${error.message}` }),
   });
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  // The status is the page's, never the address's.
   const setFilters = (v: typeof values) => setValues({ ...v, status: undefined });
-
   return (
-    <>
-      <div className="page-head">
-        <div>
-          <h1>Failed jobs</h1>
-          <p>The dead letter: jobs that used every attempt or failed permanently. Retry puts them back in the queue.</p>
-        </div>
-        <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
-      </div>
-      <Notice notice={notice} testId="action-outcome" />
-      <section className="panel">
-        <JobFilters
-          values={values}
-          onChange={setFilters}
-          fixed={["status", "state"]}
-          invalid={refused?.map((p) => p.field)}
-        />
-        {canBulk && jobs.data && !refused && (
-          // Failed jobs cannot be cancelled: this bar retries and deletes.
-          <BulkActions
-            rows={rows}
-            selected={selection.selected}
-            onSelect={selection.setSelected}
-            allMatching={selection.allMatching}
-            onAllMatching={selection.setAllMatching}
-            matching={jobs.data.count}
-            filter={toActionFilter(filters)}
-            matchingAllowed={!filters.concurrency_key}
-            can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
-            onOutcome={setNotice}
-          />
-        )}
-        {jobs.isPending ? (
-          <Loading rows={6} />
-        ) : pastEnd ? (
-          <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>
-              Go to the first page
-            </button>
-          </Empty>
-        ) : refused ? (
-          <FilterProblem error={jobs.error} values={values} onChange={setFilters} fixed={["status"]} />
-        ) : jobs.isError && !jobs.data ? (
-          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
-        ) : rows.length === 0 ? (
-          <Empty title={values.type ? `No failed ${values.type} jobs` : "No failed jobs"}>
-            Nothing is waiting in the dead letter.
-          </Empty>
-        ) : (
-          <>
-            <FailedTable
-              rows={rows}
-              selection={canBulk ? selection : undefined}
-              canRetry={user.can.retry}
-              retrying={retryOne.isPending ? retryOne.variables : undefined}
-              onRetry={(id) => retryOne.mutate(id)}
-            />
-            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
-          </>
-        )}
-      </section>
-    </>
-  );
-}
-
-function FailedTable({
-  rows,
-  selection,
-  canRetry,
-  retrying,
-  onRetry,
-}: {
-  rows: Job[];
-  selection?: Selection;
-  canRetry: boolean;
-  retrying: number | undefined;
-  onRetry: (id: number) => void;
-}) {
-  const now = useNow(5000);
-  return (
-    <div className="table-wrap">
-      <table data-testid="failed-table">
-        <thead>
-          <tr>
-            {selection && (
-              <th>
-                <input
-                  type="checkbox"
-                  aria-label="Select every job on this page"
-                  checked={selection.allSelected}
-                  onChange={selection.toggleAll}
-                />
-              </th>
-            )}
-            <th>Job</th>
-            <th>Last error</th>
-            <th className="num">Attempts</th>
-            <th>Queue</th>
-            <th>Failed</th>
-            {canRetry && (
-              <th>
-                <span className="sr-only">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((job) => (
-            <tr key={job.id} data-job-id={job.id}>
-              {selection && (
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label={`Select job ${job.id}`}
-                    checked={selection.isSelected(job.id)}
-                    onChange={() => selection.toggle(job.id)}
-                  />
-                </td>
-              )}
-              <td className="nowrap">
-                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> {job.type}
-              </td>
-              <td className="error-cell" title={job.last_error ?? undefined}>
-                {job.last_error ?? <span className="faint">no message</span>}
-              </td>
-              <td className="num">
-                <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
-              </td>
-              <td>{job.queue}</td>
-              <td className="nowrap" title={job.finished_at ?? undefined}>
-                {formatRelative(job.finished_at, now)}
-              </td>
-              {canRetry && (
-                <td>
-                  <button
-                    type="button"
-                    className="small"
-                    onClick={() => onRetry(job.id)}
-                    disabled={retrying === job.id}
-                    aria-label={`Retry job ${job.id}`}
-                  >
-                    {retrying === job.id ? "Retrying…" : "Retry"}
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <FailedJobsView
+      jobs={jobs}
+      place={{ values, setValues: setFilters, page, pageSize, setPage, setPageSize }}
+      filters={filters}
+      refused={refused}
+      pastEnd={pastEnd}
+      selection={selection}
+      user={user}
+      notice={notice}
+      setNotice={setNotice}
+      retrying={retryOne.isPending ? retryOne.variables : undefined}
+      onRetry={(id) => retryOne.mutate(id)}
+    />
   );
 }

@@ -216,7 +216,7 @@ describe("filterProblems", () => {
 
 describe("the list's last error", () => {
   it("is red for a failed job, muted and marked earlier for a succeeded one", async () => {
-    const { listedError } = await import("./JobsPage");
+    const { listedError } = await import("../views/JobsView");
     expect(listedError({ status: "failed", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
     expect(listedError({ status: "queued", last_error: "boom" })).toEqual({ text: "boom", earlier: false });
     expect(listedError({ status: "succeeded", last_error: "boom" })).toEqual({

@@ -1,19 +1,16 @@
+/**
+ * The jobs list's route: its filters and page from the address, the list query, the selection;
+ * views/JobsView.tsx renders them.
+ */
 import { useQuery } from "@tanstack/react-query";
-import { Link, useLocation } from "react-router";
+import { useLocation } from "react-router";
 import { isApiError } from "../api/client";
 import { jobListOptions } from "../api/jobs";
-import type { Job } from "../api/types";
-import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { FilterProblem, JobFilters, filterProblems } from "../components/JobFilters";
-import { LeaseCountdown } from "../components/LeaseCountdown";
-import { Pager } from "../components/Pager";
-import { Attempts } from "../components/Progress";
-import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
-import { StatusBadge } from "../components/StatusBadge";
-import { formatRelative, useNow } from "../lib/time";
+import { filterProblems } from "../components/JobFilters";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
-import { type Selection, useSelection } from "../lib/useSelection";
+import { useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
+import { JobsView } from "../views/JobsView";
 
 const PAGE_SIZE = 25;
 
@@ -26,204 +23,16 @@ export function JobsPage() {
   // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
   const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
   const selection = useSelection(refused ? [] : (jobs.data?.results ?? []), values);
-  const canBulk = user.can.cancel || user.can.retry || user.can.delete;
   const deleted = (useLocation().state as { deleted?: number } | null)?.deleted;
   return (
-    <>
-      <div className="page-head">
-        <div>
-          <h1>Jobs</h1>
-          <p>Every job, newest first; filter by status, type, queue or priority.</p>
-        </div>
-        <div className="actions">
-          <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
-          {user.can.create && (
-            <Link className="button primary" to="/jobs/new">
-              Create job
-            </Link>
-          )}
-        </div>
-      </div>
-      {deleted && (
-        <div className="notice success" role="status" data-testid="deleted-notice">
-          Job #{deleted} deleted, with its events.
-        </div>
-      )}
-      <section className="panel">
-        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
-        {values.schedule && (
-          <div className="notice" role="status" data-testid="schedule-filter">
-            Jobs enqueued by the periodic schedule <strong>{values.schedule}</strong>.{" "}
-            <button type="button" className="link" onClick={() => setValues({ ...values, schedule: undefined })}>
-              Show every job
-            </button>
-          </div>
-        )}
-        {canBulk && !refused && jobs.data && (
-          <BulkActions
-            rows={jobs.data!.results}
-            selected={selection.selected}
-            onSelect={selection.setSelected}
-            allMatching={selection.allMatching}
-            onAllMatching={selection.setAllMatching}
-            matching={jobs.data!.count}
-            filter={toActionFilter(values)}
-            matchingAllowed={!values.concurrency_key}
-            can={user.can}
-          />
-        )}
-        {jobs.isPending ? (
-          <Loading rows={6} />
-        ) : pastEnd ? (
-          <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>
-              Go to the first page
-            </button>
-          </Empty>
-        ) : refused ? (
-          <FilterProblem error={jobs.error} values={values} onChange={setValues} />
-        ) : jobs.isError && !jobs.data ? (
-          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
-        ) : jobs.data!.results.length === 0 ? (
-          <Empty title="No jobs match">
-            Change or clear the filters
-            {user.can.create ? (
-              <>
-                , or <Link to="/jobs/new">create a job</Link>
-              </>
-            ) : null}
-            .
-          </Empty>
-        ) : (
-          <>
-            <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
-            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
-          </>
-        )}
-      </section>
-    </>
-  );
-}
-
-export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selection }) {
-  const now = useNow(1000);
-  return (
-    <div className="table-wrap">
-      <table data-testid="jobs-table">
-        <thead>
-          <tr>
-            {selection && (
-              <th>
-                <input
-                  type="checkbox"
-                  aria-label="Select every job on this page"
-                  checked={selection.allSelected}
-                  onChange={selection.toggleAll}
-                />
-              </th>
-            )}
-            <th>Job</th>
-            <th>Status</th>
-            <th>Queue</th>
-            <th className="num">Priority</th>
-            <th className="num">Attempts</th>
-            <th>Lease owner</th>
-            <th>Created</th>
-            <th>Last error</th>
-          </tr>
-        </thead>
-        <tbody>
-          {jobs.map((job) => (
-            <tr key={job.id} data-job-id={job.id}>
-              {selection && (
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label={`Select job ${job.id}`}
-                    checked={selection.isSelected(job.id)}
-                    onChange={() => selection.toggle(job.id)}
-                  />
-                </td>
-              )}
-              <td className="nowrap">
-                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span>{job.type}</span>
-                {job.idempotency_key && (
-                  <div className="sub truncate" title={job.idempotency_key}>
-                    key {job.idempotency_key}
-                  </div>
-                )}
-              </td>
-              <td>
-                <StatusBadge job={job} now={now} />
-                {job.status === "running" && job.progress_percent !== null && (
-                  <span
-                    className="progress mini-progress"
-                    role="progressbar"
-                    aria-valuemin={0}
-                    aria-valuemax={100}
-                    aria-valuenow={job.progress_percent}
-                    aria-label={`Job ${job.id}: ${job.progress_percent}% done`}
-                  >
-                    <span style={{ width: `${job.progress_percent}%` }} />
-                  </span>
-                )}
-                {job.status === "queued" && Date.parse(job.available_at) > now && (
-                  <div className="sub">runs {formatRelative(job.available_at, now)}</div>
-                )}
-              </td>
-              <td className="nowrap">
-                <Link to={`/queues/${encodeURIComponent(job.queue)}`} title={`Queue ${job.queue}: its page`}>
-                  {job.queue}
-                </Link>
-              </td>
-              <td className="num">{job.priority}</td>
-              <td className="num">
-                <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
-              </td>
-              <td>
-                {job.locked_by ? (
-                  <>
-                    <div className="mono truncate" title={job.locked_by}>
-                      {job.locked_by}
-                    </div>
-                    <LeaseCountdown expiresAt={job.lease_expires_at} tickMs={1000} />
-                  </>
-                ) : (
-                  <span className="faint">—</span>
-                )}
-              </td>
-              <td className="nowrap" title={job.created_at}>
-                {formatRelative(job.created_at, now)}
-              </td>
-              <ErrorCell job={job} />
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-/**
- * The list's "Last error": red while it says why the job is failed, cancelled or retrying; a
- * succeeded job's error is an earlier attempt's, shown muted as such (it was red, as if the job
- * had failed).
- */
-export function listedError(job: Pick<Job, "status" | "last_error">): { text: string; earlier: boolean } | null {
-  if (!job.last_error) return null;
-  if (job.status === "succeeded") return { text: `earlier attempt: ${job.last_error}`, earlier: true };
-  return { text: job.last_error, earlier: false };
-}
-
-function ErrorCell({ job }: { job: Job }) {
-  const shown = listedError(job);
-  return (
-    <td
-      className={shown?.earlier ? "truncate faint" : "error-cell"}
-      title={job.last_error ?? undefined}
-      data-testid={`last-error-${job.id}`}
-    >
-      {shown?.text ?? ""}
-    </td>
+    <JobsView
+      jobs={jobs}
+      place={{ values, setValues, page, pageSize, setPage, setPageSize }}
+      refused={refused}
+      pastEnd={pastEnd}
+      selection={selection}
+      user={user}
+      deleted={deleted}
+    />
   );
 }

@@ -5,7 +5,9 @@ import { MemoryRouter, Outlet as RouterOutlet, Route, Routes } from "react-route
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { QueueDetail, Throughput, User } from "../api/types";
 import { throughputSummary } from "../components/ThroughputPanel";
-import { QueuePage, parseLimit } from "./QueuePage";
+import { parseLimit } from "../views/QueueView";
+import { QueuePage } from "./QueuePage";
+import { expectCardLabels } from "../test/cards";
 
 const can = { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true };
 const userWith = (extra: Partial<User["can"]> = {}): User => ({
@@ -120,6 +122,7 @@ describe("the queue page", { timeout: 15_000 }, () => {
     const workers = screen.getByTestId("queue-workers");
     expect(workers).toHaveTextContent("hostA:1");
     expect(workers).toHaveTextContent("media");
+    expectCardLabels(workers);
     expect(await screen.findByTestId("throughput-chart")).toHaveAttribute(
       "aria-label",
       "5 succeeded and 1 failed in the last 15 min (queue media)",

@@ -1,245 +1,37 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
-import { STATUSES } from "../lib/statuses";
-import { Link, useParams } from "react-router";
-import { isApiError } from "../api/client";
-import { queueDetailOptions, queueMutations } from "../api/queues";
-import type { QueueDetail } from "../api/types";
-import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
-import { ThroughputPanel } from "../components/ThroughputPanel";
-import { formatRelative, useNow } from "../lib/time";
-import { useUser } from "../lib/useUser";
-
-/** Where a queue's page is: `/queues/<name>`. */
-export const queuePath = (name: string) => `/queues/${encodeURIComponent(name)}`;
-
-/** "2" -> 2, "" -> null (no limit), anything else -> undefined (not a limit). */
-export function parseLimit(text: string): number | null | undefined {
-  const value = text.trim();
-  if (!value) return null;
-  if (!/^\d+$/.test(value)) return undefined;
-  const n = Number(value);
-  return n >= 1 ? n : undefined;
-}
-
 /**
- * One queue: its jobs by status (each a link to the filtered list), pause and resume, its
- * concurrency limit (editable with change_queuesetting), throughput and its workers.
+ * A queue's page's route: the name from the address, the queue's detail (polled), pause and
+ * resume, and saving its limit; views/QueueView.tsx renders them.
  */
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useParams } from "react-router";
+import { queueDetailOptions, queueMutations } from "../api/queues";
+import { useUser } from "../lib/useUser";
+import { QueueView } from "../views/QueueView";
+
 export function QueuePage() {
   const { name = "" } = useParams();
-  const detail = useQuery(queueDetailOptions(name));
-  return (
-    <>
-      <div className="page-head">
-        <div>
-          <h1>
-            Queue <span className="mono">{name}</span>
-          </h1>
-          <p>Its jobs by status, throughput and the workers that claim from it.</p>
-        </div>
-        <LiveIndicator isError={detail.isError} error={detail.error} isFetching={detail.isFetching} />
-      </div>
-      {detail.isPending ? (
-        <div className="panel">
-          <Loading rows={5} />
-        </div>
-      ) : detail.isError && !detail.data ? (
-        isApiError(detail.error, 404) ? (
-          <section className="panel">
-            <Empty title={`No queue named ${name}`}>
-              <p>
-                A queue exists once it holds a job, a handler or schedule names it, or it has a setting.{" "}
-                <Link to="/">Back to the overview</Link>
-              </p>
-            </Empty>
-          </section>
-        ) : (
-          <ErrorState error={detail.error} onRetry={() => void detail.refetch()} />
-        )
-      ) : (
-        <QueueView q={detail.data!} />
-      )}
-    </>
-  );
-}
-
-function QueueView({ q }: { q: QueueDetail }) {
   const user = useUser();
   const queryClient = useQueryClient();
+  const detail = useQuery(queueDetailOptions(name));
   // Its onSettled refetches every queue query, this page's too (["queues", "detail", name]).
   const toggle = useMutation(queueMutations.toggle(queryClient));
+  const save = useMutation(queueMutations.setLimit(queryClient));
   return (
-    <>
-      <section className="stats" aria-label="The queue's jobs by status">
-        {STATUSES.map((s) => (
-          <Link
-            key={s}
-            className={`stat tone-${s}`}
-            to={`/jobs?queue=${encodeURIComponent(q.name)}&status=${s}`}
-            data-testid={`queue-count-${s}`}
-          >
-            <div className="label">{s[0].toUpperCase() + s.slice(1)}</div>
-            <div className="value">
-              {(q.counts_by_status[s as keyof typeof q.counts_by_status] ?? 0).toLocaleString()}
-            </div>
-            {s === "queued" && <div className="sub">{q.runnable.toLocaleString()} runnable</div>}
-          </Link>
-        ))}
-      </section>
-
-      <div className="grid grid-2" style={{ marginBottom: 14 }}>
-        <section className="panel" aria-labelledby="queue-settings-title">
-          <header>
-            <h2 id="queue-settings-title">Flow control</h2>
-          </header>
-          {toggle.isError && (
-            <div className="notice error" role="alert">
-              Could not {toggle.variables?.action}: {(toggle.error as Error).message}
-            </div>
-          )}
-          <dl className="kv">
-            <dt>State</dt>
-            <dd>
-              <span className="actions" style={{ flexWrap: "nowrap" }}>
-                {q.paused ? (
-                  <span className="badge badge-retrying" data-testid="queue-state">
-                    paused
-                  </span>
-                ) : (
-                  <span className="muted" data-testid="queue-state">
-                    active
-                  </span>
-                )}
-                {user.can.cancel && (
-                  <button
-                    type="button"
-                    className="small"
-                    disabled={toggle.isPending}
-                    aria-label={`${q.paused ? "Resume" : "Pause"} queue ${q.name}`}
-                    onClick={() => toggle.mutate({ name: q.name, action: q.paused ? "resume" : "pause" })}
-                  >
-                    {toggle.isPending ? "…" : q.paused ? "Resume" : "Pause"}
-                  </button>
-                )}
-              </span>
-            </dd>
-            <dt>Concurrency limit</dt>
-            <dd>
-              <LimitEditor q={q} canChange={user.can.change_queue} />
-            </dd>
-          </dl>
-        </section>
-        <ThroughputPanel queue={q.name} />
-      </div>
-
-      <section className="panel" aria-labelledby="queue-workers-title">
-        <header>
-          <h2 id="queue-workers-title">Workers</h2>
-          <span className="faint">{q.workers.length} claiming from this queue</span>
-        </header>
-        <QueueWorkers q={q} />
-      </section>
-    </>
-  );
-}
-
-function LimitEditor({ q, canChange }: { q: QueueDetail; canChange: boolean }) {
-  const queryClient = useQueryClient();
-  const shown = q.concurrency_limit === null ? "" : String(q.concurrency_limit);
-  const [text, setText] = useState(shown);
-  const [editing, setEditing] = useState(false);
-  // While not editing, the box follows the limit as the poll reads it.
-  if (!editing && text !== shown) setText(shown);
-  const save = useMutation({ ...queueMutations.setLimit(queryClient), onSuccess: () => setEditing(false) });
-  const current = q.concurrency_limit === null ? "none" : `${q.concurrency_limit} at once`;
-  if (!canChange) {
-    return (
-      <span data-testid="queue-limit" title="Changing it needs the change_queuesetting permission">
-        {current}
-      </span>
-    );
-  }
-  const parsed = parseLimit(text);
-  const error = save.isError
-    ? (save.error as Error).message
-    : parsed === undefined
-      ? "a whole number, 1 or more"
-      : null;
-  return (
-    <form
-      className="actions"
-      style={{ flexWrap: "nowrap" }}
-      onSubmit={(e) => {
-        e.preventDefault();
-        if (parsed !== undefined) save.mutate({ name: q.name, limit: parsed });
+    <QueueView
+      name={name}
+      detail={detail}
+      can={{ pause: user.can.cancel, changeLimit: user.can.change_queue }}
+      toggle={{
+        mutate: (action) => toggle.mutate({ name, action }),
+        isPending: toggle.isPending,
+        error: toggle.isError ? (toggle.error as Error) : null,
+        action: toggle.variables?.action,
       }}
-    >
-      <input
-        aria-label="Concurrency limit"
-        inputMode="numeric"
-        placeholder="none"
-        value={text}
-        style={{ width: 80 }}
-        aria-invalid={parsed === undefined || undefined}
-        onChange={(e) => {
-          setEditing(true);
-          setText(e.target.value);
-        }}
-      />
-      <button type="submit" className="small" disabled={parsed === undefined || save.isPending || text === shown}>
-        {save.isPending ? "…" : "Save"}
-      </button>
-      <span className="faint" data-testid="queue-limit">
-        now: {current}
-      </span>
-      {error && (editing || save.isError) && (
-        <span className="field-error" role="alert">
-          {error}
-        </span>
-      )}
-    </form>
-  );
-}
-
-function QueueWorkers({ q }: { q: QueueDetail }) {
-  const now = useNow(1000);
-  if (q.workers.length === 0) {
-    return (
-      <Empty title="No worker claims from this queue">
-        <p>
-          Start one with <code>python manage.py run_job_workers --queues {q.name}</code> (or without{" "}
-          <code>--queues</code> for every queue).
-        </p>
-      </Empty>
-    );
-  }
-  return (
-    <div className="table-wrap">
-      <table data-testid="queue-workers">
-        <thead>
-          <tr>
-            <th>Process</th>
-            <th>Queues</th>
-            <th className="num">Running here</th>
-            <th className="num">Threads</th>
-            <th>Heartbeat</th>
-          </tr>
-        </thead>
-        <tbody>
-          {q.workers.map((w) => (
-            <tr key={w.id}>
-              <td className="mono">
-                {w.hostname}:{w.pid}
-              </td>
-              <td>{w.all_queues ? <span className="muted">all</span> : w.queues.join(", ")}</td>
-              <td className="num">{w.running_here}</td>
-              <td className="num">{w.threads}</td>
-              <td className="muted">{formatRelative(w.heartbeat_at, now)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+      limit={{
+        mutate: (limit, done) => save.mutate({ name, limit }, { onSuccess: done }),
+        isPending: save.isPending,
+        error: save.isError ? (save.error as Error) : null,
+      }}
+    />
   );
 }

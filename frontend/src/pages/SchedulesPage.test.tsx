@@ -4,7 +4,9 @@ import userEvent from "@testing-library/user-event";
 import { MemoryRouter, Outlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Schedule, ScheduleTick, User } from "../api/types";
-import { SchedulesPage, lastRun, scheduleJobsLink, scheduleTarget } from "./SchedulesPage";
+import { lastRun, scheduleJobsLink, scheduleTarget } from "../views/SchedulesView";
+import { SchedulesPage } from "./SchedulesPage";
+import { expectCardLabels } from "../test/cards";
 
 const operator: User = {
   id: 1,
@@ -230,6 +232,8 @@ describe("the schedules' controls", () => {
     expect(failed).toHaveTextContent("attempt 3/3");
     expect(failed).toHaveTextContent("ValueError: no pages");
     expect(failed).toHaveTextContent("ran 56 min");
+    expectCardLabels(history);
+    expectCardLabels(screen.getByTestId("schedules-table"));
 
     await userEvent.click(within(row).getByRole("button", { name: "Hide tick history" }));
     expect(screen.queryByTestId("ticks-nightly-report")).toBeNull();

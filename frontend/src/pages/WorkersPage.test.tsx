@@ -3,7 +3,9 @@ import { render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Worker } from "../api/types";
-import { WorkersPage, formatMemory, groupWorkers } from "./WorkersPage";
+import { formatMemory, groupWorkers } from "../views/WorkersView";
+import { WorkersPage } from "./WorkersPage";
+import { expectCardLabels } from "../test/cards";
 
 const alive: Worker = {
   id: "vm-1-4242",
@@ -72,6 +74,7 @@ describe("the workers page", () => {
     expect(within(second).getByTestId("worker-stuck")).toHaveTextContent("1 stuck handler");
     expect(within(second).getByTestId("worker-jobs")).toHaveTextContent("held when it was lost");
     expect(within(second).getByTestId("worker-last-beat")).toHaveTextContent(/\b3\d s ago/);
+    for (const table of screen.getAllByTestId("workers-table")) expectCardLabels(table);
   });
 
   it("says how to start a worker when none runs", async () => {

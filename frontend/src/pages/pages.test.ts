@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toCreateBody } from "./CreateJobPage";
+import { toCreateBody } from "../views/CreateJobView";
 import { hostLoginHref, safeNext } from "./LoginPage";
 import { toListParams } from "../lib/useFilterParams";
 import { currentProgress } from "../lib/jobView";

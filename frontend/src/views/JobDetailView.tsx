@@ -79,13 +79,16 @@ export function JobDetailView({
             </Panel>
           )}
           <Panel id="payload" title="Payload">
-            <pre className="json" data-testid="job-payload">
+            {/* Focusable: a long payload scrolls, and a keyboard must reach it too (WCAG 2.1.1). */}
+            <pre className="json" data-testid="job-payload" tabIndex={0} aria-label="The payload, as JSON">
               {JSON.stringify(job.payload, null, 2)}
             </pre>
           </Panel>
           {job.result !== null && job.result !== undefined && (
             <Panel id="result" title="Result">
-              <pre className="json">{JSON.stringify(job.result, null, 2)}</pre>
+              <pre className="json" tabIndex={0} aria-label="The result, as JSON">
+                {JSON.stringify(job.result, null, 2)}
+              </pre>
             </Panel>
           )}
           <Panel id="fields" title="All fields">

@@ -1,0 +1,254 @@
+/**
+ * The jobs list as its route (pages/JobsPage.tsx) loaded it: the filters, the selection bar, the
+ * table and the pager. On a phone each row is a card (styles.css, `table.cards`): the id, type,
+ * status and time first, the other columns folded under them with their names.
+ */
+import { Link } from "react-router";
+import type { Job, JobPage, User } from "../api/types";
+import { BulkActions, toActionFilter } from "../components/BulkActions";
+import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
+import { LeaseCountdown } from "../components/LeaseCountdown";
+import { Pager } from "../components/Pager";
+import { Attempts } from "../components/Progress";
+import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { StatusBadge } from "../components/StatusBadge";
+import { formatRelative, useNow } from "../lib/time";
+import type { Selection } from "../lib/useSelection";
+import type { Loaded } from "./types";
+
+/** The list's place in the address: its filters and page, and how to change them. */
+export type ListPlace = {
+  values: FilterValues;
+  setValues: (values: FilterValues) => void;
+  page: number;
+  pageSize: number;
+  setPage: (page: number) => void;
+  setPageSize: (size: number) => void;
+};
+
+export function JobsView({
+  jobs,
+  place: { values, setValues, page, pageSize, setPage, setPageSize },
+  refused,
+  pastEnd,
+  selection,
+  user,
+  deleted,
+}: {
+  jobs: Loaded<JobPage>;
+  place: ListPlace;
+  /** The filters the API refused (?status=bogus), or null. */
+  refused: { field: string }[] | null;
+  /** A page past the end of the list was asked for. */
+  pastEnd: boolean;
+  selection: Selection;
+  user: User;
+  /** The job just deleted from its page, which came back here. */
+  deleted?: number;
+}) {
+  const canBulk = user.can.cancel || user.can.retry || user.can.delete;
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <h1>Jobs</h1>
+          <p>Every job, newest first; filter by status, type, queue or priority.</p>
+        </div>
+        <div className="actions">
+          <LiveIndicator isError={jobs.isError} error={jobs.error} isFetching={jobs.isFetching} />
+          {user.can.create && (
+            <Link className="button primary" to="/jobs/new">
+              Create job
+            </Link>
+          )}
+        </div>
+      </div>
+      {deleted && (
+        <div className="notice success" role="status" data-testid="deleted-notice">
+          Job #{deleted} deleted, with its events.
+        </div>
+      )}
+      <section className="panel">
+        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
+        {values.schedule && (
+          <div className="notice" role="status" data-testid="schedule-filter">
+            Jobs enqueued by the periodic schedule <strong>{values.schedule}</strong>.{" "}
+            <button type="button" className="link" onClick={() => setValues({ ...values, schedule: undefined })}>
+              Show every job
+            </button>
+          </div>
+        )}
+        {canBulk && !refused && jobs.data && (
+          <BulkActions
+            rows={jobs.data!.results}
+            selected={selection.selected}
+            onSelect={selection.setSelected}
+            allMatching={selection.allMatching}
+            onAllMatching={selection.setAllMatching}
+            matching={jobs.data!.count}
+            filter={toActionFilter(values)}
+            matchingAllowed={!values.concurrency_key}
+            can={user.can}
+          />
+        )}
+        {jobs.isPending ? (
+          <Loading rows={6} />
+        ) : pastEnd ? (
+          <Empty title="This page is past the end of the list">
+            <button type="button" onClick={() => setPage(1)}>
+              Go to the first page
+            </button>
+          </Empty>
+        ) : refused ? (
+          <FilterProblem error={jobs.error} values={values} onChange={setValues} />
+        ) : jobs.isError && !jobs.data ? (
+          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
+        ) : jobs.data!.results.length === 0 ? (
+          <Empty title="No jobs match">
+            Change or clear the filters
+            {user.can.create ? (
+              <>
+                , or <Link to="/jobs/new">create a job</Link>
+              </>
+            ) : null}
+            .
+          </Empty>
+        ) : (
+          <>
+            <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
+            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
+          </>
+        )}
+      </section>
+    </>
+  );
+}
+
+export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selection }) {
+  const now = useNow(1000);
+  return (
+    <div className="table-wrap">
+      <table data-testid="jobs-table" className="cards">
+        <thead>
+          <tr>
+            {selection && (
+              <th className="card-select">
+                <input
+                  type="checkbox"
+                  aria-label="Select every job on this page"
+                  checked={selection.allSelected}
+                  onChange={selection.toggleAll}
+                />
+                <span className="card-only" aria-hidden="true">
+                  Every job on this page
+                </span>
+              </th>
+            )}
+            <th>Job</th>
+            <th>Status</th>
+            <th>Queue</th>
+            <th className="num">Priority</th>
+            <th className="num">Attempts</th>
+            <th>Lease owner</th>
+            <th>Created</th>
+            <th>Last error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <tr key={job.id} data-job-id={job.id}>
+              {selection && (
+                <td className="card-select">
+                  <input
+                    type="checkbox"
+                    aria-label={`Select job ${job.id}`}
+                    checked={selection.isSelected(job.id)}
+                    onChange={() => selection.toggle(job.id)}
+                  />
+                </td>
+              )}
+              <td className="nowrap card-title">
+                <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span data-testid="job-type">{job.type}</span>
+                {job.idempotency_key && (
+                  <div className="sub truncate" title={job.idempotency_key}>
+                    key {job.idempotency_key}
+                  </div>
+                )}
+              </td>
+              <td className="card-status">
+                <StatusBadge job={job} now={now} />
+                {job.status === "running" && job.progress_percent !== null && (
+                  <span
+                    className="progress mini-progress"
+                    role="progressbar"
+                    aria-valuemin={0}
+                    aria-valuemax={100}
+                    aria-valuenow={job.progress_percent}
+                    aria-label={`Job ${job.id}: ${job.progress_percent}% done`}
+                  >
+                    <span style={{ width: `${job.progress_percent}%` }} />
+                  </span>
+                )}
+                {job.status === "queued" && Date.parse(job.available_at) > now && (
+                  <div className="sub">runs {formatRelative(job.available_at, now)}</div>
+                )}
+              </td>
+              <td className="nowrap" data-label="Queue">
+                <Link to={`/queues/${encodeURIComponent(job.queue)}`} title={`Queue ${job.queue}: its page`}>
+                  {job.queue}
+                </Link>
+              </td>
+              <td className="num" data-label="Priority">
+                {job.priority}
+              </td>
+              <td className="num" data-label="Attempts">
+                <Attempts attempts={job.attempts} max={job.max_attempts} status={job.status} />
+              </td>
+              <td data-label="Lease owner" className={job.locked_by ? undefined : "card-empty"}>
+                {job.locked_by ? (
+                  <>
+                    <div className="mono truncate" title={job.locked_by}>
+                      {job.locked_by}
+                    </div>
+                    <LeaseCountdown expiresAt={job.lease_expires_at} tickMs={1000} />
+                  </>
+                ) : (
+                  <span className="faint">—</span>
+                )}
+              </td>
+              <td className="nowrap card-time" data-label="Created" title={job.created_at}>
+                {formatRelative(job.created_at, now)}
+              </td>
+              <ErrorCell job={job} />
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/**
+ * The list's "Last error": red while it says why the job is failed, cancelled or retrying; a
+ * succeeded job's error is an earlier attempt's, shown muted as such (it was red, as if the job
+ * had failed).
+ */
+export function listedError(job: Pick<Job, "status" | "last_error">): { text: string; earlier: boolean } | null {
+  if (!job.last_error) return null;
+  if (job.status === "succeeded") return { text: `earlier attempt: ${job.last_error}`, earlier: true };
+  return { text: job.last_error, earlier: false };
+}
+
+function ErrorCell({ job }: { job: Job }) {
+  const shown = listedError(job);
+  return (
+    <td
+      className={`card-wide ${shown ? "" : "card-empty "}${shown?.earlier ? "truncate faint" : "error-cell"}`}
+      data-label="Last error"
+      title={job.last_error ?? undefined}
+      data-testid={`last-error-${job.id}`}
+    >
+      {shown?.text ?? ""}
+    </td>
+  );
+}

@@ -1,0 +1,137 @@
+/**
+ * The workers page as its route (pages/WorkersPage.tsx) loaded it: the processes grouped by
+ * host and supervisor, one table a group (cards on a phone).
+ */
+import { Link } from "react-router";
+import type { Worker } from "../api/types";
+import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { formatRelative, formatTimestamp, useNow } from "../lib/time";
+import type { Loaded } from "./types";
+
+/** "73 MiB", or "—" when the process did not report it. */
+export function formatMemory(bytes: number | null): string {
+  if (bytes === null) return "—";
+  const mib = bytes / 2 ** 20;
+  return mib >= 1024 ? `${(mib / 1024).toFixed(1)} GiB` : `${Math.round(mib)} MiB`;
+}
+
+/** The processes grouped by host, then by supervisor (null: unsupervised), in a stable order. */
+export function groupWorkers(rows: Worker[]): [string, Worker[]][] {
+  const groups = new Map<string, Worker[]>();
+  for (const w of rows) {
+    const key = w.supervisor_pid === null ? w.hostname : `${w.hostname} · supervisor ${w.supervisor_pid}`;
+    groups.set(key, [...(groups.get(key) ?? []), w]);
+  }
+  return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** Every worker process: its threads and queues, what it runs, memory, jobs done, started, last beat. */
+export function WorkersView({ workers }: { workers: Loaded<Worker[]> }) {
+  const rows = workers.data ?? [];
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <h1>Workers</h1>
+          <p>
+            Every <code>run_job_workers</code> process. One that stops beating for two heartbeat intervals is shown as{" "}
+            <strong>lost</strong>, with what it held, until the reaper has requeued its jobs.
+          </p>
+        </div>
+        <LiveIndicator isError={workers.isError} error={workers.error} isFetching={workers.isFetching} />
+      </div>
+      <section className="panel">
+        {workers.isPending ? (
+          <Loading rows={3} />
+        ) : workers.isError && !workers.data ? (
+          <ErrorState error={workers.error} onRetry={() => void workers.refetch()} />
+        ) : rows.length === 0 ? (
+          <Empty title="No worker is running">
+            <p>
+              Start one with <code>manage.py run_job_workers</code> (<code>--processes N</code> for a supervised host).
+            </p>
+          </Empty>
+        ) : (
+          groupWorkers(rows).map(([group, members]) => <WorkersTable key={group} title={group} rows={members} />)
+        )}
+      </section>
+    </>
+  );
+}
+
+function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
+  const now = useNow(1000);
+  return (
+    <div className="table-wrap">
+      <h2 className="sub">{title}</h2>
+      <table data-testid="workers-table" className="cards">
+        <thead>
+          <tr>
+            <th>Process</th>
+            <th>State</th>
+            <th>Threads</th>
+            <th>Queues</th>
+            <th>Running</th>
+            <th>Memory</th>
+            <th>Jobs done</th>
+            <th>Started</th>
+            <th>Last beat</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((w) => (
+            <tr key={w.id} data-worker={w.id} data-state={w.state}>
+              <td className="mono card-title">
+                {w.id}
+                <div className="sub">pid {w.pid}</div>
+              </td>
+              <td className="card-status" data-testid="worker-state">
+                <span className={`badge ${w.state === "lost" ? "badge-failed" : "badge-running"}`}>{w.state}</span>
+                {w.stuck_handlers > 0 && (
+                  <div className="sub field-error" data-testid="worker-stuck">
+                    {w.stuck_handlers} stuck handler{w.stuck_handlers === 1 ? "" : "s"}
+                  </div>
+                )}
+              </td>
+              <td data-label="Threads">{w.threads}</td>
+              <td data-label="Queues">
+                {w.queues.length === 0 || w.queues.includes("*") ? "all" : w.queues.join(", ")}
+              </td>
+              <td className="card-wide" data-label="Running" data-testid="worker-jobs">
+                {w.running_jobs.length === 0 ? (
+                  <span className="faint">idle</span>
+                ) : (
+                  <ul className="plain">
+                    {w.running_jobs.map((j) => (
+                      <li key={j.id}>
+                        <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}{" "}
+                        <span className="sub mono">{j.worker_id.slice(w.id.length + 1)}</span>
+                      </li>
+                    ))}
+                  </ul>
+                )}
+                {w.state === "lost" && w.running_jobs.length > 0 && (
+                  <div className="sub">held when it was lost: requeued when their leases expire</div>
+                )}
+              </td>
+              <td data-label="Memory">{formatMemory(w.rss_bytes)}</td>
+              <td data-label="Jobs done">{w.jobs_done}</td>
+              <td className="nowrap" data-label="Started" title={formatTimestamp(w.started_at)}>
+                {formatRelative(w.started_at, now)}
+              </td>
+              <td
+                className="nowrap card-time"
+                data-label="Last beat"
+                data-testid="worker-last-beat"
+                title={formatTimestamp(w.heartbeat_at)}
+              >
+                {formatRelative(w.heartbeat_at, now)}
+                <div className="sub">every {w.heartbeat_interval_seconds.toFixed(1)} s</div>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
