@@ -150,7 +150,7 @@ class TaskOptions:
 _TASK_OPTIONS: dict[str, TaskOptions] = {}
 
 
-def _check_option(argument: str, value, high: int) -> int | None:
+def _check_option(argument: str, value: object, high: int) -> int | None:
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
@@ -215,7 +215,7 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
     return decorate
 
 
-def _declared_key(key, limit) -> dict:
+def _declared_key(key: object, limit: object) -> dict[str, Any]:
     """@task_options' concurrency key and limit, checked as enqueue() checks them (a function
     key's limit now, the key it returns at each enqueue)."""
     if key is None and limit is None:
@@ -287,13 +287,15 @@ class QueueTask(Task):
     concurrency_key: str | None = None
     concurrency_key_limit: int | None = None
 
-    def using(self, *, priority=None, queue_name=None, run_after=None, backend=None,
-              max_attempts=None, timeout_seconds=None, idempotency_key=None,
-              concurrency_key=None, concurrency_key_limit=None):
+    def using(self, *, priority: int | None = None, queue_name: str | None = None,
+              run_after: datetime | None = None, backend: str | None = None,
+              max_attempts: int | None = None, timeout_seconds: int | None = None,
+              idempotency_key: str | None = None, concurrency_key: str | None = None,
+              concurrency_key_limit: int | None = None) -> "QueueTask":
         """Create a new Task with modified defaults (Django's, and this queue's)."""
         task = Task.using(self, priority=priority, queue_name=queue_name,
                           run_after=run_after, backend=backend)
-        changes = {}
+        changes: dict[str, Any] = {}
         if max_attempts is not None:
             changes["max_attempts"] = max_attempts
         if timeout_seconds is not None:
@@ -325,7 +327,7 @@ class QueueBackend(BaseTaskBackend):
     supports_priority = True
 
     # -- validation ---------------------------------------------------------------------------
-    def validate_task(self, task):
+    def validate_task(self, task: Task) -> None:
         super().validate_task(task)
         max_attempts = getattr(task, "max_attempts", None)
         if max_attempts is not None and (not isinstance(max_attempts, int) or max_attempts < 1):
@@ -350,7 +352,7 @@ class QueueBackend(BaseTaskBackend):
                               "ASCII letters, digits and _ . : -")
         _remember(task)
 
-    def check(self, **kwargs):
+    def check(self, **kwargs: Any) -> list[Any]:
         errors = []
         raw_queues = settings.TASKS[self.alias].get("QUEUES", None)
         if raw_queues is not None and (
@@ -393,7 +395,7 @@ class QueueBackend(BaseTaskBackend):
         return errors
 
     # -- producing ----------------------------------------------------------------------------
-    def enqueue(self, task, args, kwargs):
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """Store the task as a job. Inside `transaction.atomic()` it commits or rolls back
         with the caller's transaction, and `task_enqueued` is sent only once it commits."""
         from . import services
@@ -440,7 +442,7 @@ class QueueBackend(BaseTaskBackend):
         return result
 
     # -- results ------------------------------------------------------------------------------
-    def get_result(self, result_id):
+    def get_result(self, result_id: str) -> TaskResult:
         from .models import Job, JobEvent
 
         try:
@@ -456,7 +458,7 @@ class QueueBackend(BaseTaskBackend):
         return _build_result(job, events)
 
 
-def _is_queue_name(name) -> bool:
+def _is_queue_name(name: object) -> bool:
     return (isinstance(name, str) and 0 < len(name) <= MAX_QUEUE_NAME_LENGTH
             and QUEUE_NAME_RE.fullmatch(name) is not None)
 
@@ -481,7 +483,7 @@ def _in_installed_app(module: str) -> bool:
                for app in apps.get_app_configs())
 
 
-def _load_task(path) -> Task:
+def _load_task(path: str) -> Task:
     """The task at `path`, found without importing arbitrary code (a job's payload names the
     path, and whoever wrote the row chose it):
 
@@ -515,7 +517,7 @@ def _load_task(path) -> Task:
 _MISSING = object()
 
 
-def _build_task(cls, values: dict) -> Task:
+def _build_task(cls: type[Task], values: dict[str, Any]) -> Task:
     """A task of `cls` with these fields, not validated again: it is a task as it was when it
     was enqueued (validated then), and settings may have changed since."""
     task = object.__new__(cls)
@@ -530,14 +532,14 @@ def _stand_in(path: str, error: BaseException) -> Task:
     module, _, name = path.rpartition(".")
     message = f"cannot load task {path!r}: {type(error).__name__}: {error}"
 
-    def unloadable(*args, **kwargs):
+    def unloadable(*args: Any, **kwargs: Any) -> Any:
         raise ImportError(message)
 
     unloadable.__module__, unloadable.__name__, unloadable.__qualname__ = module, name, name
     return _build_task(QueueTask, {"func": unloadable})
 
 
-def _task_for(job, task: Task | None = None) -> Task:
+def _task_for(job: Any, task: Task | None = None) -> Task:
     """The task a job was enqueued as: the imported Task (or a stand-in, if it cannot be
     loaded) with the options it was enqueued with."""
     payload = job.payload
@@ -566,7 +568,8 @@ def _task_for(job, task: Task | None = None) -> Task:
     return _build_task(type(task), values)
 
 
-def _build_result(job, events: list[dict], task: Task | None = None) -> TaskResult:
+def _build_result(job: Any, events: list[dict[str, Any]], task: Task | None = None,
+                  ) -> TaskResult:
     task = _task_for(job, task)
     by_attempt: dict[int, str] = {}
     first_claim_at: datetime | None = None
@@ -615,14 +618,15 @@ def _call(task: Task, ctx: JobContext, args: list, kwargs: dict) -> Any:
     return coroutines.run(task.func, ctx, *args, **kwargs)
 
 
-def _finish(sender, result: TaskResult, status: TaskResultStatus, **changes) -> None:
+def _finish(sender: Any, result: TaskResult, status: TaskResultStatus, **changes: Any,
+            ) -> None:
     for name, value in {"status": status, **changes}.items():
         object.__setattr__(result, name, value)
     task_finished.send(sender, task_result=result)
 
 
 @handler(JOB_TYPE, description="Runs a Django task (django.tasks) enqueued through QueueBackend.")
-def run_django_task(ctx: JobContext, payload: dict):
+def run_django_task(ctx: JobContext, payload: dict[str, Any]) -> Any:
     from .models import Job, JobEvent
 
     alias = payload.get("backend")
@@ -678,7 +682,7 @@ def run_django_task(ctx: JobContext, payload: dict):
     return value
 
 
-def _record_failure(sender, ctx: JobContext, result: TaskResult, exc: BaseException, *,
+def _record_failure(sender: Any, ctx: JobContext, result: TaskResult, exc: BaseException, *,
                     final: bool) -> None:
     """Keep the exception's class path and traceback (as a `log` event the result is rebuilt
     from), then send `task_finished` with the status the task has after this attempt."""
