@@ -81,7 +81,8 @@ test("a job waiting for a queued job shows it waits, waits again when retried, a
   await page.getByRole("button", { name: "Retry", exact: true }).click();
   await expect(page.getByTestId("action-outcome")).toContainText("Retried: the job waits again");
   await waitForStatus(page, "waiting");
-  expect((await timelineKinds(page)).slice(-2)).toEqual(["retried", "blocked"]);
+  // The status and the timeline are two queries, refreshed apart: wait for the timeline too.
+  await expect.poll(async () => (await timelineKinds(page)).slice(-2)).toEqual(["retried", "blocked"]);
   await expect(page.locator('[data-testid=events-timeline] > li[data-kind="blocked"]').last()).toContainText(
     `waiting again for job ${upstream.id}`,
   );

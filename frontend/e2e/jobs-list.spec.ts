@@ -172,10 +172,14 @@ test("the State filter: several states at once, kept in the address, the list ho
   const ids = () =>
     page.locator("[data-testid=jobs-table] tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.jobId)));
   await expect.poll(ids).toEqual([cancelled.id, scheduled.id, available.id]);
-  await states.getByRole("checkbox", { name: "scheduled" }).check();
+  // A click, then the box seen ticked: the box follows the address, which changes a moment
+  // after the click (check() gives up if the state has not changed by then).
+  await states.getByRole("checkbox", { name: "scheduled" }).click();
+  await expect(states.getByRole("checkbox", { name: "scheduled" })).toBeChecked();
   await expect(page).toHaveURL(/[?&]state=scheduled(&|$)/);
   await expect.poll(ids).toEqual([scheduled.id]);
-  await states.getByRole("checkbox", { name: "available" }).check();
+  await states.getByRole("checkbox", { name: "available" }).click();
+  await expect(states.getByRole("checkbox", { name: "available" })).toBeChecked();
   await expect(page).toHaveURL(/[?&]state=available,scheduled(&|$)/);
   await expect.poll(ids).toEqual([scheduled.id, available.id]);
   await shot(page, "jobs-state-filter", { fullPage: false });

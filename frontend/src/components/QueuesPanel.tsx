@@ -61,7 +61,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                     const busy = toggle.isPending && toggle.variables?.name === q.name;
                     return (
                       <tr key={q.name} data-queue={q.name} data-idle={isIdle(q) || undefined}>
-                        <td className="nowrap card-title">
+                        <td className="card-title queue-name">
                           <Link to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}: its page`}>
                             {q.name}
                           </Link>
