@@ -278,7 +278,10 @@ class QueueConf:
         backlog; 0 turns prefetching off (`--prefetch` overrides it). The depth adapts: it
         starts at 1, doubles each time the prefetched jobs all found a thread, and halves (then
         pauses 30 s) when one waited a second without a thread, which goes back to the queue
-        uncharged. A prefetched job is already `running` (its worker is `<process>-prefetch`
+        uncharged; and it never holds more than the lane's threads start within 0.1 s at its
+        handlers' mean duration (one job ahead for CPU-bound jobs of 0.1 s on one thread, so
+        that when a backlog ends no process still holds a queue of them while the others idle).
+        A prefetched job is already `running` (its worker is `<process>-prefetch`
         until a thread takes it) and its lease is renewed; no lane prefetches while a
         concurrency limit applies to its queues or to any job type. See the performance page.""")
     STATEMENT_TIMEOUT_MS: int = setting(30000, check_id=10, rule=whole(0), group="workers", doc="""
