@@ -387,7 +387,8 @@ class QueueConf:
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
         not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
         allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
-        replay or a 409). Counted in JOB_THROTTLE_CACHE.""")
+        replay or a 409). Counted in the queue's database (table `job_throttle_windows`), exact
+        across every process that serves the API; not in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503
@@ -431,10 +432,11 @@ class QueueConf:
         write. Set it only when every request passes through that many proxies: otherwise a
         client that reaches Django directly picks its own address.""")
     THROTTLE_CACHE: str = setting("default", check_id=38, rule=cache_alias, group="api", doc="""
-        The alias of the cache in CACHES that the login and job-creation throttles count in.
-        It must be shared by every process that serves the API (the database cache, Redis,
-        Memcached): a LocMemCache counts per process, so n gunicorn workers give a client n
-        times the rates (`check --deploy` warns, django_pg_jobqueue.W043).""")
+        The alias of the cache in CACHES that the login throttle (JOB_LOGIN_RATE) counts in
+        (job creation counts in the queue's database). It must be shared by every process that
+        serves the API (the database cache, Redis, Memcached): a LocMemCache counts per
+        process, so n gunicorn workers give a client n times the rate (`check --deploy` warns,
+        django_pg_jobqueue.W043).""")
 
     # -- retention -------------------------------------------------------------------------------
     RETENTION_SUCCEEDED: str = setting("7d", check_id=22, rule=retention, group="retention",
