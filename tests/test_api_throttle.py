@@ -170,3 +170,14 @@ def test_concurrent_requests_from_several_processes_never_pass_the_rate_together
         assert racer.returncode == 0, err[-2000:]
         admitted += int(out.split("admitted")[-1])
     assert admitted == 25
+
+
+def test_windows_no_request_touched_for_a_whole_period_are_pruned(monkeypatch):
+    """The counter deletes the rows whose every slice has left the window (checked every
+    PRUNE_EVERY reservations of a process), and keeps the live ones."""
+    monkeypatch.setattr(throttling, "PRUNE_EVERY", 1)
+    common = {"slice_index": 100, "window_slices": 60, "cost": 1, "limit": 5}
+    assert throttling.reserve("throttle_job_create_gone", keep_seconds=-1, **common)
+    assert throttling.reserve("throttle_job_create_live", keep_seconds=61, **common)
+    assert throttling.window("throttle_job_create_gone", oldest=0) == []
+    assert throttling.window("throttle_job_create_live", oldest=0) == [(100, 1)]
