@@ -431,8 +431,9 @@ def main() -> None:
                          "idle_mb": summary([r["idle_mb"] for r in runs]),
                          "jobs": args.rss_n, "threads": args.rss_threads}
     if "api" in only:
-        # At the defaults (the demo's throttle counts in the database cache), then with the
-        # throttle's counts in Redis (JOB_THROTTLE_CACHE_URL), when a Redis server answers.
+        # At the defaults (the creation throttle counts in the queue's database), then with the
+        # login throttle's cache in Redis (JOB_THROTTLE_CACHE_URL), when a Redis server answers:
+        # job creation counts in the database either way, so the two should agree.
         result["api"] = api(args.url, args.api_seconds, args.runs, args.api_concurrency, logdir)
         why_not = redis_answers(args.api_redis)
         result["api_redis"] = {"skipped": why_not} if why_not else api(

@@ -369,8 +369,9 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
         r = ours["rss"]
         print(f"worker RSS after {r['jobs']:,} jobs, {r['threads']} threads: "
               f"{r['after_mb']['median']:.0f} MB (idle {r['idle_mb']['median']:.0f} MB)")
-    for key, how in (("api", "defaults: the throttle in the database cache"),
-                     ("api_redis", "the throttle in Redis, JOB_THROTTLE_CACHE_URL")):
+    for key, how in (("api", "defaults: the creation throttle counting in the queue's database"),
+                     ("api_redis", "JOB_THROTTLE_CACHE_URL: the login throttle's cache in Redis; "
+                                   "job creation counts in the database either way")):
         print_api(ours.get(key) or {}, how)
     print("\nspeed targets:")
     for t in targets:

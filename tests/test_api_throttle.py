@@ -1,9 +1,7 @@
 """The job-creation throttle: a sliding window counted in slices, never more than the rate in
 any period, never much stricter than an exact log, and a stored window whose size does not
 grow with the rate."""
-import pickle
 import random
-from array import array
 
 import pytest
 from django.test import override_settings
@@ -11,8 +9,8 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from django_pg_jobqueue import security
 from django_pg_jobqueue.api.throttles import JobCreateThrottle
+from django_pg_jobqueue.services import throttling
 
 pytestmark = pytest.mark.django_db
 
@@ -105,8 +103,81 @@ def test_the_stored_window_stays_small_whatever_the_rate(make_user):
     key = JobCreateThrottle.cache_format % {"scope": "job_create", "ident": user.pk}
     for i in range(3_000):
         assert _admit(_at(JobCreateThrottle(), 3_000_000.0 + i * 0.02), user)
-    history, counts = security.throttle_cache().get(key)
-    assert isinstance(history, array) and isinstance(counts, array)
-    assert len(history) == len(counts) <= JobCreateThrottle.BUCKETS + 1
-    assert sum(counts) == 3_000
-    assert len(pickle.dumps((history, counts))) < 2_000
+    window = throttling.window(key, oldest=0)
+    assert len(window) <= JobCreateThrottle.BUCKETS + 1
+    assert sum(count for _, count in window) == 3_000
+
+
+# Run by each process of the next test: its threads send requests of one user through the
+# throttle at one moment, each creating its job if let in; it prints how many were let in.
+_RACER = """
+import sys, threading, time
+from django.contrib.auth import get_user_model
+from django.db import connections
+from rest_framework.test import APIRequestFactory
+from rest_framework.views import APIView
+from django_pg_jobqueue.api.throttles import JobCreateThrottle
+
+user_pk, start_at, threads, requests = int(sys.argv[1]), float(sys.argv[2]), 4, 10
+user = get_user_model().objects.get(pk=user_pk)
+admitted = []
+
+def send():
+    while time.time() < start_at:
+        time.sleep(0.001)
+    for _ in range(requests):
+        request = APIView().initialize_request(APIRequestFactory().post("/api/v1/jobs/"))
+        request.user = user
+        throttle = JobCreateThrottle()
+        assert throttle.num_requests == 25
+        if throttle.allow_request(request, None):
+            throttle.charge(1)
+            admitted.append(1)
+    connections.close_all()
+
+racers = [threading.Thread(target=send) for _ in range(threads)]
+for t in racers:
+    t.start()
+for t in racers:
+    t.join()
+print("admitted", len(admitted))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_from_several_processes_never_pass_the_rate_together(make_user):
+    """4 processes x 4 threads send 160 requests of one user at the same moment against a rate
+    of 25/min: exactly 25 are let in. A throttle that reads the window and then writes it
+    back lets in every request that read it before the others wrote."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.utils import REPO, worker_database_url
+
+    user = make_user("racer")
+    env = {**os.environ, "DATABASE_URL": worker_database_url(), "JOB_CREATE_RATE": "25/min"}
+    start_at = time.time() + 8  # every process has set Django up by then
+    racers = [subprocess.Popen(
+        [sys.executable, str(REPO / "manage.py"), "shell", "-c", _RACER.replace(
+            "sys.argv[1]", str(user.pk)).replace("sys.argv[2]", repr(start_at))],
+        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)]
+    admitted = 0
+    for racer in racers:
+        out, err = racer.communicate(timeout=120)
+        assert racer.returncode == 0, err[-2000:]
+        admitted += int(out.split("admitted")[-1])
+    assert admitted == 25
+
+
+def test_windows_no_request_touched_for_a_whole_period_are_pruned(monkeypatch):
+    """The counter deletes the rows whose every slice has left the window (checked every
+    PRUNE_EVERY reservations of a process), and keeps the live ones."""
+    monkeypatch.setattr(throttling, "PRUNE_EVERY", 1)
+    common = {"slice_index": 100, "window_slices": 60, "cost": 1, "limit": 5}
+    assert throttling.reserve("throttle_job_create_gone", keep_seconds=-1, **common)
+    assert throttling.reserve("throttle_job_create_live", keep_seconds=61, **common)
+    assert throttling.window("throttle_job_create_gone", oldest=0) == []
+    assert throttling.window("throttle_job_create_live", oldest=0) == [(100, 1)]

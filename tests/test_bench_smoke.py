@@ -69,7 +69,7 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
         assert api["post"]["codes"].get("201", 0) > 0 and api["get"]["codes"].get("200", 0) > 0
         assert api["post"]["rps"]["median"] > 0
     redis_api = ours["api_redis"]
-    if "skipped" not in redis_api:  # a Redis server answered: the throttle counted there
+    if "skipped" not in redis_api:  # a Redis server answered: the login throttle counted there
         assert redis_api["settings"] == {"JOB_THROTTLE_CACHE_URL": "redis://127.0.0.1:6379/14"}
         assert redis_api["post"]["codes"].get("201", 0) > 0
     assert res["postgres"]["fsync"] in ("on", "off")

@@ -139,3 +139,21 @@ def test_a_running_prefetched_job_names_the_thread_that_runs_it_as_its_owner(wor
         timeout=20, message="a prefetched job running under its thread's id")
     assert not Job.objects.filter(status="running", locked_by=prefetch_id,
                                   pk__in=slow_handler).exists()
+
+
+def test_a_lane_of_slow_jobs_prefetches_only_what_its_threads_start_soon():
+    """Jobs of 0.1 s on one thread: one job held ahead, not a queue that one process would
+    still be working through after the others ran out of work; jobs of microseconds on 16
+    threads: the whole JOB_PREFETCH."""
+    slow = Prefetched(128, threads=1)
+    fast = Prefetched(128, threads=16)
+    slow.depth = fast.depth = 128
+    for _ in range(20):
+        slow.ran(0.1)
+        fast.ran(0.00005)
+    assert slow.wanted(backlog=True) == 1
+    assert fast.wanted(backlog=True) == 128
+    four = Prefetched(128, threads=4)
+    four.depth = 128
+    four.ran(0.01)
+    assert four.wanted(backlog=True) == int(4 * Prefetched.HORIZON_SECONDS / 0.01)

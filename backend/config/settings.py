@@ -201,9 +201,9 @@ STORAGES = {
 
 LOGIN_URL = "/admin/login/"
 
-# --- Caches: the throttles' counts, shared by every process ----------------------------------
-# The API's login and job-creation throttles, and the admin's login throttle (config/urls.py),
-# count in JOB_THROTTLE_CACHE. It must be shared by gunicorn's processes (and hosts), or each
+# --- Caches: the login throttle's counts, shared by every process ----------------------------
+# The API's login throttle, and the admin's login throttle (config/urls.py), count in
+# JOB_THROTTLE_CACHE (the job-creation throttle counts in the queue's database, its own table). It must be shared by gunicorn's processes (and hosts), or each
 # counts on its own: here the database cache, table `jobqueue_cache`, created after every
 # `migrate` by the demo app (demo/apps.py runs createcachetable). MAX_ENTRIES bounds the table;
 # Django's database cache counts its rows on every write, so keep it in the thousands, and use
@@ -218,8 +218,7 @@ CACHES = {
     },
 }
 # JOB_THROTTLE_CACHE_URL (redis://host:6379/0) moves that cache to Redis (Django's own
-# RedisCache backend; the demo installs redis-py): the counts stay shared, and a job-creation
-# request spends two Redis round trips on them instead of five database queries.
+# RedisCache backend; the demo installs redis-py): the counts stay shared.
 JOB_THROTTLE_CACHE_URL = env.str("JOB_THROTTLE_CACHE_URL", default="")
 if JOB_THROTTLE_CACHE_URL:
     CACHES["jobqueue"] = env.cache_url_config(JOB_THROTTLE_CACHE_URL)

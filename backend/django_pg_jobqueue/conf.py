@@ -278,7 +278,10 @@ class QueueConf:
         backlog; 0 turns prefetching off (`--prefetch` overrides it). The depth adapts: it
         starts at 1, doubles each time the prefetched jobs all found a thread, and halves (then
         pauses 30 s) when one waited a second without a thread, which goes back to the queue
-        uncharged. A prefetched job is already `running` (its worker is `<process>-prefetch`
+        uncharged; and it never holds more than the lane's threads start within 0.1 s at its
+        handlers' mean duration (one job ahead for CPU-bound jobs of 0.1 s on one thread, so
+        that when a backlog ends no process still holds a queue of them while the others idle).
+        A prefetched job is already `running` (its worker is `<process>-prefetch`
         until a thread takes it) and its lease is renewed; no lane prefetches while a
         concurrency limit applies to its queues or to any job type. See the performance page.""")
     STATEMENT_TIMEOUT_MS: int = setting(30000, check_id=10, rule=whole(0), group="workers", doc="""
@@ -384,7 +387,8 @@ class QueueConf:
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
         not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
         allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
-        replay or a 409). Counted in JOB_THROTTLE_CACHE.""")
+        replay or a 409). Counted in the queue's database (table `job_throttle_windows`), exact
+        across every process that serves the API; not in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),
                                           group="api", doc="""
         Backpressure: with this many queued jobs, the API refuses new ones with 503
@@ -428,10 +432,11 @@ class QueueConf:
         write. Set it only when every request passes through that many proxies: otherwise a
         client that reaches Django directly picks its own address.""")
     THROTTLE_CACHE: str = setting("default", check_id=38, rule=cache_alias, group="api", doc="""
-        The alias of the cache in CACHES that the login and job-creation throttles count in.
-        It must be shared by every process that serves the API (the database cache, Redis,
-        Memcached): a LocMemCache counts per process, so n gunicorn workers give a client n
-        times the rates (`check --deploy` warns, django_pg_jobqueue.W043).""")
+        The alias of the cache in CACHES that the login throttle (JOB_LOGIN_RATE) counts in
+        (job creation counts in the queue's database). It must be shared by every process that
+        serves the API (the database cache, Redis, Memcached): a LocMemCache counts per
+        process, so n gunicorn workers give a client n times the rate (`check --deploy` warns,
+        django_pg_jobqueue.W043).""")
 
     # -- retention -------------------------------------------------------------------------------
     RETENTION_SUCCEEDED: str = setting("7d", check_id=22, rule=retention, group="retention",

@@ -221,7 +221,7 @@ def check_throttle_cache(app_configs=None, **kwargs) -> list[checks.CheckMessage
     if backend in NO_CACHES:
         return [checks.Error(
             f"JOB_THROTTLE_CACHE = {alias!r} is a DummyCache, which counts nothing: the login "
-            "and job-creation throttles never refuse anything.",
+            "throttle never refuses anything.",
             hint="Point JOB_THROTTLE_CACHE at a cache shared by every process, e.g. "
                  "django.core.cache.backends.db.DatabaseCache (then run createcachetable).",
             obj="JOB_THROTTLE_CACHE", id="django_pg_jobqueue.E044")]
@@ -229,7 +229,7 @@ def check_throttle_cache(app_configs=None, **kwargs) -> list[checks.CheckMessage
         return [checks.Warning(
             f"JOB_THROTTLE_CACHE = {alias!r} is a LocMemCache, which counts per process: with n "
             "server processes (gunicorn's workers, several hosts) a client gets n times the "
-            "login and job-creation rates.",
+            "login rate.",
             hint="Point JOB_THROTTLE_CACHE at a cache shared by every process: "
                  "django.core.cache.backends.db.DatabaseCache (then run createcachetable), Redis "
                  "or Memcached. See the security how-to.",

@@ -1714,3 +1714,46 @@ EVENTS_DROP_PARTITIONED = "DROP TABLE job_events_parted"
 # Not inside a transaction block: the executor runs it only after rolling back what a handler
 # left open. psycopg sees its command tag and forgets its own prepared statements too.
 DISCARD_SESSION = "DISCARD ALL"
+
+
+# --- the job-creation throttle's counter (services/throttling.py) ------------------------------
+# One row per throttled key (scope and user), its sliding window in the row: `slices` holds the
+# index of each slice still in the window (now // width, newest first), `counts` the jobs
+# charged to it. One row, so that the check and the charge are one atomic statement: the INSERT
+# of a new key, or ON CONFLICT the UPDATE of its row, which PostgreSQL runs with the row locked
+# and its WHERE evaluated on the newest version: concurrent requests of one user, from any
+# number of processes, queue on that lock, and each sees the others' charges, so together they
+# never pass the rate. UNLOGGED (migration 0014): a crash empties the counts, as a restarted
+# cache would; they are not replicated.
+THROTTLE_RESERVE_IF_IT_FITS = """
+INSERT INTO job_throttle_windows AS w (key, slices, counts, expires_at)
+VALUES (%(key)s, ARRAY[%(slice)s::bigint], ARRAY[%(cost)s::integer],
+        now() + make_interval(secs => %(keep_seconds)s))
+ON CONFLICT (key) DO UPDATE SET
+    (slices, counts) = (
+        SELECT array_agg(s ORDER BY s DESC), array_agg(c ORDER BY s DESC)
+        FROM (SELECT s, sum(c)::integer AS c
+              FROM (SELECT s, c FROM unnest(w.slices, w.counts) AS live(s, c)
+                    WHERE s >= %(oldest)s
+                    UNION ALL SELECT %(slice)s::bigint, %(cost)s::integer) AS added
+              GROUP BY s) AS merged),
+    expires_at = EXCLUDED.expires_at
+WHERE (SELECT COALESCE(sum(c), 0) FROM unnest(w.slices, w.counts) AS live(s, c)
+       WHERE s >= %(oldest)s) + %(cost)s <= %(limit)s
+RETURNING true
+"""
+
+# Give back what a reservation did not use (its request created fewer jobs than it reserved,
+# or none): from the slice it was charged to, if that slice is still in the window.
+THROTTLE_GIVE_BACK = """
+UPDATE job_throttle_windows
+SET counts[array_position(slices, %(slice)s::bigint)] =
+        GREATEST(0, counts[array_position(slices, %(slice)s::bigint)] - %(jobs)s)
+WHERE key = %(key)s AND %(slice)s::bigint = ANY (slices)
+"""
+
+# A refused request's window, for its Retry-After.
+THROTTLE_WINDOW = "SELECT slices, counts FROM job_throttle_windows WHERE key = %(key)s"
+
+# Rows whose every slice has left their window (none was charged for a whole period).
+THROTTLE_PRUNE_EXPIRED = "DELETE FROM job_throttle_windows WHERE expires_at < now()"

@@ -60,7 +60,7 @@ from .serializers import (
     ThroughputSerializer,
     UserSerializer,
 )
-from .throttles import JobCreateThrottle, LoginThrottle, charge_created
+from .throttles import JobCreateThrottle, LoginThrottle, charge_created, settle_unspent
 
 QUEUE_FULL_RETRY_AFTER_SECONDS = 5
 
@@ -188,6 +188,12 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         if self.action in ("create", "bulk"):
             return [JobCreateThrottle()]
         return super().get_throttles()
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # A create that ended without saying what it created (a 400, a 503, an error) gives
+        # its throttle reservation back.
+        settle_unspent(request)
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def retrieve(self, request, id=None):
         detail = selectors.job_detail(_job_id(id))

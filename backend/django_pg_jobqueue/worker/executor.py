@@ -460,9 +460,11 @@ class Executor(threading.Thread):
                 job, held = item
                 try:
                     while True:
+                        began = time.monotonic()
                         try:
                             self.runner.run(job, held)
                         finally:
+                            self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it
                             # opened a connection during the job, or kept one from before.

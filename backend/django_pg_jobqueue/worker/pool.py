@@ -76,7 +76,8 @@ class Lane(threading.Thread):
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
         self.prefetch_id = f"{pool.process_id}-prefetch"
-        self.prefetched = Prefetched(pool.prefetch)  # stays empty with prefetch off
+        # Stays empty with prefetch off; never deeper than its threads start within a moment.
+        self.prefetched = Prefetched(pool.prefetch, threads=len(executors))
         self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
         # Set by a NOTIFY (an enqueue, a retry, the stager): a job may be waiting. An executor
         # that frees up sets only `wake`: without a backlog, a notification or a due poll it

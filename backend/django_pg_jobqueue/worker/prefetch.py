@@ -9,7 +9,13 @@ hand-off through the dispatcher.
 The depth adapts: it starts at 1 and doubles (up to JOB_PREFETCH) each time the prefetched jobs
 all found a thread. A job that waited longer than MAX_WAIT_SECONDS (every thread busy with slow
 jobs) is released back to the queue, uncharged, for another process to take, and the depth
-halves; at 0, prefetching pauses for PAUSE_SECONDS. While a concurrency limit applies to the
+halves; at 0, prefetching pauses for PAUSE_SECONDS. And it never holds more than the lane's
+threads will start within HORIZON_SECONDS, by the running mean of its handlers' durations: for
+jobs of microseconds that is JOB_PREFETCH, for CPU-bound jobs of 0.1 s on one thread it is one
+job. A deeper buffer of slow jobs buys nothing (one claim round trip is milliseconds) and costs
+twice: their timeouts run while they wait, and when the backlog ends one process still holds a
+queue of them while the others, with nothing left to claim, stand idle (with `--processes 2
+--threads 1` and CPU-bound jobs, the drain's tail ran on one core). While a concurrency limit applies to the
 lane's queues (or to any job type) the lane prefetches nothing (worker/pool.py, Lane._limited):
 a prefetched job is `running` and would hold a limited slot while it waits."""
 import threading
@@ -22,10 +28,14 @@ from .held import Held
 class Prefetched:
     MAX_WAIT_SECONDS = 1.0
     PAUSE_SECONDS = 30.0
+    HORIZON_SECONDS = 0.1
+    MEAN_WEIGHT = 0.2  # of the newest duration in the running mean
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, threads: int = 1):
         self.limit = limit
+        self.threads = threads
         self.depth = min(1, limit)
+        self._mean_seconds: float | None = None  # of this lane's handlers, None until one ran
         self._paused_until = 0.0
         self._lock = threading.Lock()
         self._waiting: deque[tuple[float, Held]] = deque()  # (monotonic time put, held), oldest first
@@ -57,17 +67,33 @@ class Prefetched:
                 self.depth = min(self.limit, max(1, self.depth * 2))
             return held, len(self._waiting) <= self.depth // 2
 
+    def ran(self, seconds: float) -> None:
+        """A thread of this lane ran a job for `seconds` (the running mean the cap follows)."""
+        with self._lock:
+            mean = self._mean_seconds
+            self._mean_seconds = seconds if mean is None else mean + self.MEAN_WEIGHT * (
+                seconds - mean)
+
+    def cap(self) -> int:
+        """The most jobs worth holding: what the threads start within HORIZON_SECONDS at the
+        handlers' mean duration, at least one, at most the limit."""
+        mean = self._mean_seconds
+        if not mean:
+            return self.limit
+        return max(1, min(self.limit, int(self.threads * self.HORIZON_SECONDS / mean)))
+
     def wanted(self, backlog: bool) -> int:
-        """How many jobs the next claim should prefetch: refill to `depth` once at or below half
-        of it, and only while the last claim found a backlog."""
+        """How many jobs the next claim should prefetch: refill to `depth` (at most the cap)
+        once at or below half of it, and only while the last claim found a backlog."""
         if not backlog or not self.limit:
             return 0
         with self._lock:
             if not self.depth and time.monotonic() >= self._paused_until:
                 self.depth = 1
-            if not self.depth or len(self._waiting) > self.depth // 2:
+            depth = min(self.depth, self.cap())
+            if not depth or len(self._waiting) > depth // 2:
                 return 0
-            return self.depth - len(self._waiting)
+            return depth - len(self._waiting)
 
     def stale(self) -> list[Held]:
         """Take out the jobs that waited longer than MAX_WAIT_SECONDS, halving the depth."""
