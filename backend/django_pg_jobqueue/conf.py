@@ -231,6 +231,18 @@ class QueueConf:
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
         at one rate.""")
+    FETCH_COOLDOWN_SECONDS: float = setting(0.02, check_id=93, rule=number(0), group="workers",
+                                            doc="""
+        The shortest time between two claims a worker's lane makes because it was notified
+        (an enqueue's NOTIFY, the stager's): notifications that arrive meanwhile are folded
+        into one claim. It bounds the claims each process (each host, under a supervisor)
+        makes for a trickle, however fast it comes, to one per cooldown. Claims for a backlog
+        (a lane whose last claim came back full) are not held back. 0 turns it off.""")
+    WAKE_JITTER_SECONDS: float = setting(0.002, check_id=94, rule=number(0), group="workers",
+                                         doc="""
+        A random wait, up to this long, before a notified worker claims, so that the processes
+        of several hosts woken by one job do not all claim in the same instant. It adds at most
+        this much to the pickup of a job enqueued to idle workers; 0 turns it off.""")
     MAINTENANCE_LEADER: bool = setting(True, check_id=91, rule=boolean, group="workers", doc="""
         Run the maintenance loops (the reaper, the pruner with the partition manager, the
         periodic enqueuer and the stager) in one worker process per database, the leader,

@@ -34,6 +34,7 @@ from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
+from .relay import RelayedWakeups
 from .renewer import LeaseRenewer
 from .signals import TestSignals
 from .stager import Stager
@@ -84,6 +85,10 @@ class Lane(threading.Thread):
         self.notified = threading.Event()
         self.notified.set()
         self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
+        self.claimed_at = -1e9  # monotonic: the last claim (the fetch cooldown counts from it)
+        self.waited = False  # this wake-up has had its cooldown and jitter
+        # Whether this lane has asked its supervisor for help with the current burst (once).
+        self.told_host = False
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -148,6 +153,11 @@ class Lane(threading.Thread):
                     if until_poll > 0:  # woken by a freed executor: nothing says a job waits
                         self.wake.wait(until_poll)
                         continue
+                if not backlog and self.notified.is_set():
+                    delay = self._wake_delay()
+                    if delay > 0:  # notifications meanwhile are folded into this one claim
+                        pool.stopping.wait(delay)
+                        continue
                 if backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
@@ -159,6 +169,7 @@ class Lane(threading.Thread):
                     pool.stopping.wait(pool.poll_interval)
                     continue
                 self.notified.clear()  # before the claim: a NOTIFY during it claims again
+                self.claimed_at, self.waited = time.monotonic(), False
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
@@ -199,7 +210,15 @@ class Lane(threading.Thread):
                               "alive; releasing them", self.name, len(orphans))
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
-                backlog = len(jobs) == len(free) + extra
+                asked = len(free) + extra
+                full = len(jobs) == asked
+                if full and (asked > 1 or backlog):  # a burst, not one job: share it out
+                    if not self.told_host:
+                        pool.more_work(self.spec.queues)
+                        self.told_host = True
+                elif not full:
+                    self.told_host = False
+                backlog = full
                 self.empty_polls = 0 if jobs else self.empty_polls + 1
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
@@ -211,6 +230,22 @@ class Lane(threading.Thread):
             finally:
                 self._return_connection()
                 db.queue_connection().close()
+
+    def _wake_delay(self) -> float:
+        """How long a lane woken by a notification waits before it claims: the rest of the
+        fetch cooldown since its last claim (JOB_FETCH_COOLDOWN_SECONDS: a lane claims at
+        most once per cooldown on notifications, however many arrive), and a random jitter
+        up to JOB_WAKE_JITTER_SECONDS (the processes of several hosts woken by one job do not
+        all claim in the same instant). Once per wake-up: zero when it has waited already."""
+        if self.waited:
+            self.waited = False
+            return 0.0
+        pool = self.pool
+        cooldown_left = self.claimed_at + pool.fetch_cooldown - time.monotonic()
+        jitter = random.uniform(0, pool.wake_jitter) if pool.wake_jitter else 0.0
+        delay = max(cooldown_left, jitter)
+        self.waited = delay > 0
+        return delay
 
     def _idle_poll_wait(self) -> float:
         """How long to wait for a wake-up before polling again: the poll interval, doubled by
@@ -256,7 +291,8 @@ class WorkerPool:
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
                  shutdown_grace: float | None = None, prefetch: int | None = None,
                  engine: Engine | None = None, test_signals: TestSignals | None = None,
-                 max_jobs: int | None = None, supervisor_pid: int | None = None):
+                 max_jobs: int | None = None, supervisor_pid: int | None = None,
+                 relay: tuple | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -305,7 +341,16 @@ class WorkerPool:
                                     supervisor_pid=supervisor_pid)
         self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
-        self.listener = Listener(self.wake) if use_listen else None
+        # A supervised child is woken by its supervisor, which holds the host's one LISTEN
+        # connection (`relay`: this child's end of its pipe, and the supervisor's "LISTEN is
+        # up" event; worker/relay.py); any other process listens itself.
+        self.listener: Listener | RelayedWakeups | None = None
+        if use_listen and relay is not None:
+            self.listener = RelayedWakeups(relay[0], relay[1], self.wake, self.can_take)
+        elif use_listen:
+            self.listener = Listener(self.wake)
+        self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
+        self.wake_jitter = c.WAKE_JITTER_SECONDS
         self.pruner = Pruner() if Pruner.enabled() else None
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
@@ -330,6 +375,18 @@ class WorkerPool:
             if lane.matches(queue_name):
                 lane.notified.set()
                 lane.wake.set()
+
+    def can_take(self, queue_name: str | None) -> bool:
+        """Whether a lane of `queue_name` has an idle thread (a relayed wake-up is passed on to
+        another process of the host if not)."""
+        return any(e.idle and e.is_alive() for lane in self.lanes if lane.matches(queue_name)
+                   for e in lane.executors)
+
+    def more_work(self, queues: tuple[str, ...] | None) -> None:
+        """A lane's claims keep coming back full: with a supervisor, wake another process of
+        the host for it (worker/relay.py); a lone process has no one to tell."""
+        if isinstance(self.listener, RelayedWakeups):
+            self.listener.more(queues[0] if queues and len(queues) == 1 else None)
 
     def start(self) -> "WorkerPool":
         connection_created.connect(_set_session_limits)
