@@ -231,13 +231,15 @@ class QueueConf:
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
         at one rate.""")
-    FETCH_COOLDOWN_SECONDS: float = setting(0.02, check_id=93, rule=number(0), group="workers",
+    FETCH_COOLDOWN_SECONDS: float = setting(0.25, check_id=93, rule=number(0), group="workers",
                                             doc="""
-        The shortest time between two claims a worker's lane makes because it was notified
-        (an enqueue's NOTIFY, the stager's): notifications that arrive meanwhile are folded
-        into one claim. It bounds the claims each process (each host, under a supervisor)
-        makes for a trickle, however fast it comes, to one per cooldown. Claims for a backlog
-        (a lane whose last claim came back full) are not held back. 0 turns it off.""")
+        How long a worker's lane waits before it claims again on a notification, after a claim
+        on a notification found nothing (another process, or another host, had taken the
+        job): the notifications meanwhile fold into one claim at its end. With many hosts
+        woken by every job of a trickle, each claims at most once per cooldown instead of
+        once per job. A lane whose claims find jobs never waits it, and a process of a
+        supervisor that is cooling down passes a wake-up to another process of its host. 0
+        turns it off.""")
     WAKE_JITTER_SECONDS: float = setting(0.002, check_id=94, rule=number(0), group="workers",
                                          doc="""
         A random wait, up to this long, before a notified worker claims, so that the processes

@@ -85,7 +85,9 @@ class Lane(threading.Thread):
         self.notified = threading.Event()
         self.notified.set()
         self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
-        self.claimed_at = -1e9  # monotonic: the last claim (the fetch cooldown counts from it)
+        # Monotonic: the last claim made on a notification that found nothing (another
+        # process had taken the job); the fetch cooldown counts from it.
+        self.missed_at = -1e9
         self.waited = False  # this wake-up has had its cooldown and jitter
         # Whether this lane has asked its supervisor for help with the current burst (once).
         self.told_host = False
@@ -168,8 +170,9 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
+                on_notice = not backlog and self.notified.is_set()
                 self.notified.clear()  # before the claim: a NOTIFY during it claims again
-                self.claimed_at, self.waited = time.monotonic(), False
+                self.waited = False
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
@@ -210,6 +213,8 @@ class Lane(threading.Thread):
                               "alive; releasing them", self.name, len(orphans))
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
+                if on_notice and not jobs:  # another process took it: cool down
+                    self.missed_at = time.monotonic()
                 asked = len(free) + extra
                 full = len(jobs) == asked
                 if full and (asked > 1 or backlog):  # a burst, not one job: share it out
@@ -231,17 +236,23 @@ class Lane(threading.Thread):
                 self._return_connection()
                 db.queue_connection().close()
 
+    def cooling_down(self) -> bool:
+        return self.missed_at + self.pool.fetch_cooldown > time.monotonic()
+
     def _wake_delay(self) -> float:
         """How long a lane woken by a notification waits before it claims: the rest of the
-        fetch cooldown since its last claim (JOB_FETCH_COOLDOWN_SECONDS: a lane claims at
-        most once per cooldown on notifications, however many arrive), and a random jitter
-        up to JOB_WAKE_JITTER_SECONDS (the processes of several hosts woken by one job do not
-        all claim in the same instant). Once per wake-up: zero when it has waited already."""
+        fetch cooldown (JOB_FETCH_COOLDOWN_SECONDS) after a claim on a notification found
+        nothing, because another process took the job: the notifications meanwhile fold into
+        one claim at its end, so that many hosts woken by every job of a trickle claim each
+        at most once per cooldown, not once per job; and a random jitter up to
+        JOB_WAKE_JITTER_SECONDS, so that they do not all claim, nor all come back from their
+        cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
+        Once per wake-up: zero when it has waited already."""
         if self.waited:
             self.waited = False
             return 0.0
         pool = self.pool
-        cooldown_left = self.claimed_at + pool.fetch_cooldown - time.monotonic()
+        cooldown_left = self.missed_at + pool.fetch_cooldown - time.monotonic()
         jitter = random.uniform(0, pool.wake_jitter) if pool.wake_jitter else 0.0
         delay = max(cooldown_left, jitter)
         self.waited = delay > 0
@@ -377,9 +388,11 @@ class WorkerPool:
                 lane.wake.set()
 
     def can_take(self, queue_name: str | None) -> bool:
-        """Whether a lane of `queue_name` has an idle thread (a relayed wake-up is passed on to
-        another process of the host if not)."""
-        return any(e.idle and e.is_alive() for lane in self.lanes if lane.matches(queue_name)
+        """Whether a lane of `queue_name` has an idle thread and is not cooling down after a
+        claim that found nothing (a relayed wake-up is passed on to another process of the
+        host if not)."""
+        return any(e.idle and e.is_alive() for lane in self.lanes
+                   if lane.matches(queue_name) and not lane.cooling_down()
                    for e in lane.executors)
 
     def more_work(self, queues: tuple[str, ...] | None) -> None:
