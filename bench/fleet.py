@@ -136,7 +136,11 @@ def run(url: str, n: int, idle_seconds: float, trickle_jobs: int, logdir: str,
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-    reapers = sum(open(path, errors="replace").read().count("leads maintenance") for path in logs)
+    leaders = set()
+    for path in logs:
+        with open(path, errors="replace") as f:
+            leaders.update(LEADER_LINE.findall(f.read()))
+    reapers = len(leaders)
     return {"processes": n, "supervised": supervised, "load_average": _loadavg(), "idle_transactions_per_s": round(idle_rate, 2),
             "idle_transactions_per_s_per_process": round(idle_rate / n, 2),
             "connections_idle": conns, "connections_idle_end": conns_end,
@@ -186,6 +190,7 @@ def print_targets(rows: list[dict]) -> None:
 
 
 CLAIM_LINE = re.compile(r"polled, claimed \d+ of \d+")
+LEADER_LINE = re.compile(r"(\S+) leads maintenance now")
 
 
 def _claims(path: str) -> int:

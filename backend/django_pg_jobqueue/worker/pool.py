@@ -89,6 +89,8 @@ class Lane(threading.Thread):
         # process had taken the job); the fetch cooldown counts from it.
         self.missed_at = -1e9
         self.waited = False  # this wake-up has had its cooldown and jitter
+        self.claiming = False  # a claim is under way
+        self.late_notice = False  # a notification came while it was
         # Whether this lane has asked its supervisor for help with the current burst (once).
         self.told_host = False
 
@@ -146,7 +148,8 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                extra = 0 if self._limited() else self.prefetched.wanted(backlog)
+                limited = self._limited()
+                extra = 0 if limited else self.prefetched.wanted(backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
@@ -160,6 +163,12 @@ class Lane(threading.Thread):
                     if delay > 0:  # notifications meanwhile are folded into this one claim
                         pool.stopping.wait(delay)
                         continue
+                    if not extra and pool.prefetch and not limited and not len(self.prefetched):
+                        # A probe: ask for one job more than the idle threads. A notification
+                        # does not say how many jobs wait; if the claim comes back full there
+                        # are more (a burst, shared out), and if not the lane is done without
+                        # a second claim to find that out.
+                        extra = 1
                 if backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
@@ -170,17 +179,24 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
-                on_notice = not backlog and self.notified.is_set()
+                # A notified claim that finds nothing starts the cooldown, unless the
+                # notification came during this lane's previous claim, which may have taken
+                # that very job itself.
+                on_notice = not backlog and self.notified.is_set() and not self.late_notice
+                self.late_notice, self.claiming = False, True
                 self.notified.clear()  # before the claim: a NOTIFY during it claims again
                 self.waited = False
                 try:
                     close_old_connections()
                     claiming.pin_claim_planner_settings()  # once per connection
-                    jobs = pool.engine.claim(
-                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                        queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds,
-                        exclude_types=pool.unknown_types.current())
+                    try:
+                        jobs = pool.engine.claim(
+                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                            queues=list(self.spec.queues) if self.spec.queues else None,
+                            lease_seconds=pool.lease_seconds,
+                            exclude_types=pool.unknown_types.current())
+                    finally:
+                        self.claiming = False
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     pool.return_claims(granted)
@@ -384,6 +400,8 @@ class WorkerPool:
         """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
             if lane.matches(queue_name):
+                if lane.claiming:
+                    lane.late_notice = True
                 lane.notified.set()
                 lane.wake.set()
 
