@@ -145,6 +145,7 @@ def run(url: str, n: int, idle_seconds: float, trickle_jobs: int, logdir: str,
             "idle_transactions_per_s_per_process": round(idle_rate / n, 2),
             "connections_idle": conns, "connections_idle_end": conns_end,
             "connections_per_process": round(conns / n, 2),
+            "connections_per_process_end": round(conns_end / n, 2),
             "trickled_jobs": trickle_jobs, "claims_per_job": round(claims / trickle_jobs, 2),
             "worker_transactions_per_job": round(worker_xacts / trickle_jobs, 2),
             "pickup_p50_ms": round(percentile(pickups, 50), 1),
@@ -165,12 +166,13 @@ TARGETS = {
         ("claims per trickled job", "claims_per_job", 2),
         ("worker transactions per trickled job", "worker_transactions_per_job", 5),
         ("pickup p95 at 20 jobs/s (ms)", "pickup_p95_ms", 10),
-        ("server connections", "connections_idle", 30),
+        ("server connections (end of the idle window)", "connections_idle_end", 30),
         ("idle transactions/s per process", "idle_transactions_per_s_per_process", 1),
     ]),
     "12 hosts (12 separate commands)": ("separate", 12, [
         ("worker transactions per trickled job", "worker_transactions_per_job", 6),
-        ("connections per idle process", "connections_per_process", 2),
+        ("connections per idle process (end of the idle window)",
+         "connections_per_process_end", 2),
         ("processes that led maintenance", "processes_that_led", 1),
     ]),
 }
@@ -234,7 +236,8 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     with connect(url) as c:
         server = c.execute("SHOW server_version").fetchone()[0]
-    head = ("| processes | idle tx/s | idle tx/s per process | connections (per process) | "
+    head = ("| processes | idle tx/s | idle tx/s per process | connections idle, start to end "
+            "(per process) | "
             "claims per trickled job | worker tx per trickled job | pickup p95 | load average |")
     print(f"\nPostgreSQL {server}, {os.cpu_count()} cores, trickle {TRICKLE_RATE:g} jobs/s"
           + (f", env {extra}" if extra else ""))
@@ -244,8 +247,8 @@ def main() -> None:
         label = f"{r['processes']} under one supervisor" if r["supervised"] else \
             f"{r['processes']} separate"
         print(f"| {label} | {r['idle_transactions_per_s']} | "
-              f"{r['idle_transactions_per_s_per_process']} | {r['connections_idle']} "
-              f"({r['connections_per_process']}) | {r['claims_per_job']} | "
+              f"{r['idle_transactions_per_s_per_process']} | {r['connections_idle']} to "
+              f"{r['connections_idle_end']} ({r['connections_per_process_end']}) | {r['claims_per_job']} | "
               f"{r['worker_transactions_per_job']} | {r['pickup_p95_ms']} ms | "
               f"{r['load_average']} |")
     print_targets(rows)

@@ -182,13 +182,15 @@ class Lane(threading.Thread):
                 # A notified claim that finds nothing starts the cooldown, unless the
                 # notification came during this lane's previous claim, which may have taken
                 # that very job itself.
-                on_notice = not backlog and self.notified.is_set() and not self.late_notice
+                noticed = not backlog and self.notified.is_set()
+                on_notice = noticed and not self.late_notice
                 self.late_notice, self.claiming = False, True
                 self.notified.clear()  # before the claim: a NOTIFY during it claims again
                 self.waited = False
                 try:
                     close_old_connections()
-                    claiming.pin_claim_planner_settings()  # once per connection
+                    if backlog:  # a busy loop: one statement per claim from now on
+                        claiming.pin_claim_planner_settings()  # once per connection
                     try:
                         jobs = pool.engine.claim(
                             worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
@@ -240,7 +242,14 @@ class Lane(threading.Thread):
                 elif not full:
                     self.told_host = False
                 backlog = full
-                self.empty_polls = 0 if jobs else self.empty_polls + 1
+                # The idle back-off: each claim that finds nothing lengthens the next poll's
+                # wait; a job found by a poll or a backlog (a notification was missed, or
+                # jobs keep coming) brings it back to the base. A job found on a notification
+                # leaves it as it was: the notifications work, the polls are the fallback.
+                if not jobs:
+                    self.empty_polls += 1
+                elif not noticed:
+                    self.empty_polls = 0
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
                     self.next_poll_at = time.monotonic() + self._idle_poll_wait()
