@@ -46,7 +46,6 @@ class HostRelay(threading.Thread):
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.turn = 0  # the next slot index to wake
-        self.sent = 0  # wake-ups sent (tests and logs)
 
     def attach(self, index: int, conn) -> None:
         with self.lock:
@@ -75,7 +74,6 @@ class HostRelay(threading.Thread):
                 conn.send(message)
             except (OSError, ValueError):  # the child is gone: its pipe closes with it
                 return False
-            self.sent += 1
             return True
 
     def _next_after(self, index: int | None) -> int | None:
