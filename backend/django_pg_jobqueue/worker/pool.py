@@ -91,6 +91,7 @@ class Lane(threading.Thread):
         self.waited = False  # this wake-up has had its cooldown and jitter
         self.claiming = False  # a claim is under way
         self.late_notice = False  # a notification came while it was
+        self.found_last = False  # the last claim found jobs
         # Whether this lane has asked its supervisor for help with the current burst (once).
         self.told_host = False
 
@@ -180,8 +181,8 @@ class Lane(threading.Thread):
                     pool.stopping.wait(pool.poll_interval)
                     continue
                 # A notified claim that finds nothing starts the cooldown, unless the
-                # notification came during this lane's previous claim, which may have taken
-                # that very job itself.
+                # notification came during this lane's previous claim or that claim found
+                # jobs: either may have taken that very job itself.
                 noticed = not backlog and self.notified.is_set()
                 on_notice = noticed and not self.late_notice
                 self.late_notice, self.claiming = False, True
@@ -231,8 +232,9 @@ class Lane(threading.Thread):
                               "alive; releasing them", self.name, len(orphans))
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
-                if on_notice and not jobs:  # another process took it: cool down
-                    self.missed_at = time.monotonic()
+                if on_notice and not jobs and not self.found_last:
+                    self.missed_at = time.monotonic()  # another process took it: cool down
+                self.found_last = bool(jobs)
                 asked = len(free) + extra
                 full = len(jobs) == asked
                 if full and (asked > 1 or backlog):  # a burst, not one job: share it out
