@@ -226,7 +226,8 @@ class QueueConf:
                                                group="workers", doc="""
         The longest an idle worker waits between polls while its LISTEN connection is up. Each
         poll that finds nothing doubles the wait, from `JOB_POLL_INTERVAL_SECONDS` up to this;
-        the first job claimed brings it back. Jobs enqueued now wake workers by NOTIFY, and
+        a job found by a poll or a backlog brings it back (one found on a notification leaves
+        it: the notifications work). Jobs enqueued now wake workers by NOTIFY, and
         jobs that become due later (delayed jobs, retries) by the maintenance leader's stager,
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll

@@ -2,7 +2,8 @@
 
     lanes (one per --queues group) --claim in batches--> executor threads --outcome-->
         completer (batched, fenced)      renewer (leases, cancel, timeouts, heartbeat)
-        reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups)
+        reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups; under a supervisor,
+                                         the supervisor's, relayed: worker/relay.py)
 
 A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
 hands each to the executor whose worker id the claim stamped on it. With prefetch on (the
