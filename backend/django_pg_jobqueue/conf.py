@@ -226,11 +226,26 @@ class QueueConf:
                                                group="workers", doc="""
         The longest an idle worker waits between polls while its LISTEN connection is up. Each
         poll that finds nothing doubles the wait, from `JOB_POLL_INTERVAL_SECONDS` up to this;
-        the first job claimed brings it back. Jobs enqueued now wake workers by NOTIFY, and
+        a job found by a poll or a backlog brings it back (one found on a notification leaves
+        it: the notifications work). Jobs enqueued now wake workers by NOTIFY, and
         jobs that become due later (delayed jobs, retries) by the maintenance leader's stager,
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
         at one rate.""")
+    FETCH_COOLDOWN_SECONDS: float = setting(0.25, check_id=93, rule=number(0), group="workers",
+                                            doc="""
+        How long a worker's lane waits before it claims again on a notification, after a claim
+        on a notification found nothing (another process, or another host, had taken the
+        job): the notifications meanwhile fold into one claim at its end. With many hosts
+        woken by every job of a trickle, each claims at most once per cooldown instead of
+        once per job. A lane whose claims find jobs never waits it, and a process of a
+        supervisor that is cooling down passes a wake-up to another process of its host. 0
+        turns it off.""")
+    WAKE_JITTER_SECONDS: float = setting(0.002, check_id=94, rule=number(0), group="workers",
+                                         doc="""
+        A random wait, up to this long, before a notified worker claims, so that the processes
+        of several hosts woken by one job do not all claim in the same instant. It adds at most
+        this much to the pickup of a job enqueued to idle workers; 0 turns it off.""")
     MAINTENANCE_LEADER: bool = setting(True, check_id=91, rule=boolean, group="workers", doc="""
         Run the maintenance loops (the reaper, the pruner with the partition manager, the
         periodic enqueuer and the stager) in one worker process per database, the leader,

@@ -872,9 +872,6 @@ picked AS (
 
 # Whether any keyed job waits at all (services/claiming.py asks at most once a second per
 # process; while none does, claims run CLAIM alone, exactly as without the feature).
-KEYED_JOBS_WAITING = (
-    "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL)"
-)
 
 # A job's detail: how many jobs of its key run now (selectors.py: why a queued job waits).
 KEY_RUNNING_COUNT = (
@@ -1194,9 +1191,15 @@ RETRY_FAILED_FILTERS = {
     "finished_before": "AND finished_at < %(finished_before)s",
 }
 # --- queue limits, as claims read them (services/claiming.py, cached a second) -------------
-QUEUE_CONCURRENCY_LIMITS = (
-    "SELECT queue, concurrency_limit FROM job_queue_settings WHERE concurrency_limit IS NOT NULL"
-)
+
+# The two facts a claim reads at most once a second per process (services/claiming.py), in one
+# statement: the queues' concurrency limits and whether any job with a concurrency key waits.
+# An idle worker's backed-off poll refreshes both: one transaction, not two.
+CLAIM_PROBES = """
+SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
+          FROM job_queue_settings WHERE concurrency_limit IS NOT NULL),
+       EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL)
+"""
 
 # --- heartbeat: a worker process's row in job_workers (worker/renewer.py) -----------------
 # Upserted after each renewal pass: the first creates the row, the next ones move heartbeat_at

@@ -19,17 +19,23 @@ _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
 
 
 def queue_limits() -> dict[str, int]:
-    global _queue_limits
     with _limits_lock:
         fetched_at, limits = _queue_limits
         if time.monotonic() - fetched_at < _LIMITS_TTL:
             return limits
-    with queue_connection().cursor() as cur:
-        cur.execute(sql.QUEUE_CONCURRENCY_LIMITS)
-        limits = dict(cur.fetchall())
+    return _refresh_probes()[0]
+
+
+def _refresh_probes() -> tuple[dict[str, int], bool]:
+    """Read the queues' limits and whether keyed jobs wait, in one statement
+    (sql.CLAIM_PROBES), and cache both."""
+    global _queue_limits
+    raw, waiting = db.fetch_all(sql.CLAIM_PROBES, {})[0]
+    limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
-    return limits
+    note_keyed_jobs(bool(waiting))
+    return limits, bool(waiting)
 
 
 def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
@@ -47,7 +53,7 @@ def forget_cached_limits() -> None:
         _queue_limits = (0.0, {})
 
 
-# Whether jobs with a concurrency key wait (sql.KEYED_JOBS_WAITING), asked at most once a
+# Whether jobs with a concurrency key wait (sql.CLAIM_PROBES, with the queue limits), asked at most once a
 # second per process: while none does, a claim is sql.CLAIM alone, exactly as without keys.
 # An enqueue of a keyed job in this process sets it at once; a keyed job enqueued by another
 # process is seen within the second. While any waits, each claim runs the keyed claim first.
@@ -61,9 +67,7 @@ def keyed_jobs_waiting() -> bool:
         fetched_at, waiting = _keyed_waiting
         if time.monotonic() - fetched_at < _KEYED_TTL:
             return waiting
-    waiting = bool(db.fetch_all(sql.KEYED_JOBS_WAITING, {})[0][0])
-    note_keyed_jobs(waiting)
-    return waiting
+    return _refresh_probes()[1]
 
 
 def note_keyed_jobs(waiting: bool) -> None:

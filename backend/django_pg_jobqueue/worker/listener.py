@@ -22,11 +22,13 @@ log = logging.getLogger("django_pg_jobqueue.listener")
 
 
 class Listener(threading.Thread):
-    def __init__(self, on_notify):
+    def __init__(self, on_notify, connected=None):
         super().__init__(name="listener", daemon=True)
         self.on_notify = on_notify  # callback(queue_name)
         self.stopping = threading.Event()
-        self.connected = threading.Event()
+        # Set while LISTEN is up. A supervisor passes a multiprocessing Event, which its
+        # children read (worker/relay.py).
+        self.connected = connected if connected is not None else threading.Event()
 
     def stop(self) -> None:
         self.stopping.set()

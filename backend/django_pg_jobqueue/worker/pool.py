@@ -2,7 +2,8 @@
 
     lanes (one per --queues group) --claim in batches--> executor threads --outcome-->
         completer (batched, fenced)      renewer (leases, cancel, timeouts, heartbeat)
-        reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups)
+        reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups; under a supervisor,
+                                         the supervisor's, relayed: worker/relay.py)
 
 A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
 hands each to the executor whose worker id the claim stamped on it. With prefetch on (the
@@ -34,6 +35,7 @@ from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
+from .relay import RelayedWakeups
 from .renewer import LeaseRenewer
 from .signals import TestSignals
 from .stager import Stager
@@ -85,6 +87,15 @@ class Lane(threading.Thread):
         self.notified = threading.Event()
         self.notified.set()
         self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
+        # Monotonic: the last claim made on a notification that found nothing (another
+        # process had taken the job); the fetch cooldown counts from it.
+        self.missed_at = -1e9
+        self.waited = False  # this wake-up has had its cooldown and jitter
+        self.claiming = False  # a claim is under way
+        self.late_notice = False  # a notification came while it was
+        self.found_last = False  # the last claim found jobs
+        # Whether this lane has asked its supervisor for help with the current burst (once).
+        self.told_host = False
 
     # While there is a backlog, a dispatcher woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -140,7 +151,8 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                extra = 0 if self._limited() else self.prefetched.wanted(backlog)
+                limited = self._limited()
+                extra = 0 if limited else self.prefetched.wanted(backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
@@ -149,6 +161,17 @@ class Lane(threading.Thread):
                     if until_poll > 0:  # woken by a freed executor: nothing says a job waits
                         self.wake.wait(until_poll)
                         continue
+                if not backlog and self.notified.is_set():
+                    delay = self._wake_delay()
+                    if delay > 0:  # notifications meanwhile are folded into this one claim
+                        pool.stopping.wait(delay)
+                        continue
+                    if not extra and pool.prefetch and not limited and not len(self.prefetched):
+                        # A probe: ask for one job more than the idle threads. A notification
+                        # does not say how many jobs wait; if the claim comes back full there
+                        # are more (a burst, shared out), and if not the lane is done without
+                        # a second claim to find that out.
+                        extra = 1
                 if backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
@@ -159,15 +182,26 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
+                # A notified claim that finds nothing starts the cooldown, unless the
+                # notification came during this lane's previous claim or that claim found
+                # jobs: either may have taken that very job itself.
+                noticed = not backlog and self.notified.is_set()
+                on_notice = noticed and not self.late_notice
+                self.late_notice, self.claiming = False, True
                 self.notified.clear()  # before the claim: a NOTIFY during it claims again
+                self.waited = False
                 try:
                     close_old_connections()
-                    claiming.pin_claim_planner_settings()  # once per connection
-                    jobs = pool.engine.claim(
-                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                        queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds,
-                        exclude_types=pool.unknown_types.current())
+                    if backlog:  # a busy loop: one statement per claim from now on
+                        claiming.pin_claim_planner_settings()  # once per connection
+                    try:
+                        jobs = pool.engine.claim(
+                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                            queues=list(self.spec.queues) if self.spec.queues else None,
+                            lease_seconds=pool.lease_seconds,
+                            exclude_types=pool.unknown_types.current())
+                    finally:
+                        self.claiming = False
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
                     pool.return_claims(granted)
@@ -200,8 +234,26 @@ class Lane(threading.Thread):
                               "alive; releasing them", self.name, len(orphans))
                     pool._release(orphans, message="claimed for an executor thread that is "
                                                    "no longer alive")
-                backlog = len(jobs) == len(free) + extra
-                self.empty_polls = 0 if jobs else self.empty_polls + 1
+                if on_notice and not jobs and not self.found_last:
+                    self.missed_at = time.monotonic()  # another process took it: cool down
+                self.found_last = bool(jobs)
+                asked = len(free) + extra
+                full = len(jobs) == asked
+                if full and (asked > 1 or backlog):  # a burst, not one job: share it out
+                    if not self.told_host:
+                        pool.more_work(self.spec.queues)
+                        self.told_host = True
+                elif not full:
+                    self.told_host = False
+                backlog = full
+                # The idle back-off: each claim that finds nothing lengthens the next poll's
+                # wait; a job found by a poll or a backlog (a notification was missed, or
+                # jobs keep coming) brings it back to the base. A job found on a notification
+                # leaves it as it was: the notifications work, the polls are the fallback.
+                if not jobs:
+                    self.empty_polls += 1
+                elif not noticed:
+                    self.empty_polls = 0
                 if not backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
                     self.next_poll_at = time.monotonic() + self._idle_poll_wait()
@@ -212,6 +264,28 @@ class Lane(threading.Thread):
             finally:
                 self._return_connection()
                 db.queue_connection().close()
+
+    def cooling_down(self) -> bool:
+        return self.missed_at + self.pool.fetch_cooldown > time.monotonic()
+
+    def _wake_delay(self) -> float:
+        """How long a lane woken by a notification waits before it claims: the rest of the
+        fetch cooldown (JOB_FETCH_COOLDOWN_SECONDS) after a claim on a notification found
+        nothing, because another process took the job: the notifications meanwhile fold into
+        one claim at its end, so that many hosts woken by every job of a trickle claim each
+        at most once per cooldown, not once per job; and a random jitter up to
+        JOB_WAKE_JITTER_SECONDS, so that they do not all claim, nor all come back from their
+        cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
+        Once per wake-up: zero when it has waited already."""
+        if self.waited:
+            self.waited = False
+            return 0.0
+        pool = self.pool
+        cooldown_left = self.missed_at + pool.fetch_cooldown - time.monotonic()
+        jitter = random.uniform(0, pool.wake_jitter) if pool.wake_jitter else 0.0
+        delay = max(cooldown_left, jitter)
+        self.waited = delay > 0
+        return delay
 
     def _idle_poll_wait(self) -> float:
         """How long to wait for a wake-up before polling again: the poll interval, doubled by
@@ -257,7 +331,8 @@ class WorkerPool:
                  reaper: bool = True, listen: bool | None = None, batch_size: int | None = None,
                  shutdown_grace: float | None = None, prefetch: int | None = None,
                  engine: Engine | None = None, test_signals: TestSignals | None = None,
-                 max_jobs: int | None = None, supervisor_pid: int | None = None):
+                 max_jobs: int | None = None, supervisor_pid: int | None = None,
+                 relay: tuple | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -306,7 +381,16 @@ class WorkerPool:
                                     supervisor_pid=supervisor_pid)
         self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
-        self.listener = Listener(self.wake) if use_listen else None
+        # A supervised child is woken by its supervisor, which holds the host's one LISTEN
+        # connection (`relay`: this child's end of its pipe, and the supervisor's "LISTEN is
+        # up" event; worker/relay.py); any other process listens itself.
+        self.listener: Listener | RelayedWakeups | None = None
+        if use_listen and relay is not None:
+            self.listener = RelayedWakeups(relay[0], relay[1], self.wake, self.can_take)
+        elif use_listen:
+            self.listener = Listener(self.wake)
+        self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
+        self.wake_jitter = c.WAKE_JITTER_SECONDS
         self.pruner = Pruner() if Pruner.enabled() else None
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
@@ -329,8 +413,24 @@ class WorkerPool:
         """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
             if lane.matches(queue_name):
+                if lane.claiming:
+                    lane.late_notice = True
                 lane.notified.set()
                 lane.wake.set()
+
+    def can_take(self, queue_name: str | None) -> bool:
+        """Whether a lane of `queue_name` has an idle thread and is not cooling down after a
+        claim that found nothing (a relayed wake-up is passed on to another process of the
+        host if not)."""
+        return any(e.idle and e.is_alive() for lane in self.lanes
+                   if lane.matches(queue_name) and not lane.cooling_down()
+                   for e in lane.executors)
+
+    def more_work(self, queues: tuple[str, ...] | None) -> None:
+        """A lane's claims keep coming back full: with a supervisor, wake another process of
+        the host for it (worker/relay.py); a lone process has no one to tell."""
+        if isinstance(self.listener, RelayedWakeups):
+            self.listener.more(queues[0] if queues and len(queues) == 1 else None)
 
     def start(self) -> "WorkerPool":
         connection_created.connect(_set_session_limits)

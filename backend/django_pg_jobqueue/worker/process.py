@@ -45,6 +45,9 @@ class Supervised:
     supervisor_pid: int
     max_jobs: int | None = None
     max_memory_bytes: int | None = None
+    # This child's end of its wake-up pipe and the supervisor's "LISTEN is up" event
+    # (worker/relay.py); None: the supervisor does not listen (JOB_LISTEN_NOTIFY off).
+    relay: tuple | None = None
 
     def alive(self) -> bool:
         return os.getppid() == self.supervisor_pid
@@ -70,7 +73,8 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     pool = WorkerPool(**pool_options,
                       max_jobs=supervised.max_jobs if supervised else None,
-                      supervisor_pid=supervised.supervisor_pid if supervised else None)
+                      supervisor_pid=supervised.supervisor_pid if supervised else None,
+                      relay=supervised.relay if supervised else None)
     pool.start()
     if stdout is not None:
         stdout.write(f"worker pool {pool.process_id} running ({len(pool.executors)} threads); "

@@ -1,11 +1,16 @@
 """The supervisor of `run_job_workers --processes N`: N worker processes, each a whole pool.
 
-It claims nothing and holds no database connection: it starts the children, restarts one
+It claims nothing and runs no transaction: it starts the children, restarts one
 that exits or is killed (at once after a planned exit, a recycle or a hard timeout; with a
 capped backoff after a crash), kills one whose beat stops for FROZEN_SECONDS (stuck in C code
 holding the GIL, or stopped), and on SIGTERM/SIGINT passes the graceful shutdown to every
 child and waits for them; a second signal kills them at once. The children's jobs are theirs:
 a killed child's leases expire and the reaper (in the other children) requeues them.
+
+Its one database connection is the host's LISTEN connection (with LISTEN/NOTIFY on): it
+relays each notification to one child over that child's pipe, and the children hold no LISTEN
+connection of their own (worker/relay.py). A single `run_job_workers` without --processes
+listens itself, as before.
 
 Spawn, not fork. A forked child would inherit the supervisor's Django connections (two
 processes on one socket), any lock another thread held at fork time, and the app and handler
@@ -37,7 +42,7 @@ STOP_MARGIN_SECONDS = 15.0  # beyond the grace: the children's release and exit
 
 
 def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_memory_bytes,
-                log_settings: tuple) -> None:
+                log_settings: tuple, relay=None) -> None:
     """A spawned child: set Django up, then run one pool as `run_job_workers` would."""
     import signal as _signal
     import sys
@@ -54,7 +59,8 @@ def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_mem
 
     configure_worker_logging(*log_settings)
     code = run_worker_process(pool_options, supervised=Supervised(
-        beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes))
+        beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes,
+        relay=relay))
     # Stopped: a SIGTERM from now on (the supervisor stopping while this one recycles) must
     # not kill it during the interpreter's exit, which resets Python's handlers to the default.
     _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
@@ -66,6 +72,7 @@ class Slot:
     index: int
     process: Any = None  # multiprocessing.Process (the spawn context's)
     beat: Any = None  # its multiprocessing.Value("d")
+    wake_conn: Any = None  # the supervisor's end of its wake-up pipe (worker/relay.py)
     started_at: float = 0.0
     crashes: int = 0
     restart_at: float | None = 0.0  # when to start it (None: not again)
@@ -101,15 +108,52 @@ class Supervisor:
         self.context = multiprocessing.get_context("spawn")
         self.slots = [Slot(i) for i in range(processes)]
         self.signals = 0
+        self.relay: Any = None  # worker/relay.py's HostRelay, while listening
+        self.listener: Any = None
+        self.listening: Any = None  # a multiprocessing Event: the LISTEN connection is up
+
+    def _listens(self) -> bool:
+        from .. import conf  # Django is set up in the supervisor (the management command)
+
+        listen = self.pool_options.get("listen")
+        return conf.get().LISTEN_NOTIFY if listen is None else bool(listen)
+
+    def _start_listening(self) -> None:
+        """The host's one LISTEN connection, relayed to the children (worker/relay.py)."""
+        if not self._listens():
+            return
+        from .listener import Listener
+        from .relay import HostRelay
+
+        self.listening = self.context.Event()
+        self.relay = HostRelay()
+        self.listener = Listener(self.relay.notify, connected=self.listening)
+        self.relay.start()
+        self.listener.start()
+
+    def _stop_listening(self) -> None:
+        for thread in (self.listener, self.relay):
+            if thread is not None:
+                thread.stop()
+        for thread in (self.listener, self.relay):
+            if thread is not None:
+                thread.join(timeout=2)
 
     # -- one child -------------------------------------------------------------------------
     def _start(self, slot: Slot) -> None:
         slot.beat = self.context.Value("d", 0.0, lock=False)
+        relay = child_conn = None
+        if self.relay is not None:
+            slot.wake_conn, child_conn = self.context.Pipe(duplex=True)
+            relay = (child_conn, self.listening)
         slot.process = self.context.Process(
             target=_child_main, name=f"jobqueue-worker-{slot.index}",
             args=(self.pool_options, slot.beat, self.pid, self.max_jobs, self.max_memory_bytes,
-                  self.log_settings))
+                  self.log_settings, relay))
         slot.process.start()
+        if child_conn is not None:
+            child_conn.close()  # the child has its own copy; ours would keep the pipe open
+            self.relay.attach(slot.index, slot.wake_conn)
         slot.started_at, slot.restart_at = time.monotonic(), None
         log.info("supervisor: started worker process %d (pid %s)", slot.index, slot.process.pid)
 
@@ -117,6 +161,9 @@ class Supervisor:
         """A child that ended: log how, and when (if at all) to start its successor."""
         proc = slot.process
         proc.join()
+        if self.relay is not None:
+            self.relay.detach(slot.index)
+        slot.wake_conn = None
         code = proc.exitcode
         slot.exits.append(code)
         slot.process = None
@@ -158,6 +205,7 @@ class Supervisor:
         """Supervise until a signal; return the exit status (0: every child stopped in time)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self._start_listening()
         for slot in self.slots:
             self._start(slot)
         if self.stdout is not None:
@@ -201,5 +249,6 @@ class Supervisor:
             sentinels = [s.process.sentinel for s in self.running()]
             if sentinels:
                 wait_for_sentinels(sentinels, timeout=0.2)
+        self._stop_listening()
         log.info("supervisor: stopped")
         return code
