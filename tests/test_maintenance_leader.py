@@ -162,3 +162,69 @@ def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_ti
             proc.wait(20)
         except Exception:
             proc.kill()
+
+
+def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing_twice():
+    """The leader's reap of an expired job is held half-done (its event insert waits on a lock
+    the test holds on job_events, its row lock on the job taken), and the leader is SIGKILLed
+    there. Whatever the dead leader's statement did, a new leader takes over within 10 s and
+    the job ends requeued exactly once: one lease_expired event, a clean audit."""
+    import psycopg
+
+    from django_pg_jobqueue.audit import audit
+    from django_pg_jobqueue.engine import default_engine
+    from django_pg_jobqueue.models import JobEvent
+    from django_pg_jobqueue.testing import expire_lease
+    from tests.utils import worker_database_url
+
+    # The workers serve `default` only: the expired job's queue has no worker to run it again,
+    # so its requeue is what the test sees.
+    procs = [spawn_workers("--threads", "1", "--queues", "default", env=FAST) for _ in range(3)]
+    blocker = psycopg.connect(worker_database_url())
+    try:
+        leader = wait_for(_holder, timeout=60, message="a leader elected")
+        victim = {f"{p.pid}": p for p in procs}[leader.rsplit("-", 1)[1]]
+        job = enqueue("noop", {}, queue="reaped-mid-way", max_attempts=3)
+        (claimed,) = default_engine().claim(worker_ids=["ghost-host-1"], job_ids=[job.id])
+        blocker.execute("LOCK TABLE job_events IN SHARE MODE")  # event inserts wait from now on
+        expire_lease(claimed.id)
+
+        def reap_waiting():
+            with connection.cursor() as cur:
+                # The reap's opening words: pg_stat_activity keeps only a statement's first
+                # track_activity_query_size bytes (1 kB by default).
+                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND query LIKE %s", ["%WITH expired AS (%"])
+                return cur.fetchone()[0] > 0
+
+        wait_for(reap_waiting, timeout=20, message="the leader's reap waits half-done")
+        assert Job.objects.get(pk=job.id).status == "running"  # nothing committed yet
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(5)
+        killed_at = time.monotonic()
+        blocker.rollback()  # the half-done reap's backend may now finish or roll back
+        new_leader = wait_for(lambda: (h := _holder()) and h != leader and h, timeout=15,
+                              message="a new leader")
+        assert time.monotonic() - killed_at < 10
+        assert new_leader != leader
+        wait_for(lambda: Job.objects.get(pk=job.id).status == "queued", timeout=15,
+                 message="the expired job requeued")
+        time.sleep(1.5)  # three more reaper passes of the new leader: none may reap it again
+        kinds = list(JobEvent.objects.filter(job_id=job.id).order_by("id")
+                     .values_list("kind", flat=True))
+        assert kinds.count("lease_expired") == 1, kinds
+        assert kinds[:2] == ["created", "claimed"], kinds
+        job.refresh_from_db()
+        assert job.locked_by is None and job.lease_token is None and job.attempts == 1
+        report = audit(job_ids=[job.id])
+        assert report.ok, report.format()
+    finally:
+        blocker.close()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(20)
+            except Exception:
+                p.kill()
