@@ -4,7 +4,6 @@ alone is claimed by one child, not by every child; a burst still spreads over al
 and when the supervisor's LISTEN connection is lost (and cannot come back) the children still
 pick up every job by polling, and the supervisor listens again once it can."""
 import re
-import signal
 import time
 import uuid
 
@@ -14,7 +13,7 @@ from django.db import connection
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.services import enqueue, enqueue_many
 from tests.chaos_handlers import Ledger, Output
-from tests.utils import spawn_workers, wait_for, worker_database_url
+from tests.utils import spawn_workers, stop_workers, wait_for, worker_database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -27,16 +26,6 @@ def _env(**extra) -> dict:
            "JOB_LEASE_SECONDS": "6"}
     env.update({k: str(v) for k, v in extra.items()})
     return env
-
-
-def _stop(proc) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(40)
-        except Exception:  # noqa: BLE001
-            proc.kill()
-            proc.wait(10)
 
 
 def _listeners(user: str | None = None) -> int:
@@ -84,7 +73,7 @@ def test_one_job_enqueued_to_a_supervisor_of_several_children_is_claimed_by_one_
         assert claims <= 2 * jobs + CHILDREN, (claims, empty)
         assert empty <= jobs + CHILDREN, (claims, empty)
     finally:
-        _stop(proc)
+        stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]
 
 
@@ -107,7 +96,7 @@ def test_a_burst_enqueued_in_one_batch_is_shared_by_the_children(tmp_path):
         executions = Ledger.read(ledger).executions.values()
         assert len({x.pid for x in executions}) == CHILDREN, "every child ran some of them"
     finally:
-        _stop(proc)
+        stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]
 
 
@@ -159,5 +148,5 @@ def test_children_still_pick_up_work_when_the_supervisors_listen_connection_is_g
         wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=15,
                  message="a job after the reconnect ran")
     finally:
-        _stop(proc)
+        stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]

@@ -14,7 +14,7 @@ from django_pg_jobqueue import sql
 from django_pg_jobqueue.models import Job, LeaderLease
 from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.leader import MAINTENANCE, Leadership
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, stop_workers, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,14 +111,7 @@ def test_only_the_leader_reaps_and_a_killed_leader_is_replaced_without_losing_a_
                  message="every job succeeded, the dead leader's requeued by the new one")
         assert not Job.objects.exclude(status="succeeded").exists()
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except Exception:
-                p.kill()
+        stop_workers(*procs)
 
 
 def test_the_stager_notifies_a_queue_once_when_its_delayed_jobs_become_due():
@@ -220,11 +213,4 @@ def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing
         assert report.ok, report.format()
     finally:
         blocker.close()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except Exception:
-                p.kill()
+        stop_workers(*procs)

@@ -1,5 +1,6 @@
 """Helpers for the suite's own tests (users get `django_pg_jobqueue.testing`)."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -51,6 +52,20 @@ def spawn_workers(*args: str, env: dict | None = None, **popen) -> subprocess.Po
         env=full_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         **popen,
     )
+
+
+def stop_workers(*procs: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM every worker process still running (a graceful stop for all at once), then wait
+    for each; one that has not exited within `timeout` is killed."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
 
 
 def circular_dict():

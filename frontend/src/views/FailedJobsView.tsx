@@ -9,6 +9,7 @@ import { BulkActions, toActionFilter } from "../components/BulkActions";
 import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
 import { Notice } from "../components/Notice";
 import { Pager } from "../components/Pager";
+import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
 import { Attempts } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import type { Notice as NoticeText } from "../lib/jobView";
@@ -130,19 +131,7 @@ export function FailedTable({
       <table data-testid="failed-table" className="cards">
         <thead>
           <tr>
-            {selection && (
-              <th className="card-select">
-                <input
-                  type="checkbox"
-                  aria-label="Select every job on this page"
-                  checked={selection.allSelected}
-                  onChange={selection.toggleAll}
-                />
-                <span className="card-only" aria-hidden="true">
-                  Every job on this page
-                </span>
-              </th>
-            )}
+            {selection && <SelectAllHeader selection={selection} />}
             <th>Job</th>
             <th>Last error</th>
             <th className="num">Attempts</th>
@@ -158,16 +147,7 @@ export function FailedTable({
         <tbody>
           {rows.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
-              {selection && (
-                <td className="card-select">
-                  <input
-                    type="checkbox"
-                    aria-label={`Select job ${job.id}`}
-                    checked={selection.isSelected(job.id)}
-                    onChange={() => selection.toggle(job.id)}
-                  />
-                </td>
-              )}
+              {selection && <SelectRowCell selection={selection} id={job.id} />}
               <td className="nowrap card-title">
                 <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span data-testid="job-type">{job.type}</span>
               </td>

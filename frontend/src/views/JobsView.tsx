@@ -9,6 +9,7 @@ import { BulkActions, toActionFilter } from "../components/BulkActions";
 import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
+import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
 import { Attempts } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
@@ -131,19 +132,7 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
       <table data-testid="jobs-table" className="cards">
         <thead>
           <tr>
-            {selection && (
-              <th className="card-select">
-                <input
-                  type="checkbox"
-                  aria-label="Select every job on this page"
-                  checked={selection.allSelected}
-                  onChange={selection.toggleAll}
-                />
-                <span className="card-only" aria-hidden="true">
-                  Every job on this page
-                </span>
-              </th>
-            )}
+            {selection && <SelectAllHeader selection={selection} />}
             <th>Job</th>
             <th>Status</th>
             <th>Queue</th>
@@ -157,16 +146,7 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
         <tbody>
           {jobs.map((job) => (
             <tr key={job.id} data-job-id={job.id}>
-              {selection && (
-                <td className="card-select">
-                  <input
-                    type="checkbox"
-                    aria-label={`Select job ${job.id}`}
-                    checked={selection.isSelected(job.id)}
-                    onChange={() => selection.toggle(job.id)}
-                  />
-                </td>
-              )}
+              {selection && <SelectRowCell selection={selection} id={job.id} />}
               <td className="nowrap card-title">
                 <Link to={`/jobs/${job.id}`}>#{job.id}</Link> <span data-testid="job-type">{job.type}</span>
                 {job.idempotency_key && (
