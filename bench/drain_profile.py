@@ -12,9 +12,9 @@ waits for the drain. From the first job's claim to the last one's completion it 
 /proc, the CPU the worker processes spent and the CPU every `postgres` process spent (so the
 server must run on this machine: the script refuses another host), and the machine's busy
 CPU; each divided by the jobs drained. The variants only exist to price the writes: they
-drop a constraint or indexes that the queue needs (the foreign key from `job_events` to
-`jobs`, the listing's indexes, the feed's index), in the scratch database, and restore them
-after; they are not settings. The scratch database is dropped however the run ends.
+drop what the queue needs (the history's guard, the listing's, search's and feed's indexes)
+or put back what it replaced (a foreign key from `job_events` to `jobs` instead of the
+guard), in the scratch database, and undo it after; they are not settings. The scratch database is dropped however the run ends.
 
 With --py-spy FILE, a baseline round of its own (not counted in the table) runs its first
 worker process under `py-spy record --gil` (install it with `pip install py-spy`); the
@@ -42,14 +42,42 @@ from bench.run import server_url  # noqa: E402
 
 PROCS, THREADS = 2, 16  # the defaults: only --threads chosen
 FK = "job_events_job_id_e9646c53_fk_jobs_id"
-# What each variant takes away (restored after): (description, constraints, indexes).
+FK_ADD = (f"ALTER TABLE job_events ADD CONSTRAINT {FK} FOREIGN KEY (job_id) REFERENCES jobs (id)"
+          " DEFERRABLE INITIALLY DEFERRED")
+
+
+def _guard_statements() -> list[str]:
+    from django_pg_jobqueue import sql
+    from django_pg_jobqueue.services import partitions
+
+    with _cursor() as cur:
+        names = partitions.partition_tables(cur)
+    return [*sql.HISTORY_GUARD_FUNCTIONS, *sql.HISTORY_GUARD_TRIGGERS,
+            *(sql.HISTORY_GUARD_EVENTS_TRIGGER.format(table=n) for n in names)]
+
+
+def _guard_drop() -> list[str]:
+    from django_pg_jobqueue import sql
+
+    return list(sql.HISTORY_GUARD_DROP)
+
+
+# What each variant changes (undone after): (description, constraints and indexes it drops,
+# and a function giving (statements that change the schema, statements that change it back)).
 VARIANTS = {
-    "baseline": ("the schema as migrated", [], []),
-    "no_fk": ("without the foreign key job_events -> jobs", [FK], []),
+    "baseline": ("the schema as migrated", [], [], None),
+    "with_fk": ("with a foreign key job_events -> jobs instead of the history's guard", [], [],
+                lambda: ([*_guard_drop(), FK_ADD],
+                         [f"ALTER TABLE job_events DROP CONSTRAINT {FK}", *_guard_statements()])),
+    "no_guard": ("without the history's guard (nor a foreign key)", [], [],
+                 lambda: (_guard_drop(), _guard_statements())),
     "no_listing_indexes": ("without jobs' (queue, status), (type, status), (created_at) indexes",
-                           [], ["jobs_queue_status_idx", "jobs_type_status_idx", "jobs_created_idx"]),
+                           [], ["jobs_queue_status_idx", "jobs_type_status_idx", "jobs_created_idx"],
+                           None),
+    "no_search_indexes": ("without jobs' trigram search indexes (payload, last_error)",
+                          [], ["jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"], None),
     "no_feed_indexes": ("without job_events' (tx_id, id) and BRIN (created_at) indexes",
-                        [], ["job_events_tx_order_idx", "job_events_created_brin"]),
+                        [], ["job_events_tx_order_idx", "job_events_created_brin"], None),
 }
 
 
@@ -76,11 +104,15 @@ def _postgres_seconds() -> float:
     return total
 
 
-def _execute(sql: str, params=None):
+def _cursor():
     from django.db import connection
 
-    with connection.cursor() as cur:
-        cur.execute(sql, params or [])
+    return connection.cursor()
+
+
+def _execute(sql: str, params=None):
+    with _cursor() as cur:
+        cur.execute(sql, params) if params else cur.execute(sql)
         return cur.fetchall() if cur.description else None
 
 
@@ -102,9 +134,14 @@ def _take_away(constraints: list[str], indexes: list[str]) -> list[str]:
 
 
 def drain_once(url: str, n: int, variant: str, logdir: str, spy: str | None) -> dict:
-    _, constraints, indexes = VARIANTS[variant]
+    _, constraints, indexes, swap = VARIANTS[variant]
     ours.reset()
     restore = _take_away(constraints, indexes)
+    if swap:
+        change, back = swap()
+        for statement in change:
+            _execute(statement)
+        restore += back
     try:
         ours.enqueue_bulk(n)
         analyze(url)

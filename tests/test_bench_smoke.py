@@ -92,18 +92,18 @@ def test_bench_smoke_runs_end_to_end_and_cleans_up(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_drain_profile_prices_the_schema_and_cleans_up():
-    """bench/drain_profile.py at tiny sizes: a variant without the foreign key, then the
-    schema as migrated again (so the key was put back), each split into worker and server
-    CPU; its scratch database is dropped."""
+    """bench/drain_profile.py at tiny sizes: a variant with the old foreign key instead of the
+    history's guard, then the schema as migrated again (so the guard was put back), each split
+    into worker and server CPU; its scratch database is dropped."""
     env = dict(os.environ, DATABASE_URL=_server_url())
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "drain_profile.py"), "-n", "300",
-                           "--rounds", "1", "--variants", "no_fk,baseline"], env=env, cwd=REPO,
+                           "--rounds", "1", "--variants", "with_fk,baseline"], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
-            if line.split() and line.split()[0] in ("no_fk", "baseline")}
-    assert set(rows) == {"no_fk", "baseline"}, proc.stdout
-    assert "without the foreign key" in " ".join(rows["no_fk"])
+            if line.split() and line.split()[0] in ("with_fk", "baseline")}
+    assert set(rows) == {"with_fk", "baseline"}, proc.stdout
+    assert "foreign key" in " ".join(rows["with_fk"])
     with psycopg.connect(_server_url(), autocommit=True) as conn:
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE "
                             "'drain\\_profile\\_%'").fetchall()

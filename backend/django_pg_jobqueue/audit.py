@@ -208,7 +208,7 @@ def _replay(report: AuditReport, job_ids) -> None:
     for job_id, status, attempts, token in jobs:
         report.jobs += 1
         history = []
-        # Events of a job that no longer exists cannot exist (the foreign key); skip any anyway.
+        # Events of a job that no longer exists cannot exist (the history's guard); skip any anyway.
         while pending is not None and pending[0] < job_id:
             pending = next(events, None)
         while pending is not None and pending[0] == job_id:

@@ -933,13 +933,135 @@ EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
 # The `after` event was pruned (or never existed): fall back to ids.
 EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
 
+# --- the history's guard: every event names a job that exists (migration 0015) --------------
+# What a foreign key from job_events to jobs promised, checked once per statement instead of
+# once per row. A foreign key runs its check for each event row (a trigger call and a
+# `SELECT ... FOR KEY SHARE` of the job, which writes a lock into the job row and WAL for it),
+# three or more times per job on the hot path: measured at a sixth of PostgreSQL's CPU per
+# drained job. These triggers keep the same promise (no event can name a job that does not
+# exist, no job can go while it has events) at one query per statement:
+# - after an INSERT into job_events: every new event's job exists. A job row this transaction
+#   wrote itself (inserted or updated: every statement that moves a job writes its row and its
+#   event together) cannot be deleted by another transaction before this one commits (a
+#   deleter waits on the row), so only the others are locked FOR KEY SHARE, as the foreign key
+#   did (LOG, LEASE_LOST and the rescue of a dropped partition's events name such jobs);
+#   locked first, then counted, so a job deleted meanwhile is seen as missing. "Wrote itself"
+#   is read from the row's xmin, compared with the transaction's own xid (a row written in a
+#   savepoint carries the subtransaction's xid and is locked: correct, only slower).
+# - at the commit of a transaction that deleted jobs: none of them has an event left (every
+#   deleter of jobs deletes their events in the same transaction: the pruner, operator delete,
+#   Django's collector). Deferred, as the foreign key was, so a job may go before its events;
+#   a check per deleted row, as before: deletes are retention's path, not the hot one.
+# - after a TRUNCATE of jobs: job_events is empty (TRUNCATE jobs, job_events together passes).
+# - a job's id and an event's job_id never change.
+# The insert guard sits on job_events and on each of its partitions (a statement that names a
+# partition fires that partition's statement triggers, not the parent's); both are named
+# after the invariant they keep. Violations raise SQLSTATE 23503 (foreign_key_violation), as
+# the foreign key did, so callers see an IntegrityError.
+HISTORY_GUARD_FUNCTIONS = (
+    """
+CREATE OR REPLACE FUNCTION job_events_name_existing_jobs() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    me xid := pg_current_xact_id()::xid;
+    missing bigint;
+    others bigint;
+BEGIN
+    SELECT min(n.job_id) FILTER (WHERE j.id IS NULL), count(*) FILTER (WHERE j.xmin <> me)
+    INTO missing, others
+    FROM (SELECT DISTINCT job_id FROM new_events) n LEFT JOIN jobs j ON j.id = n.job_id;
+    IF missing IS NULL AND others > 0 THEN
+        PERFORM 1 FROM jobs j
+        WHERE j.id IN (SELECT job_id FROM new_events) AND j.xmin <> me
+        FOR KEY SHARE OF j;
+        SELECT min(n.job_id) INTO missing FROM new_events n
+        WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = n.job_id);
+    END IF;
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'job event names job % which does not exist', missing
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'job_events',
+                  CONSTRAINT = 'job_event_names_existing_job';
+    END IF;
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE OR REPLACE FUNCTION jobs_deleted_without_events() RETURNS trigger
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = OLD.id) THEN
+        RAISE EXCEPTION 'job % was deleted but its events were not', OLD.id
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'jobs',
+                  CONSTRAINT = 'job_deleted_with_its_events';
+    END IF;
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE OR REPLACE FUNCTION jobs_truncated_with_events() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM job_events) THEN
+        RAISE EXCEPTION 'jobs was truncated but job_events was not (TRUNCATE jobs, job_events)'
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'jobs',
+                  CONSTRAINT = 'job_deleted_with_its_events';
+    END IF;
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE OR REPLACE FUNCTION job_history_keys_never_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%.% never changes', TG_TABLE_NAME, TG_ARGV[0]
+        USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME,
+              CONSTRAINT = 'job_history_keys_never_change';
+END $$
+""",
+)
+# {table}: job_events or one of its partitions (names made by services/partitions.py).
+HISTORY_GUARD_EVENTS_TRIGGER = (
+    'CREATE TRIGGER job_event_names_existing_job AFTER INSERT ON "{table}"'
+    " REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT"
+    " EXECUTE FUNCTION job_events_name_existing_jobs()"
+)
+HISTORY_GUARD_TRIGGERS = (
+    HISTORY_GUARD_EVENTS_TRIGGER.format(table="job_events"),
+    "CREATE CONSTRAINT TRIGGER job_deleted_with_its_events AFTER DELETE ON jobs"
+    " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_deleted_without_events()",
+    "CREATE TRIGGER job_truncated_with_its_events AFTER TRUNCATE ON jobs"
+    " FOR EACH STATEMENT EXECUTE FUNCTION jobs_truncated_with_events()",
+    "CREATE TRIGGER job_id_never_changes BEFORE UPDATE OF id ON jobs FOR EACH ROW"
+    " WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION job_history_keys_never_change('id')",
+    "CREATE TRIGGER job_event_job_id_never_changes BEFORE UPDATE OF job_id ON job_events"
+    " FOR EACH ROW WHEN (OLD.job_id IS DISTINCT FROM NEW.job_id)"
+    " EXECUTE FUNCTION job_history_keys_never_change('job_id')",
+)
+# Whether job_events has the guard (services/partitions.py gives each new partition its own).
+HISTORY_GUARD_INSTALLED = (
+    "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'job_events'::regclass"
+    " AND tgname = 'job_event_names_existing_job')"
+)
+HISTORY_GUARD_DROP = (
+    "DROP TRIGGER IF EXISTS job_event_names_existing_job ON job_events",
+    "DROP TRIGGER IF EXISTS job_deleted_with_its_events ON jobs",
+    "DROP TRIGGER IF EXISTS job_truncated_with_its_events ON jobs",
+    "DROP TRIGGER IF EXISTS job_id_never_changes ON jobs",
+    "DROP TRIGGER IF EXISTS job_event_job_id_never_changes ON job_events",
+    "DROP FUNCTION IF EXISTS job_events_name_existing_jobs() CASCADE",  # the partitions' too
+    "DROP FUNCTION IF EXISTS jobs_deleted_without_events()",
+    "DROP FUNCTION IF EXISTS jobs_truncated_with_events()",
+    "DROP FUNCTION IF EXISTS job_history_keys_never_change()",
+)
+
 # --- operator delete -------------------------------------------------------------------------
 # One finished job, guarded in the statement: a queued or running job is never deleted,
 # whatever the caller checked before. The row lock this DELETE takes also stops new events
-# being written for the job (an event's foreign key takes a KEY SHARE lock on it), so the
-# next statement, in the same transaction and with a fresh snapshot, sees every one of its
-# events. The foreign key is not ON DELETE CASCADE in the database (Django's CASCADE is
-# emulated in Python) and is DEFERRABLE INITIALLY DEFERRED: it is checked at commit.
+# being written for the job (the history's guard takes a KEY SHARE lock on the job of an
+# event whose row the writer did not write itself, and every other writer of events updates
+# the row), so the next statement, in the same transaction and with a fresh snapshot, sees
+# every one of its events. The guard's check that none is left is deferred to the commit.
 DELETE_FINISHED_JOB = (
     "DELETE FROM jobs WHERE id = %s AND status IN ('succeeded', 'failed', 'cancelled') "
     "RETURNING id"
@@ -1552,8 +1674,8 @@ SELECT (SELECT count(*) FROM doomed),
 # because a partitioned table's unique constraints must contain the partition key; ids still
 # come from one identity sequence, so they stay unique, and every lookup by id alone probes
 # each partition's primary key index once. DDL takes the parent's ACCESS EXCLUSIVE lock for a
-# moment (and, to create a partition, SHARE ROW EXCLUSIVE on jobs for the foreign key's
-# triggers): every statement below runs under EVENTS_DDL_LOCK_TIMEOUT, and a maintenance step
+# moment (a new partition gets the history's guard, a trigger of its own: HISTORY_GUARD_*):
+# every statement below runs under EVENTS_DDL_LOCK_TIMEOUT, and a maintenance step
 # that cannot get its lock gives up until the next run rather than queue the workers behind it.
 EVENTS_PARTITION_DEFAULT = "job_events_default"
 EVENTS_DDL_LOCK_TIMEOUT = "SET LOCAL lock_timeout = '2s'"
@@ -1609,6 +1731,11 @@ CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid),
 WHERE i.inhparent = 'job_events'::regclass AND b IS NOT NULL
 ORDER BY 2
 """
+# Every partition, the default one included (migration 0015 guards each).
+EVENTS_ALL_PARTITIONS = (
+    "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+    " WHERE i.inhparent = 'job_events'::regclass ORDER BY c.relname"
+)
 EVENTS_IS_PARTITIONED = (
     "SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = to_regclass('job_events')"
 )

@@ -91,6 +91,21 @@ def partitions(cursor=None) -> list[Partition]:
         return ask(cur)
 
 
+def partition_tables(cursor) -> list[str]:
+    """Every partition of job_events, the default one included."""
+    cursor.execute(sql.EVENTS_ALL_PARTITIONS)
+    return [name for (name,) in cursor.fetchall()]
+
+
+def _guard(cur, name: str) -> None:
+    """Give a new partition the history's insert guard (sql.HISTORY_GUARD_TRIGGERS), which a
+    statement naming the partition itself fires instead of the parent's; not before migration
+    0015 put the guard on the parent (migration 0007 creates partitions too)."""
+    cur.execute(sql.HISTORY_GUARD_INSTALLED)
+    if cur.fetchone()[0]:
+        cur.execute(sql.HISTORY_GUARD_EVENTS_TRIGGER.format(table=name))
+
+
 def _create(cur, start: datetime, end: datetime, step: timedelta) -> str:
     """Create the partition [start, end), moving into it any rows the default one holds there."""
     name = partition_name(start, step)
@@ -102,6 +117,7 @@ def _create(cur, start: datetime, end: datetime, step: timedelta) -> str:
         cur.execute(sql.EVENTS_TAKE_FROM_DEFAULT, bounds)
     cur.execute(sql.EVENTS_CREATE_PARTITION.format(name=name, start=start.isoformat(),
                                                    end=end.isoformat()))
+    _guard(cur, name)
     if moving:
         for statement in sql.EVENTS_PUT_BACK:
             cur.execute(statement)

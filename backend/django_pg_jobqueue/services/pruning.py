@@ -8,8 +8,8 @@ what the batches before it deleted), and never blocks or is blocked by the worke
   retrying it, another pruner) is skipped, not waited for;
 - the guard `status IN ('succeeded', 'failed', 'cancelled')` is in the SQL, re-checked on the
   locked row, so a queued or running job is never deleted, whatever the caller passes;
-- a job's events are deleted in the same statement as the job (the foreign key is not
-  ON DELETE CASCADE in the database), so no batch ever leaves orphan events behind;
+- a job's events are deleted in the same statement as the job (the history's guard refuses a
+  job deleted without them, sql.HISTORY_GUARD_FUNCTIONS), so no batch leaves orphan events;
 - but first, the `job_events` partitions ahead are made sure of, and whole partitions go (services/partitions.py): those older than the
   shortest retention asked for, once every event in them belongs to a job past its retention
   (the few events of kept jobs are moved out first). Their jobs are then deleted by the
