@@ -144,3 +144,29 @@ def test_the_migration_copies_every_non_empty_payload_in_batches_and_goes_back(m
     names = index_names()
     assert "job_search_text_trgm_idx" in names and "jobs_payload_trgm_idx" not in names
     assert audit().ok
+
+
+def test_the_search_finds_exactly_the_jobs_the_payloads_own_text_matches():
+    """The side table's text is the job row's `payload::text`: for every search, the jobs
+    found are those the expression of migration 0012 (`payload::text ILIKE ... OR last_error
+    ILIKE ...`, over `jobs` itself) finds."""
+    from django_pg_jobqueue import selectors
+
+    payloads = [{}, {"to": "Ada.Lovelace@example.com"}, {"rate": "100%_off"}, {"p": "a\\b"},
+                {"ünï": "ÇODE {}"}, {"n": [1, 2, {"x": None}]}, {"s": "{}{}"}, {"q": '"quoted"'}]
+    ids = [services.enqueue("noop", p).id for p in payloads]
+    with connection.cursor() as cur:
+        cur.execute("UPDATE jobs SET last_error = %s WHERE id = %s",
+                    ["CardError: 100% declined", ids[0]])
+    matched = 0
+    for value in ["ada.lovelace", "100%_", "100%", "a\\b", "a\\\\b", "ünï", "çode {}", "{}{}",
+                  '"n": [1', "null", '"quoted"', "declined", "nothing like it", '": "']:
+        pattern = selectors._like_pattern(value.strip())
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM jobs WHERE payload::text ILIKE %s OR last_error ILIKE %s",
+                        [pattern, pattern])
+            expected = {i for (i,) in cur.fetchall()}
+        found = set(Job.objects.filter(selectors.text_search(value)).values_list("id", flat=True))
+        assert found == expected, value
+        matched += bool(found)
+    assert matched >= 9, "most of the searches find something"
