@@ -995,7 +995,10 @@ SELECT queue FROM names WHERE queue IS NOT NULL
 # error stays on `jobs`: that index is partial, a job without an error has no entry). Written
 # `id IN (subquery)` instead, inside the OR it would be a hashed SubPlan tested on every row of
 # a pass over `jobs`. It reads the jobs that hold the pattern's trigrams, not the table (a
-# pattern needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). A job whose payload
+# pattern needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). Its pitfall: every
+# payload that matches is gathered (an array of ids in memory) before the list's other filters
+# apply, so text that most payloads hold costs a pass over job_search_text even when
+# `status=failed` leaves few jobs (docs/explanation/performance.md). A job whose payload
 # is `{}` has no row there and needs none: no 3-character pattern matches the 2 characters of
 # its text. A boolean expression embedded in the list's ORM query (RawSQL), OR-ed with the id
 # and key lookups there; positional parameters: the ILIKE pattern twice.
