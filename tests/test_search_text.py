@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from django_pg_jobqueue import services
+from django_pg_jobqueue import services, sql
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import InvalidTransition
 from django_pg_jobqueue.models import Job, JobSearchText
@@ -118,9 +118,9 @@ def index_names() -> set:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_copies_every_non_empty_payload_in_batches_and_goes_back(monkeypatch):
-    """0016 backwards: the table gone, jobs_payload_trgm_idx back; forwards again (batches of
-    2 here, so several): a row per job with a non-empty payload, its JSON text; the payload's
-    trigram index on the side table, none on `jobs`."""
+    """0016 backwards: the table gone, jobs_payload_trgm_idx back; forwards again, over what an
+    interrupted run left (batches of 2 here, so several): a row per job with a non-empty
+    payload, its JSON text; the payload's trigram index on the side table, none on `jobs`."""
     from django.db.migrations.executor import MigrationExecutor
 
     migration = importlib.import_module("django_pg_jobqueue.migrations.0016_search_side_table")
@@ -137,6 +137,11 @@ def test_the_migration_copies_every_non_empty_payload_in_batches_and_goes_back(m
             cur.execute("SELECT to_regclass('job_search_text')")
             assert cur.fetchone() == (None,)
         assert index_names() >= {"jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"}
+        # As a run interrupted after the table and a first batch left them:
+        with connection.cursor() as cur:
+            cur.execute(sql.CREATE_JOB_SEARCH_TEXT)
+            cur.execute("INSERT INTO job_search_text VALUES (%s, %s)",
+                        [jobs[0], payload_text(jobs[0])])
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(latest)

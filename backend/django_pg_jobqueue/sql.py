@@ -1066,6 +1066,15 @@ CREATE_JOBS_LAST_ERROR_TRGM_INDEX = (
 )
 
 # --- migration 0016: the payload's searchable text in a side table ---------------------------
+# The table of models.JobSearchText as Django would create it, IF NOT EXISTS: the migration is
+# not atomic, so a run interrupted after it is created finds it there when run again.
+CREATE_JOB_SEARCH_TEXT = """
+CREATE TABLE IF NOT EXISTS job_search_text (
+    job_id bigint NOT NULL PRIMARY KEY,
+    payload_text text NOT NULL
+)
+"""
+DROP_JOB_SEARCH_TEXT = "DROP TABLE IF EXISTS job_search_text"
 # One batch of the backfill: the next %(limit)s jobs after id %(after)s in id order (a range of
 # the primary key), their non-empty payloads' text copied (an empty one has no row: see
 # _SEARCH_TEXT). ON CONFLICT: a row the new release's enqueue (or an interrupted run of this

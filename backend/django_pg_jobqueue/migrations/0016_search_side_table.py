@@ -2,11 +2,15 @@
 written once by the enqueue, so that the claim and the completion, which rewrite the job row,
 no longer write the payload's trigrams into a GIN index (docs/explanation/performance.md).
 
-- job_search_text: a new, empty table (job id, the payload's JSON text), no foreign key.
+- job_search_text: a new, empty table (job id, the payload's JSON text), no foreign key;
+  created IF NOT EXISTS, so that every step can run again after an interruption.
 - The backfill: every existing job's non-empty payload, copied in batches of BATCH jobs in
   id order, each batch its own short transaction (the migration is not atomic): no long
-  transaction holds back vacuum, and an interrupted run goes on where the rows stop (ON
-  CONFLICT DO NOTHING). It reads `jobs` (row locks on nothing) and writes only the new table.
+  transaction holds back vacuum. Run again, it starts over and skips the rows already there
+  (ON CONFLICT DO NOTHING), as it skips those the new release's producers wrote meanwhile.
+  It reads `jobs` (row locks on nothing) and writes only the new table. Not one statement:
+  on tens of millions of jobs that would be one transaction of minutes holding back vacuum
+  on every table, and an interruption would lose all of it.
 - job_search_text_trgm_idx, a GIN trigram index on the copied text, built CONCURRENTLY after
   the backfill, as 0012 built its indexes: one sorted build rather than an index insert per
   row, while new producers may already write the table. An index left invalid by an
@@ -74,17 +78,26 @@ class Migration(migrations.Migration):
     dependencies = [("django_pg_jobqueue", "0014_throttle_windows")]
 
     operations = [
-        migrations.CreateModel(
-            name="JobSearchText",
-            fields=[
-                ("job", models.OneToOneField(
-                    db_constraint=False, on_delete=deletion.CASCADE, primary_key=True,
-                    related_name="search_text", serialize=False,
-                    to="django_pg_jobqueue.job")),
-                ("payload_text", models.TextField()),
+        # The table by hand (IF NOT EXISTS, for a run again after an interruption), the model's
+        # state as Django's CreateModel would leave it.
+        migrations.SeparateDatabaseAndState(
+            database_operations=[
+                migrations.RunSQL(sql.CREATE_JOB_SEARCH_TEXT, sql.DROP_JOB_SEARCH_TEXT),
             ],
-            options={"db_table": "job_search_text", "verbose_name": "job search text",
-                     "verbose_name_plural": "job search texts"},
+            state_operations=[
+                migrations.CreateModel(
+                    name="JobSearchText",
+                    fields=[
+                        ("job", models.OneToOneField(
+                            db_constraint=False, on_delete=deletion.CASCADE, primary_key=True,
+                            related_name="search_text", serialize=False,
+                            to="django_pg_jobqueue.job")),
+                        ("payload_text", models.TextField()),
+                    ],
+                    options={"db_table": "job_search_text", "verbose_name": "job search text",
+                             "verbose_name_plural": "job search texts"},
+                ),
+            ],
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
         # Database only, as 0012's: the model declares no index (models.py says why).
