@@ -164,7 +164,7 @@ def settle() -> None:
 
 def build(point: dict) -> tuple[int, int]:
     with _cur() as cur:
-        cur.execute("TRUNCATE jobs, job_events, job_workers RESTART IDENTITY CASCADE")
+        cur.execute("TRUNCATE jobs, job_events, job_search_text, job_workers RESTART IDENTITY CASCADE")
     done_t, queued_t = templates()
     t0 = time.monotonic()
     clone(done_t, point["finished"])

@@ -12,7 +12,7 @@ waits for the drain. From the first job's claim to the last one's completion it 
 /proc, the CPU the worker processes spent and the CPU every `postgres` process spent (so the
 server must run on this machine: the script refuses another host), and the machine's busy
 CPU; each divided by the jobs drained. The variants only exist to price the writes: they
-drop what the queue needs (the history's guard, the listing's, search's and feed's indexes)
+drop what the queue needs (the history's guard, the listing's and the feed's indexes)
 or put back what it replaced (a foreign key from `job_events` to `jobs` instead of the
 guard), in the scratch database, and undo it after; they are not settings. The scratch database is dropped however the run ends.
 
@@ -74,8 +74,6 @@ VARIANTS = {
     "no_listing_indexes": ("without jobs' (queue, status), (type, status), (created_at) indexes",
                            [], ["jobs_queue_status_idx", "jobs_type_status_idx", "jobs_created_idx"],
                            None),
-    "no_search_indexes": ("without jobs' trigram search indexes (payload, last_error)",
-                          [], ["jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"], None),
     "no_feed_indexes": ("without job_events' (tx_id, id) and BRIN (created_at) indexes",
                         [], ["job_events_tx_order_idx", "job_events_created_brin"], None),
 }

@@ -68,7 +68,7 @@ def worker_env(url: str, extra: dict) -> dict:
 def run(url: str, n: int, idle_seconds: float, trickle_jobs: int, logdir: str,
         extra_env: dict, supervised: bool = False) -> dict:
     with connect(url) as c:
-        c.execute("TRUNCATE jobs, job_events, job_workers, job_leader RESTART IDENTITY CASCADE")
+        c.execute("TRUNCATE jobs, job_events, job_search_text, job_workers, job_leader RESTART IDENTITY CASCADE")
     command = [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
                "--threads", "1"]
     kind = "supervised" if supervised else "separate"

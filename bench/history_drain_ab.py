@@ -44,7 +44,7 @@ for start in range(0, n, 1000):
 
 def one_round(url: str, n: int, threads: int) -> float:
     with psycopg.connect(conninfo(url), autocommit=True) as c:
-        c.execute("TRUNCATE jobs, job_events")
+        c.execute("TRUNCATE jobs, job_events, job_search_text")
     code = (f"import os, sys, django; sys.path[:0] = [{REPO!r}, {os.path.join(REPO, 'backend')!r}];"
             " os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings');"
             f" django.setup(); exec({ENQUEUE!r})")

@@ -84,7 +84,7 @@ def reset() -> None:
         # make the foreign-key check of every event row plan a sequential scan of jobs, cached
         # for the connection's life (this server runs without autovacuum, which would
         # re-analyze as the table grows): each insert then scans the whole table.
-        cur.execute("TRUNCATE jobs, job_events, job_workers RESTART IDENTITY CASCADE")
+        cur.execute("TRUNCATE jobs, job_events, job_search_text, job_workers RESTART IDENTITY CASCADE")
 
 
 def scalar(query: str, params=None):

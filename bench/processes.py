@@ -138,7 +138,7 @@ def drain(url: str, processes: int, threads: int, jobs: int, loops: int) -> dict
     the first claim to the last finish. Also: the children's start-up, and how far apart the
     processes finished their last job (the tail one process ran alone)."""
     with connect(url) as c:
-        c.execute("TRUNCATE jobs, job_events CASCADE")
+        c.execute("TRUNCATE jobs, job_events, job_search_text CASCADE")
         c.execute("DELETE FROM job_workers")
     proc, startup = _start_workers(url, processes, threads)
     try:

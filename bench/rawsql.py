@@ -55,7 +55,7 @@ def batch_json(rows):
 
 def reset(url):
     with psycopg.connect(conninfo(url), autocommit=True) as c:
-        c.execute("TRUNCATE jobs, job_events, job_workers RESTART IDENTITY CASCADE")
+        c.execute("TRUNCATE jobs, job_events, job_search_text, job_workers RESTART IDENTITY CASCADE")
         # No ANALYZE of the empty tables: see ours.reset().
 
 

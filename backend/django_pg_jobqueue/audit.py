@@ -15,6 +15,8 @@ Checks:
 - attempts_over_max: attempts > max_attempts.
 - finished_with_lock: a succeeded, failed or cancelled job that still has a lock owner, a
   lease token or a lease deadline, or no finish time.
+- search_text: the search's side table (job_search_text) holds exactly the text of every job
+  whose payload is not `{}`: no row of a job that is gone, none missing, none different.
 - held_without_executor: a running job whose worker process is alive (its heartbeat is fresh,
   and later than the job's lease expiry by more than a renewal period) but whose lease its
   renewer no longer extends: no executor of that process runs it (the watchdog released it),
@@ -63,6 +65,14 @@ CHECKS = {
     "attempts_over_max": "attempts within max_attempts",
     "finished_with_lock": "finished jobs hold no lock and have a finish time",
     "held_without_executor": "no running job left unrenewed by its live worker process",
+    "search_text": "the search's text of every job, and of no job that is gone",
+}
+_SEARCH_TEXT_PROBLEMS = {
+    "orphan": "a row in job_search_text for a job that does not exist (deleted by a statement "
+              "that left its searchable text behind)",
+    "missing": "no row in job_search_text for its payload: the search does not find it by its "
+               "payload (enqueued by a release before migration 0016?)",
+    "differs": "its row in job_search_text is not its payload's text",
 }
 
 # A live process's renewer renews every job it holds for a live executor at least every
@@ -136,6 +146,7 @@ def audit(*, stale_after_seconds: float = 60.0, job_ids: list[int] | None = None
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         _row_checks(report, stale_after_seconds, job_ids)
         _double_success(report, job_ids)
+        _search_text(report, job_ids)
         _replay(report, job_ids)
     report.seconds = time.monotonic() - started
     return report
@@ -189,6 +200,16 @@ def _double_success(report: AuditReport, job_ids) -> None:
             report.violations.append(Violation(
                 "double_success", job_id,
                 f"{n} succeeded events, under lease tokens {', '.join(map(str, tokens))}"))
+
+
+def _search_text(report: AuditReport, job_ids) -> None:
+    extra, params = _id_filter(job_ids)
+    extra_s, params_s = _id_filter(job_ids, "job_id")
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.AUDIT_SEARCH_TEXT.format(ids=extra, ids_s=extra_s), params + params_s)
+        for job_id, problem in cur.fetchall():
+            report.violations.append(Violation("search_text", job_id,
+                                               _SEARCH_TEXT_PROBLEMS[problem]))
 
 
 def _stream(statement: str, params: list):

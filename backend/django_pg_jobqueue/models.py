@@ -277,8 +277,8 @@ class Job(models.Model):
             models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
                          condition=Q(concurrency_key__isnull=False)),
             # Not here, as Django's GinIndex would make every host add django.contrib.postgres
-            # to INSTALLED_APPS: the job search's trigram indexes jobs_payload_trgm_idx and
-            # jobs_last_error_trgm_idx (migration 0012, sql.SEARCH_TEXT_MATCHES).
+            # to INSTALLED_APPS: the job search's trigram index jobs_last_error_trgm_idx
+            # (migration 0012, sql.SEARCH_TEXT_MATCHES). The payload's is on JobSearchText.
         ]
 
     def __str__(self) -> str:
@@ -350,6 +350,38 @@ class JobDependency(models.Model):
                                    name="job_dependency_on_failure_known"),
         ]
         indexes = [models.Index("depends_on", name="job_dependencies_on_idx")]
+
+
+class JobSearchText(models.Model):
+    """A job's payload as the job list's text search reads it (`payload::text`,
+    sql.SEARCH_TEXT_MATCHES), written once, by the enqueue's own statement (sql.ENQUEUE_ONE),
+    and never again: a payload does not change after enqueue. Apart from `jobs` so that the
+    claim and the completion, which rewrite the job row (each a non-HOT update: status is
+    indexed), do not add the payload's trigrams to a GIN index again; its trigram index
+    job_search_text_trgm_idx (migration 0016) is written once per job. A job whose payload is
+    `{}` has no row: no search of 3 characters or more can match it.
+
+    No foreign key in the database, as for job_dependencies: its check would cost each enqueued
+    row a probe of `jobs` and a lock of the new job's row (bench/search_indexes.py: 13 % more
+    server CPU for a bulk enqueue of 300-byte payloads, and more WAL for the later claim and
+    completion), and its ON DELETE CASCADE would delete row by row from a trigger. Every statement that deletes jobs deletes their rows
+    here in the same statement instead (sql.DELETE_FINISHED_JOB, sql.PRUNE_BATCH); Django's
+    CASCADE below covers a delete through the ORM. A row left behind by any other delete is
+    harmless to the search (it matches by job id, and ids are not reused) and `audit_jobs`
+    reports it."""
+
+    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE,
+                               db_constraint=False, related_name="search_text")
+    payload_text = models.TextField()
+
+    class Meta:
+        db_table = "job_search_text"
+        verbose_name = "job search text"
+        verbose_name_plural = "job search texts"
+        # Not here, as on Job: its trigram index job_search_text_trgm_idx (migration 0016).
+
+    def __str__(self) -> str:
+        return f"search text of job {self.job_id}"
 
 
 class WorkerProcess(models.Model):

@@ -464,6 +464,17 @@ _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority,
                       concurrency_key, concurrency_key_limit)"""
 
 
+# The payload's searchable text (the job list's `?search=`, SEARCH_TEXT_MATCHES) goes to the
+# narrow side table job_search_text in the same statement, once: a payload never changes after
+# enqueue, so the claim and the completion, which rewrite the job row, never rewrite its
+# trigrams. An empty payload writes no row: its text, `{}`, is two characters, and a text
+# search needs at least three (selectors.SEARCH_MIN_TEXT_CHARS), so it could never match.
+_SEARCH_TEXT = """search_text AS (
+    INSERT INTO job_search_text (job_id, payload_text)
+    SELECT id, payload::text FROM ins WHERE payload <> '{{}}'::jsonb
+)"""
+
+
 def _created_events(trace_param: str) -> str:
     return f"""events AS (
     INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
@@ -483,8 +494,9 @@ WITH ins AS (
             '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
             %s::jsonb, %s::jsonb, %s::text, %s::smallint)
     {on_conflict}
-    RETURNING id, queue, priority, available_at, created_at
+    RETURNING id, queue, priority, payload, available_at, created_at
 ),
+""" + _SEARCH_TEXT + """,
 """ + _created_events("%s") + """
 SELECT id, available_at, created_at {notify} FROM ins
 """
@@ -510,8 +522,10 @@ WITH ins AS (
                                  concurrency_key_limit, n)
     ORDER BY n
     {on_conflict}
-    RETURNING id, queue, priority, idempotency_key, available_at, created_at, unique_key
+    RETURNING id, queue, priority, payload, idempotency_key, available_at, created_at,
+              unique_key
 ),
+""" + _SEARCH_TEXT + """,
 """ + _created_events("%(trace)s") + """
 SELECT id, idempotency_key, available_at, created_at, unique_key FROM ins
 {notify_once}
@@ -1062,10 +1076,18 @@ HISTORY_GUARD_DROP = (
 # event whose row the writer did not write itself, and every other writer of events updates
 # the row), so the next statement, in the same transaction and with a fresh snapshot, sees
 # every one of its events. The guard's check that none is left is deferred to the commit.
-DELETE_FINISHED_JOB = (
-    "DELETE FROM jobs WHERE id = %s AND status IN ('succeeded', 'failed', 'cancelled') "
-    "RETURNING id"
+# The job's searchable text (job_search_text, which has no foreign key: models.JobSearchText
+# says why) goes in the same statement, only if the job did.
+DELETE_FINISHED_JOB = """
+WITH gone AS (
+    DELETE FROM jobs WHERE id = %s AND status IN ('succeeded', 'failed', 'cancelled')
+    RETURNING id
+),
+search_text AS (
+    DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
 )
+SELECT id FROM gone
+"""
 DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
 # After a DELETE that matched nothing: gone, or not finished (and then which status)?
 JOB_STATUS = "SELECT status FROM jobs WHERE id = %s"
@@ -1085,14 +1107,27 @@ SELECT queue FROM names WHERE queue IS NOT NULL
 """
 
 # --- search: the job list's text search, over every job ------------------------------------
-# The payload's JSON text or the last error contains the pattern, case-insensitively. The two
-# expressions are exactly those of the trigram indexes jobs_payload_trgm_idx and
-# jobs_last_error_trgm_idx (migration 0012), so PostgreSQL answers it with a BitmapOr of the
-# two indexes: it reads the jobs that hold the pattern's trigrams, not the table (a pattern
-# needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). A boolean expression embedded
-# in the list's ORM query (RawSQL), OR-ed with the id and key lookups there; positional
-# parameters: the ILIKE pattern twice.
-SEARCH_TEXT_MATCHES = "(payload::text ILIKE %s OR last_error ILIKE %s)"
+# The payload's JSON text or the last error contains the pattern, case-insensitively. The
+# payload's text is not read from `jobs` but from the side table job_search_text, written once
+# at enqueue (ENQUEUE_ONE's search_text, migration 0016), so that the claim and the completion,
+# which rewrite the job row, no longer rewrite a trigram index of its payload. The subquery is
+# served by job_search_text_trgm_idx and runs once (an InitPlan): its job ids become an array,
+# and `id = ANY(array)` is an index condition on the primary key, so PostgreSQL answers the
+# whole expression with a BitmapOr of the primary key and jobs_last_error_trgm_idx (the last
+# error stays on `jobs`: that index is partial, a job without an error has no entry). Written
+# `id IN (subquery)` instead, inside the OR it would be a hashed SubPlan tested on every row of
+# a pass over `jobs`. It reads the jobs that hold the pattern's trigrams, not the table (a
+# pattern needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). Its pitfall: every
+# payload that matches is gathered (an array of ids in memory) before the list's other filters
+# apply, so text that most payloads hold costs a pass over job_search_text even when
+# `status=failed` leaves few jobs (docs/explanation/performance.md). A job whose payload
+# is `{}` has no row there and needs none: no 3-character pattern matches the 2 characters of
+# its text. A boolean expression embedded in the list's ORM query (RawSQL), OR-ed with the id
+# and key lookups there; positional parameters: the ILIKE pattern twice.
+SEARCH_TEXT_MATCHES = (
+    "(id = ANY (ARRAY(SELECT job_id FROM job_search_text WHERE payload_text ILIKE %s))"
+    " OR last_error ILIKE %s)"
+)
 
 # --- periodic schedules: pause, resume, and each schedule's jobs -----------------------------
 # Pause and resume are each one conditional write, so that two operators at once change it
@@ -1150,6 +1185,38 @@ CREATE_JOBS_PERIODIC_SCHEDULE_INDEX = (
 CREATE_JOBS_LAST_ERROR_TRGM_INDEX = (
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_last_error_trgm_idx "
     "ON jobs USING gin (last_error gin_trgm_ops) WHERE last_error IS NOT NULL"
+)
+
+# --- migration 0016: the payload's searchable text in a side table ---------------------------
+# The table of models.JobSearchText as Django would create it, IF NOT EXISTS: the migration is
+# not atomic, so a run interrupted after it is created finds it there when run again.
+CREATE_JOB_SEARCH_TEXT = """
+CREATE TABLE IF NOT EXISTS job_search_text (
+    job_id bigint NOT NULL PRIMARY KEY,
+    payload_text text NOT NULL
+)
+"""
+DROP_JOB_SEARCH_TEXT = "DROP TABLE IF EXISTS job_search_text"
+# One batch of the backfill: the next %(limit)s jobs after id %(after)s in id order (a range of
+# the primary key), their non-empty payloads' text copied (an empty one has no row: see
+# _SEARCH_TEXT). ON CONFLICT: a row the new release's enqueue (or an interrupted run of this
+# migration) already wrote stays. Returns the batch's last id, NULL once past the last job.
+SEARCH_TEXT_BACKFILL_BATCH = """
+WITH batch AS (
+    SELECT id, payload FROM jobs WHERE id > %(after)s ORDER BY id LIMIT %(limit)s
+),
+copied AS (
+    INSERT INTO job_search_text (job_id, payload_text)
+    SELECT id, payload::text FROM batch WHERE payload <> '{}'::jsonb
+    ON CONFLICT (job_id) DO NOTHING
+)
+SELECT max(id) FROM batch
+"""
+# Built CONCURRENTLY after the backfill (one sorted build instead of an insert into the GIN
+# index per row), so that a producer of the new release, already enqueueing, is not blocked.
+CREATE_JOB_SEARCH_TEXT_TRGM_INDEX = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS job_search_text_trgm_idx "
+    "ON job_search_text USING gin (payload_text gin_trgm_ops)"
 )
 
 # --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
@@ -1609,6 +1676,20 @@ AUDIT_DOUBLE_SUCCESS = (
     " FROM job_events WHERE kind = 'succeeded'{ids}"
     " GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id"
 )
+# The search's side table against the jobs (models.JobSearchText): a row whose job is gone
+# (a delete that bypassed the library's statements), a job with a non-empty payload and no row
+# (enqueued by a release before migration 0016 while it ran), or a row whose text is not the
+# payload's. One hash join of the two tables; {ids} twice (job ids, then the rows' job ids).
+AUDIT_SEARCH_TEXT = """
+SELECT coalesce(j.id, s.job_id),
+       CASE WHEN j.id IS NULL THEN 'orphan' WHEN s.job_id IS NULL THEN 'missing'
+            ELSE 'differs' END
+FROM (SELECT id, payload::text AS text FROM jobs WHERE payload <> '{{}}'::jsonb{ids}) j
+FULL JOIN (SELECT job_id, payload_text FROM job_search_text WHERE true{ids_s}) s
+       ON s.job_id = j.id
+WHERE j.id IS NULL OR s.job_id IS NULL OR s.payload_text <> j.text
+ORDER BY 1
+"""
 # The replay: every job and every event, both in job id order, streamed side by side.
 AUDIT_REPLAY_JOBS = (
     "SELECT id, status, attempts, lease_token::text FROM jobs WHERE true{ids} ORDER BY id"
@@ -1652,6 +1733,9 @@ gone AS (
     DELETE FROM jobs j USING doomed
     WHERE j.id = doomed.id AND j.status IN ('succeeded', 'failed', 'cancelled')
     RETURNING j.id
+),
+search_text AS (  -- their searchable text (no foreign key: models.JobSearchText)
+    DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
 """
