@@ -30,7 +30,8 @@ from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
 from .held import Held, HeldJobs
-from .leader import Leadership
+from .hostbeat import ChildReport
+from .leader import HostLeadership, Leadership
 from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
@@ -68,6 +69,11 @@ def parse_queues(value: str | None, default_threads: int) -> list[LaneSpec]:
     if any("=" in p for p in parts):
         raise ValueError("give either 'a,b' or 'a=4,b=1', not a mix")
     return [LaneSpec(tuple(parts), default_threads)]
+
+
+def queue_names(lane_specs: list[LaneSpec]) -> list[str]:
+    """The queues a pool's row in `job_workers` names ("*": every queue)."""
+    return sorted({q for s in lane_specs for q in (s.queues or ("*",))})
 
 
 class Lane(threading.Thread):
@@ -332,7 +338,7 @@ class WorkerPool:
                  shutdown_grace: float | None = None, prefetch: int | None = None,
                  engine: Engine | None = None, test_signals: TestSignals | None = None,
                  max_jobs: int | None = None, supervisor_pid: int | None = None,
-                 relay: tuple | None = None):
+                 relay: tuple | None = None, report: ChildReport | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -372,7 +378,7 @@ class WorkerPool:
                 e.lane = lane
             self.lanes.append(lane)
         self.executors = [e for lane in self.lanes for e in lane.executors]
-        all_queues = sorted({q for s in self.lane_specs for q in (s.queues or ("*",))})
+        all_queues = queue_names(self.lane_specs)
         self.stuck = StuckWatch(self.executors)
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
@@ -398,10 +404,18 @@ class WorkerPool:
         self.stager = Stager(self.poll_interval, engine=self.engine)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
-        self.leadership = Leadership(
-            self.process_id, lease_seconds=c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval,
-            engine=self.engine)
+        # Under a supervisor, the supervisor beats for this process with the host's other
+        # children, in one statement, and takes the leader's lease for one of them; this
+        # process writes its figures into `report` and reads from it whether it leads
+        # (worker/hostbeat.py).
+        leader_lease = c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval
+        self.leadership: Leadership = (
+            Leadership(self.process_id, lease_seconds=leader_lease, engine=self.engine)
+            if report is None else
+            HostLeadership(self.process_id, report, lease_seconds=leader_lease,
+                           engine=self.engine))
         self.renewer.elector = self.leadership
+        self.renewer.report = report
         for loop in (self.reaper, self.pruner, self.periodic, self.stager):
             if loop is not None:
                 loop.leadership = self.leadership
