@@ -47,6 +47,10 @@ from .unknown_types import UnknownTypes
 log = logging.getLogger("django_pg_jobqueue.worker")
 
 
+# JOB_WAKE_JITTER_SECONDS's default (None) for the children of a supervisor.
+SUPERVISED_WAKE_JITTER_SECONDS = 0.002
+
+
 @dataclass(frozen=True)
 class LaneSpec:
     queues: tuple[str, ...] | None  # None: every queue
@@ -280,8 +284,8 @@ class Lane(threading.Thread):
         nothing, because another process took the job: the notifications meanwhile fold into
         one claim at its end, so that many hosts woken by every job of a trickle claim each
         at most once per cooldown, not once per job; and a random jitter up to
-        JOB_WAKE_JITTER_SECONDS, so that they do not all claim, nor all come back from their
-        cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
+        JOB_WAKE_JITTER_SECONDS (by default under a supervisor only), so that they do not all
+        claim, nor all come back from their cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
         Once per wake-up: zero when it has waited already."""
         if self.waited:
             self.waited = False
@@ -396,7 +400,11 @@ class WorkerPool:
         elif use_listen:
             self.listener = Listener(self.wake)
         self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
-        self.wake_jitter = c.WAKE_JITTER_SECONDS
+        # By default only a supervised child jitters its notified claims: a lone process
+        # would pay it on every pickup (a millisecond on average) for no claim it saves alone.
+        self.wake_jitter = (c.WAKE_JITTER_SECONDS if c.WAKE_JITTER_SECONDS is not None
+                            else SUPERVISED_WAKE_JITTER_SECONDS if supervisor_pid is not None
+                            else 0.0)
         self.pruner = Pruner() if Pruner.enabled() else None
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
