@@ -68,7 +68,8 @@ def test_one_pass_beats_every_child_that_reports_each_with_its_own_figures_in_on
     assert LeaderLease.objects.get(role=MAINTENANCE).holder == beat.process_id(1001)
     assert first.leads_until() > time.monotonic()
     assert second.leads_until() == 0.0 and silent.leads_until() == 0.0
-    assert HostLeadership(beat.process_id(1001), first, lease_seconds=3.0).is_leader()
+    assert HostLeadership(beat.process_id(1001), first, supervisor_pid=os.getppid(),
+                          lease_seconds=3.0).is_leader()
 
 
 def test_a_stale_report_is_not_beaten_and_a_stopped_child_is_removed_and_resigned_for():
@@ -82,7 +83,8 @@ def test_a_stale_report_is_not_beaten_and_a_stopped_child_is_removed_and_resigne
     assert beat.leader == beat.process_id(2001)
     # The leader stops (graceful): it tells the supervisor, which elects the other child in
     # its next pass, resigning for the first at once (no wait for the lease to expire).
-    HostLeadership(beat.process_id(2001), leader, lease_seconds=3.0).resign()
+    HostLeadership(beat.process_id(2001), leader, supervisor_pid=os.getppid(),
+                   lease_seconds=3.0).resign()
     leader.report(rss_bytes=None, jobs_done=1, stuck_handlers=0, threads=2, interval=1.0)
     other.report(rss_bytes=None, jobs_done=0, stuck_handlers=0, threads=2, interval=1.0)
     assert beat.run_once()["leader"] == beat.process_id(2002)
@@ -189,3 +191,43 @@ def test_a_child_of_the_supervisor_leads_and_a_killed_leader_child_is_replaced_w
     finally:
         stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]
+
+
+def _resigned() -> bool:
+    with connection.cursor() as cur:
+        cur.execute("SELECT expires_at = '-infinity' FROM job_leader WHERE role = %s",
+                    [MAINTENANCE])
+        return cur.fetchone()[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.e2e
+def test_children_whose_supervisor_was_killed_stop_and_remove_their_own_rows_and_lease():
+    proc = spawn_workers("--processes", "2", "--threads", "1", env=ENV)
+    Output(proc)
+    children = {}
+    try:
+        wait_for(_holder, timeout=90, message="a leader elected")
+        children = wait_for(lambda: (b := _beats(proc.pid)) and len(b) == 2 and b, timeout=30,
+                            message="both children beaten for")
+        proc.kill()  # SIGKILL: nobody beats for the children any more, nor removes their rows
+        proc.wait(10)
+        # Each child sees its supervisor gone, stops gracefully, and removes its own row; the
+        # leader child resigns its lease itself.
+        wait_for(lambda: not WorkerProcess.objects.exists(), timeout=30,
+                 message="the children's rows removed by the children")
+        wait_for(_resigned, timeout=10, message="the leader child resigned its lease")
+        wait_for(lambda: not any(_alive(pid) for _, pid in children.values()), timeout=30,
+                 message="the children exited")
+    finally:
+        for _, pid in children.values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        stop_workers(proc)

@@ -23,7 +23,8 @@ What a row still means: its process is alive and renews its leases.
 - A child that stopped gracefully (exit 0, a recycle, a hard timeout) has its row removed by
   the supervisor once it has exited, in the pass after its last beat: the one writer of the
   rows of its children, so that no beat of its brings a stopped child's row back. A child
-  whose supervisor is gone removes its own row, as a lone process does.
+  whose supervisor is gone (it stops then) removes its own row and resigns the leader's lease
+  itself if it holds it, as a lone process does.
 
 The maintenance leader (worker/leader.py) is elected in the same transaction: the supervisor
 takes or renews the lease for one of its children, the one it already holds it for while that

@@ -25,6 +25,7 @@ believing no later than the database ends the lease, whatever happens to the con
 Maintenance overlapping a hand-over by a moment is harmless, for the reason above.
 """
 import logging
+import os
 import threading
 import time
 
@@ -106,9 +107,10 @@ class HostLeadership(Leadership):
     host's one heartbeat (worker/hostbeat.py), and writes until when it leads into the child's
     ChildReport (the monotonic clock, counted from before the statement was sent)."""
 
-    def __init__(self, process_id: str, report, **kwargs):
+    def __init__(self, process_id: str, report, *, supervisor_pid: int, **kwargs):
         super().__init__(process_id, **kwargs)
         self.report = report  # worker/hostbeat.py's ChildReport
+        self.supervisor_pid = supervisor_pid
 
     def is_leader(self) -> bool:
         if not self.enabled:
@@ -131,8 +133,11 @@ class HostLeadership(Leadership):
 
     def resign(self) -> None:
         """At a graceful stop: tell the supervisor, which resigns the lease at its next beat
-        (and elects another child)."""
+        (and elects another child); if the supervisor is gone (the reason this process stops),
+        resign here, so that another host need not wait for the lease to expire."""
         if not self.enabled:
             return
         self.report.stopping()
+        if self.elected.is_set() and os.getppid() != self.supervisor_pid:
+            self.engine.resign_leadership(self.role, self.process_id)
         self._lose("it stopped")

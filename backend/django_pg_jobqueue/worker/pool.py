@@ -420,8 +420,8 @@ class WorkerPool:
         self.leadership: Leadership = (
             Leadership(self.process_id, lease_seconds=leader_lease, engine=self.engine)
             if report is None else
-            HostLeadership(self.process_id, report, lease_seconds=leader_lease,
-                           engine=self.engine))
+            HostLeadership(self.process_id, report, supervisor_pid=supervisor_pid or 0,
+                           lease_seconds=leader_lease, engine=self.engine))
         self.renewer.elector = self.leadership
         self.renewer.report = report
         for loop in (self.reaper, self.pruner, self.periodic, self.stager):
