@@ -191,8 +191,6 @@ class HostHeartbeat(ServiceThread):
                 self.gone[:0] = gone
             raise
         self.beats += 1
-        if resign is not None and resign == self.leader:
-            self.leader = None
         if self.elect:
             self.leader = candidate if holds else None
             for process_id, report in reports.items():
