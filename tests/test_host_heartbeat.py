@@ -185,9 +185,8 @@ def test_a_child_of_the_supervisor_leads_and_a_killed_leader_child_is_replaced_w
                  message="the new leader child knows it leads")
         # Its replacement up before the stop (a child stopped while its interpreter starts
         # dies of the SIGTERM, which the supervisor's exit status counts).
-        wait_for(lambda: sum(1 for w in worker_processes() if w["supervisor_pid"] == proc.pid
-                             and w["state"] == "alive") == CHILDREN,
-                 timeout=60, message="the replacement beaten for")
+        wait_for(lambda: set(_beats(proc.pid)) - set(children), timeout=60,
+                 message="the replacement beaten for")
     finally:
         stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]
