@@ -241,11 +241,16 @@ class QueueConf:
         once per job. A lane whose claims find jobs never waits it, and a process of a
         supervisor that is cooling down passes a wake-up to another process of its host. 0
         turns it off.""")
-    WAKE_JITTER_SECONDS: float = setting(0.002, check_id=94, rule=number(0), group="workers",
-                                         doc="""
+    WAKE_JITTER_SECONDS: float | None = setting(
+        None, check_id=94, rule=number(0, none="0.002 under a supervisor, 0 for a lone process"),
+        group="workers", doc="""
         A random wait, up to this long, before a notified worker claims, so that the processes
         of several hosts woken by one job do not all claim in the same instant. It adds at most
-        this much to the pickup of a job enqueued to idle workers; 0 turns it off.""")
+        this much to the pickup of a job enqueued to idle workers. The default, None, is
+        0.002 s for the children of `run_job_workers --processes N` and 0 for a lone
+        `run_job_workers`, whose pickup it would slow for no claim it saves on its own; a
+        number applies to every worker process (many hosts each running one process may set
+        it); 0 turns it off.""")
     MAINTENANCE_LEADER: bool = setting(True, check_id=91, rule=boolean, group="workers", doc="""
         Run the maintenance loops (the reaper, the pruner with the partition manager, the
         periodic enqueuer and the stager) in one worker process per database, the leader,

@@ -88,6 +88,15 @@ class Engine(Protocol):
         """Say that this worker process is alive, and how it is (the workers page)."""
         ...
 
+    def heartbeat_many(self, beats: list[dict], *, supervisor_pid: int) -> None:
+        """Say, in one statement, that a supervisor's live children are alive, each with its
+        own figures (worker/hostbeat.py)."""
+        ...
+
+    def remove_stopped_workers(self, process_ids: list[str]) -> int:
+        """Remove the rows of worker processes that stopped gracefully."""
+        ...
+
     def adopt_prefetched(self, items: list[tuple[int, uuid.UUID, str]]) -> int:
         """Name a prefetched job's real executor as its owner once one runs it."""
         ...
@@ -149,6 +158,12 @@ class PostgresEngine:
 
     def heartbeat(self, process_id, **kwargs) -> None:
         services.heartbeat(process_id, **kwargs)
+
+    def heartbeat_many(self, beats, *, supervisor_pid) -> None:
+        services.heartbeat_many(beats, supervisor_pid=supervisor_pid)
+
+    def remove_stopped_workers(self, process_ids) -> int:
+        return services.remove_stopped_workers(process_ids)
 
     def adopt_prefetched(self, items) -> int:
         return services.adopt_prefetched(items)

@@ -1418,13 +1418,8 @@ SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
 # With it, what the workers page shows of the process: its memory (RSS, bytes), jobs run,
 # handlers stuck past their timeout now, its own heartbeat interval (a row silent for two of
 # them is shown as lost) and the supervisor that started it (NULL: none).
-HEARTBEAT = """
-INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at,
-                         rss_bytes, jobs_done, stuck_handlers, heartbeat_interval_seconds,
-                         supervisor_pid)
-VALUES (%(id)s, %(hostname)s, %(pid)s, %(threads)s, %(queues)s::jsonb, now(), now(),
-        %(rss_bytes)s, %(jobs_done)s, %(stuck_handlers)s, %(heartbeat_interval_seconds)s,
-        %(supervisor_pid)s)
+# A row beaten again: its beat and its figures (the first beat's started_at stays).
+_HEARTBEAT_UPDATE = """
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
                                queues = EXCLUDED.queues, rss_bytes = EXCLUDED.rss_bytes,
                                jobs_done = EXCLUDED.jobs_done,
@@ -1432,6 +1427,39 @@ ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), threads = EXCLUDED.threads,
                                heartbeat_interval_seconds = EXCLUDED.heartbeat_interval_seconds,
                                supervisor_pid = EXCLUDED.supervisor_pid
 """
+HEARTBEAT = """
+INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at,
+                         rss_bytes, jobs_done, stuck_handlers, heartbeat_interval_seconds,
+                         supervisor_pid)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(threads)s, %(queues)s::jsonb, now(), now(),
+        %(rss_bytes)s, %(jobs_done)s, %(stuck_handlers)s, %(heartbeat_interval_seconds)s,
+        %(supervisor_pid)s)
+""" + _HEARTBEAT_UPDATE
+
+# One statement beats for every live child of a supervisor (`run_job_workers --processes N`,
+# worker/hostbeat.py): the supervisor upserts each child's row from the figures the child
+# wrote into memory it shares with the supervisor after its own renewal pass, so a host of N
+# idle children costs one heartbeat transaction per interval, not N. Each row keeps its own
+# figures and its own id (`<host>-<child pid>`); a child the supervisor found dead, or whose
+# figures went stale (frozen), is simply left out, and its row turns lost like any silent one.
+# The arrays are parallel, one element per child; the supervisor's pid is the same for all.
+HEARTBEAT_MANY = """
+INSERT INTO job_workers (id, hostname, pid, threads, queues, started_at, heartbeat_at,
+                         rss_bytes, jobs_done, stuck_handlers, heartbeat_interval_seconds,
+                         supervisor_pid)
+SELECT u.id, u.hostname, u.pid, u.threads, u.queues::jsonb, now(), now(), u.rss_bytes,
+       u.jobs_done, u.stuck_handlers, u.heartbeat_interval_seconds, %(supervisor_pid)s
+FROM unnest(%(ids)s::text[], %(hostnames)s::text[], %(pids)s::int[], %(threads)s::int[],
+            %(queues)s::text[], %(rss_bytes)s::bigint[], %(jobs_done)s::bigint[],
+            %(stuck_handlers)s::int[], %(heartbeat_interval_seconds)s::float8[])
+     AS u(id, hostname, pid, threads, queues, rss_bytes, jobs_done, stuck_handlers,
+          heartbeat_interval_seconds)
+""" + _HEARTBEAT_UPDATE
+
+# The rows of worker processes that stopped gracefully (a lone process removes its own at its
+# stop; a supervisor removes its children's once they have exited, after its last beat for
+# them, so that no beat of its can bring a stopped child's row back).
+REMOVE_STOPPED_WORKERS = "DELETE FROM job_workers WHERE id = ANY(%(ids)s::text[])"
 
 # --- worker health: stuck handlers, prefetched jobs' real owner, lost workers --------------
 # A handler still running past its job's timeout plus JOB_TIMEOUT_GRACE_SECONDS (worker/

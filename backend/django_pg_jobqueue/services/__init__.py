@@ -35,8 +35,10 @@ from .schedules import pause_schedule, resume_schedule, run_schedule
 from .workers import (
     adopt_prefetched,
     forget_lost_workers,
+    heartbeat_many,
     notify_newly_due_queues,
     record_stuck_handler,
+    remove_stopped_workers,
     resign_leadership,
     take_leadership,
 )
@@ -47,7 +49,8 @@ __all__ = [
     "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_many",
     "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
-    "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "record_stuck_handler",
+    "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",
+    "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
 ]

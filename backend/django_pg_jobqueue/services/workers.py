@@ -1,7 +1,9 @@
 """Worker health writes: a stuck handler noted on its job, a prefetched job's real owner, and
 lost worker processes forgotten once nothing names them (worker/stuck.py, worker/renewer.py,
 worker/reaper.py); the maintenance leader's lease and the stager's wake-ups (worker/leader.py,
-worker/stager.py)."""
+worker/stager.py); a supervisor's one heartbeat for all its children, and their rows
+removed once they stopped (worker/hostbeat.py)."""
+import json
 import logging
 from datetime import timedelta
 
@@ -69,3 +71,31 @@ def notify_newly_due_queues(since):
             since = now - timedelta(seconds=2)
         cur.execute(sql.NOTIFY_QUEUES_WITH_NEWLY_DUE_JOBS, {"since": since})
         return cur.fetchone()
+
+
+def heartbeat_many(beats: list[dict], *, supervisor_pid: int) -> None:
+    """Upsert, in one statement (sql.HEARTBEAT_MANY), the rows of a supervisor's live children,
+    each with its own figures: one dict per child with the keyword arguments of
+    services.heartbeat() (`id` for the process id), less supervisor_pid, which is the caller's."""
+    if not beats:
+        return
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.HEARTBEAT_MANY, {
+            "ids": [b["id"] for b in beats], "hostnames": [b["hostname"] for b in beats],
+            "pids": [b["pid"] for b in beats], "threads": [b["threads"] for b in beats],
+            "queues": [json.dumps(b["queues"]) for b in beats],
+            "rss_bytes": [b["rss_bytes"] for b in beats],
+            "jobs_done": [b["jobs_done"] for b in beats],
+            "stuck_handlers": [b["stuck_handlers"] for b in beats],
+            "heartbeat_interval_seconds": [b["heartbeat_interval_seconds"] for b in beats],
+            "supervisor_pid": supervisor_pid})
+
+
+def remove_stopped_workers(process_ids: list[str]) -> int:
+    """Delete the rows of worker processes that stopped gracefully
+    (sql.REMOVE_STOPPED_WORKERS); return how many."""
+    if not process_ids:
+        return 0
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.REMOVE_STOPPED_WORKERS, {"ids": list(process_ids)})
+        return cur.rowcount

@@ -13,12 +13,19 @@ beating (killed, frozen, cut off) loses it when it expires, and the next process
 it, so a new leader runs maintenance within the lease plus one heartbeat. A leader that stops
 gracefully resigns, and the next heartbeat elsewhere takes over at once.
 
+Under a supervisor (`run_job_workers --processes N`) the children do not beat themselves: the
+supervisor beats for all of them in one transaction and takes or renews the lease there, for
+one of its children (worker/hostbeat.py); that child's HostLeadership reads until when it
+leads from memory it shares with the supervisor, and a leader child that exits or stops is
+resigned for by the supervisor at its next beat.
+
 A process believes it leads from the heartbeat that renewed its lease until that lease would
 expire by its own monotonic clock, counted from before the statement was sent; so it stops
 believing no later than the database ends the lease, whatever happens to the connection.
 Maintenance overlapping a hand-over by a moment is harmless, for the reason above.
 """
 import logging
+import os
 import threading
 import time
 
@@ -30,10 +37,10 @@ log = logging.getLogger("django_pg_jobqueue.leader")
 MAINTENANCE = "maintenance"
 
 
-def heartbeat_interval() -> float:
-    """How often the renewer beats (and renews leases): a third of JOB_LEASE_SECONDS, at most
-    2 s, at least 0.2 s."""
-    return max(0.2, min(conf.get().LEASE_SECONDS / 3, 2.0))
+def heartbeat_interval(lease_seconds: float | None = None) -> float:
+    """How often the renewer beats (and renews leases): a third of the lease (by default
+    JOB_LEASE_SECONDS), at most 2 s, at least 0.2 s."""
+    return max(0.2, min((lease_seconds or conf.get().LEASE_SECONDS) / 3, 2.0))
 
 
 class Leadership:
@@ -92,4 +99,45 @@ class Leadership:
         if not self.enabled or not self.elected.is_set():
             return
         self.engine.resign_leadership(self.role, self.process_id)
+        self._lose("it stopped")
+
+
+class HostLeadership(Leadership):
+    """A supervised child's side: its supervisor takes and renews the lease for it, in the
+    host's one heartbeat (worker/hostbeat.py), and writes until when it leads into the child's
+    ChildReport (the monotonic clock, counted from before the statement was sent)."""
+
+    def __init__(self, process_id: str, report, *, supervisor_pid: int, **kwargs):
+        super().__init__(process_id, **kwargs)
+        self.report = report  # worker/hostbeat.py's ChildReport
+        self.supervisor_pid = supervisor_pid
+
+    def is_leader(self) -> bool:
+        if not self.enabled:
+            return True
+        if time.monotonic() < self.report.leads_until():
+            with self._lock:
+                if not self.elected.is_set():
+                    self.terms += 1
+                    self.elected.set()
+                    log.info("%s leads %s now (its supervisor holds the lease for it, %ss)",
+                             self.process_id, self.role, self.lease_seconds)
+            return True
+        if self.elected.is_set():
+            self._lose("its supervisor no longer holds the lease for it")
+        return False
+
+    def beat(self) -> bool:
+        """No statement: the supervisor's beat takes the lease; whether this process leads."""
+        return self.is_leader()
+
+    def resign(self) -> None:
+        """At a graceful stop: tell the supervisor, which resigns the lease at its next beat
+        (and elects another child); if the supervisor is gone (the reason this process stops),
+        resign here, so that another host need not wait for the lease to expire."""
+        if not self.enabled:
+            return
+        self.report.stopping()
+        if self.elected.is_set() and os.getppid() != self.supervisor_pid:
+            self.engine.resign_leadership(self.role, self.process_id)
         self._lose("it stopped")

@@ -30,7 +30,8 @@ from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
 from .held import Held, HeldJobs
-from .leader import Leadership
+from .hostbeat import ChildReport
+from .leader import HostLeadership, Leadership
 from .listener import Listener
 from .prefetch import Prefetched
 from .pruner import Pruner
@@ -44,6 +45,10 @@ from .stuck import StuckWatch
 from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
+
+
+# JOB_WAKE_JITTER_SECONDS's default (None) for the children of a supervisor.
+SUPERVISED_WAKE_JITTER_SECONDS = 0.002
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,11 @@ def parse_queues(value: str | None, default_threads: int) -> list[LaneSpec]:
     if any("=" in p for p in parts):
         raise ValueError("give either 'a,b' or 'a=4,b=1', not a mix")
     return [LaneSpec(tuple(parts), default_threads)]
+
+
+def queue_names(lane_specs: list[LaneSpec]) -> list[str]:
+    """The queues a pool's row in `job_workers` names ("*": every queue)."""
+    return sorted({q for s in lane_specs for q in (s.queues or ("*",))})
 
 
 class Lane(threading.Thread):
@@ -274,8 +284,8 @@ class Lane(threading.Thread):
         nothing, because another process took the job: the notifications meanwhile fold into
         one claim at its end, so that many hosts woken by every job of a trickle claim each
         at most once per cooldown, not once per job; and a random jitter up to
-        JOB_WAKE_JITTER_SECONDS, so that they do not all claim, nor all come back from their
-        cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
+        JOB_WAKE_JITTER_SECONDS (by default under a supervisor only), so that they do not all
+        claim, nor all come back from their cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
         Once per wake-up: zero when it has waited already."""
         if self.waited:
             self.waited = False
@@ -332,7 +342,7 @@ class WorkerPool:
                  shutdown_grace: float | None = None, prefetch: int | None = None,
                  engine: Engine | None = None, test_signals: TestSignals | None = None,
                  max_jobs: int | None = None, supervisor_pid: int | None = None,
-                 relay: tuple | None = None):
+                 relay: tuple | None = None, report: ChildReport | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -372,7 +382,7 @@ class WorkerPool:
                 e.lane = lane
             self.lanes.append(lane)
         self.executors = [e for lane in self.lanes for e in lane.executors]
-        all_queues = sorted({q for s in self.lane_specs for q in (s.queues or ("*",))})
+        all_queues = queue_names(self.lane_specs)
         self.stuck = StuckWatch(self.executors)
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
@@ -390,7 +400,11 @@ class WorkerPool:
         elif use_listen:
             self.listener = Listener(self.wake)
         self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
-        self.wake_jitter = c.WAKE_JITTER_SECONDS
+        # By default only a supervised child jitters its notified claims: a lone process
+        # would pay it on every pickup (a millisecond on average) for no claim it saves alone.
+        self.wake_jitter = (c.WAKE_JITTER_SECONDS if c.WAKE_JITTER_SECONDS is not None
+                            else SUPERVISED_WAKE_JITTER_SECONDS if supervisor_pid is not None
+                            else 0.0)
         self.pruner = Pruner() if Pruner.enabled() else None
         from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
@@ -398,10 +412,18 @@ class WorkerPool:
         self.stager = Stager(self.poll_interval, engine=self.engine)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
-        self.leadership = Leadership(
-            self.process_id, lease_seconds=c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval,
-            engine=self.engine)
+        # Under a supervisor, the supervisor beats for this process with the host's other
+        # children, in one statement, and takes the leader's lease for one of them; this
+        # process writes its figures into `report` and reads from it whether it leads
+        # (worker/hostbeat.py).
+        leader_lease = c.LEADER_LEASE_SECONDS or 3 * self.renewer.interval
+        self.leadership: Leadership = (
+            Leadership(self.process_id, lease_seconds=leader_lease, engine=self.engine)
+            if report is None else
+            HostLeadership(self.process_id, report, supervisor_pid=supervisor_pid or 0,
+                           lease_seconds=leader_lease, engine=self.engine))
         self.renewer.elector = self.leadership
+        self.renewer.report = report
         for loop in (self.reaper, self.pruner, self.periodic, self.stager):
             if loop is not None:
                 loop.leadership = self.leadership

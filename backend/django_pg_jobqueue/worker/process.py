@@ -48,6 +48,9 @@ class Supervised:
     # This child's end of its wake-up pipe and the supervisor's "LISTEN is up" event
     # (worker/relay.py); None: the supervisor does not listen (JOB_LISTEN_NOTIFY off).
     relay: tuple | None = None
+    # Where this child writes its heartbeat's figures for the supervisor to beat for it
+    # (worker/hostbeat.py's ChildReport).
+    report: Any = None
 
     def alive(self) -> bool:
         return os.getppid() == self.supervisor_pid
@@ -74,7 +77,8 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
     pool = WorkerPool(**pool_options,
                       max_jobs=supervised.max_jobs if supervised else None,
                       supervisor_pid=supervised.supervisor_pid if supervised else None,
-                      relay=supervised.relay if supervised else None)
+                      relay=supervised.relay if supervised else None,
+                      report=supervised.report if supervised else None)
     pool.start()
     if stdout is not None:
         stdout.write(f"worker pool {pool.process_id} running ({len(pool.executors)} threads); "

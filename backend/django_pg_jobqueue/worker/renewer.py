@@ -4,7 +4,8 @@ It also relays what the database says about each job to its handler: a job missi
 answer lost its lease (stop now; its result will be refused), a cancel was requested (stop),
 or the job's own timeout passed on the database clock (fail the attempt, retryably, tell
 JOB_ERROR_HOOKS, and stop).
-It keeps the process's heartbeat row in `job_workers` too.
+It keeps the process's heartbeat row in `job_workers` too (under a supervisor, it writes the
+figures and the supervisor beats for all its children at once: worker/hostbeat.py).
 
 The watchdog: it renews only the jobs someone in this process answers for (worker/held.py:
 a live executor running it, the prefetch buffer it waits in, the live completer writing its
@@ -22,6 +23,7 @@ from ..exceptions import LeaseLost
 from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
+from .hostbeat import ChildReport
 from .leader import Leadership
 from .stuck import StuckWatch, rss_bytes
 
@@ -54,7 +56,17 @@ class LeaseRenewer(ServiceThread):
     # (not `leadership`, which would make this loop itself run on the leader only).
     elector: "Leadership | None" = None
 
+    # Set by the pool under a supervisor: worker/hostbeat.py's ChildReport. The supervisor
+    # then beats for this process (and takes the leader's lease for it), with the host's other
+    # children, in one statement; this process only writes its figures there.
+    report: "ChildReport | None" = None
+
     def heartbeat(self) -> None:
+        if self.report is not None:
+            self.report.report(rss_bytes=rss_bytes(), jobs_done=self.jobs_done(),
+                               stuck_handlers=self.stuck_now, threads=self.threads,
+                               interval=self.interval)
+            return
         # One transaction: the process's row and, when it leads or may, the leader's lease.
         with db.atomic():
             self.engine.heartbeat(
@@ -159,4 +171,9 @@ class LeaseRenewer(ServiceThread):
             middleware.report_failure(h.job, None, status, reason="timeout", error=error)
 
     def remove_worker_row(self) -> None:
+        """At a graceful stop. Under a live supervisor, not here: it beats for this process
+        and removes the row itself once this process has exited (worker/hostbeat.py)."""
+        if self.report is not None and os.getppid() == self.supervisor_pid:
+            self.report.stopping()
+            return
         WorkerProcess.objects.filter(pk=self.process_id).delete()

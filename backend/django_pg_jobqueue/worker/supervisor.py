@@ -1,13 +1,18 @@
 """The supervisor of `run_job_workers --processes N`: N worker processes, each a whole pool.
 
-It claims nothing and runs no transaction: it starts the children, restarts one
+It claims nothing: it starts the children, restarts one
 that exits or is killed (at once after a planned exit, a recycle or a hard timeout; with a
 capped backoff after a crash), kills one whose beat stops for FROZEN_SECONDS (stuck in C code
 holding the GIL, or stopped), and on SIGTERM/SIGINT passes the graceful shutdown to every
 child and waits for them; a second signal kills them at once. The children's jobs are theirs:
 a killed child's leases expire and the reaper (in the other children) requeues them.
 
-Its one database connection is the host's LISTEN connection (with LISTEN/NOTIFY on): it
+Its one transaction is the host's heartbeat: every interval, one statement upserts every live
+child's row in `job_workers` from the figures each child shares with it, in the transaction
+that also keeps one child the maintenance leader (worker/hostbeat.py), on a connection of
+its own.
+
+Its other database connection is the host's LISTEN connection (with LISTEN/NOTIFY on): it
 relays each notification to one child over that child's pipe, and the children hold no LISTEN
 connection of their own (worker/relay.py). A single `run_job_workers` without --processes
 listens itself, as before.
@@ -42,7 +47,7 @@ STOP_MARGIN_SECONDS = 15.0  # beyond the grace: the children's release and exit
 
 
 def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_memory_bytes,
-                log_settings: tuple, relay=None) -> None:
+                log_settings: tuple, relay=None, report=None) -> None:
     """A spawned child: set Django up, then run one pool as `run_job_workers` would."""
     import signal as _signal
     import sys
@@ -60,7 +65,7 @@ def _child_main(pool_options: dict, beat, supervisor_pid: int, max_jobs, max_mem
     configure_worker_logging(*log_settings)
     code = run_worker_process(pool_options, supervised=Supervised(
         beat, supervisor_pid, max_jobs=max_jobs, max_memory_bytes=max_memory_bytes,
-        relay=relay))
+        relay=relay, report=report))
     # Stopped: a SIGTERM from now on (the supervisor stopping while this one recycles) must
     # not kill it during the interpreter's exit, which resets Python's handlers to the default.
     _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
@@ -73,6 +78,7 @@ class Slot:
     process: Any = None  # multiprocessing.Process (the spawn context's)
     beat: Any = None  # its multiprocessing.Value("d")
     wake_conn: Any = None  # the supervisor's end of its wake-up pipe (worker/relay.py)
+    report: Any = None  # its heartbeat's figures, shared (worker/hostbeat.py's ChildReport)
     started_at: float = 0.0
     crashes: int = 0
     restart_at: float | None = 0.0  # when to start it (None: not again)
@@ -111,6 +117,7 @@ class Supervisor:
         self.relay: Any = None  # worker/relay.py's HostRelay, while listening
         self.listener: Any = None
         self.listening: Any = None  # a multiprocessing Event: the LISTEN connection is up
+        self.hostbeat: Any = None  # worker/hostbeat.py's HostHeartbeat: one beat for all
 
     def _listens(self) -> bool:
         from .. import conf  # Django is set up in the supervisor (the management command)
@@ -139,9 +146,53 @@ class Supervisor:
             if thread is not None:
                 thread.join(timeout=2)
 
+    def _start_heartbeat(self) -> None:
+        """The host's one heartbeat for all its children (worker/hostbeat.py), on a pooled
+        connection of its own, kept open between beats."""
+        from django.db.backends.signals import connection_created
+
+        from .. import conf, db
+        from .hostbeat import HostHeartbeat
+        from .leader import heartbeat_interval
+        from .pool import _set_session_limits, parse_queues, queue_names
+
+        c = conf.get()
+        interval = heartbeat_interval(self.pool_options.get("lease_seconds"))
+        connection_created.connect(_set_session_limits)
+        db.open_worker_pool(1)
+        self.hostbeat = HostHeartbeat(
+            self.pid, queues=queue_names(parse_queues(self.pool_options.get("queues"), 1)),
+            interval=interval, leader_lease_seconds=c.LEADER_LEASE_SECONDS or 3 * interval,
+            elect=c.MAINTENANCE_LEADER)
+        self.hostbeat.start()
+
+    def _stop_heartbeat(self) -> None:
+        """After the last child exited: one last pass removes the stopped children's rows and
+        resigns the lease a child held."""
+        from django.db.backends.signals import connection_created
+
+        from .. import db
+        from .base import CONNECTION_ERRORS
+        from .pool import _set_session_limits
+
+        self.hostbeat.stop()
+        self.hostbeat.join(timeout=10)
+        try:
+            with db.worker_connection():
+                self.hostbeat.run_once()
+        except CONNECTION_ERRORS as exc:
+            log.error("supervisor: could not remove the stopped children's rows (%s); the "
+                      "reaper forgets them once they are silent", exc)
+        finally:
+            db.close_worker_pool()
+            connection_created.disconnect(_set_session_limits)
+
     # -- one child -------------------------------------------------------------------------
     def _start(self, slot: Slot) -> None:
+        from .hostbeat import ChildReport
+
         slot.beat = self.context.Value("d", 0.0, lock=False)
+        slot.report = ChildReport.create(self.context)
         relay = child_conn = None
         if self.relay is not None:
             slot.wake_conn, child_conn = self.context.Pipe(duplex=True)
@@ -149,8 +200,9 @@ class Supervisor:
         slot.process = self.context.Process(
             target=_child_main, name=f"jobqueue-worker-{slot.index}",
             args=(self.pool_options, slot.beat, self.pid, self.max_jobs, self.max_memory_bytes,
-                  self.log_settings, relay))
+                  self.log_settings, relay, slot.report))
         slot.process.start()
+        self.hostbeat.attach(slot.index, slot.process.pid, slot.report)
         if child_conn is not None:
             child_conn.close()  # the child has its own copy; ours would keep the pipe open
             self.relay.attach(slot.index, slot.wake_conn)
@@ -165,6 +217,10 @@ class Supervisor:
             self.relay.detach(slot.index)
         slot.wake_conn = None
         code = proc.exitcode
+        # Never beaten for again; its row removed if it stopped as planned, kept (it turns
+        # lost) if it was killed or crashed.
+        self.hostbeat.detach(slot.index,
+                             graceful=code in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT))
         slot.exits.append(code)
         slot.process = None
         now = time.monotonic()
@@ -206,6 +262,7 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self._start_listening()
+        self._start_heartbeat()
         for slot in self.slots:
             self._start(slot)
         if self.stdout is not None:
@@ -250,5 +307,6 @@ class Supervisor:
             if sentinels:
                 wait_for_sentinels(sentinels, timeout=0.2)
         self._stop_listening()
+        self._stop_heartbeat()
         log.info("supervisor: stopped")
         return code
