@@ -17,7 +17,7 @@ from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.hostbeat import ChildReport, HostHeartbeat
 from django_pg_jobqueue.worker.leader import MAINTENANCE, HostLeadership
 from tests.chaos_handlers import Output
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import process_alive, spawn_workers, stop_workers, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -199,14 +199,6 @@ def _resigned() -> bool:
         return cur.fetchone()[0]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.e2e
 def test_children_whose_supervisor_was_killed_stop_and_remove_their_own_rows_and_lease():
     proc = spawn_workers("--processes", "2", "--threads", "1", env=ENV)
@@ -223,10 +215,10 @@ def test_children_whose_supervisor_was_killed_stop_and_remove_their_own_rows_and
         wait_for(lambda: not WorkerProcess.objects.exists(), timeout=30,
                  message="the children's rows removed by the children")
         wait_for(_resigned, timeout=10, message="the leader child resigned its lease")
-        wait_for(lambda: not any(_alive(pid) for _, pid in children.values()), timeout=30,
+        wait_for(lambda: not any(process_alive(pid) for _, pid in children.values()), timeout=30,
                  message="the children exited")
     finally:
         for _, pid in children.values():
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         stop_workers(proc)

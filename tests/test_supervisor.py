@@ -16,7 +16,7 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` and `spin` in this process)
 from tests.chaos_handlers import Ledger, Output, worker_env
-from tests.utils import spawn_workers, wait_for
+from tests.utils import process_alive, spawn_workers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -37,14 +37,6 @@ def _child_pids(prefix_jobs=None) -> set[int]:
     """The worker processes running jobs now, by pid (from `locked_by`: host-pid-thread)."""
     return {int(w.rsplit("-", 2)[1]) for w in Job.objects.running()
             .exclude(locked_by__isnull=True).values_list("locked_by", flat=True)}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_path):
@@ -76,7 +68,7 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         for job_id in held:
             kinds = list(JobEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
             assert kinds.count("lease_expired") == 1 and kinds.count("succeeded") == 1
-        assert _alive(proc.pid)
+        assert process_alive(proc.pid)
     finally:
         rc = _stop(proc, out)
     assert rc == 0, out.text()[-4000:]
@@ -108,7 +100,7 @@ def test_sigterm_finishes_or_releases_every_childs_jobs_within_the_grace_and_exi
     took = time.monotonic() - signalled
     assert rc == 0, out.text()[-4000:]
     assert took < grace + 5, f"exit took {took:.1f}s with a {grace}s grace period"
-    assert not any(_alive(pid) for pid in children)
+    assert not any(process_alive(pid) for pid in children)
     for job in short:
         job.refresh_from_db()
         assert job.status == "succeeded"
@@ -140,7 +132,7 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
         proc.kill()
         raise AssertionError(out.text()[-4000:]) from None
     assert rc == 1 and time.monotonic() - signalled < 5
-    wait_for(lambda: not any(_alive(pid) for pid in children), timeout=5,
+    wait_for(lambda: not any(process_alive(pid) for pid in children), timeout=5,
              message="the children are gone")
     # Not released: the processes are gone; the leases lapse and the reaper requeues them.
     assert Job.objects.running().count() == 2

@@ -100,3 +100,12 @@ def finish_job(job_id, status):
 def job_owner_pk(client) -> int:
     """The id of the user an API client is logged in as (idempotency keys are scoped by it)."""
     return client.get("/api/v1/auth/me/").json()["id"]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid still exists (signal 0 probes without signalling)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
