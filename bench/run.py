@@ -67,14 +67,16 @@ MODES = {
                   dtdb_configs="1", celery_configs="1xsolox1x4", api_seconds=1),
 }
 
-# The speed targets, in the order the brief gives them: (name, what it says, value). The ratios
-# are to PgQueuer's figure (its best configuration for the drains), as the issue reads them.
+# The speed targets: (name, what it says, value). The ratios are to PgQueuer's figure (its
+# best configuration for the drains); machine CPU per drained job is PgQueuer's over ours, so
+# 1.0x means no more than PgQueuer's.
 TARGETS = [
     ("drain_defaults", "x PgQueuer best", 1.2), ("drain_best", "x PgQueuer best", 1.5),
-    ("drain_best_raw", "x raw SQL", 0.8), ("enqueue_single", "x PgQueuer", 1.2),
-    ("enqueue_bulk", "x PgQueuer", 1.5), ("drain_stale_stats", "x after ANALYZE", 0.9),
+    ("drain_best_raw", "x raw SQL", 0.8), ("drain_cpu", "x PgQueuer", 1.0),
+    ("enqueue_single", "x PgQueuer", 1.0), ("enqueue_bulk", "x PgQueuer", 1.2),
+    ("drain_stale_stats", "x after ANALYZE", 0.9),
     ("pickup_p95", "ms at most", 6.0), ("claim_p99", "ms at most", 5.0),
-    ("rss_after", "MB at most", 150.0), ("api_post_rps", "req/s at least", 800.0),
+    ("rss_after", "MB at most", 150.0), ("api_post_rps", "req/s at least", 1000.0),
     ("api_post_p95", "ms at most", 50.0),
 ]
 
@@ -238,6 +240,7 @@ def verdicts(res: dict, rows: list[dict]) -> list[dict]:
         "drain_defaults": by_key["drain_defaults"].get("ratio_to_pgqueuer"),
         "drain_best": by_key["drain"].get("ratio_to_pgqueuer"),
         "drain_best_raw": by_key["drain"].get("ratio_to_raw"),
+        "drain_cpu": by_key["drain_cpu"].get("ratio_to_pgqueuer"),
         "enqueue_single": by_key["enqueue_single"].get("ratio_to_pgqueuer"),
         "enqueue_bulk": by_key["enqueue_bulk"].get("ratio_to_pgqueuer"),
         "drain_stale_stats": (stale / fresh) if stale and fresh else None,

@@ -1,5 +1,6 @@
 """Metrics JSON and the health endpoint."""
 from datetime import timedelta
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -96,19 +97,38 @@ def test_health_is_200_when_ready(client):
     assert response.json() == {"status": "ok", "database": "ok", "migrations": "ok"}
 
 
-def test_health_is_503_with_pending_migrations(client):
-    with mock.patch("django_pg_jobqueue.api.views.MigrationExecutor") as executor:
-        executor.return_value.migration_plan.return_value = [(mock.Mock(app_label="django_pg_jobqueue", name="x"), False)]
-        executor.return_value.migration_plan.return_value[0][0].name = "0099_new"
-        response = client.get("/api/health/")
+def test_health_is_503_with_pending_migrations_and_200_again_once_applied(client):
+    from django.db import connection
+
+    from django_pg_jobqueue.migrations import __path__ as migrations_path
+
+    latest = max(p.stem for p in Path(migrations_path[0]).glob("0*.py"))
+    assert client.get("/api/health/").status_code == 200
+    with connection.cursor() as cur:  # as if the newest migration had not been applied yet
+        cur.execute("DELETE FROM django_migrations WHERE app = 'django_pg_jobqueue' AND name = %s"
+                    " RETURNING app, name, applied", [latest])
+        row = cur.fetchone()
+    response = client.get("/api/health/")
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"
-    assert response.json()["migrations"] == "pending: django_pg_jobqueue.0099_new"
+    assert response.json()["migrations"] == f"pending: django_pg_jobqueue.{latest}"
+    with connection.cursor() as cur:
+        cur.execute("INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, %s)", row)
+    assert client.get("/api/health/").json()["migrations"] == "ok"
+
+
+def test_a_current_health_check_asks_the_database_once_and_loads_no_migration_files(
+        client, django_assert_num_queries):
+    assert client.get("/api/health/").status_code == 200  # the plan found empty once
+    with mock.patch("django.db.migrations.executor.MigrationExecutor") as executor, \
+            django_assert_num_queries(1):
+        assert client.get("/api/health/").status_code == 200
+    executor.assert_not_called()
 
 
 def test_health_is_503_when_the_database_does_not_answer(client):
     down = mock.Mock(cursor=mock.Mock(side_effect=OperationalError("down")))
-    with mock.patch("django_pg_jobqueue.api.views.queue_connection", return_value=down):
+    with mock.patch("django_pg_jobqueue.selectors.queue_connection", return_value=down):
         response = client.get("/api/health/")
     assert response.status_code == 503
     assert response.json()["database"].startswith("unavailable")

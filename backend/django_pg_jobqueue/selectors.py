@@ -595,3 +595,27 @@ def worker_processes() -> list[dict]:
                 for j in running if j["locked_by"].startswith(prefix)],
         })
     return rows
+
+
+# The last migration plan found empty, keyed by the migration table's fingerprint (its row
+# count and highest id): while the table is unchanged, so is the answer, and the health check
+# costs one small query instead of loading every app's migration files (about 8 ms).
+_migrations_current_at: list[tuple] = []
+
+
+def pending_migrations() -> list[str]:
+    """The migrations of every installed app not yet applied to the queue's database, as
+    "app_label.name", in the order `migrate` would apply them (empty when it is current)."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    connection = queue_connection()
+    with connection.cursor() as cur:
+        cur.execute(sql.MIGRATIONS_FINGERPRINT)
+        fingerprint = tuple(cur.fetchone())
+    if fingerprint in _migrations_current_at:
+        return []
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if not plan:
+        _migrations_current_at[:] = [fingerprint]
+    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]

@@ -198,7 +198,9 @@ events AS (
            now()
     FROM done
 )
-SELECT id, status, run_seconds, has_dependants FROM done  -- dependants: settle them next
+-- run_seconds as float8: a numeric comes back a Decimal, whose loading doubled the cost of
+-- reading this statement's rows in the worker (the event keeps its rounded numeric).
+SELECT id, status, run_seconds::float8, has_dependants FROM done  -- dependants: settle them next
 """
 
 # --- fail: retry with backoff, or fail for good ----------------------------------------------
@@ -2021,3 +2023,7 @@ THROTTLE_WINDOW = "SELECT slices, counts FROM job_throttle_windows WHERE key = %
 
 # Rows whose every slice has left their window (none was charged for a whole period).
 THROTTLE_PRUNE_EXPIRED = "DELETE FROM job_throttle_windows WHERE expires_at < now()"
+
+# --- the health check: has the migration table changed since the plan was last empty? ---------
+# (selectors.pending_migrations) Applying or unapplying a migration adds or deletes a row.
+MIGRATIONS_FINGERPRINT = "SELECT count(*), coalesce(max(id), 0) FROM django_migrations"

@@ -4,7 +4,6 @@ api/base.py's classes, which carry the API's whole DRF configuration (no REST_FR
 from contextlib import contextmanager
 
 from django.contrib.auth import authenticate, login, logout
-from django.db.migrations.executor import MigrationExecutor
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -22,7 +21,6 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from .. import conf, selectors, services
-from ..db import queue_connection
 from ..exceptions import IdempotencyConflict, JobNotFound
 from ..services.bulk_retry import retry_ids, retry_matching
 from ..services.deleting import delete as delete_job
@@ -681,13 +679,9 @@ class HealthView(JobQueueAPIView):
     def get(self, request):
         body = {"status": "ok", "database": "ok", "migrations": "ok"}
         try:
-            with queue_connection().cursor() as cur:
-                cur.execute("SELECT 1")
-            executor = MigrationExecutor(queue_connection())
-            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+            pending = selectors.pending_migrations()
             if pending:
-                body["migrations"] = "pending: " + ", ".join(
-                    f"{m.app_label}.{m.name}" for m, _ in pending)
+                body["migrations"] = "pending: " + ", ".join(pending)
         except Exception as exc:  # noqa: BLE001 - any failure means not ready
             body["database"] = f"unavailable: {type(exc).__name__}"
             body["migrations"] = "unknown"

@@ -121,7 +121,8 @@ class Completer(threading.Thread):
             held.owner = self
         with self._lock:
             self._pending += 1
-            self._idle.clear()
+            if self._pending == 1:  # `_idle` is set exactly while nothing is pending (this
+                self._idle.clear()  # lock keeps the two together): a busy pool skips its lock
         self.inbox.put(completion)
 
     def owns(self, held: Held) -> bool:

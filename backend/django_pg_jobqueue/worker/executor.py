@@ -493,6 +493,6 @@ class Executor(threading.Thread):
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):
             return None
         held, refill = self.lane.prefetched.take()
-        if refill:
-            self.lane.wake.set()
+        if refill and not self.lane.wake.is_set():  # set already: the dispatcher is due to
+            self.lane.wake.set()                    # look, and set() would take its lock
         return held

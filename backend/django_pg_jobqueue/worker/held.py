@@ -55,6 +55,12 @@ class HeldJobs:
         with self._lock:
             self._jobs[held.job.id] = held
 
+    def add_many(self, helds: list[Held]) -> None:
+        """add for each, under one lock (a claim's prefetched jobs)."""
+        with self._lock:
+            for held in helds:
+                self._jobs[held.job.id] = held
+
     def discard(self, job_id: int, lease_token) -> Held | None:
         """Forget a job while it is still held under this lease token; return it, or None."""
         with self._lock:
@@ -83,8 +89,13 @@ class HeldJobs:
         get, out = self._jobs.get, []
         for job_id, token in items:  # twice per completion batch, under the lock: kept plain
             held = get(job_id)
-            if held is not None and held.job.lease_token == token:
-                out.append(held)
+            if held is not None:
+                # The token given is nearly always the held job's own object (a completion
+                # carries its claim's): `is` first spares UUID.__eq__, a Python call, which
+                # cost more than the rest of this loop.
+                held_token = held.job.lease_token
+                if held_token is token or held_token == token:
+                    out.append(held)
         return out
 
     def snapshot(self) -> list[Held]:

@@ -228,17 +228,22 @@ class Lane(threading.Thread):
                 pool.return_claims(granted - len(jobs))
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
                 by_worker = {e.worker_id: e for e in free}
-                orphans = []
+                orphans, prefetched = [], []
+                debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
                 for job in jobs:
-                    log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id, job.type,
-                              job.attempt, job.worker_id)
+                    if debug:
+                        log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id,
+                                  job.type, job.attempt, job.worker_id)
                     executor = by_worker.get(job.worker_id)
                     if executor is None:
-                        self._hold_prefetched(job)
+                        prefetched.append(Held.of(job, job.worker_id, owner=self.prefetched))
                     elif executor.is_alive():
                         executor.assign(job)
                     else:  # its thread ended since the claim began: nobody would run it
                         orphans.append((job.id, job.lease_token, job.worker_id))
+                if prefetched:  # held, then buffered: two locks a claim, not two a job
+                    pool.held.add_many(prefetched)
+                    self.prefetched.put_many(prefetched)
                 if orphans:
                     log.error("%s: %d job(s) claimed for an executor thread that is no longer "
                               "alive; releasing them", self.name, len(orphans))
@@ -325,11 +330,6 @@ class Lane(threading.Thread):
             return claiming.limits_apply(self.spec.queues)
         except Exception:  # noqa: BLE001 - cannot tell (the database is away): do not prefetch
             return True
-
-    def _hold_prefetched(self, job) -> None:
-        held = Held.of(job, job.worker_id, owner=self.prefetched)
-        self.pool.held.add(held)
-        self.prefetched.put(held)
 
     def matches(self, queue_name: str | None) -> bool:
         return queue_name is None or self.spec.queues is None or queue_name in self.spec.queues

@@ -44,11 +44,14 @@ class Prefetched:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def put(self, held: Held) -> None:
+    def put_many(self, helds: list[Held]) -> None:
+        """Buffer a claim's prefetched jobs, oldest first, under one lock."""
+        now = time.monotonic()
         with self._lock:
-            held.owner = self
-            self._waiting.append((time.monotonic(), held))
-            self._members.add(id(held))
+            for held in helds:
+                held.owner = self
+                self._waiting.append((now, held))
+                self._members.add(id(held))
 
     def owns(self, held: Held) -> bool:
         """Whether `held` waits here (the watchdog's question, asked of every held job on
