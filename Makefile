@@ -18,7 +18,7 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static
-.PHONY: chromium pgbouncer python-lowest
+.PHONY: chromium pgbouncer hey python-lowest
 PHONY_MATRIX := matrix test-lowest
 .PHONY: $(PHONY_MATRIX)
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
@@ -141,6 +141,19 @@ pgbouncer:
 		echo "    sudo apt-get install -y pgbouncer     (Debian/Ubuntu)"; \
 	fi
 
+# The API figures of `make bench` need a load generator, Debian's hey: installed here when
+# root with apt-get; otherwise the report skips the API and names the command.
+hey:
+	@if command -v hey >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "==> installing hey from Debian for the API benchmark"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey >/dev/null) \
+			|| echo "could not install hey (the API figures will be skipped); run: sudo apt-get install -y hey"; \
+	else \
+		echo "hey not found: the API figures will be skipped. Install it with:"; \
+		echo "    sudo apt-get install -y hey     (Debian/Ubuntu)"; \
+	fi
+
 # Playwright's runner (frontend/playwright.config.ts) on Debian's Chromium: its global setup
 # starts the backend (a scratch database beside DATABASE_URL's, runserver on E2E_PORT or a free
 # port, a worker pool) and stops it at the end. Traces of failed tests, the HTML report and
@@ -196,7 +209,7 @@ poison: venv migrate
 soak: venv migrate
 	SOAK=1 $(PY) -m pytest -q -m slow tests/test_soak.py -s
 
-bench: venv migrate
+bench: venv migrate hey
 	$(PY) bench/run.py
 	$(PY) bench/processes.py
 
