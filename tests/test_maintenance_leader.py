@@ -53,6 +53,27 @@ def test_an_expired_lease_is_taken_by_the_next_heartbeat_and_the_old_holder_stop
     assert not a.beat()
 
 
+def test_a_leader_whose_heartbeat_finds_another_leader_steps_down_without_hanging():
+    # No is_leader() call between the terms: the old leader still believes it leads when its
+    # next heartbeat learns otherwise (a slow heartbeat on a busy machine). That beat once
+    # deadlocked the renewer on the leadership's own lock, wedging the whole process.
+    a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
+    assert a.beat()
+    time.sleep(1.1)
+    assert b.beat()
+    answers = []
+    beat = threading.Thread(target=lambda: answers.append(a.beat()), daemon=True)
+    beat.start()
+    beat.join(5)
+    assert not beat.is_alive(), "the old leader's heartbeat hung"
+    assert answers == [False]
+    assert not a.elected.is_set() and not a.is_leader()
+    checked = threading.Thread(target=a.is_leader, daemon=True)  # the lock is free again
+    checked.start()
+    checked.join(5)
+    assert not checked.is_alive()
+
+
 def test_many_contenders_at_once_elect_exactly_one():
     contenders = [Leadership(f"host-{i}", lease_seconds=5) for i in range(16)]
     won, barrier = [], threading.Barrier(len(contenders))

@@ -74,17 +74,21 @@ class Leadership:
             return True
         sent_at = time.monotonic()
         holds = self.engine.take_leadership(self.role, self.process_id, self.lease_seconds)
+        if not holds:
+            # Outside the lock: _lose takes it (a Lock, not reentrant). Called under it, the
+            # renewer deadlocked the first time a heartbeat found another leader while this
+            # process still believed it led, and every thread then hung on the lock: no job
+            # lease renewed again, and the process could never stop.
+            self._lose("another process holds the lease")
+            return False
         with self._lock:
-            if holds:
-                self._valid_until = sent_at + self.lease_seconds
-                if not self.elected.is_set():
-                    self.terms += 1
-                    self.elected.set()
-                    log.info("%s leads %s now (lease %ss)", self.process_id, self.role,
-                             self.lease_seconds)
-            elif self.elected.is_set():
-                self._lose("another process holds the lease")
-        return holds
+            self._valid_until = sent_at + self.lease_seconds
+            if not self.elected.is_set():
+                self.terms += 1
+                self.elected.set()
+                log.info("%s leads %s now (lease %ss)", self.process_id, self.role,
+                         self.lease_seconds)
+        return True
 
     def _lose(self, why: str) -> None:
         with self._lock:
