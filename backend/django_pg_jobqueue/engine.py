@@ -122,6 +122,11 @@ class Engine(Protocol):
         """Record that a write of `action` was refused because the lease was lost."""
         ...
 
+    def record_leases_lost(self, lost: list[tuple[int, uuid.UUID, str, int]], action: str,
+                           message: str) -> None:
+        """The same for each (job id, lease token, worker id, attempt), in one write."""
+        ...
+
     def log_message(self, job_id: int, lease_token, *, worker_id: str, message: str,
                     data: dict | None = None) -> None:
         """A log line on a running job's events."""
@@ -182,6 +187,9 @@ class PostgresEngine:
 
     def record_lease_lost(self, *args, **kwargs) -> None:
         services.record_lease_lost(*args, **kwargs)
+
+    def record_leases_lost(self, lost, action, message) -> None:
+        services.record_leases_lost(lost, action, message)
 
     def log_message(self, job_id, lease_token, **kwargs) -> None:
         services.log_message(job_id, lease_token, **kwargs)

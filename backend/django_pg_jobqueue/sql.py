@@ -394,13 +394,21 @@ FOR SHARE
 RETURNING id
 """
 
-# A refused worker write leaves a trace: the stale result is discarded, but recorded.
-LEASE_LOST = """
+# A refused worker write leaves a trace: the stale result is discarded, but recorded. One
+# statement for every refusal of one kind a worker met at once (a renewal pass, a completion
+# batch): after a stall, thousands of leases can be lost together, and an insert per job
+# would keep the renewer from its next pass long enough to lose the next thousands (the
+# soak's metastable churn). FOR SHARE as LOG, in id order (two such statements lock alike);
+# a job deleted meanwhile is skipped.
+LEASES_LOST = """
 INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
-SELECT id, 'lease_lost', %(attempt)s, %(worker_id)s, %(message)s,
-       jsonb_build_object('lease_token', %(token)s::text, 'refused', %(action)s), now()
-FROM jobs WHERE id = %(id)s
-FOR SHARE
+SELECT j.id, 'lease_lost', l.attempt, l.worker_id, %(message)s::text,
+       jsonb_build_object('lease_token', l.token, 'refused', %(action)s::text), now()
+FROM (SELECT (e->>0)::bigint AS id, e->>1 AS token, e->>2 AS worker_id, (e->>3)::int AS attempt
+      FROM jsonb_array_elements(%(batch)s::jsonb) AS e) l  -- [[id, token, worker_id, attempt]]
+JOIN jobs j ON j.id = l.id
+ORDER BY j.id
+FOR SHARE OF j
 """
 
 # --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
@@ -960,7 +968,7 @@ EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
 #   wrote itself (inserted or updated: every statement that moves a job writes its row and its
 #   event together) cannot be deleted by another transaction before this one commits (a
 #   deleter waits on the row), so only the others are locked FOR KEY SHARE, as the foreign key
-#   did (LOG, LEASE_LOST and the rescue of a dropped partition's events name such jobs);
+#   did (LOG, LEASES_LOST and the rescue of a dropped partition's events name such jobs);
 #   locked first, then counted, so a job deleted meanwhile is seen as missing. "Wrote itself"
 #   is read from the row's xmin, compared with the transaction's own xid (a row written in a
 #   savepoint carries the subtransaction's xid and is locked: correct, only slower).
@@ -1467,7 +1475,7 @@ REMOVE_STOPPED_WORKERS = "DELETE FROM job_workers WHERE id = ANY(%(ids)s::text[]
 # A handler still running past its job's timeout plus JOB_TIMEOUT_GRACE_SECONDS (worker/
 # stuck.py). Not fenced: the timeout already failed the attempt (the job may be queued again,
 # or running elsewhere), and this only notes on the job's timeline that the old attempt's
-# handler has not returned. FOR SHARE orders it among the job's events, as LEASE_LOST does.
+# handler has not returned. FOR SHARE orders it among the job's events, as LEASES_LOST does.
 STUCK_HANDLER_EVENT = """
 INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
 SELECT id, 'log', %(attempt)s, %(worker_id)s, %(message)s,

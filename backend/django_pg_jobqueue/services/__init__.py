@@ -21,6 +21,7 @@ from .lifecycle import (
     heartbeat,
     log_message,
     record_lease_lost,
+    record_leases_lost,
     record_progress,
     release_many,
     release_unknown_type,
@@ -46,7 +47,7 @@ from .workers import (
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
-    "log_message", "record_lease_lost", "record_progress", "release_many", "release_unknown_type",
+    "log_message", "record_lease_lost", "record_leases_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_many",
     "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
     "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",

@@ -10,6 +10,8 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from django.db import OperationalError
+
 from .. import conf, db, retries, sql, storable
 from ..db import queue_connection
 from ..exceptions import LeaseLost
@@ -73,9 +75,8 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     if len(done) < len(completions):  # a row for each completion written: none refused
         done_ids = {row[0] for row in done}
         refused = [c for c in completions if c.job_id not in done_ids]
-    for c in refused:
-        record_lease_lost(c.job_id, c.lease_token, c.worker_id, "complete",
-                          "late result discarded: the lease was lost before completion")
+    record_leases_lost([(c.job_id, c.lease_token, c.worker_id, c.attempt) for c in refused],
+                       "complete", "late result discarded: the lease was lost before completion")
     return done, refused
 
 
@@ -218,12 +219,53 @@ def log_message(job_id: int, lease_token, *, worker_id: str, message: str, data:
 def record_lease_lost(job_id: int, lease_token, worker_id: str, action: str, message: str,
                       attempt: int = 0) -> None:
     """Leave a `lease_lost` event: a stale worker's write was refused."""
-    log.warning("lease lost job=%s worker=%s refused=%s", job_id, worker_id, action)
-    with queue_connection().cursor() as cur:
-        cur.execute(sql.LEASE_LOST, {
-            "id": job_id, "token": str(lease_token), "worker_id": worker_id, "action": action,
-            "message": message, "attempt": attempt,
-        })
+    record_leases_lost([(job_id, lease_token, worker_id, attempt)], action, message)
+
+
+def record_leases_lost(lost: list[tuple[int, object, str, int]], action: str,
+                       message: str) -> None:
+    """Leave a `lease_lost` event for each (job id, lease token, worker id, attempt) in `lost`,
+    all refused the same `action` with the same `message`, in one statement (sql.LEASES_LOST).
+
+    Each event is a trace, never a transition: a statement the database gives up on (a
+    deadlock with another process's writes to the same jobs, which it may hold by now, or a
+    timeout) is retried job by job, and an event that still cannot be written is logged and
+    left out rather than fail the caller after its real write committed. An outage, or any
+    other error (a bug), propagates."""
+    if not lost:
+        return
+    ids = [job_id for job_id, *_ in lost]
+    log.warning("lease lost for %d job(s) refused=%s: %s", len(lost), action,
+                " ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else ""))
+    try:
+        _insert_leases_lost(lost, action, message)
+        return
+    except OperationalError as exc:
+        if not _connection_alive():
+            raise
+        log.warning("lease_lost events for %d job(s) refused (%s); writing them one by one",
+                    len(lost), storable.describe_exception(exc))
+    for item in lost:
+        try:
+            _insert_leases_lost([item], action, message)
+        except OperationalError as exc:
+            if not _connection_alive():
+                raise
+            log.warning("job=%s: its lease_lost event could not be written (%s)", item[0],
+                        storable.describe_exception(exc))
+
+
+def _connection_alive() -> bool:
+    """Whether the queue's connection survived the error (a refusal, not an outage)."""
+    raw = queue_connection().connection
+    return raw is not None and not raw.closed and not raw.broken
+
+
+def _insert_leases_lost(lost, action: str, message: str) -> None:
+    batch = json.dumps([[int(job_id), str(token), worker_id, int(attempt or 0)]
+                        for job_id, token, worker_id, attempt in lost])
+    with db.atomic():  # a savepoint inside a caller's transaction: a refusal aborts only this
+        db.fetch_all(sql.LEASES_LOST, {"batch": batch, "action": action, "message": message})
 
 
 def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str],

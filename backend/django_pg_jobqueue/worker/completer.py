@@ -99,6 +99,12 @@ def _write_one(c: Completion, engine: Engine) -> list[tuple]:
 
 class Completer(threading.Thread):
     MAX_BATCH = 500
+    # Flow control: while this many successes wait to be written, the pool's dispatchers claim
+    # nothing more (`has_room`). The completer is the pool's one writer of successes; when it
+    # falls behind (a slow disk, a stall of the server), claiming on would only pile up jobs
+    # run but not recorded, each a lease to renew, until the renewals themselves come too
+    # late and the leases expire: the soak's churn, where every job ran twice and none ended.
+    MAX_PENDING = 2 * MAX_BATCH
     MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
     IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
 
@@ -112,6 +118,8 @@ class Completer(threading.Thread):
         self.completed = 0
         self._idle = threading.Event()
         self._idle.set()
+        self._room = threading.Event()  # set while fewer than MAX_PENDING wait
+        self._room.set()
         self._pending = 0
         self._lock = threading.Lock()
 
@@ -123,7 +131,14 @@ class Completer(threading.Thread):
             self._pending += 1
             if self._pending == 1:  # `_idle` is set exactly while nothing is pending (this
                 self._idle.clear()  # lock keeps the two together): a busy pool skips its lock
+            elif self._pending == self.MAX_PENDING:
+                self._room.clear()
         self.inbox.put(completion)
+
+    def has_room(self, timeout: float = 0.0) -> bool:
+        """Whether fewer than MAX_PENDING successes wait to be written (waiting up to `timeout`
+        for the completer to catch up): the dispatchers claim only then."""
+        return self._room.is_set() or (timeout > 0 and self._room.wait(timeout))
 
     def owns(self, held: Held) -> bool:
         return self.is_alive()
@@ -139,6 +154,8 @@ class Completer(threading.Thread):
             self._pending -= n
             if self._pending == 0:
                 self._idle.set()
+            if self._pending < self.MAX_PENDING:
+                self._room.set()
 
     def run(self) -> None:
         errors, backoff = RateLimitedLog(log), Backoff()

@@ -166,6 +166,8 @@ class Lane(threading.Thread):
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
+                if not pool.completer.has_room(timeout=self._idle_wait()):
+                    continue  # flow control: the completer is behind (worker/completer.py)
                 if not backlog and not self.notified.is_set():
                     until_poll = self.next_poll_at - time.monotonic()
                     if until_poll > 0:  # woken by a freed executor: nothing says a job waits

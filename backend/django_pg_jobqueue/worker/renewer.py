@@ -92,19 +92,15 @@ class LeaseRenewer(ServiceThread):
             return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0, "orphaned": orphaned}
         counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0,
                   "orphaned": orphaned}
+        lost = []
         for h in held:
             row = answer.get(h.job.id)
             if row is None:
                 if h.finishing:
                     continue  # its final write just committed (a refusal is recorded by the writer)
                 if self.held.discard(h.job.id, h.job.lease_token):
-                    counts["lost"] += 1
-                    self.lost += 1
                     h.ctx.request_stop("lease_lost")
-                    self.engine.record_lease_lost(
-                        h.job.id, h.job.lease_token, h.job.worker_id, "renew",
-                        "lease renewal refused; the handler was asked to stop",
-                        attempt=h.job.attempt)
+                    lost.append((h.job.id, h.job.lease_token, h.job.worker_id, h.job.attempt))
                 continue
             log.debug("renewed job=%s worker=%s", h.job.id, h.job.worker_id)
             if row.cancel_requested and h.ctx.stop_reason is None:
@@ -120,6 +116,11 @@ class LeaseRenewer(ServiceThread):
                     self._fail_timed_out(h)
                 finally:
                     h.ctx.request_stop("timeout")
+        if lost:  # every refusal of this pass in one write, after the renewals
+            counts["lost"] = len(lost)
+            self.lost += len(lost)
+            self.engine.record_leases_lost(
+                lost, "renew", "lease renewal refused; the handler was asked to stop")
         return counts
 
     def _adopt(self, held: list) -> None:
