@@ -129,3 +129,28 @@ def test_a_pool_whose_completer_is_behind_claims_no_more_until_it_catches_up(
     wait_for(lambda: Job.objects.filter(status="succeeded").count() == 200, timeout=30)
     assert not JobEvent.objects.filter(kind="lease_lost").exists()
     pool.shutdown(grace=2)
+
+
+def test_the_completers_backlog_is_bounded_in_results_bytes_as_well_as_in_count(monkeypatch):
+    """A few big results fill the completer's room as surely as many small ones: the pool
+    never holds more than about MAX_PENDING_BYTES of results waiting to be written."""
+    monkeypatch.setattr(Completer, "MAX_PENDING", 100)
+    monkeypatch.setattr(Completer, "MAX_PENDING_BYTES", 2999)
+    completer = Completer(HeldJobs())  # not started: nothing is written, the backlog stays
+    big = "[" + ",".join(["1"] * 499) + "]"  # 999 bytes of JSON
+
+    def submit(i, result_json):
+        completer.submit(Completion(i, None, "proc-1", None, result_json=result_json))
+
+    for i in range(3):
+        submit(i, big)
+    assert completer.has_room()  # 3 jobs, 2,997 bytes
+    submit(3, "[]")
+    assert not completer.has_room(timeout=0.05)  # 2,999 bytes: full by its bytes
+    completer._settled(1, len(big))  # one big result written
+    assert completer.has_room()
+    for i in range(4, 101):
+        submit(i, None)  # results not yet encoded count by their number only
+    assert not completer.has_room()  # 100 pending: full by their number
+    completer._settled(99, 2 * len(big) + 2)
+    assert completer.has_room()

@@ -97,16 +97,23 @@ def _write_one(c: Completion, engine: Engine) -> list[tuple]:
     return []
 
 
+def _bytes(batch: list[Completion]) -> int:
+    return sum(len(c.result_json or "") for c in batch) if batch else 0
+
+
 class Completer(threading.Thread):
     MAX_BATCH = 500
+    MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
+    IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
     # Flow control: while this many successes wait to be written, the pool's dispatchers claim
     # nothing more (`has_room`). The completer is the pool's one writer of successes; when it
     # falls behind (a slow disk, a stall of the server), claiming on would only pile up jobs
     # run but not recorded, each a lease to renew, until the renewals themselves come too
     # late and the leases expire: the soak's churn, where every job ran twice and none ended.
+    # Bounded in bytes of results too: a thousand results of JOB_MAX_RESULT_BYTES (1 MB by
+    # default) would otherwise be held in memory at once.
     MAX_PENDING = 2 * MAX_BATCH
-    MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
-    IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
+    MAX_PENDING_BYTES = 4 * MAX_BATCH_BYTES
 
     def __init__(self, held: HeldJobs, on_done=None, engine: Engine | None = None):
         super().__init__(name="completer", daemon=True)
@@ -121,6 +128,7 @@ class Completer(threading.Thread):
         self._room = threading.Event()  # set while fewer than MAX_PENDING wait
         self._room.set()
         self._pending = 0
+        self._pending_bytes = 0  # of the pending results' JSON
         self._lock = threading.Lock()
 
     def submit(self, completion: Completion, held: Held | None = None) -> None:
@@ -129,15 +137,21 @@ class Completer(threading.Thread):
             held.owner = self
         with self._lock:
             self._pending += 1
+            self._pending_bytes += len(completion.result_json or "")
             if self._pending == 1:  # `_idle` is set exactly while nothing is pending (this
                 self._idle.clear()  # lock keeps the two together): a busy pool skips its lock
-            elif self._pending == self.MAX_PENDING:
+            if self._room.is_set() and self._full():
                 self._room.clear()
         self.inbox.put(completion)
 
+    def _full(self) -> bool:
+        return (self._pending >= self.MAX_PENDING
+                or self._pending_bytes >= self.MAX_PENDING_BYTES)
+
     def has_room(self, timeout: float = 0.0) -> bool:
-        """Whether fewer than MAX_PENDING successes wait to be written (waiting up to `timeout`
-        for the completer to catch up): the dispatchers claim only then."""
+        """Whether fewer than MAX_PENDING successes, with fewer than MAX_PENDING_BYTES of
+        results, wait to be written (waiting up to `timeout` for the completer to catch up):
+        the dispatchers claim only then."""
         return self._room.is_set() or (timeout > 0 and self._room.wait(timeout))
 
     def owns(self, held: Held) -> bool:
@@ -149,12 +163,13 @@ class Completer(threading.Thread):
     def stop(self) -> None:
         self.inbox.put(None)
 
-    def _settled(self, n: int) -> None:
+    def _settled(self, n: int, nbytes: int) -> None:
         with self._lock:
             self._pending -= n
+            self._pending_bytes -= nbytes
             if self._pending == 0:
                 self._idle.set()
-            if self._pending < self.MAX_PENDING:
+            if not self._full():
                 self._room.set()
 
     def run(self) -> None:
@@ -174,7 +189,7 @@ class Completer(threading.Thread):
                         stopping = True
                         continue
                     batch.append(item)
-                size = sum(len(c.result_json or "") for c in batch)
+                size = _bytes(batch)
                 while len(batch) < self.MAX_BATCH and size < self.MAX_BATCH_BYTES:
                     try:
                         item = self.inbox.get_nowait()
@@ -185,7 +200,7 @@ class Completer(threading.Thread):
                         break
                     batch.append(item)
                     size += len(item.result_json or "")
-                before = len(batch)
+                before, before_bytes = len(batch), size
                 try:
                     close_old_connections()
                     self.flush(batch)
@@ -195,7 +210,7 @@ class Completer(threading.Thread):
                     # the jobs, so the completion is retried when the database is back.
                     errors.error("completer: database unavailable: %s", exc)
                     queue_connection().close()
-                    self._settled(before - len(batch))
+                    self._settled(before - len(batch), before_bytes - _bytes(batch))
                     time.sleep(backoff.next_delay())
                     continue
                 except Exception:
@@ -205,7 +220,7 @@ class Completer(threading.Thread):
                                   len(batch))
                     self.held.discard_many([(c.job_id, c.lease_token) for c in batch])
                     batch.clear()
-                self._settled(before - len(batch))
+                self._settled(before - len(batch), before_bytes - _bytes(batch))
         finally:
             return_worker_connection()
             queue_connection().close()
