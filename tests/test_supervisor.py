@@ -3,7 +3,8 @@ with SIGKILL is replaced and its jobs requeued; a handler looping forever past i
 its process ended and replaced while the other processes keep running jobs, its job retried
 then failed by its policy; --max-jobs-per-process recycles a process after exactly that many
 jobs, none lost or run twice; SIGTERM finishes or releases everything within the grace period
-and exits 0; a second signal ends the children at once."""
+and exits 0, also when it catches children still in Python's start-up; a second signal ends
+the children at once."""
 import os
 import signal
 import time
@@ -222,3 +223,34 @@ def test_max_memory_per_process_recycles_a_process_that_grew_past_it(tmp_path):
     assert all(len(runs) == 1 for runs in ledger.by_job.values()) and len(ledger.by_job) == 6
     # A process leaking 60 MiB a job was replaced before it held them all.
     assert len({x.pid for x in ledger.executions.values()}) >= 2
+
+
+def test_a_stop_that_catches_a_child_still_starting_is_a_clean_stop(tmp_path):
+    """SIGTERM while the children are still in Python's start-up, before any of our code could
+    install a handler (here held there by a sitecustomize that sleeps in spawned children
+    only; on a loaded machine the interpreter's own start-up is the window): they die of the
+    signal. They held nothing, so the stop is clean: exit status 0, no worker row left to
+    turn lost."""
+    from django_pg_jobqueue.models import WorkerProcess
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if '--multiprocessing-fork' in sys.argv:\n"
+        "    time.sleep(5)\n")
+    pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    proc = spawn_workers("--processes", "2", "--threads", "1",
+                         env={**worker_env(tmp_path / "ledger.tsv", JOB_WORKER_LOG_LEVEL="INFO"),
+                              "PYTHONPATH": pythonpath})
+    out = Output(proc)
+    wait_for(lambda: "started worker process 1" in out.text(), timeout=30,
+             message="the supervisor started its second child")
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    except Exception:
+        proc.kill()
+        raise AssertionError(out.text()[-4000:]) from None
+    assert "killed by signal SIGTERM" in out.text() or "stopped before it started" in out.text(), \
+        out.text()[-4000:]  # the window was hit: the test proves something
+    assert rc == 0, out.text()[-4000:]
+    assert not WorkerProcess.objects.exists(), out.text()[-4000:]

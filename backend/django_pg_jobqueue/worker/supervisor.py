@@ -85,9 +85,21 @@ class Slot:
     exits: list = field(default_factory=list)  # exit codes, for tests and the final log
 
 
-def describe_exit(code: int | None) -> str:
+def stopped_as_planned(code: int | None, *, stopping: bool) -> bool:
+    """Whether a child's exit left nothing behind it: a graceful stop (0), a planned recycle,
+    an end for a handler past its timeout (its job failed first), or, while the supervisor
+    stops, a death by the SIGTERM it sent. Only a child still in Python's start-up dies of
+    that signal (from `_child_main`'s first line on, SIGTERM is handled), and such a child
+    has claimed nothing: on a loaded machine a stop soon after a start catches children so."""
+    return code in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT) or (
+        stopping and code == -signal.SIGTERM)
+
+
+def describe_exit(code: int | None, *, stopping: bool = False) -> str:
     if code is None:
         return "still running"
+    if stopping and code == -signal.SIGTERM:
+        return "stopped before it started (SIGTERM during Python's start-up; it held nothing)"
     if code < 0:
         try:
             return f"killed by signal {signal.Signals(-code).name}"
@@ -219,14 +231,13 @@ class Supervisor:
         code = proc.exitcode
         # Never beaten for again; its row removed if it stopped as planned, kept (it turns
         # lost) if it was killed or crashed.
-        self.hostbeat.detach(slot.index,
-                             graceful=code in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT))
+        self.hostbeat.detach(slot.index, graceful=stopped_as_planned(code, stopping=stopping))
         slot.exits.append(code)
         slot.process = None
         now = time.monotonic()
         if stopping:
             log.info("supervisor: worker process %d (pid %s) %s", slot.index, proc.pid,
-                     describe_exit(code))
+                     describe_exit(code, stopping=True))
             return
         if code in (EXIT_RECYCLED, EXIT_HARD_TIMEOUT):
             slot.restart_at = now
@@ -301,7 +312,7 @@ class Supervisor:
             for slot in self.running():
                 if not slot.process.is_alive():
                     self._reap(slot, stopping=True)
-                    if slot.exits[-1] not in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT):
+                    if not stopped_as_planned(slot.exits[-1], stopping=True):
                         code = 1  # planned exits recorded or released all they held
             sentinels = [s.process.sentinel for s in self.running()]
             if sentinels:
