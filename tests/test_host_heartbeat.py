@@ -99,6 +99,28 @@ def test_a_stale_report_is_not_beaten_and_a_stopped_child_is_removed_and_resigne
     assert beat.run_once()["beaten"] == 0
 
 
+def test_a_child_whose_supervisor_died_resigns_the_lease_even_before_it_noticed_it_led():
+    """It learns that it leads lazily, from its supervisor's reports: a child elected in the
+    supervisor's last beat, stopping because the supervisor died, may never have asked. It
+    resigns anyway (the statement touches the lease only if this child holds it), so another
+    host takes maintenance over at once instead of when the lease expires."""
+    beat = HostHeartbeat(4242, queues=["*"], interval=1.0, leader_lease_seconds=3.0, elect=True)
+    report = _report(jobs_done=1)
+    beat.attach(0, 2001, report)
+    beat.run_once()
+    assert _holder() == beat.process_id(2001)
+    orphan = HostLeadership(beat.process_id(2001), report, supervisor_pid=-1,  # not our parent
+                            lease_seconds=3.0)
+    assert not orphan.elected.is_set()  # it never asked
+    orphan.resign()
+    assert _resigned()
+    # A child that does not hold the lease resigning changes nothing.
+    with connection.cursor() as cur:
+        cur.execute("UPDATE job_leader SET expires_at = now() + interval '3 seconds'")
+    HostLeadership(beat.process_id(2002), _report(), supervisor_pid=-1, lease_seconds=3.0).resign()
+    assert _holder() == beat.process_id(2001) and not _resigned()
+
+
 # -- real processes: a supervisor and its children ------------------------------------------------
 @pytest.mark.e2e
 def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_its_siblings_live():

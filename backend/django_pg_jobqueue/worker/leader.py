@@ -142,6 +142,9 @@ class HostLeadership(Leadership):
         if not self.enabled:
             return
         self.report.stopping()
-        if self.elected.is_set() and os.getppid() != self.supervisor_pid:
+        if os.getppid() != self.supervisor_pid:
+            # Whether or not this process had noticed that it leads: it learns so lazily, from
+            # the reports its supervisor wrote, and the last may have lapsed since that died.
+            # The statement touches the lease only if this process holds it.
             self.engine.resign_leadership(self.role, self.process_id)
         self._lose("it stopped")
