@@ -2,6 +2,7 @@
 thousand are recorded in one statement a pass, so that a stall of the server ends when the
 stall does instead of feeding on itself (every job claimed, run, its lease lost, requeued)."""
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -22,13 +23,13 @@ def lease_lost_writes(monkeypatch):
     """The statements that write lease_lost events: (action, number of jobs) each."""
     from django_pg_jobqueue.services import lifecycle
 
-    writes, insert = [], lifecycle._insert_leases_lost
+    writes, insert = [], lifecycle._leases_lost_written
 
     def counted(lost, action, message):
         writes.append((action, len(lost)))
-        insert(lost, action, message)
+        return insert(lost, action, message)
 
-    monkeypatch.setattr(lifecycle, "_insert_leases_lost", counted)
+    monkeypatch.setattr(lifecycle, "_leases_lost_written", counted)
     return writes
 
 
@@ -123,7 +124,7 @@ def test_a_pool_whose_completer_is_behind_claims_no_more_until_it_catches_up(
     ceiling = 6 + (2 + 4) * 2
     wait_for(lambda: Job.objects.exclude(status="queued").count() >= 6, timeout=10)
     for _ in range(10):  # and it stays there while the completer is stuck
-        threading.Event().wait(0.1)
+        time.sleep(0.1)
         assert Job.objects.exclude(status="queued").count() <= ceiling
     gate.set()
     wait_for(lambda: Job.objects.filter(status="succeeded").count() == 200, timeout=30)

@@ -56,6 +56,16 @@ def atomic(**kwargs):
     return transaction.atomic(using=alias(), **kwargs)
 
 
+def savepointed(write, *args, **kwargs):
+    """Run a write; inside a transaction (a test's), within a savepoint, so that a statement
+    the database refuses does not abort the transaction (a worker runs in autocommit, where
+    each statement is its own transaction and this adds nothing)."""
+    if queue_connection().in_atomic_block:
+        with atomic():
+            return write(*args, **kwargs)
+    return write(*args, **kwargs)
+
+
 def fetch_all(sql: str, params: dict | tuple | list) -> list[tuple]:
     """Execute one statement (prepared when enabled) and return its rows."""
     connection = queue_connection()

@@ -237,35 +237,27 @@ def record_leases_lost(lost: list[tuple[int, object, str, int]], action: str,
     ids = [job_id for job_id, *_ in lost]
     log.warning("lease lost for %d job(s) refused=%s: %s", len(lost), action,
                 " ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else ""))
-    try:
-        _insert_leases_lost(lost, action, message)
-        return
-    except OperationalError as exc:
-        if not _connection_alive():
-            raise
-        log.warning("lease_lost events for %d job(s) refused (%s); writing them one by one",
-                    len(lost), storable.describe_exception(exc))
-    for item in lost:
-        try:
-            _insert_leases_lost([item], action, message)
-        except OperationalError as exc:
-            if not _connection_alive():
-                raise
-            log.warning("job=%s: its lease_lost event could not be written (%s)", item[0],
-                        storable.describe_exception(exc))
+    if not _leases_lost_written(lost, action, message):
+        for item in lost:  # one by one: the others are written whatever one of them meets
+            _leases_lost_written([item], action, message)
 
 
-def _connection_alive() -> bool:
-    """Whether the queue's connection survived the error (a refusal, not an outage)."""
-    raw = queue_connection().connection
-    return raw is not None and not raw.closed and not raw.broken
-
-
-def _insert_leases_lost(lost, action: str, message: str) -> None:
+def _leases_lost_written(lost, action: str, message: str) -> bool:
+    """Insert the events; False (logged) when the database gave up on the statement but the
+    connection survived (a refusal, not an outage, which propagates)."""
     batch = json.dumps([[int(job_id), str(token), worker_id, int(attempt or 0)]
                         for job_id, token, worker_id, attempt in lost])
-    with db.atomic():  # a savepoint inside a caller's transaction: a refusal aborts only this
-        db.fetch_all(sql.LEASES_LOST, {"batch": batch, "action": action, "message": message})
+    try:
+        db.savepointed(db.fetch_all, sql.LEASES_LOST,
+                       {"batch": batch, "action": action, "message": message})
+        return True
+    except OperationalError as exc:
+        raw = queue_connection().connection
+        if raw is None or raw.closed or raw.broken:
+            raise
+        log.warning("lease_lost event(s) for %d job(s) not written (%s)", len(lost),
+                    storable.describe_exception(exc))
+        return False
 
 
 def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues: list[str],

@@ -19,12 +19,12 @@ import time
 from django.db import close_old_connections
 
 from .. import storable
-from ..db import queue_connection, return_worker_connection, use_worker_pool
+from ..db import queue_connection, return_worker_connection, savepointed, use_worker_pool
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
 from ..services.lifecycle import Completion
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
-from .executor import WRITE_ATTEMPTS, savepointed
+from .executor import WRITE_ATTEMPTS
 from .held import Held, HeldJobs
 
 log = logging.getLogger("django_pg_jobqueue.worker")  # lifecycle lines share the worker logger
@@ -98,7 +98,7 @@ def _write_one(c: Completion, engine: Engine) -> list[tuple]:
 
 
 def _bytes(batch: list[Completion]) -> int:
-    return sum(len(c.result_json or "") for c in batch) if batch else 0
+    return sum(len(c.result_json or "") for c in batch)
 
 
 class Completer(threading.Thread):

@@ -44,13 +44,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, middleware, storable
 from ..conf import DJANGO_TASK_TYPE
 from ..context import Snooze
-from ..db import WORKER_ALIAS, queue_connection, worker_connection
+from ..db import WORKER_ALIAS, queue_connection, savepointed, worker_connection
 from ..engine import Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, PermanentError
 from ..registry import is_task_job, registry
@@ -93,15 +93,6 @@ class RunResult:
 
 
 _LOST = object()
-
-
-def savepointed(write, *args, **kwargs):
-    """Run a write; inside a transaction (a test's), within a savepoint, so that a statement
-    the database refuses does not abort the transaction (a worker runs in autocommit)."""
-    if queue_connection().in_atomic_block:
-        with transaction.atomic(using=queue_connection().alias):
-            return write(*args, **kwargs)
-    return write(*args, **kwargs)
 
 
 def _task_policy(job: ClaimedJob) -> RetryPolicy | None:

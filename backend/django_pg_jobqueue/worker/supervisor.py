@@ -91,14 +91,18 @@ def stopped_as_planned(code: int | None, *, stopping: bool) -> bool:
     stops, a death by the SIGTERM it sent. Only a child still in Python's start-up dies of
     that signal (from `_child_main`'s first line on, SIGTERM is handled), and such a child
     has claimed nothing: on a loaded machine a stop soon after a start catches children so."""
-    return code in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT) or (
-        stopping and code == -signal.SIGTERM)
+    return code in (0, EXIT_RECYCLED, EXIT_HARD_TIMEOUT) or _caught_starting(code, stopping)
+
+
+def _caught_starting(code: int | None, stopping: bool) -> bool:
+    """Killed by the SIGTERM of the supervisor's stop while still in Python's start-up."""
+    return stopping and code == -signal.SIGTERM
 
 
 def describe_exit(code: int | None, *, stopping: bool = False) -> str:
     if code is None:
         return "still running"
-    if stopping and code == -signal.SIGTERM:
+    if _caught_starting(code, stopping):
         return "stopped before it started (SIGTERM during Python's start-up; it held nothing)"
     if code < 0:
         try:
