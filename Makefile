@@ -18,7 +18,7 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 
 
 .PHONY: static
-.PHONY: chromium pgbouncer hey python-lowest
+.PHONY: chromium pgbouncer hey python-lowest which-python venv lint
 PHONY_MATRIX := matrix test-lowest
 .PHONY: $(PHONY_MATRIX)
 .PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
@@ -173,7 +173,13 @@ python-lowest:
 	echo "then run make test again."; \
 	exit 1
 
-test: python-lowest chromium pgbouncer lint docs test-backend test-lowest test-frontend test-e2e
+# Which Python the main virtualenv runs (PYTHON=... picks another for a new .venv; an existing
+# .venv keeps the one it was made with: `make clean` first to switch).
+which-python: venv
+	@echo "==> the main virtualenv runs $$($(PY) -c 'import sys, platform; print(platform.python_implementation(), platform.python_version(), "from", sys._base_executable)')"
+
+test: python-lowest which-python chromium pgbouncer lint docs test-backend test-lowest test-frontend test-e2e
+	@echo "==> make test passed with $$($(PY) -c 'import platform; print("Python", platform.python_version())')"
 
 # The support matrix (noxfile.py): the wheel with Django 5.2, 6.0 and 6.1 on each installed
 # Python it supports, each running the engine, Tasks, API and adoption tests. Virtualenvs

@@ -20,3 +20,12 @@ def double(x):
 @task()
 def flaky(kind):
     raise {"key": KeyError, "value": ValueError}[kind]("flaky")
+
+
+@task_options(max_attempts=3)
+@task()
+def nested(levels):
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value

@@ -38,6 +38,44 @@ def test_malformed_json_is_400_with_a_clear_message(operator_client, body, messa
     assert not Job.objects.exists()
 
 
+def test_a_deep_body_is_refused_before_parsing_even_on_a_thread_with_a_small_stack():
+    # Python 3.13's json.loads recurses in C as deep as the document goes: on a thread with a
+    # small stack (musl's default, or a server that sets one) 100,000 levels crash the whole
+    # process instead of raising. The parser tells the depth before it parses.
+    import threading
+
+    from rest_framework.exceptions import ParseError
+
+    from django_pg_jobqueue.api.parsers import StrictJSONParser
+
+    outcomes = []
+
+    def parse(body: bytes):
+        import io
+        try:
+            StrictJSONParser().parse(io.BytesIO(body))
+            outcomes.append("parsed")
+        except ParseError as exc:
+            outcomes.append(str(exc.detail))
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    previous = threading.stack_size(256 * 1024)
+    try:
+        thread = threading.Thread(target=parse, args=(deep,))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert outcomes == ["JSON nested deeper than 64 levels"]
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(operator_client):
+    payload = {"text": "[{" * 5000 + '\\"]' + "}]" * 5000, "list": [[["x"]]] * 100}
+    response = operator_client.post(JOBS, {"type": "noop", "payload": payload}, format="json")
+    assert response.status_code == 201, response.content
+    assert Job.objects.get().payload == payload
+
+
 def test_moderately_nested_payloads_are_fine(operator_client):
     payload = {}
     for _ in range(30):

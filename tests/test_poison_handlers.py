@@ -257,6 +257,44 @@ def test_a_result_that_cannot_be_encoded_fails_the_job_for_good_saying_why(
     assert reason(job) == "bad_result"
 
 
+def test_a_result_nested_past_the_json_depth_limit_fails_for_good_naming_it_on_any_python(
+        worker_pool, custom_handler):
+    # The rule is ours, not the encoder's: Python 3.13's json encodes a depth where 3.12's
+    # raises RecursionError, and the outcome must not depend on which one runs the worker.
+    from django_pg_jobqueue.states import MAX_JSON_DEPTH
+    custom_handler("nested_result", lambda ctx, payload: deeply_nested_list(payload["wraps"]))
+    # deeply_nested_list(n) is n + 1 nested lists: at the limit, then one level past it.
+    at_limit = services.enqueue("nested_result", {"wraps": MAX_JSON_DEPTH - 1})
+    past = services.enqueue("nested_result", {"wraps": MAX_JSON_DEPTH}, max_attempts=3)
+    also_not_json = services.enqueue("nested_result", {"wraps": 5000}, max_attempts=3)
+    worker_pool(threads=1)
+    rows = final(at_limit, past, also_not_json)
+    assert rows[at_limit.pk].status == "succeeded"
+    assert rows[at_limit.pk].result == deeply_nested_list(MAX_JSON_DEPTH - 1)
+    for job in (past, also_not_json):
+        row = rows[job.pk]
+        assert row.status == "failed" and row.attempts == 1, (row.status, row.attempts)
+        assert row.last_error == ("the handler's result cannot be stored: it is nested too "
+                                  f"deeply: it nests deeper than {MAX_JSON_DEPTH} levels "
+                                  "(MAX_JSON_DEPTH)")
+        assert reason(job) == "bad_result"
+
+
+def test_a_deep_value_that_is_also_not_json_fails_the_same_way_on_any_python():
+    from django_pg_jobqueue import storable
+    from django_pg_jobqueue.exceptions import UnstorableResult
+    deep_object = [object()]
+    for _ in range(5000):
+        deep_object = [deep_object]
+    with pytest.raises(UnstorableResult, match="nests deeper than 64 levels"):
+        storable.encode_json(deep_object)
+    with pytest.raises(ValueError, match=r"ctx.log\(\) data is nested too deeply"):
+        storable.log_data({"tree": deeply_nested_list(64)})
+    assert storable.log_data({"tree": deeply_nested_list(62)})  # 64 levels with the data's own
+    with pytest.raises(UnstorableResult, match="Circular reference"):
+        storable.encode_json(circular_dict())
+
+
 # --- size caps ------------------------------------------------------------------------------
 def test_a_result_over_job_max_result_bytes_fails_the_job_for_good_with_the_sizes(
         worker_pool, custom_handler):

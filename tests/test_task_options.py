@@ -185,3 +185,21 @@ def test_a_bad_key_from_using_or_from_the_tasks_function_is_refused_and_nothing_
         keyed.sync_customer.enqueue("x" * 300)
     assert caught.value.argument == "concurrency_key"
     assert Job.objects.count() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_returning_a_value_nested_past_the_limit_fails_for_good_on_any_python():
+    # Django's normalize_json and Python's json both recurse, to depths that differ between
+    # versions; the queue's own limit (64 levels) decides, before either runs.
+    from django_pg_jobqueue import testing
+
+    tasks = fresh_tasks()
+    fits = tasks.nested.enqueue(64)
+    past = tasks.nested.enqueue(65)
+    far_past = tasks.nested.enqueue(5000)
+    testing.drain()
+    assert Job.objects.get(pk=int(fits.id)).status == "succeeded"
+    for result in (past, far_past):
+        job = Job.objects.get(pk=int(result.id))
+        assert (job.status, job.attempts) == ("failed", 1), job.last_error
+        assert "nests deeper than 64 levels (MAX_JSON_DEPTH)" in job.last_error

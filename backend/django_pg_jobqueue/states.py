@@ -57,9 +57,12 @@ MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
 # of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).
 MAX_CONCURRENCY_KEY_LENGTH = 200
 MAX_CONCURRENCY_KEY_LIMIT = 1000
-# How deeply a payload's objects and arrays may nest (PostgreSQL's jsonb parser and Python's
-# json module both recurse; a payload nested deeper is almost always a bug, or circular).
-MAX_PAYLOAD_DEPTH = 64
+# How deeply the JSON the queue stores may nest: a payload's objects and arrays, a handler's
+# result, a log line's data (PostgreSQL's jsonb parser and Python's json module both recurse,
+# and how deep Python's encoder goes before RecursionError differs between versions; a value
+# nested deeper is almost always a bug, or circular). One limit, held before encoding.
+MAX_JSON_DEPTH = 64
+MAX_PAYLOAD_DEPTH = MAX_JSON_DEPTH
 
 
 class Status(StrEnum):

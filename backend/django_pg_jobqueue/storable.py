@@ -12,6 +12,9 @@ In a result, a high surrogate escape followed by a low one is a valid JSON pair,
 character it encodes, and is kept. Everything else passes unchanged.
 
 Caps (settings, see docs/how-to/handlers-outcomes.md):
+- states.MAX_JSON_DEPTH (64): how deeply a result's (or a log line's data's) objects and arrays
+  may nest, checked before encoding by a walk that does not recurse, so the outcome is the same
+  on every Python (3.13's encoder no longer raises RecursionError where 3.12's did).
 - JOB_MAX_RESULT_BYTES: the result's JSON encoding, in bytes. Over it, the job fails for good.
 - JOB_MAX_ERROR_CHARS: an error message keeps its start and says how much was cut.
 - JOB_MAX_TRACEBACK_CHARS: a traceback keeps its end (the innermost frames and the exception).
@@ -27,6 +30,7 @@ import traceback as traceback_module
 
 from . import conf
 from .exceptions import UnstorableResult
+from .states import MAX_JSON_DEPTH
 
 REPLACEMENT = "\ufffd"
 PROGRESS_MESSAGE_CHARS = 500  # the column's max_length (models.Job.progress_message)
@@ -85,6 +89,55 @@ def _clean_json_escapes(text: str) -> str:
     return _JSON_ESCAPE.sub(replace, text)
 
 
+def nesting_problem(value, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """"nests deeper than 64 levels" when `value`'s objects and arrays nest deeper than
+    `limit`, else None. Iterative (never a RecursionError, whatever the interpreter), it stops
+    at the first container past `limit`; a structure that contains itself is left to the
+    encoder, which names it ("Circular reference detected")."""
+    if not isinstance(value, (dict, list, tuple)):
+        return None
+    on_path: set[int] = set()
+    stack: list = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if item is None:  # leaving a container: `depth` holds its id
+            on_path.discard(depth)
+            continue
+        if depth > limit:
+            return f"nests deeper than {limit} levels (MAX_JSON_DEPTH)"
+        if id(item) in on_path:
+            return None  # circular: the encoder says so
+        on_path.add(id(item))
+        stack.append((None, id(item)))
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list, tuple)))
+    return None
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_INNERMOST = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
+
+
+def text_nesting_problem(text: str, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """"nests deeper than 64 levels" when the JSON document `text` nests deeper than
+    `limit`, else None: told before the text is parsed, since json.loads recurses in C and
+    Python 3.13's can overflow a small thread stack (a crash, not a RecursionError) where
+    3.12's raises. Strings are blanked, then each pass removes every innermost array and
+    object (regular expressions, in C); whatever is left after `limit` passes nests deeper.
+    Text that is not JSON is left to the parser to refuse."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
+    text = _JSON_STRING.sub("0", text)
+    for _ in range(limit):
+        text, removed = _INNERMOST.subn("0", text)
+        if not removed:
+            break
+    if "[" in text or "{" in text:
+        return f"nests deeper than {limit} levels (MAX_JSON_DEPTH)"
+    return None
+
+
 # One encoder for every value: json.dumps with an option builds a new JSONEncoder per call.
 _ENCODER = json.JSONEncoder(allow_nan=False)
 
@@ -94,10 +147,16 @@ def encode_json(value, *, what: str = "value") -> str:
     unpaired surrogates replaced). Raises UnstorableResult saying why it cannot be encoded."""
     if value is None:  # most handlers return nothing
         return "null"
+    # The depth limit is ours, held before the encoder runs: how deep Python's encoder goes
+    # differs between versions (3.12 raises RecursionError at a depth 3.13 encodes, and 3.13
+    # can overflow a small thread stack instead), and the outcome must not.
+    problem = nesting_problem(value)
+    if problem is not None:
+        raise UnstorableResult(f"{what} is nested too deeply: it {problem}")
     try:
         text = _ENCODER.encode(value)
-    except RecursionError:
-        raise UnstorableResult(f"{what} is nested too deeply to encode (RecursionError)") from None
+    except RecursionError:  # pragma: no cover - refused by the walk above first
+        raise UnstorableResult(f"{what} is nested too deeply to encode") from None
     except Exception as exc:  # noqa: BLE001 - whatever encoding this value raised, in our code
         raise UnstorableResult(f"{what} is not JSON: {describe_exception(exc)}") from None
     if "\\u0000" in text or "\\ud" in text:

@@ -52,7 +52,6 @@ Mapping to Django's model:
   task has after that attempt: SUCCESSFUL, FAILED, or READY when a retry is scheduled.
 """
 import importlib
-import json
 import traceback as tb_module
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -65,7 +64,7 @@ from django.core import checks
 from django.db import connections, transaction
 from django.utils import timezone
 
-from . import conf
+from . import conf, storable
 from .context import JobContext, Snooze
 from .db import queue_connection
 from .exceptions import (
@@ -74,6 +73,7 @@ from .exceptions import (
     JobCancelled,
     LeaseLost,
     PermanentError,
+    UnstorableResult,
 )
 from .registry import handler, is_task_job, registry
 from .retries import InvalidRetryPolicy, RetryPolicy, as_policy
@@ -671,8 +671,11 @@ def run_django_task(ctx: JobContext, payload: dict[str, Any]) -> Any:
         _record_failure(sender, ctx, result, exc, final=False)
         raise TaskExited(f"the task raised {type(exc).__name__}: {exc}") from exc
     try:
+        problem = storable.nesting_problem(raw)  # before normalize_json, which recurses
+        if problem is not None:
+            raise UnstorableResult(f"it is nested too deeply: it {problem}")
         value = normalize_json(raw)
-        json.dumps(value, allow_nan=False)
+        storable.encode_json(value, what="it")
     except (TypeError, ValueError) as exc:
         # Deterministic: running it again would return the same value. Fail for good.
         _record_failure(sender, ctx, result, exc, final=True)

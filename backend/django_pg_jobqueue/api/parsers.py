@@ -14,6 +14,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
+from .. import storable
 from .exceptions import PayloadTooLarge
 
 MAX_DEPTH = 64
@@ -84,6 +85,11 @@ class StrictJSONParser(BaseParser):
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ParseError(f"request body is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        # Told before parsing: json.loads recurses in C, and how deep it gets before a
+        # RecursionError (or, on Python 3.13 in a thread with a small stack, a crash of the
+        # whole server process) depends on the interpreter.
+        if storable.text_nesting_problem(text, MAX_DEPTH) is not None:
+            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels")
         try:
             data = json.loads(text, parse_constant=_reject_constant,
                               object_pairs_hook=_object_without_duplicates)
