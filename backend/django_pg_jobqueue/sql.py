@@ -567,15 +567,6 @@ ENQUEUE_MANY = {
 }
 
 # --- unique jobs and expiring idempotency keys (services/enqueuing.py) ----------------------
-# The partial unique index of unique jobs (models.Job, job_unique_key_unique), built
-# CONCURRENTLY by migration 0008: one row per unique key among the jobs whose status is in
-# their own unique_states (a JSON array: `unique_states ? status`). A job leaves it by itself
-# when its status leaves those states.
-CREATE_UNIQUE_KEY_INDEX = (
-    "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_unique_key_unique ON jobs (unique_key)"
-    " WHERE unique_key IS NOT NULL AND (unique_states ? status)"
-)
-DROP_UNIQUE_KEY_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS job_unique_key_unique"
 # Before a keyed insert whose uniqueness has a period, or while idempotency keys expire: the
 # jobs that still hold one of these keys but no longer count (enqueued longer ago than the new
 # job's period; key past its idempotency_expires_at) give it up, so that the insert that
@@ -902,40 +893,6 @@ KEY_RUNNING_COUNT = (
     "SELECT count(*) FROM jobs WHERE status = 'running' AND concurrency_key = %s"
 )
 
-# A freed slot wakes the workers (migration 0010): when a keyed job leaves running, whatever
-# moved it (complete, fail, release, snooze, the reaper), PostgreSQL sends the enqueue NOTIFY
-# for its queue at commit, so a job waiting on the key is claimed at once rather than at the
-# next poll. The WHEN clause is checked per updated row; jobs without a key send nothing.
-KEY_SLOT_FREED_FUNCTION = f"""
-CREATE OR REPLACE FUNCTION jobs_concurrency_slot_freed() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('{NOTIFY_CHANNEL}', NEW.queue);
-    RETURN NULL;
-END
-$$
-"""
-KEY_SLOT_FREED_TRIGGER = """
-CREATE TRIGGER jobs_concurrency_slot_freed
-AFTER UPDATE OF status ON jobs
-FOR EACH ROW
-WHEN (OLD.status = 'running' AND NEW.status <> 'running' AND OLD.concurrency_key IS NOT NULL)
-EXECUTE FUNCTION jobs_concurrency_slot_freed()
-"""
-KEY_SLOT_FREED_DROP = (
-    "DROP TRIGGER IF EXISTS jobs_concurrency_slot_freed ON jobs",
-    "DROP FUNCTION IF EXISTS jobs_concurrency_slot_freed()",
-)
-# The job's check constraint, added NOT VALID and validated apart: the validation scans the
-# table under SHARE UPDATE EXCLUSIVE, which blocks no reads or writes.
-KEY_CONSTRAINT_ADD = (
-    "ALTER TABLE jobs ADD CONSTRAINT job_concurrency_key_has_limit CHECK ("
-    "(concurrency_key IS NULL AND concurrency_key_limit IS NULL) OR (concurrency_key IS NOT NULL"
-    " AND concurrency_key_limit IS NOT NULL AND concurrency_key_limit >= 1"
-    " AND concurrency_key_limit <= {limit})) NOT VALID"
-)
-KEY_CONSTRAINT_VALIDATE = "ALTER TABLE jobs VALIDATE CONSTRAINT job_concurrency_key_has_limit"
-KEY_CONSTRAINT_DROP = "ALTER TABLE jobs DROP CONSTRAINT IF EXISTS job_concurrency_key_has_limit"
 
 # --- the global event feed, in commit order ---------------------------------------------------
 # Event ids come from a sequence, taken when the row is inserted, but transactions commit in
@@ -1197,28 +1154,6 @@ ORDER BY split_part(idempotency_key, ':', 2) DESC, id DESC
 LIMIT %s
 """
 
-# --- migration 0012: pg_trgm and the search's trigram indexes ---------------------------------
-TRGM_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')"
-CREATE_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
-# Indexes of these names (%s: a list) that an interrupted CREATE INDEX CONCURRENTLY left invalid.
-INVALID_INDEXES = """
-SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-WHERE c.relname = ANY(%s) AND NOT i.indisvalid
-"""
-DROP_INDEX_CONCURRENTLY = 'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'
-CREATE_JOBS_PAYLOAD_TRGM_INDEX = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_payload_trgm_idx "
-    "ON jobs USING gin ((payload::text) gin_trgm_ops)"
-)
-CREATE_JOBS_PERIODIC_SCHEDULE_INDEX = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_periodic_schedule_idx "
-    "ON jobs (split_part(idempotency_key, ':', 2), id) WHERE idempotency_key LIKE 'periodic:%'"
-)
-CREATE_JOBS_LAST_ERROR_TRGM_INDEX = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_last_error_trgm_idx "
-    "ON jobs USING gin (last_error gin_trgm_ops) WHERE last_error IS NOT NULL"
-)
-
 # --- migration 0016: the payload's searchable text in a side table ---------------------------
 # The table of models.JobSearchText as Django would create it, IF NOT EXISTS: the migration is
 # not atomic, so a run interrupted after it is created finds it there when run again.
@@ -1228,28 +1163,6 @@ CREATE TABLE IF NOT EXISTS job_search_text (
     payload_text text NOT NULL
 )
 """
-DROP_JOB_SEARCH_TEXT = "DROP TABLE IF EXISTS job_search_text"
-# One batch of the backfill: the next %(limit)s jobs after id %(after)s in id order (a range of
-# the primary key), their non-empty payloads' text copied (an empty one has no row: see
-# _SEARCH_TEXT). ON CONFLICT: a row the new release's enqueue (or an interrupted run of this
-# migration) already wrote stays. Returns the batch's last id, NULL once past the last job.
-SEARCH_TEXT_BACKFILL_BATCH = """
-WITH batch AS (
-    SELECT id, payload FROM jobs WHERE id > %(after)s ORDER BY id LIMIT %(limit)s
-),
-copied AS (
-    INSERT INTO job_search_text (job_id, payload_text)
-    SELECT id, payload::text FROM batch WHERE payload <> '{}'::jsonb
-    ON CONFLICT (job_id) DO NOTHING
-)
-SELECT max(id) FROM batch
-"""
-# Built CONCURRENTLY after the backfill (one sorted build instead of an insert into the GIN
-# index per row), so that a producer of the new release, already enqueueing, is not blocked.
-CREATE_JOB_SEARCH_TEXT_TRGM_INDEX = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS job_search_text_trgm_idx "
-    "ON job_search_text USING gin (payload_text gin_trgm_ops)"
-)
 
 # --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
 # Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
@@ -1824,30 +1737,6 @@ SELECT (SELECT count(*) FROM doomed),
 EVENTS_PARTITION_DEFAULT = "job_events_default"
 EVENTS_DDL_LOCK_TIMEOUT = "SET LOCAL lock_timeout = '2s'"
 
-# The partitioned table, as 0001..0006 left the plain one, plus the partitioning.
-EVENTS_CREATE_PARTITIONED = """
-CREATE TABLE job_events (
-    id bigint GENERATED BY DEFAULT AS IDENTITY,
-    kind varchar(32) NOT NULL,
-    attempt integer NOT NULL DEFAULT 0 CONSTRAINT job_events_attempt_check CHECK (attempt >= 0),
-    worker_id varchar(200),
-    message text NOT NULL DEFAULT '',
-    data jsonb NOT NULL DEFAULT '{}'::jsonb,
-    created_at timestamptz NOT NULL DEFAULT statement_timestamp(),
-    job_id bigint NOT NULL,
-    tx_id bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
-    CONSTRAINT job_events_pkey PRIMARY KEY (id, created_at),
-    CONSTRAINT job_events_job_id_e9646c53_fk_jobs_id FOREIGN KEY (job_id) REFERENCES jobs (id)
-        DEFERRABLE INITIALLY DEFERRED
-) PARTITION BY RANGE (created_at)
-"""
-# The same indexes as the plain table (each partition gets its own, built as it is created).
-EVENTS_CREATE_INDEXES = (
-    "CREATE INDEX job_events_job_id_idx ON job_events (job_id, id)",
-    "CREATE INDEX job_events_tx_order_idx ON job_events (tx_id, id)",
-    "CREATE INDEX job_events_created_brin ON job_events USING brin (created_at)"
-    " WITH (pages_per_range = 32, autosummarize = on)",
-)
 # Storage parameters are per partition (a partitioned table holds no rows): those migration
 # 0002 gave the plain table.
 EVENTS_PARTITION_OPTIONS = (
@@ -1940,47 +1829,7 @@ EVENTS_PARTITION_TRY_LOCK = (
 )
 
 # --- migration 0007: the plain table becomes a partitioned one -------------------------------
-EVENTS_RENAME_PLAIN = (
-    "ALTER TABLE job_events RENAME TO job_events_plain",
-    "ALTER INDEX job_events_pkey RENAME TO job_events_plain_pkey",
-    "ALTER INDEX job_events_job_id_idx RENAME TO job_events_plain_job_id_idx",
-    "ALTER INDEX IF EXISTS job_events_tx_order_idx RENAME TO job_events_plain_tx_order_idx",
-    "ALTER INDEX IF EXISTS job_events_created_brin RENAME TO job_events_plain_created_brin",
-    "ALTER TABLE job_events_plain RENAME CONSTRAINT job_events_job_id_e9646c53_fk_jobs_id"
-    " TO job_events_plain_job_fk",
-    "ALTER SEQUENCE job_events_id_seq RENAME TO job_events_plain_id_seq",
-)
-EVENTS_COPY_FROM_PLAIN = """
-INSERT INTO job_events (id, kind, attempt, worker_id, message, data, created_at, job_id, tx_id)
-SELECT id, kind, attempt, worker_id, message, data, created_at, job_id, tx_id
-FROM job_events_plain
-"""
 EVENTS_OLDEST_PLAIN = "SELECT min(created_at) FROM job_events_plain"
-# The identity sequence goes on from the highest id copied.
-EVENTS_SEQUENCE_FROM = """
-SELECT setval(pg_get_serial_sequence('job_events', 'id'),
-              GREATEST((SELECT max(id) FROM {table}),
-                       (SELECT last_value FROM {sequence})), true)
-"""
-EVENTS_DROP_PLAIN = "DROP TABLE job_events_plain"
-# Back to 0006: a plain table again, with the same rows.
-EVENTS_RENAME_PARTITIONED = (
-    "ALTER TABLE job_events RENAME TO job_events_parted",
-    "ALTER INDEX job_events_pkey RENAME TO job_events_parted_pkey",
-    "ALTER INDEX job_events_job_id_idx RENAME TO job_events_parted_job_id_idx",
-    "ALTER INDEX job_events_tx_order_idx RENAME TO job_events_parted_tx_order_idx",
-    "ALTER INDEX job_events_created_brin RENAME TO job_events_parted_created_brin",
-    "ALTER TABLE job_events_parted RENAME CONSTRAINT job_events_job_id_e9646c53_fk_jobs_id"
-    " TO job_events_parted_job_fk",
-    "ALTER SEQUENCE job_events_id_seq RENAME TO job_events_parted_id_seq",
-)
-EVENTS_CREATE_PLAIN = (
-    EVENTS_CREATE_PARTITIONED.replace("PRIMARY KEY (id, created_at)", "PRIMARY KEY (id)")
-    .replace(") PARTITION BY RANGE (created_at)", ") WITH (" + EVENTS_PARTITION_OPTIONS + ")")
-)
-EVENTS_COPY_FROM_PARTITIONED = EVENTS_COPY_FROM_PLAIN.replace("job_events_plain",
-                                                              "job_events_parted")
-EVENTS_DROP_PARTITIONED = "DROP TABLE job_events_parted"
 
 # --- an executor's handler connections between jobs (worker/hygiene.py) ----------------------
 # Everything a session can carry from one job to the next: settings (SET, set_config, SET

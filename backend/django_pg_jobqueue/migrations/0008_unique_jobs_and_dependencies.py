@@ -17,9 +17,21 @@ import django.db.models.deletion
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
-import django_pg_jobqueue.states
-from django_pg_jobqueue import sql
-from django_pg_jobqueue.models import STATUS_IN_UNIQUE_STATES
+# Frozen: what this migration runs, copied from the live modules (sql.py, states.py,
+# models.py) when it was frozen, so that editing them cannot change a migration that
+# has already run. A later change to the schema is a new migration.
+# The partial unique index of unique jobs (models.Job, job_unique_key_unique), built
+# CONCURRENTLY by migration 0008: one row per unique key among the jobs whose status is in
+# their own unique_states (a JSON array: `unique_states ? status`). A job leaves it by itself
+# when its status leaves those states.
+CREATE_UNIQUE_KEY_INDEX = 'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_unique_key_unique ON jobs (unique_key) WHERE unique_key IS NOT NULL AND (unique_states ? status)'
+DROP_UNIQUE_KEY_INDEX = 'DROP INDEX CONCURRENTLY IF EXISTS job_unique_key_unique'
+# unique_states ? status (the JSON array holds the status): whether a job counts for its
+# unique key (job_unique_key_unique).
+STATUS_IN_UNIQUE_STATES = models.Func(
+    models.F("unique_states"), models.F("status"), template="(%(expressions)s)", arg_joiner=" ? ",
+    output_field=models.BooleanField())
+
 
 STATUSES = ["queued", "running", "succeeded", "failed", "cancelled", "waiting"]
 OLD_STATUSES = STATUSES[:-1]
@@ -55,8 +67,8 @@ class Migration(migrations.Migration):
             model_name="job", name="unique_states",
             field=models.JSONField(blank=True, null=True)),
         migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunSQL(sql.CREATE_UNIQUE_KEY_INDEX,
-                                                   sql.DROP_UNIQUE_KEY_INDEX)],
+            database_operations=[migrations.RunSQL(CREATE_UNIQUE_KEY_INDEX,
+                                                   DROP_UNIQUE_KEY_INDEX)],
             state_operations=[migrations.AddConstraint(
                 model_name="job",
                 constraint=models.UniqueConstraint(
@@ -70,7 +82,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="job", name="status",
             field=models.CharField(choices=[(s, s) for s in STATUSES], db_default="queued",
-                                   default=django_pg_jobqueue.states.Status["QUEUED"],
+                                   default='queued',
                                    max_length=16)),
         migrations.AlterField(
             model_name="jobevent", name="kind",

@@ -13,7 +13,19 @@ run as before. Backwards, every task's job is `django_task` again.
 """
 from django.db import migrations, models
 
-from django_pg_jobqueue import sql
+# Frozen: what this migration runs, copied from the live modules (sql.py, states.py,
+# models.py) when it was frozen, so that editing them cannot change a migration that
+# has already run. A later change to the schema is a new migration.
+TASK_JOBS_TYPED_BY_PATH = """
+UPDATE jobs SET type = payload->>'task'
+WHERE type = 'django_task' AND status IN ('succeeded', 'failed', 'cancelled')
+  AND jsonb_typeof(payload->'task') = 'string' AND length(payload->>'task') BETWEEN 1 AND 100
+"""
+TASK_JOBS_TYPED_DJANGO_TASK = """
+UPDATE jobs SET type = 'django_task'
+WHERE jsonb_typeof(payload->'task') = 'string' AND type = payload->>'task'
+  AND payload ? 'backend'
+"""
 
 
 class Migration(migrations.Migration):
@@ -36,5 +48,5 @@ class Migration(migrations.Migration):
             name="unknown_type_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
-        migrations.RunSQL(sql.TASK_JOBS_TYPED_BY_PATH, sql.TASK_JOBS_TYPED_DJANGO_TASK),
+        migrations.RunSQL(TASK_JOBS_TYPED_BY_PATH, TASK_JOBS_TYPED_DJANGO_TASK),
     ]

@@ -19,8 +19,39 @@ from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 from django.db.models import F, Q
 
-from django_pg_jobqueue import sql
-from django_pg_jobqueue.states import MAX_CONCURRENCY_KEY_LIMIT
+# Frozen: what this migration runs, copied from the live modules (sql.py, states.py,
+# models.py) when it was frozen, so that editing them cannot change a migration that
+# has already run. A later change to the schema is a new migration.
+# The job's check constraint, added NOT VALID and validated apart: the validation scans the
+# table under SHARE UPDATE EXCLUSIVE, which blocks no reads or writes.
+KEY_CONSTRAINT_ADD = 'ALTER TABLE jobs ADD CONSTRAINT job_concurrency_key_has_limit CHECK ((concurrency_key IS NULL AND concurrency_key_limit IS NULL) OR (concurrency_key IS NOT NULL AND concurrency_key_limit IS NOT NULL AND concurrency_key_limit >= 1 AND concurrency_key_limit <= {limit})) NOT VALID'
+KEY_CONSTRAINT_DROP = 'ALTER TABLE jobs DROP CONSTRAINT IF EXISTS job_concurrency_key_has_limit'
+KEY_CONSTRAINT_VALIDATE = 'ALTER TABLE jobs VALIDATE CONSTRAINT job_concurrency_key_has_limit'
+KEY_SLOT_FREED_DROP = (
+    'DROP TRIGGER IF EXISTS jobs_concurrency_slot_freed ON jobs',
+    'DROP FUNCTION IF EXISTS jobs_concurrency_slot_freed()',
+)
+# A freed slot wakes the workers (migration 0010): when a keyed job leaves running, whatever
+# moved it (complete, fail, release, snooze, the reaper), PostgreSQL sends the enqueue NOTIFY
+# for its queue at commit, so a job waiting on the key is claimed at once rather than at the
+# next poll. The WHEN clause is checked per updated row; jobs without a key send nothing.
+KEY_SLOT_FREED_FUNCTION = """
+CREATE OR REPLACE FUNCTION jobs_concurrency_slot_freed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('jobs_enqueued', NEW.queue);
+    RETURN NULL;
+END
+$$
+"""
+KEY_SLOT_FREED_TRIGGER = """
+CREATE TRIGGER jobs_concurrency_slot_freed
+AFTER UPDATE OF status ON jobs
+FOR EACH ROW
+WHEN (OLD.status = 'running' AND NEW.status <> 'running' AND OLD.concurrency_key IS NOT NULL)
+EXECUTE FUNCTION jobs_concurrency_slot_freed()
+"""
+MAX_CONCURRENCY_KEY_LIMIT = 1000
 
 
 class Migration(migrations.Migration):
@@ -56,9 +87,9 @@ class Migration(migrations.Migration):
             ],
             database_operations=[
                 migrations.RunSQL(
-                    [sql.KEY_CONSTRAINT_ADD.format(limit=MAX_CONCURRENCY_KEY_LIMIT),
-                     sql.KEY_CONSTRAINT_VALIDATE],
-                    reverse_sql=sql.KEY_CONSTRAINT_DROP,
+                    [KEY_CONSTRAINT_ADD.format(limit=MAX_CONCURRENCY_KEY_LIMIT),
+                     KEY_CONSTRAINT_VALIDATE],
+                    reverse_sql=KEY_CONSTRAINT_DROP,
                 ),
             ],
         ),
@@ -84,7 +115,7 @@ class Migration(migrations.Migration):
                                condition=Q(concurrency_key__isnull=False)),
         ),
         migrations.RunSQL(
-            [sql.KEY_SLOT_FREED_FUNCTION, sql.KEY_SLOT_FREED_TRIGGER],
-            reverse_sql=list(sql.KEY_SLOT_FREED_DROP),
+            [KEY_SLOT_FREED_FUNCTION, KEY_SLOT_FREED_TRIGGER],
+            reverse_sql=list(KEY_SLOT_FREED_DROP),
         ),
     ]

@@ -18,18 +18,32 @@ searched text's trigrams (selectors.text_search).
 from django.db import migrations, models
 from django.db.models.functions import Now
 
-from django_pg_jobqueue import sql
+# Frozen: what this migration runs, copied from the live modules (sql.py, states.py,
+# models.py) when it was frozen, so that editing them cannot change a migration that
+# has already run. A later change to the schema is a new migration.
+CREATE_JOBS_LAST_ERROR_TRGM_INDEX = 'CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_last_error_trgm_idx ON jobs USING gin (last_error gin_trgm_ops) WHERE last_error IS NOT NULL'
+CREATE_JOBS_PAYLOAD_TRGM_INDEX = 'CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_payload_trgm_idx ON jobs USING gin ((payload::text) gin_trgm_ops)'
+CREATE_JOBS_PERIODIC_SCHEDULE_INDEX = "CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_periodic_schedule_idx ON jobs (split_part(idempotency_key, ':', 2), id) WHERE idempotency_key LIKE 'periodic:%'"
+CREATE_TRGM = 'CREATE EXTENSION IF NOT EXISTS pg_trgm'
+DROP_INDEX_CONCURRENTLY = 'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'
+# Indexes of these names (%s: a list) that an interrupted CREATE INDEX CONCURRENTLY left invalid.
+INVALID_INDEXES = """
+SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relname = ANY(%s) AND NOT i.indisvalid
+"""
+TRGM_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')"
+
 
 INDEXES = ("jobs_payload_trgm_idx", "jobs_last_error_trgm_idx", "jobs_periodic_schedule_idx")
 
 
 def create_pg_trgm(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.TRGM_INSTALLED)
+        cursor.execute(TRGM_INSTALLED)
         if cursor.fetchone()[0]:
             return
         try:
-            cursor.execute(sql.CREATE_TRGM)
+            cursor.execute(CREATE_TRGM)
         except Exception as exc:
             raise RuntimeError(
                 "django_pg_jobqueue 0012_console needs the pg_trgm extension (for the job "
@@ -44,18 +58,18 @@ def build_indexes(apps, schema_editor):
     """Each index CONCURRENTLY, IF NOT EXISTS (a re-run after an interruption goes on); one
     left INVALID by an interrupted build is dropped first, so it is built anew."""
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.INVALID_INDEXES, [list(INDEXES)])
+        cursor.execute(INVALID_INDEXES, [list(INDEXES)])
         for (name,) in cursor.fetchall():
-            cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=name))
-        cursor.execute(sql.CREATE_JOBS_PAYLOAD_TRGM_INDEX)
-        cursor.execute(sql.CREATE_JOBS_LAST_ERROR_TRGM_INDEX)
-        cursor.execute(sql.CREATE_JOBS_PERIODIC_SCHEDULE_INDEX)
+            cursor.execute(DROP_INDEX_CONCURRENTLY.format(name=name))
+        cursor.execute(CREATE_JOBS_PAYLOAD_TRGM_INDEX)
+        cursor.execute(CREATE_JOBS_LAST_ERROR_TRGM_INDEX)
+        cursor.execute(CREATE_JOBS_PERIODIC_SCHEDULE_INDEX)
 
 
 def drop_indexes(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         for name in INDEXES:
-            cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=name))
+            cursor.execute(DROP_INDEX_CONCURRENTLY.format(name=name))
 
 
 class Migration(migrations.Migration):

@@ -29,7 +29,42 @@ producers right after, or before the migration ends.
 from django.db import migrations, models
 from django.db.models import deletion
 
-from django_pg_jobqueue import sql
+# Frozen: what this migration runs, copied from the live modules (sql.py, states.py,
+# models.py) when it was frozen, so that editing them cannot change a migration that
+# has already run. A later change to the schema is a new migration.
+CREATE_JOBS_PAYLOAD_TRGM_INDEX = 'CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_payload_trgm_idx ON jobs USING gin ((payload::text) gin_trgm_ops)'
+CREATE_JOB_SEARCH_TEXT = """
+CREATE TABLE IF NOT EXISTS job_search_text (
+    job_id bigint NOT NULL PRIMARY KEY,
+    payload_text text NOT NULL
+)
+"""
+# Built CONCURRENTLY after the backfill (one sorted build instead of an insert into the GIN
+# index per row), so that a producer of the new release, already enqueueing, is not blocked.
+CREATE_JOB_SEARCH_TEXT_TRGM_INDEX = 'CREATE INDEX CONCURRENTLY IF NOT EXISTS job_search_text_trgm_idx ON job_search_text USING gin (payload_text gin_trgm_ops)'
+DROP_INDEX_CONCURRENTLY = 'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'
+DROP_JOB_SEARCH_TEXT = 'DROP TABLE IF EXISTS job_search_text'
+# Indexes of these names (%s: a list) that an interrupted CREATE INDEX CONCURRENTLY left invalid.
+INVALID_INDEXES = """
+SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relname = ANY(%s) AND NOT i.indisvalid
+"""
+# One batch of the backfill: the next %(limit)s jobs after id %(after)s in id order (a range of
+# the primary key), their non-empty payloads' text copied (an empty one has no row: see
+# _SEARCH_TEXT). ON CONFLICT: a row the new release's enqueue (or an interrupted run of this
+# migration) already wrote stays. Returns the batch's last id, NULL once past the last job.
+SEARCH_TEXT_BACKFILL_BATCH = """
+WITH batch AS (
+    SELECT id, payload FROM jobs WHERE id > %(after)s ORDER BY id LIMIT %(limit)s
+),
+copied AS (
+    INSERT INTO job_search_text (job_id, payload_text)
+    SELECT id, payload::text FROM batch WHERE payload <> '{}'::jsonb
+    ON CONFLICT (job_id) DO NOTHING
+)
+SELECT max(id) FROM batch
+"""
+
 
 BATCH = 10_000
 INDEX = "job_search_text_trgm_idx"
@@ -39,7 +74,7 @@ def backfill(apps, schema_editor):
     after = 0
     with schema_editor.connection.cursor() as cursor:
         while True:
-            cursor.execute(sql.SEARCH_TEXT_BACKFILL_BATCH, {"after": after, "limit": BATCH})
+            cursor.execute(SEARCH_TEXT_BACKFILL_BATCH, {"after": after, "limit": BATCH})
             (last,) = cursor.fetchone()
             if last is None:
                 return
@@ -48,28 +83,28 @@ def backfill(apps, schema_editor):
 
 def build_index(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.INVALID_INDEXES, [[INDEX]])
+        cursor.execute(INVALID_INDEXES, [[INDEX]])
         for (name,) in cursor.fetchall():
-            cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=name))
-        cursor.execute(sql.CREATE_JOB_SEARCH_TEXT_TRGM_INDEX)
+            cursor.execute(DROP_INDEX_CONCURRENTLY.format(name=name))
+        cursor.execute(CREATE_JOB_SEARCH_TEXT_TRGM_INDEX)
 
 
 def drop_index(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=INDEX))
+        cursor.execute(DROP_INDEX_CONCURRENTLY.format(name=INDEX))
 
 
 def drop_payload_index(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name="jobs_payload_trgm_idx"))
+        cursor.execute(DROP_INDEX_CONCURRENTLY.format(name="jobs_payload_trgm_idx"))
 
 
 def build_payload_index(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(sql.INVALID_INDEXES, [["jobs_payload_trgm_idx"]])
+        cursor.execute(INVALID_INDEXES, [["jobs_payload_trgm_idx"]])
         for (name,) in cursor.fetchall():
-            cursor.execute(sql.DROP_INDEX_CONCURRENTLY.format(name=name))
-        cursor.execute(sql.CREATE_JOBS_PAYLOAD_TRGM_INDEX)
+            cursor.execute(DROP_INDEX_CONCURRENTLY.format(name=name))
+        cursor.execute(CREATE_JOBS_PAYLOAD_TRGM_INDEX)
 
 
 class Migration(migrations.Migration):
@@ -82,7 +117,7 @@ class Migration(migrations.Migration):
         # state as Django's CreateModel would leave it.
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(sql.CREATE_JOB_SEARCH_TEXT, sql.DROP_JOB_SEARCH_TEXT),
+                migrations.RunSQL(CREATE_JOB_SEARCH_TEXT, DROP_JOB_SEARCH_TEXT),
             ],
             state_operations=[
                 migrations.CreateModel(
