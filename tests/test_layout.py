@@ -7,7 +7,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "backend" / "django_pg_jobque
 
 # Statement text, not prose: uppercase keywords followed by what makes them a statement.
 STATEMENT = re.compile(
-    r"\bSELECT\b.*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+(\s+\w+)?\s+SET\b|\bDELETE\s+FROM\b",
+    r"\bSELECT\b.*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+(\s+\w+)?\s+SET\b|\bDELETE\s+FROM\b"
+    # A SELECT without FROM (set_config(...), pg_advisory_lock(...)) and a SET LOCAL.
+    r"|\bSELECT\s+\w+\s*\(|\bSET\s+(LOCAL|SESSION)\s+\w+\s*(=|\bTO\b)",
     re.DOTALL,
 )
 
@@ -46,10 +48,13 @@ def test_the_layout_check_finds_a_statement_written_elsewhere(tmp_path):
     (tmp_path / "module.py").write_text(
         '"""SELECT in a docstring FROM prose is fine."""\n'
         'QUERY = "SELECT id FROM jobs WHERE status = %s"\n'
-        'MOVE = f"UPDATE jobs SET status = {1}"\n')
+        'MOVE = f"UPDATE jobs SET status = {1}"\n'
+        'NAME = "SELECT set_config(\'application_name\', %s, false)"\n'
+        'LIMIT = "SET LOCAL lock_timeout = \'2s\'"\n'
+        'PROSE = "the SET LOCAL limits ride in each transaction"\n')
     (tmp_path / "sql.py").write_text('ALLOWED = "DELETE FROM jobs"\n')
     found = sql_outside_the_sql_module(tmp_path)
-    assert [f.split(":")[:2] for f in found] == [["module.py", "2"], ["module.py", "3"]]
+    assert [f.split(":")[:2] for f in found] == [["module.py", str(n)] for n in (2, 3, 4, 5)]
 
 
 def test_the_app_is_the_job_queue_under_its_unchanged_label():

@@ -32,7 +32,7 @@ import psycopg
 from django.db import connections, transaction
 from django.db.utils import ConnectionDoesNotExist, load_backend
 
-from . import conf
+from . import conf, sql
 
 PREPARE_THRESHOLD = 5  # psycopg's default; our calls pass prepare=True anyway
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
@@ -297,11 +297,8 @@ def apply_worker_limits(connection, *, statement_timeout_ms: int, application_na
 def _set_session_limits(connection, limits: dict[str, str], application_name: str) -> None:
     with connection.cursor() as cur:
         if conf.get().TRANSACTION_POOLER:
-            cur.execute("SELECT set_config('application_name', %s, false)", [application_name])
+            cur.execute(sql.SESSION_APPLICATION_NAME, [application_name])
         else:
-            cur.execute(
-                "SELECT set_config('statement_timeout', %s, false),"
-                " set_config('idle_in_transaction_session_timeout', %s, false),"
-                " set_config('application_name', %s, false)",
-                [limits["statement_timeout"], limits["idle_in_transaction_session_timeout"],
-                 application_name])
+            cur.execute(sql.SESSION_LIMITS,
+                        [limits["statement_timeout"], limits["idle_in_transaction_session_timeout"],
+                         application_name])

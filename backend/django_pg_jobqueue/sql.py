@@ -1474,6 +1474,15 @@ SELECT now(), count(pg_notify('{NOTIFY_CHANNEL}', queue))
 # --- metrics: the figures of GET /metrics (metrics.py), in one read-only transaction ------
 # Its statement timeout, transaction-local (%s: milliseconds, as text).
 STATEMENT_TIMEOUT_LOCAL = "SELECT set_config('statement_timeout', %s, true)"
+# A queue connection's session set-up (db.py), once per new connection: its name, and, on a
+# direct connection, its limits (behind a transaction pooler they ride in each transaction as
+# SET LOCAL instead: a session setting would leak to other clients of the server connection).
+SESSION_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
+SESSION_LIMITS = (
+    "SELECT set_config('statement_timeout', %s, false),"
+    " set_config('idle_in_transaction_session_timeout', %s, false),"
+    " set_config('application_name', %s, false)"
+)
 METRICS_JOBS_BY_QUEUE_STATUS = "SELECT queue, status, count(*) FROM jobs GROUP BY queue, status"
 
 METRICS_QUEUED_BY_QUEUE = """
