@@ -597,12 +597,18 @@ WHERE idempotency_key = ANY(%(keys)s::text[]) AND idempotency_expires_at <= now(
 # --- job dependencies (services/dependencies.py) ----------------------------------------------
 # A job enqueued after=[...] is inserted queued, then, in the same transaction (no worker can
 # see it before), made `waiting` with its edges; the claim reads queued rows only, so waiting
-# jobs cost the claim nothing. Each dependency's row is locked (and marked has_dependants) in
-# id order before its status is read: that lock orders the enqueue against the dependency's
+# jobs cost the claim nothing. Then each dependency's row is locked (and marked has_dependants)
+# in id order, its status read: that lock orders the enqueue against the dependency's
 # completion. Either the completion commits first (the enqueue then reads it succeeded and
 # unblocks the job at once), or it waits for the enqueue to commit and then sees
 # has_dependants, so its worker settles the dependants in a statement that starts after that
 # commit and sees the new edges. No wake-up is lost.
+# Why not FOR KEY SHARE, which a worker's writes would not wait for: the completion would then
+# not wait for the enqueue, and one committed between the enqueue's read and its commit would
+# settle before the edges were visible: the job would wait for the reaper's sweep. So the lock
+# stays, and is made cheap to hold instead: taken last (after the edges are written), in id
+# order, over at most JOB_MAX_AFTER_PER_BATCH rows; and a worker's renewal and completion skip
+# a locked row rather than wait for it (RENEW_MANY, COMPLETE_MANY).
 LOCK_DEPENDENCIES = """
 WITH locked AS (
     SELECT id FROM jobs WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR NO KEY UPDATE
