@@ -394,6 +394,20 @@ class QueueConf:
         there first. `manage.py check` reports a malformed value (`django_pg_jobqueue.E200`)
         and each bad entry (`django_pg_jobqueue.E201`).""")
 
+    MAX_AFTER: int = setting(100, check_id=95, rule=whole(1, maximum=10000), group="producers",
+                             doc="""
+        The most jobs one job may wait for (`after=`): more is InvalidJobArgument naming
+        `after` from Python and a 400 from the API. The enqueue locks the row of each job named
+        until it commits (that lock orders it against the job's completion), so the bound keeps
+        that transaction, and the time a worker's write on those rows can wait for it, short.""")
+    MAX_AFTER_PER_BATCH: int = setting(1000, check_id=96, rule=whole(1, maximum=100000),
+                                       group="producers", doc="""
+        The most distinct existing jobs one `enqueue_many()` call (or one request to
+        `/api/v1/jobs/bulk/`) may name in its jobs' `after` lists together (`{"item": i}`
+        references to the batch's own jobs do not count): more is InvalidJobArgument naming
+        `after`, at the job where the count is passed, and a 400 from the API. Through the
+        API each entry of `after` also counts against JOB_CREATE_RATE as one job.""")
+
     # -- the REST API -------------------------------------------------------------------------
     MAX_PAYLOAD_BYTES: int = setting(65536, check_id=18, rule=whole(2), group="api", doc="""
         The largest payload of a job, in UTF-8 bytes of its compact JSON (no spaces, no
@@ -405,8 +419,9 @@ class QueueConf:
     CREATE_RATE: str = setting("600/min", check_id=20, rule=rate, group="api", doc="""
         The per-user throttle on job creation through the API (429 beyond), in DRF's
         `number/period` form: `10/s`, `600/min`, `5000/hour`, `100000/day`. It counts jobs,
-        not requests: a bulk request of n jobs spends n, and one of more jobs than the rate
-        allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
+        not requests: a bulk request of n jobs spends n, and each entry of a job's `after` list
+        spends one more (a dependency costs the enqueue as much as a job); a request that would
+        spend more than the rate allows per period is a 400. Only jobs created are charged (not a 400, an idempotent
         replay or a 409). Counted in the queue's database (table `job_throttle_windows`), exact
         across every process that serves the API; not in JOB_THROTTLE_CACHE.""")
     MAX_QUEUE_DEPTH: int | None = setting(None, check_id=21, rule=whole(1, none="no limit"),

@@ -72,6 +72,12 @@ class Engine(Protocol):
         """Extend the leases still held; a job missing from the answer lost its lease."""
         ...
 
+    def renew_locked(self, leases: list[tuple[int, uuid.UUID]], *, wait_seconds: float,
+                     lease_seconds: float | None = None) -> dict[int, Renewal]:
+        """Renew the leases renew_many found busy (locked by another transaction), waiting
+        up to `wait_seconds` for them: those renewed (none when the wait ran out)."""
+        ...
+
     def release_many(self, items: list[tuple[int, uuid.UUID, str]], *,
                      message: str = "worker shutting down") -> list[int]:
         """Give running jobs back to the queue without charging the attempt."""
@@ -154,6 +160,9 @@ class PostgresEngine:
 
     def renew_many(self, leases, **kwargs):
         return services.renew_many(leases, **kwargs)
+
+    def renew_locked(self, leases, **kwargs):
+        return services.renew_locked(leases, **kwargs)
 
     def release_many(self, items, **kwargs):
         return services.release_many(items, **kwargs)

@@ -179,6 +179,12 @@ WITH input AS (
     SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id, e->3 AS result
     FROM jsonb_array_elements(%(batch)s::jsonb) AS e  -- [[id, token, worker_id, result], ...]
 ),
+free AS (  -- as RENEW_MANY: a row another transaction holds is skipped, and comes back busy
+    SELECT j.id FROM jobs j JOIN input ON j.id = input.id
+    WHERE j.status = 'running' AND j.lease_token = input.token
+    ORDER BY j.id
+    FOR NO KEY UPDATE OF j SKIP LOCKED
+),
 done AS (
     UPDATE jobs j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
@@ -186,7 +192,7 @@ done AS (
         finished_at = now(), updated_at = now(),
         progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-    FROM input
+    FROM input JOIN free ON free.id = input.id
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants
@@ -201,6 +207,9 @@ events AS (
 -- run_seconds as float8: a numeric comes back a Decimal, whose loading doubled the cost of
 -- reading this statement's rows in the worker (the event keeps its rounded numeric).
 SELECT id, status, run_seconds::float8, has_dependants FROM done  -- dependants: settle them next
+UNION ALL
+SELECT j.id, 'busy', NULL, false FROM jobs j JOIN input ON j.id = input.id  -- retry these alone
+WHERE j.status = 'running' AND j.lease_token = input.token AND j.id NOT IN (SELECT id FROM free)
 """
 
 # --- fail: retry with backoff, or fail for good ----------------------------------------------
@@ -353,7 +362,41 @@ WHERE jsonb_typeof(payload->'task') = 'string' AND type = payload->>'task'
 # Rows that do not come back were lost (reaped, cancelled and finished, or reclaimed): the
 # worker must stop their handlers. The row also tells whether a cancel was requested and
 # whether the job's own timeout has passed, both on the database clock.
+# A row another transaction holds a lock on (an enqueue naming the job in `after` until it
+# commits, an operator's open transaction) is skipped, not waited for: one locked row must not
+# hold up the renewal of every other lease of the process. It comes back `busy` (still this
+# lease's, not renewed); the renewer then waits for it alone, with RENEW_MANY_WAITING under a
+# lock_timeout.
 RENEW_MANY = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
+),
+free AS (
+    SELECT j.id FROM jobs j JOIN input ON j.id = input.id
+    WHERE j.status = 'running' AND j.lease_token = input.token
+    ORDER BY j.id
+    FOR NO KEY UPDATE OF j SKIP LOCKED
+),
+renewed AS (
+    UPDATE jobs j
+    SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
+    FROM free
+    WHERE j.id = free.id
+    RETURNING j.id,
+              j.cancel_requested_at IS NOT NULL AS cancel_requested,
+              (j.timeout_seconds IS NOT NULL
+               AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out
+)
+SELECT id, cancel_requested, timed_out, false AS busy FROM renewed
+UNION ALL
+SELECT j.id, false, false, true FROM jobs j JOIN input ON j.id = input.id
+WHERE j.status = 'running' AND j.lease_token = input.token AND j.id NOT IN (SELECT id FROM free)
+"""
+# The leases RENEW_MANY found locked, waited for (the caller bounds the wait with
+# LOCK_TIMEOUT_LOCAL). While it waits it holds the row's place in the lock queue, so the reaper
+# (SKIP LOCKED) cannot take the job between the other transaction's end and this renewal, even
+# when the lease ran out meanwhile: the lease is fenced by its token, not by the clock.
+RENEW_MANY_WAITING = """
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
 )
@@ -364,8 +407,11 @@ WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
 RETURNING j.id,
           j.cancel_requested_at IS NOT NULL AS cancel_requested,
           (j.timeout_seconds IS NOT NULL
-           AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out
+           AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out,
+          false AS busy
 """
+# The bound of the wait for a row lock in this transaction (RENEW_MANY_WAITING).
+LOCK_TIMEOUT_LOCAL = "SELECT set_config('lock_timeout', %s, true)"
 
 # --- progress and log: fenced like every worker write ----------------------------------------
 PROGRESS = """
@@ -588,12 +634,18 @@ WHERE idempotency_key = ANY(%(keys)s::text[]) AND idempotency_expires_at <= now(
 # --- job dependencies (services/dependencies.py) ----------------------------------------------
 # A job enqueued after=[...] is inserted queued, then, in the same transaction (no worker can
 # see it before), made `waiting` with its edges; the claim reads queued rows only, so waiting
-# jobs cost the claim nothing. Each dependency's row is locked (and marked has_dependants) in
-# id order before its status is read: that lock orders the enqueue against the dependency's
+# jobs cost the claim nothing. Then each dependency's row is locked (and marked has_dependants)
+# in id order, its status read: that lock orders the enqueue against the dependency's
 # completion. Either the completion commits first (the enqueue then reads it succeeded and
 # unblocks the job at once), or it waits for the enqueue to commit and then sees
 # has_dependants, so its worker settles the dependants in a statement that starts after that
 # commit and sees the new edges. No wake-up is lost.
+# Why not FOR KEY SHARE, which a worker's writes would not wait for: the completion would then
+# not wait for the enqueue, and one committed between the enqueue's read and its commit would
+# settle before the edges were visible: the job would wait for the reaper's sweep. So the lock
+# stays, and is made cheap to hold instead: taken last (after the edges are written), in id
+# order, over at most JOB_MAX_AFTER_PER_BATCH rows; and a worker's renewal and completion skip
+# a locked row rather than wait for it (RENEW_MANY, COMPLETE_MANY).
 LOCK_DEPENDENCIES = """
 WITH locked AS (
     SELECT id FROM jobs WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR NO KEY UPDATE

@@ -145,7 +145,6 @@ TRANSITIONS: dict[tuple[Status, Status], str] = {
 AFTER_FAILURE_CANCEL = "cancel"
 AFTER_FAILURE_RUN = "run"
 AFTER_FAILURE_CHOICES = (AFTER_FAILURE_CANCEL, AFTER_FAILURE_RUN)
-MAX_AFTER = 1000  # jobs one job may wait for
 
 
 def can_transition(source: str, target: str) -> bool:

@@ -56,6 +56,16 @@ class JobPermission(BasePermission):
         return perm is not None and has_perm(user, perm)
 
 
+def may_view_jobs(user) -> bool:
+    """Whether `user` may see jobs through the API (GET jobs/ and jobs/{id}/): view_job, or
+    anyone under JOB_API_PUBLIC_READ. Every such user sees every job (there is no per-user
+    ownership of jobs); a user who may not names no job in `after` either: each id is
+    answered as a job that does not exist (services/dependencies.py)."""
+    if conf.get().API_PUBLIC_READ:
+        return True
+    return bool(user and user.is_authenticated and has_perm(user, VIEW))
+
+
 def _handles(view, request) -> bool:
     """Whether the view has a handler for the request's method (a viewset binds one per
     method its router mapped to an action)."""

@@ -22,7 +22,9 @@ log = logging.getLogger("django_pg_jobqueue.api")
 
 class JobCreateThrottle(UserRateThrottle):
     """Job creation (single and bulk) per user, at JOB_CREATE_RATE (default 600/min): every job
-    counts, so a bulk request of n jobs spends n of the window (`cost`). A bulk request of more
+    counts, so a bulk request of n jobs spends n of the window (`cost`), and every entry of a
+    job's `after` one more (`job_units`): a dependency costs the enqueue a row and a lock, as
+    a job does, and a request naming thousands of them must spend its budget as fast. A bulk request of more
     jobs than the rate allows in a whole window can never pass: a 400 says so, rather than a 429
     that a client would retry forever.
 
@@ -53,11 +55,12 @@ class JobCreateThrottle(UserRateThrottle):
 
     @staticmethod
     def cost(request) -> int:
-        """The jobs this request would create: the length of a bulk request's `jobs` list."""
+        """What this request would spend: `job_units` of each job it holds (of the body as
+        sent, before it is validated: an invalid request gives it all back)."""
         data = request.data
         if isinstance(data, dict) and isinstance(data.get("jobs"), list):
-            return max(1, len(data["jobs"]))
-        return 1
+            return max(1, sum(job_units(job) for job in data["jobs"]))
+        return job_units(data)
 
     def allow_request(self, request, view):
         if self.rate is None:
@@ -68,9 +71,10 @@ class JobCreateThrottle(UserRateThrottle):
         self.cost_of_request = cost = self.cost(request)
         if cost > self.num_requests:
             raise ValidationError({"jobs": [
-                f"this request holds {cost} jobs, more than JOB_CREATE_RATE "
-                f"({conf.get().CREATE_RATE}) allows in a whole period: send at most "
-                f"{self.num_requests} jobs per request (or raise JOB_CREATE_RATE)."]})
+                f"this request holds {cost} jobs and dependencies (each entry of `after` "
+                f"counts as a job), more than JOB_CREATE_RATE ({conf.get().CREATE_RATE}) "
+                f"allows in a whole period: send at most {self.num_requests} per request "
+                "(or raise JOB_CREATE_RATE)."]})
         self.now = self.timer()
         self.width = self.duration / self.BUCKETS
         self.slice_index = int(self.now // self.width)
@@ -101,9 +105,16 @@ class JobCreateThrottle(UserRateThrottle):
         return self.duration
 
 
+def job_units(job) -> int:
+    """What one job of a create request spends of JOB_CREATE_RATE: 1, and 1 more per entry of
+    its `after` list."""
+    after = job.get("after") if isinstance(job, dict) else None
+    return 1 + (len(after) if isinstance(after, list) else 0)
+
+
 def charge_created(request, jobs: int) -> None:
-    """Charge the creation throttle that let this request in with the `jobs` it created (and
-    give the rest of its reservation back)."""
+    """Charge the creation throttle that let this request in with what it created (`jobs`:
+    the `job_units` of the jobs created), and give the rest of its reservation back."""
     throttle = getattr(request, "jobqueue_create_throttle", None)
     if throttle is not None:
         throttle.charge(jobs)

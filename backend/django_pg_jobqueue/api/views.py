@@ -29,7 +29,15 @@ from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ACTION_PERMISSIONS, ADD, CHANGE, CHANGE_QUEUE, VIEW, JobPermission
+from .permissions import (
+    ACTION_PERMISSIONS,
+    ADD,
+    CHANGE,
+    CHANGE_QUEUE,
+    VIEW,
+    JobPermission,
+    may_view_jobs,
+)
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -58,7 +66,7 @@ from .serializers import (
     ThroughputSerializer,
     UserSerializer,
 )
-from .throttles import JobCreateThrottle, LoginThrottle, charge_created, settle_unspent
+from .throttles import JobCreateThrottle, LoginThrottle, charge_created, job_units, settle_unspent
 
 QUEUE_FULL_RETRY_AFTER_SECONDS = 5
 
@@ -239,8 +247,9 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
             job, created = services.enqueue_or_get(
-                **options, from_api=True, unique_scope=idempotency.unique_scope(request.user))
-        charge_created(request, 1 if created else 0)
+                **options, from_api=True, unique_scope=idempotency.unique_scope(request.user),
+                may_name_jobs=may_view_jobs(request.user))
+        charge_created(request, job_units(options) if created else 0)
         body = JobEnqueuedSerializer(job).data
         replayed = not created and stored_key is not None and job.idempotency_key == stored_key
         if replayed:
@@ -277,8 +286,11 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
             results = services.enqueue_many_or_get(
-                items, from_api=True, unique_scope=idempotency.unique_scope(request.user))
-        charge_created(request, sum(1 for _, created in results if created))
+                items, from_api=True, unique_scope=idempotency.unique_scope(request.user),
+                may_name_jobs=may_view_jobs(request.user))
+        charge_created(request, sum(job_units(item)
+                                    for item, (_, created) in zip(items, results, strict=True)
+                                    if created))
         jobs = [job for job, _ in results]
         body = JobEnqueuedSerializer(jobs, many=True).data
         for job, shown in zip(jobs, body, strict=True):

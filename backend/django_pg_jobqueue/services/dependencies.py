@@ -16,7 +16,7 @@ from numbers import Integral
 
 from .. import conf, db, sql
 from ..exceptions import InvalidJobArgument, JobArgumentTypeError
-from ..states import AFTER_FAILURE_CANCEL, AFTER_FAILURE_CHOICES, MAX_AFTER
+from ..states import AFTER_FAILURE_CANCEL, AFTER_FAILURE_CHOICES
 
 
 def check_after(after, after_failure, *, index: int | None = None) -> tuple[list, str]:
@@ -32,8 +32,7 @@ def check_after(after, after_failure, *, index: int | None = None) -> tuple[list
     if not isinstance(after, (list, tuple)):
         raise JobArgumentTypeError("after", f"must be a list of job ids, not "
                                             f"{type(after).__name__}")
-    if len(after) > MAX_AFTER:
-        raise InvalidJobArgument("after", f"may name at most {MAX_AFTER} jobs, not {len(after)}")
+    limit = conf.get().MAX_AFTER
     refs: list = []
     for entry in after:
         job_id = getattr(entry, "pk", entry)  # a Job, or its id
@@ -59,33 +58,69 @@ def check_after(after, after_failure, *, index: int | None = None) -> tuple[list
                                                 f"enqueue_many(), {{'item': i}}; not {entry!r}"[:200])
         if ref not in refs:
             refs.append(ref)
+            if len(refs) > limit:
+                raise InvalidJobArgument("after", f"may name at most {limit} jobs "
+                                                  "(JOB_MAX_AFTER), not more")
     return refs, after_failure
 
 
+def check_batch(afters: list[list]) -> None:
+    """The distinct existing jobs a whole batch names (each item's checked `after` refs, in
+    order) within JOB_MAX_AFTER_PER_BATCH; InvalidJobArgument naming "after", at the item
+    where the count is passed, otherwise. An `{"item": i}` reference does not count: it names
+    a job of the batch itself, which no one else can hold."""
+    limit = conf.get().MAX_AFTER_PER_BATCH
+    named: set[int] = set()
+    for index, refs in enumerate(afters):
+        named.update(ref for ref in refs if not isinstance(ref, tuple))
+        if len(named) > limit:
+            error = InvalidJobArgument("after", f"the batch names more than {limit} distinct "
+                                                "jobs in its after lists (JOB_MAX_AFTER_PER_BATCH)")
+            raise error.at(index) if len(afters) > 1 else error
+
+
+def missing(job_id: int) -> InvalidJobArgument:
+    """A job named in `after` that does not exist (or, from the API, that the user may not
+    see: the same error, so that nothing tells the two apart)."""
+    return InvalidJobArgument("after", f"job {job_id} does not exist: a job can wait only "
+                                       "for jobs that exist")
+
+
 def block(created: list[tuple[int, tuple[int, list, str]]],
-          item_ids: list[int]) -> dict[int, str]:
+          item_ids: list[int], *, may_name_jobs: bool = True) -> dict[int, str]:
     """In the enqueue's transaction: the jobs just created ((position, (id, after refs,
     policy))) wait for their dependencies. `item_ids`: the job id of each item of the batch.
-    Raises InvalidJobArgument (naming "after", with .index) for a job id that does not exist.
-    Returns {job id: status now}: waiting, or (when every job it waits for had finished)
-    queued or cancelled."""
+    `may_name_jobs` False (an API user who may not see jobs): every job id named counts as
+    one that does not exist. Raises InvalidJobArgument (naming "after", with .index) for a
+    job id that does not exist. Returns {job id: status now}: waiting, or (when every job it
+    waits for had finished) queued or cancelled.
+
+    The edges are written first and the jobs named locked last, in id order, just before the
+    enqueue's own jobs are settled: the locks (sql.LOCK_DEPENDENCIES) are held from there to
+    the commit only, and two enqueues never take them in opposite orders."""
     edges, dependency_ids = [], set()
     for _, (job_id, refs, policy) in created:
         for ref in refs:
             dependency = item_ids[ref[1]] if isinstance(ref, tuple) else ref
             edges.append({"job_id": job_id, "depends_on_id": dependency, "on_failure": policy})
-            dependency_ids.add(dependency)
-    found = dict(db.fetch_all(sql.LOCK_DEPENDENCIES, {"ids": sorted(dependency_ids)}))
-    for position, (job_id, refs, _) in created:
+            dependency_ids.add(dependency)  # the batch's own jobs too: marked has_dependants
+    if not may_name_jobs:
+        _refuse_missing(created, item_ids, found={})
+    waiting = [row[0] for row in db.fetch_all(sql.BLOCK_JOBS, {"edges": json.dumps(edges)})]
+    found = dict(db.fetch_all(sql.LOCK_DEPENDENCIES, {"ids": sorted(dependency_ids)})
+                 ) if dependency_ids else {}
+    _refuse_missing(created, item_ids, found=found)
+    statuses = dict.fromkeys(waiting, "waiting")
+    statuses.update(settle_jobs(sorted(waiting)))
+    return statuses
+
+
+def _refuse_missing(created, item_ids: list[int], *, found: dict) -> None:
+    for position, (_, refs, _) in created:
         for ref in refs:
             if not isinstance(ref, tuple) and ref not in found:
-                error = InvalidJobArgument("after", f"job {ref} does not exist: a job can "
-                                                    "wait only for jobs that exist")
+                error = missing(ref)
                 raise error.at(position) if len(item_ids) > 1 else error
-    statuses = {row[0]: "waiting"
-                for row in db.fetch_all(sql.BLOCK_JOBS, {"edges": json.dumps(edges)})}
-    statuses.update(settle(sorted(dependency_ids)))
-    return statuses
 
 
 def settle(dependency_ids: list[int]) -> dict[int, str]:

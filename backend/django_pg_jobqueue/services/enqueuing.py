@@ -651,13 +651,14 @@ def _keyed(new: NewJob) -> bool:
 
 
 @tracing.traced_enqueue
-def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
+def _insert(new_jobs: list[NewJob], *, may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     if any(new.concurrency_key is not None for new in new_jobs):
         claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
     if not any(new.after for new in new_jobs):
         if len(new_jobs) == 1:
             return [_insert_one(new_jobs[0])]
         return _insert_many(new_jobs)
+    dependencies.check_batch([new.after or [] for new in new_jobs])
     # Jobs enqueued after others: inserted as any job, then made to wait for them in the
     # same transaction (services/dependencies.py), before any worker can see them.
     with queue_atomic():
@@ -666,7 +667,8 @@ def _insert(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
                    for position, (new, (job, was_created)) in enumerate(zip(new_jobs, results))
                    if was_created and new.after]
         if created:
-            statuses = dependencies.block(created, [job.id for job, _ in results])
+            statuses = dependencies.block(created, [job.id for job, _ in results],
+                                          may_name_jobs=may_name_jobs)
             for job, _ in results:
                 status = statuses.get(job.id)
                 if status == Status.WAITING:
@@ -788,14 +790,16 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
 
 
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
-                   unique_scope: str = "", **options) -> tuple[Job, bool]:
+                   unique_scope: str = "", may_name_jobs: bool = True,
+                   **options) -> tuple[Job, bool]:
     """Enqueue, or get the job that holds the same idempotency key or unique key (as Django's
     get_or_create): returns (job, created). `enqueue` is its thin form. `from_api=True` (the
     API's views): only the types of JOB_API_CREATABLE_TYPES and the tasks of
     JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `unique_scope`: the API
-    user's scope of unique keys (api/idempotency.py)."""
+    user's scope of unique keys (api/idempotency.py). `may_name_jobs` False (an API user who
+    may not see jobs): a job id in `after` is refused as one that does not exist."""
     return _insert([_prepare(job_type, payload, from_api=from_api, unique_scope=unique_scope,
-                             **options)])[0]
+                             **options)], may_name_jobs=may_name_jobs)[0]
 
 
 def enqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
@@ -829,7 +833,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       (the statuses in which a job counts, at least "queued" and "running"; default: those
       two, or every status when a period is given) and `period_seconds` (a job counts only
       within this many seconds of its enqueue). See docs/how-to/unique-jobs.md.
-    - `after`: a list of job ids (or Job objects), at most `states.MAX_AFTER`: the job waits
+    - `after`: a list of job ids (or Job objects), at most JOB_MAX_AFTER: the job waits
       (status "waiting") until every one of them succeeded. `after_failure`: what it does
       when one fails for good or is cancelled, "cancel" (the default: it is cancelled too,
       the reason in its timeline) or "run" (it runs anyway once they all finished). In
@@ -907,10 +911,11 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
     return await sync_to_async(enqueue_many)(jobs)
 
 
-def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False,
-                        unique_scope: str = "") -> list[tuple[Job, bool]]:
+def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False, unique_scope: str = "",
+                        may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
-    the job an earlier enqueue with its key created, or the holder of its unique key)."""
+    the job an earlier enqueue with its key created, or the holder of its unique key).
+    `may_name_jobs`: as `enqueue_or_get`'s."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
@@ -919,4 +924,4 @@ def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False,
             raise exc.at(index) from None
     if not prepared:
         return []
-    return _insert(prepared)
+    return _insert(prepared, may_name_jobs=may_name_jobs)

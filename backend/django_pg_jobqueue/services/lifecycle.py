@@ -7,6 +7,7 @@ cancelled it, another worker reclaimed it): the write is refused, never applied.
 """
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -45,7 +46,9 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     """Record successes in one statement, each guarded by its own lease token.
 
     Returns (done, refused): done rows are (job id, final status, run seconds); refused are
-    the completions whose lease was lost, so their result was discarded (and recorded).
+    the completions whose lease was lost, so their result was discarded (and recorded). A
+    completion in neither was not written because another transaction holds a lock on its
+    row (sql.COMPLETE_MANY skips it rather than wait): still held, to write again.
     A result not yet encoded is encoded here (storable.encode_result: UnstorableResult when it
     cannot be stored). One row the database refuses fails the whole statement: the worker's
     completer then writes the batch row by row (worker/completer.py).
@@ -70,22 +73,28 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     settling = [row[0] for row in rows if row[3]]
     if settling:  # a statement of its own: it must see the edges of enqueues it waited for
         dependencies.settle(settling)
-    done = [row[:3] for row in rows]
+    done = [row[:3] for row in rows if row[1] != "busy"]
     refused: list[Completion] = []
-    if len(done) < len(completions):  # a row for each completion written: none refused
-        done_ids = {row[0] for row in done}
-        refused = [c for c in completions if c.job_id not in done_ids]
+    if len(rows) < len(completions):  # a row for each completion, written or busy: none refused
+        answered = {row[0] for row in rows}
+        refused = [c for c in completions if c.job_id not in answered]
     record_leases_lost([(c.job_id, c.lease_token, c.worker_id, c.attempt) for c in refused],
                        "complete", "late result discarded: the lease was lost before completion")
     return done, refused
 
 
 def complete(job_id: int, lease_token, *, worker_id: str, result=None) -> str:
-    """Complete a running job if it still holds `lease_token`; raise LeaseLost otherwise."""
-    done, refused = complete_many([Completion(job_id, lease_token, worker_id, result)])
-    if refused:
-        raise LeaseLost(job_id, lease_token, "complete")
-    return done[0][1]
+    """Complete a running job if it still holds `lease_token`; raise LeaseLost otherwise.
+    While another transaction holds a lock on its row, tried again until it is written."""
+    delay = 0.01
+    while True:
+        done, refused = complete_many([Completion(job_id, lease_token, worker_id, result)])
+        if refused:
+            raise LeaseLost(job_id, lease_token, "complete")
+        if done:
+            return done[0][1]
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str | None = None,
@@ -180,6 +189,7 @@ class Renewal:
     job_id: int
     cancel_requested: bool
     timed_out: bool
+    busy: bool = False  # not renewed: another transaction holds a lock on the row
 
 
 def renew_many(leases: list[tuple[int, uuid.UUID]], *, lease_seconds: float | None = None) -> dict[int, Renewal]:
@@ -190,7 +200,33 @@ def renew_many(leases: list[tuple[int, uuid.UUID]], *, lease_seconds: float | No
         "ids": [l[0] for l in leases], "tokens": [l[1] for l in leases],
         "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
     }
-    return {row[0]: Renewal(row[0], row[1], row[2]) for row in db.fetch_all(sql.RENEW_MANY, params)}
+    return {row[0]: Renewal(*row) for row in db.fetch_all(sql.RENEW_MANY, params)}
+
+
+def renew_locked(leases: list[tuple[int, uuid.UUID]], *, wait_seconds: float,
+                 lease_seconds: float | None = None) -> dict[int, Renewal]:
+    """Renew leases whose rows renew_many found locked by another transaction, waiting up to
+    `wait_seconds` for the locks (sql.RENEW_MANY_WAITING): the renewed ones. None renewed
+    when the wait ran out: still busy, not lost (the next pass asks again)."""
+    if not leases:
+        return {}
+    params = {
+        "ids": [l[0] for l in leases], "tokens": [l[1] for l in leases],
+        "lease_seconds": float(lease_seconds or conf.get().LEASE_SECONDS),
+    }
+    try:
+        with db.atomic():
+            db.fetch_all(sql.LOCK_TIMEOUT_LOCAL, [f"{max(1, int(wait_seconds * 1000))}ms"])
+            rows = db.fetch_all(sql.RENEW_MANY_WAITING, params)
+    except Exception as exc:  # psycopg's own when prepared, Django's around it otherwise
+        if LOCK_NOT_AVAILABLE not in (getattr(exc, "sqlstate", None),
+                                      getattr(exc.__cause__, "sqlstate", None)):
+            raise
+        return {}
+    return {row[0]: Renewal(*row) for row in rows}
+
+
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 def record_progress(job_id: int, lease_token, *, worker_id: str, percent: int | None,

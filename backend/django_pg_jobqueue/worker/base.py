@@ -76,6 +76,10 @@ class ServiceThread(threading.Thread):
     def stop(self) -> None:
         self.stopping.set()
 
+    def pause_after_pass(self) -> float:
+        """How long to wait after a pass that went well: `interval`, unless the pass says."""
+        return self.interval
+
     def on_connection_error(self) -> None:
         """Called after a failed run because the database was unreachable."""
 
@@ -94,7 +98,7 @@ class ServiceThread(threading.Thread):
                     self.backoff.reset()
                     # Read after the pass: run_once may set the wait until its next one (the
                     # periodic enqueuer sleeps until the next tick, not the last pass's guess).
-                    wait = self.interval
+                    wait = self.pause_after_pass()
                 except CONNECTION_ERRORS as exc:
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
                     wait = self.backoff.next_delay()

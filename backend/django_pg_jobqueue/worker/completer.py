@@ -8,7 +8,9 @@ outage, the batch is written row by row (`write_completions`). A row the databas
 refuses after WRITE_ATTEMPTS tries fails its job for good ("the handler's result could not be
 stored", reason `bad_result`); if even that write is refused, the job is released to lease
 expiry (no longer renewed; the reaper takes it). Through an outage the rows are kept and
-retried, their leases renewed meanwhile, as before."""
+retried, their leases renewed meanwhile, as before. A row another transaction holds locked
+(sql.COMPLETE_MANY skips it) stays pending, renewed, and is tried again every
+BUSY_RETRY_SECONDS: the rest of the batch, and the batches after it, do not wait for it."""
 from __future__ import annotations
 
 import logging
@@ -39,30 +41,55 @@ def write_completions(batch: list[Completion], held: HeldJobs, engine: Engine) -
     keys = [(c.job_id, c.lease_token) for c in batch]
     held.mark_finishing_many(keys)
     try:
-        done, _ = savepointed(engine.complete_many, batch)
+        done, refused = savepointed(engine.complete_many, batch)
     except CONNECTION_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001 - one bad row fails the statement: isolate it
         log.warning("completer: a batch of %d completion(s) was refused (%s); writing them one "
                     "by one", len(batch), storable.describe_exception(exc))
     else:
-        held.discard_many(keys)
-        batch.clear()
+        _keep_busy(batch, done, refused, held)
         return done
-    done = []
+    done, busy = [], []
     while batch:
-        c = batch[0]
-        done.extend(_write_one(c, engine))
+        c = batch.pop(0)
+        written = _write_one(c, engine)
+        if written is None:
+            busy.append(c)
+            continue
+        done.extend(written)
         held.discard(c.job_id, c.lease_token)
-        batch.pop(0)
+    if busy:
+        held.mark_finishing_many([(c.job_id, c.lease_token) for c in busy], False)
+        batch.extend(busy)
     return done
 
 
-def _write_one(c: Completion, engine: Engine) -> list[tuple]:
+def _keep_busy(batch: list[Completion], done: list[tuple], refused: list[Completion],
+               held: HeldJobs) -> None:
+    """After a batch written: `batch` keeps only the completions whose rows another
+    transaction held locked (neither written nor refused), still held, to write again; the
+    rest leave it and `held`."""
+    if len(done) + len(refused) == len(batch):
+        held.discard_many([(c.job_id, c.lease_token) for c in batch])
+        batch.clear()
+        return
+    answered = {row[0] for row in done} | {c.job_id for c in refused}
+    finished = [c for c in batch if c.job_id in answered]
+    held.discard_many([(c.job_id, c.lease_token) for c in finished])
+    batch[:] = [c for c in batch if c.job_id not in answered]
+    held.mark_finishing_many([(c.job_id, c.lease_token) for c in batch], False)
+
+
+def _write_one(c: Completion, engine: Engine) -> list[tuple] | None:
+    """Write one completion, or fail its job if its result cannot be stored: the rows it
+    ended; None when its row is locked by another transaction (to write again later)."""
     refused: BaseException | None = None
     for attempt in range(WRITE_ATTEMPTS):
         try:
-            done, _ = savepointed(engine.complete_many, [c])
+            done, lost = savepointed(engine.complete_many, [c])
+            if not done and not lost:
+                return None
             return done
         except CONNECTION_ERRORS:
             raise
@@ -105,6 +132,9 @@ class Completer(threading.Thread):
     MAX_BATCH = 500
     MAX_BATCH_BYTES = 8 * 1024 * 1024  # of results' JSON: a batch of big results is cut short
     IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
+    # A completion whose row another transaction holds locked is not waited for (the rest of
+    # the batch is written): it stays, and is tried again this often, with what came since.
+    BUSY_RETRY_SECONDS = 0.2
     # Flow control: while this many successes wait to be written, the pool's dispatchers claim
     # nothing more (`has_room`). The completer is the pool's one writer of successes; when it
     # falls behind (a slow disk, a stall of the server), claiming on would only pile up jobs
@@ -179,7 +209,17 @@ class Completer(threading.Thread):
         use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not (stopping and not batch):
-                if not batch:
+                if batch:  # completions whose rows were locked: again, with what came since
+                    try:
+                        item = self.inbox.get(timeout=self.BUSY_RETRY_SECONDS)
+                    except queue.Empty:
+                        pass
+                    else:
+                        if item is None:
+                            stopping = True
+                        else:
+                            batch.append(item)
+                else:
                     try:
                         item = self.inbox.get(timeout=self.IDLE_RETURN_SECONDS)
                     except queue.Empty:

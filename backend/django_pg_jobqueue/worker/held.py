@@ -71,11 +71,12 @@ class HeldJobs:
     def mark_finishing(self, job_id: int, lease_token) -> None:
         self.mark_finishing_many([(job_id, lease_token)])
 
-    def mark_finishing_many(self, items) -> None:
-        """mark_finishing for each (job id, lease token), under one lock."""
+    def mark_finishing_many(self, items, finishing: bool = True) -> None:
+        """mark_finishing for each (job id, lease token), under one lock (`finishing` False:
+        its final write was put off, the row being locked by another transaction)."""
         with self._lock:
             for held in self._under_their_tokens(items):
-                held.finishing = True
+                held.finishing = finishing
 
     def discard_many(self, items) -> None:
         """discard for each (job id, lease token), under one lock."""

@@ -49,6 +49,7 @@ class LeaseRenewer(ServiceThread):
         self.jobs_done = jobs_done or (lambda: 0)  # how many jobs this process has run
         self.stuck_now = 0
         self.lost = 0
+        self.waited_for_locks = False
         self.timed_out = 0
         self.orphaned = 0
 
@@ -81,20 +82,33 @@ class LeaseRenewer(ServiceThread):
         held, orphaned = self._watch(self.held.snapshot())
         answer = self.engine.renew_many([(h.job.id, h.job.lease_token) for h in held],
                                      lease_seconds=self.lease_seconds) if held else {}
-        self._adopt([h for h in held if h.job.id in answer])
+        busy = [h for h in held if h.job.id in answer and answer[h.job.id].busy]
+        self._adopt([h for h in held if h.job.id in answer and not answer[h.job.id].busy])
         if self.stuck is not None:
             self.stuck_now = self.stuck.run_once()
         # The heartbeat comes after the renewals: a heartbeat later than one of this process's
         # running jobs' lease expiry then means the process chose not to renew that job
         # (audit_jobs: held_without_executor), never that it had not got to it yet.
         self.heartbeat()
+        # Rows another transaction holds a lock on were skipped, every other lease renewed:
+        # now wait for those alone, up to an interval (then the next pass starts at once, and
+        # waits again: the renewal keeps its place in the row's lock queue, ahead of any
+        # reaper, for as long as the other transaction lasts).
+        self.waited_for_locks = bool(busy)
+        if busy:
+            answer.update(self.engine.renew_locked(
+                [(h.job.id, h.job.lease_token) for h in busy], wait_seconds=self.interval,
+                lease_seconds=self.lease_seconds))
         if not held:
             return {"renewed": 0, "lost": 0, "cancelled": 0, "timed_out": 0, "orphaned": orphaned}
-        counts = {"renewed": len(answer), "lost": 0, "cancelled": 0, "timed_out": 0,
-                  "orphaned": orphaned}
+        counts = {"renewed": sum(not row.busy for row in answer.values()), "lost": 0,
+                  "cancelled": 0, "timed_out": 0, "orphaned": orphaned, "busy": 0}
         lost = []
         for h in held:
             row = answer.get(h.job.id)
+            if row is not None and row.busy:  # still locked: neither renewed nor lost
+                counts["busy"] += 1
+                continue
             if row is None:
                 if h.finishing:
                     continue  # its final write just committed (a refusal is recorded by the writer)
@@ -122,6 +136,9 @@ class LeaseRenewer(ServiceThread):
             self.engine.record_leases_lost(
                 lost, "renew", "lease renewal refused; the handler was asked to stop")
         return counts
+
+    def pause_after_pass(self) -> float:
+        return 0.0 if self.waited_for_locks else self.interval
 
     def _adopt(self, held: list) -> None:
         """Name, as each prefetched job's owner in the database, the executor thread that took
