@@ -5,24 +5,19 @@ from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
 
-from . import services
 from .db import worker_connection
-from .exceptions import JobCancelled
+from .engine import Engine, default_engine
+from .exceptions import JobCancelled, Snooze
+
+__all__ = ["JobContext", "Snooze"]  # Snooze lives in exceptions.py; importable here as before
 
 _stop_events_lock = threading.Lock()
 
 
-class Snooze(Exception):
-    """Raised by `ctx.snooze(seconds)`: the worker requeues the job without spending an attempt."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        super().__init__(f"snoozed for {seconds}s")
-
-
 class JobContext:
     def __init__(self, *, job_id: int, type: str, queue: str, attempt: int, max_attempts: int,
-                 lease_token: uuid.UUID, worker_id: str, stop_event: threading.Event | None = None):
+                 lease_token: uuid.UUID, worker_id: str, stop_event: threading.Event | None = None,
+                 engine: Engine | None = None):
         self.job_id = job_id
         self.type = type
         self.queue = queue
@@ -34,6 +29,9 @@ class JobContext:
         # job is a measurable share of a no-op job's cost.
         self._stop_event = stop_event
         self.stop_reason: str | None = None
+        # How progress and log lines reach the database: the worker's engine, like every other
+        # write a worker makes (the default one when none is given).
+        self.engine = engine or default_engine()
 
     @property
     def _stop(self) -> threading.Event:
@@ -70,13 +68,13 @@ class JobContext:
     # is seen at once, outside any transaction the handler has open.
     def progress(self, percent: int | None, message: str = "") -> None:
         with worker_connection():
-            services.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
-                                     percent=percent, message=message)
+            self.engine.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
+                                        percent=percent, message=message)
 
     def log(self, message: str, **data: Any) -> None:
         with worker_connection():
-            services.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
-                                 message=message, data=data)
+            self.engine.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
+                                    message=message, data=data)
 
     # The same writes for an `async def` handler, which may not touch the database from its
     # event loop: they run on the executor thread that waits for the coroutine.

@@ -138,6 +138,11 @@ class Engine(Protocol):
         """A log line on a running job's events."""
         ...
 
+    def record_progress(self, job_id: int, lease_token, *, worker_id: str, percent: int | None,
+                        message: str = "") -> None:
+        """A running job's progress (ctx.progress), fenced by its lease."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -202,6 +207,9 @@ class PostgresEngine:
 
     def log_message(self, job_id, lease_token, **kwargs) -> None:
         services.log_message(job_id, lease_token, **kwargs)
+
+    def record_progress(self, job_id, lease_token, **kwargs) -> None:
+        services.record_progress(job_id, lease_token, **kwargs)
 
 
 _default = PostgresEngine()

@@ -184,3 +184,12 @@ class UnstorableResult(JobError, ValueError):
     """The handler returned a value that cannot be stored as the job's result (not JSON, or
     over JOB_MAX_RESULT_BYTES). Deterministic: the job fails for good; JOB_ERROR_HOOKS get it
     as the exception."""
+
+
+class Snooze(JobError):  # noqa: N818 - the verb the handler calls: ctx.snooze(seconds)
+    """Raised by `ctx.snooze(seconds)`: the worker requeues the job without spending an attempt.
+    Control flow, as JobCancelled is: the executor catches it."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"snoozed for {seconds}s")

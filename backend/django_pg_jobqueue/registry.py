@@ -16,18 +16,16 @@ when the job must stop (worker/coroutines.py).
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .conf import DJANGO_TASK_TYPE
 from .retries import RetryPolicy, as_policy
 
-if TYPE_CHECKING:
-    from .context import JobContext
-
-# A handler: `func(ctx, payload)`, payload the job's JSON object, returning JSON (or None).
-HandlerFunc = TypeVar("HandlerFunc", bound="Callable[[JobContext, dict[str, Any]], object]")
+# A handler: `func(ctx, payload)`, ctx a context.JobContext (not imported: the registry is a
+# catalogue below the worker's context), payload the job's JSON object, returning JSON (or None).
+HandlerFunc = TypeVar("HandlerFunc", bound="Callable[[Any, dict[str, Any]], object]")
 
 
 @dataclass(frozen=True)

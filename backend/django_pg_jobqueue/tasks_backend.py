@@ -65,7 +65,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from . import conf, storable
-from .context import JobContext, Snooze
+from .context import JobContext
 from .db import queue_connection
 from .exceptions import (
     InvalidJobArgument,
@@ -73,6 +73,7 @@ from .exceptions import (
     JobCancelled,
     LeaseLost,
     PermanentError,
+    Snooze,
     UnstorableResult,
 )
 from .registry import handler, is_task_job, registry

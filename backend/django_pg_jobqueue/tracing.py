@@ -25,6 +25,7 @@ import json
 
 from . import conf, sql
 from .db import queue_connection
+from .exceptions import JobCancelled, Snooze
 
 try:  # optional dependency
     from opentelemetry import propagate, trace
@@ -107,9 +108,6 @@ def middleware(call_next, ctx, job):
     propagate unchanged."""
     if not enabled():
         return call_next()
-    from .context import Snooze
-    from .exceptions import JobCancelled
-
     parent = propagate.extract(stored_carrier(job.id))
     attributes = {
         "messaging.system": SYSTEM,

@@ -49,10 +49,9 @@ from django.db.backends.signals import connection_created
 
 from .. import conf, middleware, storable
 from ..conf import DJANGO_TASK_TYPE
-from ..context import Snooze
 from ..db import WORKER_ALIAS, queue_connection, savepointed, worker_connection
 from ..engine import Engine, default_engine
-from ..exceptions import JobCancelled, LeaseLost, PermanentError
+from ..exceptions import JobCancelled, LeaseLost, PermanentError, Snooze
 from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
 from ..services import ClaimedJob
