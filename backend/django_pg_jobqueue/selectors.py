@@ -17,7 +17,7 @@ from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
 from .registry import registry
-from .states import EventKind, State, Status
+from .states import EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
 EVENTS_DEFAULT_LIMIT = 100
@@ -26,18 +26,8 @@ EVENTS_MAX_LIMIT = 500
 # for this long is gone (SIGKILL, a lost host) even though its row is still there.
 WORKER_ALIVE_SECONDS = 15
 THROUGHPUT_MINUTES = 15
-_MAX_BIGINT = 2**63 - 1
 # The job list's text search (`?search=`) needs this many characters: trigrams (text_search).
 SEARCH_MIN_TEXT_CHARS = 3
-
-
-def parse_job_id(value) -> int | None:
-    """A job id from a URL or a search box, or None when it cannot be one."""
-    try:
-        job_id = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return job_id if 0 < job_id <= _MAX_BIGINT else None
 
 
 def job_list():

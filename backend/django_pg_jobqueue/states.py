@@ -63,6 +63,18 @@ MAX_CONCURRENCY_KEY_LIMIT = 1000
 # nested deeper is almost always a bug, or circular). One limit, held before encoding.
 MAX_JSON_DEPTH = 64
 MAX_PAYLOAD_DEPTH = MAX_JSON_DEPTH
+# A job id is a positive bigint (jobs.id).
+MAX_JOB_ID = 2**63 - 1
+
+
+def parse_job_id(value) -> int | None:
+    """A job id from a URL, a search box or a caller, or None when it cannot be one. Pure:
+    reads (selectors, the API's filters) and writes (services) both use it."""
+    try:
+        job_id = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return job_id if 0 < job_id <= MAX_JOB_ID else None
 
 
 class Status(StrEnum):

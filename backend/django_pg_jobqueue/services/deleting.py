@@ -8,7 +8,7 @@ from .. import sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..exceptions import InvalidTransition, JobNotFound
-from ..selectors import parse_job_id
+from ..states import parse_job_id
 
 
 def delete(job_id, *, actor: str = "") -> int:

@@ -5,8 +5,7 @@ from ..db import atomic as queue_atomic
 from ..exceptions import DependencyNotRetried, InvalidTransition, JobNotFound, UniqueKeyHeld
 from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
 from ..models import TxNow as Now
-from ..selectors import parse_job_id
-from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status
+from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status, parse_job_id
 from . import dependencies
 from .bulk_retry import retry_jobs
 

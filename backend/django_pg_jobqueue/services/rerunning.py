@@ -15,8 +15,7 @@ row true to what happened.
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
-from ..selectors import parse_job_id
-from ..states import EventKind, Status
+from ..states import EventKind, Status, parse_job_id
 from .enqueuing import enqueue
 
 
