@@ -62,10 +62,13 @@ API = ["tests/test_api_create.py", "tests/test_api_bulk_create.py", "tests/test_
 ASYNC = ["tests/test_async.py", "tests/test_vocabulary.py"]
 ADOPTION = ["tests/test_adoption.py"]
 # `-- quick`: the leg `make test` runs (kept to a couple of minutes).
-QUICK = ["tests/test_claim.py", "tests/test_state_machine.py", *TASKS, *API]
+# The docs' examples (tests/test_docs_examples.py) run here on Django 5.2, in their variant for it.
+DOCS = ["tests/test_docs_examples.py"]
+QUICK = ["tests/test_claim.py", "tests/test_state_machine.py", *TASKS, *API, *DOCS]
 TEST_REQUIREMENTS = ["pytest>=8.3", "pytest-django>=4.9", "pytest-timeout>=2.3",
                      "hypothesis>=6.120,<6.156", "django-environ>=0.12", "whitenoise>=6.8",
-                     "psycopg[binary]>=3.2", "pyyaml>=6", "build>=1.2"]
+                     "psycopg[binary]>=3.2", "pyyaml>=6", "build>=1.2",
+                     "httpx>=0.27"]  # the async how-to's example (tests/test_docs_examples.py)
 
 _wheel: Path | None = None
 
@@ -129,7 +132,7 @@ def run_leg(session: nox.Session, django: str) -> None:
                 "os.environ['DATABASE_URL']).execute('SELECT version()').fetchone()[0])", env=env)
     named = [arg for arg in session.posargs if arg.startswith("tests/")]
     quick = "quick" in session.posargs
-    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ASYNC, *ADOPTION])
+    tests = named or (QUICK if quick else [*ENGINE, *TASKS, *API, *ASYNC, *DOCS, *ADOPTION])
     session.run("python", "-m", "pytest", "-q", "-p", "no:randomly", "-o", "pythonpath=",
                 "--create-db", *tests, env=env, external=False)
 

@@ -28,7 +28,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parent.parent
 TUTORIAL = REPO / "docs" / "tutorial.md"
-BLOCK = re.compile(r"```\{code-block\} (\w+)\n:caption: ([^\n]+)\n\n(.*?)```", re.S)
+# A step, with the mark before it when it is for one Django only (`<!-- example: django<6.0 -->`,
+# tests/test_docs_examples.py).
+BLOCK = re.compile(r"(?:<!-- example: ([^\n]*?) -->\n)?```\{code-block\} (\w+)\n:caption: ([^\n]+)\n\n(.*?)```", re.S)
 USERNAME, PASSWORD = "ada", "adoption-password-7"
 
 HOST_USER_MODEL = """from django.contrib.auth.models import AbstractUser
@@ -236,15 +238,15 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
     enqueued = None
     worker = server = None
     port = free_port()
-    for lang, caption, body in steps:
+    for mark, lang, caption, body in steps:
         caption = caption.strip()
+        if mark and mark != ("django<6.0" if backport else "django>=6.0"):
+            continue  # the step for the other Django
         if lang == "console":
             for line in body.strip().splitlines():
                 command = line.removeprefix("$ ").strip()
                 if command.startswith("pip install"):
                     spec = command.split()[2:]
-                    if backport:  # the tutorial's note for Django 5.2
-                        spec = [s.replace("[api]", "[api,tasks]") for s in spec]
                     spec = [s.strip("'").replace("django-pg-jobqueue", str(wheel)) for s in spec]
                     host.run(str(host.bin / "python"), "-m", "pip", "install", "-q", *spec)
                     # With the library installed, the host's `jobs` app declares a handler too.
@@ -265,14 +267,12 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.postgresql", **{db!r}}}
                                         log=tmp_path / "server.log")
                 else:
                     raise AssertionError(f"the tutorial has a command this test does not know: {command}")
-        elif caption.endswith("— add at the end"):
-            path = host.project / caption.removesuffix("— add at the end").strip()
+        elif caption.partition(" — ")[2] == "add at the end":
+            path = host.project / caption.partition(" — ")[0]
             path.write_text(path.read_text() + "\n" + body)
-        elif caption.endswith("— a new file"):
-            path = host.project / caption.removesuffix("— a new file").strip()
+        elif caption.partition(" — ")[2].startswith("a new file"):
+            path = host.project / caption.partition(" — ")[0]
             assert not path.exists(), f"{path} exists already"
-            if backport:
-                body = body.replace("from django.tasks import", "from django_tasks import")
             path.write_text(body)
         elif caption == "python manage.py shell":
             out = host.shell(body + "\nfrom django_pg_jobqueue import enqueue as _e\n"

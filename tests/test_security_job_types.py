@@ -190,3 +190,23 @@ def test_the_worker_still_runs_a_registered_task(transactional_db):
     drain()
     job = Job.objects.get(pk=int(result.id))
     assert job.status == "succeeded" and job.result == 8
+
+
+@override_settings(JOB_API_CREATABLE_TASKS=[TASK_PATH])
+def test_a_creatable_task_posted_by_its_path_is_told_how_to_name_it_not_called_unknown(
+        operator_client):
+    response = operator_client.post(JOBS, {"type": TASK_PATH, "payload": {"args": [21]}},
+                                    format="json")
+    assert response.status_code == 400, response.content
+    message = response.json()["errors"]["payload"][0]
+    assert "unknown" not in message and f"'task': '{TASK_PATH}'" in message
+    assert not Job.objects.exists()
+
+
+@override_settings(JOB_API_CREATABLE_TASKS=[TASK_PATH])
+def test_a_task_job_without_a_backend_names_what_is_missing():
+    from django_pg_jobqueue.exceptions import InvalidJobArgument
+
+    with pytest.raises(InvalidJobArgument, match=r"payload\['backend'\] is required"):
+        services.enqueue_or_get("django_task", {"task": TASK_PATH, "args": [21]}, from_api=True)
+    assert not Job.objects.exists()

@@ -401,6 +401,9 @@ def _check_creatable_task(payload: dict) -> None:
         raise _type_error("payload", "a dict whose 'kwargs' is a dict", payload["kwargs"])
     backend = payload.get("backend")
     aliases = getattr(django_settings, "TASKS", {})
+    if backend is None:
+        raise InvalidJobArgument("payload", "payload['backend'] is required: the alias of TASKS "
+                                            "whose backend runs the task: " + ", ".join(map(repr, aliases)))
     if not isinstance(backend, str) or backend not in aliases:
         raise InvalidJobArgument("payload", f"payload['backend'] {backend!r} is not an alias "
                                             "of TASKS: " + ", ".join(map(repr, aliases)))
@@ -439,6 +442,11 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         job_type = task_path
     is_task = is_task_job(job_type, payload)
     spec = registry.get(conf.DJANGO_TASK_TYPE if is_task else job_type)
+    if spec is None and from_api and asked_type in conf.get().API_CREATABLE_TASKS:
+        # A creatable task's path as the type, its payload not naming the task: not unknown.
+        raise InvalidJobArgument("payload", f"a Django task's job names its task in the payload: "
+                                            f"{{'task': {asked_type!r}, 'args': [...], "
+                                            "'kwargs': {...}, 'backend': 'default'}")
     if spec is None:
         raise UnknownJobType(asked_type, creatable=_creatable_types() if from_api else None)
     if from_api:
