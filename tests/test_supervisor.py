@@ -254,3 +254,30 @@ def test_a_stop_that_catches_a_child_still_starting_is_a_clean_stop(tmp_path):
         out.text()[-4000:]  # the window was hit: the test proves something
     assert rc == 0, out.text()[-4000:]
     assert not WorkerProcess.objects.exists(), out.text()[-4000:]
+
+
+def test_a_sigterm_to_the_whole_process_group_is_one_graceful_stop(tmp_path):
+    """systemd's default KillMode=control-group sends SIGTERM to every process of the unit:
+    each child gets it from systemd and again from its supervisor. That is one stop, not the
+    impatient operator's second signal: the running job finishes and everything exits 0."""
+    ledger_path = tmp_path / "ledger.tsv"
+    job = services.enqueue("chaos", {"mode": "ok", "seconds": 1.5})
+    proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "0",
+                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=10,
+                                        JOB_WORKER_LOG_LEVEL="INFO"),
+                         start_new_session=True)  # its own process group, as a unit's
+    out = Output(proc)
+    try:
+        wait_for(lambda: Job.objects.filter(pk=job.pk, status="running").exists(), timeout=60,
+                 message="the job running")
+        os.killpg(proc.pid, signal.SIGTERM)
+        rc = proc.wait(30)
+    except Exception:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(out.text()[-4000:]) from None
+    assert "second signal" not in out.text(), out.text()[-4000:]
+    assert rc == 0, out.text()[-4000:]
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("succeeded", 1)
+    report = audit()
+    assert report.ok, report.format()

@@ -58,12 +58,22 @@ class Supervised:
 
 def run_worker_process(pool_options: dict, *, supervised: Supervised | None = None,
                        stdout=None) -> int:
-    """Run one pool until SIGTERM/SIGINT (graceful; a second one exits at once), a recycle or
-    a hard timeout; return the process's exit code."""
+    """Run one pool until SIGTERM/SIGINT (graceful; a second one exits at once, unless
+    supervised), a recycle or a hard timeout; return the process's exit code.
+
+    A supervised child treats every SIGTERM as the one graceful stop: it gets one from its
+    supervisor and, when a service manager signals the whole process group (systemd's default
+    KillMode=control-group, `kill -TERM -<pgid>`), another from there, in either order. The
+    escalation is the supervisor's: a second signal to it, or the grace plus its margin, kills
+    the children with SIGKILL."""
     stop = threading.Event()
 
     def on_signal(signum, frame):
         if stop.is_set():
+            if supervised is not None:
+                log.info("received %s again: already stopping gracefully",
+                         signal.Signals(signum).name)
+                return
             log.warning("second signal: exiting at once")
             os._exit(1)
         log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
