@@ -81,6 +81,37 @@ def spin(ctx, payload):
         pass
 
 
+@handler("die", max_attempts=3, timeout_seconds=300,
+         description="Fault-test handler: ends its whole process after payload.seconds.")
+def die(ctx, payload):
+    _ledger("start", ctx)
+    time.sleep(float(payload.get("seconds", 0.5)))
+    os._exit(int(payload.get("code", 1)))
+
+
+@handler("grow", max_attempts=3, timeout_seconds=300,
+         description="Fault-test handler: holds payload.mb MiB while it runs payload.seconds.")
+def grow(ctx, payload):
+    _ledger("start", ctx)
+    held = b"x" * (int(payload.get("mb", 100)) << 20)
+    ctx.wait(float(payload.get("seconds", 30)))
+    _ledger("end", ctx, "return")
+    return len(held)
+
+
+@handler("fork_and_return", max_attempts=1, timeout_seconds=60,
+         description="Fault-test handler: forks; the child returns into the worker instead of "
+                     "calling os._exit, and writes its pid to payload.pid_file first.")
+def fork_and_return(ctx, payload):
+    pid = os.fork()
+    if pid == 0:
+        with open(payload["pid_file"], "w") as f:
+            f.write(str(os.getpid()))
+        return {"child": True}  # the mistake: a forked child must end with os._exit
+    os.waitpid(pid, os.WNOHANG)
+    return {"child": False, "child_pid": pid}
+
+
 # --- for the tests ------------------------------------------------------------------------
 LEASE_SECONDS = 2.0
 REAPER_INTERVAL_SECONDS = 0.5

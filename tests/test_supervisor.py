@@ -1,5 +1,6 @@
 """`run_job_workers --processes N`: a supervisor and N real worker processes. A child killed
-with SIGKILL is replaced and its jobs requeued; a handler looping forever past its timeout has
+with SIGKILL is replaced and its jobs settled at once (those it was running charged, those it
+had only prefetched released uncharged); a handler looping forever past its timeout has
 its process ended and replaced while the other processes keep running jobs, its job retried
 then failed by its policy; --max-jobs-per-process recycles a process after exactly that many
 jobs, none lost or run twice; SIGTERM finishes or releases everything within the grace period
@@ -68,7 +69,13 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         assert not ledger.duplicate_starts
         for job_id in held:
             kinds = list(JobEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
-            assert kinds.count("lease_expired") == 1 and kinds.count("succeeded") == 1
+            # Settled by the supervisor at once, not at lease expiry: charged if its handler
+            # was running, released uncharged if it waited in the prefetch buffer.
+            assert kinds.count("lease_expired") == 0 and kinds.count("succeeded") == 1
+            settled = list(JobEvent.objects.filter(job_id=job_id, worker_id__contains=f"-{victim}-")
+                           .exclude(kind__in=["claimed", "progress"])
+                           .values_list("kind", flat=True))
+            assert settled in (["retry_scheduled"], ["released"])
         assert process_alive(proc.pid)
     finally:
         rc = _stop(proc, out)
@@ -135,8 +142,10 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
     assert rc == 1 and time.monotonic() - signalled < 5
     wait_for(lambda: not any(process_alive(pid) for pid in children), timeout=5,
              message="the children are gone")
-    # Not released: the processes are gone; the leases lapse and the reaper requeues them.
-    assert Job.objects.running().count() == 2
+    # Released uncharged by the supervisor once they were gone (its own kill, not theirs).
+    assert not Job.objects.running().exists()
+    assert list(Job.objects.values_list("status", "attempts")) == [("queued", 0)] * 2
+    assert JobEvent.objects.filter(kind="released").count() == 2
 
 
 def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_by_policy(
@@ -279,5 +288,47 @@ def test_a_sigterm_to_the_whole_process_group_is_one_graceful_stop(tmp_path):
     assert rc == 0, out.text()[-4000:]
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("succeeded", 1)
+    report = audit()
+    assert report.ok, report.format()
+
+
+def test_a_child_that_died_has_its_jobs_settled_at_once_running_ones_charged_prefetched_not(
+        tmp_path):
+    """A handler that ends its process (os._exit, a segfault, the OOM killer) takes the other
+    jobs of that process down with it. The supervisor settles them as soon as it reaps the
+    child, not at lease expiry (two minutes here): each job whose handler was running is
+    charged the attempt (the killer cannot be told from a bystander; the error names both),
+    so the killer fails for good once out of attempts instead of killing process after
+    process; a prefetched job that never started goes back uncharged."""
+    ledger_path = tmp_path / "ledger.tsv"
+    bystander = services.enqueue("chaos", {"mode": "long", "seconds": 60}, priority=10,
+                                 max_attempts=1)
+    killer = services.enqueue("die", {"seconds": 1.0}, priority=9, max_attempts=2)
+    waiting = services.enqueue("chaos", {"mode": "ok"}, priority=8)
+    proc = spawn_workers("--processes", "1", "--threads", "2", "--prefetch", "1",
+                         env=worker_env(ledger_path, JOB_LEASE_SECONDS=120,
+                                        JOB_WORKER_LOG_LEVEL="INFO"))
+    out = Output(proc)
+    try:
+        wait_for(lambda: not Job.objects.filter(status__in=["queued", "running"]).exists(),
+                 timeout=45, message="every job settled, well before any lease expired")
+    finally:
+        rc = _stop(proc, out)
+    assert rc == 0, out.text()[-4000:]
+    assert out.text().count("exited with status 1") == 2, out.text()[-4000:]
+    for job in (bystander, killer, waiting):
+        job.refresh_from_db()
+    assert (bystander.status, bystander.attempts) == ("failed", 1)
+    assert "died (exited with status 1) while running this job" in bystander.last_error
+    assert f"(and job {killer.pk}" in bystander.last_error  # the other suspect, named
+    assert (killer.status, killer.attempts) == ("failed", 2)
+    assert "died (exited with status 1) while running this job" in killer.last_error
+    assert list(JobEvent.objects.filter(job=killer).values_list("kind", flat=True)
+                .filter(kind__in=["retry_scheduled", "failed"])) == ["retry_scheduled", "failed"]
+    assert (waiting.status, waiting.attempts) == ("succeeded", 1)
+    first_claim = JobEvent.objects.filter(job=waiting, kind="claimed").order_by("id").first()
+    if first_claim.worker_id.endswith("-prefetch"):  # it waited in the dead child's buffer
+        assert JobEvent.objects.filter(job=waiting, kind="released").count() == 1
+    assert not JobEvent.objects.filter(kind="lease_expired").exists()
     report = audit()
     assert report.ok, report.format()

@@ -409,9 +409,13 @@ class Executor(threading.Thread):
     # A connection kept between jobs (CONN_MAX_AGE > 0) is closed after this long without one.
     IDLE_CLOSE_SECONDS = 1.0
 
-    def __init__(self, pool, lane, worker_id: str):
+    def __init__(self, pool, lane, worker_id: str, index: int = 0):
         super().__init__(name=worker_id, daemon=True)
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
+        self.index = index  # its place among the pool's executors
+        # Under a supervisor: where this thread says which job it runs, for the supervisor to
+        # charge if the process dies (worker/hostbeat.py's ChildReport).
+        self.report = getattr(pool, "report", None)
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
@@ -452,9 +456,13 @@ class Executor(threading.Thread):
                 try:
                     while True:
                         began = time.monotonic()
+                        if self.report is not None:
+                            self.report.set_running(self.index, job.id)
                         try:
                             self.runner.run(job, held)
                         finally:
+                            if self.report is not None:
+                                self.report.set_running(self.index, 0)
                             self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it

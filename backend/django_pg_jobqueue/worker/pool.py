@@ -370,6 +370,7 @@ class WorkerPool:
         self._claims_left = max_jobs
         self._claims_lock = threading.Lock()
         self.held = HeldJobs()
+        self.report = report  # under a supervisor: what this process tells it (hostbeat.py)
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.lanes: list[Lane] = []
@@ -378,7 +379,7 @@ class WorkerPool:
             executors = []
             for _ in range(spec.threads):
                 n += 1
-                executors.append(Executor(self, None, f"{self.process_id}-{n}"))
+                executors.append(Executor(self, None, f"{self.process_id}-{n}", n - 1))
             lane = Lane(self, spec, executors)
             for e in executors:
                 e.lane = lane
