@@ -332,3 +332,39 @@ def test_a_child_that_died_has_its_jobs_settled_at_once_running_ones_charged_pre
     assert not JobEvent.objects.filter(kind="lease_expired").exists()
     report = audit()
     assert report.ok, report.format()
+
+
+def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails(tmp_path):
+    """A recycle for memory used to release the running job uncharged, and the next process
+    claimed it again and grew again: forever. Now the handler still running when the grace
+    ends is charged the attempt, with an error naming the limit, and fails for good once out
+    of attempts, as a hard timeout does; a job that only waited in that process is not."""
+    ledger_path = tmp_path / "ledger.tsv"
+    grow = services.enqueue("grow", {"mb": 250, "seconds": 60}, max_attempts=2, priority=1)
+    other = services.enqueue("chaos", {"mode": "ok"})
+    proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "1",
+                         "--max-memory-per-process", "200",
+                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=1,
+                                        JOB_WORKER_LOG_LEVEL="INFO"))
+    out = Output(proc)
+    try:
+        wait_for(lambda: Job.objects.filter(pk=grow.pk, status="failed").exists(), timeout=45,
+                 message="the growing job failed for good")
+        wait_for(lambda: Job.objects.filter(pk=other.pk, status="succeeded").exists(),
+                 timeout=30, message="the other job succeeded")
+    finally:
+        rc = _stop(proc, out)
+    assert rc == 0, out.text()[-4000:]
+    assert out.text().count("recycled (exit status 3)") == 2, out.text()[-4000:]
+    grow.refresh_from_db()
+    assert grow.attempts == 2
+    assert grow.last_error.startswith(
+        "the process passed --max-memory-per-process (200 MiB) while running this job")
+    kinds = list(JobEvent.objects.filter(job=grow, kind__in=["retry_scheduled", "failed",
+                                                             "released", "lease_expired"])
+                 .values_list("kind", flat=True))
+    assert kinds == ["retry_scheduled", "failed"]
+    other.refresh_from_db()
+    assert other.attempts == 1
+    report = audit()
+    assert report.ok, report.format()

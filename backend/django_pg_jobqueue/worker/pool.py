@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
-from .. import conf, db
+from .. import conf, db, middleware
 from ..engine import Engine, default_engine
+from ..exceptions import LeaseLost
 from ..services import claiming
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
@@ -506,9 +507,11 @@ class WorkerPool:
     def busy_executors(self) -> list[Executor]:
         return [e for e in self.executors if not e.idle]
 
-    def shutdown(self, grace: float | None = None) -> dict[str, int]:
+    def shutdown(self, grace: float | None = None, *, charge: str | None = None) -> dict[str, int]:
         """Stop claiming; let running handlers finish within the grace period; then ask the
-        rest to stop and release their jobs to queued at once (no attempt charged)."""
+        rest to stop and release their jobs to queued at once (no attempt charged). With
+        `charge` (a recycle for memory: worker/process.py), the handlers still running then
+        are failed with that error instead, charged the attempt, by their retry policy."""
         grace = self.shutdown_grace if grace is None else grace
         log.info("worker pool %s stopping: %d running, grace %ss", self.process_id,
                  len(self.busy_executors()), grace)
@@ -518,12 +521,18 @@ class WorkerPool:
         deadline = time.monotonic() + grace
         while self.busy_executors() and time.monotonic() < deadline:
             time.sleep(0.05)
-        leftovers = [e.current for e in self.busy_executors() if e.current is not None]
+        running = [(e.current, e.runner.policy) for e in self.busy_executors()
+                   if e.current is not None]
+        leftovers = [h for h, _ in running]
         if leftovers:
             for h in leftovers:
                 h.ctx.request_stop("shutdown")
                 self.held.discard(h.job.id, h.job.lease_token)
-            self._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in leftovers])
+            if charge is None:
+                self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
+                               for h in leftovers])
+            else:
+                self._charge(running, charge)
         self.completer.stop()
         self.completer.join(timeout=10)
         for e in self.executors:
@@ -546,6 +555,27 @@ class WorkerPool:
         connection_created.disconnect(_set_session_limits)
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
+
+    def _charge(self, running, error: str) -> None:
+        """Fail each (held job, its type's retry policy) with `error`, charging the attempt;
+        on a connection error, the reaper does it at lease expiry."""
+        for h, policy in running:
+            try:
+                close_old_connections()
+                with db.worker_connection():
+                    status, _ = self.engine.fail(h.job.id, h.job.lease_token,
+                                                 worker_id=h.job.worker_id, error=error,
+                                                 reason="memory_limit", policy=policy,
+                                                 attempt=h.job.attempt)
+            except LeaseLost:
+                continue
+            except CONNECTION_ERRORS as exc:
+                log.error("could not charge job=%s (%s); the reaper requeues it at lease "
+                          "expiry", h.job.id, exc)
+                continue
+            log.warning("job=%s type=%s attempt=%s: %s -> %s", h.job.id, h.job.type,
+                        h.job.attempt, error, status)
+            middleware.report_failure(h.job, None, status, reason="memory_limit", error=error)
 
     def _release(self, items, message: str = "worker shutting down") -> None:
         backoff = Backoff()
