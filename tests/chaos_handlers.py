@@ -103,13 +103,33 @@ def grow(ctx, payload):
          description="Fault-test handler: forks; the child returns into the worker instead of "
                      "calling os._exit, and writes its pid to payload.pid_file first.")
 def fork_and_return(ctx, payload):
+    sockets = _sockets()
     pid = os.fork()
     if pid == 0:
         with open(payload["pid_file"], "w") as f:
-            f.write(str(os.getpid()))
+            f.write(f"{os.getpid()} {_sockets()}")
         return {"child": True}  # the mistake: a forked child must end with os._exit
-    os.waitpid(pid, os.WNOHANG)
-    return {"child": False, "child_pid": pid}
+    deadline = time.monotonic() + float(payload.get("wait_seconds", 20))
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"child": False, "child_exit": os.waitstatus_to_exitcode(status),
+                    "sockets": sockets}
+        time.sleep(0.05)
+    return {"child": False, "child_exit": None}  # still running: left for the test to end
+
+
+def _sockets() -> int:
+    """How many of this process's file descriptors are sockets (Linux)."""
+    import stat
+
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += stat.S_ISSOCK(os.fstat(int(fd)).st_mode)
+        except OSError:
+            pass
+    return count
 
 
 # --- for the tests ------------------------------------------------------------------------

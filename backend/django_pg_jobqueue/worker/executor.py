@@ -57,7 +57,7 @@ from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
 from ..services import ClaimedJob
 from ..services.lifecycle import Completion, unknown_type_error
-from . import hygiene
+from . import forks, hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
 from .unknown_types import UnknownTypes
@@ -175,7 +175,8 @@ class JobRunner:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
             try:
-                result = middleware.run_handler(spec.run, ctx, job)
+                result = forks.run_here(lambda: middleware.run_handler(spec.run, ctx, job),
+                                        job.id)
             finally:
                 # Before anything about the job is written: what the handler left open may
                 # hold locks our writes wait for (its own job row's), and its writes in it

@@ -27,6 +27,7 @@ from .. import conf, db, middleware
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
 from ..services import claiming
+from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
@@ -459,6 +460,7 @@ class WorkerPool:
             self.listener.more(queues[0] if queues and len(queues) == 1 else None)
 
     def start(self) -> "WorkerPool":
+        forks.install()  # a handler's forked child never runs the worker's code (forks.py)
         connection_created.connect(_set_session_limits)
         db.open_worker_pool(self.db_pool_size)
         log.info("worker pool %s starting: %s, lease %ss", self.process_id,
