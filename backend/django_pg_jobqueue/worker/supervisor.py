@@ -263,9 +263,10 @@ class Supervisor:
                     process_id, running=slot.report.running_jobs() if charge else [],
                     cause=f"worker process {process_id} died ({describe_exit(code)})",
                     charge=charge, policy_for=policy_for)
-        except CONNECTION_ERRORS as exc:
+        except Exception as exc:  # noqa: BLE001 - the supervisor outlives any failure here
             log.error("supervisor: could not settle the jobs of worker process %d (pid %s) "
-                      "(%s); the reaper requeues them at lease expiry", slot.index, pid, exc)
+                      "(%s); the reaper requeues them at lease expiry", slot.index, pid, exc,
+                      exc_info=not isinstance(exc, CONNECTION_ERRORS))
             return
         if done.retried or done.failed or done.released:
             log.warning("supervisor: worker process %d (pid %s) died holding jobs: charged an "
