@@ -81,6 +81,57 @@ def spin(ctx, payload):
         pass
 
 
+@handler("die", max_attempts=3, timeout_seconds=300,
+         description="Fault-test handler: ends its whole process after payload.seconds.")
+def die(ctx, payload):
+    _ledger("start", ctx)
+    time.sleep(float(payload.get("seconds", 0.5)))
+    os._exit(int(payload.get("code", 1)))
+
+
+@handler("grow", max_attempts=3, timeout_seconds=300,
+         description="Fault-test handler: holds payload.mb MiB while it runs payload.seconds.")
+def grow(ctx, payload):
+    _ledger("start", ctx)
+    held = b"x" * (int(payload.get("mb", 100)) << 20)
+    ctx.wait(float(payload.get("seconds", 30)))
+    _ledger("end", ctx, "return")
+    return len(held)
+
+
+@handler("fork_and_return", max_attempts=1, timeout_seconds=60,
+         description="Fault-test handler: forks; the child returns into the worker instead of "
+                     "calling os._exit, and writes its pid to payload.pid_file first.")
+def fork_and_return(ctx, payload):
+    sockets = _sockets()
+    pid = os.fork()
+    if pid == 0:
+        with open(payload["pid_file"], "w") as f:
+            f.write(f"{os.getpid()} {_sockets()}")
+        return {"child": True}  # the mistake: a forked child must end with os._exit
+    deadline = time.monotonic() + float(payload.get("wait_seconds", 20))
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"child": False, "child_exit": os.waitstatus_to_exitcode(status),
+                    "sockets": sockets}
+        time.sleep(0.05)
+    return {"child": False, "child_exit": None}  # still running: left for the test to end
+
+
+def _sockets() -> int:
+    """How many of this process's file descriptors are sockets (Linux)."""
+    import stat
+
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += stat.S_ISSOCK(os.fstat(int(fd)).st_mode)
+        except OSError:
+            pass
+    return count
+
+
 # --- for the tests ------------------------------------------------------------------------
 LEASE_SECONDS = 2.0
 REAPER_INTERVAL_SECONDS = 0.5

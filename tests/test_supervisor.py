@@ -1,5 +1,6 @@
 """`run_job_workers --processes N`: a supervisor and N real worker processes. A child killed
-with SIGKILL is replaced and its jobs requeued; a handler looping forever past its timeout has
+with SIGKILL is replaced and its jobs settled at once (those it was running charged, those it
+had only prefetched released uncharged); a handler looping forever past its timeout has
 its process ended and replaced while the other processes keep running jobs, its job retried
 then failed by its policy; --max-jobs-per-process recycles a process after exactly that many
 jobs, none lost or run twice; SIGTERM finishes or releases everything within the grace period
@@ -68,7 +69,13 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         assert not ledger.duplicate_starts
         for job_id in held:
             kinds = list(JobEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
-            assert kinds.count("lease_expired") == 1 and kinds.count("succeeded") == 1
+            # Settled by the supervisor at once, not at lease expiry: charged if its handler
+            # was running, released uncharged if it waited in the prefetch buffer.
+            assert kinds.count("lease_expired") == 0 and kinds.count("succeeded") == 1
+            settled = list(JobEvent.objects.filter(job_id=job_id, worker_id__contains=f"-{victim}-")
+                           .exclude(kind__in=["claimed", "progress"])
+                           .values_list("kind", flat=True))
+            assert settled in (["retry_scheduled"], ["released"])
         assert process_alive(proc.pid)
     finally:
         rc = _stop(proc, out)
@@ -135,8 +142,10 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
     assert rc == 1 and time.monotonic() - signalled < 5
     wait_for(lambda: not any(process_alive(pid) for pid in children), timeout=5,
              message="the children are gone")
-    # Not released: the processes are gone; the leases lapse and the reaper requeues them.
-    assert Job.objects.running().count() == 2
+    # Released uncharged by the supervisor once they were gone (its own kill, not theirs).
+    assert not Job.objects.running().exists()
+    assert list(Job.objects.values_list("status", "attempts")) == [("queued", 0)] * 2
+    assert JobEvent.objects.filter(kind="released").count() == 2
 
 
 def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_by_policy(
@@ -254,3 +263,108 @@ def test_a_stop_that_catches_a_child_still_starting_is_a_clean_stop(tmp_path):
         out.text()[-4000:]  # the window was hit: the test proves something
     assert rc == 0, out.text()[-4000:]
     assert not WorkerProcess.objects.exists(), out.text()[-4000:]
+
+
+def test_a_sigterm_to_the_whole_process_group_is_one_graceful_stop(tmp_path):
+    """systemd's default KillMode=control-group sends SIGTERM to every process of the unit:
+    each child gets it from systemd and again from its supervisor. That is one stop, not the
+    impatient operator's second signal: the running job finishes and everything exits 0."""
+    ledger_path = tmp_path / "ledger.tsv"
+    job = services.enqueue("chaos", {"mode": "ok", "seconds": 1.5})
+    proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "0",
+                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=10,
+                                        JOB_WORKER_LOG_LEVEL="INFO"),
+                         start_new_session=True)  # its own process group, as a unit's
+    out = Output(proc)
+    try:
+        wait_for(lambda: Job.objects.filter(pk=job.pk, status="running").exists(), timeout=60,
+                 message="the job running")
+        os.killpg(proc.pid, signal.SIGTERM)
+        rc = proc.wait(30)
+    except Exception:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(out.text()[-4000:]) from None
+    assert "second signal" not in out.text(), out.text()[-4000:]
+    assert rc == 0, out.text()[-4000:]
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("succeeded", 1)
+    report = audit()
+    assert report.ok, report.format()
+
+
+def test_a_child_that_died_has_its_jobs_settled_at_once_running_ones_charged_prefetched_not(
+        tmp_path):
+    """A handler that ends its process (os._exit, a segfault, the OOM killer) takes the other
+    jobs of that process down with it. The supervisor settles them as soon as it reaps the
+    child, not at lease expiry (two minutes here): each job whose handler was running is
+    charged the attempt (the killer cannot be told from a bystander; the error names both),
+    so the killer fails for good once out of attempts instead of killing process after
+    process; a prefetched job that never started goes back uncharged."""
+    ledger_path = tmp_path / "ledger.tsv"
+    bystander = services.enqueue("chaos", {"mode": "long", "seconds": 60}, priority=10,
+                                 max_attempts=1)
+    killer = services.enqueue("die", {"seconds": 1.0}, priority=9, max_attempts=2)
+    waiting = services.enqueue("chaos", {"mode": "ok"}, priority=8)
+    proc = spawn_workers("--processes", "1", "--threads", "2", "--prefetch", "1",
+                         env=worker_env(ledger_path, JOB_LEASE_SECONDS=120,
+                                        JOB_WORKER_LOG_LEVEL="INFO"))
+    out = Output(proc)
+    try:
+        wait_for(lambda: not Job.objects.filter(status__in=["queued", "running"]).exists(),
+                 timeout=45, message="every job settled, well before any lease expired")
+    finally:
+        rc = _stop(proc, out)
+    assert rc == 0, out.text()[-4000:]
+    assert out.text().count("exited with status 1") == 2, out.text()[-4000:]
+    for job in (bystander, killer, waiting):
+        job.refresh_from_db()
+    assert (bystander.status, bystander.attempts) == ("failed", 1)
+    assert "died (exited with status 1) while running this job" in bystander.last_error
+    assert f"(and job {killer.pk}" in bystander.last_error  # the other suspect, named
+    assert (killer.status, killer.attempts) == ("failed", 2)
+    assert "died (exited with status 1) while running this job" in killer.last_error
+    assert list(JobEvent.objects.filter(job=killer).values_list("kind", flat=True)
+                .filter(kind__in=["retry_scheduled", "failed"])) == ["retry_scheduled", "failed"]
+    assert (waiting.status, waiting.attempts) == ("succeeded", 1)
+    first_claim = JobEvent.objects.filter(job=waiting, kind="claimed").order_by("id").first()
+    if first_claim.worker_id.endswith("-prefetch"):  # it waited in the dead child's buffer
+        assert JobEvent.objects.filter(job=waiting, kind="released").count() == 1
+    assert not JobEvent.objects.filter(kind="lease_expired").exists()
+    report = audit()
+    assert report.ok, report.format()
+
+
+def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails(tmp_path):
+    """A recycle for memory used to release the running job uncharged, and the next process
+    claimed it again and grew again: forever. Now the handler still running when the grace
+    ends is charged the attempt, with an error naming the limit, and fails for good once out
+    of attempts, as a hard timeout does; a job that only waited in that process is not."""
+    ledger_path = tmp_path / "ledger.tsv"
+    grow = services.enqueue("grow", {"mb": 250, "seconds": 60}, max_attempts=2, priority=1)
+    other = services.enqueue("chaos", {"mode": "ok"})
+    proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "1",
+                         "--max-memory-per-process", "200",
+                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=1,
+                                        JOB_WORKER_LOG_LEVEL="INFO"))
+    out = Output(proc)
+    try:
+        wait_for(lambda: Job.objects.filter(pk=grow.pk, status="failed").exists(), timeout=45,
+                 message="the growing job failed for good")
+        wait_for(lambda: Job.objects.filter(pk=other.pk, status="succeeded").exists(),
+                 timeout=30, message="the other job succeeded")
+    finally:
+        rc = _stop(proc, out)
+    assert rc == 0, out.text()[-4000:]
+    assert out.text().count("recycled (exit status 3)") == 2, out.text()[-4000:]
+    grow.refresh_from_db()
+    assert grow.attempts == 2
+    assert grow.last_error.startswith(
+        "the process passed --max-memory-per-process (200 MiB) while running this job")
+    kinds = list(JobEvent.objects.filter(job=grow, kind__in=["retry_scheduled", "failed",
+                                                             "released", "lease_expired"])
+                 .values_list("kind", flat=True))
+    assert kinds == ["retry_scheduled", "failed"]
+    other.refresh_from_db()
+    assert other.attempts == 1
+    report = audit()
+    assert report.ok, report.format()

@@ -27,7 +27,7 @@ from . import services
 if TYPE_CHECKING:
     from .retries import RetryPolicy
     from .services import ClaimedJob
-    from .services.lifecycle import Completion, Renewal
+    from .services.lifecycle import Completion, DeadProcessJobs, Renewal
 
 __all__ = ["Engine", "PostgresEngine", "default_engine"]
 
@@ -81,6 +81,12 @@ class Engine(Protocol):
     def release_many(self, items: list[tuple[int, uuid.UUID, str]], *,
                      message: str = "worker shutting down") -> list[int]:
         """Give running jobs back to the queue without charging the attempt."""
+        ...
+
+    def settle_dead_process(self, process_id: str, *, running: list[int], cause: str,
+                            charge: bool = True, policy_for=None) -> DeadProcessJobs:
+        """A supervisor's child died: charge the jobs it was running (by their policy), release
+        the rest it held uncharged (services.settle_dead_process)."""
         ...
 
     def reap(self) -> dict[str, int]:
@@ -171,6 +177,9 @@ class PostgresEngine:
 
     def release_many(self, items, **kwargs):
         return services.release_many(items, **kwargs)
+
+    def settle_dead_process(self, process_id, **kwargs):
+        return services.settle_dead_process(process_id, **kwargs)
 
     def reap(self) -> dict[str, int]:
         return services.reap()

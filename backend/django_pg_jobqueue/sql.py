@@ -1461,6 +1461,17 @@ WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
   AND j.locked_by IS DISTINCT FROM u.worker_id
 """
 
+# The jobs a worker process still holds: running under one of its ids (`<process>-<thread>`,
+# `<process>-prefetch`; compared by prefix, not LIKE, since a host name may hold `_`). For a
+# supervisor settling a child it found dead (services.settle_dead_process), which then writes
+# each through the ordinary fail or release, fenced by the lease token read here.
+JOBS_HELD_BY_PROCESS = """
+SELECT id, lease_token, locked_by, type
+FROM jobs
+WHERE status = 'running' AND left(locked_by, %(prefix_length)s) = %(prefix)s
+ORDER BY id
+"""
+
 # A worker process's row is kept while it is lost (silent, shown as lost with what it held)
 # and forgotten once it has been silent longer than %(silent_seconds)s and no running job names
 # one of its threads any longer (the reaper requeued them). Run by the reaper.

@@ -27,6 +27,7 @@ from .lifecycle import (
     release_unknown_type,
     renew_locked,
     renew_many,
+    settle_dead_process,
     snooze,
 )
 from .operations import cancel, retry
@@ -49,7 +50,7 @@ __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_leases_lost", "record_progress", "release_many", "release_unknown_type",
-    "renew_locked", "renew_many",
+    "renew_locked", "renew_many", "settle_dead_process",
     "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
     "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",
     "remove_stopped_workers", "record_stuck_handler",

@@ -309,3 +309,53 @@ def heartbeat(process_id: str, *, hostname: str, pid: int, threads: int, queues:
             "stuck_handlers": stuck_handlers,
             "heartbeat_interval_seconds": heartbeat_interval_seconds,
             "supervisor_pid": supervisor_pid})
+
+
+@dataclass
+class DeadProcessJobs:
+    """What settle_dead_process did with each job the dead process held."""
+    retried: list[int]   # charged, queued again by the retry policy
+    failed: list[int]    # charged, out of attempts (or cancelled meanwhile): ended
+    released: list[int]  # never started there: back to queued, uncharged
+
+
+def settle_dead_process(process_id: str, *, running: list[int], cause: str,
+                        charge: bool = True, policy_for=None) -> DeadProcessJobs:
+    """The jobs worker process `process_id` still held when it died, settled at once by its
+    supervisor instead of at lease expiry.
+
+    Each job whose handler was running there (`running`: what the process told its
+    supervisor it was running) is failed with "<cause> while running this job" (and the
+    other running jobs' ids: the other suspects), which charges its attempt: queued again by its retry policy
+    (`policy_for(type)`, the type's) or failed for good once out of attempts. The killer
+    cannot be told from a bystander by the exit status, so each pays one attempt; the killer,
+    in every death, runs out. Every other job it held (prefetched and never started, or a
+    result not yet written) goes back to queued uncharged. With `charge=False` (a death the
+    supervisor caused, stopping) every job is released uncharged. Each write is the ordinary
+    fail or release, fenced by the lease token read here, so a job the reaper took meanwhile
+    is left alone."""
+    prefix = f"{process_id}-"
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.JOBS_HELD_BY_PROCESS, {"prefix": prefix, "prefix_length": len(prefix)})
+        held = cur.fetchall()
+    started = set(running) if charge else set()
+    done = DeadProcessJobs([], [], [])
+    suspects = sorted(job_id for job_id, *_ in held if job_id in started)
+    for job_id, token, worker_id, job_type in held:
+        if job_id not in started:
+            continue
+        others = [str(i) for i in suspects if i != job_id]
+        why = f"{cause} while running this job" + (
+            f" (and job {', '.join(others)})" if others else "")
+        try:
+            status, _ = fail(job_id, token, worker_id=worker_id, error=why,
+                             reason="process_died",
+                             policy=policy_for(job_type) if policy_for else None)
+        except LeaseLost:
+            continue
+        (done.retried if status == "queued" else done.failed).append(job_id)
+    rest = [(job_id, token, worker_id) for job_id, token, worker_id, _ in held
+            if job_id not in started]
+    if rest:
+        done.released = release_many(rest, message=f"{cause} before it ran this job")
+    return done

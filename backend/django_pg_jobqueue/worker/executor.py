@@ -56,7 +56,7 @@ from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
 from ..services import ClaimedJob
 from ..services.lifecycle import Completion, unknown_type_error
-from . import hygiene
+from . import forks, hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
 from .unknown_types import UnknownTypes
@@ -174,7 +174,8 @@ class JobRunner:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
             try:
-                result = middleware.run_handler(spec.run, ctx, job)
+                result = forks.run_here(lambda: middleware.run_handler(spec.run, ctx, job),
+                                        job.id)
             finally:
                 # Before anything about the job is written: what the handler left open may
                 # hold locks our writes wait for (its own job row's), and its writes in it
@@ -408,9 +409,13 @@ class Executor(threading.Thread):
     # A connection kept between jobs (CONN_MAX_AGE > 0) is closed after this long without one.
     IDLE_CLOSE_SECONDS = 1.0
 
-    def __init__(self, pool, lane, worker_id: str):
+    def __init__(self, pool, lane, worker_id: str, index: int = 0):
         super().__init__(name=worker_id, daemon=True)
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
+        self.index = index  # its place among the pool's executors
+        # Under a supervisor: where this thread says which job it runs, for the supervisor to
+        # charge if the process dies (worker/hostbeat.py's ChildReport).
+        self.report = getattr(pool, "report", None)
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
@@ -451,9 +456,13 @@ class Executor(threading.Thread):
                 try:
                     while True:
                         began = time.monotonic()
+                        if self.report is not None:
+                            self.report.set_running(self.index, job.id)
                         try:
                             self.runner.run(job, held)
                         finally:
+                            if self.report is not None:
+                                self.report.set_running(self.index, 0)
                             self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it

@@ -64,12 +64,15 @@ STALE_AFTER_INTERVALS = 1.5
 class ChildReport:
     """What a supervised child tells its supervisor's heartbeat, in shared memory."""
 
-    def __init__(self, values) -> None:
+    def __init__(self, values, running=None) -> None:
         self.values = values  # a multiprocessing RawArray("d", FIELDS)
+        # The job each executor thread is running (its index: the thread's number - 1; 0:
+        # none): what the supervisor charges if the child dies (services.settle_dead_process).
+        self.running = running  # a multiprocessing RawArray("q", threads)
 
     @classmethod
-    def create(cls, context) -> "ChildReport":
-        return cls(context.RawArray("d", FIELDS))
+    def create(cls, context, threads: int = 0) -> "ChildReport":
+        return cls(context.RawArray("d", FIELDS), context.RawArray("q", max(threads, 1)))
 
     # -- the child's side ------------------------------------------------------------------
     def report(self, *, rss_bytes: int | None, jobs_done: int, stuck_handlers: int,
@@ -87,6 +90,12 @@ class ChildReport:
         one's lease if it leads), and goes on beating for it until it has exited."""
         self.values[STOPPING] = 1.0
 
+    def set_running(self, index: int, job_id: int) -> None:
+        """Executor thread `index` runs `job_id` from now on (0: none)."""
+        running = self.running
+        if running is not None and index < len(running):
+            running[index] = job_id
+
     def leads_until(self) -> float:
         """Until when (monotonic) this process leads maintenance, as its supervisor says."""
         return self.values[LEADS_UNTIL]
@@ -94,6 +103,10 @@ class ChildReport:
     # -- the supervisor's side -------------------------------------------------------------
     def read(self) -> list[float]:
         return list(self.values)
+
+    def running_jobs(self) -> list[int]:
+        """The jobs the child's threads were running (read once it died)."""
+        return [job_id for job_id in (self.running or ()) if job_id]
 
     def set_leads_until(self, until: float) -> None:
         self.values[LEADS_UNTIL] = until

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
-from .. import conf, db
+from .. import conf, db, middleware
 from ..engine import Engine, default_engine
+from ..exceptions import LeaseLost
 from ..services import claiming
+from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
@@ -370,6 +372,7 @@ class WorkerPool:
         self._claims_left = max_jobs
         self._claims_lock = threading.Lock()
         self.held = HeldJobs()
+        self.report = report  # under a supervisor: what this process tells it (hostbeat.py)
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.lanes: list[Lane] = []
@@ -378,7 +381,7 @@ class WorkerPool:
             executors = []
             for _ in range(spec.threads):
                 n += 1
-                executors.append(Executor(self, None, f"{self.process_id}-{n}"))
+                executors.append(Executor(self, None, f"{self.process_id}-{n}", n - 1))
             lane = Lane(self, spec, executors)
             for e in executors:
                 e.lane = lane
@@ -457,6 +460,7 @@ class WorkerPool:
             self.listener.more(queues[0] if queues and len(queues) == 1 else None)
 
     def start(self) -> "WorkerPool":
+        forks.install()  # a handler's forked child never runs the worker's code (forks.py)
         connection_created.connect(_set_session_limits)
         db.open_worker_pool(self.db_pool_size)
         log.info("worker pool %s starting: %s, lease %ss", self.process_id,
@@ -505,9 +509,11 @@ class WorkerPool:
     def busy_executors(self) -> list[Executor]:
         return [e for e in self.executors if not e.idle]
 
-    def shutdown(self, grace: float | None = None) -> dict[str, int]:
+    def shutdown(self, grace: float | None = None, *, charge: str | None = None) -> dict[str, int]:
         """Stop claiming; let running handlers finish within the grace period; then ask the
-        rest to stop and release their jobs to queued at once (no attempt charged)."""
+        rest to stop and release their jobs to queued at once (no attempt charged). With
+        `charge` (a recycle for memory: worker/process.py), the handlers still running then
+        are failed with that error instead, charged the attempt, by their retry policy."""
         grace = self.shutdown_grace if grace is None else grace
         log.info("worker pool %s stopping: %d running, grace %ss", self.process_id,
                  len(self.busy_executors()), grace)
@@ -517,12 +523,18 @@ class WorkerPool:
         deadline = time.monotonic() + grace
         while self.busy_executors() and time.monotonic() < deadline:
             time.sleep(0.05)
-        leftovers = [e.current for e in self.busy_executors() if e.current is not None]
+        running = [(e.current, e.runner.policy) for e in self.busy_executors()
+                   if e.current is not None]
+        leftovers = [h for h, _ in running]
         if leftovers:
             for h in leftovers:
                 h.ctx.request_stop("shutdown")
                 self.held.discard(h.job.id, h.job.lease_token)
-            self._release([(h.job.id, h.job.lease_token, h.job.worker_id) for h in leftovers])
+            if charge is None:
+                self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
+                               for h in leftovers])
+            else:
+                self._charge(running, charge)
         self.completer.stop()
         self.completer.join(timeout=10)
         for e in self.executors:
@@ -545,6 +557,27 @@ class WorkerPool:
         connection_created.disconnect(_set_session_limits)
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
+
+    def _charge(self, running, error: str) -> None:
+        """Fail each (held job, its type's retry policy) with `error`, charging the attempt;
+        on a connection error, the reaper does it at lease expiry."""
+        for h, policy in running:
+            try:
+                close_old_connections()
+                with db.worker_connection():
+                    status, _ = self.engine.fail(h.job.id, h.job.lease_token,
+                                                 worker_id=h.job.worker_id, error=error,
+                                                 reason="memory_limit", policy=policy,
+                                                 attempt=h.job.attempt)
+            except LeaseLost:
+                continue
+            except CONNECTION_ERRORS as exc:
+                log.error("could not charge job=%s (%s); the reaper requeues it at lease "
+                          "expiry", h.job.id, exc)
+                continue
+            log.warning("job=%s type=%s attempt=%s: %s -> %s", h.job.id, h.job.type,
+                        h.job.attempt, error, status)
+            middleware.report_failure(h.job, None, status, reason="memory_limit", error=error)
 
     def _release(self, items, message: str = "worker shutting down") -> None:
         backoff = Backoff()

@@ -4,7 +4,12 @@ The same loop runs an unsupervised process (`run_job_workers` without --processe
 child of the supervisor (worker/supervisor.py). Every half second it checks:
 - a recycle (supervised only): the pool ran its --max-jobs-per-process and holds nothing, or
   the process's resident memory is over --max-memory-per-process: a graceful stop (running
-  jobs finish within the grace period, the rest are released), exit EXIT_RECYCLED;
+  jobs finish within the grace period, the rest are released), exit EXIT_RECYCLED. For
+  memory, a handler still running when the grace ends is charged its attempt instead of
+  released (failed with an error naming the limit: retried by its policy, failed for good
+  once out of attempts), as a hard timeout's is: released uncharged, the job that grows past
+  the limit would be claimed by the next process and grow again, forever. Jobs that only
+  waited in the process (prefetched) are released uncharged;
 - a hard timeout (supervised only): a handler still running JOB_TIMEOUT_GRACE_SECONDS past its
   job's timeout. Its attempt is failed as timed out (if the renewer has not yet), the other
   jobs the process holds are released uncharged (or completed, if they returned), and the
@@ -58,12 +63,22 @@ class Supervised:
 
 def run_worker_process(pool_options: dict, *, supervised: Supervised | None = None,
                        stdout=None) -> int:
-    """Run one pool until SIGTERM/SIGINT (graceful; a second one exits at once), a recycle or
-    a hard timeout; return the process's exit code."""
+    """Run one pool until SIGTERM/SIGINT (graceful; a second one exits at once, unless
+    supervised), a recycle or a hard timeout; return the process's exit code.
+
+    A supervised child treats every SIGTERM as the one graceful stop: it gets one from its
+    supervisor and, when a service manager signals the whole process group (systemd's default
+    KillMode=control-group, `kill -TERM -<pgid>`), another from there, in either order. The
+    escalation is the supervisor's: a second signal to it, or the grace plus its margin, kills
+    the children with SIGKILL."""
     stop = threading.Event()
 
     def on_signal(signum, frame):
         if stop.is_set():
+            if supervised is not None:
+                log.info("received %s again: already stopping gracefully",
+                         signal.Signals(signum).name)
+                return
             log.warning("second signal: exiting at once")
             os._exit(1)
         log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
@@ -84,7 +99,7 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
         stdout.write(f"worker pool {pool.process_id} running ({len(pool.executors)} threads); "
                      f"Ctrl-C to stop\n")
         stdout.flush()
-    code = 0
+    code, charge = 0, None
     while not stop.wait(CHECK_SECONDS):
         if supervised is None:
             continue
@@ -103,11 +118,13 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
             log.warning("worker pool %s uses %d MiB, over --max-memory-per-process %d MiB: "
                         "recycling", pool.process_id, rss >> 20, limit >> 20)
             code = EXIT_RECYCLED
+            charge = (f"the process passed --max-memory-per-process ({limit >> 20} MiB) while "
+                      f"running this job ({rss >> 20} MiB when it was found over)")
             break
         overdue = pool.stuck.stuck()
         if overdue:
             _hard_timeout(pool, overdue)  # does not return
-    pool.shutdown()
+    pool.shutdown(charge=charge)
     exit_despite_stray_threads(code)
     return code
 

@@ -4,8 +4,11 @@ It claims nothing: it starts the children, restarts one
 that exits or is killed (at once after a planned exit, a recycle or a hard timeout; with a
 capped backoff after a crash), kills one whose beat stops for FROZEN_SECONDS (stuck in C code
 holding the GIL, or stopped), and on SIGTERM/SIGINT passes the graceful shutdown to every
-child and waits for them; a second signal kills them at once. The children's jobs are theirs:
-a killed child's leases expire and the reaper (in the other children) requeues them.
+child and waits for them; a second signal kills them at once. The children's jobs are theirs
+while they live; a child that died (not a planned exit) has its jobs settled by the
+supervisor at once (`_settle`): those its threads were running, as the child reported them
+in shared memory, charged the attempt, the rest released uncharged; the reaper is the
+fallback when the database cannot be reached then.
 
 Its one transaction is the host's heartbeat: every interval, one statement upserts every live
 child's row in `job_workers` from the figures each child shares with it, in the transaction
@@ -82,6 +85,7 @@ class Slot:
     started_at: float = 0.0
     crashes: int = 0
     restart_at: float | None = 0.0  # when to start it (None: not again)
+    killed_by_stop: bool = False  # killed by the supervisor's own stop (a second signal, late)
     exits: list = field(default_factory=list)  # exit codes, for tests and the final log
 
 
@@ -208,7 +212,8 @@ class Supervisor:
         from .hostbeat import ChildReport
 
         slot.beat = self.context.Value("d", 0.0, lock=False)
-        slot.report = ChildReport.create(self.context)
+        slot.report = ChildReport.create(self.context, self._threads())
+        slot.killed_by_stop = False
         relay = child_conn = None
         if self.relay is not None:
             slot.wake_conn, child_conn = self.context.Pipe(duplex=True)
@@ -225,6 +230,50 @@ class Supervisor:
         slot.started_at, slot.restart_at = time.monotonic(), None
         log.info("supervisor: started worker process %d (pid %s)", slot.index, slot.process.pid)
 
+    def _threads(self) -> int:
+        """How many executor threads each child runs (the size of its running-jobs report)."""
+        from .. import conf
+        from .pool import parse_queues
+
+        threads = self.pool_options.get("threads") or conf.get().WORKER_THREADS
+        return sum(spec.threads for spec in parse_queues(self.pool_options.get("queues"),
+                                                          threads))
+
+    def _settle(self, slot: Slot, pid: int, code: int | None, stopping: bool) -> None:
+        """A child that died (not a planned exit): its jobs settled now, not at lease expiry.
+        Those its handlers were running are charged the attempt (retried or failed by their
+        policy): one of them killed it, or it froze running them, and which one cannot be
+        told from the exit status; so the killer runs out of attempts instead of killing
+        process after process. What it held without running (prefetched) goes back
+        uncharged. A death the supervisor's stop caused (a second signal, past the grace)
+        charges nothing."""
+        from .. import db
+        from ..registry import registry
+        from .base import CONNECTION_ERRORS
+
+        def policy_for(job_type: str):
+            spec = registry.get(job_type)
+            return spec.retry_policy if spec is not None else None
+
+        process_id = self.hostbeat.process_id(pid)
+        charge = not slot.killed_by_stop
+        try:
+            with db.worker_connection():
+                done = self.hostbeat.engine.settle_dead_process(
+                    process_id, running=slot.report.running_jobs() if charge else [],
+                    cause=f"worker process {process_id} died ({describe_exit(code)})",
+                    charge=charge, policy_for=policy_for)
+        except Exception as exc:  # noqa: BLE001 - the supervisor outlives any failure here
+            log.error("supervisor: could not settle the jobs of worker process %d (pid %s) "
+                      "(%s); the reaper requeues them at lease expiry", slot.index, pid, exc,
+                      exc_info=not isinstance(exc, CONNECTION_ERRORS))
+            return
+        if done.retried or done.failed or done.released:
+            log.warning("supervisor: worker process %d (pid %s) died holding jobs: charged an "
+                        "attempt (running): retried %s, failed %s; released uncharged (not "
+                        "started): %s", slot.index, pid, done.retried, done.failed,
+                        done.released)
+
     def _reap(self, slot: Slot, stopping: bool) -> None:
         """A child that ended: log how, and when (if at all) to start its successor."""
         proc = slot.process
@@ -235,7 +284,10 @@ class Supervisor:
         code = proc.exitcode
         # Never beaten for again; its row removed if it stopped as planned, kept (it turns
         # lost) if it was killed or crashed.
-        self.hostbeat.detach(slot.index, graceful=stopped_as_planned(code, stopping=stopping))
+        planned = stopped_as_planned(code, stopping=stopping)
+        self.hostbeat.detach(slot.index, graceful=planned)
+        if not planned:
+            self._settle(slot, proc.pid, code, stopping)
         slot.exits.append(code)
         slot.process = None
         now = time.monotonic()
@@ -311,6 +363,7 @@ class Supervisor:
                 log.warning("supervisor: %s: killing %d worker process(es) at once", why,
                             len(self.running()))
                 for slot in self.running():
+                    slot.killed_by_stop = True
                     slot.process.kill()
                 code = 1
             for slot in self.running():

@@ -1,0 +1,56 @@
+"""services.settle_dead_process, what a supervisor does with the jobs of a child it found
+dead: those the child was running are charged by their policy, the rest it held released
+uncharged; jobs of another process (a pid that merely starts alike) and jobs taken from the
+dead process meanwhile are left alone."""
+import pytest
+
+from django_pg_jobqueue import services
+from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.retries import RetryPolicy
+
+pytestmark = pytest.mark.django_db
+
+
+def test_running_jobs_are_charged_held_ones_released_and_no_other_process_is_touched():
+    running = services.enqueue("noop", {}, max_attempts=2)
+    last_try = services.enqueue("noop", {}, max_attempts=1)
+    prefetched = services.enqueue("noop", {})
+    neighbour = services.enqueue("noop", {})  # host-1234: not host-123's
+    services.claim(worker_ids=["host-123-1"], job_ids=[running.id])
+    services.claim(worker_ids=["host-123-2"], job_ids=[last_try.id])
+    services.claim(worker_ids=["host-123-prefetch"], job_ids=[prefetched.id])
+    services.claim(worker_ids=["host-1234-1"], job_ids=[neighbour.id])
+
+    done = services.settle_dead_process(
+        "host-123", running=[running.id, last_try.id, neighbour.id],
+        cause="worker process host-123 died (killed by signal SIGKILL)",
+        policy_for=lambda job_type: RetryPolicy(delays_seconds=(0,)))
+
+    assert (done.retried, done.failed, done.released) == ([running.id], [last_try.id],
+                                                          [prefetched.id])
+    rows = {j.id: j for j in Job.objects.all()}
+    assert (rows[running.id].status, rows[running.id].attempts) == ("queued", 1)
+    assert rows[running.id].last_error == (
+        "worker process host-123 died (killed by signal SIGKILL) while running this job "
+        f"(and job {last_try.id})")
+    assert (rows[last_try.id].status, rows[last_try.id].attempts) == ("failed", 1)
+    assert (rows[prefetched.id].status, rows[prefetched.id].attempts) == ("queued", 0)
+    assert JobEvent.objects.get(job=prefetched, kind="released").message == (
+        "worker process host-123 died (killed by signal SIGKILL) before it ran this job")
+    assert (rows[neighbour.id].status, rows[neighbour.id].locked_by) == ("running",
+                                                                         "host-1234-1")
+
+
+def test_without_charge_every_job_is_released_and_a_job_reclaimed_meanwhile_is_left_alone():
+    mine = services.enqueue("noop", {})
+    moved = services.enqueue("noop", {})
+    services.claim(worker_ids=["host-9-1", "host-9-2"], job_ids=[mine.id, moved.id])
+    # The reaper took `moved` and another process claimed it before the supervisor looked.
+    Job.objects.filter(pk=moved.id).update(locked_by="other-7-1")
+
+    done = services.settle_dead_process("host-9", running=[mine.id, moved.id],
+                                        cause="worker process host-9 died", charge=False)
+
+    assert (done.retried, done.failed, done.released) == ([], [], [mine.id])
+    assert Job.objects.get(pk=mine.id).attempts == 0
+    assert Job.objects.get(pk=moved.id).locked_by == "other-7-1"
