@@ -29,7 +29,15 @@ from . import idempotency
 from .base import JobQueueAPIView, JobQueueGenericViewSet, JobQueueOrderingFilter, JobQueueViewSet
 from .exceptions import QueueFull
 from .filters import JobFilter, JobFilterBackend
-from .permissions import ACTION_PERMISSIONS, ADD, CHANGE, CHANGE_QUEUE, VIEW, JobPermission
+from .permissions import (
+    ACTION_PERMISSIONS,
+    ADD,
+    CHANGE,
+    CHANGE_QUEUE,
+    VIEW,
+    JobPermission,
+    check_may_select,
+)
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
 from .serializers import (
     BulkCreatedSerializer,
@@ -336,7 +344,8 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                     "job. `ids`: these jobs, failed or cancelled; the others come back in "
                     "`not_retried`. A body that says none of these is a 400, so that no "
                     "request retries every failed job by accident. Attempts already spent stay "
-                    "counted, as with a single retry.",
+                    "counted, as with a single retry. Needs change_job; by filter or `all`, "
+                    "view_job too (a filter reads the jobs it matches): a 403 otherwise.",
         request=JobRetryMatchingSerializer,
         examples=[
             OpenApiExample("by filter", request_only=True, value={
@@ -358,6 +367,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         if "ids" in serializer.validated_data:
             retried, not_retried = retry_ids(serializer.validated_data["ids"], actor=actor)
             return Response({"retried": retried, "not_retried": not_retried})
+        check_may_select(request.user, "retry")
         try:
             retried = retry_matching(**serializer.filters(), actor=actor)
         except ValueError as exc:
