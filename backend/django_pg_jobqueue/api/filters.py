@@ -9,6 +9,7 @@ from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
+from .. import keys
 from ..models import Job
 from ..selectors import (
     SEARCH_MIN_TEXT_CHARS,
@@ -24,7 +25,7 @@ from ..states import (
     PRIORITY_MIN,
     State,
 )
-from .idempotency import PREFIX, scoped
+from .idempotency import PREFIX, key_scope, scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
@@ -104,8 +105,10 @@ class JobFilter(django_filters.FilterSet):
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
     concurrency_key = django_filters.CharFilter(
-        field_name="concurrency_key", lookup_expr="exact", max_length=MAX_CONCURRENCY_KEY_LENGTH,
-        help_text="Exact concurrency key: the jobs that share it (e.g. customer:42).")
+        method="filter_concurrency_key", max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text=("Exact concurrency key: the jobs that share it (e.g. customer:42): a key "
+                   "given to `enqueue()` from Python, or one you sent to the API yourself "
+                   "(an API user's keys are their own)."))
     schedule = django_filters.CharFilter(
         method="filter_schedule", max_length=200,
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
@@ -147,6 +150,20 @@ class JobFilter(django_filters.FilterSet):
     def filter_schedule(self, queryset, name, value):
         value = value.strip()
         return queryset.filter(idempotency_key__startswith=f"periodic:{value}:") if value else queryset
+
+    def filter_concurrency_key(self, queryset, name, value):
+        """The jobs that share this key: Python's global key, or the reader's own API key,
+        as the jobs show them (never another user's, which shares nothing with theirs)."""
+        if not value:
+            return queryset
+        match = Q()
+        if not value.startswith(PREFIX):
+            match |= Q(concurrency_key=value)
+        user = getattr(self.request, "user", None)
+        if user is not None and user.is_authenticated:
+            match |= Q(concurrency_key=keys.scoped(
+                key_scope(user), value, MAX_CONCURRENCY_KEY_LENGTH))
+        return queryset.filter(match) if match else queryset.none()
 
     def filter_search(self, queryset, name, value):
         value = value.strip()

@@ -608,8 +608,10 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
-        if "idempotency_key" in data:  # the key as its client sent it (api/idempotency.py)
-            data["idempotency_key"] = unscoped(data["idempotency_key"])
+        # Keys as their client sent them, without the API user's scope (keys.py).
+        for name in ("idempotency_key", "concurrency_key"):
+            if name in data:
+                data[name] = unscoped(data[name])
         return data
 
 

@@ -247,7 +247,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
             job, created = services.enqueue_or_get(
-                **options, from_api=True, unique_scope=idempotency.unique_scope(request.user))
+                **options, from_api=True, key_scope=idempotency.key_scope(request.user))
         charge_created(request, 1 if created else 0)
         body = JobEnqueuedSerializer(job).data
         replayed = not created and stored_key is not None and job.idempotency_key == stored_key
@@ -285,7 +285,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
             results = services.enqueue_many_or_get(
-                items, from_api=True, unique_scope=idempotency.unique_scope(request.user))
+                items, from_api=True, key_scope=idempotency.key_scope(request.user))
         charge_created(request, sum(1 for _, created in results if created))
         jobs = [job for job, _ in results]
         body = JobEnqueuedSerializer(jobs, many=True).data

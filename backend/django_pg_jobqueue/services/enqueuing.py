@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import signals
 from django.db.models.base import ModelState
 
-from .. import conf, db, sql, tracing
+from .. import conf, db, keys, sql, tracing
 from ..compat import UTC
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
@@ -362,7 +362,8 @@ def _check_unique(unique, job_type: str, payload: dict,
 def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
     """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
     limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused.
-    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it."""
+    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it.
+    The key as named; an API user's is then stored under their scope (keys.py)."""
     if key is None:
         if limit is not None:
             raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
@@ -422,7 +423,7 @@ def _check_retry_policy(policy) -> dict | None:
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
-             from_api: bool = False, unique_scope: str = "",
+             from_api: bool = False, key_scope: str = "",
              concurrency_key=None, concurrency_key_limit=None,
              index: int | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
@@ -466,11 +467,13 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     idempotency_key = _check_key(idempotency_key)
     concurrency_key, concurrency_key_limit = check_concurrency_key(concurrency_key,
                                                                     concurrency_key_limit)
+    # An API user's key is theirs (keys.py): it never holds back another user's jobs.
+    stored_concurrency_key = keys.scoped(key_scope, concurrency_key, MAX_CONCURRENCY_KEY_LENGTH)
     policy = _check_retry_policy(retry_policy)
     unique_key = unique_states = unique_period = None
     if unique is not None:
         unique_key, unique_states, unique_period = _check_unique(unique, job_type, payload,
-                                                                 unique_scope)
+                                                                 key_scope)
     after, after_failure = dependencies.check_after(after, after_failure, index=index)
     fingerprint = key_ttl = None
     if idempotency_key is not None:
@@ -505,7 +508,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         retry_policy=policy,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
         unique_period_seconds=unique_period, after=after, after_failure=after_failure,
-        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
+        concurrency_key=stored_concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
 
 
@@ -517,7 +520,7 @@ _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "i
                               "concurrency_key_limit"})
 
 
-def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
+def _prepare_item(item, from_api: bool = False, key_scope: str = "",
                   index: int = 0) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
@@ -529,7 +532,7 @@ def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return _prepare(item["type"], item.get("payload"), from_api=from_api,
-                    unique_scope=unique_scope, index=index,
+                    key_scope=key_scope, index=index,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -788,13 +791,13 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
 
 
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
-                   unique_scope: str = "", **options) -> tuple[Job, bool]:
+                   key_scope: str = "", **options) -> tuple[Job, bool]:
     """Enqueue, or get the job that holds the same idempotency key or unique key (as Django's
     get_or_create): returns (job, created). `enqueue` is its thin form. `from_api=True` (the
     API's views): only the types of JOB_API_CREATABLE_TYPES and the tasks of
-    JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `unique_scope`: the API
-    user's scope of unique keys (api/idempotency.py)."""
-    return _insert([_prepare(job_type, payload, from_api=from_api, unique_scope=unique_scope,
+    JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `key_scope`: the API
+    user's scope (keys.py), under which their unique and concurrency keys are stored."""
+    return _insert([_prepare(job_type, payload, from_api=from_api, key_scope=key_scope,
                              **options)])[0]
 
 
@@ -908,13 +911,13 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
 
 
 def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False,
-                        unique_scope: str = "") -> list[tuple[Job, bool]]:
+                        key_scope: str = "") -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created, or the holder of its unique key)."""
     prepared = []
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item, from_api, unique_scope, index))
+            prepared.append(_prepare_item(item, from_api, key_scope, index))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:
