@@ -55,7 +55,6 @@ def test_delay_seconds_makes_the_job_available_later(operator_client):
     ({}, {"type"}),
     ({"type": "noop", "payload": [1, 2]}, {"payload"}),
     ({"type": "noop", "payload": "text"}, {"payload"}),
-    ({"type": "noop", "payload": None}, {"payload"}),
     ({"type": "noop", "priority": 101}, {"priority"}),
     ({"type": "noop", "priority": -101, "max_attempts": 0}, {"priority", "max_attempts"}),
     ({"type": "noop", "timeout_seconds": 0, "delay_seconds": -1}, {"timeout_seconds", "delay_seconds"}),

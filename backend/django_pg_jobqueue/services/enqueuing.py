@@ -43,6 +43,7 @@ from ..states import (
     MAX_TIMEOUT_SECONDS,
     MAX_TYPE_LENGTH,
     MAX_UNIQUE_KEY_LENGTH,
+    MAX_UNIQUE_KEY_STORED_LENGTH,
     MAX_UNIQUE_PERIOD_SECONDS,
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -296,7 +297,12 @@ def _check_unique(unique, job_type: str, payload: dict,
                   scope: str = "") -> tuple[str, list[str], float | None]:
     """The unique key, the states it counts in and the period of `unique` (a dict of key,
     fields, states, period_seconds; see enqueue()). `scope`: the API's user scope
-    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys."""
+    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys.
+
+    Stored as "<type>:<scope>key:<key>". A key that would not fit the column so (a long type
+    with a long key under an API user's scope) is stored as "<type>:<scope>key-sha256:<the
+    SHA-256 of key:<key>>": the same key always gives the same stored form, never a
+    DataError."""
     if not isinstance(unique, dict):
         raise _type_error("unique", "a dict of key, fields, states and period_seconds", unique)
     unknown = sorted(str(k) for k in unique if k not in _UNIQUE_OPTIONS)
@@ -356,7 +362,11 @@ def _check_unique(unique, job_type: str, payload: dict,
                                                "never meet another of its key)")
     # A job enqueued after others waits before it is queued: it holds its key then too.
     ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
-    return f"{job_type}:{scope}{material}", ordered, period
+    stored = f"{job_type}:{scope}{material}"
+    if len(stored) > MAX_UNIQUE_KEY_STORED_LENGTH:
+        digest = hashlib.sha256(material.encode("utf-8")).hexdigest()
+        stored = f"{job_type}:{scope}key-sha256:{digest}"
+    return stored, ordered, period
 
 
 def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
