@@ -27,6 +27,7 @@ def test_create_with_only_a_type_uses_the_types_defaults(operator_client):
     assert job.events.get().kind == "created"
 
 
+@override_settings(JOB_API_QUEUES=["reports"], JOB_API_MAX_PRIORITY=100)
 def test_create_with_every_option(operator_client):
     run_at = (timezone.now() + timedelta(hours=1)).replace(microsecond=0)
     response = operator_client.post(JOBS, {

@@ -16,6 +16,7 @@ from numbers import Real
 from asgiref.sync import sync_to_async
 from django.db.models import signals
 from django.db.models.base import ModelState
+from django.utils import timezone
 
 from .. import conf, db, keys, sql, tracing
 from ..compat import UTC
@@ -51,7 +52,7 @@ from ..states import (
     RUN_AT_MIN,
     Status,
 )
-from . import claiming, dependencies
+from . import claiming, dependencies, queues
 
 
 @dataclass
@@ -430,12 +431,60 @@ def _check_retry_policy(policy) -> dict | None:
         raise JobArgumentTypeError("retry_policy", str(exc)) from None
 
 
+def _api_may_use_queue(queue: str, queues_seen: dict[str, bool] | None) -> bool:
+    """Whether a job created through the API may name `queue` (JOB_API_QUEUES; by default, a
+    queue that exists). `queues_seen`: the answers already given for this request."""
+    allowed = conf.get().API_QUEUES
+    if allowed is not None:
+        return queue in allowed
+    if queues_seen is not None and queue in queues_seen:
+        return queues_seen[queue]
+    exists = queues.queue_exists(queue)
+    if queues_seen is not None:
+        queues_seen[queue] = exists
+    return exists
+
+
+def _check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
+                      timeout_seconds: int | None, run_at: datetime | None,
+                      delay_seconds: float, queues_seen: dict[str, bool] | None) -> None:
+    """The operator's bounds on what an API user may choose (JOB_API_QUEUES,
+    JOB_API_MAX_PRIORITY, JOB_API_MAX_DELAY_SECONDS, JOB_API_MAX_TIMEOUT_SECONDS): beyond
+    them, InvalidJobArgument naming the field. What the caller left out takes the type's
+    default, which is the code's choice and not bounded here."""
+    settings = conf.get()
+    if named["queue"] and not _api_may_use_queue(queue, queues_seen):
+        where = ("one of JOB_API_QUEUES" if settings.API_QUEUES is not None else
+                 "a queue that exists (declared by a handler, a Tasks backend or a schedule, "
+                 "or holding jobs)")
+        raise InvalidJobArgument("queue", f"{queue!r} is not a queue the API may send jobs "
+                                          f"to: name {where}, or leave queue out")
+    if named["priority"] and priority > settings.API_MAX_PRIORITY:
+        raise InvalidJobArgument("priority", f"must be at most {settings.API_MAX_PRIORITY} "
+                                             "for a job created through the API "
+                                             f"(JOB_API_MAX_PRIORITY), not {priority}")
+    if (named["timeout_seconds"] and timeout_seconds is not None
+            and timeout_seconds > settings.API_MAX_TIMEOUT_SECONDS):
+        raise InvalidJobArgument("timeout_seconds", (
+            f"must be at most {settings.API_MAX_TIMEOUT_SECONDS} for a job created through the "
+            f"API (JOB_API_MAX_TIMEOUT_SECONDS), not {timeout_seconds}"))
+    horizon = settings.API_MAX_DELAY_SECONDS
+    if delay_seconds > horizon:
+        raise InvalidJobArgument("delay_seconds", (
+            f"must be at most {horizon} for a job created through the API "
+            f"(JOB_API_MAX_DELAY_SECONDS), not {delay_seconds:g}"))
+    if run_at is not None and run_at > timezone.now() + timedelta(seconds=horizon):
+        raise InvalidJobArgument("run_at", (
+            f"must be at most {horizon} seconds from now for a job created through the API "
+            f"(JOB_API_MAX_DELAY_SECONDS), not {run_at.isoformat()}"))
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
              from_api: bool = False, key_scope: str = "",
              concurrency_key=None, concurrency_key_limit=None,
-             index: int | None = None) -> NewJob:
+             index: int | None = None, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
@@ -463,6 +512,9 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if run_at is not None and delay_seconds:
         raise InvalidJobArgument("delay_seconds", "give run_at or delay_seconds, not both")
     settings = conf.get()
+    # What the caller named, before the type's defaults fill the rest (the API's bounds).
+    named = {"queue": queue is not None, "priority": priority is not None,
+             "timeout_seconds": timeout_seconds is not None}
     priority = _check_int("priority", spec.priority if priority is None else priority,
                           PRIORITY_MIN, PRIORITY_MAX)
     queue = _check_queue(spec.queue or "default" if queue is None else queue)
@@ -474,6 +526,9 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         timeout = spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS
     if timeout is not None:
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
+    if from_api:
+        _check_api_bounds(named, queue=queue, priority=priority, timeout_seconds=timeout,
+                          run_at=run_at, delay_seconds=delay_seconds, queues_seen=queues_seen)
     idempotency_key = _check_key(idempotency_key)
     concurrency_key, concurrency_key_limit = check_concurrency_key(concurrency_key,
                                                                     concurrency_key_limit)
@@ -531,7 +586,7 @@ _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "i
 
 
 def _prepare_item(item, from_api: bool = False, key_scope: str = "",
-                  index: int = 0) -> NewJob:
+                  index: int = 0, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
         raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
@@ -542,7 +597,7 @@ def _prepare_item(item, from_api: bool = False, key_scope: str = "",
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return _prepare(item["type"], item.get("payload"), from_api=from_api,
-                    key_scope=key_scope, index=index,
+                    key_scope=key_scope, index=index, queues_seen=queues_seen,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -925,9 +980,10 @@ def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False,
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created, or the holder of its unique key)."""
     prepared = []
+    queues_seen: dict[str, bool] = {}  # the API's bounds: each queue looked up once
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item, from_api, key_scope, index))
+            prepared.append(_prepare_item(item, from_api, key_scope, index, queues_seen))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:
