@@ -28,7 +28,9 @@ def post_raw(client, body: bytes, content_type="application/json", path=JOBS):
     (b'{"type": "noop", "payload": {"x": ' + b"1" * 5000 + b"}}", "JSON parse error"),
     (b"[" * 1000 + b"]" * 1000, "nested deeper"),
     (b'{"type": "noop", "payload": ' + b'{"a":' * 1000 + b"1" + b"}" * 1000 + b"}", "nested deeper"),
-    (b'{"type": "noop", "payload": ' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}", "nested deeper"),
+    (b'{"type": "noop", "payload": ' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}",
+     "payload: nests deeper than 64 levels"),
+    (b'{"type": "noop", "payload": ' + b'{"a":' * 130 + b"1" + b"}" * 130 + b"}", "nested deeper"),
 ])
 def test_malformed_json_is_400_with_a_clear_message(operator_client, body, message):
     response = post_raw(operator_client, body)
@@ -46,7 +48,7 @@ def test_a_deep_body_is_refused_before_parsing_even_on_a_thread_with_a_small_sta
 
     from rest_framework.exceptions import ParseError
 
-    from django_pg_jobqueue.api.parsers import StrictJSONParser
+    from django_pg_jobqueue.api.parsers import MAX_DEPTH, StrictJSONParser
 
     outcomes = []
 
@@ -66,7 +68,7 @@ def test_a_deep_body_is_refused_before_parsing_even_on_a_thread_with_a_small_sta
         thread.join()
     finally:
         threading.stack_size(previous)
-    assert outcomes == ["JSON nested deeper than 64 levels"]
+    assert outcomes == [f"JSON nested deeper than {MAX_DEPTH} levels"]
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting(operator_client):
@@ -257,3 +259,87 @@ def test_a_repeated_json_key_is_a_400_not_the_last_one_winning(operator_client, 
     assert response.status_code == 400, response.json()
     assert "more than once" in response.json()["detail"]
     assert not Job.objects.exists()
+
+
+# -- null is "the default", from the API as from Python ---------------------------------------
+# Every optional argument of enqueue() takes None as "the default" (the type's, else the
+# setting's); the API takes JSON null for the same field the same way, one job or bulk.
+NULL_IS_THE_DEFAULT = [
+    "payload", "priority", "queue", "max_attempts", "timeout_seconds", "delay_seconds",
+    "run_at", "idempotency_key", "retry_policy", "unique", "after", "after_failure",
+    "concurrency_key", "concurrency_key_limit",
+]
+STORED = ("type", "queue", "priority", "payload", "max_attempts", "timeout_seconds", "status",
+          "retry_policy", "unique_key", "unique_states", "concurrency_key", "idempotency_key")
+
+
+def _stored(job_id) -> dict:
+    return dict(Job.objects.filter(pk=job_id).values(*STORED).get())
+
+
+def _posted(client, body, bulk: bool) -> int:
+    path, sent = (JOBS + "bulk/", {"jobs": [body]}) if bulk else (JOBS, body)
+    response = client.post(path, sent, format="json")
+    assert response.status_code == 201, (body, response.json())
+    return (response.json()["jobs"][0] if bulk else response.json())["id"]
+
+
+@pytest.mark.parametrize("field", NULL_IS_THE_DEFAULT)
+def test_null_is_the_default_from_the_api_as_none_is_from_python(operator_client, field):
+    from django_pg_jobqueue import services
+
+    default = _stored(services.enqueue("sleep").id)
+    assert _stored(services.enqueue("sleep", **{field: None}).id) == default
+    for bulk in (False, True):
+        assert _stored(_posted(operator_client, {"type": "sleep", field: None}, bulk)) == default
+
+
+@pytest.mark.parametrize("option", ["key", "fields", "states", "period_seconds"])
+def test_a_null_unique_option_is_its_default_from_the_api_as_from_python(
+        operator, operator_client, option):
+    from django_pg_jobqueue import services
+
+    python = services.enqueue("noop", {"via": "python"}, unique={option: None})
+    default = services.enqueue("noop", {"via": "python-default"}, unique={})
+    assert python.unique_states == default.unique_states
+    assert python.unique_key.startswith("noop:payload:")
+    for bulk in (False, True):
+        job = _stored(_posted(operator_client, {"type": "noop", "payload": {"bulk": bulk},
+                                                "unique": {option: None}}, bulk))
+        assert job["unique_states"] == default.unique_states
+        assert job["unique_key"].startswith(f"noop:api:{operator.pk}:payload:")
+
+
+# -- payload depth: the same 64 levels alone, in bulk and from Python -----------------------
+
+def _nested(levels: int) -> dict:
+    """A payload of `levels` objects nested in one another (the innermost holds a number)."""
+    payload: dict = {"leaf": 1}
+    for _ in range(levels - 1):
+        payload = {"a": payload}
+    return payload
+
+
+def test_a_payload_nests_the_same_64_levels_alone_in_bulk_and_from_python(operator_client):
+    from django_pg_jobqueue import services
+    from django_pg_jobqueue.api import parsers
+    from django_pg_jobqueue.exceptions import InvalidJobArgument
+    from django_pg_jobqueue.states import MAX_PAYLOAD_DEPTH
+
+    # The parser leaves room for the deepest envelope, and then some: enqueue() refuses.
+    assert parsers.MAX_DEPTH > MAX_PAYLOAD_DEPTH + parsers.ENVELOPE_DEPTH
+    deepest, too_deep = _nested(MAX_PAYLOAD_DEPTH), _nested(MAX_PAYLOAD_DEPTH + 1)
+    assert services.enqueue("noop", deepest).payload == deepest
+    with pytest.raises(InvalidJobArgument, match="deeper than 64") as refused:
+        services.enqueue("noop", too_deep)
+    assert refused.value.argument == "payload"
+    for bulk in (False, True):
+        assert Job.objects.get(pk=_posted(operator_client, {"type": "noop", "payload": deepest},
+                                          bulk)).payload == deepest
+        body = {"type": "noop", "payload": too_deep}
+        path, sent = (JOBS + "bulk/", {"jobs": [body]}) if bulk else (JOBS, body)
+        response = operator_client.post(path, sent, format="json")
+        assert response.status_code == 400, response.json()
+        errors = response.json()["errors"]
+        assert "deeper than 64" in str((errors["jobs"]["0"] if bulk else errors)["payload"])
+    assert Job.objects.count() == 3

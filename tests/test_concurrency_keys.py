@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from django.db import close_old_connections
+from django.test import override_settings
 
 from django_pg_jobqueue import enqueue, enqueue_many, services
 from django_pg_jobqueue.exceptions import InvalidJobArgument
@@ -194,22 +195,82 @@ def test_bad_keys_and_limits_are_refused_alike_by_python_and_the_api(options, ar
     assert not Job.objects.exists()
 
 
-def test_python_enqueue_many_and_the_api_store_the_same_key_and_limit(operator_client):
+def test_python_enqueue_many_and_the_api_take_the_same_key_and_limit(operator, operator_client):
     one = enqueue("noop", concurrency_key="customer:42", concurrency_key_limit=2)
     (many,) = enqueue_many([{"type": "noop", "concurrency_key": "customer:42",
                              "concurrency_key_limit": 2}])
     response = operator_client.post(JOBS, {"type": "noop", "concurrency_key": "customer:42",
                                            "concurrency_key_limit": 2}, format="json")
     assert response.status_code == 201, response.content
+    assert response.json()["concurrency_key"] == "customer:42"  # as sent
     bulk = operator_client.post(JOBS + "bulk/", {"jobs": [
         {"type": "noop", "concurrency_key": "customer:42"}]}, format="json")
     assert bulk.status_code == 201, bulk.content
+    assert bulk.json()["jobs"][0]["concurrency_key"] == "customer:42"
     rows = {(j.concurrency_key, j.concurrency_key_limit)
-            for j in Job.objects.filter(pk__in=[one.id, many.id, response.json()["id"]])}
+            for j in Job.objects.filter(pk__in=[one.id, many.id])}
     assert rows == {("customer:42", 2)}
+    # The API user's key is theirs, stored under their scope (the next test).
+    api = Job.objects.get(pk=response.json()["id"])
+    assert (api.concurrency_key, api.concurrency_key_limit) == (f"api:{operator.pk}:customer:42", 2)
     assert (one.concurrency_key, one.concurrency_key_limit) == ("customer:42", 2)
     assert Job.objects.get(pk=bulk.json()["jobs"][0]["id"]).concurrency_key_limit == 1
     assert Job.objects.filter(concurrency_key=None).count() == 0
+
+
+# -- whose key it is --------------------------------------------------------------------------
+
+@override_settings(JOB_API_MAX_PRIORITY=100, JOB_API_MAX_TIMEOUT_SECONDS=2592000)
+def test_an_api_users_concurrency_key_is_their_own_and_holds_back_no_one_else(
+        make_user, client_for):
+    """Tenant A's long job with "customer:42" held tenant B's job of the same key queued
+    for as long as it ran; a key named by an API user is that user's (keys.py), and Python
+    names global keys. (The operator here lets API users take any priority and timeout.)"""
+    alice, bob = (make_user(name, perms=["add_job", "view_job"]) for name in ("alice", "bob"))
+    a, b = client_for(alice), client_for(bob)
+
+    def post(client, path=JOBS, **fields):
+        body = {"type": "noop", "concurrency_key": "customer:42", **fields}
+        sent = {"jobs": [body]} if path.endswith("bulk/") else body
+        response = client.post(path, sent, format="json")
+        assert response.status_code == 201, response.content
+        job = response.json()["jobs"][0] if path.endswith("bulk/") else response.json()
+        assert job["concurrency_key"] == "customer:42"
+        return job["id"]
+
+    hog = post(a, priority=100, timeout_seconds=2592000)
+    assert [c.id for c in claim(1)] == [hog]
+    tenant_b = post(b)
+    tenant_b_bulk = post(b, JOBS + "bulk/")
+    python = enqueue("noop", concurrency_key="customer:42").id
+    alices_second = post(a, JOBS + "bulk/")
+    # Bob's key is full after one of his; Python's key is its own; Alice's waits for hers.
+    assert {c.id for c in claim()} == {tenant_b, python}
+    assert Job.objects.get(pk=tenant_b_bulk).status == Status.QUEUED
+    assert Job.objects.get(pk=alices_second).status == Status.QUEUED
+    detail = a.get(f"{JOBS}{alices_second}/").json()
+    assert detail["concurrency_key_wait"] == "waiting: 1 of 1 running for key customer:42"
+    # The list's filter finds the reader's own key and Python's, never another user's.
+    listed = {j["id"] for j in a.get(JOBS, {"concurrency_key": "customer:42"}).json()["results"]}
+    assert listed == {hog, alices_second, python}
+    stored = b.get(JOBS, {"concurrency_key": f"api:{alice.pk}:customer:42"}).json()
+    assert stored["results"] == []
+
+
+def test_a_long_api_concurrency_key_is_stored_as_its_digest_and_still_shared(
+        operator, operator_client):
+    key = "k" * 200  # the longest a key may be: no room left for the user's scope
+    ids = []
+    for _ in range(2):
+        response = operator_client.post(JOBS, {"type": "noop", "concurrency_key": key},
+                                        format="json")
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    stored = {Job.objects.get(pk=i).concurrency_key for i in ids}
+    assert len(stored) == 1
+    [one] = stored
+    assert one.startswith(f"api:{operator.pk}:sha256:") and len(one) <= 200
+    assert len(claim()) == 1  # the same key: one at a time
 
 
 def test_the_database_refuses_a_key_without_a_limit():

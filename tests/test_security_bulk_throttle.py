@@ -79,7 +79,7 @@ def test_only_requests_that_create_jobs_spend_the_create_rate(operator_client):
         bad = operator_client.post(BULK, {"jobs": [{"type": "noop"}, {"type": "nope"}]},
                                    format="json")
         assert bad.status_code == 400, bad.json()
-    conflict = operator_client.post(jobs, {"type": "noop", "priority": 3, "idempotency_key": "k1"},
+    conflict = operator_client.post(jobs, {"type": "noop", "priority": -3, "idempotency_key": "k1"},
                                     format="json")
     assert conflict.status_code == 409
     replayed = operator_client.post(BULK, {"jobs": [{"type": "noop", "idempotency_key": "k1"},

@@ -64,7 +64,7 @@ def test_the_same_user_still_gets_replays_and_conflicts(alice):
     assert replay.status_code == 200 and replay["X-Idempotency-Replay"] == "true"
     assert replay.json()["id"] == first.json()["id"]
     assert replay.json()["idempotency_key"] == "order-7"
-    conflict = alice.post(JOBS, {**BODY, "priority": 5}, format="json")
+    conflict = alice.post(JOBS, {**BODY, "priority": -5}, format="json")
     assert conflict.status_code == 409
     assert conflict.json()["job_id"] == first.json()["id"]
     assert "'order-7'" in conflict.json()["detail"]  # her key, as she sent it

@@ -293,3 +293,31 @@ def test_api_users_unique_keys_never_meet(alice, bob):
     assert alice.post(JOBS, body, format="json").status_code == 201
     theirs = bob.post(JOBS, {**body, "payload": {}}, format="json")
     assert theirs.status_code == 201 and theirs.json()["payload"] == {}
+
+
+def test_the_longest_key_on_the_longest_type_fits_from_the_api_and_from_python(
+        make_user, client_for, custom_handler):
+    """A 190-character key on a 100-character type overflowed the 300-character column under
+    an API user's scope (a DataError, a 500): such a key is stored as its digest instead,
+    the same for the same key, from the API (one job or bulk) and from Python."""
+    long_type = "reports." + "t" * 92  # 100 characters, the longest a type may be
+    custom_handler(long_type, lambda payload: None)
+    key = "k" * 190  # states.MAX_UNIQUE_KEY_LENGTH
+    with override_settings(JOB_API_CREATABLE_TYPES=[long_type]):
+        user = make_user("tenant", perms=["add_job", "view_job"])
+        client = client_for(user)
+        body = {"type": long_type, "unique": {"key": key}}
+        first = client.post(JOBS, body, format="json")
+        assert first.status_code == 201, first.json()
+        again = client.post(JOBS, body, format="json")
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+        bulk = client.post(JOBS + "bulk/", {"jobs": [body]}, format="json")
+        assert bulk.status_code == 201 and bulk.json()["jobs"][0]["id"] == first.json()["id"]
+    stored = Job.objects.get(pk=first.json()["id"]).unique_key
+    assert len(stored) <= 300 and stored.startswith(f"{long_type}:api:{user.pk}:key-sha256:")
+    python = services.enqueue(long_type, unique={"key": key})
+    assert python.created and python.unique_key == f"{long_type}:key:{key}"  # 295: it fits
+    assert services.enqueue(long_type, unique={"key": key}).id == python.id
+    # A key that fits with the scope is stored as it is.
+    short = services.enqueue_or_get(long_type, unique={"key": "k" * 10}, key_scope="api:7:")[0]
+    assert short.unique_key == f"{long_type}:api:7:key:{'k' * 10}"

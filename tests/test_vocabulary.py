@@ -7,6 +7,7 @@ test helpers use the same words for the same things; durations end in `_seconds`
 import inspect
 
 import pytest
+from django.test import override_settings
 
 from django_pg_jobqueue import (
     aenqueue,
@@ -48,6 +49,7 @@ def test_aenqueue_takes_exactly_enqueues_arguments():
 
 
 @pytest.mark.django_db
+@override_settings(JOB_API_MAX_PRIORITY=100)  # ONE_OF_EACH's priority, above the API's default
 def test_a_batch_item_and_an_api_body_accept_every_argument_of_enqueue(operator_client):
     [from_python] = enqueue_many([ONE_OF_EACH])
     body = {**ONE_OF_EACH, "idempotency_key": "vocabulary-2"}

@@ -275,6 +275,13 @@ JOB_API_PUBLIC_READ = env.bool("JOB_API_PUBLIC_READ", default=False)
 JOB_API_CREATABLE_TYPES = env.list("JOB_API_CREATABLE_TYPES", default=[
     "email_send", "payment_retry", "report_generate", "noop", "sleep", "flaky", "fail"])
 JOB_API_CREATABLE_TASKS = env.list("JOB_API_CREATABLE_TASKS", default=[])
+# The bounds of what an API user chooses for a job: the library's defaults (a queue that
+# exists, priority at most 0, at most 30 days ahead, a timeout of at most a day) unless the
+# environment says otherwise (the browser tests name their own queues).
+JOB_API_QUEUES = env.list("JOB_API_QUEUES", default=[]) or None  # empty: a queue that exists
+JOB_API_MAX_PRIORITY = env.int("JOB_API_MAX_PRIORITY", default=0)
+JOB_API_MAX_DELAY_SECONDS = env.int("JOB_API_MAX_DELAY_SECONDS", default=30 * 86400)
+JOB_API_MAX_TIMEOUT_SECONDS = env.int("JOB_API_MAX_TIMEOUT_SECONDS", default=86400)
 # The dashboard's own password login (off in the library): the demo logs in demo/demo-password
 # with it. A host with SSO or two-factor login leaves it off.
 JOB_API_PASSWORD_LOGIN = env.bool("JOB_API_PASSWORD_LOGIN", default=True)

@@ -20,6 +20,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .states import (
+    MAX_DELAY_SECONDS,
+    MAX_QUEUE_NAME_LENGTH,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_NAME_RE,
+)
+
 PREFIX = "JOB_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
@@ -137,6 +145,17 @@ def job_type_list(value) -> str | None:
         return None
     return ("a list of job type names, e.g. ['email_send', 'report_generate'] (a list, not one "
             "comma-separated string)")
+
+
+def queue_list(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(q, str) and 0 < len(q) <= MAX_QUEUE_NAME_LENGTH and QUEUE_NAME_RE.fullmatch(q)
+            for q in value):
+        return None
+    return ("a list of queue names, e.g. ['default', 'reports'] (a list, not one "
+            "comma-separated string), or None (the queues that exist)")
 
 
 def task_path_list(value) -> str | None:
@@ -452,6 +471,33 @@ class QueueConf:
         other path is refused with 400 (an error on `payload`). Empty, the
         default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
         limited.""")
+    # Bounds of the jobs the API creates (services/enqueuing.py, from_api=True): what an
+    # add_job user may choose, so that none can take over the workers or the metrics.
+    API_QUEUES: tuple[str, ...] | None = setting(
+        None, check_id=110, rule=queue_list, group="api", type_doc="list of str or None", doc="""
+        The queues a job created through the API may name in `queue`. None, the default: a
+        queue that exists, one a registered handler, a Tasks backend's `QUEUES` or a periodic
+        schedule declares, or one that holds jobs or has a setting (the queues `pause` accepts).
+        A list: only those. Any other queue is a 400 naming `queue`, so that an API user
+        cannot make up queues (each one a new label series of `/metrics`, a queue no worker
+        may serve). A job that names no queue takes its type's, whatever this says.""")
+    API_MAX_PRIORITY: int = setting(
+        0, check_id=111, rule=whole(PRIORITY_MIN, maximum=PRIORITY_MAX), group="api", doc=f"""
+        The highest `priority` a job created through the API may give (enqueue() takes
+        {PRIORITY_MIN} to {PRIORITY_MAX}, higher first). 0, the default: an API user's job
+        never goes ahead of the jobs your code enqueues at the default priority. Higher is
+        a 400 naming `priority`; a job that gives none takes its type's priority.""")
+    API_MAX_DELAY_SECONDS: int = setting(
+        30 * 86400, check_id=112, rule=whole(0, maximum=MAX_DELAY_SECONDS), group="api",
+        doc="""How far ahead a job created through the API may be scheduled, in seconds:
+        `delay_seconds` at most this, `run_at` at most this far from now. 30 days by default;
+        beyond, a 400 naming the field. A job parked until 9999 holds its row (and its unique
+        key) for as long as the database lives.""")
+    API_MAX_TIMEOUT_SECONDS: int = setting(
+        86400, check_id=113, rule=whole(1, maximum=MAX_TIMEOUT_SECONDS), group="api", doc="""
+        The longest `timeout_seconds` a job created through the API may give: one day by
+        default (enqueue() takes up to 30 days). Longer is a 400 naming `timeout_seconds`; a
+        job that gives none takes its type's timeout.""")
     API_PASSWORD_LOGIN: bool = setting(False, check_id=53, rule=boolean, group="api", doc="""
         True turns on the dashboard's own password form and `POST auth/login/`. That login
         accepts any active user of the site (not only staff), starts a session that is valid
@@ -665,8 +711,8 @@ def get() -> QueueConf:
     if found:
         raise ImproperlyConfigured("; ".join(p.message for p in found))
     for name in ("EXTRA_HANDLER_MODULES", "MIDDLEWARE", "ERROR_HOOKS", "API_CREATABLE_TYPES",
-                 "API_CREATABLE_TASKS"):
-        if name in values:
+                 "API_CREATABLE_TASKS", "API_QUEUES"):
+        if values.get(name) is not None:
             values[name] = tuple(values[name])
     return QueueConf(**values)
 

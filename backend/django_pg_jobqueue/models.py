@@ -26,6 +26,7 @@ from .states import (
     AFTER_FAILURE_CHOICES,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
+    MAX_UNIQUE_KEY_STORED_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     EventKind,
@@ -142,7 +143,7 @@ class Job(models.Model):
     idempotency_expires_at = models.DateTimeField(null=True, blank=True)
     # Unique jobs (services/enqueuing.py, docs/how-to/unique-jobs.md): "<type>:<key>", held
     # by at most one job whose status is in its own unique_states (job_unique_key_unique).
-    unique_key = models.CharField(max_length=300, null=True, blank=True)
+    unique_key = models.CharField(max_length=MAX_UNIQUE_KEY_STORED_LENGTH, null=True, blank=True)
     unique_states = models.JSONField(null=True, blank=True)  # a JSON array of statuses
     # Some job was enqueued after this one (job_dependencies): its completion, failure or
     # cancel then settles those dependants (services/dependencies.py).

@@ -11,7 +11,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import conf, sql
+from . import conf, keys, sql
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
@@ -163,7 +163,7 @@ def concurrency_key_wait(job: Job) -> tuple[int | None, str]:
     if job.status != Status.QUEUED or running < job.concurrency_key_limit:
         return running, ""
     return running, (f"waiting: {running} of {job.concurrency_key_limit} running for key "
-                     f"{job.concurrency_key}")
+                     f"{keys.unscoped(job.concurrency_key)}")
 
 
 @dataclass

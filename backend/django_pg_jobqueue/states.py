@@ -50,8 +50,11 @@ RUN_AT_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255  # Job.idempotency_key's max_length
 MAX_TYPE_LENGTH = 100  # Job.type's max_length (a Django task's path longer than this: django_task)
 # A unique job's key (enqueue(unique={"key": ...})): stored as "<type>:key:<key>" in
-# Job.unique_key (max_length 300, a type being at most 100 characters).
+# Job.unique_key (max_length 300, a type being at most 100 characters); under an API user's
+# scope ("<type>:api:<user id>:key:<key>") a key too long for the column is stored as its
+# SHA-256 instead (services/enqueuing.py).
 MAX_UNIQUE_KEY_LENGTH = 190
+MAX_UNIQUE_KEY_STORED_LENGTH = 300  # Job.unique_key's max_length
 MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
 # A concurrency key (Job.concurrency_key's max_length) and its limit: at most that many jobs
 # of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).

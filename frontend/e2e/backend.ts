@@ -217,6 +217,13 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
       JOB_REAPER_INTERVAL_SECONDS: "1",
       JOB_SHUTDOWN_GRACE_SECONDS: "2",
       JOB_CREATE_RATE: "10000/min",
+      // The specs create jobs on queues of their own (made up per run, which the API refuses by
+      // default) and at priorities above 0: opened here, as an operator would.
+      JOB_API_QUEUES: [
+        info.queue, `${info.queue}-lost`, info.idleQueue,
+        ...["nav", "pick", "all", "states", "keyed", "pages"].map((s) => `${info.idleQueue}-${s}`),
+      ].join(","),
+      JOB_API_MAX_PRIORITY: "100",
       JOB_PERIODIC: JSON.stringify({ [info.schedule]: { cron: "* * * * *", type: "noop", queue: info.queue } }),
     };
     manage(["migrate", "--no-input", "-v", "0"], env);

@@ -10,7 +10,12 @@ from .. import selectors
 from ..services import bulk_actions
 from .base import JobQueueAPIView
 from .filters import JobFilter
-from .permissions import ACTION_PERMISSIONS, JobActionPermission, has_action_permission
+from .permissions import (
+    ACTION_PERMISSIONS,
+    JobActionPermission,
+    check_may_select,
+    has_action_permission,
+)
 from .schema import errors, extend_schema
 from .serializers import JobActionResultSerializer, JobActionSerializer
 
@@ -51,7 +56,8 @@ class JobActionsView(JobQueueAPIView):
                     "A filter must filter: `{}` (or only blank values) "
                     "is a 400, and every job is meant only by `{\"all\": true}`. "
                     "Permissions: change_job for cancel and retry, "
-                    "delete_job for delete.",
+                    "delete_job for delete; by `filter` or `all`, view_job too (a filter "
+                    "reads the jobs it matches): without it, a 403 and nothing is matched.",
         examples=[
             OpenApiExample("selected", request_only=True,
                            value={"action": "delete", "ids": [41, 42, 43]}),
@@ -77,6 +83,7 @@ class JobActionsView(JobQueueAPIView):
         if "ids" in serializer.validated_data:
             outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
         else:
+            check_may_select(request.user, action)
             outcome = bulk_actions.apply_to_matching(
                 action, _matching(serializer.filter_params(), request), actor=actor,
                 after=serializer.validated_data.get("after", 0),

@@ -7,7 +7,9 @@ from django import forms
 from django.db.models import Q
 from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework.exceptions import ErrorDetail, ValidationError
 
+from .. import keys
 from ..models import Job
 from ..selectors import (
     SEARCH_MIN_TEXT_CHARS,
@@ -23,7 +25,7 @@ from ..states import (
     PRIORITY_MIN,
     State,
 )
-from .idempotency import PREFIX, scoped
+from .idempotency import PREFIX, key_scope, scoped
 from .per_class import once_per_class
 from .serializers import STATUS_CHOICES
 
@@ -103,8 +105,10 @@ class JobFilter(django_filters.FilterSet):
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt",
                                                       help_text="ISO 8601; created before.")
     concurrency_key = django_filters.CharFilter(
-        field_name="concurrency_key", lookup_expr="exact", max_length=MAX_CONCURRENCY_KEY_LENGTH,
-        help_text="Exact concurrency key: the jobs that share it (e.g. customer:42).")
+        method="filter_concurrency_key", max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text=("Exact concurrency key: the jobs that share it (e.g. customer:42): a key "
+                   "given to `enqueue()` from Python, or one you sent to the API yourself "
+                   "(an API user's keys are their own)."))
     schedule = django_filters.CharFilter(
         method="filter_schedule", max_length=200,
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
@@ -147,6 +151,20 @@ class JobFilter(django_filters.FilterSet):
         value = value.strip()
         return queryset.filter(idempotency_key__startswith=f"periodic:{value}:") if value else queryset
 
+    def filter_concurrency_key(self, queryset, name, value):
+        """The jobs that share this key: Python's global key, or the reader's own API key,
+        as the jobs show them (never another user's, which shares nothing with theirs)."""
+        if not value:
+            return queryset
+        match = Q()
+        if not value.startswith(PREFIX):
+            match |= Q(concurrency_key=value)
+        user = getattr(self.request, "user", None)
+        if user is not None and user.is_authenticated:
+            match |= Q(concurrency_key=keys.scoped(
+                key_scope(user), value, MAX_CONCURRENCY_KEY_LENGTH))
+        return queryset.filter(match) if match else queryset.none()
+
     def filter_search(self, queryset, name, value):
         value = value.strip()
         if not value:
@@ -180,4 +198,21 @@ class JobFilterBackend(DjangoFilterBackend):
             names = tuple(filterset_class.base_filters)
             if not any(key.startswith(names) for key in request.query_params):
                 return queryset
-        return super().filter_queryset(request, queryset, view)
+        filterset = self.get_filterset(request, queryset, view)
+        if filterset is None:
+            return queryset
+        if not filterset.is_valid():
+            raise filter_errors(filterset)
+        return filterset.qs
+
+
+def filter_errors(filterset) -> ValidationError:
+    """A filter set's errors as a 400, each with its code.
+
+    Not django-filter's translate_validation: it %-formats every message, with or without
+    parameters, so a message quoting the value (`search needs at least 3 characters ...; got
+    '%'`) raised a TypeError, a 500. Django formats a message only when it has parameters."""
+    return ValidationError({
+        name: [ErrorDetail(error.message % error.params if error.params else error.message,
+                           code=error.code) for error in errors]
+        for name, errors in filterset.errors.as_data().items()})

@@ -1,4 +1,4 @@
-"""Idempotency keys sent to the API are scoped to the user who sent them.
+"""Idempotency keys sent to the API are scoped to the user who sent them (keys.py).
 
 A key is stored as ``api:<user id>:<key>``, so that two users' keys never meet: another user's
 key is, for you, a key you never used (a new job of yours), and nothing about their job comes
@@ -10,33 +10,20 @@ Python callers of ``enqueue()`` and the Tasks backend keep one global namespace:
 Python is stored as given. Keys starting with ``api:`` are the API's; do not use that prefix
 from Python. Jobs show the key as the client sent it (``unscoped``).
 """
-import hashlib
-
+from .. import keys
+from ..keys import PREFIX, unscoped
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH
 
-PREFIX = "api:"
-DIGEST = "sha256:"
+__all__ = ["PREFIX", "key_scope", "scoped", "unscoped"]
 
 
 def scoped(user, key: str | None) -> str | None:
-    """The stored form of `key` sent by `user` (None stays None)."""
-    if key is None:
-        return None
-    scope = f"{PREFIX}{user.pk}:"
-    if len(scope) + len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
-        return scope + key
-    return f"{scope}{DIGEST}{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    """The stored form of the idempotency key `key` sent by `user` (None stays None)."""
+    return keys.scoped(key_scope(user), key, MAX_IDEMPOTENCY_KEY_LENGTH)
 
 
-def unique_scope(user) -> str:
-    """The scope of the unique keys `user` sends (enqueue's `unique`): the same as their
-    idempotency keys', so that another user's unique job is never returned to them."""
-    return f"{PREFIX}{user.pk}:"
-
-
-def unscoped(stored: str | None) -> str | None:
-    """The key as its client sent it, from its stored form; a key from Python as it is."""
-    if stored is None or not stored.startswith(PREFIX):
-        return stored
-    _, separator, key = stored[len(PREFIX):].partition(":")
-    return key if separator else stored
+def key_scope(user) -> str:
+    """The scope of the unique and concurrency keys `user` sends (enqueue's `key_scope`): the
+    same as their idempotency keys', so that another user's job is never returned to them
+    and never holds theirs back."""
+    return keys.user_scope(user.pk)

@@ -15,9 +15,17 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
 from .. import storable
+from ..states import MAX_PAYLOAD_DEPTH
 from .exceptions import PayloadTooLarge
 
-MAX_DEPTH = 64
+# How deeply a request body's objects and arrays may nest (scalars do not count, as in
+# enqueue()). A job's payload may nest MAX_PAYLOAD_DEPTH levels, alone, in a bulk request and
+# from Python alike: the limit here leaves room for the deepest envelope (a bulk request: the
+# body, its `jobs` list, an item) and more, so that a payload a little too deep reaches
+# enqueue()'s own check and is refused naming its field (`jobs[i].payload`); only a body far
+# deeper than any payload may be stops here, before anything recurses over it.
+ENVELOPE_DEPTH = 3
+MAX_DEPTH = 2 * MAX_PAYLOAD_DEPTH
 
 
 def _reject_constant(name: str):
@@ -46,8 +54,9 @@ def _check(value) -> None:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels")
+        if depth > MAX_DEPTH and isinstance(item, (dict, list)):
+            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels (a payload may "
+                             f"nest {MAX_PAYLOAD_DEPTH})")
         if isinstance(item, dict):
             for key, child in item.items():
                 _check_text(key)

@@ -7,7 +7,9 @@
     a queue's concurrency limit (PATCH queues/{name}/)  jobs.change_queuesetting
     delete (a finished job)                            jobs.delete_job
     bulk actions (POST jobs/actions/)                  the single-job action's permission
-                                                       (job_actions.ACTIONS)
+                                                       (job_actions.ACTIONS); by filter or
+                                                       all (also POST jobs/retry/), view_job
+                                                       too (may_select)
 
 A method a view has no handler for (PUT or PATCH on a job, DELETE on a queue) is a 405 for an
 authenticated user, whatever their permissions: the permission check lets it through to DRF's
@@ -18,6 +20,7 @@ Anonymous requests get 401 (TokenAuthentication comes first, so DRF answers with
 `WWW-Authenticate: Token`); authenticated users without the permission get 403.
 Each process remembers a user's answer for a few seconds (authentication.has_perm).
 """
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from .. import conf, job_actions
@@ -86,3 +89,22 @@ class JobActionPermission(BasePermission):
 
 def has_action_permission(user, action: str) -> bool:
     return has_perm(user, ACTION_PERMISSIONS[action])
+
+
+def may_select(user) -> bool:
+    """Whether `user` may choose jobs by what they hold (a filter) or take every job: a bulk
+    action by filter or `all` needs the reads' permission too.
+
+    What such a request answers (which jobs it did, which it refused and why, how many) tells
+    which jobs match: by `search`, what their payloads and errors contain. Without view_job
+    that is an oracle, a payload read a character at a time. By ids, a bulk action tells no
+    more than the single-job endpoints (404, 409 with the status) already do."""
+    return conf.get().API_PUBLIC_READ or has_perm(user, VIEW)
+
+
+def check_may_select(user, action: str) -> None:
+    """403 (nothing matched, nothing changed) unless `may_select(user)`."""
+    if not may_select(user):
+        raise PermissionDenied(
+            f"{action} by filter or on every job needs the view_job permission too (a filter "
+            "reads the jobs it matches); without it, give the jobs' ids.")

@@ -362,32 +362,36 @@ class AfterEntryField(serializers.JSONField):
 class UniqueOptionsSerializer(StrictSerializer):
     """`unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it)."""
 
-    key = StrictCharField(required=False, trim_whitespace=False,
+    key = StrictCharField(required=False, allow_null=True, trim_whitespace=False,
                           help_text="The unique key within the job type. Not with fields.")
     fields = serializers.ListField(
-        child=StrictCharField(trim_whitespace=False), required=False,
+        child=StrictCharField(trim_whitespace=False), required=False, allow_null=True,
         help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
                   "payload.")
     states = serializers.ListField(
-        child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False,
+        child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False, allow_null=True,
         help_text="The statuses in which a job counts as the holder of its key: at least "
                   "queued and running. Default: those two, or every status with a period.")
     period_seconds = StrictFloatField(
-        required=False, help_text="A job counts only this long after its enqueue.")
+        required=False, allow_null=True,
+        help_text="A job counts only this long after its enqueue.")
 
 
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = StrictCharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
-    payload = JSONObjectField(required=False, default=dict,
+    payload = JSONObjectField(required=False, allow_null=True, default=dict,
                               help_text="The handler's input: a JSON object, at most JOB_MAX_PAYLOAD_BYTES "
                                         "in UTF-8 bytes of its compact JSON (measured by the service, as for enqueue()).")
-    priority = StrictIntegerField(required=False, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
-                                        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first. "
+    priority = StrictIntegerField(required=False, allow_null=True, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
+                                        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first, "
+                                                  "at most JOB_API_MAX_PRIORITY (0 by default). "
                                                   "Default: the type's.")
-    max_attempts = StrictIntegerField(required=False, min_value=1, max_value=MAX_ATTEMPTS_LIMIT,
+    max_attempts = StrictIntegerField(required=False, allow_null=True, min_value=1,
+                                      max_value=MAX_ATTEMPTS_LIMIT,
                                             help_text="Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS.")
     queue = queue_name_field(
-        required=False, help_text="Queue name (letters, digits, _ . : -). Default: the type's.")
+        required=False, allow_null=True, help_text="Queue name (letters, digits, _ . : -): a queue that exists, or one of "
+                  "JOB_API_QUEUES when it is set. Default: the type's.")
     idempotency_key = StrictCharField(
         required=False, allow_null=True, max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
         help_text="Or the Idempotency-Key header. The same key and request again returns the first job.",
@@ -395,11 +399,16 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     run_at = AwareDateTimeField(
         required=False, allow_null=True,
         help_text="Not runnable before this time: an ISO 8601 date and time with its offset, "
-                  "from 2000-01-01T00:00:00Z. Not with delay_seconds.")
-    delay_seconds = StrictFloatField(required=False, min_value=0, max_value=MAX_DELAY_SECONDS,
-                                           help_text="Not runnable for this many seconds. Not with run_at.")
-    timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
-                                               help_text="Per-attempt time limit. Default: the type's.")
+                  "from 2000-01-01T00:00:00Z, at most JOB_API_MAX_DELAY_SECONDS (30 days by "
+                  "default) from now. Not with delay_seconds.")
+    delay_seconds = StrictFloatField(required=False, allow_null=True, min_value=0, max_value=MAX_DELAY_SECONDS,
+                                           help_text="Not runnable for this many seconds, at most "
+                                                     "JOB_API_MAX_DELAY_SECONDS (30 days by default). "
+                                                     "Not with run_at.")
+    timeout_seconds = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_TIMEOUT_SECONDS,
+                                               help_text="Per-attempt time limit, at most "
+                                                         "JOB_API_MAX_TIMEOUT_SECONDS (1 day by default). "
+                                                         "Default: the type's.")
     retry_policy = RetryPolicyField(
         required=False, allow_null=True,
         help_text="This job's own retry policy, replacing its type's: {\"delays_seconds\": [1, 5, 30]} "
@@ -608,8 +617,10 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
-        if "idempotency_key" in data:  # the key as its client sent it (api/idempotency.py)
-            data["idempotency_key"] = unscoped(data["idempotency_key"])
+        # Keys as their client sent them, without the API user's scope (keys.py).
+        for name in ("idempotency_key", "concurrency_key"):
+            if name in data:
+                data[name] = unscoped(data[name])
         return data
 
 

@@ -36,6 +36,7 @@ from .permissions import (
     CHANGE_QUEUE,
     VIEW,
     JobPermission,
+    check_may_select,
     may_view_jobs,
 )
 from .schema import IDEMPOTENCY_KEY, JOB_ID, QUEUE_NAME, REPLAY, RETRY_AFTER, errors, extend_schema
@@ -247,7 +248,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(1, [stored_key] if stored_key else [])
         with _client_keys({stored_key: key}):
             job, created = services.enqueue_or_get(
-                **options, from_api=True, unique_scope=idempotency.unique_scope(request.user),
+                **options, from_api=True, key_scope=idempotency.key_scope(request.user),
                 may_name_jobs=may_view_jobs(request.user))
         charge_created(request, job_units(options) if created else 0)
         body = JobEnqueuedSerializer(job).data
@@ -286,7 +287,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         _check_backpressure(len(items), list(sent))
         with _client_keys(sent):
             results = services.enqueue_many_or_get(
-                items, from_api=True, unique_scope=idempotency.unique_scope(request.user),
+                items, from_api=True, key_scope=idempotency.key_scope(request.user),
                 may_name_jobs=may_view_jobs(request.user))
         charge_created(request, sum(job_units(item)
                                     for item, (_, created) in zip(items, results, strict=True)
@@ -348,7 +349,8 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
                     "job. `ids`: these jobs, failed or cancelled; the others come back in "
                     "`not_retried`. A body that says none of these is a 400, so that no "
                     "request retries every failed job by accident. Attempts already spent stay "
-                    "counted, as with a single retry.",
+                    "counted, as with a single retry. Needs change_job; by filter or `all`, "
+                    "view_job too (a filter reads the jobs it matches): a 403 otherwise.",
         request=JobRetryMatchingSerializer,
         examples=[
             OpenApiExample("by filter", request_only=True, value={
@@ -370,6 +372,7 @@ class JobViewSet(mixins.ListModelMixin, JobQueueGenericViewSet):
         if "ids" in serializer.validated_data:
             retried, not_retried = retry_ids(serializer.validated_data["ids"], actor=actor)
             return Response({"retried": retried, "not_retried": not_retried})
+        check_may_select(request.user, "retry")
         try:
             retried = retry_matching(**serializer.filters(), actor=actor)
         except ValueError as exc:

@@ -16,8 +16,9 @@ from numbers import Real
 from asgiref.sync import sync_to_async
 from django.db.models import signals
 from django.db.models.base import ModelState
+from django.utils import timezone
 
-from .. import conf, db, sql, tracing
+from .. import conf, db, keys, sql, tracing
 from ..compat import UTC
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
@@ -43,6 +44,7 @@ from ..states import (
     MAX_TIMEOUT_SECONDS,
     MAX_TYPE_LENGTH,
     MAX_UNIQUE_KEY_LENGTH,
+    MAX_UNIQUE_KEY_STORED_LENGTH,
     MAX_UNIQUE_PERIOD_SECONDS,
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -50,7 +52,7 @@ from ..states import (
     RUN_AT_MIN,
     Status,
 )
-from . import claiming, dependencies
+from . import claiming, dependencies, queues
 
 
 @dataclass
@@ -296,7 +298,12 @@ def _check_unique(unique, job_type: str, payload: dict,
                   scope: str = "") -> tuple[str, list[str], float | None]:
     """The unique key, the states it counts in and the period of `unique` (a dict of key,
     fields, states, period_seconds; see enqueue()). `scope`: the API's user scope
-    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys."""
+    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys.
+
+    Stored as "<type>:<scope>key:<key>". A key that would not fit the column so (a long type
+    with a long key under an API user's scope) is stored as "<type>:<scope>key-sha256:<the
+    SHA-256 of key:<key>>": the same key always gives the same stored form, never a
+    DataError."""
     if not isinstance(unique, dict):
         raise _type_error("unique", "a dict of key, fields, states and period_seconds", unique)
     unknown = sorted(str(k) for k in unique if k not in _UNIQUE_OPTIONS)
@@ -356,13 +363,18 @@ def _check_unique(unique, job_type: str, payload: dict,
                                                "never meet another of its key)")
     # A job enqueued after others waits before it is queued: it holds its key then too.
     ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
-    return f"{job_type}:{scope}{material}", ordered, period
+    stored = f"{job_type}:{scope}{material}"
+    if len(stored) > MAX_UNIQUE_KEY_STORED_LENGTH:
+        digest = hashlib.sha256(material.encode("utf-8")).hexdigest()
+        stored = f"{job_type}:{scope}key-sha256:{digest}"
+    return stored, ordered, period
 
 
 def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
     """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
     limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused.
-    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it."""
+    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it.
+    The key as named; an API user's is then stored under their scope (keys.py)."""
     if key is None:
         if limit is not None:
             raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
@@ -422,12 +434,60 @@ def _check_retry_policy(policy) -> dict | None:
         raise JobArgumentTypeError("retry_policy", str(exc)) from None
 
 
+def _api_may_use_queue(queue: str, queues_seen: dict[str, bool] | None) -> bool:
+    """Whether a job created through the API may name `queue` (JOB_API_QUEUES; by default, a
+    queue that exists). `queues_seen`: the answers already given for this request."""
+    allowed = conf.get().API_QUEUES
+    if allowed is not None:
+        return queue in allowed
+    if queues_seen is not None and queue in queues_seen:
+        return queues_seen[queue]
+    exists = queues.queue_exists(queue)
+    if queues_seen is not None:
+        queues_seen[queue] = exists
+    return exists
+
+
+def _check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
+                      timeout_seconds: int | None, run_at: datetime | None,
+                      delay_seconds: float, queues_seen: dict[str, bool] | None) -> None:
+    """The operator's bounds on what an API user may choose (JOB_API_QUEUES,
+    JOB_API_MAX_PRIORITY, JOB_API_MAX_DELAY_SECONDS, JOB_API_MAX_TIMEOUT_SECONDS): beyond
+    them, InvalidJobArgument naming the field. What the caller left out takes the type's
+    default, which is the code's choice and not bounded here."""
+    settings = conf.get()
+    if named["queue"] and not _api_may_use_queue(queue, queues_seen):
+        where = ("one of JOB_API_QUEUES" if settings.API_QUEUES is not None else
+                 "a queue that exists (declared by a handler, a Tasks backend or a schedule, "
+                 "or holding jobs)")
+        raise InvalidJobArgument("queue", f"{queue!r} is not a queue the API may send jobs "
+                                          f"to: name {where}, or leave queue out")
+    if named["priority"] and priority > settings.API_MAX_PRIORITY:
+        raise InvalidJobArgument("priority", f"must be at most {settings.API_MAX_PRIORITY} "
+                                             "for a job created through the API "
+                                             f"(JOB_API_MAX_PRIORITY), not {priority}")
+    if (named["timeout_seconds"] and timeout_seconds is not None
+            and timeout_seconds > settings.API_MAX_TIMEOUT_SECONDS):
+        raise InvalidJobArgument("timeout_seconds", (
+            f"must be at most {settings.API_MAX_TIMEOUT_SECONDS} for a job created through the "
+            f"API (JOB_API_MAX_TIMEOUT_SECONDS), not {timeout_seconds}"))
+    horizon = settings.API_MAX_DELAY_SECONDS
+    if delay_seconds > horizon:
+        raise InvalidJobArgument("delay_seconds", (
+            f"must be at most {horizon} for a job created through the API "
+            f"(JOB_API_MAX_DELAY_SECONDS), not {delay_seconds:g}"))
+    if run_at is not None and run_at > timezone.now() + timedelta(seconds=horizon):
+        raise InvalidJobArgument("run_at", (
+            f"must be at most {horizon} seconds from now for a job created through the API "
+            f"(JOB_API_MAX_DELAY_SECONDS), not {run_at.isoformat()}"))
+
+
 def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
-             from_api: bool = False, unique_scope: str = "",
+             from_api: bool = False, key_scope: str = "",
              concurrency_key=None, concurrency_key_limit=None,
-             index: int | None = None) -> NewJob:
+             index: int | None = None, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
     is the API (an untrusted client), which may create only what the host opened to it."""
@@ -460,6 +520,9 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if run_at is not None and delay_seconds:
         raise InvalidJobArgument("delay_seconds", "give run_at or delay_seconds, not both")
     settings = conf.get()
+    # What the caller named, before the type's defaults fill the rest (the API's bounds).
+    named = {"queue": queue is not None, "priority": priority is not None,
+             "timeout_seconds": timeout_seconds is not None}
     priority = _check_int("priority", spec.priority if priority is None else priority,
                           PRIORITY_MIN, PRIORITY_MAX)
     queue = _check_queue(spec.queue or "default" if queue is None else queue)
@@ -471,14 +534,19 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         timeout = spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS
     if timeout is not None:
         timeout = _check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
+    if from_api:
+        _check_api_bounds(named, queue=queue, priority=priority, timeout_seconds=timeout,
+                          run_at=run_at, delay_seconds=delay_seconds, queues_seen=queues_seen)
     idempotency_key = _check_key(idempotency_key)
     concurrency_key, concurrency_key_limit = check_concurrency_key(concurrency_key,
                                                                     concurrency_key_limit)
+    # An API user's key is theirs (keys.py): it never holds back another user's jobs.
+    stored_concurrency_key = keys.scoped(key_scope, concurrency_key, MAX_CONCURRENCY_KEY_LENGTH)
     policy = _check_retry_policy(retry_policy)
     unique_key = unique_states = unique_period = None
     if unique is not None:
         unique_key, unique_states, unique_period = _check_unique(unique, job_type, payload,
-                                                                 unique_scope)
+                                                                 key_scope)
     after, after_failure = dependencies.check_after(after, after_failure, index=index)
     fingerprint = key_ttl = None
     if idempotency_key is not None:
@@ -513,7 +581,7 @@ def _prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         retry_policy=policy,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
         unique_period_seconds=unique_period, after=after, after_failure=after_failure,
-        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
+        concurrency_key=stored_concurrency_key, concurrency_key_limit=concurrency_key_limit,
     )
 
 
@@ -525,8 +593,8 @@ _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "i
                               "concurrency_key_limit"})
 
 
-def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
-                  index: int = 0) -> NewJob:
+def _prepare_item(item, from_api: bool = False, key_scope: str = "",
+                  index: int = 0, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """One item of enqueue_many: a dict of enqueue's arguments."""
     if not isinstance(item, dict):
         raise _type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
@@ -537,7 +605,7 @@ def _prepare_item(item, from_api: bool = False, unique_scope: str = "",
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return _prepare(item["type"], item.get("payload"), from_api=from_api,
-                    unique_scope=unique_scope, index=index,
+                    key_scope=key_scope, index=index, queues_seen=queues_seen,
                     **{k: v for k, v in item.items() if k in _ENQUEUE_OPTIONS})
 
 
@@ -798,15 +866,16 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
 
 
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
-                   unique_scope: str = "", may_name_jobs: bool = True,
+                   key_scope: str = "", may_name_jobs: bool = True,
                    **options) -> tuple[Job, bool]:
     """Enqueue, or get the job that holds the same idempotency key or unique key (as Django's
     get_or_create): returns (job, created). `enqueue` is its thin form. `from_api=True` (the
     API's views): only the types of JOB_API_CREATABLE_TYPES and the tasks of
-    JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `unique_scope`: the API
-    user's scope of unique keys (api/idempotency.py). `may_name_jobs` False (an API user who
-    may not see jobs): a job id in `after` is refused as one that does not exist."""
-    return _insert([_prepare(job_type, payload, from_api=from_api, unique_scope=unique_scope,
+    JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `key_scope`: the API
+    user's scope (keys.py), under which their unique and concurrency keys are stored.
+    `may_name_jobs` False (an API user who may not see jobs): a job id in `after` is refused
+    as one that does not exist."""
+    return _insert([_prepare(job_type, payload, from_api=from_api, key_scope=key_scope,
                              **options)], may_name_jobs=may_name_jobs)[0]
 
 
@@ -919,15 +988,16 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
     return await sync_to_async(enqueue_many)(jobs)
 
 
-def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False, unique_scope: str = "",
+def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False, key_scope: str = "",
                         may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created, or the holder of its unique key).
     `may_name_jobs`: as `enqueue_or_get`'s."""
     prepared = []
+    queues_seen: dict[str, bool] = {}  # the API's bounds: each queue looked up once
     for index, item in enumerate(jobs):
         try:
-            prepared.append(_prepare_item(item, from_api, unique_scope, index))
+            prepared.append(_prepare_item(item, from_api, key_scope, index, queues_seen))
         except InvalidJobArgument as exc:
             raise exc.at(index) from None
     if not prepared:

@@ -265,7 +265,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
-         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete.
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete; by `filter` or `all`, view_job too (a filter reads the jobs it matches): without it, a 403 and nothing is matched.
          */
         post: operations["v1_jobs_actions_create"];
         delete?: never;
@@ -305,7 +305,7 @@ export interface paths {
         put?: never;
         /**
          * Retry failed jobs in bulk: by filter, every one, or the given ids
-         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry.
+         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry. Needs change_job; by filter or `all`, view_job too (a filter reads the jobs it matches): a 403 otherwise.
          */
         post: operations["v1_jobs_retry_matching_create"];
         delete?: never;
@@ -790,27 +790,27 @@ export interface components {
              */
             payload?: {
                 [key: string]: unknown;
-            };
-            /** @description -100..100, higher runs first. Default: the type's. */
-            priority?: number;
+            } | null;
+            /** @description -100..100, higher runs first, at most JOB_API_MAX_PRIORITY (0 by default). Default: the type's. */
+            priority?: number | null;
             /** @description Default: the type's, else JOB_DEFAULT_MAX_ATTEMPTS. */
-            max_attempts?: number;
-            /** @description Queue name (letters, digits, _ . : -). Default: the type's. */
-            queue?: string;
+            max_attempts?: number | null;
+            /** @description Queue name (letters, digits, _ . : -): a queue that exists, or one of JOB_API_QUEUES when it is set. Default: the type's. */
+            queue?: string | null;
             /** @description Or the Idempotency-Key header. The same key and request again returns the first job. */
             idempotency_key?: string | null;
             /**
              * Format: date-time
-             * @description Not runnable before this time: an ISO 8601 date and time with its offset, from 2000-01-01T00:00:00Z. Not with delay_seconds.
+             * @description Not runnable before this time: an ISO 8601 date and time with its offset, from 2000-01-01T00:00:00Z, at most JOB_API_MAX_DELAY_SECONDS (30 days by default) from now. Not with delay_seconds.
              */
             run_at?: string | null;
             /**
              * Format: double
-             * @description Not runnable for this many seconds. Not with run_at.
+             * @description Not runnable for this many seconds, at most JOB_API_MAX_DELAY_SECONDS (30 days by default). Not with run_at.
              */
-            delay_seconds?: number;
-            /** @description Per-attempt time limit. Default: the type's. */
-            timeout_seconds?: number;
+            delay_seconds?: number | null;
+            /** @description Per-attempt time limit, at most JOB_API_MAX_TIMEOUT_SECONDS (1 day by default). Default: the type's. */
+            timeout_seconds?: number | null;
             /**
              * @description This job's own retry policy, replacing its type's: {"delays_seconds": [1, 5, 30]} or {"base_seconds", "factor", "max_seconds"} (exponential), each with "jitter" (0..1), "retry_on" and "give_up_on" (exception names). Data only: a function policy is set on the handler or task. Validated as enqueue()'s.
              * @example {
@@ -1293,16 +1293,16 @@ export interface components {
         /** @description `unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it). */
         UniqueOptionsRequest: {
             /** @description The unique key within the job type. Not with fields. */
-            key?: string;
+            key?: string | null;
             /** @description Payload keys whose values make the key. Neither key nor fields: the whole payload. */
-            fields?: string[];
+            fields?: string[] | null;
             /** @description The statuses in which a job counts as the holder of its key: at least queued and running. Default: those two, or every status with a period. */
-            states?: components["schemas"]["JobStatusEnum"][];
+            states?: components["schemas"]["JobStatusEnum"][] | null;
             /**
              * Format: double
              * @description A job counts only this long after its enqueue.
              */
-            period_seconds?: number;
+            period_seconds?: number | null;
         };
         User: {
             readonly id: number;
@@ -1807,7 +1807,7 @@ export interface operations {
     v1_jobs_list: {
         parameters: {
             query?: {
-                /** @description Exact concurrency key: the jobs that share it (e.g. customer:42). */
+                /** @description Exact concurrency key: the jobs that share it (e.g. customer:42): a key given to `enqueue()` from Python, or one you sent to the API yourself (an API user's keys are their own). */
                 concurrency_key?: string;
                 /** @description ISO 8601; created at or after. */
                 created_after?: string;
