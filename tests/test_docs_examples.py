@@ -47,6 +47,7 @@ import json
 import re
 import shlex
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,8 +241,10 @@ class Project:
                                if n.startswith("test")}, required=False)
 
     def run_settings(self, block: Block) -> None:
-        before = {k: copy.deepcopy(getattr(django_settings, k)) for k in dir(django_settings)
-                  if k.isupper() and k not in ("DATABASES",)}
+        with warnings.catch_warnings():  # reading every setting reads deprecated ones too
+            warnings.simplefilter("ignore")
+            before = {k: copy.deepcopy(getattr(django_settings, k)) for k in dir(django_settings)
+                      if k.isupper() and k not in ("DATABASES",)}
         namespace = {**copy.deepcopy(before), "__name__": "docs_example_settings"}
         exec(compile(block.code, str(block), "exec"), namespace)
         changed = {k: v for k, v in namespace.items() if k.isupper() and before.get(k, object()) != v}
