@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job
-from django_pg_jobqueue.periodic import PeriodicEnqueuer
+from django_pg_jobqueue.worker.periodic import PeriodicEnqueuer
 
 pytestmark = pytest.mark.django_db
 

@@ -13,13 +13,13 @@ from django_pg_jobqueue import periodic as periodic_module
 from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.periodic import (
-    PeriodicEnqueuer,
     PeriodicEntry,
     check_periodic,
     periodic,
     schedule,
 )
 from django_pg_jobqueue.registry import handler, registry
+from django_pg_jobqueue.worker.periodic import PeriodicEnqueuer
 from tests.utils import spawn_workers
 
 EVERY_SECOND = {"tick": {"cron": "* * * * * *", "type": "noop"}}

@@ -13,6 +13,7 @@ from django_pg_jobqueue.durations import parse_duration, parse_retention
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.services.lifecycle import Completion
 from django_pg_jobqueue.services.pruning import prune, prune_by_retention
+from django_pg_jobqueue.services.schedules import enqueue_tick
 from django_pg_jobqueue.worker.pool import WorkerPool
 from django_pg_jobqueue.worker.pruner import Pruner
 
@@ -267,8 +268,8 @@ def test_the_newest_job_of_each_periodic_schedule_survives_pruning_so_a_restart_
     daily = PeriodicEntry(name="daily_x", cron="0 9 * * *", type="noop")
     look_alike = PeriodicEntry(name="daily_", cron="0 9 * * *", type="noop")  # a prefix of it
     for tick in ticks:
-        assert daily.enqueue(tick)
-    assert look_alike.enqueue(ticks[0])
+        assert enqueue_tick(daily, tick)
+    assert enqueue_tick(look_alike, ticks[0])
     for job in Job.objects.all():
         (c,) = services.claim(worker_ids=["w"], job_ids=[job.id])
         services.complete_many([Completion(c.id, c.lease_token, "w", None)])
@@ -282,4 +283,4 @@ def test_the_newest_job_of_each_periodic_schedule_survives_pruning_so_a_restart_
     # A worker starting after the last tick enqueues that tick (see PeriodicEnqueuer.run_once)
     # and finds it already there: it does not run twice.
     assert daily.latest_tick(datetime(2030, 1, 3, 12, tzinfo=UTC)) == ticks[2]
-    assert daily.enqueue(ticks[2]) is False
+    assert enqueue_tick(daily, ticks[2]) is False

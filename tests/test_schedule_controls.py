@@ -9,7 +9,7 @@ from django.test import override_settings
 from django_pg_jobqueue import selectors, services, sql
 from django_pg_jobqueue.exceptions import ScheduleNotFound
 from django_pg_jobqueue.models import Job, JobEvent
-from django_pg_jobqueue.periodic import PeriodicEnqueuer
+from django_pg_jobqueue.worker.periodic import PeriodicEnqueuer
 
 pytestmark = pytest.mark.django_db
 

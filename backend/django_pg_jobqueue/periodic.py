@@ -18,6 +18,9 @@ or with the decorator, on a `@handler` function or a Django `@task` (in an app's
 Cron expressions are parsed by croniter (five fields, or six with seconds last) in the entry's
 time zone (IANA name, default UTC), so "0 9 * * *" in Europe/Paris follows daylight saving.
 
+This module declares (entries, their ticks and keys, the schedule as the console shows it);
+services/schedules.py enqueues a tick; worker/periodic.py is the thread that does it.
+
 Exactly once: every worker process runs a `PeriodicEnqueuer`; each enqueues the ticks that
 are due with the idempotency key `periodic:<name>:<tick in UTC, ISO 8601>`. The unique index
 on the key lets one insert win and turns the others into no-ops: no leader to elect or lose.
@@ -30,7 +33,6 @@ unless more than `MAX_CATCH_UP` are due at once (after a database outage): then,
 the latest.
 """
 import logging
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -40,13 +42,12 @@ from croniter import croniter
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError
 from django.utils import timezone as dj_timezone
 from django.utils.module_loading import import_string
 
 from .compat import UTC
+from .exceptions import ScheduleNotFound
 from .states import PRIORITY_MAX, PRIORITY_MIN
-from .worker.base import ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.periodic")
 
@@ -94,7 +95,7 @@ class PeriodicEntry:
             out.append(f"no handler is registered for job type {self.type!r}")
         elif self.task is not None:
             try:
-                self._load_task()
+                self.load_task()
             except (ImportError, ValueError) as exc:
                 out.append(str(exc))
         if not isinstance(self.payload, dict):
@@ -108,7 +109,7 @@ class PeriodicEntry:
                        f"{PRIORITY_MAX}")
         return out
 
-    def _load_task(self):
+    def load_task(self):
         from .tasks_backend import QueueTask
         from .tasks_compat import Task
 
@@ -150,36 +151,9 @@ class PeriodicEntry:
     def key(self, tick: datetime) -> str:
         return f"{KEY_PREFIX}:{self.name}:{tick.astimezone(UTC).isoformat()}"
 
-    # -- enqueue -----------------------------------------------------------------------------
     def manual_key(self) -> str:
         """A run-now job's key: `periodic:<name>:manual:<random>`, new for every run."""
         return f"{KEY_PREFIX}:{self.name}:{MANUAL}:{uuid.uuid4().hex}"
-
-    def enqueue(self, tick: datetime) -> bool:
-        """Enqueue this tick unless some process already did. True if this call created it."""
-        return self.enqueue_key(self.key(tick))
-
-    def enqueue_key(self, key: str) -> bool:
-        """Enqueue this entry's job under idempotency key `key` unless it exists. True if this
-        call created it."""
-        from . import services
-
-        if self.type is not None:
-            _, created = services.enqueue_or_get(
-                self.type, dict(self.payload), priority=self.priority, queue=self.queue,
-                idempotency_key=key, max_attempts=self.max_attempts,
-                timeout_seconds=self.timeout_seconds)
-            return created
-        from .models import Job
-
-        if Job.objects.filter(idempotency_key=key).exists():
-            return False
-        task = self._load_task()
-        options = {"idempotency_key": key, "max_attempts": self.max_attempts,
-                   "timeout_seconds": self.timeout_seconds, "queue_name": self.queue, "priority": self.priority}
-        task.using(**{k: v for k, v in options.items() if v is not None}).enqueue(
-            *self.args, **self.kwargs)
-        return True  # (a concurrent process may have won the insert: then it was a replay)
 
 
 # -- the declared entries ---------------------------------------------------------------------
@@ -258,6 +232,14 @@ def entries() -> list[PeriodicEntry]:
     return sorted(out.values(), key=lambda e: e.name)
 
 
+def entry(name: str) -> PeriodicEntry:
+    """The declared entry named `name`; ScheduleNotFound when none is."""
+    for found in entries():
+        if found.name == name:
+            return found
+    raise ScheduleNotFound(name)
+
+
 @checks.register("django_pg_jobqueue")
 def check_periodic(app_configs=None, **kwargs):
     try:
@@ -303,70 +285,8 @@ def schedule(now: datetime | None = None) -> list[dict]:
     return rows
 
 
-def _paused_names() -> set[str]:
+def paused_names() -> set[str]:
+    """The schedules an operator paused (services/schedules.py)."""
     from .models import ScheduleSetting
 
     return set(ScheduleSetting.objects.filter(paused=True).values_list("name", flat=True))
-
-
-# -- the service thread each worker process runs ------------------------------------------------
-class PeriodicEnqueuer(ServiceThread):
-    """Enqueues due ticks, then sleeps until the next one (at most MAX_WAIT_SECONDS)."""
-
-    def __init__(self):
-        super().__init__("periodic", log)
-        self.interval = 1.0
-        self._cursor: dict[str, datetime] = {}  # entry name -> end of this process's last pass
-        self.total: dict[str, int] = {}
-
-    def run_once(self, now: datetime | None = None) -> dict[str, int]:
-        started = time.monotonic()
-        now = now or dj_timezone.now()
-        counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0, "paused": 0}
-        next_at = now + timedelta(seconds=MAX_WAIT_SECONDS)
-        paused = _paused_names()
-        for entry in entries():
-            if entry.name in paused:
-                # Paused (services/schedules.py): its ticks pass unenqueued; the cursor moves
-                # on, so that resuming enqueues the ticks from then on, not the missed ones.
-                counts["paused"] += 1
-                self._cursor[entry.name] = now
-                next_at = min(next_at, entry.next_tick(now)) if not entry.problems() else next_at
-                continue
-            problems = entry.problems()
-            if problems:
-                counts["invalid"] += 1
-                log.error("periodic entry %r is invalid: %s", entry.name, "; ".join(problems))
-                continue
-            cursor = self._cursor.get(entry.name)
-            if cursor is None:
-                due = [entry.latest_tick(now)]
-            else:
-                due = entry.ticks_between(cursor, now, MAX_CATCH_UP)
-                if len(due) > MAX_CATCH_UP:
-                    counts["skipped"] += len(due) - 1
-                    log.warning("periodic entry %r: more than %d ticks due at once; enqueueing "
-                                "only the latest", entry.name, MAX_CATCH_UP)
-                    due = [entry.latest_tick(now)]
-            for tick in due:
-                try:
-                    created = entry.enqueue(tick)
-                except DatabaseError:
-                    raise  # the service loop reconnects and backs off; the cursor stays put
-                except Exception as exc:
-                    # This entry's problem (a bad queue name, arguments that are not JSON, a
-                    # changed payload under the same key): it must not hold up the others.
-                    log.error("periodic entry %r tick %s not enqueued: %s: %s", entry.name,
-                              tick.isoformat(), type(exc).__name__, exc)
-                    counts["invalid"] += 1
-                    continue
-                counts["enqueued" if created else "existing"] += 1
-                if created:
-                    log.info("periodic entry %r: enqueued tick %s", entry.name, tick.isoformat())
-            self._cursor[entry.name] = now
-            next_at = min(next_at, entry.next_tick(now))
-        for k, v in counts.items():
-            self.total[k] = self.total.get(k, 0) + v
-        wait = (next_at - now).total_seconds() - (time.monotonic() - started)
-        self.interval = min(MAX_WAIT_SECONDS, max(0.01, wait + 0.005))
-        return counts

@@ -433,12 +433,12 @@ def schedule_ticks(name: str, *, limit: int = SCHEDULE_TICKS_DEFAULT_LIMIT) -> l
     from datetime import datetime
 
     from .periodic import KEY_PREFIX, MANUAL
-    from .services.schedules import _entry
+    from .periodic import entry as periodic_entry
 
     if isinstance(limit, bool) or not isinstance(limit, int) or not (
             1 <= limit <= SCHEDULE_TICKS_MAX_LIMIT):
         raise ValueError(f"limit must be a whole number from 1 to {SCHEDULE_TICKS_MAX_LIMIT}")
-    _entry(name)
+    periodic_entry(name)
     prefix = f"{KEY_PREFIX}:{name}:"
     with queue_connection().cursor() as cur:
         cur.execute(sql.SCHEDULE_JOBS, [name, limit])

@@ -14,33 +14,55 @@
 
 Each raises ScheduleNotFound for a name that no JOB_PERIODIC entry or @periodic declares.
 """
+from datetime import datetime
+
 from .. import sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
-from ..exceptions import ScheduleInvalid, ScheduleNotFound
+from ..exceptions import ScheduleInvalid
 from ..models import Job, JobEvent
+from ..periodic import PeriodicEntry
+from ..periodic import entry as periodic_entry
 from ..states import EventKind
+from .enqueuing import enqueue_or_get
 
 
-def _entry(name: str):
-    from ..periodic import entries
+def enqueue_tick(entry: PeriodicEntry, tick: datetime) -> bool:
+    """Enqueue `entry`'s job for `tick` unless some process already did. True if this call
+    created it."""
+    return enqueue_under_key(entry, entry.key(tick))
 
-    for entry in entries():
-        if entry.name == name:
-            return entry
-    raise ScheduleNotFound(name)
+
+def enqueue_under_key(entry: PeriodicEntry, key: str) -> bool:
+    """Enqueue `entry`'s job under idempotency key `key` unless it exists. True if this call
+    created it."""
+    if entry.type is not None:
+        _, created = enqueue_or_get(
+            entry.type, dict(entry.payload), priority=entry.priority, queue=entry.queue,
+            idempotency_key=key, max_attempts=entry.max_attempts,
+            timeout_seconds=entry.timeout_seconds)
+        return created
+    if Job.objects.filter(idempotency_key=key).exists():
+        return False
+    task = entry.load_task()
+    options = {"idempotency_key": key, "max_attempts": entry.max_attempts,
+               "timeout_seconds": entry.timeout_seconds, "queue_name": entry.queue,
+               "priority": entry.priority}
+    task.using(**{k: v for k, v in options.items() if v is not None}).enqueue(
+        *entry.args, **entry.kwargs)
+    return True  # (a concurrent process may have won the insert: then it was a replay)
 
 
 def run_schedule(name: str, *, actor: str = "") -> Job:
     """Enqueue schedule `name`'s job now (a new job each call) and return it. ScheduleInvalid
     when the entry cannot enqueue (its `problems`)."""
-    entry = _entry(name)
+    entry = periodic_entry(name)
     problems = entry.problems()
     if problems:
         raise ScheduleInvalid(name, problems)
     key = entry.manual_key()
     with queue_atomic():
-        entry.enqueue_key(key)
+        enqueue_under_key(entry, key)
         job = Job.objects.get(idempotency_key=key)
         by = f" by {actor}" if actor else ""
         JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CREATED).update(
@@ -50,7 +72,7 @@ def run_schedule(name: str, *, actor: str = "") -> Job:
 
 
 def _set_paused(name: str, statement: str) -> bool:
-    _entry(name)
+    periodic_entry(name)
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(statement, [name])
         return cur.fetchone() is not None

@@ -411,7 +411,7 @@ class WorkerPool:
                             else SUPERVISED_WAKE_JITTER_SECONDS if supervisor_pid is not None
                             else 0.0)
         self.pruner = Pruner() if Pruner.enabled() else None
-        from ..periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
+        from .periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
 
         self.periodic = PeriodicEnqueuer()
         self.stager = Stager(self.poll_interval, engine=self.engine)
