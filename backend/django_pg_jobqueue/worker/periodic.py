@@ -18,7 +18,7 @@ log = logging.getLogger("django_pg_jobqueue.periodic")
 class PeriodicEnqueuer(ServiceThread):
     """Enqueues due ticks, then sleeps until the next one (at most MAX_WAIT_SECONDS)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("periodic", log)
         self.interval = 1.0
         self._cursor: dict[str, datetime] = {}  # entry name -> end of this process's last pass
