@@ -44,6 +44,8 @@ nitpick_ignore_regex = [
     ("py:class", r"Job"),
     # Type aliases and type variables of the typed public API (not documented names).
     ("py:class", r"django_pg_jobqueue\.(registry\.HandlerFunc|tasks_backend\._T)"),
+    # The worker's storage seam, which JobContext's constructor takes: internal, not documented.
+    ("py:class", r"django_pg_jobqueue\.engine\.Engine"),
 ]
 
 html_theme = "furo"
