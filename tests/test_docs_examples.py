@@ -191,11 +191,15 @@ class Project:
         (tmp_path / PROJECT / "settings.py").write_text("from config.settings import *  # noqa\n")
         sys.path.insert(0, str(tmp_path))
         stack.callback(self._forget)
+        from django_pg_jobqueue import periodic
         from django_pg_jobqueue.registry import registry
 
         self.registry = registry
         self.handlers_before = {spec.name for spec in registry.all()}
         stack.callback(self._unregister)
+        # A page's @periodic schedules go with its handlers (else `check` reports them, E201).
+        stack.callback(periodic._declared.update, dict(periodic._declared))
+        stack.callback(periodic._declared.clear)
         self.apply_settings({"INSTALLED_APPS": [*django_settings.INSTALLED_APPS, APP]})
 
     def _forget(self) -> None:
