@@ -103,6 +103,8 @@ def _isolated_logger(monkeypatch):
     monkeypatch.setattr(pkg, "level", logging.NOTSET)
     monkeypatch.setattr(pkg, "propagate", True)
     monkeypatch.setattr(root, "handlers", [])
+    # configure_worker_logging silences the summary's logger when unset: restored afterwards.
+    monkeypatch.setattr(logging.getLogger("django_pg_jobqueue.summary"), "level", logging.NOTSET)
     return pkg, root
 
 
@@ -207,7 +209,6 @@ def test_the_summary_is_silent_unless_the_project_s_logging_names_it(monkeypatch
 
     _isolated_logger(monkeypatch)
     summary = logging.getLogger(SUMMARY)
-    monkeypatch.setattr(summary, "level", logging.NOTSET)
     configure_worker_logging("INFO", "text")
     assert not summary.isEnabledFor(logging.INFO)
     summary.setLevel(logging.INFO)  # what a LOGGING entry for it does

@@ -94,7 +94,7 @@ def _task_problem(path: str) -> str | None:
 
 
 @checks.register(checks.Tags.caches)
-def check_cache_tables(app_configs=None, databases=None, **kwargs) -> list[checks.CheckMessage]:
+def check_cache_tables(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     from django.core.cache import caches
     from django.db import DatabaseError, connections, router
 
