@@ -55,7 +55,9 @@ MATRIX = {
 ENGINE = ["tests/test_claim.py", "tests/test_state_machine.py", "tests/test_enqueue_validation.py",
           "tests/test_reaper.py", "tests/test_queue_status.py"]
 TASKS = ["tests/test_tasks_backend.py", "tests/test_tasks_contract.py",
-         "tests/test_task_options.py"]
+         "tests/test_task_options.py",
+         # what `check` says of TASKS and creatable tasks, with each Django's Tasks framework
+         "tests/test_checks_what_settings_name.py"]
 API = ["tests/test_api_create.py", "tests/test_api_bulk_create.py", "tests/test_api_list.py",
        "tests/test_api_detail.py", "tests/test_api_cancel_retry.py"]
 # Async handlers and tasks on worker processes, aenqueue from an async view; the vocabulary.

@@ -192,11 +192,15 @@ class Project:
         (tmp_path / PROJECT / "settings.py").write_text("from config.settings import *  # noqa\n")
         sys.path.insert(0, str(tmp_path))
         stack.callback(self._forget)
+        from django_pg_jobqueue import periodic
         from django_pg_jobqueue.registry import registry
 
         self.registry = registry
         self.handlers_before = {spec.name for spec in registry.all()}
         stack.callback(self._unregister)
+        # A page's @periodic schedules go with its handlers (else `check` reports them, E201).
+        stack.callback(periodic._declared.update, dict(periodic._declared))
+        stack.callback(periodic._declared.clear)
         self.apply_settings({"INSTALLED_APPS": [*django_settings.INSTALLED_APPS, APP]})
 
     def _forget(self) -> None:
@@ -469,3 +473,37 @@ def test_a_broken_example_fails(tmp_path, db, settings):
               for b in blocks_of(_InMemoryPage(DOCS / "page.md", page.read_text()))]  # type: ignore[arg-type]
     with contextlib.ExitStack() as stack, pytest.raises(AssertionError, match=r"page.md:3"):
         run_page(Project(tmp_path / "p", stack, settings), blocks)
+
+
+def _exception_names() -> list[str]:
+    from django_pg_jobqueue import exceptions
+
+    return [name for name, obj in vars(exceptions).items()
+            if isinstance(obj, type) and issubclass(obj, BaseException)
+            and obj.__module__ == exceptions.__name__]
+
+
+def first_bare_exception_mentions(text: str) -> list[str]:
+    """The exceptions of django_pg_jobqueue.exceptions whose first mention in `text` does not
+    show where they come from: `django_pg_jobqueue.exceptions.X` (or `django_pg_jobqueue.X`)
+    in prose, or an import of X from either."""
+    bare = []
+    for name in _exception_names():
+        found = re.search(rf"(?<!\w){name}\b", text)
+        qualified = re.search(rf"django_pg_jobqueue(\.exceptions)?\.{name}\b|"
+                              rf"from django_pg_jobqueue(\.exceptions)? import [^\n]*\b{name}\b", text)
+        if found and (qualified is None or qualified.start() > found.start()):
+            bare.append(f"{name} (line {text.count(chr(10), 0, found.start()) + 1})")
+    return bare
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_each_exception_a_page_names_is_first_named_with_its_import_path(page):
+    assert first_bare_exception_mentions(page.read_text()) == []
+
+
+def test_a_bare_first_mention_of_an_exception_is_found():
+    assert first_bare_exception_mentions(
+        "raises `LeaseLost`; later django_pg_jobqueue.exceptions.LeaseLost") == ["LeaseLost (line 1)"]
+    assert first_bare_exception_mentions(
+        "from django_pg_jobqueue import PermanentError, handler\n\nraise PermanentError") == []

@@ -103,6 +103,8 @@ def _isolated_logger(monkeypatch):
     monkeypatch.setattr(pkg, "level", logging.NOTSET)
     monkeypatch.setattr(pkg, "propagate", True)
     monkeypatch.setattr(root, "handlers", [])
+    # configure_worker_logging silences the summary's logger when unset: restored afterwards.
+    monkeypatch.setattr(logging.getLogger("django_pg_jobqueue.summary"), "level", logging.NOTSET)
     return pkg, root
 
 
@@ -152,3 +154,88 @@ def test_run_job_workers_logs_each_django_tasks_line_once():
         lines = [line for line in task_lines if f"state={state}" in line]
         assert len(lines) == 1, task_lines
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO django[._]tasks ", lines[0]), lines
+
+
+# -- the summary: a line a second saying what finished ---------------------------------------
+SUMMARY = "django_pg_jobqueue.summary"
+
+
+@pytest.fixture
+def summary_lines():
+    """The lines of the summary logger, set to INFO as the demo's LOGGING sets it."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger(SUMMARY)
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield lambda: stream.getvalue().splitlines()
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
+
+
+class _Job:
+    def __init__(self, id):
+        self.id = id
+
+
+def test_the_summary_is_one_line_a_second_however_many_jobs_finish(summary_lines):
+    from django_pg_jobqueue.worker.stats import PoolStats
+
+    now = [100.0]
+    stats = PoolStats(clock=lambda: now[0])
+    now[0] = 100.5
+    for batch in range(10):  # 5,000 successes within the first second: no line yet
+        stats.completed([(batch * 500 + i, "succeeded", 0.001) for i in range(500)])
+    assert summary_lines() == []
+    now[0] = 101.0
+    stats.completed([(5000, "succeeded", 0.001)])  # a second has passed: one line for all
+    now[0] = 101.2
+    stats.failed(_Job(5001), "queued")
+    stats.failed(_Job(5002), "failed")
+    assert summary_lines() == ["finished in the last 1.0s: 5001 succeeded"]
+    now[0] = 102.5  # the renewer's pass brings out the rest of the burst
+    assert stats.log_summary() == "finished in the last 1.5s: 1 retry_scheduled, 1 failed"
+    now[0] = 102.7  # 0.2 s after the last line, one more finishes and the pool stops
+    stats.completed([(5003, "succeeded", 0.001)])
+    assert stats.log_summary(final=True) == "finished in the last 0.2s: 1 succeeded"
+    now[0] = 110.0
+    assert stats.log_summary() is None  # nothing finished since: no line
+    assert len(summary_lines()) == 3
+
+
+def test_the_summary_is_silent_unless_the_project_s_logging_names_it(monkeypatch):
+    from django_pg_jobqueue.logformat import configure_worker_logging
+
+    _isolated_logger(monkeypatch)
+    summary = logging.getLogger(SUMMARY)
+    configure_worker_logging("INFO", "text")
+    assert not summary.isEnabledFor(logging.INFO)
+    summary.setLevel(logging.INFO)  # what a LOGGING entry for it does
+    configure_worker_logging("INFO", "text")
+    assert summary.isEnabledFor(logging.INFO)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_s_worker_shows_work_happening_with_a_line_a_second():
+    from django.conf import settings
+
+    from tests.chaos_handlers import Output
+
+    assert settings.LOGGING["loggers"][SUMMARY]["level"] == "INFO"
+    jobs = [services.enqueue("noop", {"i": i}) for i in range(5)]
+    worker = spawn_workers("--threads", "2", env={"JOB_LEASE_SECONDS": "3"})
+    out = Output(worker)
+    needle = " INFO django_pg_jobqueue.summary finished in the last "
+    try:
+        # Within a second of the first finished job, or of the renewer's next pass (1 s).
+        lines = wait_for(lambda: out.matching(needle), timeout=30,
+                         message="a summary line while the worker runs")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        out.join(timeout=5)
+    assert Job.objects.filter(pk__in=[j.pk for j in jobs], status="succeeded").count() == 5
+    lines = out.matching(needle)
+    assert sum(int(n) for line in lines
+               for n in re.findall(r"(\d+) succeeded", line)) == 5, out.text()[-3000:]

@@ -211,3 +211,22 @@ def test_backoff_jitter_stays_within_its_band():
     assert 10.0 <= delay <= 30.0  # 20 s +/- 50 %
     row = Job.objects.annotate(wait=F("available_at") - F("updated_at")).get(pk=job.pk)
     assert abs(row.wait.total_seconds() - delay) < 0.01
+
+
+def test_jobs_done_counts_the_attempts_that_finished_not_those_started(
+        worker_pool, custom_handler):
+    release = threading.Event()
+    custom_handler("gated", lambda ctx, payload: release.wait(10))
+    gated = [services.enqueue("gated", {"i": i}) for i in range(2)]
+    done = services.enqueue("noop", {})
+    retried = services.enqueue("flaky", {"fail_times": 1})
+    pool = worker_pool(threads=4)
+    pool.test_signals.wait_started([j.id for j in gated])
+    pool.test_signals.wait_ended([done.id], "succeeded")
+    pool.test_signals.wait_ended([retried.id], "queued")  # a retry scheduled
+    # Two running (started, not finished), one success, one attempt failed and retried.
+    assert pool.jobs_done() == 2
+    release.set()
+    pool.test_signals.wait_ended([j.id for j in gated], "succeeded")
+    pool.test_signals.wait_ended([retried.id], "succeeded")
+    assert pool.jobs_done() == 5

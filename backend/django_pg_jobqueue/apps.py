@@ -10,10 +10,8 @@ class JobQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        import importlib.util
         from importlib import import_module
 
-        import django
         from django.utils.module_loading import autodiscover_modules
 
         from . import conf
@@ -23,13 +21,13 @@ class JobQueueConfig(AppConfig):
         autodiscover_modules("handlers")
         for module in conf.extra_handler_modules():
             import_module(module)
-        # Modules imported for what they register: system checks (periodic, security,
-        # api.checks) and tasks_backend's `django_task` handler.
-        from . import periodic, security  # noqa: F401
+        # Modules imported for what they register: system checks (checks, periodic,
+        # security, api.checks) and tasks_backend's `django_task` handler.
+        from . import checks, periodic, security  # noqa: F401
 
         # Django 5.2 has Tasks only through the django-tasks backport (the `tasks` extra):
         # without it the queue runs jobs as ever, and only QueueBackend is unavailable.
-        if django.VERSION >= (6, 0) or importlib.util.find_spec("django_tasks") is not None:
+        if checks.tasks_framework_available():
             from . import tasks_backend  # noqa: F401
 
-        from .api import checks  # noqa: F401
+        from .api import checks as api_checks  # noqa: F401

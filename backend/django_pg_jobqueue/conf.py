@@ -461,7 +461,8 @@ class QueueConf:
         default: the API creates no job at all. List only handlers whose payload
         any user with `add_job` may choose freely. `enqueue()` from your own code is not
         limited: it creates any registered type. Django tasks are not listed here but in
-        `JOB_API_CREATABLE_TASKS`. See the threat model page.""")
+        `JOB_API_CREATABLE_TASKS`. `manage.py check` reports a listed type that no handler
+        registers (`django_pg_jobqueue.E402`). See the threat model page.""")
     API_CREATABLE_TASKS: tuple[str, ...] = setting(
         (), check_id=52, rule=task_path_list, group="api", type_doc="list of str", doc="""
         The Django tasks (`@task` functions, by their `module_path`, e.g.
@@ -470,7 +471,8 @@ class QueueConf:
         "kwargs": {...}, "backend": alias}` as payload. Any
         other path is refused with 400 (an error on `payload`). Empty, the
         default: the API cannot create `django_task` jobs. A task's own `.enqueue()` is not
-        limited.""")
+        limited. `manage.py check` reports a listed path that does not import as a Django
+        task (`django_pg_jobqueue.E403`).""")
     # Bounds of the jobs the API creates (services/enqueuing.py, from_api=True): what an
     # add_job user may choose, so that none can take over the workers or the metrics.
     API_QUEUES: tuple[str, ...] | None = setting(

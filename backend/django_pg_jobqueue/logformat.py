@@ -20,6 +20,7 @@ class JsonFormatter(logging.Formatter):
 
 
 LOGGER_NAME = "django_pg_jobqueue"
+SUMMARY_LOGGER = "django_pg_jobqueue.summary"  # worker/stats.py's
 
 
 def configure_worker_logging(level: str, log_format: str) -> bool:
@@ -34,6 +35,11 @@ def configure_worker_logging(level: str, log_format: str) -> bool:
     logger = logging.getLogger(LOGGER_NAME)
     if logger.level == logging.NOTSET:
         logger.setLevel(level.upper())
+    # The once-a-second summary of finished jobs (worker/stats.py) is the project's to turn
+    # on, by naming its logger in LOGGING (the demo does): silent otherwise.
+    summary = logging.getLogger(SUMMARY_LOGGER)
+    if summary.level == logging.NOTSET:
+        summary.setLevel(logging.WARNING)
     if logger.hasHandlers():
         return False
     stream = logging.StreamHandler()

@@ -41,7 +41,9 @@ class WorkerSerializer(serializers.Serializer):
         "Seconds until it is lost if it beats no more (0: lost); a page that asks again then "
         "sees a dead process as soon as the server calls it lost."))
     rss_bytes = serializers.IntegerField(allow_null=True, help_text="Resident memory.")
-    jobs_done = serializers.IntegerField(help_text="Jobs its threads ran since it started.")
+    jobs_done = serializers.IntegerField(help_text=(
+        "Attempts its threads finished since it started (succeeded, retry scheduled, failed "
+        "or cancelled); not those still running or whose lease was lost."))
     stuck_handlers = serializers.IntegerField(
         help_text="Handlers running past their timeout plus JOB_TIMEOUT_GRACE_SECONDS now.")
     running_jobs = WorkerJobSerializer(many=True, help_text="What its threads run (a lost "

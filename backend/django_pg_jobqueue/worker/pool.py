@@ -393,7 +393,8 @@ class WorkerPool:
                                     threads=len(self.executors), queues=all_queues,
                                     lease_seconds=self.lease_seconds, engine=self.engine,
                                     stuck=self.stuck, jobs_done=self.jobs_done,
-                                    supervisor_pid=supervisor_pid)
+                                    supervisor_pid=supervisor_pid,
+                                    after_pass=self.stats.log_summary)
         self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
         # A supervised child is woken by its supervisor, which holds the host's one LISTEN
@@ -478,8 +479,10 @@ class WorkerPool:
         return self
 
     def jobs_done(self) -> int:
-        """Jobs this pool's executors have started (each attempt counts once)."""
-        return self.stats.snapshot().get("claimed", 0)
+        """The attempts this pool's executors ran to an outcome they wrote: succeeded,
+        retry scheduled, failed, cancelled (not those started and not finished, nor those
+        whose lease was lost)."""
+        return self.stats.finished()
 
     def reserve_claims(self, wanted: int) -> int:
         """How many of `wanted` jobs a lane may claim now (all of them without
@@ -555,6 +558,7 @@ class WorkerPool:
         self.hard_stop.set()
         db.close_worker_pool()
         connection_created.disconnect(_set_session_limits)
+        self.stats.log_summary(final=True)
         log.info("worker pool %s stopped: %s", self.process_id, self.stats.snapshot())
         return self.stats.snapshot()
 

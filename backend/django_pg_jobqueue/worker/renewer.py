@@ -37,7 +37,7 @@ class LeaseRenewer(ServiceThread):
     def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
                  lease_seconds: float | None = None, engine: Engine | None = None,
                  stuck: StuckWatch | None = None, jobs_done=None,
-                 supervisor_pid: int | None = None):
+                 supervisor_pid: int | None = None, after_pass=None):
         super().__init__("renewer", log)
         self.held = held
         self.engine = engine or default_engine()
@@ -47,6 +47,7 @@ class LeaseRenewer(ServiceThread):
         self.process_id, self.threads, self.queues = process_id, threads, queues
         self.stuck, self.supervisor_pid = stuck, supervisor_pid
         self.jobs_done = jobs_done or (lambda: 0)  # how many jobs this process has run
+        self.after_pass = after_pass  # run after each pass: the pool's summary line (stats.py)
         self.stuck_now = 0
         self.lost = 0
         self.waited_for_locks = False
@@ -90,6 +91,8 @@ class LeaseRenewer(ServiceThread):
         # running jobs' lease expiry then means the process chose not to renew that job
         # (audit_jobs: held_without_executor), never that it had not got to it yet.
         self.heartbeat()
+        if self.after_pass is not None:
+            self.after_pass()
         # Rows another transaction holds a lock on were skipped, every other lease renewed:
         # now wait for those alone, up to an interval (then the next pass starts at once, and
         # waits again: the renewal keeps its place in the row's lock queue, ahead of any

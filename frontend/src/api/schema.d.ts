@@ -1355,7 +1355,7 @@ export interface components {
             lost_in_seconds: number;
             /** @description Resident memory. */
             rss_bytes: number | null;
-            /** @description Jobs its threads ran since it started. */
+            /** @description Attempts its threads finished since it started (succeeded, retry scheduled, failed or cancelled); not those still running or whose lease was lost. */
             jobs_done: number;
             /** @description Handlers running past their timeout plus JOB_TIMEOUT_GRACE_SECONDS now. */
             stuck_handlers: number;
