@@ -8,7 +8,7 @@ token this claim stamped>`, never the status alone, because after a lease expire
 may requeue the job and another worker claim it: the row is `running` again, under a new
 token. All times come from the database clock, `now()`.
 """
-from .states import RETRYABLE_BY_OPERATOR
+from .states import PREFETCH_WORKER_SUFFIX, RETRYABLE_BY_OPERATOR
 
 JOB_COLUMNS = (
     "id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds, "
@@ -414,6 +414,15 @@ FOR SHARE OF j
 # --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
 # SKIP LOCKED again, so several reapers (one per worker process) never block one another,
 # and the guard is repeated in the UPDATE so that a lease renewed meanwhile is left alone.
+#
+# A job whose lease expired while it was still owned by a prefetch buffer (`locked_by` ends
+# in PREFETCH_WORKER_SUFFIX: no executor adopted it, ADOPT_PREFETCHED_IF_RUNNING) never
+# started: its process died with it in the buffer. It goes back to queued uncharged (its
+# attempt given back, due at once, no error recorded, a `released` event with reason
+# `unstarted`), never failed; a cancel requested meanwhile still wins. Read from the row this
+# statement locked, so an adoption racing the reaper either committed first (the job started:
+# charged as usual) or finds the job no longer running (and its handler never runs).
+_UNSTARTED = f"e.locked_by LIKE '%%{PREFETCH_WORKER_SUFFIX}'"
 REAP = """
 WITH expired AS (
     SELECT id, locked_by, lease_token, lease_expires_at
@@ -425,31 +434,43 @@ WITH expired AS (
 ),
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
-           """ + NEXT_STATUS.format(job="j.", retryable="") + """
-           """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ AS delay
+           """ + _UNSTARTED + """ AS unstarted,
+           """ + NEXT_STATUS.format(job="j.", retryable=_UNSTARTED + " OR ") + """
+           CASE WHEN """ + _UNSTARTED + """ THEN 0
+                ELSE """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ END AS delay
     FROM expired e JOIN jobs j ON j.id = e.id
 ),
 upd AS (
     UPDATE jobs j
-""" + SET_NEXT_STATUS + """        last_error = 'lease expired: worker ' || d.locked_by || ' stopped renewing it',
+""" + SET_NEXT_STATUS + """        attempts = CASE WHEN d.unstarted AND d.next_status = 'queued'
+                        THEN j.attempts - 1 ELSE j.attempts END,
+        last_error = CASE WHEN d.unstarted AND d.next_status = 'queued' THEN j.last_error
+                          ELSE 'lease expired: worker ' || d.locked_by || ' stopped renewing it'
+                     END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
     WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
     RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay, j.last_error,
               j.type, j.queue, j.payload, j.priority, j.max_attempts, j.timeout_seconds,
-              j.available_at, j.created_at, j.started_at, d.lease_expires_at
+              j.available_at, j.created_at, j.started_at, d.lease_expires_at,
+              d.unstarted AND j.status = 'queued' AS released
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, 'released', attempts + 1, locked_by,
+           'lease expired while prefetched, before any thread started it; requeued uncharged',
+           jsonb_build_object('lease_token', lease_token, 'reason', 'unstarted'), now()
+    FROM upd WHERE released
+    UNION ALL
     SELECT id, 'lease_expired', attempts, locked_by,
            'lease expired; ' || CASE status WHEN 'queued' THEN 'requeued' ELSE status END,
            jsonb_build_object('lease_token', lease_token, 'next_status', status,
                               'delay_seconds', CASE WHEN status = 'queued'
                                                     THEN round(delay::numeric, 3) END),
            now()
-    FROM upd
+    FROM upd WHERE NOT released
 )
-SELECT id, status, locked_by, last_error,
+SELECT id, CASE WHEN released THEN 'released' ELSE status END, locked_by, last_error,
        -- the attempt that expired, as claimed (services.ClaimedJob's fields, in its order),
        -- for the error hooks
        id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds,
@@ -1484,16 +1505,27 @@ FROM jobs WHERE id = %(id)s
 FOR SHARE
 """
 
-# A prefetched job is claimed under `<process>-prefetch`; the executor thread that takes it
-# becomes its owner. The renewer records that owner in its next pass, one statement for all
-# of them, guarded like a renewal (still running under the same lease), so that a running
-# job's lease names the thread that runs it.
+# A prefetched job is claimed under `<process>-prefetch` (states.PREFETCH_WORKER_SUFFIX) and
+# keeps that owner while it waits in the buffer. The executor thread that takes it has its own
+# id recorded here (worker/starter.py: the threads that took one meanwhile, in one statement),
+# and waits for the commit before the handler runs: so a job whose lease expires under a
+# prefetch id provably never started, and REAP gives it back uncharged. Fenced like every
+# worker write; a job that does not come back lost its lease while it waited, and its handler
+# must not run.
+#
+# Its commit does not wait for the WAL flush (synchronous_commit off, for this transaction
+# only): the commit is still made, and seen by every reaper, before the handler starts, and
+# what it must outlive is the worker, whose death cannot undo it. Only a crash of the database
+# server within a fraction of a second (wal_writer_delay) can lose it; then a job that
+# started looks unstarted and is given back uncharged once more.
 ADOPT_PREFETCHED_IF_RUNNING = """
-UPDATE jobs j SET locked_by = u.worker_id
-FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
-     AS u(id, token, worker_id)
+WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+UPDATE jobs j SET locked_by = u.worker_id, updated_at = now()
+FROM unflushed,
+     (SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id
+      FROM jsonb_array_elements(%(batch)s::jsonb) AS e) u  -- [[id, token, worker_id], ...]
 WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
-  AND j.locked_by IS DISTINCT FROM u.worker_id
+RETURNING j.id
 """
 
 # A worker process's row is kept while it is lost (silent, shown as lost with what it held)

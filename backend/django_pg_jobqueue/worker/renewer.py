@@ -81,7 +81,6 @@ class LeaseRenewer(ServiceThread):
         held, orphaned = self._watch(self.held.snapshot())
         answer = self.engine.renew_many([(h.job.id, h.job.lease_token) for h in held],
                                      lease_seconds=self.lease_seconds) if held else {}
-        self._adopt([h for h in held if h.job.id in answer])
         if self.stuck is not None:
             self.stuck_now = self.stuck.run_once()
         # The heartbeat comes after the renewals: a heartbeat later than one of this process's
@@ -122,17 +121,6 @@ class LeaseRenewer(ServiceThread):
             self.engine.record_leases_lost(
                 lost, "renew", "lease renewal refused; the handler was asked to stop")
         return counts
-
-    def _adopt(self, held: list) -> None:
-        """Name, as each prefetched job's owner in the database, the executor thread that took
-        it (it was claimed under the prefetch buffer's id)."""
-        adopted = [h for h in held if h.job.worker_id != h.recorded_worker_id]
-        if not adopted:
-            return
-        self.engine.adopt_prefetched([(h.job.id, h.job.lease_token, h.job.worker_id)
-                                   for h in adopted])
-        for h in adopted:
-            h.recorded_worker_id = h.job.worker_id
 
     def _watch(self, held: list) -> tuple[list, int]:
         """The held jobs to renew, and how many orphans were released this pass."""
