@@ -1496,11 +1496,13 @@ REMOVE_STOPPED_WORKERS = "DELETE FROM job_workers WHERE id = ANY(%(ids)s::text[]
 # A handler still running past its job's timeout plus JOB_TIMEOUT_GRACE_SECONDS (worker/
 # stuck.py). Not fenced: the timeout already failed the attempt (the job may be queued again,
 # or running elsewhere), and this only notes on the job's timeline that the old attempt's
-# handler has not returned. FOR SHARE orders it among the job's events, as LEASES_LOST does.
+# handler has not returned (its lease token says which attempt: audit_jobs tells two attempts
+# that overlapped by it). FOR SHARE orders it among the job's events, as LEASES_LOST does.
 STUCK_HANDLER_EVENT = """
 INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
 SELECT id, 'log', %(attempt)s, %(worker_id)s, %(message)s,
-       jsonb_build_object('stuck', true, 'seconds_past_timeout', %(seconds)s::float8), now()
+       jsonb_build_object('stuck', true, 'seconds_past_timeout', %(seconds)s::float8,
+                          'lease_token', %(token)s::text), now()
 FROM jobs WHERE id = %(id)s
 FOR SHARE
 """
@@ -1753,6 +1755,47 @@ AUDIT_HELD_WITHOUT_EXECUTOR = (
     "   AND w.heartbeat_at > now() - interval '60 seconds'"
     "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s){ids} ORDER BY j.id"
 )
+# Two attempts of one job that overlapped in time: attempt N's worker still acted on it after
+# attempt N+1 was claimed. Events alone can tell only that much: an attempt's run begins at its
+# claim (or, prefetched, soon after) and no event marks when its handler returned; but a
+# `lease_lost` of attempt N (a renewal, completion, failure or snooze its worker tried, refused:
+# it still held the attempt, its handler running or its outcome not yet written) or a stuck
+# handler's note (its handler had not returned) with an id after attempt N+1's `claimed`
+# means both were under way at once. Not counted: a refusal for a job still waiting in a
+# prefetch buffer (its worker id the buffer's) and a refused start (`refused` = `start`):
+# those attempts never ran. Event ids order a job's events by commit (see audit.py). One row
+# per overlapping pair, with the latest sign of attempt N.
+_AUDIT_PREFETCH_ID = f"'{PREFETCH_WORKER_SUFFIX}$'"
+AUDIT_OVERLAPPING_ATTEMPTS = """
+WITH claims AS (
+    SELECT job_id, id, attempt, worker_id, data->>'lease_token' AS token,
+           lead(id) OVER w AS next_id, lead(attempt) OVER w AS next_attempt,
+           lead(worker_id) OVER w AS next_worker, lead(created_at) OVER w AS next_at
+    FROM job_events
+    WHERE kind = 'claimed'{ids}
+    WINDOW w AS (PARTITION BY job_id ORDER BY id)
+)
+SELECT DISTINCT ON (c.job_id, c.id)
+       c.job_id, c.attempt, c.worker_id, c.next_attempt, c.next_worker, c.next_at,
+       e.kind, e.data->>'refused', e.worker_id, e.created_at
+FROM claims c
+JOIN job_events e
+  ON e.job_id = c.job_id AND e.id > c.next_id AND e.data->>'lease_token' = c.token
+ AND ((e.kind = 'lease_lost' AND e.data->>'refused' IS DISTINCT FROM 'start'
+       AND e.worker_id !~ """ + _AUDIT_PREFETCH_ID + """)
+      OR (e.kind = 'log' AND e.data->>'stuck' = 'true'))
+WHERE c.next_id IS NOT NULL
+ORDER BY c.job_id, c.id, e.id DESC
+"""
+# Attempts the reaper charged though they never started: a `lease_expired` under a prefetch
+# buffer's worker id (since the start of a prefetched job is recorded before its handler runs,
+# the reaper gives such a job back uncharged, with a `released` event, instead: sql.REAP).
+AUDIT_CHARGED_UNSTARTED = """
+SELECT job_id, attempt, worker_id, data->>'next_status', created_at
+FROM job_events
+WHERE kind = 'lease_expired' AND worker_id ~ """ + _AUDIT_PREFETCH_ID + """{ids}
+ORDER BY job_id, id
+"""
 AUDIT_ATTEMPTS_OVER_MAX = (
     "SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts{ids} ORDER BY id"
 )

@@ -14,14 +14,15 @@ log = logging.getLogger("django_pg_jobqueue.worker")
 
 
 def record_stuck_handler(job_id: int, *, attempt: int, worker_id: str, message: str,
-                         seconds_past_timeout: float) -> None:
-    """Note on a job's timeline that an attempt's handler runs past its timeout plus grace.
-    Not fenced by lease: the timeout already ended the attempt; this only says its handler
-    has not returned."""
+                         seconds_past_timeout: float, lease_token=None) -> None:
+    """Note on a job's timeline that an attempt's handler (the claim of `lease_token`) runs
+    past its timeout plus grace. Not fenced by lease: the timeout already ended the attempt;
+    this only says its handler has not returned."""
     with queue_connection().cursor() as cur:
         cur.execute(sql.STUCK_HANDLER_EVENT, {
             "id": job_id, "attempt": attempt, "worker_id": worker_id, "message": message,
-            "seconds": seconds_past_timeout})
+            "seconds": seconds_past_timeout,
+            "token": None if lease_token is None else str(lease_token)})
 
 
 def adopt_prefetched(items: list[tuple[int, object, str]]) -> set[int]:
