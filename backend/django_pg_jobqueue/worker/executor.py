@@ -181,8 +181,10 @@ class JobRunner:
         try:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
-            if held.recorded_worker_id != self.worker_id and not self._adopt(job, held):
-                return RunResult("lease_lost")
+            if held.recorded_worker_id != self.worker_id:
+                unstarted = self._adopt(job, held)
+                if unstarted is not None:
+                    return unstarted
             try:
                 result = middleware.run_handler(spec.run, ctx, job)
             finally:
@@ -236,13 +238,13 @@ class JobRunner:
                       extra=self._log_fields(job))
         return RunResult(status or "submitted")
 
-    def _adopt(self, job: ClaimedJob, held: Held) -> bool:
+    def _adopt(self, job: ClaimedJob, held: Held) -> RunResult | None:
         """Have this thread recorded as the owner of a prefetched job, and wait for it, before
         its handler runs (worker/starter.py): the database then tells a job that started from
-        one that only waited in a buffer. Whether the handler may run: not if the lease was
-        lost while the job waited (recorded here), nor if the start could not be written (then
-        the job is no longer renewed: its lease expires under the buffer's id, and the reaper
-        gives it back uncharged)."""
+        one that only waited in a buffer. None: the handler may run. Else why not: the lease
+        was lost while the job waited (`lease_lost`, recorded here), or the start could not be
+        written (`abandoned`: the job is no longer renewed, its lease expires under the
+        buffer's id, and the reaper gives it back uncharged)."""
         try:
             adopted = self.start_prefetched(job.id, job.lease_token, self.worker_id)
         except StartNotRecorded as exc:
@@ -250,10 +252,10 @@ class JobRunner:
                 self.errors.error("job=%s: its start could not be recorded (%s); not running "
                                   "it: the reaper gives it back uncharged when its lease "
                                   "expires", job.id, exc)
-            return False
+            return RunResult("abandoned", reason="start_not_recorded")
         if adopted:
             held.recorded_worker_id = self.worker_id
-            return True
+            return None
         if self.held.discard(job.id, job.lease_token):
             with worker_connection():
                 self.engine.record_lease_lost(
@@ -261,7 +263,7 @@ class JobRunner:
                     "the lease was lost while the job waited in the prefetch buffer; not run",
                     attempt=job.attempt)
         self.stats.lease_lost(job)
-        return False
+        return RunResult("lease_lost")
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
         """Restore this thread's connections after the handler (hygiene.tidy); looks only if
