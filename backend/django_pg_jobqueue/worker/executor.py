@@ -256,13 +256,13 @@ class JobRunner:
         if adopted:
             held.recorded_worker_id = self.worker_id
             return None
-        if self.held.discard(job.id, job.lease_token):
+        if self.held.discard(job.id, job.lease_token):  # else released meanwhile (shutdown)
             with worker_connection():
                 self.engine.record_lease_lost(
                     job.id, job.lease_token, self.worker_id, "start",
                     "the lease was lost while the job waited in the prefetch buffer; not run",
                     attempt=job.attempt)
-        self.stats.lease_lost(job)
+            self.stats.lease_lost(job)
         return RunResult("lease_lost")
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
