@@ -55,8 +55,9 @@ POLICY_GIVES_UP = """COALESCE(%(error_classes)s::text[] IS NOT NULL AND (
 
 # What a failed attempt becomes (FAIL: the handler failed; REAP: the lease expired): a cancel
 # requested meanwhile wins, then a retry while attempts are left, else failed for good.
-# {job}: the jobs row's alias and a dot, or nothing; {retryable}: an extra condition for a
-# retry, ending in AND, or nothing. The same choice is written once for both statements.
+# {job}: the jobs row's alias and a dot, or nothing; {retryable}: a condition joined to the
+# attempts check, ending in AND (a retry only if it holds too: FAIL) or in OR (a requeue
+# whatever the attempts: REAP's never-started jobs), or nothing. The same choice is written once for both statements.
 NEXT_STATUS = (
     "CASE WHEN {job}cancel_requested_at IS NOT NULL THEN 'cancelled'\n"
     "                WHEN {retryable}{job}attempts < {job}max_attempts THEN 'queued'\n"

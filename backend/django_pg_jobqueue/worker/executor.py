@@ -1,7 +1,8 @@
 """An executor thread runs one job at a time, outside any transaction.
 
 The pipeline for one job (`JobRunner`, also what `django_pg_jobqueue.testing.drain` runs):
-hold it (the renewer now keeps its lease), resolve the handler, run it, and record the outcome
+hold it (the renewer now keeps its lease), resolve the handler, for a prefetched job have its
+start recorded and wait for that (worker/starter.py), run it, and record the outcome
 through a fenced write: success goes to the completer (batched), a failure schedules a retry
 or fails the job (and, once written, is told to JOB_ERROR_HOOKS: `_fail` is the one place that
 writes and tells), a snooze or cancel requeues or ends it. A write refused because the lease
