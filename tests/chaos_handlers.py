@@ -8,6 +8,7 @@ processes never interleave, and a line written before a SIGKILL survives it (it 
 kernel, not in a Python buffer). The ledger, not the database, is the ground truth of what ran.
 """
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -36,7 +37,7 @@ def _ledger(kind: str, ctx, extra: str = "") -> None:
 
 
 @handler("chaos", max_attempts=20, timeout_seconds=300,
-         description="Fault-test handler: payload.mode ok|flaky|fail|long|hog; writes the ledger.")
+         description="Fault-test handler: payload.mode ok|flaky|fail|long|hog|die; writes the ledger.")
 def chaos(ctx, payload):
     _ledger("start", ctx)
     mode = payload.get("mode", "ok")
@@ -52,6 +53,10 @@ def chaos(ctx, payload):
             if payload.get("permanent"):
                 raise PermanentError("chaos: permanent failure")
             raise RuntimeError("chaos: failure")
+        elif mode == "die":  # the process dies in the handler: os._exit, or SIGKILL (the OOM
+            if payload.get("how") == "sigkill":  # killer's way)
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(1)
         elif mode == "hog":  # keeps payload.mb MiB for the life of the process (a leak)
             _HOARD.append(b"x" * (int(payload.get("mb", 10)) << 20))
             ctx.wait(float(payload.get("seconds", 0.2)))

@@ -11,6 +11,7 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.services.lifecycle import Completion
 from django_pg_jobqueue.testing import expire_lease, run_reaper
 
 pytestmark = pytest.mark.django_db
@@ -168,3 +169,89 @@ def test_the_command_can_audit_chosen_jobs_and_print_json():
     out, error = _run_command("--json")
     assert error
     assert '"replay": 1' in out
+
+
+def _reclaimed(job, old_worker="w1", new_worker="w2"):
+    """`job` claimed by `old_worker`, its lease expired and reaped, then claimed again by
+    `new_worker`: the first claim and the second."""
+    old = _claim(job, old_worker)
+    expire_lease(job)
+    run_reaper()
+    _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [job.id])
+    return old, _claim(job, new_worker)
+
+
+def test_two_attempts_of_one_job_that_overlapped_are_reported():
+    # The real sequence: the first worker's handler outlived its lease, the job was reaped
+    # and claimed again, and then the first worker's success came in, refused (fencing).
+    job = services.enqueue("noop")
+    old, new = _reclaimed(job)
+    done, refused = services.complete_many([Completion(job.id, old.lease_token, "w1")])
+    assert not done and refused
+    services.complete(job.id, new.lease_token, worker_id="w2")
+    report = audit()
+    assert _checks(report) == {"overlapping_attempts"}, report.format()
+    [v] = report.violations
+    assert v.job_id == job.id
+    assert "attempt 1 (claimed by w1) was still under way when attempt 2 was claimed by w2" \
+        in v.message and "its complete was refused" in v.message
+    # Within the guarantees (at-least-once: handlers must be idempotent), so a notice: listed,
+    # and not a failed audit unless --strict asks.
+    assert report.ok and report.notices == report.violations
+    out, error = _run_command()
+    assert error is None
+    assert "NOTE  no two attempts of one job under way at once: 1 found" in out
+    assert "result: clean; 1 notice(s)" in out
+    out, error = _run_command("--strict")
+    assert error
+
+
+def test_a_stuck_handler_noted_after_its_job_was_claimed_again_is_an_overlap():
+    job = services.enqueue("noop")
+    old, _ = _reclaimed(job)
+    services.record_stuck_handler(job.id, attempt=1, worker_id="w1", message="stuck",
+                                  seconds_past_timeout=1.0, lease_token=old.lease_token)
+    report = audit()
+    assert _checks(report) == {"overlapping_attempts"}
+    assert "its handler had not returned" in report.violations[0].message
+
+
+def test_signs_of_an_attempt_that_never_ran_or_ended_before_the_next_claim_are_no_overlap():
+    # Refused before the next claim: over before it began.
+    early = services.enqueue("noop")
+    old = _claim(early)
+    expire_lease(early)
+    run_reaper()
+    services.record_lease_lost(early.id, old.lease_token, "w1", "renew", "refused", attempt=1)
+    _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [early.id])
+    _claim(early, "w2")
+    # A job that only waited in a prefetch buffer: its renewal, or its start, refused later.
+    for worker, action in (("vm-1-prefetch", "renew"), ("vm-1-1", "start")):
+        job = services.enqueue("noop")
+        old, _ = _reclaimed(job, old_worker="vm-1-prefetch")
+        services.record_lease_lost(job.id, old.lease_token, worker, action, "refused",
+                                   attempt=1)
+    report = audit()
+    assert report.ok, report.format()
+
+
+def test_an_attempt_the_reaper_charged_though_it_never_started_is_reported():
+    # What the reaper did before a prefetched job's start was recorded: a job still waiting in
+    # a dead process's buffer charged and, with no attempt left, failed without running.
+    job = services.enqueue("noop", max_attempts=1)
+    c = _claim(job, "vm-1-prefetch")
+    _sql("UPDATE jobs SET status = 'failed', finished_at = now(), locked_by = NULL,"
+         " lease_token = NULL, lease_expires_at = NULL WHERE id = %s", [job.id])
+    JobEvent.objects.create(job_id=job.id, kind="lease_expired", attempt=1,
+                            worker_id="vm-1-prefetch",
+                            data={"lease_token": str(c.lease_token), "next_status": "failed"})
+    report = audit()
+    assert _checks(report) == {"charged_unstarted"}, report.format()
+    assert "attempt 1's lease expired still under vm-1-prefetch, so it never started, yet the " \
+        "reaper failed the job for good" in report.violations[0].message
+    # The reaper as it is: the same job, given back uncharged; nothing to report.
+    again = services.enqueue("noop", max_attempts=1)
+    _claim(again, "vm-1-prefetch")
+    expire_lease(again)
+    assert run_reaper() == {"released": 1}
+    assert audit(job_ids=[again.id]).ok

@@ -4,13 +4,19 @@ one runs it under its own worker id, and a prefetched job that cannot find a thr
 is cancelled while it waits, or is still waiting at shutdown never runs under that claim."""
 import threading
 import time
+import uuid
 
 import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.registry import registry
+from django_pg_jobqueue.testing import expire_lease, run_reaper
+from django_pg_jobqueue.worker.executor import JobRunner
+from django_pg_jobqueue.worker.held import Held, HeldJobs
 from django_pg_jobqueue.worker.prefetch import Prefetched
+from django_pg_jobqueue.worker.starter import Starter, StartNotRecorded
+from django_pg_jobqueue.worker.stats import PoolStats
 from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -157,3 +163,65 @@ def test_a_lane_of_slow_jobs_prefetches_only_what_its_threads_start_soon():
     four.depth = 128
     four.ran(0.01)
     assert four.wanted(backlog=True) == int(4 * Prefetched.HORIZON_SECONDS / 0.01)
+
+
+def _runner(start_prefetched):
+    """An executor's pipeline for thread `vm-1-1`, given how it records a prefetched start."""
+    held = HeldJobs()
+    return JobRunner("vm-1-1", held=held, stats=PoolStats(), complete=lambda c, h: "succeeded",
+                     start_prefetched=start_prefetched), held
+
+
+def _prefetched(job, held):
+    [c] = services.claim(worker_ids=["vm-1-prefetch"], job_ids=[job.id])
+    h = Held.of(c, c.worker_id)
+    held.add(h)
+    return c, h
+
+
+def test_the_starter_records_the_thread_that_took_a_prefetched_job_before_it_runs():
+    job = services.enqueue("noop", {})
+    starter = Starter()
+    with pytest.raises(StartNotRecorded):  # not running: nothing would write it
+        starter.start_job(job.id, None, "vm-1-1")
+    [c] = services.claim(worker_ids=["vm-1-prefetch"], job_ids=[job.id])
+    starter.start()
+    try:
+        assert starter.start_job(c.id, c.lease_token, "vm-1-1") is True
+        assert Job.objects.get(pk=job.pk).locked_by == "vm-1-1"
+        assert starter.start_job(c.id, uuid.uuid4(), "vm-1-2") is False  # another claim's
+    finally:
+        starter.stop()
+        starter.join(10)
+    with pytest.raises(StartNotRecorded):
+        starter.start_job(c.id, c.lease_token, "vm-1-1")
+
+
+def test_a_prefetched_job_whose_start_cannot_be_recorded_never_runs_and_comes_back_uncharged(
+        slow_handler):
+    job = services.enqueue("prefetch_probe", {}, max_attempts=1)
+
+    def database_away(*args):
+        raise StartNotRecorded("the database is away")
+
+    runner, held = _runner(database_away)
+    c, h = _prefetched(job, held)
+    assert runner.run(c, h).status == "abandoned"
+    assert not slow_handler and not len(held)  # not run, and no longer renewed
+    expire_lease(job)
+    assert run_reaper() == {"released": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts) == ("queued", 0)
+
+
+def test_a_prefetched_job_whose_lease_was_lost_while_it_waited_never_runs(slow_handler):
+    job = services.enqueue("prefetch_probe", {})
+    runner, held = _runner(lambda i, t, w: i in services.adopt_prefetched([(i, t, w)]))
+    c, h = _prefetched(job, held)
+    expire_lease(job)
+    assert run_reaper() == {"released": 1}
+    assert runner.run(c, h).status == "lease_lost"
+    assert not slow_handler and not len(held)
+    refused = JobEvent.objects.get(job_id=job.pk, kind="lease_lost")
+    assert (refused.worker_id, refused.data["refused"]) == ("vm-1-1", "start")
+    assert Job.objects.get(pk=job.pk).status == "queued"

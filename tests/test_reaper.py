@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 
 from django_pg_jobqueue import services
+from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent, TxNow
 from django_pg_jobqueue.worker.reaper import Reaper
 
@@ -51,3 +52,46 @@ def test_after_an_outage_the_reaper_gives_renewers_time_to_come_back():
     assert Job.objects.get(pk=job.pk).status == "running"
     reaper.hold_until = 0
     assert reaper.run_once() == {"queued": 1}
+
+
+def prefetched_expired_job(max_attempts=1, adopted_by=None):
+    """A job claimed into a prefetch buffer (`<process>-prefetch`) whose lease then expired;
+    with `adopted_by`, an executor thread of that process had taken it and started it."""
+    job = services.enqueue("noop", {}, max_attempts=max_attempts)
+    [c] = services.claim(worker_ids=["vm-1-prefetch"], queues=["default"])
+    if adopted_by:
+        assert services.adopt_prefetched([(c.id, c.lease_token, adopted_by)]) == {c.id}
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=TxNow() - timedelta(seconds=1))
+    return job, c
+
+
+def test_a_job_whose_lease_expired_before_any_thread_started_it_is_requeued_uncharged():
+    job, claim = prefetched_expired_job(max_attempts=1)
+    assert Reaper().run_once() == {"released": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts, row.last_error, row.locked_by) == ("queued", 0, None, None)
+    assert row.available_at == row.updated_at  # due at once: no backoff
+    event = JobEvent.objects.filter(job_id=job.pk).last()
+    assert (event.kind, event.attempt, event.worker_id) == ("released", 1, "vm-1-prefetch")
+    assert event.data == {"lease_token": str(claim.lease_token), "reason": "unstarted"}
+    assert not JobEvent.objects.filter(job_id=job.pk, kind="lease_expired").exists()
+    # The executor that took it too late does not run it: its start is refused.
+    assert services.adopt_prefetched([(claim.id, claim.lease_token, "vm-1-1")]) == set()
+    assert audit(job_ids=[job.pk]).ok
+
+
+def test_a_prefetched_job_that_an_executor_started_is_charged_when_its_lease_expires():
+    job, claim = prefetched_expired_job(max_attempts=1, adopted_by="vm-1-1")
+    assert Reaper().run_once() == {"failed": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts) == ("failed", 1)
+    assert row.last_error == "lease expired: worker vm-1-1 stopped renewing it"
+    event = JobEvent.objects.filter(job_id=job.pk).last()
+    assert (event.kind, event.worker_id) == ("lease_expired", "vm-1-1")
+
+
+def test_a_cancel_requested_while_prefetched_still_wins_at_lease_expiry():
+    job, _ = prefetched_expired_job(max_attempts=3)
+    services.cancel(job.pk)
+    assert Reaper().run_once() == {"cancelled": 1}
+    assert Job.objects.get(pk=job.pk).status == "cancelled"

@@ -54,8 +54,8 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         pids = wait_for(lambda: len(_child_pids()) == 2 and _child_pids(), timeout=60,
                         message="both children running jobs")
         victim = min(pids)
-        held = set(Job.objects.running().filter(locked_by__contains=f"-{victim}-")
-                   .values_list("id", flat=True))
+        held = dict(Job.objects.running().filter(locked_by__contains=f"-{victim}-")
+                    .values_list("id", "locked_by"))
         assert held
         os.kill(victim, signal.SIGKILL)
         wait_for(lambda: "killed by signal SIGKILL" in out.text(), timeout=10,
@@ -67,7 +67,7 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         pids_seen = {x.pid for x in ledger.executions.values()}
         assert len(pids_seen - pids) >= 1, "a replacement child ran jobs"
         assert not ledger.duplicate_starts
-        for job_id in held:
+        for job_id, locked_by in held.items():
             kinds = list(JobEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
             # Settled by the supervisor at once, not at lease expiry: charged if its handler
             # was running, released uncharged if it waited in the prefetch buffer.

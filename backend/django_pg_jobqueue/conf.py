@@ -321,7 +321,9 @@ class QueueConf:
         handlers' mean duration (one job ahead for CPU-bound jobs of 0.1 s on one thread, so
         that when a backlog ends no process still holds a queue of them while the others idle).
         A prefetched job is already `running` (its worker is `<process>-prefetch`
-        until a thread takes it) and its lease is renewed; no lane prefetches while a
+        until a thread takes it: the thread has its own id recorded, and waits for that
+        write, before the handler runs) and its lease is renewed; if its process dies before
+        a thread took it, it goes back to the queue uncharged; no lane prefetches while a
         concurrency limit applies to its queues or to any job type. See the performance page.""")
     STATEMENT_TIMEOUT_MS: int = setting(30000, check_id=10, rule=whole(0), group="workers", doc="""
         PostgreSQL `statement_timeout` of worker sessions, in milliseconds (and twice that, at
@@ -612,8 +614,9 @@ class QueueConf:
         None, check_id=50, rule=whole(1, none="the number of lanes plus 3"), group="database",
         doc="""
         The most server connections a worker process's machinery holds at once: its
-        dispatchers (one per lane), the completer, the renewer, the reaper, the pruner, the
-        periodic enqueuer and the executors' own outcome writes share one bounded pool of
+        dispatchers (one per lane), the completer, the starter (prefetched jobs' starts), the
+        renewer, the reaper, the pruner, the periodic enqueuer and the executors' own outcome
+        writes share one bounded pool of
         connections to the queue's database (Django's psycopg pool, on a private alias).
         The LISTEN connection comes on top (one per process), and so do the connections
         handlers open themselves, each only for the length of its job.""")

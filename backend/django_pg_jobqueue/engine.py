@@ -109,8 +109,10 @@ class Engine(Protocol):
         """Remove the rows of worker processes that stopped gracefully."""
         ...
 
-    def adopt_prefetched(self, items: list[tuple[int, uuid.UUID, str]]) -> int:
-        """Name a prefetched job's real executor as its owner once one runs it."""
+    def adopt_prefetched(self, items: list[tuple[int, uuid.UUID, str]]) -> set[int]:
+        """Name, for each (job id, lease token, worker id), the executor about to run that
+        prefetched job as its owner, before its handler starts; the ids adopted (one missing
+        lost its lease meanwhile: it must not run)."""
         ...
 
     def forget_lost_workers(self, *, silent_seconds: float) -> int:
@@ -193,7 +195,7 @@ class PostgresEngine:
     def remove_stopped_workers(self, process_ids) -> int:
         return services.remove_stopped_workers(process_ids)
 
-    def adopt_prefetched(self, items) -> int:
+    def adopt_prefetched(self, items) -> set[int]:
         return services.adopt_prefetched(items)
 
     def forget_lost_workers(self, **kwargs) -> int:

@@ -545,7 +545,8 @@ def active_workers() -> dict:
         "active": len(rows),
         "threads": sum(r["threads"] for r in rows),
         # A prefetching process (JOB_PREFETCH) may hold more running jobs than it has threads:
-        # the ones under `<process>-prefetch` wait for, or already run on, one of its threads.
+        # the ones under `<process>-prefetch` wait for one of its threads (a thread that takes one
+        # is recorded as its owner before the handler runs).
         "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in rows),
         "processes": rows,
     }

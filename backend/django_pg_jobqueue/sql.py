@@ -8,7 +8,7 @@ token this claim stamped>`, never the status alone, because after a lease expire
 may requeue the job and another worker claim it: the row is `running` again, under a new
 token. All times come from the database clock, `now()`.
 """
-from .states import RETRYABLE_BY_OPERATOR
+from .states import PREFETCH_WORKER_SUFFIX, RETRYABLE_BY_OPERATOR
 
 JOB_COLUMNS = (
     "id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds, "
@@ -55,8 +55,9 @@ POLICY_GIVES_UP = """COALESCE(%(error_classes)s::text[] IS NOT NULL AND (
 
 # What a failed attempt becomes (FAIL: the handler failed; REAP: the lease expired): a cancel
 # requested meanwhile wins, then a retry while attempts are left, else failed for good.
-# {job}: the jobs row's alias and a dot, or nothing; {retryable}: an extra condition for a
-# retry, ending in AND, or nothing. The same choice is written once for both statements.
+# {job}: the jobs row's alias and a dot, or nothing; {retryable}: a condition joined to the
+# attempts check, ending in AND (a retry only if it holds too: FAIL) or in OR (a requeue
+# whatever the attempts: REAP's never-started jobs), or nothing. The same choice is written once for both statements.
 NEXT_STATUS = (
     "CASE WHEN {job}cancel_requested_at IS NOT NULL THEN 'cancelled'\n"
     "                WHEN {retryable}{job}attempts < {job}max_attempts THEN 'queued'\n"
@@ -460,6 +461,15 @@ FOR SHARE OF j
 # --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
 # SKIP LOCKED again, so several reapers (one per worker process) never block one another,
 # and the guard is repeated in the UPDATE so that a lease renewed meanwhile is left alone.
+#
+# A job whose lease expired while it was still owned by a prefetch buffer (`locked_by` ends
+# in PREFETCH_WORKER_SUFFIX: no executor adopted it, ADOPT_PREFETCHED_IF_RUNNING) never
+# started: its process died with it in the buffer. It goes back to queued uncharged (its
+# attempt given back, due at once, no error recorded, a `released` event with reason
+# `unstarted`), never failed; a cancel requested meanwhile still wins. Read from the row this
+# statement locked, so an adoption racing the reaper either committed first (the job started:
+# charged as usual) or finds the job no longer running (and its handler never runs).
+_UNSTARTED = f"e.locked_by LIKE '%%{PREFETCH_WORKER_SUFFIX}'"
 REAP = """
 WITH expired AS (
     SELECT id, locked_by, lease_token, lease_expires_at
@@ -471,31 +481,43 @@ WITH expired AS (
 ),
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
-           """ + NEXT_STATUS.format(job="j.", retryable="") + """
-           """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ AS delay
+           """ + _UNSTARTED + """ AS unstarted,
+           """ + NEXT_STATUS.format(job="j.", retryable=_UNSTARTED + " OR ") + """
+           CASE WHEN """ + _UNSTARTED + """ THEN 0
+                ELSE """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ END AS delay
     FROM expired e JOIN jobs j ON j.id = e.id
 ),
 upd AS (
     UPDATE jobs j
-""" + SET_NEXT_STATUS + """        last_error = 'lease expired: worker ' || d.locked_by || ' stopped renewing it',
+""" + SET_NEXT_STATUS + """        attempts = CASE WHEN d.unstarted AND d.next_status = 'queued'
+                        THEN j.attempts - 1 ELSE j.attempts END,
+        last_error = CASE WHEN d.unstarted AND d.next_status = 'queued' THEN j.last_error
+                          ELSE 'lease expired: worker ' || d.locked_by || ' stopped renewing it'
+                     END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
     WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
     RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay, j.last_error,
               j.type, j.queue, j.payload, j.priority, j.max_attempts, j.timeout_seconds,
-              j.available_at, j.created_at, j.started_at, d.lease_expires_at
+              j.available_at, j.created_at, j.started_at, d.lease_expires_at,
+              d.unstarted AND j.status = 'queued' AS released
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, 'released', attempts + 1, locked_by,
+           'lease expired while prefetched, before any thread started it; requeued uncharged',
+           jsonb_build_object('lease_token', lease_token, 'reason', 'unstarted'), now()
+    FROM upd WHERE released
+    UNION ALL
     SELECT id, 'lease_expired', attempts, locked_by,
            'lease expired; ' || CASE status WHEN 'queued' THEN 'requeued' ELSE status END,
            jsonb_build_object('lease_token', lease_token, 'next_status', status,
                               'delay_seconds', CASE WHEN status = 'queued'
                                                     THEN round(delay::numeric, 3) END),
            now()
-    FROM upd
+    FROM upd WHERE NOT released
 )
-SELECT id, status, locked_by, last_error,
+SELECT id, CASE WHEN released THEN 'released' ELSE status END, locked_by, last_error,
        -- the attempt that expired, as claimed (services.ClaimedJob's fields, in its order),
        -- for the error hooks
        id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds,
@@ -1440,25 +1462,38 @@ REMOVE_STOPPED_WORKERS = "DELETE FROM job_workers WHERE id = ANY(%(ids)s::text[]
 # A handler still running past its job's timeout plus JOB_TIMEOUT_GRACE_SECONDS (worker/
 # stuck.py). Not fenced: the timeout already failed the attempt (the job may be queued again,
 # or running elsewhere), and this only notes on the job's timeline that the old attempt's
-# handler has not returned. FOR SHARE orders it among the job's events, as LEASES_LOST does.
+# handler has not returned (its lease token says which attempt: audit_jobs tells two attempts
+# that overlapped by it). FOR SHARE orders it among the job's events, as LEASES_LOST does.
 STUCK_HANDLER_EVENT = """
 INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
 SELECT id, 'log', %(attempt)s, %(worker_id)s, %(message)s,
-       jsonb_build_object('stuck', true, 'seconds_past_timeout', %(seconds)s::float8), now()
+       jsonb_build_object('stuck', true, 'seconds_past_timeout', %(seconds)s::float8,
+                          'lease_token', %(token)s::text), now()
 FROM jobs WHERE id = %(id)s
 FOR SHARE
 """
 
-# A prefetched job is claimed under `<process>-prefetch`; the executor thread that takes it
-# becomes its owner. The renewer records that owner in its next pass, one statement for all
-# of them, guarded like a renewal (still running under the same lease), so that a running
-# job's lease names the thread that runs it.
+# A prefetched job is claimed under `<process>-prefetch` (states.PREFETCH_WORKER_SUFFIX) and
+# keeps that owner while it waits in the buffer. The executor thread that takes it has its own
+# id recorded here (worker/starter.py: the threads that took one meanwhile, in one statement),
+# and waits for the commit before the handler runs: so a job whose lease expires under a
+# prefetch id provably never started, and REAP gives it back uncharged. Fenced like every
+# worker write; a job that does not come back lost its lease while it waited, and its handler
+# must not run.
+#
+# Its commit does not wait for the WAL flush (synchronous_commit off, for this transaction
+# only): the commit is still made, and seen by every reaper, before the handler starts, and
+# what it must outlive is the worker, whose death cannot undo it. Only a crash of the database
+# server within a fraction of a second (wal_writer_delay) can lose it; then a job that
+# started looks unstarted and is given back uncharged once more.
 ADOPT_PREFETCHED_IF_RUNNING = """
-UPDATE jobs j SET locked_by = u.worker_id
-FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
-     AS u(id, token, worker_id)
+WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+UPDATE jobs j SET locked_by = u.worker_id, updated_at = now()
+FROM unflushed,
+     (SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id
+      FROM jsonb_array_elements(%(batch)s::jsonb) AS e) u  -- [[id, token, worker_id], ...]
 WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
-  AND j.locked_by IS DISTINCT FROM u.worker_id
+RETURNING j.id
 """
 
 # The jobs a worker process still holds: running under one of its ids (`<process>-<thread>`,
@@ -1706,6 +1741,47 @@ AUDIT_HELD_WITHOUT_EXECUTOR = (
     "   AND w.heartbeat_at > now() - interval '60 seconds'"
     "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s){ids} ORDER BY j.id"
 )
+# Two attempts of one job that overlapped in time: attempt N's worker still acted on it after
+# attempt N+1 was claimed. Events alone can tell only that much: an attempt's run begins at its
+# claim (or, prefetched, soon after) and no event marks when its handler returned; but a
+# `lease_lost` of attempt N (a renewal, completion, failure or snooze its worker tried, refused:
+# it still held the attempt, its handler running or its outcome not yet written) or a stuck
+# handler's note (its handler had not returned) with an id after attempt N+1's `claimed`
+# means both were under way at once. Not counted: a refusal for a job still waiting in a
+# prefetch buffer (its worker id the buffer's) and a refused start (`refused` = `start`):
+# those attempts never ran. Event ids order a job's events by commit (see audit.py). One row
+# per overlapping pair, with the latest sign of attempt N.
+_AUDIT_PREFETCH_ID = f"'{PREFETCH_WORKER_SUFFIX}$'"
+AUDIT_OVERLAPPING_ATTEMPTS = """
+WITH claims AS (
+    SELECT job_id, id, attempt, worker_id, data->>'lease_token' AS token,
+           lead(id) OVER w AS next_id, lead(attempt) OVER w AS next_attempt,
+           lead(worker_id) OVER w AS next_worker, lead(created_at) OVER w AS next_at
+    FROM job_events
+    WHERE kind = 'claimed'{ids}
+    WINDOW w AS (PARTITION BY job_id ORDER BY id)
+)
+SELECT DISTINCT ON (c.job_id, c.id)
+       c.job_id, c.attempt, c.worker_id, c.next_attempt, c.next_worker, c.next_at,
+       e.kind, e.data->>'refused', e.worker_id, e.created_at
+FROM claims c
+JOIN job_events e
+  ON e.job_id = c.job_id AND e.id > c.next_id AND e.data->>'lease_token' = c.token
+ AND ((e.kind = 'lease_lost' AND e.data->>'refused' IS DISTINCT FROM 'start'
+       AND e.worker_id !~ """ + _AUDIT_PREFETCH_ID + """)
+      OR (e.kind = 'log' AND e.data->>'stuck' = 'true'))
+WHERE c.next_id IS NOT NULL
+ORDER BY c.job_id, c.id, e.id DESC
+"""
+# Attempts the reaper charged though they never started: a `lease_expired` under a prefetch
+# buffer's worker id (since the start of a prefetched job is recorded before its handler runs,
+# the reaper gives such a job back uncharged, with a `released` event, instead: sql.REAP).
+AUDIT_CHARGED_UNSTARTED = """
+SELECT job_id, attempt, worker_id, data->>'next_status', created_at
+FROM job_events
+WHERE kind = 'lease_expired' AND worker_id ~ """ + _AUDIT_PREFETCH_ID + """{ids}
+ORDER BY job_id, id
+"""
 AUDIT_ATTEMPTS_OVER_MAX = (
     "SELECT id, attempts, max_attempts FROM jobs WHERE attempts > max_attempts{ids} ORDER BY id"
 )

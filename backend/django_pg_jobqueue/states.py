@@ -118,6 +118,11 @@ TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
 RETRYABLE_BY_OPERATOR = frozenset({Status.FAILED, Status.CANCELLED})
 
 
+# The worker id a prefetch buffer claims jobs under: `<process id>-prefetch` (worker/prefetch.py).
+# A job still owned by it never started: an executor restamps its own id before the handler runs.
+PREFETCH_WORKER_SUFFIX = "-prefetch"
+
+
 class EventKind(StrEnum):
     CREATED = "created"
     CLAIMED = "claimed"

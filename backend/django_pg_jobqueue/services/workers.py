@@ -1,39 +1,41 @@
-"""Worker health writes: a stuck handler noted on its job, a prefetched job's real owner, and
-lost worker processes forgotten once nothing names them (worker/stuck.py, worker/renewer.py,
-worker/reaper.py); the maintenance leader's lease and the stager's wake-ups (worker/leader.py,
+"""Worker health writes: a stuck handler noted on its job, a prefetched job's start (its
+executor named its owner), and lost worker processes forgotten once nothing names them
+(worker/stuck.py, worker/executor.py, worker/reaper.py); the maintenance leader's lease and the stager's wake-ups (worker/leader.py,
 worker/stager.py); a supervisor's one heartbeat for all its children, and their rows
 removed once they stopped (worker/hostbeat.py)."""
 import json
 import logging
 from datetime import timedelta
 
-from .. import sql
+from .. import db, sql
 from ..db import queue_connection
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
 
 def record_stuck_handler(job_id: int, *, attempt: int, worker_id: str, message: str,
-                         seconds_past_timeout: float) -> None:
-    """Note on a job's timeline that an attempt's handler runs past its timeout plus grace.
-    Not fenced by lease: the timeout already ended the attempt; this only says its handler
-    has not returned."""
+                         seconds_past_timeout: float, lease_token=None) -> None:
+    """Note on a job's timeline that an attempt's handler (the claim of `lease_token`) runs
+    past its timeout plus grace. Not fenced by lease: the timeout already ended the attempt;
+    this only says its handler has not returned."""
     with queue_connection().cursor() as cur:
         cur.execute(sql.STUCK_HANDLER_EVENT, {
             "id": job_id, "attempt": attempt, "worker_id": worker_id, "message": message,
-            "seconds": seconds_past_timeout})
+            "seconds": seconds_past_timeout,
+            "token": None if lease_token is None else str(lease_token)})
 
 
-def adopt_prefetched(items: list[tuple[int, object, str]]) -> int:
-    """Record the executor thread running each (job id, lease token, worker id) as its owner,
-    for the jobs still running under that lease; return how many rows changed."""
+def adopt_prefetched(items: list[tuple[int, object, str]]) -> set[int]:
+    """Name each (job id, lease token, worker id)'s executor thread the owner of that
+    prefetched job, for the jobs still running under that lease (sql.ADOPT_PREFETCHED_IF_RUNNING);
+    return the ids adopted. Committed before their handlers start: from then on a lease expiry
+    charges the attempt, before it none is charged (sql.REAP)."""
     if not items:
-        return 0
-    with queue_connection().cursor() as cur:
-        cur.execute(sql.ADOPT_PREFETCHED_IF_RUNNING, {
-            "ids": [i[0] for i in items], "tokens": [str(i[1]) for i in items],
-            "worker_ids": [i[2] for i in items]})
-        return cur.rowcount
+        return set()
+    # One JSON array: cheaper to send than three arrays, which psycopg dumps item by item.
+    rows = db.fetch_all(sql.ADOPT_PREFETCHED_IF_RUNNING, {"batch": json.dumps(
+        [[job_id, str(token), worker_id] for job_id, token, worker_id in items])})
+    return {row[0] for row in rows}
 
 
 def forget_lost_workers(*, silent_seconds: float) -> int:

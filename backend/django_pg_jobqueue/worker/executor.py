@@ -1,7 +1,8 @@
 """An executor thread runs one job at a time, outside any transaction.
 
 The pipeline for one job (`JobRunner`, also what `django_pg_jobqueue.testing.drain` runs):
-hold it (the renewer now keeps its lease), resolve the handler, run it, and record the outcome
+hold it (the renewer now keeps its lease), resolve the handler, for a prefetched job have its
+start recorded and wait for that (worker/starter.py), run it, and record the outcome
 through a fenced write: success goes to the completer (batched), a failure schedules a retry
 or fails the job (and, once written, is told to JOB_ERROR_HOOKS: `_fail` is the one place that
 writes and tells), a snooze or cancel requeues or ends it. A write refused because the lease
@@ -59,6 +60,7 @@ from ..services.lifecycle import Completion, unknown_type_error
 from . import forks, hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
+from .starter import StartNotRecorded
 from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
@@ -104,7 +106,9 @@ class JobRunner:
     """The pipeline for one claimed job, without threads.
 
     `complete(completion, held)` records a success: the pool's completer queues it (and
-    returns None), drain writes it at once (and returns the final status). `owner` is who
+    returns None), drain writes it at once (and returns the final status).
+    `start_prefetched(job id, lease token, worker id)` records that this runner took a
+    prefetched job, before its handler runs (the pool's starter). `owner` is who
     answers for a job while this runner runs it (the executor thread; None in drain).
     `hard_stop`: set when the pool gives up retrying writes through an outage; None (drain):
     outage errors propagate at once. `keep_callers_transaction` (drain): the thread may be in
@@ -113,8 +117,12 @@ class JobRunner:
 
     def __init__(self, worker_id: str, *, held: HeldJobs, stats, complete, owner=None,
                  hard_stop: threading.Event | None = None, keep_callers_transaction=False,
-                 engine: Engine | None = None, unknown_types: UnknownTypes | None = None):
+                 engine: Engine | None = None, unknown_types: UnknownTypes | None = None,
+                 start_prefetched=None):
         self.worker_id, self.held, self.stats, self.complete = worker_id, held, stats, complete
+        # Records, and waits for, a prefetched job's start (worker/starter.py); None (drain):
+        # this runner is never given a prefetched job.
+        self.start_prefetched = start_prefetched
         self.engine = engine or default_engine()
         # The types this process gives back for want of a handler (the pool's, shared by its
         # dispatchers; drain's own): the claim leaves them out for a while.
@@ -173,6 +181,10 @@ class JobRunner:
         try:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
+            if held.recorded_worker_id != self.worker_id:
+                unstarted = self._adopt(job, held)
+                if unstarted is not None:
+                    return unstarted
             try:
                 result = forks.run_here(lambda: middleware.run_handler(spec.run, ctx, job),
                                         job.id)
@@ -226,6 +238,33 @@ class JobRunner:
             log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
                       extra=self._log_fields(job))
         return RunResult(status or "submitted")
+
+    def _adopt(self, job: ClaimedJob, held: Held) -> RunResult | None:
+        """Have this thread recorded as the owner of a prefetched job, and wait for it, before
+        its handler runs (worker/starter.py): the database then tells a job that started from
+        one that only waited in a buffer. None: the handler may run. Else why not: the lease
+        was lost while the job waited (`lease_lost`, recorded here), or the start could not be
+        written (`abandoned`: the job is no longer renewed, its lease expires under the
+        buffer's id, and the reaper gives it back uncharged)."""
+        try:
+            adopted = self.start_prefetched(job.id, job.lease_token, self.worker_id)
+        except StartNotRecorded as exc:
+            if self.held.discard(job.id, job.lease_token):
+                self.errors.error("job=%s: its start could not be recorded (%s); not running "
+                                  "it: the reaper gives it back uncharged when its lease "
+                                  "expires", job.id, exc)
+            return RunResult("abandoned", reason="start_not_recorded")
+        if adopted:
+            held.recorded_worker_id = self.worker_id
+            return None
+        if self.held.discard(job.id, job.lease_token):  # else released meanwhile (shutdown)
+            with worker_connection():
+                self.engine.record_lease_lost(
+                    job.id, job.lease_token, self.worker_id, "start",
+                    "the lease was lost while the job waited in the prefetch buffer; not run",
+                    attempt=job.attempt)
+            self.stats.lease_lost(job)
+        return RunResult("lease_lost")
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
         """Restore this thread's connections after the handler (hygiene.tidy); looks only if
@@ -420,6 +459,7 @@ class Executor(threading.Thread):
         self.idle = True
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
+                                start_prefetched=pool.starter.start_job,
                                 hard_stop=pool.hard_stop, engine=pool.engine,
                                 unknown_types=pool.unknown_types)
 

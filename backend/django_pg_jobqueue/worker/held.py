@@ -29,8 +29,9 @@ class Held:
     # When an executor began running it (time.monotonic()); None while it waits in a prefetch
     # buffer. The stuck watch (worker/stuck.py) measures a handler's run from here.
     running_since: float | None = None
-    # The worker id the database names as its owner (`locked_by`): the claim's; the renewer
-    # records the executor that took a prefetched job (services.adopt_prefetched).
+    # The worker id the database names as its owner (`locked_by`): the claim's; for a
+    # prefetched job, the buffer's until the executor that takes it records its own, before
+    # the handler runs (JobRunner._adopt).
     recorded_worker_id: str | None = None
 
     @classmethod

@@ -9,7 +9,7 @@ A lane's dispatcher claims as many jobs as it has idle executors, in one stateme
 hands each to the executor whose worker id the claim stamped on it. With prefetch on (the
 default; worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog and
 no concurrency limit applies, and executors that finish a job take the next of those
-themselves. Idle dispatchers wake
+themselves, once the starter (worker/starter.py) has recorded that they did. Idle dispatchers wake
 on NOTIFY from an enqueue's commit, or after the poll interval (with jitter) as a fallback.
 """
 import logging
@@ -27,6 +27,7 @@ from .. import conf, db, middleware
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
 from ..services import claiming
+from ..states import PREFETCH_WORKER_SUFFIX
 from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
@@ -42,6 +43,7 @@ from .relay import RelayedWakeups
 from .renewer import LeaseRenewer
 from .signals import TestSignals
 from .stager import Stager
+from .starter import Starter
 from .stats import PoolStats
 from .stuck import StuckWatch
 from .unknown_types import UnknownTypes
@@ -89,7 +91,7 @@ class Lane(threading.Thread):
         self.pool, self.spec, self.executors = pool, spec, executors
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
-        self.prefetch_id = f"{pool.process_id}-prefetch"
+        self.prefetch_id = pool.process_id + PREFETCH_WORKER_SUFFIX
         # Stays empty with prefetch off; never deeper than its threads start within a moment.
         self.prefetched = Prefetched(pool.prefetch, threads=len(executors))
         self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
@@ -375,6 +377,7 @@ class WorkerPool:
         self.report = report  # under a supervisor: what this process tells it (hostbeat.py)
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
+        self.starter = Starter(engine=self.engine)  # records prefetched jobs' starts
         self.lanes: list[Lane] = []
         n = 0
         for spec in self.lane_specs:
@@ -468,6 +471,7 @@ class WorkerPool:
                  ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
                            for s in self.lane_specs), self.lease_seconds)
         self.completer.start()
+        self.starter.start()
         for e in self.executors:
             e.start()
         for t in self.maintenance:
@@ -540,6 +544,8 @@ class WorkerPool:
                 self._charge(running, charge)
         self.completer.stop()
         self.completer.join(timeout=10)
+        self.starter.stop()
+        self.starter.join(timeout=10)
         for e in self.executors:
             if e.idle:
                 e.stop()

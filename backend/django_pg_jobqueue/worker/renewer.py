@@ -84,7 +84,6 @@ class LeaseRenewer(ServiceThread):
         answer = self.engine.renew_many([(h.job.id, h.job.lease_token) for h in held],
                                      lease_seconds=self.lease_seconds) if held else {}
         busy = [h for h in held if h.job.id in answer and answer[h.job.id].busy]
-        self._adopt([h for h in held if h.job.id in answer and not answer[h.job.id].busy])
         if self.stuck is not None:
             self.stuck_now = self.stuck.run_once()
         # The heartbeat comes after the renewals: a heartbeat later than one of this process's
@@ -142,17 +141,6 @@ class LeaseRenewer(ServiceThread):
 
     def pause_after_pass(self) -> float:
         return 0.0 if self.waited_for_locks else self.interval
-
-    def _adopt(self, held: list) -> None:
-        """Name, as each prefetched job's owner in the database, the executor thread that took
-        it (it was claimed under the prefetch buffer's id)."""
-        adopted = [h for h in held if h.job.worker_id != h.recorded_worker_id]
-        if not adopted:
-            return
-        self.engine.adopt_prefetched([(h.job.id, h.job.lease_token, h.job.worker_id)
-                                   for h in adopted])
-        for h in adopted:
-            h.recorded_worker_id = h.job.worker_id
 
     def _watch(self, held: list) -> tuple[list, int]:
         """The held jobs to renew, and how many orphans were released this pass."""

@@ -55,7 +55,8 @@ class StuckWatch:
             log.error("job=%s type=%s %s", held.job.id, held.job.type, message)
             services.record_stuck_handler(held.job.id, attempt=held.job.attempt,
                                           worker_id=executor.worker_id, message=message,
-                                          seconds_past_timeout=round(past, 3))
+                                          seconds_past_timeout=round(past, 3),
+                                          lease_token=held.job.lease_token)
         self._reported &= {(h.job.id, h.job.attempt) for _, h, _ in found}
         return len(found)
 

@@ -8,7 +8,9 @@ from django_pg_jobqueue.audit import audit
 class Command(BaseCommand):
     help = ("Check the jobs in the database against the state machine: events replay to each "
             "job's state, at most one success per job, no long-expired lease, attempts within "
-            "max_attempts, no finished job holding a lock. Read-only; exits 1 on any violation.")
+            "max_attempts, no finished job holding a lock, no attempt charged by the reaper that "
+            "never started; and it notes two attempts of a job under way at once. Read-only; "
+            "exits 1 on any violation (with --strict, on any notice too).")
 
     def add_arguments(self, parser):
         parser.add_argument("--stale-after", type=float, default=60.0,
@@ -20,6 +22,9 @@ class Command(BaseCommand):
                             help="violations listed per check (default 20)")
         parser.add_argument("--json", action="store_true",
                             help="print the report as JSON (default: text)")
+        parser.add_argument("--strict", action="store_true",
+                            help="exit 1 on notices too (two attempts of a job under way at "
+                                 "once), not only on violations (default: off)")
 
     def handle(self, *args, **opts):
         report = audit(stale_after_seconds=opts["stale_after"], job_ids=opts["job_ids"])
@@ -27,5 +32,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
         else:
             self.stdout.write(report.format(limit=opts["limit"]))
-        if not report.ok:
-            raise CommandError(f"audit failed: {len(report.violations)} violation(s)")
+        if not report.ok or (opts["strict"] and report.notices):
+            notices = len(report.notices)
+            raise CommandError(f"audit failed: {len(report.violations) - notices} violation(s)"
+                               + (f", {notices} notice(s)" if notices else ""))
