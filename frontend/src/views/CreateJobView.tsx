@@ -83,10 +83,32 @@ export function CreateJobView({
         </div>
       ) : types.isError && !types.data ? (
         <ErrorState error={types.error} onRetry={() => void types.refetch()} title="Could not load the job types" />
-      ) : (
+      ) : types.data!.some((t) => t.creatable) ? (
         <CreateForm types={types.data!.filter((t) => t.creatable)} create={create} />
+      ) : (
+        <NothingCreatable />
       )}
     </>
+  );
+}
+
+/** No type may be created through the API: say so, and which settings open it, in full. */
+function NothingCreatable() {
+  return (
+    <section className="panel" data-testid="nothing-creatable">
+      <div className="notice" role="status">
+        <p>
+          <strong>No job type may be created here.</strong> The API creates only the job types listed in the server's{" "}
+          <code>JOB_API_CREATABLE_TYPES</code> setting, and the Django tasks listed in{" "}
+          <code>JOB_API_CREATABLE_TASKS</code>; both are empty.
+        </p>
+        <p>
+          Add a type to one of them in the project's settings and reload this page. Jobs your own code enqueues are not
+          limited by either.
+        </p>
+      </div>
+      <Link to="/jobs">Back to the jobs</Link>
+    </section>
   );
 }
 
@@ -173,7 +195,6 @@ function CreateForm({ types, create }: { types: JobType[]; create: CreateAction 
         <div className="field">
           <label htmlFor="type">Type</label>
           <select id="type" value={form.type} onChange={setType} {...aria("type")} required>
-            {types.length === 0 && <option value="">No job type may be created here (JOB_API_CREATABLE_TYPES)</option>}
             {types.map((t) => (
               <option key={t.name} value={t.name}>
                 {t.name}
