@@ -46,8 +46,14 @@ def _with_registered_types(raw: dict) -> dict:
     generator is told the registered names so that creation succeeds and links get followed."""
     from django_pg_jobqueue.registry import registry
 
-    prop = raw["components"]["schemas"]["JobCreateRequest"]["properties"]["type"]
-    prop["enum"] = [spec.name for spec in registry.all()]
+    props = raw["components"]["schemas"]["JobCreateRequest"]["properties"]
+    props["type"]["enum"] = [spec.name for spec in registry.all()]
+    # Likewise what the server knows and the schema cannot: the queues that exist (an API
+    # user may not make one up) and the jobs that exist (`after` names them). Otherwise most
+    # generated creations are refused, fewer links are followed, and whether the run reaches
+    # every link depended on the draws (they differ between Python versions).
+    props["queue"]["enum"] = ["default", None]
+    props["after"]["maxItems"] = 0
     return raw
 
 
@@ -76,6 +82,10 @@ def _load(raw: dict, *, bulk_links: bool = True):
 @pytest.fixture
 def operator_token(operator, settings):
     settings.JOB_CREATE_RATE = "1000000/min"  # generated traffic must not hit the throttle
+    # The schema's own ranges, not the operator's tighter bounds for API-created jobs.
+    settings.JOB_API_MAX_PRIORITY = 100
+    settings.JOB_API_MAX_DELAY_SECONDS = 366 * 86400
+    settings.JOB_API_MAX_TIMEOUT_SECONDS = 30 * 86400
     # Calls go straight to the WSGI handler, whose request signals would close the test's
     # connection mid-transaction; Django's own test client detaches them the same way.
     request_started.disconnect(close_old_connections)
