@@ -520,33 +520,25 @@ def metrics() -> dict:
 
 
 def active_workers() -> dict:
-    """Worker processes whose heartbeat is recent, each with the jobs its threads run."""
-    cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
-    processes = list(WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id"))
-    running = list(
-        Job.objects.running().filter(locked_by__isnull=False)
-        .values("id", "type", "locked_by", "started_at", "progress_percent").order_by("id")
-    ) if processes else []
-    rows = []
-    for process in processes:
-        prefix = f"{process.id}-"
-        jobs = [
-            {"id": j["id"], "type": j["type"], "worker_id": j["locked_by"],
-             "started_at": j["started_at"], "progress_percent": j["progress_percent"]}
-            for j in running if j["locked_by"].startswith(prefix)
-        ]
-        rows.append({
-            "id": process.id, "hostname": process.hostname, "pid": process.pid,
-            "threads": process.threads, "queues": process.queues,
-            "started_at": process.started_at, "heartbeat_at": process.heartbeat_at,
-            "running_jobs": jobs,
-        })
+    """The overview's workers: every process with a row, `alive` or `lost` by the same rule as
+    the workers page (worker_processes), each with the jobs its threads run (a lost one's: what
+    it held when it went silent). Only the alive ones count as active and lend their threads."""
+    rows = [
+        {key: p[key] for key in ("id", "hostname", "pid", "threads", "queues", "state",
+                                 "started_at", "heartbeat_at")}
+        | {"running_jobs": [{key: j[key] for key in ("id", "type", "worker_id", "started_at",
+                                                      "progress_percent")}
+                            for j in p["running_jobs"]]}
+        for p in sorted(worker_processes(), key=lambda p: p["id"])
+    ]
+    alive = [r for r in rows if r["state"] == "alive"]
     return {
-        "active": len(rows),
-        "threads": sum(r["threads"] for r in rows),
+        "active": len(alive),
+        "lost": len(rows) - len(alive),
+        "threads": sum(r["threads"] for r in alive),
         # A prefetching process (JOB_PREFETCH) may hold more running jobs than it has threads:
         # the ones under `<process>-prefetch` wait for, or already run on, one of its threads.
-        "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in rows),
+        "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in alive),
         "processes": rows,
     }
 

@@ -915,13 +915,19 @@ class _WorkerProcess(serializers.Serializer):
     pid = serializers.IntegerField()
     threads = serializers.IntegerField()
     queues = serializers.ListField(child=serializers.CharField())
+    state = serializers.ChoiceField(
+        choices=["alive", "lost"],
+        help_text="`lost`: silent for more than two of its heartbeat intervals (as on the workers "
+                  "page); its running jobs are what it held, requeued when their leases expire.")
     started_at = ISODateTimeField()
     heartbeat_at = ISODateTimeField()
     running_jobs = _RunningJob(many=True)
 
 
 class _Workers(serializers.Serializer):
-    active = serializers.IntegerField(help_text="Processes with a heartbeat in the last 15 s.")
+    active = serializers.IntegerField(help_text="Processes alive: beating within two heartbeat "
+                                                "intervals. A lost one is listed, not counted.")
+    lost = serializers.IntegerField(help_text="Processes listed as lost.")
     threads = serializers.IntegerField()
     busy_threads = serializers.IntegerField()
     processes = _WorkerProcess(many=True)

@@ -1524,6 +1524,13 @@ export interface components {
             pid: number;
             threads: number;
             queues: string[];
+            /**
+             * @description `lost`: silent for more than two of its heartbeat intervals (as on the workers page); its running jobs are what it held, requeued when their leases expire.
+             *
+             *     * `alive` - alive
+             *     * `lost` - lost
+             */
+            state: components["schemas"]["StateEnum"];
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
@@ -1531,8 +1538,10 @@ export interface components {
             running_jobs: components["schemas"]["_RunningJob"][];
         };
         _Workers: {
-            /** @description Processes with a heartbeat in the last 15 s. */
+            /** @description Processes alive: beating within two heartbeat intervals. A lost one is listed, not counted. */
             active: number;
+            /** @description Processes listed as lost. */
+            lost: number;
             threads: number;
             busy_threads: number;
             processes: components["schemas"]["_WorkerProcess"][];
