@@ -191,7 +191,7 @@ export function ScheduleRowView({
           <code data-testid="schedule-cron">{s.cron}</code>
           <div className="sub">{s.timezone}</div>
         </td>
-        <td className="nowrap" data-label="Last run" data-testid="schedule-last">
+        <td className="schedule-last" data-label="Last run" data-testid="schedule-last">
           {s.last_job && ran ? (
             <>
               <span title={ran.at ? formatTimestamp(ran.at) : undefined}>{ran.text}</span>
@@ -225,7 +225,7 @@ export function ScheduleRowView({
             <span className="faint">{s.valid ? "—" : "skipped while invalid"}</span>
           )}
         </td>
-        <td className="nowrap card-wide card-action">
+        <td className="card-wide card-action schedule-actions">
           <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
             {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
           </Link>
