@@ -675,6 +675,10 @@ class JobDetailSerializer(JobSerializer):
     concurrency_key_wait = serializers.CharField(
         help_text="Why this queued job waits for its key, e.g. \"waiting: 1 of 1 running for "
                   "key customer:42\"; empty when it does not.")
+    concurrency_key_holders = serializers.ListField(
+        child=serializers.IntegerField(), help_text=(
+            "The ids of the running jobs that hold this job's concurrency key (the first 10, "
+            "in id order; the job itself when it runs); empty without a key."))
 
     locked_by_state = serializers.ChoiceField(
         choices=["alive", "lost", "unknown"], allow_null=True, read_only=True, help_text=(
@@ -698,6 +702,7 @@ class JobDetailSerializer(JobSerializer):
                                               "waiting_for_handler", "unknown_type_at", "events",
                                               "dependencies", "dependants",
                                               "concurrency_key_running", "concurrency_key_wait",
+                                              "concurrency_key_holders",
                                               "locked_by_state", "locked_by_last_seen_at"]
         read_only_fields = fields
 

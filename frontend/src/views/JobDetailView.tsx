@@ -53,7 +53,7 @@ export function JobDetailView({
         <Panel id="progress" title="Progress">
           <ProgressBar percent={progress.percent} status={job.status} label={`Job ${job.id} progress`} />
           <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>
-            {progress.message || (job.status === "queued" ? "Waiting for a worker." : "")}
+            {progress.message || queuedMessage(job)}
           </p>
           <RunFacts job={job} />
         </Panel>
@@ -98,6 +98,16 @@ export function JobDetailView({
       </div>
     </>
   );
+}
+
+/** What the Progress card says of a job that has not started: what it waits for. */
+function queuedMessage(job: JobDetail): string {
+  if (job.status !== "queued") return "";
+  if (job.concurrency_key_wait) {
+    const holders = job.concurrency_key_holders.map((id) => `#${id}`).join(", ");
+    return `Waiting for its concurrency key${holders ? ` (held by ${holders})` : ""}, not for a worker.`;
+  }
+  return "Waiting for a worker.";
 }
 
 function Panel({ id, title, extra, children }: { id: string; title: string; extra?: ReactNode; children: ReactNode }) {
