@@ -30,7 +30,8 @@ test("a group's final job links both ways and, after a failure in the group, say
   const panel = page.locator("section[aria-labelledby=dependencies-title]");
   await expect(panel.getByRole("heading", { name: "Dependencies" })).toBeVisible();
   const waitsFor = panel.getByRole("list", { name: "Waits for" });
-  await expect(panel).toContainText("Waits for (2, 1 not succeeded yet)");
+  await expect(panel).toContainText("Waits for (2, 1 failed)");
+  await expect(panel).not.toContainText("not finished yet");
   await expect(waitsFor.getByRole("listitem")).toHaveCount(2);
   await expect(waitsFor.getByRole("listitem").filter({ hasText: `#${ok.id}` })).toContainText("succeeded");
   await expect(waitsFor.getByRole("listitem").filter({ hasText: `#${bad.id}` })).toContainText("failed");
@@ -69,7 +70,7 @@ test("a job waiting for a queued job shows it waits, waits again when retried, a
   await page.goto(`/jobs/${waiting.id}`);
   await waitForStatus(page, "waiting");
   const panel = page.locator("section[aria-labelledby=dependencies-title]");
-  await expect(panel).toContainText("Waits for (1, 1 not succeeded yet)");
+  await expect(panel).toContainText("Waits for (1, 1 not finished yet)");
   await expect(panel.getByRole("list", { name: "Waits for" }).getByRole("listitem")).toContainText("queued");
   await expect(page.locator('[data-testid=events-timeline] > li[data-kind="blocked"]')).toContainText(
     `waiting for job ${upstream.id}`,
