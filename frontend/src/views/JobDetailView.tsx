@@ -72,9 +72,9 @@ export function JobDetailView({
         <Panel id="timeline" title="Events" extra={timeline.live}>
           <Timeline state={timeline} />
         </Panel>
-        <div className="grid" style={{ alignContent: "start" }}>
+        <div className="grid job-side" style={{ alignContent: "start" }}>
           {(job.last_error || job.last_traceback) && (
-            <Panel id="error" title="Last error">
+            <Panel id="error" title="Last error" className="job-error">
               <LastErrorPanel job={job} />
             </Panel>
           )}
@@ -110,9 +110,21 @@ function queuedMessage(job: JobDetail): string {
   return "Waiting for a worker.";
 }
 
-function Panel({ id, title, extra, children }: { id: string; title: string; extra?: ReactNode; children: ReactNode }) {
+function Panel({
+  id,
+  title,
+  extra,
+  className,
+  children,
+}: {
+  id: string;
+  title: string;
+  extra?: ReactNode;
+  className?: string;
+  children: ReactNode;
+}) {
   return (
-    <section className="panel" aria-labelledby={`${id}-title`}>
+    <section className={className ? `panel ${className}` : "panel"} aria-labelledby={`${id}-title`}>
       <header>
         <h2 id={`${id}-title`}>{title}</h2>
         {extra}
