@@ -62,9 +62,29 @@ def test_metrics_after_a_known_workload(operator_client):
     assert sum(p["succeeded"] for p in m["throughput"][:-1]) == 0
     workers = m["workers"]
     assert workers["active"] == 1 and workers["threads"] == 4 and workers["busy_threads"] == 1
-    (process,) = workers["processes"]
-    assert process["id"] == "host-7"
+    assert workers["lost"] == 1
+    process, silent = workers["processes"]
+    assert (process["id"], process["state"], silent["id"], silent["state"]) == (
+        "host-7", "alive", "host-8", "lost")
     assert [(j["id"], j["worker_id"]) for j in process["running_jobs"]] == [(running.id, "host-7-3")]
+
+
+def test_a_lost_process_is_listed_as_lost_and_not_counted_among_active_workers(operator_client):
+    # Killed a few seconds ago: past two heartbeat intervals (lost, as the workers page says),
+    # well within the 15 s after which its row may be forgotten. It still holds its job.
+    job = services.enqueue("sleep")
+    services.claim(worker_ids=["host-5-1"], job_ids=[job.id])
+    WorkerProcess.objects.create(id="host-5", hostname="host", pid=5, threads=3, queues=[],
+                                 heartbeat_interval_seconds=2.0,
+                                 heartbeat_at=timezone.now() - timedelta(seconds=7))
+    WorkerProcess.objects.create(id="host-6", hostname="host", pid=6, threads=4, queues=[])
+    workers = operator_client.get(METRICS).json()["workers"]
+    assert (workers["active"], workers["lost"], workers["threads"], workers["busy_threads"]) == (
+        1, 1, 4, 0)
+    lost, alive = workers["processes"]
+    assert (lost["id"], lost["state"], alive["id"], alive["state"]) == (
+        "host-5", "lost", "host-6", "alive")
+    assert [j["id"] for j in lost["running_jobs"]] == [job.id]
 
 
 def test_a_prefetching_process_counts_busy_threads_up_to_its_threads(operator_client):

@@ -99,3 +99,11 @@ def test_the_schedule_filter_lists_the_jobs_a_schedule_enqueued(operator_client)
     assert ids(body) == {mine}
     bulk = operator_client.get(JOBS, {"schedule": "nightly%"}).json()
     assert bulk["results"] == []  # the name is literal, not a pattern
+
+
+def test_the_job_holding_a_unique_key_is_found_by_the_key(operator_client):
+    held = services.enqueue("noop", {"n": 1}, unique={"key": "invoice-93"})
+    assert services.enqueue("noop", {"n": 2}, unique={"key": "invoice-93"}).id == held.id
+    detail = operator_client.get(f"{JOBS}{held.id}/").json()
+    assert detail["unique_key"] == "noop:key:invoice-93"
+    assert ids(search(operator_client, "noop:key:invoice-93")) == {held.id}

@@ -301,7 +301,19 @@ def test_the_detail_says_why_a_queued_job_waits_for_its_key(operator_client):
     plain = enqueue("noop")
     body = operator_client.get(f"{JOBS}{plain.id}/").json()
     assert (body["concurrency_key"], body["concurrency_key_running"],
-            body["concurrency_key_wait"]) == (None, None, "")
+            body["concurrency_key_wait"], body["concurrency_key_holders"]) == (None, None, "", [])
+
+
+def test_the_detail_names_the_running_jobs_that_hold_the_key(operator_client):
+    holder = enqueue("noop", concurrency_key="customer:7")
+    waiting = enqueue("noop", concurrency_key="customer:7")
+    claim()
+    other = enqueue("noop", concurrency_key="customer:8")
+    assert operator_client.get(f"{JOBS}{waiting.id}/").json()["concurrency_key_holders"] == [
+        holder.id]
+    assert operator_client.get(f"{JOBS}{holder.id}/").json()["concurrency_key_holders"] == [
+        holder.id]
+    assert operator_client.get(f"{JOBS}{other.id}/").json()["concurrency_key_holders"] == []
 
 
 def test_the_jobs_list_filters_by_key(operator_client):

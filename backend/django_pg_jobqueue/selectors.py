@@ -20,6 +20,8 @@ from .registry import registry
 from .states import EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
+# The running jobs a job's detail names as holding its concurrency key, at most.
+KEY_HOLDERS = 10
 EVENTS_DEFAULT_LIMIT = 100
 EVENTS_MAX_LIMIT = 500
 # A worker process heartbeats every renew interval (at most 2 s); one that has been silent
@@ -125,7 +127,8 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     if (job.has_dependants or len(latest) >= events
             or any(e.kind == EventKind.BLOCKED for e in latest)):
         dependencies, dependants = job_links(job)
-    job.concurrency_key_running, job.concurrency_key_wait = concurrency_key_wait(job)
+    (job.concurrency_key_running, job.concurrency_key_wait,
+     job.concurrency_key_holders) = concurrency_key_wait(job)
     job.locked_by_state, job.locked_by_last_seen_at = lease_owner_state(job.locked_by)
     return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
 
@@ -150,20 +153,21 @@ def lease_owner_state(locked_by: str | None) -> tuple[str | None, datetime | Non
     return ("lost" if worker_lost(age, interval) else "alive"), heartbeat_at
 
 
-def concurrency_key_wait(job: Job) -> tuple[int | None, str]:
-    """How many jobs with `job`'s concurrency key run now (None: it has no key), and, for a
+def concurrency_key_wait(job: Job) -> tuple[int | None, str, list[int]]:
+    """How many jobs with `job`'s concurrency key run now (None: it has no key); for a
     queued job whose key is at its limit, why it waits: "waiting: 1 of 1 running for key
     customer:42" ("" otherwise: a queued job under its limit is claimed by the next free
-    worker)."""
+    worker); and the ids of the running jobs that hold the key (the first KEY_HOLDERS)."""
     if job.concurrency_key is None:
-        return None, ""
+        return None, "", []
     with queue_connection().cursor() as cur:
-        cur.execute(sql.KEY_RUNNING_COUNT, [job.concurrency_key])
-        (running,) = cur.fetchone()
+        cur.execute(sql.KEY_RUNNING_COUNT_AND_HOLDERS,
+                    {"key": job.concurrency_key, "holders": KEY_HOLDERS})
+        running, holders = cur.fetchone()
     if job.status != Status.QUEUED or running < job.concurrency_key_limit:
-        return running, ""
+        return running, "", list(holders)
     return running, (f"waiting: {running} of {job.concurrency_key_limit} running for key "
-                     f"{keys.unscoped(job.concurrency_key)}")
+                     f"{keys.unscoped(job.concurrency_key)}"), list(holders)
 
 
 @dataclass
@@ -520,34 +524,26 @@ def metrics() -> dict:
 
 
 def active_workers() -> dict:
-    """Worker processes whose heartbeat is recent, each with the jobs its threads run."""
-    cutoff = timezone.now() - timedelta(seconds=WORKER_ALIVE_SECONDS)
-    processes = list(WorkerProcess.objects.filter(heartbeat_at__gte=cutoff).order_by("id"))
-    running = list(
-        Job.objects.running().filter(locked_by__isnull=False)
-        .values("id", "type", "locked_by", "started_at", "progress_percent").order_by("id")
-    ) if processes else []
-    rows = []
-    for process in processes:
-        prefix = f"{process.id}-"
-        jobs = [
-            {"id": j["id"], "type": j["type"], "worker_id": j["locked_by"],
-             "started_at": j["started_at"], "progress_percent": j["progress_percent"]}
-            for j in running if j["locked_by"].startswith(prefix)
-        ]
-        rows.append({
-            "id": process.id, "hostname": process.hostname, "pid": process.pid,
-            "threads": process.threads, "queues": process.queues,
-            "started_at": process.started_at, "heartbeat_at": process.heartbeat_at,
-            "running_jobs": jobs,
-        })
+    """The overview's workers: every process with a row, `alive` or `lost` by the same rule as
+    the workers page (worker_processes), each with the jobs its threads run (a lost one's: what
+    it held when it went silent). Only the alive ones count as active and lend their threads."""
+    rows = [
+        {key: p[key] for key in ("id", "hostname", "pid", "threads", "queues", "state",
+                                 "started_at", "heartbeat_at")}
+        | {"running_jobs": [{key: j[key] for key in ("id", "type", "worker_id", "started_at",
+                                                      "progress_percent")}
+                            for j in p["running_jobs"]]}
+        for p in sorted(worker_processes(), key=lambda p: p["id"])
+    ]
+    alive = [r for r in rows if r["state"] == "alive"]
     return {
-        "active": len(rows),
-        "threads": sum(r["threads"] for r in rows),
+        "active": len(alive),
+        "lost": len(rows) - len(alive),
+        "threads": sum(r["threads"] for r in alive),
         # A prefetching process (JOB_PREFETCH) may hold more running jobs than it has threads:
         # the ones under `<process>-prefetch` wait for one of its threads (a thread that takes one
         # is recorded as its owner before the handler runs).
-        "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in rows),
+        "busy_threads": sum(min(len(r["running_jobs"]), r["threads"]) for r in alive),
         "processes": rows,
     }
 

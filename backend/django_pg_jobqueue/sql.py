@@ -963,9 +963,12 @@ picked AS (
 # process; while none does, claims run CLAIM alone, exactly as without the feature).
 
 # A job's detail: how many jobs of its key run now (selectors.py: why a queued job waits).
-KEY_RUNNING_COUNT = (
-    "SELECT count(*) FROM jobs WHERE status = 'running' AND concurrency_key = %s"
-)
+# How many jobs with a concurrency key run now, and the first %(holders)s of them (by id): the
+# jobs a queued job of that key waits for (the job page names them).
+KEY_RUNNING_COUNT_AND_HOLDERS = """
+SELECT count(*), coalesce((array_agg(id ORDER BY id))[1:%(holders)s], '{}')
+FROM jobs WHERE status = 'running' AND concurrency_key = %(key)s
+"""
 
 
 # --- the global event feed, in commit order ---------------------------------------------------

@@ -220,7 +220,9 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
       // The specs create jobs on queues of their own (made up per run, which the API refuses by
       // default) and at priorities above 0: opened here, as an operator would.
       JOB_API_QUEUES: [
-        info.queue, `${info.queue}-lost`, info.idleQueue,
+        info.queue,
+        `${info.queue}-lost`,
+        info.idleQueue,
         ...["nav", "pick", "all", "states", "keyed", "pages"].map((s) => `${info.idleQueue}-${s}`),
       ].join(","),
       JOB_API_MAX_PRIORITY: "100",

@@ -7,7 +7,7 @@
  * concurrency-key notice: a job waiting for its key says so, with the key's limit and how many
  * of the key run now, and runs once the key is free.
  */
-import { type Job, badge, expect, test, timelineKinds, waitForStatus } from "./fixtures";
+import { type Job, badge, expect, shot, test, timelineKinds, waitForStatus } from "./fixtures";
 
 test("a group's final job links both ways and, after a failure in the group, says why it was cancelled", async ({
   page,
@@ -30,7 +30,8 @@ test("a group's final job links both ways and, after a failure in the group, say
   const panel = page.locator("section[aria-labelledby=dependencies-title]");
   await expect(panel.getByRole("heading", { name: "Dependencies" })).toBeVisible();
   const waitsFor = panel.getByRole("list", { name: "Waits for" });
-  await expect(panel).toContainText("Waits for (2, 1 not succeeded yet)");
+  await expect(panel).toContainText("Waits for (2, 1 failed)");
+  await expect(panel).not.toContainText("not finished yet");
   await expect(waitsFor.getByRole("listitem")).toHaveCount(2);
   await expect(waitsFor.getByRole("listitem").filter({ hasText: `#${ok.id}` })).toContainText("succeeded");
   await expect(waitsFor.getByRole("listitem").filter({ hasText: `#${bad.id}` })).toContainText("failed");
@@ -69,7 +70,7 @@ test("a job waiting for a queued job shows it waits, waits again when retried, a
   await page.goto(`/jobs/${waiting.id}`);
   await waitForStatus(page, "waiting");
   const panel = page.locator("section[aria-labelledby=dependencies-title]");
-  await expect(panel).toContainText("Waits for (1, 1 not succeeded yet)");
+  await expect(panel).toContainText("Waits for (1, 1 not finished yet)");
   await expect(panel.getByRole("list", { name: "Waits for" }).getByRole("listitem")).toContainText("queued");
   await expect(page.locator('[data-testid=events-timeline] > li[data-kind="blocked"]')).toContainText(
     `waiting for job ${upstream.id}`,
@@ -107,17 +108,29 @@ test("a job waiting for its concurrency key says why, with the key's limit and w
   await page.goto(`/jobs/${next.id}`);
   await waitForStatus(page, "queued");
   const notice = page.getByTestId("concurrency-key");
-  await expect(notice).toContainText(`waiting: 1 of 1 running for key ${key}`);
-  await expect(notice).toContainText("at most 1 at once · 1 running now");
+  await expect(notice).toContainText(
+    `Waiting for concurrency key ${key} · at most 1 at once, held by #${holder.id}: it runs when that job finishes`,
+  );
+  // The Progress card agrees: it waits for the key, not for a worker.
+  await expect(page.getByTestId("progress-message")).toContainText(
+    `Waiting for its concurrency key (held by #${holder.id})`,
+  );
+  // The holder is a link away.
+  await expect(notice.getByRole("link", { name: `#${holder.id}` })).toHaveAttribute(
+    "href",
+    new RegExp(`/jobs/${holder.id}$`),
+  );
   // Still waiting a while later: the run's four threads are free, the key is not.
   await page.waitForTimeout(1500);
   expect(await badge(page).getAttribute("data-status")).toBe("queued");
+  await shot(page, "job-key-wait-light-1440", { fullPage: false });
 
   // The holder's page names the same key without a wait.
   await page.goto(`/jobs/${holder.id}`);
   await waitForStatus(page, "running");
   await expect(page.getByTestId("concurrency-key")).toContainText(`Concurrency key ${key}`);
-  await expect(page.getByTestId("concurrency-key")).not.toContainText("waiting:");
+  await expect(page.getByTestId("concurrency-key")).toContainText("1 running now: this job");
+  await expect(page.getByTestId("concurrency-key")).not.toContainText("Waiting");
 
   // Free the key: the waiting job runs, and its page no longer says it waits.
   await api.cancel(holder.id);

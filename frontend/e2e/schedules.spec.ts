@@ -53,3 +53,71 @@ test("run a schedule now, pause and resume it, and read its tick history", async
   await row.getByRole("button", { name: "Hide tick history" }).click();
   await expect(history).toHaveCount(0);
 });
+
+test("at 1440 px the periodic jobs table fits its card: every row's Run now whole, the names in view", async ({
+  page,
+  backend,
+}) => {
+  // The demo's kind of entries beside the run's own: long names, a dotted task path, a tick
+  // whose job is gone, a paused one and an invalid one (the API's answer, extended).
+  await page.route("**/api/v1/schedules/", async (route) => {
+    const real = (await (await route.fetch()).json()) as Record<string, unknown>[];
+    const base = real[0];
+    const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+    const later = (s: number) => new Date(Date.now() + s * 1000).toISOString();
+    const extra = [
+      {
+        ...base,
+        name: "nightly-billing-reconciliation-report",
+        type: "generate_billing_reconciliation_report",
+        cron: "0 3 * * *",
+        timezone: "Europe/Paris",
+        queue: "reports-and-exports",
+        priority: 5,
+        max_attempts: 5,
+        last_tick_at: ago(3 * 3600),
+        last_job: null,
+        next_run_at: later(20 * 3600),
+      },
+      {
+        ...base,
+        name: "rebuild-search-index",
+        type: null,
+        task: "demo.tasks.rebuild_search_index_for_every_tenant",
+        source: "decorator",
+        cron: "*/15 * * * *",
+        timezone: "America/Los_Angeles",
+        paused: true,
+      },
+      {
+        ...base,
+        name: "cleanup-expired-sessions-and-tokens",
+        cron: "0 */6 * * *",
+        valid: false,
+        problems: ["type 'cleanup_sessions' is not registered: the workers skip this entry"],
+        next_run_at: null,
+      },
+    ];
+    await route.fulfill({ json: [...real, ...extra] });
+  });
+  await page.goto("/schedules");
+  const table = page.getByTestId("schedules-table");
+  await expect(table.locator("tbody tr")).toHaveCount(4);
+  await shot(page, "schedules-wide-1440", { fullPage: false });
+  const wrap = page.locator(".table-wrap", { has: table });
+  const fit = await wrap.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+  expect(fit.scroll, "the table is no wider than its card").toBeLessThanOrEqual(fit.client + 1);
+  const card = await wrap.boundingBox();
+  for (const button of await table.getByRole("button", { name: "Run now" }).all()) {
+    const b = (await button.boundingBox())!;
+    expect(b.x + b.width, "Run now ends inside the card").toBeLessThanOrEqual(card!.x + card!.width + 1);
+    expect(await button.evaluate((el) => el.scrollWidth <= el.clientWidth), "its label is whole").toBe(true);
+  }
+  // Clicking it leaves the names where they were: nothing scrolls sideways.
+  const name = table.locator(`tr[data-schedule="${backend.schedule}"] strong`);
+  const before = (await name.boundingBox())!.x;
+  await table.locator(`tr[data-schedule="${backend.schedule}"]`).getByRole("button", { name: "Run now" }).click();
+  await expect(page.getByTestId("schedule-run-outcome")).toBeVisible();
+  expect((await name.boundingBox())!.x).toBe(before);
+  await expect(name).toBeInViewport();
+});

@@ -47,7 +47,8 @@ async function checkAccessibility(page: Page, what: string) {
 /**
  * What the pictures showed going wrong, as checks: the page never scrolls sideways; no table
  * scrolls inside its card; on a desktop nothing sticks out of its panel (the filter's
- * Clear button, a table's last column); every navigation link is inside the window.
+ * Clear button, a table's last column) and the sidebar's account links are on screen; every
+ * navigation link is inside the window.
  */
 async function checkLayout(page: Page, what: string, desktop: boolean) {
   const problems = await page.evaluate((desktop) => {
@@ -55,6 +56,10 @@ async function checkLayout(page: Page, what: string, desktop: boolean) {
     const root = document.documentElement;
     if (root.scrollWidth > root.clientWidth + 1)
       out.push(`the page scrolls sideways (${root.scrollWidth} > ${root.clientWidth})`);
+    // The account (Log out) is on screen: in the sidebar on a desktop, however many queues.
+    const foot = document.querySelector<HTMLElement>(".sidebar-foot");
+    if (desktop && foot && foot.getBoundingClientRect().bottom > window.innerHeight + 1)
+      out.push(`the sidebar's account links are below the window (${foot.getBoundingClientRect().bottom})`);
     for (const a of document.querySelectorAll<HTMLElement>(".nav a")) {
       const r = a.getBoundingClientRect();
       if (r.left < 0 || r.right > root.clientWidth + 1)
@@ -91,6 +96,8 @@ test.beforeAll(async ({ api }: { api: JobsApi }) => {
   running = (await api.createJob("sleep", { seconds: 600 })).id;
   failed = (await api.createJob("fail", { permanent: true, message: "card declined: insufficient funds" })).id;
   const ok = (await api.createJob("noop", { hello: "world" })).id;
+  // As many queues as a real deployment has: the sidebar lists every one of them.
+  for (let i = 1; i <= 11; i++) await api.createJob("noop", {}, { queue: `${api.backend.idleQueue}-q${i}` });
   await api.waitForStatus(running, "running");
   await api.waitForStatus(failed, "failed");
   await api.waitForStatus(ok, "succeeded");

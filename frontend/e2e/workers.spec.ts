@@ -1,7 +1,8 @@
 /**
  * The Workers page: a worker process killed with SIGKILL shows as lost as soon as the server
  * calls it lost (silent for two of its heartbeat intervals), not a page refresh later; the job
- * it held still names one of its threads as owner, and the job's page says that owner is lost.
+ * it held still names one of its threads as owner, and the job's page says that owner is lost;
+ * the overview lists it as lost too, outside the count of active workers.
  */
 import { spawn } from "node:child_process";
 import { hostname } from "node:os";
@@ -89,6 +90,16 @@ test("a worker killed with SIGKILL shows as lost within two heartbeat intervals,
     await expect(owner).toHaveAttribute("data-state", "lost");
     await expect(owner).toContainText("last seen");
     await expect(owner).toContainText("requeued when its lease expires");
+    // The overview, the page operators keep open, says the same: lost, with what it held,
+    // and not counted among the active workers.
+    await page.getByRole("link", { name: "Overview" }).click();
+    const overviewRow = page.locator(`[data-testid=overview-workers] tr[data-worker="${processId}"]`);
+    await expect(overviewRow).toHaveAttribute("data-state", "lost");
+    await expect(overviewRow.getByTestId("overview-worker-lost")).toBeVisible();
+    await expect(overviewRow.getByRole("link", { name: `#${id}` })).toBeVisible();
+    const alive = await page.locator("[data-testid=overview-workers] tr[data-state=alive]").count();
+    await expect(page.getByTestId("stat-active-workers")).toHaveText(String(alive));
+    await expect(page.locator(".stat", { has: page.getByTestId("stat-active-workers") })).toContainText("lost");
     await api.post(`jobs/${id}/cancel/`, {});
   } finally {
     if (worker.exitCode === null && worker.signalCode === null) worker.kill("SIGKILL");

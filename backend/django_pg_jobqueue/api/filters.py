@@ -10,7 +10,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from .. import keys
-from ..models import Job
+from ..models import STATUS_IN_UNIQUE_STATES, Job
 from ..selectors import (
     SEARCH_MIN_TEXT_CHARS,
     in_states,
@@ -178,6 +178,9 @@ class JobFilter(django_filters.FilterSet):
         job_id = parse_job_id(value)
         if job_id is not None:
             match |= Q(pk=job_id)
+        # The job that holds a unique key now (the one a duplicate enqueue returns): served by
+        # the unique key's partial index, whose condition this repeats.
+        match |= Q(unique_key=value) & Q(STATUS_IN_UNIQUE_STATES)
         if len(value) >= SEARCH_MIN_TEXT_CHARS:
             match |= text_search(value)
         return queryset.filter(match) if match else queryset.none()

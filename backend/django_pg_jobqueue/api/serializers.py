@@ -686,6 +686,10 @@ class JobDetailSerializer(JobSerializer):
     concurrency_key_wait = serializers.CharField(
         help_text="Why this queued job waits for its key, e.g. \"waiting: 1 of 1 running for "
                   "key customer:42\"; empty when it does not.")
+    concurrency_key_holders = serializers.ListField(
+        child=serializers.IntegerField(), help_text=(
+            "The ids of the running jobs that hold this job's concurrency key (the first 10, "
+            "in id order; the job itself when it runs); empty without a key."))
 
     locked_by_state = serializers.ChoiceField(
         choices=["alive", "lost", "unknown"], allow_null=True, read_only=True, help_text=(
@@ -709,6 +713,7 @@ class JobDetailSerializer(JobSerializer):
                                               "waiting_for_handler", "unknown_type_at", "events",
                                               "dependencies", "dependants",
                                               "concurrency_key_running", "concurrency_key_wait",
+                                              "concurrency_key_holders",
                                               "locked_by_state", "locked_by_last_seen_at"]
         read_only_fields = fields
 
@@ -926,13 +931,19 @@ class _WorkerProcess(serializers.Serializer):
     pid = serializers.IntegerField()
     threads = serializers.IntegerField()
     queues = serializers.ListField(child=serializers.CharField())
+    state = serializers.ChoiceField(
+        choices=["alive", "lost"],
+        help_text="`lost`: silent for more than two of its heartbeat intervals (as on the workers "
+                  "page); its running jobs are what it held, requeued when their leases expire.")
     started_at = ISODateTimeField()
     heartbeat_at = ISODateTimeField()
     running_jobs = _RunningJob(many=True)
 
 
 class _Workers(serializers.Serializer):
-    active = serializers.IntegerField(help_text="Processes with a heartbeat in the last 15 s.")
+    active = serializers.IntegerField(help_text="Processes alive: beating within two heartbeat "
+                                                "intervals. A lost one is listed, not counted.")
+    lost = serializers.IntegerField(help_text="Processes listed as lost.")
     threads = serializers.IntegerField()
     busy_threads = serializers.IntegerField()
     processes = _WorkerProcess(many=True)

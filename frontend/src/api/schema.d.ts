@@ -932,6 +932,8 @@ export interface components {
             concurrency_key_running: number | null;
             /** @description Why this queued job waits for its key, e.g. "waiting: 1 of 1 running for key customer:42"; empty when it does not. */
             concurrency_key_wait: string;
+            /** @description The ids of the running jobs that hold this job's concurrency key (the first 10, in id order; the job itself when it runs); empty without a key. */
+            concurrency_key_holders: number[];
             /**
              * @description The lease owner's worker process: alive, lost (silent for more than two of its heartbeat intervals: it held the job when it died; the reaper requeues the job when its lease expires), or unknown (no heartbeat from it yet, or its row is gone); null when no one holds the job.
              *
@@ -1524,6 +1526,13 @@ export interface components {
             pid: number;
             threads: number;
             queues: string[];
+            /**
+             * @description `lost`: silent for more than two of its heartbeat intervals (as on the workers page); its running jobs are what it held, requeued when their leases expire.
+             *
+             *     * `alive` - alive
+             *     * `lost` - lost
+             */
+            state: components["schemas"]["StateEnum"];
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
@@ -1531,8 +1540,10 @@ export interface components {
             running_jobs: components["schemas"]["_RunningJob"][];
         };
         _Workers: {
-            /** @description Processes with a heartbeat in the last 15 s. */
+            /** @description Processes alive: beating within two heartbeat intervals. A lost one is listed, not counted. */
             active: number;
+            /** @description Processes listed as lost. */
+            lost: number;
             threads: number;
             busy_threads: number;
             processes: components["schemas"]["_WorkerProcess"][];

@@ -1,7 +1,7 @@
 import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { JobEvent } from "../api/types";
-import { EventsTimeline, eventDetail } from "./EventsTimeline";
+import { EventsTimeline, eventDetail, kindLabel } from "./EventsTimeline";
 
 const ev = (id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent => ({
   id,
@@ -94,5 +94,15 @@ describe("eventDetail", () => {
     expect(within(second).getByText("Traceback of attempt 2")).toBeInTheDocument();
     expect(second).toHaveTextContent("step_b");
     expect(screen.queryByTestId("traceback-5")).toBeNull();
+  });
+});
+
+describe("kindLabel", () => {
+  it("capitalises every kind, the ones it names and the others alike", () => {
+    expect(kindLabel("created")).toBe("Created");
+    expect(kindLabel("retry_scheduled")).toBe("Retry scheduled");
+    expect(kindLabel("blocked")).toBe("Blocked");
+    expect(kindLabel("unblocked")).toBe("Unblocked");
+    expect(kindLabel("stuck_handler")).toBe("Stuck handler");
   });
 });

@@ -23,7 +23,12 @@ const KIND_LABEL: Record<string, string> = {
   retried: "Retried",
 };
 
-export const kindLabel = (kind: string) => KIND_LABEL[kind] ?? kind.replace(/_/g, " ");
+/** "Retry scheduled" for `retry_scheduled`: every kind capitalised, the ones named above and any
+ * other (blocked, unblocked, stuck_handler ...) alike. */
+export const kindLabel = (kind: string) => {
+  const words = kind.replace(/_/g, " ");
+  return KIND_LABEL[kind] ?? words.charAt(0).toUpperCase() + words.slice(1);
+};
 
 /** A one-line summary of an event's data (progress percent, retry delay, error). */
 export function eventDetail(event: Pick<JobEvent, "kind" | "message" | "data">): string {

@@ -5,7 +5,7 @@ import { JobDependencies } from "./JobDependencies";
 
 const link = (
   id: number,
-  status: "queued" | "succeeded" | "waiting" | null,
+  status: "queued" | "succeeded" | "failed" | "cancelled" | "waiting" | null,
   on_failure: "cancel" | "run" = "cancel",
 ) => ({
   id,
@@ -31,10 +31,18 @@ describe("JobDependencies", () => {
     const waitsFor = screen.getByRole("list", { name: "Waits for" });
     expect(within(waitsFor).getAllByRole("listitem")).toHaveLength(3);
     expect(within(waitsFor).getByRole("link", { name: "#2" })).toHaveAttribute("href", "/jobs/2");
-    expect(screen.getByText(/Waits for \(3, 2 not succeeded yet\)/)).toBeInTheDocument();
+    expect(screen.getByText(/Waits for \(3, 1 pruned, 1 not finished yet\)/)).toBeInTheDocument();
     expect(within(waitsFor).getByText("(pruned)")).toBeInTheDocument();
     expect(within(waitsFor).getByText(/runs even if it fails/)).toBeInTheDocument();
     const waitedBy = screen.getByRole("list", { name: "Waited for by" });
     expect(within(waitedBy).getByRole("link", { name: "#9" })).toHaveAttribute("href", "/jobs/9");
+  });
+
+  it("says a dependency failed or was cancelled for good, not that it has not succeeded yet", () => {
+    render(<JobDependencies dependencies={[link(1, "failed"), link(2, "cancelled")]} dependants={[]} />, {
+      wrapper: MemoryRouter,
+    });
+    expect(screen.getByText("Waits for (2, 1 failed, 1 cancelled)")).toBeInTheDocument();
+    expect(screen.queryByText(/not succeeded yet|not finished yet/)).toBeNull();
   });
 });

@@ -21,13 +21,30 @@ export function JobDependencies({ dependencies, dependants }: Pick<JobDetail, "d
   );
 }
 
+const FINISHED: string[] = ["succeeded", "failed", "cancelled"];
+
+/** ", 1 failed, 1 not finished yet": the dependencies that have not succeeded, the ones that
+ * never will (failed, cancelled, gone) apart from the ones still on their way. */
+export function waitsForSummary(jobs: Pick<JobLink, "status">[]): string {
+  const count = (statuses: (string | null)[]) => jobs.filter((j) => statuses.includes(j.status)).length;
+  const parts = [
+    [count(["failed"]), "failed"],
+    [count(["cancelled"]), "cancelled"],
+    [count([null]), "pruned"],
+    [jobs.filter((j) => j.status !== null && !FINISHED.includes(j.status)).length, "not finished yet"],
+  ] as const;
+  return parts
+    .filter(([n]) => n > 0)
+    .map(([n, what]) => `, ${n} ${what}`)
+    .join("");
+}
+
 function LinkList({ title, jobs }: { title: string; jobs: JobLink[] }) {
-  const open = jobs.filter((j) => j.status !== "succeeded").length;
   return (
     <div>
       <h3 className="muted" style={{ margin: "8px 0 4px", fontSize: "0.9em" }}>
         {title} ({jobs.length}
-        {title === "Waits for" && open > 0 ? `, ${open} not succeeded yet` : ""})
+        {title === "Waits for" ? waitsForSummary(jobs) : ""})
       </h3>
       <ul aria-label={title} style={{ margin: 0, paddingLeft: 18 }}>
         {jobs.map((j) => (

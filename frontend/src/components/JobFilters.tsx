@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { isApiError } from "../api/client";
 import { jobTypesOptions } from "../api/jobTypes";
+import { queuesOptions } from "../api/queues";
 import { JOB_STATES, STATUSES, isStatus } from "../lib/statuses";
 
 export type FilterValues = {
@@ -46,6 +47,8 @@ export function JobFilters({
 }) {
   const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
   const types = useQuery(jobTypesOptions());
+  // The queue field offers every queue (the navigation's list: same query, same key).
+  const queues = useQuery({ ...queuesOptions(15_000), retry: false });
   // The text boxes hold what is typed until submitted; a new address (Back, a link) resets them.
   const applied = {
     queue: values.queue ?? "",
@@ -68,158 +71,184 @@ export function JobFilters({
   const active = Object.entries(values).some(
     ([k, v]) => v && k !== "ordering" && !fixed.includes(k as keyof FilterValues),
   );
+  // On a phone the form folds behind a button (CSS shows it there only); open while a filter
+  // is applied, so what narrows the list shows.
+  const [open, setOpen] = useState(active);
   return (
-    <form className="filters" onSubmit={submit} role="search" aria-label="Filter jobs">
-      {show("status") && (
-        <div className="field">
-          <label htmlFor="f-status">Status</label>
-          <select
-            id="f-status"
-            value={values.status ?? ""}
-            {...bad("status")}
-            onChange={(e) => onChange({ ...values, ...text, status: e.target.value })}
-          >
-            <option value="">Any</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
+    <>
+      <button
+        type="button"
+        className="small filters-toggle"
+        aria-expanded={open}
+        aria-controls="job-filters"
+        onClick={() => setOpen(!open)}
+      >
+        Filters{active ? " (applied)" : ""}
+      </button>
+      <form
+        className={`filters${open ? "" : " folded"}`}
+        id="job-filters"
+        onSubmit={submit}
+        role="search"
+        aria-label="Filter jobs"
+      >
+        {show("status") && (
+          <div className="field">
+            <label htmlFor="f-status">Status</label>
+            <select
+              id="f-status"
+              value={values.status ?? ""}
+              {...bad("status")}
+              onChange={(e) => onChange({ ...values, ...text, status: e.target.value })}
+            >
+              <option value="">Any</option>
+              {STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+              {/* What the address asks for, even when it is several statuses or not one at all. */}
+              {values.status && !isStatus(values.status) && (
+                <option value={values.status}>{values.status.split(",").join(", ")}</option>
+              )}
+            </select>
+          </div>
+        )}
+        {show("state") && (
+          <fieldset className="field states" {...bad("state")}>
+            <legend>State</legend>
+            {JOB_STATES.map((s) => (
+              <label key={s} className="check">
+                <input
+                  type="checkbox"
+                  checked={chosenStates.includes(s)}
+                  onChange={(e) =>
+                    onChange({ ...values, ...text, state: toggleState(chosenStates, s, e.target.checked) })
+                  }
+                />{" "}
                 {s}
-              </option>
+              </label>
             ))}
-            {/* What the address asks for, even when it is several statuses or not one at all. */}
-            {values.status && !isStatus(values.status) && (
-              <option value={values.status}>{values.status.split(",").join(", ")}</option>
+          </fieldset>
+        )}
+        {show("type") && (
+          <div className="field">
+            <label htmlFor="f-type">Type</label>
+            <select
+              id="f-type"
+              value={values.type ?? ""}
+              {...bad("type")}
+              onChange={(e) => onChange({ ...values, ...text, type: e.target.value })}
+            >
+              <option value="">Any</option>
+              {(types.data ?? []).map((t) => (
+                <option key={t.name} value={t.name}>
+                  {t.name}
+                </option>
+              ))}
+              {values.type && !types.data?.some((t) => t.name === values.type) && (
+                <option value={values.type}>{values.type}</option>
+              )}
+            </select>
+          </div>
+        )}
+        {show("queue") && (
+          <div className="field">
+            <label htmlFor="f-queue">Queue</label>
+            <input
+              id="f-queue"
+              value={text.queue}
+              {...bad("queue")}
+              placeholder="any"
+              list="f-queue-list"
+              onChange={(e) => setText({ ...text, queue: e.target.value })}
+            />
+            <datalist id="f-queue-list">
+              {(Array.isArray(queues.data) ? queues.data : []).map((q) => (
+                <option key={q.name} value={q.name} />
+              ))}
+            </datalist>
+          </div>
+        )}
+        {show("priority") && (
+          <div className="field">
+            <label htmlFor="f-priority">Priority</label>
+            <input
+              id="f-priority"
+              inputMode="numeric"
+              value={text.priority}
+              {...bad("priority")}
+              placeholder="any"
+              onChange={(e) => setText({ ...text, priority: e.target.value })}
+            />
+          </div>
+        )}
+        {show("search") && (
+          <div className="field wide">
+            <label htmlFor="f-search">Search</label>
+            <input
+              id="f-search"
+              type="search"
+              value={text.search}
+              {...bad("search")}
+              placeholder="id, key, or text in payload or error"
+              onChange={(e) => setText({ ...text, search: e.target.value })}
+              aria-describedby={shortSearch(values.search) ? "search-too-short" : undefined}
+            />
+            {shortSearch(values.search) && (
+              <div className="hint" id="search-too-short" data-testid="search-too-short">
+                Text is searched from 3 characters: “{values.search?.trim()}” matched only as a job id or an exact
+                idempotency key.
+              </div>
             )}
-          </select>
-        </div>
-      )}
-      {show("state") && (
-        <fieldset className="field states" {...bad("state")}>
-          <legend>State</legend>
-          {JOB_STATES.map((s) => (
-            <label key={s} className="check">
-              <input
-                type="checkbox"
-                checked={chosenStates.includes(s)}
-                onChange={(e) =>
-                  onChange({ ...values, ...text, state: toggleState(chosenStates, s, e.target.checked) })
-                }
-              />{" "}
-              {s}
-            </label>
-          ))}
-        </fieldset>
-      )}
-      {show("type") && (
-        <div className="field">
-          <label htmlFor="f-type">Type</label>
-          <select
-            id="f-type"
-            value={values.type ?? ""}
-            {...bad("type")}
-            onChange={(e) => onChange({ ...values, ...text, type: e.target.value })}
-          >
-            <option value="">Any</option>
-            {(types.data ?? []).map((t) => (
-              <option key={t.name} value={t.name}>
-                {t.name}
-              </option>
-            ))}
-            {values.type && !types.data?.some((t) => t.name === values.type) && (
-              <option value={values.type}>{values.type}</option>
-            )}
-          </select>
-        </div>
-      )}
-      {show("queue") && (
-        <div className="field">
-          <label htmlFor="f-queue">Queue</label>
-          <input
-            id="f-queue"
-            value={text.queue}
-            {...bad("queue")}
-            placeholder="any"
-            onChange={(e) => setText({ ...text, queue: e.target.value })}
-          />
-        </div>
-      )}
-      {show("priority") && (
-        <div className="field">
-          <label htmlFor="f-priority">Priority</label>
-          <input
-            id="f-priority"
-            inputMode="numeric"
-            value={text.priority}
-            {...bad("priority")}
-            placeholder="any"
-            onChange={(e) => setText({ ...text, priority: e.target.value })}
-          />
-        </div>
-      )}
-      {show("search") && (
-        <div className="field wide">
-          <label htmlFor="f-search">Search</label>
-          <input
-            id="f-search"
-            type="search"
-            value={text.search}
-            {...bad("search")}
-            placeholder="id, key, or text in payload or error"
-            onChange={(e) => setText({ ...text, search: e.target.value })}
-            aria-describedby={shortSearch(values.search) ? "search-too-short" : undefined}
-          />
-          {shortSearch(values.search) && (
-            <div className="hint" id="search-too-short" data-testid="search-too-short">
-              Text is searched from 3 characters: “{values.search?.trim()}” matched only as a job id or an exact
-              idempotency key.
-            </div>
+          </div>
+        )}
+        {show("concurrency_key") && (
+          <div className="field">
+            <label htmlFor="f-concurrency-key">Concurrency key</label>
+            <input
+              id="f-concurrency-key"
+              value={text.concurrency_key}
+              {...bad("concurrency_key")}
+              placeholder="any"
+              onChange={(e) => setText({ ...text, concurrency_key: e.target.value })}
+            />
+          </div>
+        )}
+        {show("ordering") && (
+          <div className="field">
+            <label htmlFor="f-ordering">Order</label>
+            <select
+              id="f-ordering"
+              value={values.ordering ?? "-id"}
+              {...bad("ordering")}
+              onChange={(e) => onChange({ ...values, ...text, ordering: e.target.value })}
+            >
+              {values.ordering && !ORDERINGS.some(([v]) => v === values.ordering) && (
+                <option value={values.ordering}>{values.ordering}</option>
+              )}
+              {ORDERINGS.map(([v, label]) => (
+                <option key={v} value={v}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
+        <div className="actions">
+          <button type="submit">Apply</button>
+          {active && (
+            <button
+              type="button"
+              className="link"
+              onClick={() => onChange(Object.fromEntries(fixed.map((k) => [k, values[k]])))}
+            >
+              Clear
+            </button>
           )}
         </div>
-      )}
-      {show("concurrency_key") && (
-        <div className="field">
-          <label htmlFor="f-concurrency-key">Concurrency key</label>
-          <input
-            id="f-concurrency-key"
-            value={text.concurrency_key}
-            {...bad("concurrency_key")}
-            placeholder="any"
-            onChange={(e) => setText({ ...text, concurrency_key: e.target.value })}
-          />
-        </div>
-      )}
-      {show("ordering") && (
-        <div className="field">
-          <label htmlFor="f-ordering">Order</label>
-          <select
-            id="f-ordering"
-            value={values.ordering ?? "-id"}
-            {...bad("ordering")}
-            onChange={(e) => onChange({ ...values, ...text, ordering: e.target.value })}
-          >
-            {values.ordering && !ORDERINGS.some(([v]) => v === values.ordering) && (
-              <option value={values.ordering}>{values.ordering}</option>
-            )}
-            {ORDERINGS.map(([v, label]) => (
-              <option key={v} value={v}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
-      )}
-      <div className="actions">
-        <button type="submit">Apply</button>
-        {active && (
-          <button
-            type="button"
-            className="link"
-            onClick={() => onChange(Object.fromEntries(fixed.map((k) => [k, values[k]])))}
-          >
-            Clear
-          </button>
-        )}
-      </div>
-    </form>
+      </form>
+    </>
   );
 }
 

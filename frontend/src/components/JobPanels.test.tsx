@@ -1,7 +1,7 @@
-import { render, screen } from "@testing-library/react";
+import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { JobDetail } from "../api/types";
-import { LeasePanel } from "./JobPanels";
+import { AllFields, LeasePanel, RunFacts } from "./JobPanels";
 
 const held = (fields: Partial<JobDetail>) =>
   ({
@@ -29,5 +29,42 @@ describe("the Lease card's owner", () => {
     unmount();
     render(<LeasePanel job={held({ locked_by_state: "unknown", locked_by_last_seen_at: null })} />);
     expect(screen.queryByTestId("lease-owner-state")).toBeNull();
+  });
+});
+
+describe("a unique job", () => {
+  const unique = {
+    id: 9,
+    status: "queued",
+    created_at: new Date().toISOString(),
+    available_at: new Date().toISOString(),
+    started_at: null,
+    finished_at: null,
+    timeout_seconds: null,
+    unique_key: "noop:key:invoice-93",
+    unique_states: ["queued", "running"],
+    idempotency_expires_at: null,
+    retry_policy: { backoff: "exponential", base_seconds: 5 },
+  } as unknown as JobDetail;
+
+  it("lists its unique key, the states it holds it in, and its retry policy among all fields", () => {
+    render(<AllFields job={unique} />);
+    const fields = screen.getByTestId("job-fields");
+    const value = (name: string) => within(fields).getByText(name).closest("div")!.querySelector("dd")!;
+    expect(value("unique_key")).toHaveTextContent("noop:key:invoice-93");
+    expect(value("unique_states")).toHaveTextContent("queued, running");
+    expect(value("retry_policy")).toHaveTextContent('{"backoff":"exponential","base_seconds":5}');
+  });
+
+  it("says that an enqueue with its key returns it while it holds the key, and not after", () => {
+    const { unmount } = render(<RunFacts job={unique} />);
+    expect(screen.getByTestId("job-unique")).toHaveTextContent(
+      "noop:key:invoice-93While it is queued or running, enqueuing a job with this key returns this job instead of a new one.",
+    );
+    unmount();
+    render(<RunFacts job={{ ...unique, status: "succeeded" } as JobDetail} />);
+    expect(screen.getByTestId("job-unique")).toHaveTextContent(
+      "now succeeded, an enqueue with this key makes a new job",
+    );
   });
 });

@@ -42,8 +42,26 @@ export function RunFacts({ job }: { job: JobDetail }) {
       )}
       <dt>Timeout</dt>
       <dd>{job.timeout_seconds ? `${job.timeout_seconds} s per attempt` : "none"}</dd>
+      {job.unique_key && (
+        <>
+          <dt>Unique</dt>
+          <dd data-testid="job-unique">
+            <span className="mono">{job.unique_key}</span>
+            <div className="sub">{uniqueSummary(job)}</div>
+          </dd>
+        </>
+      )}
     </dl>
   );
+}
+
+/** What a unique job's key means for it now: a duplicate enqueue returns it, or no longer. */
+export function uniqueSummary(job: Pick<JobDetail, "status" | "unique_states">): string {
+  const states = Array.isArray(job.unique_states) ? (job.unique_states as string[]) : [];
+  const among = states.includes(job.status);
+  return among
+    ? `While it is ${states.join(" or ")}, enqueuing a job with this key returns this job instead of a new one.`
+    : `Held while ${states.join(" or ")}: now ${job.status}, an enqueue with this key makes a new job.`;
 }
 
 export function LeasePanel({ job }: { job: JobDetail }) {
@@ -147,6 +165,10 @@ export function AllFields({ job }: { job: JobDetail }) {
     ["request_fingerprint", job.request_fingerprint ?? "—"],
     ["concurrency_key", job.concurrency_key ?? "—"],
     ["concurrency_key_limit", job.concurrency_key_limit ?? "—"],
+    ["unique_key", job.unique_key ?? "—"],
+    ["unique_states", Array.isArray(job.unique_states) ? job.unique_states.join(", ") : "—"],
+    ["idempotency_expires_at", formatTimestamp(job.idempotency_expires_at)],
+    ["retry_policy", job.retry_policy ? JSON.stringify(job.retry_policy) : "—"],
     ["cancel_requested_at", formatTimestamp(job.cancel_requested_at)],
     ["is_finished", String(job.is_finished)],
   ];

@@ -83,4 +83,11 @@ describe("sortQueues", () => {
       "d",
     ]);
   });
+
+  it("does not call a paused queue's due jobs runnable: they are held", async () => {
+    renderPanel([q("reports", { paused: true, queued: 40, runnable: 40 })]);
+    const cell = await screen.findByTestId("queue-runnable");
+    expect(cell).toHaveTextContent("0 40 held");
+    expect(cell).not.toHaveTextContent("40 runnable");
+  });
 });

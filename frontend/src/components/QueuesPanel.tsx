@@ -69,10 +69,22 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                         <td
                           className="num"
                           data-label="Runnable"
-                          title={`${q.queued} queued in all, ${q.queued - q.runnable} due later`}
+                          data-testid="queue-runnable"
+                          title={
+                            q.paused
+                              ? `Paused: none of its ${q.queued} queued jobs is claimed until it is resumed`
+                              : `${q.queued} queued in all, ${q.queued - q.runnable} due later`
+                          }
                         >
-                          {q.runnable}
-                          {q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
+                          {q.paused ? (
+                            // Due, but not runnable while the queue is paused.
+                            <span className="muted">0</span>
+                          ) : (
+                            q.runnable
+                          )}
+                          {q.paused
+                            ? q.queued > 0 && <span className="sub"> {q.queued} held</span>
+                            : q.queued > q.runnable && <span className="sub"> +{q.queued - q.runnable} later</span>}
                         </td>
                         <td className="num" data-label="Running">
                           {q.running}

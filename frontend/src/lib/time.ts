@@ -37,11 +37,13 @@ export function formatRelative(iso: string | null | undefined, now: number): str
   return delta > 0 ? `in ${formatDuration(delta)}` : `${formatDuration(delta)} ago`;
 }
 
-export function formatTimestamp(iso: string | null | undefined): string {
+/** "05 Dec 2026, 03:00:00 CET": a date and time with its time zone's name, in the browser's
+ * time zone, or in `timeZone` (an IANA name, e.g. a schedule's own). */
+export function formatTimestamp(iso: string | null | undefined, timeZone?: string): string {
   if (!iso) return "—";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return "—";
-  return d.toLocaleString(undefined, {
+  const options: Intl.DateTimeFormatOptions = {
     year: "numeric",
     month: "short",
     day: "2-digit",
@@ -49,7 +51,14 @@ export function formatTimestamp(iso: string | null | undefined): string {
     minute: "2-digit",
     second: "2-digit",
     hour12: false,
-  });
+    timeZoneName: "short",
+  };
+  try {
+    return d.toLocaleString(undefined, timeZone ? { ...options, timeZone } : options);
+  } catch {
+    // A time zone the browser does not know: the browser's own.
+    return d.toLocaleString(undefined, options);
+  }
 }
 
 export function formatClock(iso: string | null | undefined): string {

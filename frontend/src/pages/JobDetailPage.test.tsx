@@ -301,3 +301,30 @@ describe("re-running a succeeded job", () => {
     expect(api.reruns).toBe(1);
   });
 });
+
+describe("a queued job waiting for its concurrency key", () => {
+  it("says so in the banner and the Progress card alike, not that it waits for a worker", async () => {
+    const api = fakeJobApi();
+    api.detail = detail({
+      status: "queued",
+      attempts: 0,
+      started_at: null,
+      locked_by: null,
+      lease_expires_at: null,
+      lease_token: null,
+      concurrency_key: "customer:42",
+      concurrency_key_limit: 1,
+      concurrency_key_running: 1,
+      concurrency_key_wait: "waiting: 1 of 1 running for key customer:42",
+      concurrency_key_holders: [6],
+      events: [event(1, "created", -10)],
+    });
+    api.feed = api.detail.events;
+    renderJob();
+    const banner = await screen.findByTestId("concurrency-key");
+    expect(within(banner).getByRole("link", { name: "#6" })).toHaveAttribute("href", "/jobs/6");
+    const message = screen.getByTestId("progress-message");
+    expect(message).toHaveTextContent("Waiting for its concurrency key (held by #6), not for a worker.");
+    expect(message).not.toHaveTextContent(/^Waiting for a worker/);
+  });
+});

@@ -134,6 +134,9 @@ describe("the queue page", { timeout: 15_000 }, () => {
     await userEvent.click(await screen.findByRole("button", { name: "Pause queue media" }));
     expect(await screen.findByRole("button", { name: "Resume queue media" })).toBeInTheDocument();
     expect(screen.getByTestId("queue-state")).toHaveTextContent("paused");
+    // Its due jobs are not runnable while it is paused.
+    expect(screen.getByTestId("queue-runnable")).toHaveTextContent("paused: none claimed");
+    expect(screen.getByTestId("queue-runnable")).not.toHaveTextContent("runnable");
     expect(calls.filter((c) => c.method === "POST").map((c) => c.url.pathname)).toEqual([
       "/api/v1/queues/media/pause/",
     ]);

@@ -238,4 +238,40 @@ describe("the schedules' controls", () => {
     await userEvent.click(within(row).getByRole("button", { name: "Hide tick history" }));
     expect(screen.queryByTestId("ticks-nightly-report")).toBeNull();
   });
+
+  it("shows a succeeded tick's earlier error muted, as an earlier attempt's, not in red", async () => {
+    const ticks: ScheduleTick[] = [
+      {
+        tick_at: ago(600),
+        manual: false,
+        job: {
+          id: 70,
+          status: "succeeded",
+          attempts: 2,
+          max_attempts: 3,
+          created_at: ago(600),
+          started_at: ago(590),
+          finished_at: ago(580),
+          last_error: "TimeoutError: upstream",
+        },
+      },
+    ];
+    fakeSchedulesApi([base], ticks);
+    renderPage();
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    await userEvent.click(within(row).getByRole("button", { name: "Tick history" }));
+    const history = await screen.findByTestId("ticks-nightly-report");
+    const tick = within(history).getByRole("link", { name: "#70" }).closest("tr")!;
+    expect(within(tick).getByTestId("tick-earlier-error")).toHaveTextContent("earlier attempt: TimeoutError: upstream");
+    expect(tick.querySelector(".tick-error")).toBeNull();
+  });
+
+  it("gives the next run in the schedule's own time zone, named", async () => {
+    // 03:00 in Paris on a winter night: 02:00 UTC.
+    fakeSchedulesApi([{ ...base, next_run_at: "2026-12-05T02:00:00Z" }]);
+    renderPage();
+    const row = (await screen.findByText("nightly-report")).closest("tr")!;
+    const at = within(row).getByTestId("schedule-next-at");
+    expect(at.textContent).toMatch(/03:00:00 (CET|GMT\+1)$/);
+  });
 });

@@ -77,6 +77,29 @@ describe("the workers page", () => {
     for (const table of screen.getAllByTestId("workers-table")) expectCardLabels(table);
   });
 
+  it("says where jobs claimed ahead are: on a thread, or waiting for one", async () => {
+    const prefetching: Worker = {
+      ...alive,
+      threads: 2,
+      running_jobs: [1, 2, 3].map((id) => ({ ...alive.running_jobs[0], id, worker_id: "vm-1-4242-prefetch" })),
+    };
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response(JSON.stringify([prefetching]), { status: 200 })),
+    );
+    render(
+      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
+        <MemoryRouter>
+          <WorkersPage />
+        </MemoryRouter>
+      </QueryClientProvider>,
+    );
+    const row = (await screen.findByText("vm-1-4242")).closest("tr")!;
+    expect(row).toHaveTextContent("2/2 busy+1 waiting for a thread");
+    expect(within(row).getByTestId("worker-jobs")).toHaveTextContent("on a thread or waiting");
+    expect(within(row).getByTestId("worker-jobs")).not.toHaveTextContent("prefetch");
+  });
+
   it("says how to start a worker when none runs", async () => {
     vi.stubGlobal(
       "fetch",

@@ -53,7 +53,7 @@ export function JobDetailView({
         <Panel id="progress" title="Progress">
           <ProgressBar percent={progress.percent} status={job.status} label={`Job ${job.id} progress`} />
           <p className="muted" data-testid="progress-message" style={{ margin: "8px 0 0", minHeight: "1.4em" }}>
-            {progress.message || (job.status === "queued" ? "Waiting for a worker." : "")}
+            {progress.message || queuedMessage(job)}
           </p>
           <RunFacts job={job} />
         </Panel>
@@ -72,9 +72,9 @@ export function JobDetailView({
         <Panel id="timeline" title="Events" extra={timeline.live}>
           <Timeline state={timeline} />
         </Panel>
-        <div className="grid" style={{ alignContent: "start" }}>
+        <div className="grid job-side" style={{ alignContent: "start" }}>
           {(job.last_error || job.last_traceback) && (
-            <Panel id="error" title="Last error">
+            <Panel id="error" title="Last error" className="job-error">
               <LastErrorPanel job={job} />
             </Panel>
           )}
@@ -100,9 +100,31 @@ export function JobDetailView({
   );
 }
 
-function Panel({ id, title, extra, children }: { id: string; title: string; extra?: ReactNode; children: ReactNode }) {
+/** What the Progress card says of a job that has not started: what it waits for. */
+function queuedMessage(job: JobDetail): string {
+  if (job.status !== "queued") return "";
+  if (job.concurrency_key_wait) {
+    const holders = job.concurrency_key_holders.map((id) => `#${id}`).join(", ");
+    return `Waiting for its concurrency key${holders ? ` (held by ${holders})` : ""}, not for a worker.`;
+  }
+  return "Waiting for a worker.";
+}
+
+function Panel({
+  id,
+  title,
+  extra,
+  className,
+  children,
+}: {
+  id: string;
+  title: string;
+  extra?: ReactNode;
+  className?: string;
+  children: ReactNode;
+}) {
   return (
-    <section className="panel" aria-labelledby={`${id}-title`}>
+    <section className={className ? `panel ${className}` : "panel"} aria-labelledby={`${id}-title`}>
       <header>
         <h2 id={`${id}-title`}>{title}</h2>
         {extra}

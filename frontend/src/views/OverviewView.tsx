@@ -12,7 +12,7 @@ import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States"
 import { QueuesPanel } from "../components/QueuesPanel";
 import { ThroughputPanel } from "../components/ThroughputPanel";
 import { StatusPill } from "../components/StatusBadge";
-import { threadUse, workerLabel } from "../lib/workers";
+import { placeJobs } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import type { Loaded } from "./types";
 
@@ -118,11 +118,15 @@ function MetricsView({
           sub="finished jobs that needed retries"
         />
         <Stat
-          tone={m.workers.active === 0 ? "warn" : "running"}
+          to="/workers"
+          tone={m.workers.active === 0 || m.workers.lost > 0 ? "warn" : "running"}
           label="Active workers"
           value={m.workers.active}
-          sub={m.workers.active === 0 ? "no worker is polling" : `${m.workers.threads} threads`}
-          alert={m.workers.active === 0}
+          sub={[
+            m.workers.active === 0 ? "no worker is polling" : `${m.workers.threads} threads`,
+            ...(m.workers.lost > 0 ? [`${m.workers.lost} lost`] : []),
+          ].join(" · ")}
+          alert={m.workers.active === 0 || m.workers.lost > 0}
         />
       </section>
 
@@ -212,6 +216,7 @@ function MetricsView({
           <h2 id="workers-title">Workers</h2>
           <span className="faint">
             {m.workers.busy_threads} of {m.workers.threads} threads busy
+            {m.workers.lost > 0 && ` · ${m.workers.lost} lost`}
           </span>
         </header>
         <WorkersTable m={m} />
@@ -282,14 +287,21 @@ function WorkersTable({ m }: { m: Metrics }) {
         <tbody>
           {m.workers.processes.map((w) => {
             const beat = now - Date.parse(w.heartbeat_at);
-            const use = threadUse(w.running_jobs.length, w.threads);
+            const lost = w.state === "lost";
+            const place = placeJobs(w.running_jobs, w.threads);
             return (
-              <tr key={w.id}>
+              <tr key={w.id} data-worker={w.id} data-state={w.state}>
                 <td className="card-title">
-                  <div className="mono">
-                    {w.hostname}:{w.pid}
+                  <div className="mono">{w.id}</div>
+                  <div className="sub">
+                    {lost ? (
+                      <span className="badge badge-failed" data-testid="overview-worker-lost">
+                        lost
+                      </span>
+                    ) : (
+                      `up ${formatDuration(now - Date.parse(w.started_at))}`
+                    )}
                   </div>
-                  <div className="sub">up {formatDuration(now - Date.parse(w.started_at))}</div>
                 </td>
                 <td data-label="Queues">
                   {w.queues.length && !w.queues.includes("*") ? (
@@ -298,14 +310,21 @@ function WorkersTable({ m }: { m: Metrics }) {
                     <span className="muted">all</span>
                   )}
                 </td>
-                <td className="num" data-label="Busy">
-                  {use.busy}/{w.threads}
-                  {use.beyond > 0 && <div className="sub">+{use.beyond} prefetched</div>}
+                <td className="num" data-label="Busy" data-testid="overview-worker-busy">
+                  {lost ? (
+                    <span className="muted">—</span>
+                  ) : (
+                    <>
+                      {place.busy}/{w.threads}
+                      {place.waiting > 0 && <div className="sub">+{place.waiting} waiting for a thread</div>}
+                    </>
+                  )}
                 </td>
-                <td className={`card-time ${beat > 10_000 ? "lease-warn" : "muted"}`} data-label="Heartbeat">
+                <td className={`card-time ${lost || beat > 10_000 ? "lease-warn" : "muted"}`} data-label="Heartbeat">
+                  {lost ? "last seen " : ""}
                   {formatRelative(w.heartbeat_at, now)}
                 </td>
-                <td className="card-wide" data-label="Running">
+                <td className="card-wide" data-label="Running" data-testid="overview-worker-jobs">
                   {w.running_jobs.length === 0 ? (
                     <span className="muted">idle</span>
                   ) : (
@@ -314,10 +333,10 @@ function WorkersTable({ m }: { m: Metrics }) {
                         <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}
                         <span className="faint" title={j.worker_id}>
                           {" "}
-                          · {workerLabel(j.worker_id)} ·{" "}
-                          {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}
+                          · {lost ? "held" : place.labels.get(j.id)}
+                          {!lost && <> · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</>}
                         </span>
-                        {j.progress_percent !== null && (
+                        {!lost && j.progress_percent !== null && (
                           <span
                             className="progress mini-progress"
                             role="progressbar"
@@ -331,6 +350,9 @@ function WorkersTable({ m }: { m: Metrics }) {
                         )}
                       </div>
                     ))
+                  )}
+                  {lost && w.running_jobs.length > 0 && (
+                    <div className="sub">held when it was lost: requeued when their leases expire</div>
                   )}
                 </td>
               </tr>

@@ -115,7 +115,11 @@ function QueueBody({
             <div className="value">
               {(q.counts_by_status[s as keyof typeof q.counts_by_status] ?? 0).toLocaleString()}
             </div>
-            {s === "queued" && <div className="sub">{q.runnable.toLocaleString()} runnable</div>}
+            {s === "queued" && (
+              <div className="sub" data-testid="queue-runnable">
+                {q.paused ? "paused: none claimed" : `${q.runnable.toLocaleString()} runnable`}
+              </div>
+            )}
           </Link>
         ))}
       </section>

@@ -191,7 +191,7 @@ export function ScheduleRowView({
           <code data-testid="schedule-cron">{s.cron}</code>
           <div className="sub">{s.timezone}</div>
         </td>
-        <td className="nowrap" data-label="Last run" data-testid="schedule-last">
+        <td className="schedule-last" data-label="Last run" data-testid="schedule-last">
           {s.last_job && ran ? (
             <>
               <span title={ran.at ? formatTimestamp(ran.at) : undefined}>{ran.text}</span>
@@ -219,13 +219,16 @@ export function ScheduleRowView({
           ) : s.next_run_at ? (
             <>
               {formatRelative(s.next_run_at, now)}
-              <div className="sub">{formatTimestamp(s.next_run_at)}</div>
+              {/* In the schedule's own time zone, as its cron reads; the browser's on hover. */}
+              <div className="sub" title={formatTimestamp(s.next_run_at)} data-testid="schedule-next-at">
+                {formatTimestamp(s.next_run_at, s.timezone)}
+              </div>
             </>
           ) : (
             <span className="faint">{s.valid ? "—" : "skipped while invalid"}</span>
           )}
         </td>
-        <td className="nowrap card-wide card-action">
+        <td className="card-wide card-action schedule-actions">
           <Link to={jobs} title={`The jobs ${s.name} enqueued, newest first`}>
             {s.type ? `Recent ${s.type} jobs` : "Recent jobs"}
           </Link>
@@ -360,11 +363,17 @@ function TickRow({ tick: t, now }: { tick: ScheduleTick; now: number }) {
         <span className="sub">
           attempt {t.job.attempts}/{t.job.max_attempts}
         </span>
-        {t.job.last_error && (
-          <div className="tick-error" title={t.job.last_error}>
-            {t.job.last_error}
-          </div>
-        )}
+        {t.job.last_error &&
+          (t.job.status === "succeeded" ? (
+            // Left by an earlier attempt of a job that then succeeded: not this tick's outcome.
+            <div className="sub truncate" title={t.job.last_error} data-testid="tick-earlier-error">
+              earlier attempt: {t.job.last_error}
+            </div>
+          ) : (
+            <div className="tick-error" title={t.job.last_error}>
+              {t.job.last_error}
+            </div>
+          ))}
       </td>
       <td className="nowrap card-plain">
         <span title={ran?.at ? formatTimestamp(ran.at) : undefined}>{ran?.text ?? "not run yet"}</span>

@@ -6,6 +6,7 @@ import { Link } from "react-router";
 import type { Worker } from "../api/types";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { formatRelative, formatTimestamp, useNow } from "../lib/time";
+import { placeJobs } from "../lib/workers";
 import type { Loaded } from "./types";
 
 /** "73 MiB", or "—" when the process did not report it. */
@@ -79,57 +80,67 @@ function WorkersTable({ title, rows }: { title: string; rows: Worker[] }) {
           </tr>
         </thead>
         <tbody>
-          {rows.map((w) => (
-            <tr key={w.id} data-worker={w.id} data-state={w.state}>
-              <td className="mono card-title">
-                {w.id}
-                <div className="sub">pid {w.pid}</div>
-              </td>
-              <td className="card-status" data-testid="worker-state">
-                <span className={`badge ${w.state === "lost" ? "badge-failed" : "badge-running"}`}>{w.state}</span>
-                {w.stuck_handlers > 0 && (
-                  <div className="sub field-error" data-testid="worker-stuck">
-                    {w.stuck_handlers} stuck handler{w.stuck_handlers === 1 ? "" : "s"}
-                  </div>
-                )}
-              </td>
-              <td data-label="Threads">{w.threads}</td>
-              <td data-label="Queues">
-                {w.queues.length === 0 || w.queues.includes("*") ? "all" : w.queues.join(", ")}
-              </td>
-              <td className="card-wide" data-label="Running" data-testid="worker-jobs">
-                {w.running_jobs.length === 0 ? (
-                  <span className="faint">idle</span>
-                ) : (
-                  <ul className="plain">
-                    {w.running_jobs.map((j) => (
-                      <li key={j.id}>
-                        <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}{" "}
-                        <span className="sub mono">{j.worker_id.slice(w.id.length + 1)}</span>
-                      </li>
-                    ))}
-                  </ul>
-                )}
-                {w.state === "lost" && w.running_jobs.length > 0 && (
-                  <div className="sub">held when it was lost: requeued when their leases expire</div>
-                )}
-              </td>
-              <td data-label="Memory">{formatMemory(w.rss_bytes)}</td>
-              <td data-label="Jobs done">{w.jobs_done}</td>
-              <td className="nowrap" data-label="Started" title={formatTimestamp(w.started_at)}>
-                {formatRelative(w.started_at, now)}
-              </td>
-              <td
-                className="nowrap card-time"
-                data-label="Last beat"
-                data-testid="worker-last-beat"
-                title={formatTimestamp(w.heartbeat_at)}
-              >
-                {formatRelative(w.heartbeat_at, now)}
-                <div className="sub">every {w.heartbeat_interval_seconds.toFixed(1)} s</div>
-              </td>
-            </tr>
-          ))}
+          {rows.map((w) => {
+            const place = placeJobs(w.running_jobs, w.threads);
+            return (
+              <tr key={w.id} data-worker={w.id} data-state={w.state}>
+                <td className="mono card-title">
+                  {w.id}
+                  <div className="sub">pid {w.pid}</div>
+                </td>
+                <td className="card-status" data-testid="worker-state">
+                  <span className={`badge ${w.state === "lost" ? "badge-failed" : "badge-running"}`}>{w.state}</span>
+                  {w.stuck_handlers > 0 && (
+                    <div className="sub field-error" data-testid="worker-stuck">
+                      {w.stuck_handlers} stuck handler{w.stuck_handlers === 1 ? "" : "s"}
+                    </div>
+                  )}
+                </td>
+                <td data-label="Threads">
+                  {w.state === "lost" ? w.threads : `${place.busy}/${w.threads} busy`}
+                  {w.state === "alive" && place.waiting > 0 && (
+                    <div className="sub">+{place.waiting} waiting for a thread</div>
+                  )}
+                </td>
+                <td data-label="Queues">
+                  {w.queues.length === 0 || w.queues.includes("*") ? "all" : w.queues.join(", ")}
+                </td>
+                <td className="card-wide" data-label="Running" data-testid="worker-jobs">
+                  {w.running_jobs.length === 0 ? (
+                    <span className="faint">idle</span>
+                  ) : (
+                    <ul className="plain">
+                      {w.running_jobs.map((j) => (
+                        <li key={j.id}>
+                          <Link to={`/jobs/${j.id}`}>#{j.id}</Link> {j.type}{" "}
+                          <span className="sub" title={j.worker_id}>
+                            {w.state === "lost" ? "" : place.labels.get(j.id)}
+                          </span>
+                        </li>
+                      ))}
+                    </ul>
+                  )}
+                  {w.state === "lost" && w.running_jobs.length > 0 && (
+                    <div className="sub">held when it was lost: requeued when their leases expire</div>
+                  )}
+                </td>
+                <td data-label="Memory">{formatMemory(w.rss_bytes)}</td>
+                <td data-label="Jobs done">{w.jobs_done}</td>
+                <td className="nowrap" data-label="Started" title={formatTimestamp(w.started_at)}>
+                  {formatRelative(w.started_at, now)}
+                </td>
+                <td
+                  className="nowrap card-time"
+                  data-label="Last beat"
+                  data-testid="worker-last-beat"
+                  title={formatTimestamp(w.heartbeat_at)}
+                >
+                  {formatRelative(w.heartbeat_at, now)}
+                  <div className="sub">every {w.heartbeat_interval_seconds.toFixed(1)} s</div>
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </div>
