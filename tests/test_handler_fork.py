@@ -45,3 +45,41 @@ def test_a_forked_child_that_returns_into_the_worker_exits_at_once(tmp_path):
     assert job.result["sockets"] >= 2 and child_sockets == 0, (job.result, child_sockets)
     assert "returned into the worker" in out.text(), out.text()[-3000:]
     assert rc == 0, out.text()[-3000:]
+
+
+def test_the_child_drops_sockets_the_note_before_the_fork_missed():
+    # Another thread may finish opening a connection between the note taken before the fork
+    # and the fork itself (seen on a loaded machine: the child kept 2 of the worker's
+    # sockets), or be half-way through opening one. The child finds both again: the
+    # connections by a second look, a half-open one by its peer, the same server's address.
+    import socket
+
+    import psycopg
+
+    from django_pg_jobqueue.worker import forks
+    from tests.utils import worker_database_url
+
+    noted = psycopg.connect(worker_database_url())
+    opened_after = psycopg.connect(worker_database_url())
+    info = noted.info
+    half_open = socket.create_connection((info.host, info.port))
+    read, write = os.pipe()
+    try:
+        forks._inherited[:] = [noted.pgconn.socket]  # what the note saw
+        pid = os.fork()
+        if pid == 0:  # the child: report what it would drop, then leave at once
+            try:
+                dropped = forks._sockets_to_drop()
+                os.write(write, ",".join(map(str, sorted(dropped))).encode())
+            finally:
+                os._exit(0)
+        forks._inherited.clear()
+        os.close(write)
+        os.waitpid(pid, 0)
+        with os.fdopen(read) as f:
+            dropped = {int(fd) for fd in f.read().split(",") if fd}
+        assert {noted.pgconn.socket, opened_after.pgconn.socket, half_open.fileno()} <= dropped
+    finally:
+        half_open.close()
+        noted.close()
+        opened_after.close()

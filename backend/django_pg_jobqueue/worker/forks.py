@@ -23,6 +23,7 @@ never return into the worker. They are the handler's to wait for or end; one it 
 running outlives its job, as it would outlive any Python function that started it."""
 import gc
 import os
+import socket
 import sys
 
 _installed = False
@@ -40,18 +41,65 @@ def install() -> None:
     _installed = True
 
 
-def _note_sockets() -> None:
-    """In the forking process: the file descriptors of its open PostgreSQL connections (every
-    thread's, the pool's idle ones, the listener's), found among live objects."""
+def _connection_sockets() -> set[int]:
+    """The file descriptors of this process's open PostgreSQL connections (every thread's, the
+    pool's idle ones, the listener's), found among live objects."""
     import psycopg
 
-    _inherited.clear()
+    found = set()
     for obj in gc.get_objects():
         if isinstance(obj, psycopg.Connection) and not obj.closed:
             try:
-                _inherited.append(obj.pgconn.socket)
+                found.add(obj.pgconn.socket)
             except psycopg.Error:
                 pass
+    return found
+
+
+def _note_sockets() -> None:
+    """In the forking process, just before the fork: its connections' sockets."""
+    _inherited.clear()
+    _inherited.extend(_connection_sockets())
+
+
+def _peer(fd: int):
+    """The address a socket file descriptor is connected to, or None (not a connected socket).
+    Looked at through a duplicate, so that closing the socket object closes only that."""
+    try:
+        dup = os.dup(fd)
+    except OSError:
+        return None
+    try:
+        sock = socket.socket(fileno=dup)
+    except OSError:
+        os.close(dup)
+        return None
+    try:
+        return sock.getpeername()
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+def _sockets_to_drop() -> set[int]:
+    """In the child: the sockets noted before the fork, those of the connections found again
+    now (another thread may have finished opening one between the note and the fork), and any
+    other socket connected to the same servers (one still being opened at the fork, not yet a
+    connection object). Linux lists a process's descriptors in /proc/self/fd; elsewhere the
+    first two sets only."""
+    fds = set(_inherited) | _connection_sockets()
+    peers = {peer for peer in map(_peer, fds) if peer}
+    if peers:
+        try:
+            names = os.listdir("/proc/self/fd")
+        except OSError:
+            names = []
+        for name in names:
+            fd = int(name)
+            if fd not in fds and _peer(fd) in peers:
+                fds.add(fd)
+    return fds
 
 
 def _drop_inherited_sockets() -> None:
@@ -59,19 +107,23 @@ def _drop_inherited_sockets() -> None:
     (so no later open reuses it for something a stray write could corrupt)."""
     global _forked
     _forked = True
-    if not _inherited:
+    try:
+        fds = _sockets_to_drop()
+    except Exception:  # noqa: BLE001 - a guard of the child must not fail the fork
+        fds = set(_inherited)
+    _inherited.clear()
+    if not fds:
         return
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
     except OSError:
         return
-    for fd in _inherited:
+    for fd in fds:
         try:
             os.dup2(devnull, fd)
         except OSError:
             pass
     os.close(devnull)
-    _inherited.clear()
 
 
 def run_here(call, job_id: int):
