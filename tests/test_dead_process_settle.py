@@ -54,3 +54,24 @@ def test_without_charge_every_job_is_released_and_a_job_reclaimed_meanwhile_is_l
     assert (done.retried, done.failed, done.released) == ([], [], [mine.id])
     assert Job.objects.get(pk=mine.id).attempts == 0
     assert Job.objects.get(pk=moved.id).locked_by == "other-7-1"
+
+
+def test_a_job_that_ran_but_whose_outcome_was_not_written_is_charged_as_the_reaper_would():
+    # Its handler returned (the thread no longer reports it running) but the completer had not
+    # written its success when the process died: it ran, so it is charged, as the reaper
+    # charges a lease that expired under a thread's id; a job still under the prefetch
+    # buffer's id never started and is given back.
+    ran = services.enqueue("noop", {}, max_attempts=3)
+    waiting = services.enqueue("noop", {})
+    services.claim(worker_ids=["host-77-1"], job_ids=[ran.id])
+    services.claim(worker_ids=["host-77-prefetch"], job_ids=[waiting.id])
+
+    done = services.settle_dead_process("host-77", running=[], cause="worker process host-77 died",
+                                        policy_for=lambda job_type: RetryPolicy(delays_seconds=(0,)))
+
+    assert (done.retried, done.failed, done.released) == ([ran.id], [], [waiting.id])
+    row = Job.objects.get(pk=ran.id)
+    assert (row.status, row.attempts) == ("queued", 1)
+    assert row.last_error == ("worker process host-77 died after running this job, before its "
+                              "outcome was written")
+    assert Job.objects.get(pk=waiting.id).attempts == 0

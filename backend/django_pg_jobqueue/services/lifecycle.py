@@ -17,6 +17,7 @@ from .. import conf, db, retries, sql, storable
 from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..retries import RetryPolicy
+from ..states import PREFETCH_WORKER_SUFFIX
 from . import dependencies
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
@@ -329,24 +330,30 @@ def settle_dead_process(process_id: str, *, running: list[int], cause: str,
     other running jobs' ids: the other suspects), which charges its attempt: queued again by its retry policy
     (`policy_for(type)`, the type's) or failed for good once out of attempts. The killer
     cannot be told from a bystander by the exit status, so each pays one attempt; the killer,
-    in every death, runs out. Every other job it held (prefetched and never started, or a
-    result not yet written) goes back to queued uncharged. With `charge=False` (a death the
-    supervisor caused, stopping) every job is released uncharged. Each write is the ordinary
-    fail or release, fenced by the lease token read here, so a job the reaper took meanwhile
-    is left alone."""
+    in every death, runs out. A job that ran there but whose outcome was not yet written (its
+    owner is a thread's id, recorded before its handler ran) is charged too, as the reaper
+    would charge it: it ran. Every other job it held (still under the prefetch buffer's id:
+    never started) goes back to queued uncharged, as the reaper gives it back. With
+    `charge=False` (a death the supervisor caused, stopping) every job is released uncharged.
+    Each write is the ordinary fail or release, fenced by the lease token read here, so a job
+    the reaper took meanwhile is left alone."""
     prefix = f"{process_id}-"
     with queue_connection().cursor() as cur:
         cur.execute(sql.JOBS_HELD_BY_PROCESS, {"prefix": prefix, "prefix_length": len(prefix)})
         held = cur.fetchall()
-    started = set(running) if charge else set()
+    running_now = set(running)
+    started = (running_now | {job_id for job_id, _, worker_id, _ in held
+                              if not str(worker_id).endswith(PREFETCH_WORKER_SUFFIX)}
+               if charge else set())
     done = DeadProcessJobs([], [], [])
-    suspects = sorted(job_id for job_id, *_ in held if job_id in started)
+    suspects = sorted(job_id for job_id, *_ in held if job_id in running_now and job_id in started)
     for job_id, token, worker_id, job_type in held:
         if job_id not in started:
             continue
         others = [str(i) for i in suspects if i != job_id]
-        why = f"{cause} while running this job" + (
-            f" (and job {', '.join(others)})" if others else "")
+        when = ("while running this job" if job_id in running_now
+                else "after running this job, before its outcome was written")
+        why = f"{cause} {when}" + (f" (and job {', '.join(others)})" if others else "")
         try:
             status, _ = fail(job_id, token, worker_id=worker_id, error=why,
                              reason="process_died",
