@@ -53,12 +53,19 @@ def test_the_child_drops_sockets_the_note_before_the_fork_missed():
     # sockets), or be half-way through opening one. The child finds both again: the
     # connections by a second look, a half-open one by its peer, the same server's address.
     import socket
+    import weakref
 
     import psycopg
 
     from django_pg_jobqueue.worker import forks
     from tests.utils import worker_database_url
 
+    class Gone:
+        pass
+
+    gone = Gone()
+    dead_proxies = [weakref.proxy(gone)]  # a process holds such things; the scan must not trip
+    del gone
     noted = psycopg.connect(worker_database_url())
     opened_after = psycopg.connect(worker_database_url())
     info = noted.info
@@ -79,6 +86,7 @@ def test_the_child_drops_sockets_the_note_before_the_fork_missed():
         with os.fdopen(read) as f:
             dropped = {int(fd) for fd in f.read().split(",") if fd}
         assert {noted.pgconn.socket, opened_after.pgconn.socket, half_open.fileno()} <= dropped
+        assert dead_proxies
     finally:
         half_open.close()
         noted.close()

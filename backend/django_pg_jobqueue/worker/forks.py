@@ -48,7 +48,9 @@ def _connection_sockets() -> set[int]:
 
     found = set()
     for obj in gc.get_objects():
-        if isinstance(obj, psycopg.Connection) and not obj.closed:
+        # type(), not isinstance(): isinstance() asks a weakref.proxy for its __class__, and a
+        # proxy whose object is gone raises ReferenceError (seen: the scan then found nothing).
+        if issubclass(type(obj), psycopg.Connection) and not obj.closed:
             try:
                 found.add(obj.pgconn.socket)
             except psycopg.Error:
