@@ -66,6 +66,7 @@ def test_the_child_drops_sockets_the_note_before_the_fork_missed():
     gone = Gone()
     dead_proxies = [weakref.proxy(gone)]  # a process holds such things; the scan must not trip
     del gone
+    half_built = psycopg.Connection.__new__(psycopg.Connection)  # as a failed __init__ leaves
     noted = psycopg.connect(worker_database_url())
     opened_after = psycopg.connect(worker_database_url())
     info = noted.info
@@ -78,15 +79,19 @@ def test_the_child_drops_sockets_the_note_before_the_fork_missed():
             try:
                 dropped = forks._sockets_to_drop()
                 os.write(write, ",".join(map(str, sorted(dropped))).encode())
+            except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails on it
+                os.write(write, f"error {exc!r}".encode())
             finally:
                 os._exit(0)
         forks._inherited.clear()
         os.close(write)
         os.waitpid(pid, 0)
         with os.fdopen(read) as f:
-            dropped = {int(fd) for fd in f.read().split(",") if fd}
+            said = f.read()
+        assert not said.startswith("error"), said
+        dropped = {int(fd) for fd in said.split(",") if fd}
         assert {noted.pgconn.socket, opened_after.pgconn.socket, half_open.fileno()} <= dropped
-        assert dead_proxies
+        assert dead_proxies and half_built is not None
     finally:
         half_open.close()
         noted.close()

@@ -50,11 +50,13 @@ def _connection_sockets() -> set[int]:
     for obj in gc.get_objects():
         # type(), not isinstance(): isinstance() asks a weakref.proxy for its __class__, and a
         # proxy whose object is gone raises ReferenceError (seen: the scan then found nothing).
-        if issubclass(type(obj), psycopg.Connection) and not obj.closed:
-            try:
+        if not issubclass(type(obj), psycopg.Connection):
+            continue
+        try:  # a connection whose construction failed half-way may lack what `closed` reads
+            if not obj.closed:
                 found.add(obj.pgconn.socket)
-            except psycopg.Error:
-                pass
+        except Exception:  # noqa: BLE001, S112 - one odd object must not blind the whole scan
+            continue
     return found
 
 
