@@ -101,12 +101,14 @@ endif
 # ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,
 # the benchmark and the docs' extension; vulture for dead code in backend/ at 80% confidence
 # (vulture_whitelist.py: the names Django and its friends call for us); mypy over the package and
-# a typed sample of caller code (pyproject.toml [tool.mypy]); pylint's duplicate-code check
+# a typed sample of caller code (pyproject.toml [tool.mypy]); import-linter's layers contract
+# (pyproject.toml [tool.importlinter]: each layer imports only from those below); pylint's duplicate-code check
 # (six or more repeated lines across the package's files; within one file, run `duplicates`).
 lint: venv
 	$(VENV)/bin/ruff check backend tests bench docs noxfile.py
 	$(PY) -m vulture backend vulture_whitelist.py --min-confidence 80 --exclude '*/migrations/*'
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 		--ignore=migrations --ignore-imports=y --ignore-signatures=y --ignore-docstrings=y \
 		--ignore-comments=y --score=n backend/django_pg_jobqueue

@@ -3,12 +3,12 @@ user's `can` flags and the admin all read it, so each surface offers exactly its
 each behind the permission it names, through the service it names."""
 import pytest
 
-from django_pg_jobqueue import job_actions, services
+from django_pg_jobqueue import services
 from django_pg_jobqueue.admin import JobAdmin
 from django_pg_jobqueue.api.permissions import ACTION_PERMISSIONS
 from django_pg_jobqueue.api.serializers import JobActionSerializer, UserSerializer
 from django_pg_jobqueue.api.views import JobViewSet
-from django_pg_jobqueue.services import deleting
+from django_pg_jobqueue.services import deleting, job_actions
 
 
 def test_every_surface_offers_exactly_the_registered_actions():

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from . import job_actions, selectors
+from . import selectors
 from .exceptions import (
     InvalidJobArgument,
     InvalidTransition,
@@ -28,7 +28,7 @@ from .exceptions import (
 )
 from .models import Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
 from .registry import registry
-from .services import queues
+from .services import job_actions, queues
 from .services import schedules as schedule_services
 from .states import TERMINAL
 

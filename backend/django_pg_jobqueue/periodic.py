@@ -110,7 +110,7 @@ class PeriodicEntry:
         return out
 
     def load_task(self):
-        from .tasks_backend import QueueTask
+        from .tasks.options import QueueTask
         from .tasks_compat import Task
 
         try:

@@ -15,9 +15,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from .. import job_actions, retries
+from .. import retries
 from ..models import Job, JobEvent
 from ..registry import registry
+from ..services import job_actions
 from ..states import (
     AFTER_FAILURE_CHOICES,
     MAX_ATTEMPTS_LIMIT,

@@ -97,7 +97,7 @@ _LOST = object()
 
 
 def _task_policy(job: ClaimedJob) -> RetryPolicy | None:
-    from ..tasks_backend import retry_policy_for
+    from ..tasks.options import retry_policy_for
 
     return retry_policy_for(job.payload)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .services import deleting, operations, rerunning
-from .states import EventKind
+from ..states import EventKind
+from . import deleting, operations, rerunning
 
 APP = "django_pg_jobqueue"
 
