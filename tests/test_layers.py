@@ -80,3 +80,19 @@ def test_a_function_local_import_counts():
     the task options only inside `PeriodicEntry.load_task`."""
     graph = import_graph()
     assert f"{PACKAGE}.tasks.options" in graph[f"{PACKAGE}.periodic"]
+
+
+def test_the_picture_of_the_floors_is_current_with_the_contract():
+    """assets/layers.svg is drawn from pyproject.toml's contract: `make diagrams` redraws it."""
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    assets = Path(__file__).resolve().parents[1] / "assets"
+    fresh = subprocess.run([sys.executable, str(assets / "layers.py")], capture_output=True,
+                           text=True, check=True).stdout
+    assert fresh == (assets / "layers.svg").read_text(), "run `make diagrams`"
+    ET.fromstring(fresh)  # well-formed
+    for module in ("api", "worker", "engine", "services", "catalogue", "sql", "states"):
+        assert f">{module}<" in fresh
