@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .durations import parse_retention
 from .states import (
     MAX_DELAY_SECONDS,
     MAX_QUEUE_NAME_LENGTH,
@@ -108,8 +109,6 @@ def rate(value) -> str | None:
 
 def retention(value) -> str | None:
     from datetime import timedelta
-
-    from .durations import parse_retention
 
     if value is None or isinstance(value, (str, timedelta)) or _is_number(value):
         try:
@@ -635,8 +634,6 @@ class QueueConf:
 
     def retention(self, status: str):
         """How long finished jobs of `status` are kept (a timedelta), or None: forever."""
-        from .durations import parse_retention
-
         return parse_retention(getattr(self, f"RETENTION_{str(status).upper()}"))
 
 

@@ -17,6 +17,7 @@ from .catalogue import job_types as job_types  # the API's read of the catalogue
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
+from .metrics import lost_after, worker_lost
 from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
 from .states import EventKind, State, Status, parse_job_id
 
@@ -142,8 +143,6 @@ def lease_owner_state(locked_by: str | None) -> tuple[str | None, datetime | Non
     (None, None) for a job no one holds. One query, only for a held job."""
     if not locked_by:
         return None, None
-    from .metrics import worker_lost
-
     process_id = locked_by.rsplit("-", 1)[0]
     row = (WorkerProcess.objects.filter(pk=process_id).annotate(db_now=Now())
            .values_list("heartbeat_at", "db_now", "heartbeat_interval_seconds").first())
@@ -486,8 +485,6 @@ def worker_processes() -> list[dict]:
     kept until the reaper requeued what it held), with its memory, jobs run, stuck handlers,
     and the running jobs each of its threads holds (a lost one's: what it held when it died).
     Ages are measured on the database clock."""
-    from .metrics import lost_after, worker_lost
-
     processes = list(WorkerProcess.objects.annotate(db_now=Now()).order_by("hostname", "id"))
     running = list(
         Job.objects.running().filter(locked_by__isnull=False)

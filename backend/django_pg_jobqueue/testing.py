@@ -46,6 +46,7 @@ from .engine import default_engine
 from .models import Job
 from .registry import registry
 from .states import Status
+from .worker.completer import write_completions
 from .worker.executor import JobRunner
 from .worker.held import HeldJobs
 from .worker.stats import PoolStats
@@ -205,8 +206,6 @@ def _runner(unknown_types: UnknownTypes | None = None) -> JobRunner:
     """The worker's pipeline for one job on the worker's engine, with drain's completer: the
     worker's own row-isolating write, at once, in this thread. Nothing renews the lease
     meanwhile."""
-    from .worker.completer import write_completions
-
     held, engine = HeldJobs(), default_engine()
 
     def complete_now(completion: Any, _held: HeldJobs) -> str:
