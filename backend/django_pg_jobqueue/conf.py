@@ -550,7 +550,7 @@ class QueueConf:
     PRUNE_BATCH_SIZE: int = setting(1000, check_id=26, rule=whole(1), group="retention", doc="""
         Jobs deleted per transaction by the pruner and by `prune_jobs`.""")
 
-    EVENTS_PARTITION_INTERVAL: str = setting("day", check_id=44, rule=one_of("hour", "day", "week"),
+    EVENTS_PARTITION_INTERVAL: str = setting("day", check_id=46, rule=one_of("hour", "day", "week"),
                                              group="retention", doc="""
         The time range of each `job_events` partition: `"hour"`, `"day"` or `"week"` (UTC,
         weeks from Monday). A partition is dropped whole once its range is older than the

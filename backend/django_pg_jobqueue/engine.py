@@ -8,7 +8,7 @@ reap, heartbeat, plus the two events a worker records without a transition (a lo
 log line).
 
 `PostgresEngine` is the only implementation: each method is the service of the same name
-(services/, the only writers), whose statements live in sql.py. It adds no state and no
+(services/, the only writers), whose statements live in sql/. It adds no state and no
 work: one call frame per batched statement (a claim, a batch of completions, a renewal pass).
 The services stay the place where rows are guarded by their lease tokens; an engine that
 wraps this one (a test's, to refuse or delay a write) changes what a worker sees without
