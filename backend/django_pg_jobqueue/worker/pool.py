@@ -24,9 +24,8 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, db, middleware
-from ..engine import Engine, default_engine
+from ..engine import ClaimedJob, Engine, default_engine
 from ..exceptions import LeaseLost
-from ..services import ClaimedJob, claiming
 from ..states import PREFETCH_WORKER_SUFFIX
 from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -185,7 +184,7 @@ class Lane(threading.Thread):
                 try:
                     close_old_connections()
                     if busy:
-                        claiming.pin_claim_planner_settings()  # once per connection
+                        pool.engine.pin_claim_planner_settings()  # once per connection
                     jobs = pool.engine.claim(
                         worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                         queues=list(self.spec.queues) if self.spec.queues else None,
@@ -235,7 +234,8 @@ class Lane(threading.Thread):
                           job.type, job.attempt, job.worker_id)
             executor = by_worker.get(job.worker_id)
             if executor is None:
-                prefetched.append(Held.of(job, job.worker_id, owner=self.prefetched))
+                prefetched.append(Held.of(job, job.worker_id, owner=self.prefetched,
+                                          engine=self.pool.engine))
             elif executor.is_alive():
                 executor.assign(job)
             else:  # its thread ended since the claim began: nobody would run it
@@ -256,7 +256,7 @@ class Lane(threading.Thread):
         """Give the lane's connection back to the worker's pool, its claim settings
         unpinned first (the pool's other borrowers plan with the server's own)."""
         try:
-            claiming.unpin_claim_planner_settings()
+            self.pool.engine.unpin_claim_planner_settings()
         except CONNECTION_ERRORS:
             db.queue_connection().close()  # broken: the pool discards it
         db.return_worker_connection()
@@ -265,7 +265,7 @@ class Lane(threading.Thread):
         """Whether a concurrency limit applies to this lane's claims: then it prefetches
         nothing, so that a limited slot is never spent on a job waiting for a thread."""
         try:
-            return claiming.limits_apply(self.spec.queues)
+            return self.pool.engine.limits_apply(self.spec.queues)
         except Exception:  # noqa: BLE001 - cannot tell (the database is away): do not prefetch
             return True
 
@@ -329,7 +329,7 @@ class WorkerPool:
             self.lanes.append(lane)
         self.executors = [e for lane in self.lanes for e in lane.executors]
         all_queues = queue_names(self.lane_specs)
-        self.stuck = StuckWatch(self.executors)
+        self.stuck = StuckWatch(self.executors, engine=self.engine)
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
                                     lease_seconds=self.lease_seconds, engine=self.engine,
@@ -346,8 +346,8 @@ class WorkerPool:
             self.listener = RelayedWakeups(relay[0], relay[1], self.wake, self.can_take)
         elif use_listen:
             self.listener = Listener(self.wake)
-        self.pruner = Pruner() if Pruner.enabled() else None
-        self.periodic = PeriodicEnqueuer()  # each tick enqueued once, whichever pool wins
+        self.pruner = Pruner(engine=self.engine) if Pruner.enabled() else None
+        self.periodic = PeriodicEnqueuer(engine=self.engine)  # each tick once, whichever pool wins
         self.stager = Stager(self.poll_interval, engine=self.engine)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
