@@ -197,12 +197,8 @@ class JobRunner:
             return self._snooze(job, snooze)
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
-            with worker_connection():
-                self.engine.record_lease_lost(
-                    job.id, job.lease_token, self.worker_id, "progress",
-                    "a fenced write from the handler was refused; it stopped",
-                    attempt=job.attempt)
-            self.stats.lease_lost(job)
+            self._record_lost(job, "progress",
+                              "a fenced write from the handler was refused; it stopped")
             return RunResult("lease_lost")
         except JobCancelled as exc:
             reason = ctx.stop_reason or "cancelled"
@@ -256,13 +252,17 @@ class JobRunner:
             held.recorded_worker_id = self.worker_id
             return None
         if self.held.discard(job.id, job.lease_token):  # else released meanwhile (shutdown)
-            with worker_connection():
-                self.engine.record_lease_lost(
-                    job.id, job.lease_token, self.worker_id, "start",
-                    "the lease was lost while the job waited in the prefetch buffer; not run",
-                    attempt=job.attempt)
-            self.stats.lease_lost(job)
+            self._record_lost(job, "start", "the lease was lost while the job waited in the "
+                                            "prefetch buffer; not run")
         return RunResult("lease_lost")
+
+    def _record_lost(self, job: ClaimedJob, action: str, message: str) -> None:
+        """Record that this attempt's `action` was refused for a lost lease (a `lease_lost`
+        event), and count it."""
+        with worker_connection():
+            self.engine.record_lease_lost(job.id, job.lease_token, self.worker_id, action,
+                                          message, attempt=job.attempt)
+        self.stats.lease_lost(job)
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
         """Restore this thread's connections after the handler (hygiene.tidy); looks only if
