@@ -144,3 +144,54 @@ def test_the_migration_check_finds_a_live_import(tmp_path):
                          "    from django_pg_jobqueue import sql\n"
                          "from ..states import MAX_JSON_DEPTH\n")
     assert sorted(live_imports_of(migration)) == ["..states", "django_pg_jobqueue"]
+
+
+# What a module under worker/ may not import: it reaches the jobs only through the engine.
+AROUND_THE_ENGINE = ("services", "selectors", "sql")
+
+
+def imports_around_the_engine(module: Path, package_path: tuple[str, ...]) -> list[str]:
+    """The modules of AROUND_THE_ENGINE (or inside them) that `module` imports, at any depth
+    (function-local and TYPE_CHECKING imports too); `package_path` is the module's package,
+    from the package's root (("worker",)), to resolve relative imports."""
+    found = []
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = [PACKAGE.name, *package_path][:len(package_path) + 2 - node.level]
+            else:
+                base = []
+            module_path = base + (node.module.split(".") if node.module else [])
+            names = [module_path + [a.name] for a in node.names]
+        else:
+            continue
+        for name in names:
+            if (len(name) > 1 and name[0] == PACKAGE.name and name[1] in AROUND_THE_ENGINE):
+                found.append(".".join(name[:2]))
+    return found
+
+
+def test_no_worker_module_reaches_past_the_engine():
+    offenders = {
+        str(path.relative_to(PACKAGE)): imports_around_the_engine(path, ("worker",))
+        for path in sorted((PACKAGE / "worker").rglob("*.py"))}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_the_engine_check_finds_an_import_past_it(tmp_path):
+    module = tmp_path / "example.py"
+    module.write_text("from typing import TYPE_CHECKING\n"
+                      "from .. import conf, sql\n"
+                      "from ..engine import Engine\n"
+                      "from ..services.lifecycle import Completion\n"
+                      "import django_pg_jobqueue.selectors\n"
+                      "if TYPE_CHECKING:\n"
+                      "    from django_pg_jobqueue.services import ClaimedJob\n"
+                      "def run():\n"
+                      "    from .. import services\n"
+                      "    from .base import ServiceThread\n")
+    assert sorted(imports_around_the_engine(module, ("worker",))) == [
+        "django_pg_jobqueue.selectors", "django_pg_jobqueue.services",
+        "django_pg_jobqueue.services", "django_pg_jobqueue.services", "django_pg_jobqueue.sql"]

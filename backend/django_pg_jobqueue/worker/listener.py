@@ -1,4 +1,4 @@
-"""LISTEN for enqueue notifications and wake idle dispatchers at once.
+"""LISTEN for enqueue notifications and wake idle lanes at once.
 
 Enqueueing sends NOTIFY inside its transaction, so PostgreSQL delivers it on commit. Polling
 stays as the fallback (a missed notification costs at most one poll interval), and
@@ -15,7 +15,7 @@ import threading
 
 import psycopg
 
-from .. import conf, db, sql
+from .. import conf, db
 from .base import Backoff, RateLimitedLog
 
 log = logging.getLogger("django_pg_jobqueue.listener")
@@ -39,7 +39,7 @@ class Listener(threading.Thread):
         while not self.stopping.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
+                    db.listen(conn)
                     self.connected.set()
                     backoff.reset()
                     # Wake everyone once after (re)connecting: notifications sent while we

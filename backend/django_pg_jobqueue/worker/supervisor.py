@@ -39,7 +39,8 @@ from .exits import EXIT_HARD_TIMEOUT, EXIT_RECYCLED
 log = logging.getLogger("django_pg_jobqueue.supervisor")
 
 # This module imports nothing of Django's at its top: a spawned child imports it (to find
-# _child_main) before Django is set up.
+# _child_main) before Django is set up. It reaches worker/process.py only there, in the child;
+# process.py reads the exit statuses from worker/exits.py, not from here.
 
 FROZEN_SECONDS = 60.0  # a child that has not beaten for this long is killed and replaced
 STARTUP_SECONDS = 120.0  # a child's first beat may take this long (Django's setup)
