@@ -5,9 +5,10 @@ import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.admin import JobAdmin
+from django_pg_jobqueue.api.auth import UserSerializer
+from django_pg_jobqueue.api.jobs.actions import JobActionSerializer
+from django_pg_jobqueue.api.jobs.views import JobViewSet
 from django_pg_jobqueue.api.permissions import ACTION_PERMISSIONS
-from django_pg_jobqueue.api.serializers import JobActionSerializer, UserSerializer
-from django_pg_jobqueue.api.views import JobViewSet
 from django_pg_jobqueue.services import deleting, job_actions
 
 
@@ -17,7 +18,7 @@ def test_every_surface_offers_exactly_the_registered_actions():
     assert list(JobActionSerializer().fields["action"].choices) == names
     assert JobAdmin.actions == [f"{n}_jobs" for n in names]
     assert ACTION_PERMISSIONS == {n: a.perm for n, a in job_actions.ACTIONS.items()}
-    from django_pg_jobqueue.api.serializers import _Can
+    from django_pg_jobqueue.api.auth import _Can
 
     assert [f for f in _Can().fields if f in job_actions.ACTIONS] == names
 

@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from . import conf, keys, periodic, sql
 from .catalogue import declared_queues, queue_exists
-from .catalogue import job_types as job_types  # the API's read of the catalogue, with the rest
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after

@@ -9,11 +9,11 @@ API's help text) and the event kinds it records.
 Read by:
 - services/bulk_actions.py: an action on many jobs (POST /api/v1/jobs/actions/);
 - api/permissions.py: the permission each action needs, for one job and for many;
-- api/serializers.py: the bulk action's choices and the user's `can` flags;
+- api/jobs/actions.py: the bulk action's choices; api/auth.py: the user's `can` flags;
 - admin.py: an admin action per entry.
 
 Adding an action is one entry here (and its service); a single-job endpoint
-(POST /api/v1/jobs/{id}/<name>/) is a three-line `@action` in api/views.py that calls it.
+(POST /api/v1/jobs/{id}/<name>/) is a three-line `@action` in api/jobs/views.py that calls it.
 """
 from __future__ import annotations
 
