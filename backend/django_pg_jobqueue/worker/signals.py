@@ -12,7 +12,8 @@ started waiting.
 Events, in the process that records them, after the write committed:
 - `claimed`: a job id, when the pool holds a job it claimed (for an executor, or into its
   prefetch buffer);
-- `started`: a job id, when an executor starts a job (its handler runs next);
+- `started`: a job id, when an executor starts a job (its handler runs next; a prefetched
+  job's start already recorded);
 - `ended`: (job id, status) when the pool wrote a job's outcome: "succeeded" or "cancelled"
   (the completer), "queued" (a retry is scheduled), "failed" or "cancelled" (a failure, or
   the renewer's write for a job past its timeout), or "lease_lost" (a write refused because
