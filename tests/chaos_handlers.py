@@ -164,11 +164,30 @@ class Output(threading.Thread):
     def __init__(self, proc: subprocess.Popen):
         super().__init__(daemon=True)
         self.proc, self.lines = proc, []
+        self._arrived = threading.Condition()
         self.start()
 
     def run(self) -> None:
         for line in self.proc.stdout:
-            self.lines.append((time.monotonic(), line.rstrip("\n")))
+            with self._arrived:
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
+                self._arrived.notify_all()
+        with self._arrived:  # the process ended: no line will come
+            self._arrived.notify_all()
+
+    def wait_for_line(self, needle: str, count: int = 1, timeout: float = 30.0) -> list[str]:
+        """Block until `count` lines contain `needle` (woken by each line as it arrives, no
+        polling): those lines. Fail the test after `timeout` seconds or when the output ends
+        first."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while len(found := self.matching(needle)) < count:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.is_alive():
+                    raise AssertionError(f"{count} line(s) with {needle!r} not seen within "
+                                         f"{timeout}s:\n" + self.text()[-3000:])
+                self._arrived.wait(left)
+            return found
 
     def text(self) -> str:
         return "\n".join(line for _, line in self.lines)

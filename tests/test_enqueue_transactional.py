@@ -14,7 +14,6 @@ from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.tasks_backend import QueueBackend
 from django_pg_jobqueue.tasks_compat import TaskResultDoesNotExist, TaskResultStatus, task_enqueued
 from tests.test_tasks_backend import add
-from tests.utils import wait_for
 
 POLL_SECONDS = 5.0
 
@@ -31,8 +30,9 @@ def idle_pool(worker_pool, **kwargs):
     """A pool whose dispatchers have done their start-up claims and now sleep a whole poll
     interval: from here on, only a NOTIFY can make them claim quickly."""
     pool = worker_pool(threads=2, poll_interval=POLL_SECONDS, **kwargs)
-    wait_for(pool.listener.connected.is_set, message="LISTEN connected")
-    time.sleep(0.3)
+    # LISTEN is up, and the wake-everyone claim that follows it finds nothing: the test's job
+    # is committed a second later.
+    pool.test_signals.wait_state(pool.test_signals.listening, True)
     return pool
 
 
@@ -42,11 +42,11 @@ def test_a_job_is_invisible_to_workers_until_commit_and_picked_up_at_once_on_com
         job = jobs.enqueue("noop", {"from": "view"})
         assert Job.objects.filter(pk=job.id).exists()  # our own transaction sees it
         assert not visible_to_another_session(job.id)
-        time.sleep(1.0)  # a running worker does not see it either
+        time.sleep(1.0)  # by design: a running worker does not see it for a second either
         assert pool.stats.snapshot().get("claimed", 0) == 0
     committed_at = timezone.now()
-    done = wait_for(lambda: Job.objects.get(pk=job.id).status == "succeeded" and
-                    Job.objects.get(pk=job.id), timeout=POLL_SECONDS, message="pickup")
+    pool.test_signals.wait_ended([job.id], "succeeded", timeout=POLL_SECONDS)
+    done = Job.objects.get(pk=job.id)
     claimed = JobEvent.objects.get(job_id=job.id, kind="claimed")
     pickup = (claimed.created_at - committed_at).total_seconds()
     assert claimed.created_at >= committed_at - timedelta(milliseconds=50)
@@ -63,7 +63,7 @@ def test_a_rolled_back_enqueue_never_exists(worker_pool):
             job_id = jobs.enqueue("noop").id
             raise RuntimeError("the view failed after enqueueing")
     kept = jobs.enqueue("noop")  # the next committed job runs normally
-    wait_for(lambda: Job.objects.get(pk=kept.id).status == "succeeded", message="kept job")
+    pool.test_signals.wait_ended([kept.id], "succeeded")
     assert not Job.objects.filter(pk=job_id).exists()
     assert not JobEvent.objects.filter(job_id=job_id).exists()
     assert pool.stats.snapshot()["claimed"] == 1
@@ -71,7 +71,7 @@ def test_a_rolled_back_enqueue_never_exists(worker_pool):
 
 def test_a_job_enqueued_in_a_rolled_back_savepoint_is_gone_while_the_outer_work_commits(
         worker_pool):
-    worker_pool(threads=2)
+    pool = worker_pool(threads=2)
     with transaction.atomic():
         outer = jobs.enqueue("noop")
         try:
@@ -80,12 +80,12 @@ def test_a_job_enqueued_in_a_rolled_back_savepoint_is_gone_while_the_outer_work_
                 raise ValueError("inner step failed")
         except ValueError:
             pass
-    wait_for(lambda: Job.objects.get(pk=outer.id).status == "succeeded", message="outer job")
+    pool.test_signals.wait_ended([outer.id], "succeeded")
     assert not Job.objects.filter(pk=inner.id).exists()
 
 
 def test_enqueue_many_commits_or_rolls_back_as_one(worker_pool):
-    worker_pool(threads=2)
+    pool = worker_pool(threads=2)
     with pytest.raises(UnknownJobType):
         with transaction.atomic():
             jobs.enqueue_many([{"type": "noop"}, {"type": "noop"}])
@@ -93,8 +93,7 @@ def test_enqueue_many_commits_or_rolls_back_as_one(worker_pool):
     assert not Job.objects.exists()
     with transaction.atomic():
         batch = jobs.enqueue_many([{"type": "noop", "queue": "default"} for _ in range(5)])
-    wait_for(lambda: Job.objects.filter(id__in=[j.id for j in batch], status="succeeded").count()
-             == 5, message="batch")
+    pool.test_signals.wait_ended([j.id for j in batch], "succeeded")
 
 
 def test_a_django_task_enqueued_in_a_transaction_follows_it_and_signals_on_commit(worker_pool):
@@ -105,7 +104,7 @@ def test_a_django_task_enqueued_in_a_transaction_follows_it_and_signals_on_commi
 
     task_enqueued.connect(receiver, sender=QueueBackend)
     try:
-        worker_pool(threads=2)
+        pool = worker_pool(threads=2)
         with pytest.raises(RuntimeError):
             with transaction.atomic():
                 lost = add.enqueue(1, 1)
@@ -117,7 +116,8 @@ def test_a_django_task_enqueued_in_a_transaction_follows_it_and_signals_on_commi
             kept = add.enqueue(2, 2)
             assert sent == []  # not before the commit
         assert sent == [kept.id]
-        done = wait_for(lambda: (r := add.get_result(kept.id)).is_finished and r)
+        pool.test_signals.wait_finished([int(kept.id)])
+        done = add.get_result(kept.id)
         assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 4
     finally:
         task_enqueued.disconnect(receiver, sender=QueueBackend)

@@ -9,7 +9,8 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, QueueSetting
 from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.services.claiming import forget_cached_limits
-from tests.utils import spawn_workers, wait_for
+from django_pg_jobqueue.worker.signals import TestSignals
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +28,7 @@ class RunningSampler(threading.Thread):
                 while not self.stop.is_set():
                     cur.execute(f"SELECT count(*) FROM jobs WHERE status = 'running' AND {self.where}")
                     self.samples.append(cur.fetchone()[0])
-                    time.sleep(0.01)
+                    time.sleep(0.01)  # by design: a sample every 10 ms
         finally:
             connection.close()
 
@@ -43,8 +44,7 @@ def test_queue_limit_holds_across_three_worker_processes():
     env = {"JOB_POLL_INTERVAL_SECONDS": "0.05", "JOB_LEASE_SECONDS": "10"}
     procs = [spawn_workers("--threads", "4", env=env) for _ in range(3)]
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 54, 60,
-                 message="all jobs done")
+        wait_until_jobs("succeeded", count=54, timeout=60)
     finally:
         sampler.stop.set()
         for p in procs:
@@ -59,13 +59,14 @@ def test_type_limit_holds_across_pools(worker_pool):
     forget_cached_limits()
     registry.register("limited_sleep", registry.get("sleep").func, concurrency=1)
     try:
-        services.enqueue_many([{"type": "limited_sleep", "payload": {"seconds": 0.2}}
-                               for _ in range(6)])
+        jobs = services.enqueue_many([{"type": "limited_sleep", "payload": {"seconds": 0.2}}
+                                      for _ in range(6)])
         sampler = RunningSampler("type = 'limited_sleep'")
         sampler.start()
-        worker_pool(threads=3)
-        worker_pool(threads=3)
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, 30)
+        signals = TestSignals()  # both pools' events, in one place
+        worker_pool(threads=3, test_signals=signals)
+        worker_pool(threads=3, test_signals=signals)
+        signals.wait_ended([j.id for j in jobs], "succeeded", timeout=30)
         sampler.stop.set()
         sampler.join()
         assert max(sampler.samples) == 1
@@ -77,18 +78,18 @@ def test_paused_queue_is_not_claimed_until_resumed(worker_pool):
     QueueSetting.objects.create(queue="emails", paused=True)
     held = services.enqueue("noop", {}, queue="emails")
     other = services.enqueue("noop", {}, queue="default")
-    worker_pool(threads=2)
-    wait_for(lambda: Job.objects.get(pk=other.pk).status == "succeeded", 10)
-    time.sleep(0.5)  # several poll intervals (0.1 s under fast_queue_settings)
+    pool = worker_pool(threads=2)
+    pool.test_signals.wait_ended([other.pk], "succeeded")
+    time.sleep(0.5)  # by design: several poll intervals (0.1 s under fast_queue_settings)
     assert Job.objects.get(pk=held.pk).status == "queued"
     QueueSetting.objects.filter(queue="emails").update(paused=False)
-    wait_for(lambda: Job.objects.get(pk=held.pk).status == "succeeded", 5,
-             message="claimed within a poll interval or so of the resume")
+    # Claimed within a poll interval or so of the resume.
+    pool.test_signals.wait_ended([held.pk], "succeeded", timeout=5)
 
 
 def test_pausing_lets_running_jobs_finish(worker_pool):
     job = services.enqueue("sleep", {"seconds": 1}, queue="slow")
-    worker_pool(threads=1)
-    wait_for(lambda: Job.objects.get(pk=job.pk).status == "running", 10)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_started([job.pk])
     QueueSetting.objects.create(queue="slow", paused=True)
-    wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", 10)
+    pool.test_signals.wait_ended([job.pk], "succeeded")

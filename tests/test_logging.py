@@ -4,14 +4,13 @@ import json
 import logging
 import re
 import signal
-import time
 
 import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.logformat import JsonFormatter
 from django_pg_jobqueue.models import Job
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers
 
 
 @pytest.fixture
@@ -37,8 +36,7 @@ def test_json_worker_log_lines_carry_job_id_type_attempt_and_worker_id(worker_po
     flaky = services.enqueue("flaky", {"fail_times": 1})
     dead = services.enqueue("fail", {"permanent": True})
     pool = worker_pool(threads=2)
-    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 3,
-             message="three jobs to finish")
+    pool.test_signals.wait_finished([ok.id, flaky.id, dead.id])
     pool.shutdown(grace=2)
     lines = json_lines()
     with_job = [line for line in lines if "job_id" in line]
@@ -85,8 +83,7 @@ def test_at_info_successes_are_quiet_and_failures_are_not(worker_pool, json_line
     ok = services.enqueue("noop", {})
     dead = services.enqueue("fail", {"permanent": True})
     pool = worker_pool(threads=2)
-    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 2,
-             message="both jobs to finish")
+    pool.test_signals.wait_finished([ok.id, dead.id])
     pool.shutdown(grace=2)
     about = {}
     for line in json_lines():
@@ -131,7 +128,7 @@ def test_the_worker_leaves_a_hosts_own_logging_alone(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_run_job_workers_logs_each_django_tasks_line_once():
-    from django_pg_jobqueue.tasks_compat import TaskResultStatus
+    from tests.chaos_handlers import Output
     from tests.test_tasks_backend import add
 
     result = add.enqueue(2, 3)
@@ -139,13 +136,15 @@ def test_run_job_workers_logs_each_django_tasks_line_once():
     # imports it only when the settings name it.
     worker = spawn_workers("--threads", "1", env={
         "DEBUG": "true", "JOB_EXTRA_HANDLER_MODULES": "tests.test_tasks_backend"})
+    output = Output(worker)
     try:
-        wait_for(lambda: add.get_result(result.id).status == TaskResultStatus.SUCCESSFUL,
-                 timeout=30, message="the task to run")
-        time.sleep(0.5)  # the worker's log line after the task_finished signal
+        # The worker's log line after the task_finished signal (the task's only run).
+        output.wait_for_line("state=SUCCESSFUL", timeout=30)
     finally:
         worker.send_signal(signal.SIGTERM)
-        out, _ = worker.communicate(timeout=30)
+        worker.wait(timeout=30)
+        output.join(timeout=5)
+    out = output.text()
     task_lines = [line for line in out.splitlines() if f"id={result.id} " in line
                   and "path=tests.test_tasks_backend.add" in line]
     assert task_lines, out[-3000:]
@@ -229,8 +228,7 @@ def test_the_demo_s_worker_shows_work_happening_with_a_line_a_second():
     needle = " INFO django_pg_jobqueue.summary finished in the last "
     try:
         # Within a second of the first finished job, or of the renewer's next pass (1 s).
-        lines = wait_for(lambda: out.matching(needle), timeout=30,
-                         message="a summary line while the worker runs")
+        out.wait_for_line(needle, timeout=30)
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)

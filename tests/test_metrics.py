@@ -11,7 +11,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, QueueSetting, WorkerProcess
 from django_pg_jobqueue.services.lifecycle import Completion
-from tests.utils import wait_for
 
 
 def scrape(client, **headers):
@@ -160,13 +159,11 @@ def test_a_database_failure_is_a_503_not_a_500(client):
 
 @pytest.mark.django_db(transaction=True)
 def test_metrics_count_what_a_worker_pool_ran(client, worker_pool):
-    for i in range(5):
-        services.enqueue("noop", {"i": i})
-    services.enqueue("fail", {"permanent": True})
+    jobs = [services.enqueue("noop", {"i": i}) for i in range(5)]
+    jobs.append(services.enqueue("fail", {"permanent": True}))
     pool = worker_pool(threads=2)
-    wait_for(lambda: Job.objects.filter(status__in=["succeeded", "failed"]).count() == 6,
-             message="the pool to run six jobs")
-    wait_for(lambda: WorkerProcess.objects.exists(), message="a heartbeat")
+    pool.test_signals.wait_finished([j.id for j in jobs])
+    pool.test_signals.wait_passes(pool.test_signals.renewed, since=0)  # its heartbeat
     m = scrape(client)
     assert value(m, "jobqueue_processed_recent", type="noop", outcome="succeeded") == 5
     assert value(m, "jobqueue_processed_recent", type="fail", outcome="failed") == 1

@@ -18,17 +18,14 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.testing import drain
-from tests.utils import circular_dict, deeply_nested_list, wait_for
+from tests.utils import circular_dict, deeply_nested_list
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FINAL = ("succeeded", "failed", "cancelled")
 
-
-def final(*jobs, timeout=20.0):
-    ids = [j.pk for j in jobs]
-    wait_for(lambda: Job.objects.filter(pk__in=ids, status__in=FINAL).count() == len(ids),
-             timeout, message=f"jobs {ids} to reach a final state")
+def final(pool, *jobs, timeout=20.0):
+    """The jobs' rows once `pool` wrote each one's final outcome (its test signals)."""
+    pool.test_signals.wait_finished([j.pk for j in jobs], timeout)
     return {j.pk: Job.objects.get(pk=j.pk) for j in jobs}
 
 
@@ -55,9 +52,9 @@ def test_a_result_holding_nul_bytes_is_stored_with_replacement_characters_and_la
     custom_handler("nul_result", lambda ctx, payload: {"text": "a\x00b", "k\x00": ["\x00"]})
     bad = services.enqueue("nul_result")
     pool = worker_pool(threads=2)
-    rows = final(bad)
+    rows = final(pool, bad)
     later = noops(5)
-    rows.update(final(*later))
+    rows.update(final(pool, *later))
     assert rows[bad.pk].status == "succeeded"
     assert rows[bad.pk].result == {"text": "a\ufffdb", "k\ufffd": ["\ufffd"]}
     assert {rows[j.pk].status for j in later} == {"succeeded"}
@@ -71,8 +68,8 @@ def test_a_result_holding_lone_surrogates_is_stored_cleaned_and_a_real_pair_is_k
                    lambda ctx, payload: {"lone": "x\ud800y", "low": "\udc00", "pair": "\U0001f600",
                                          "escaped_backslash": "\\u0000"})
     job = services.enqueue("surrogate_result")
-    worker_pool(threads=1)
-    row = final(job)[job.pk]
+    pool = worker_pool(threads=1)
+    row = final(pool, job)[job.pk]
     assert row.status == "succeeded"
     assert row.result == {"lone": "x\ufffdy", "low": "\ufffd", "pair": "\U0001f600",
                           "escaped_backslash": "\\u0000"}
@@ -147,8 +144,8 @@ def test_an_error_postgres_cannot_store_fails_the_job_with_a_cleaned_message(
     custom_handler("bad_error", raises)
     job = services.enqueue("bad_error", max_attempts=2)
     later = noops(3)
-    worker_pool(threads=1)
-    rows = final(job, *later)
+    pool = worker_pool(threads=1)
+    rows = final(pool, job, *later)
     row = rows[job.pk]
     assert row.status == "failed" and row.attempts == 2, "retried once, as any error"
     assert row.last_error == expected
@@ -167,8 +164,8 @@ def test_progress_and_log_messages_with_nul_and_lone_surrogates_are_stored_clean
 
     custom_handler("chatty", chatty)
     job = services.enqueue("chatty")
-    worker_pool(threads=1)
-    assert final(job)[job.pk].status == "succeeded"
+    pool = worker_pool(threads=1)
+    assert final(pool, job)[job.pk].status == "succeeded"
     progress = JobEvent.objects.get(job_id=job.pk, kind="progress")
     logged = JobEvent.objects.get(job_id=job.pk, kind="log")
     assert progress.message == "half\ufffdway \ufffd"
@@ -192,7 +189,7 @@ def test_a_base_exception_from_a_handler_fails_its_job_and_the_thread_runs_the_n
     job = services.enqueue("base_exc", max_attempts=1, priority=5)  # runs first
     later = noops(4)
     pool = worker_pool(threads=1, prefetch=2)  # a second job is already handed to the thread
-    rows = final(job, *later)
+    rows = final(pool, job, *later)
     assert rows[job.pk].status == "failed" and rows[job.pk].last_error == expected
     assert reason(job) == "error"
     assert {rows[j.pk].status for j in later} == {"succeeded"}
@@ -209,8 +206,8 @@ def test_sys_exit_in_a_handler_is_retried_like_any_error_and_the_process_does_no
 
     custom_handler("exits_once", exits_once)
     job = services.enqueue("exits_once", max_attempts=3)
-    worker_pool(threads=1)
-    row = final(job)[job.pk]
+    pool = worker_pool(threads=1)
+    row = final(pool, job)[job.pk]
     assert row.status == "succeeded" and row.result == {"attempt": 2}
     retry = JobEvent.objects.get(job_id=job.pk, kind="retry_scheduled")
     assert retry.message == "SystemExit: bailing out"
@@ -223,8 +220,8 @@ def test_a_handlers_own_type_error_about_json_is_retried_like_any_error(worker_p
 
     custom_handler("own_type_error", serialises_a_decimal)
     job = services.enqueue("own_type_error", max_attempts=2)
-    worker_pool(threads=1)
-    row = final(job)[job.pk]
+    pool = worker_pool(threads=1)
+    row = final(pool, job)[job.pk]
     assert row.status == "failed" and row.attempts == 2
     assert row.last_error == "TypeError: Object of type Decimal is not JSON serializable"
     assert reason(job) == "error"
@@ -249,8 +246,8 @@ def test_a_result_that_cannot_be_encoded_fails_the_job_for_good_saying_why(
         worker_pool, custom_handler, make, words):
     custom_handler("bad_result", lambda ctx, payload: make())
     job = services.enqueue("bad_result", max_attempts=3)
-    worker_pool(threads=1)
-    row = final(job)[job.pk]
+    pool = worker_pool(threads=1)
+    row = final(pool, job)[job.pk]
     assert row.status == "failed" and row.attempts == 1
     assert row.last_error.startswith("the handler's result cannot be stored: ")
     assert words in row.last_error
@@ -267,8 +264,8 @@ def test_a_result_nested_past_the_json_depth_limit_fails_for_good_naming_it_on_a
     at_limit = services.enqueue("nested_result", {"wraps": MAX_JSON_DEPTH - 1})
     past = services.enqueue("nested_result", {"wraps": MAX_JSON_DEPTH}, max_attempts=3)
     also_not_json = services.enqueue("nested_result", {"wraps": 5000}, max_attempts=3)
-    worker_pool(threads=1)
-    rows = final(at_limit, past, also_not_json)
+    pool = worker_pool(threads=1)
+    rows = final(pool, at_limit, past, also_not_json)
     assert rows[at_limit.pk].status == "succeeded"
     assert rows[at_limit.pk].result == deeply_nested_list(MAX_JSON_DEPTH - 1)
     for job in (past, also_not_json):
@@ -302,8 +299,8 @@ def test_a_result_over_job_max_result_bytes_fails_the_job_for_good_with_the_size
     with override_settings(JOB_MAX_RESULT_BYTES=1000):
         small = services.enqueue("big_result", {"n": 900})
         big = services.enqueue("big_result", {"n": 1000}, max_attempts=3)
-        worker_pool(threads=1)
-        rows = final(small, big)
+        pool = worker_pool(threads=1)
+        rows = final(pool, small, big)
     assert rows[small.pk].status == "succeeded"
     assert rows[big.pk].status == "failed" and rows[big.pk].attempts == 1
     assert rows[big.pk].result is None
@@ -316,8 +313,8 @@ def test_the_default_result_cap_is_one_mebibyte(worker_pool, custom_handler):
     custom_handler("big_result", lambda ctx, payload: "x" * payload["n"])
     fits = services.enqueue("big_result", {"n": 1024 * 1024 - 2})  # its JSON: n + 2 quotes
     over = services.enqueue("big_result", {"n": 1024 * 1024 - 1})
-    worker_pool(threads=1)
-    rows = final(fits, over)
+    pool = worker_pool(threads=1)
+    rows = final(pool, fits, over)
     assert rows[fits.pk].status == "succeeded" and len(rows[fits.pk].result) == 1024 * 1024 - 2
     assert rows[over.pk].status == "failed" and "JOB_MAX_RESULT_BYTES (1048576)" in rows[over.pk].last_error
 
@@ -329,8 +326,8 @@ def test_error_messages_and_tracebacks_are_capped_and_say_so(worker_pool, custom
     custom_handler("long_error", long_error)
     with override_settings(JOB_MAX_ERROR_CHARS=200, JOB_MAX_TRACEBACK_CHARS=300):
         job = services.enqueue("long_error", max_attempts=1)
-        worker_pool(threads=1)
-        row = final(job)[job.pk]
+        pool = worker_pool(threads=1)
+        row = final(pool, job)[job.pk]
     assert len(row.last_error) <= 200 and row.last_error.startswith("RuntimeError: eee")
     kept, cut = re.fullmatch(r"(RuntimeError: e+) \[cut: (\d+) more characters\]",
                              row.last_error).groups()
@@ -357,7 +354,7 @@ def test_a_held_job_whose_executor_thread_is_gone_is_no_longer_renewed_and_runs_
     gone.join(5)
     assert not gone.is_alive()
     pool.held.add(Held.of(c, gone.worker_id, owner=gone))
-    row = final(job, timeout=20)[job.pk]
+    row = final(pool, job, timeout=20)[job.pk]
     assert row.status == "succeeded" and row.attempts == 2
     events = list(JobEvent.objects.filter(job_id=job.pk).order_by("id"))
     kinds = [e.kind for e in events]
@@ -374,7 +371,7 @@ def test_the_lane_hands_no_job_to_a_dead_executor_thread(worker_pool):
     gone.stop()
     gone.join(5)
     jobs = noops(10)
-    rows = final(*jobs)
+    rows = final(pool, *jobs)
     assert {r.status for r in rows.values()} == {"succeeded"}
     # None waited for a lease to expire: a claim that raced the thread's end was released.
     assert {r.attempts for r in rows.values()} == {1}
@@ -387,6 +384,7 @@ def test_a_job_claimed_for_a_thread_that_ended_during_the_claim_is_released_unch
         transactional_db, fast_queue_settings):
     from django_pg_jobqueue.engine import PostgresEngine
     from django_pg_jobqueue.worker.pool import WorkerPool
+    from django_pg_jobqueue.worker.signals import TestSignals
 
     class ClaimsAsTheThreadEnds(PostgresEngine):
         def claim(self, **kwargs):
@@ -395,12 +393,12 @@ def test_a_job_claimed_for_a_thread_that_ended_during_the_claim_is_released_unch
                 victim.join(5)
             return super().claim(**kwargs)
 
-    pool = WorkerPool(threads=2, engine=ClaimsAsTheThreadEnds())
+    pool = WorkerPool(threads=2, engine=ClaimsAsTheThreadEnds(), test_signals=TestSignals())
     victim = pool.executors[0]
     jobs = noops(4)
     pool.start()
     try:
-        rows = final(*jobs)
+        rows = final(pool, *jobs)
     finally:
         pool.shutdown(grace=2)
     assert {r.status for r in rows.values()} == {"succeeded"}
@@ -462,7 +460,7 @@ def test_drain_and_the_worker_record_the_same_outcome_for_every_hostile_handler(
         custom_handler(name, func)
     by_worker = [services.enqueue(name, max_attempts=2) for name in HOSTILE]
     pool = worker_pool(threads=2)
-    final(*by_worker)
+    final(pool, *by_worker)
     pool.shutdown(grace=2)
     by_drain = [services.enqueue(name, max_attempts=2) for name in HOSTILE]
     result = drain(include_scheduled=True)
@@ -513,10 +511,10 @@ def test_a_slow_handler_is_renewed_while_it_runs_and_its_neighbours_are_not_dist
     custom_handler("slow", slow)
     job = services.enqueue("slow")
     pool = worker_pool(threads=2, prefetch=2)
-    wait_for(lambda: Job.objects.get(pk=job.pk).status == "running", 10)
-    time.sleep(4)  # two leases of 2 s: renewed all along
+    pool.test_signals.wait_started([job.pk])
+    time.sleep(4)  # by design: two leases of 2 s, renewed all along
     release.set()
-    row = final(job, *noops(3))[job.pk]
+    row = final(pool, job, *noops(3))[job.pk]
     assert row.status == "succeeded" and row.attempts == 1
     assert pool.renewer.orphaned == 0
 
@@ -554,7 +552,7 @@ def test_a_failure_the_database_refuses_is_recorded_without_its_text(
     job = services.enqueue("refused_error", max_attempts=1)
     later = noops(3)
     pool = worker_pool(threads=1)
-    rows = final(job, *later)
+    rows = final(pool, job, *later)
     assert rows[job.pk].status == "failed"
     assert rows[job.pk].last_error == ("RuntimeError: [the error could not be stored: "
                                        "the database refused it (DataError)]")
@@ -572,8 +570,10 @@ def test_a_job_whose_failure_cannot_be_written_at_all_is_left_to_lease_expiry_an
     job = services.enqueue("unwritable_error", max_attempts=1)
     later = noops(3)
     pool = worker_pool(threads=1)
-    rows = final(job, *later, timeout=20)
+    rows = final(pool, *later)
     # The worker stopped renewing it; the reaper ended it when the lease ran out.
+    pool.test_signals.reaped.wait(lambda passes: any(p.get("failed") for p in passes), 20)
+    rows[job.pk] = Job.objects.get(pk=job.pk)
     assert rows[job.pk].status == "failed" and rows[job.pk].last_error.startswith("lease expired")
     assert "lease_expired" in JobEvent.objects.filter(job_id=job.pk).values_list("kind", flat=True)
     assert {rows[j.pk].status for j in later} == {"succeeded"}

@@ -17,7 +17,6 @@ from django_pg_jobqueue.worker.held import Held, HeldJobs
 from django_pg_jobqueue.worker.prefetch import Prefetched
 from django_pg_jobqueue.worker.starter import Starter, StartNotRecorded
 from django_pg_jobqueue.worker.stats import PoolStats
-from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,7 +44,7 @@ def test_a_prefetching_pool_runs_every_job_once_under_its_thread_id(worker_pool)
     ids = [j.pk for j in services.enqueue_many([{"type": "noop", "payload": {"i": i}}
                                                 for i in range(300)])]
     pool = worker_pool(threads=2, batch_size=20, prefetch=16)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 300, 30)
+    pool.test_signals.wait_ended(ids, "succeeded", timeout=30)
     assert set(Job.objects.values_list("attempts", flat=True)) == {1}
     events = JobEvent.objects.filter(job_id__in=ids)
     assert events.filter(kind="claimed").count() == 300
@@ -59,9 +58,9 @@ def test_a_prefetching_pool_runs_every_job_once_under_its_thread_id(worker_pool)
 
 
 def test_prefetch_off_claims_only_for_idle_threads(worker_pool):
-    services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(100)])
+    jobs = services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(100)])
     pool = worker_pool(threads=2, batch_size=20, prefetch=0)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 100, 30)
+    pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=30)
     assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
 
 
@@ -70,9 +69,10 @@ def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, s
     monkeypatch.setattr(Prefetched, "MAX_WAIT_SECONDS", 0.3)
     slow = services.enqueue("prefetch_probe", {"seconds": 2}, priority=10)
     waiting = services.enqueue("prefetch_probe", {}, priority=5)
-    services.enqueue("prefetch_probe", {}, priority=0)
+    last = services.enqueue("prefetch_probe", {}, priority=0)
     pool = worker_pool(threads=1, prefetch=4)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 3, 20)
+    pool.test_signals.wait_released([waiting.pk])
+    pool.test_signals.wait_ended([slow.pk, waiting.pk, last.pk], "succeeded", timeout=20)
     assert kinds(waiting.pk) == ["created", "claimed", "released", "claimed", "succeeded"]
     released = JobEvent.objects.get(job_id=waiting.pk, kind="released")
     assert released.worker_id == f"{pool.process_id}-prefetch"
@@ -86,10 +86,11 @@ def test_a_job_cancelled_while_prefetched_never_runs(worker_pool, slow_handler, 
     services.enqueue("prefetch_probe", {"seconds": 2.5}, priority=10)
     victim = services.enqueue("prefetch_probe", {}, priority=5)
     pool = worker_pool(threads=1, prefetch=4)
-    wait_for(lambda: JobEvent.objects.filter(
-        job_id=victim.pk, kind="claimed", worker_id=f"{pool.process_id}-prefetch").exists(), 10)
+    pool.test_signals.wait_claimed([victim.pk])
+    assert JobEvent.objects.filter(job_id=victim.pk, kind="claimed",
+                                   worker_id=f"{pool.process_id}-prefetch").exists()
     services.cancel(victim.pk)
-    wait_for(lambda: Job.objects.get(pk=victim.pk).status == "cancelled", 15)
+    pool.test_signals.wait_ended([victim.pk], "cancelled", timeout=15)
     assert victim.pk not in slow_handler
     assert Job.objects.get(pk=victim.pk).attempts == 1
 
@@ -99,7 +100,7 @@ def test_shutdown_releases_prefetched_jobs_uncharged(worker_pool, slow_handler, 
     services.enqueue("prefetch_probe", {"seconds": 1}, priority=10)
     waiting = services.enqueue("prefetch_probe", {}, priority=5)
     pool = worker_pool(threads=1, prefetch=4)
-    wait_for(lambda: JobEvent.objects.filter(job_id=waiting.pk, kind="claimed").exists(), 10)
+    pool.test_signals.wait_claimed([waiting.pk])
     stopper = threading.Thread(target=pool.shutdown, kwargs={"grace": 5})
     stopper.start()
     stopper.join(20)
@@ -123,24 +124,25 @@ def test_a_lane_under_a_concurrency_limit_prefetches_nothing(worker_pool, slow_h
 
     set_queue_limit("default", 2)
     forget_cached_limits()
-    services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 0.01}}
-                           for _ in range(60)])
+    jobs = services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 0.01}}
+                                  for _ in range(60)])
     pool = worker_pool(threads=2, batch_size=20, prefetch=16)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 60, 60)
+    pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=60)
     assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
     forget_cached_limits()
 
 
 def test_a_running_prefetched_job_names_the_thread_that_runs_it_as_its_owner(worker_pool,
                                                                                slow_handler):
-    jobs = services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 1.5}}
-                                  for _ in range(4)])
+    services.enqueue_many([{"type": "prefetch_probe", "payload": {"seconds": 1.5}}
+                           for _ in range(4)])
     pool = worker_pool(threads=1, batch_size=4, prefetch=4)
     prefetch_id = f"{pool.process_id}-prefetch"
     # A job claimed into the prefetch buffer, then taken by the pool's one thread: while it
-    # runs, its lease (locked_by) names that thread, as its timeline does.
-    wait_for(lambda: Job.objects.filter(
-        pk__in=[j.pk for j in jobs], status="running", locked_by=f"{pool.process_id}-1",
+    # runs, its lease (locked_by) names that thread, as its timeline does: looked at each time
+    # a job starts (one that waited too long in the buffer goes back and comes again).
+    pool.test_signals.started.wait(lambda started: Job.objects.filter(
+        pk__in=started, status="running", locked_by=f"{pool.process_id}-1",
         events__kind="claimed", events__worker_id=prefetch_id).exists(),
         timeout=20, message="a prefetched job running under its thread's id")
     assert not Job.objects.filter(status="running", locked_by=prefetch_id,

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.registry import registry
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_until_jobs
 
 
 def statuses(queue: str) -> list[str]:
@@ -31,19 +31,18 @@ def test_jobs_go_to_default_unless_a_queue_or_the_type_default_says_otherwise(db
 
 
 def test_a_pool_with_queues_claims_only_from_them(worker_pool):
-    enqueue_in_each(["emails", "reports", "default", "other"])
+    ids = enqueue_in_each(["emails", "reports", "default", "other"])
     pool = worker_pool(threads=2, queues="emails,reports")
-    wait_for(lambda: statuses("emails") + statuses("reports") == ["succeeded"] * 6,
-             message="emails and reports done")
-    time.sleep(0.5)  # several more polls: the other queues stay untouched
+    pool.test_signals.wait_ended(ids["emails"] + ids["reports"], "succeeded")
+    time.sleep(0.5)  # by design: several more polls (0.1 s), and the other queues untouched
     assert statuses("default") == ["queued"] * 3 and statuses("other") == ["queued"] * 3
     assert pool.stats.snapshot()["claimed"] == 6
 
 
 def test_a_pool_without_queues_claims_from_every_queue(worker_pool):
-    enqueue_in_each(["emails", "default", "anything"])
-    worker_pool(threads=2)
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 9, message="all queues")
+    ids = enqueue_in_each(["emails", "default", "anything"])
+    pool = worker_pool(threads=2)
+    pool.test_signals.wait_ended([i for queue in ids.values() for i in queue], "succeeded")
 
 
 @pytest.mark.e2e
@@ -52,9 +51,8 @@ def test_run_job_workers_queues_flag_claims_only_those_queues(transactional_db):
     proc = spawn_workers("--queues", "emails,reports", "--threads", "2",
                          env={"JOB_POLL_INTERVAL_SECONDS": "0.1"})
     try:
-        wait_for(lambda: statuses("emails") + statuses("reports") == ["succeeded"] * 6,
-                 timeout=30, message="emails and reports done by the subprocess")
-        time.sleep(0.5)
+        wait_until_jobs("succeeded", queue__in=["emails", "reports"], count=6, timeout=30)
+        time.sleep(0.5)  # by design: several more polls (0.1 s), and the default queue untouched
         assert statuses("default") == ["queued"] * 3
     finally:
         proc.terminate()
@@ -70,9 +68,8 @@ def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(wor
                            for _ in range(8)])
     # Prefetch off: this is about threads per lane (a prefetched report would be `running`
     # too while it waits for the one thread, until it went back to the queue a second later).
-    worker_pool(queues="emails=2,reports=1", prefetch=0)
-    wait_for(lambda: Job.objects.filter(id__in=[e.id for e in emails], status="succeeded")
-             .count() == 8, timeout=5, message="emails done")
+    pool = worker_pool(queues="emails=2,reports=1", prefetch=0)
+    pool.test_signals.wait_ended([e.id for e in emails], "succeeded", timeout=5)
     report_statuses = list(Job.objects.filter(id__in=[r.id for r in reports])
                            .values_list("status", flat=True))
     # Every email finished while reports still wait their turn on their one thread.
@@ -86,7 +83,7 @@ def test_a_shared_lane_lets_the_same_flood_delay_emails(worker_pool):
                    "priority": 50} for _ in range(4)])
     emails = enqueue_many([{"type": "noop", "queue": "emails"} for _ in range(4)])
     worker_pool(threads=3, queues="emails,reports")
-    time.sleep(0.6)
+    time.sleep(0.6)  # by design: the emails wait behind the 1 s reports all that while
     assert not Job.objects.filter(id__in=[e.id for e in emails], status="succeeded").exists()
 
 

@@ -18,21 +18,9 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` and `spin` in this process)
 from tests.chaos_handlers import Ledger, Output, worker_env
-from tests.utils import process_alive, spawn_workers, wait_for
+from tests.utils import process_alive, spawn_workers, stop_gracefully, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
-
-
-def _stop(proc, out, timeout=30):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except Exception:
-            proc.kill()
-            raise AssertionError("supervisor did not stop on SIGTERM:\n"
-                                 + out.text()[-4000:]) from None
-    return proc.returncode
 
 
 def _child_pids(prefix_jobs=None) -> set[int]:
@@ -51,6 +39,7 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
                          env=worker_env(ledger_path, JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
+        # Polls: which processes hold jobs is known only from the rows they locked.
         pids = wait_for(lambda: len(_child_pids()) == 2 and _child_pids(), timeout=60,
                         message="both children running jobs")
         victim = min(pids)
@@ -58,11 +47,9 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
                     .values_list("id", "locked_by"))
         assert held
         os.kill(victim, signal.SIGKILL)
-        wait_for(lambda: "killed by signal SIGKILL" in out.text(), timeout=10,
-                 message="the supervisor logs the kill")
+        out.wait_for_line("killed by signal SIGKILL", timeout=10)
         # A new child takes the dead one's place and the jobs finish, the victim's too.
-        wait_for(lambda: not Job.objects.exclude(status="succeeded").exists(), timeout=90,
-                 message="every job succeeded")
+        wait_until_jobs("succeeded", timeout=90)
         ledger = Ledger.read(ledger_path)
         pids_seen = {x.pid for x in ledger.executions.values()}
         assert len(pids_seen - pids) >= 1, "a replacement child ran jobs"
@@ -78,7 +65,7 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
             assert settled in (["retry_scheduled"], ["released"])
         assert process_alive(proc.pid)
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     assert Counter(Job.objects.values_list("status", flat=True)) == {"succeeded": 44}
     report = audit()
@@ -96,7 +83,7 @@ def test_sigterm_finishes_or_releases_every_childs_jobs_within_the_grace_and_exi
                          env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=grace,
                                         JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
-    wait_for(lambda: Job.objects.running().count() == 4, timeout=60, message="4 jobs running")
+    wait_until_jobs("running", count=4, timeout=60)
     children = _child_pids()
     proc.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
@@ -128,10 +115,10 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
     proc = spawn_workers("--processes", "2", "--threads", "1", "--prefetch", "0",
                          env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=30))
     out = Output(proc)
-    wait_for(lambda: len(_child_pids()) == 2, timeout=60, message="a job running in each child")
+    wait_until_jobs("running", count=2, timeout=60)  # --threads 1: one in each child
     children = _child_pids()
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
+    time.sleep(0.3)  # by design: a second signal a moment later, as an operator sends it
     proc.send_signal(signal.SIGTERM)  # the impatient operator
     signalled = time.monotonic()
     try:
@@ -140,6 +127,7 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
         proc.kill()
         raise AssertionError(out.text()[-4000:]) from None
     assert rc == 1 and time.monotonic() - signalled < 5
+    # Polls: the children are not ours to wait() on (the supervisor's).
     wait_for(lambda: not any(process_alive(pid) for pid in children), timeout=5,
              message="the children are gone")
     # Released uncharged by the supervisor once they were gone (its own kill, not theirs).
@@ -159,14 +147,11 @@ def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_
                                         JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
-        wait_for(lambda: Job.objects.filter(pk=spin.pk, status="failed").exists(), timeout=90,
-                 message="the spinning job failed")
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 60, timeout=90,
-                 message="the other jobs succeeded")
-        wait_for(lambda: out.text().count("ended for a handler past its timeout") == 2,
-                 timeout=30, message="both attempts' processes were replaced")
+        wait_until_jobs("failed", pk=spin.pk, timeout=90)
+        wait_until_jobs("succeeded", count=60, timeout=90)
+        out.wait_for_line("ended for a handler past its timeout", count=2, timeout=30)
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     spin.refresh_from_db()
     assert spin.attempts == 2 and "timed out after 2s" in spin.last_error
@@ -196,10 +181,9 @@ def test_max_jobs_per_process_recycles_after_that_many_jobs_with_none_lost_or_ru
                          env=worker_env(ledger_path, JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 250, timeout=120,
-                 message="every job succeeded")
+        wait_until_jobs("succeeded", count=250, timeout=120)
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     ledger = Ledger.read(ledger_path)
     assert not ledger.duplicate_starts
@@ -220,10 +204,9 @@ def test_max_memory_per_process_recycles_a_process_that_grew_past_it(tmp_path):
                          env=worker_env(ledger_path, JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, timeout=120,
-                 message="every job succeeded")
+        wait_until_jobs("succeeded", count=6, timeout=120)
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     assert "over --max-memory-per-process 200 MiB: recycling" in out.text()
     assert "recycled (exit status 3)" in out.text()
@@ -251,8 +234,7 @@ def test_a_stop_that_catches_a_child_still_starting_is_a_clean_stop(tmp_path):
                          env={**worker_env(tmp_path / "ledger.tsv", JOB_WORKER_LOG_LEVEL="INFO"),
                               "PYTHONPATH": pythonpath})
     out = Output(proc)
-    wait_for(lambda: "started worker process 1" in out.text(), timeout=30,
-             message="the supervisor started its second child")
+    out.wait_for_line("started worker process 1", timeout=30)
     proc.send_signal(signal.SIGTERM)
     try:
         rc = proc.wait(30)
@@ -277,8 +259,7 @@ def test_a_sigterm_to_the_whole_process_group_is_one_graceful_stop(tmp_path):
                          start_new_session=True)  # its own process group, as a unit's
     out = Output(proc)
     try:
-        wait_for(lambda: Job.objects.filter(pk=job.pk, status="running").exists(), timeout=60,
-                 message="the job running")
+        wait_until_jobs("running", pk=job.pk, timeout=60)
         os.killpg(proc.pid, signal.SIGTERM)
         rc = proc.wait(30)
     except Exception:
@@ -310,10 +291,10 @@ def test_a_child_that_died_has_its_jobs_settled_at_once_running_ones_charged_pre
                                         JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
-        wait_for(lambda: not Job.objects.filter(status__in=["queued", "running"]).exists(),
-                 timeout=45, message="every job settled, well before any lease expired")
+        wait_until_jobs(("succeeded", "failed"), timeout=45,
+                        message="every job settled, well before any lease expired")
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     assert out.text().count("exited with status 1") == 2, out.text()[-4000:]
     for job in (bystander, killer, waiting):
@@ -350,12 +331,10 @@ def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails
     try:
         # Two child start-ups, growths and recycles: on a loaded machine a start-up alone
         # has taken 10 s (a run where 45 s was too short).
-        wait_for(lambda: Job.objects.filter(pk=grow.pk, status="failed").exists(), timeout=120,
-                 message="the growing job failed for good")
-        wait_for(lambda: Job.objects.filter(pk=other.pk, status="succeeded").exists(),
-                 timeout=30, message="the other job succeeded")
+        wait_until_jobs("failed", pk=grow.pk, timeout=120)
+        wait_until_jobs("succeeded", pk=other.pk, timeout=30)
     finally:
-        rc = _stop(proc, out)
+        rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
     assert out.text().count("recycled (exit status 3)") == 2, out.text()[-4000:]
     grow.refresh_from_db()

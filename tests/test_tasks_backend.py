@@ -24,7 +24,6 @@ from django_pg_jobqueue.tasks_compat import (
     task_finished,
     task_started,
 )
-from tests.utils import wait_for
 
 ORDER: list[str] = []
 GATE = threading.Event()
@@ -79,21 +78,20 @@ def returns_a_set():
     return {1, 2}
 
 
-def finished(result_id, fn=add):
-    def check():
-        r = fn.get_result(result_id)
-        return r if r.is_finished else None
-    return check
+def finished(pool, result, fn=add, timeout: float = 10.0):
+    """The task's result once `pool` wrote its job's final outcome (its test signal)."""
+    pool.test_signals.wait_finished([int(result.id)], timeout)
+    return fn.get_result(result.id)
 
 
 # -- success ----------------------------------------------------------------------------------
 
 def test_a_task_runs_in_the_worker_and_its_return_value_comes_back(worker_pool):
-    worker_pool(threads=2)
+    pool = worker_pool(threads=2)
     result = add.enqueue(2, b=40)
     assert result.status == TaskResultStatus.READY
     assert result.backend == "default" and result.args == [2] and result.kwargs == {"b": 40}
-    done = wait_for(finished(result.id), message="add to finish")
+    done = finished(pool, result)
     assert done.status == TaskResultStatus.SUCCESSFUL
     assert done.return_value == 42
     assert done.errors == []
@@ -104,13 +102,13 @@ def test_a_task_runs_in_the_worker_and_its_return_value_comes_back(worker_pool):
 
 
 def test_an_async_task_runs_natively_and_aenqueue_and_aget_result_work(worker_pool):
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
 
     async def produce():
         return await async_multiply.aenqueue(6, 7)
 
     result = asyncio.run(produce())
-    wait_for(finished(result.id, async_multiply), message="async task")
+    finished(pool, result, async_multiply)
 
     async def read():
         return await async_multiply.aget_result(result.id)
@@ -122,9 +120,9 @@ def test_an_async_task_runs_natively_and_aenqueue_and_aget_result_work(worker_po
 # -- exception and retry ----------------------------------------------------------------------
 
 def test_a_failing_task_is_retried_and_then_succeeds(worker_pool):
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
     result = fail_then_succeed.enqueue(fail_times=1)
-    done = wait_for(finished(result.id, fail_then_succeed), message="retried task")
+    done = finished(pool, result, fail_then_succeed)
     assert done.status == TaskResultStatus.SUCCESSFUL
     assert done.return_value == {"attempt": 2, "job_id": int(result.id)}
     assert done.attempts == 2
@@ -134,9 +132,9 @@ def test_a_failing_task_is_retried_and_then_succeeds(worker_pool):
 
 
 def test_a_task_that_always_fails_ends_failed_with_each_attempts_error(worker_pool):
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
     result = always_fail.enqueue("no such thing")
-    done = wait_for(finished(result.id, always_fail), message="failing task")
+    done = finished(pool, result, always_fail)
     assert done.status == TaskResultStatus.FAILED
     assert done.attempts == 2  # max_attempts=2 from @task_options(...)
     assert [e.exception_class_path for e in done.errors] == ["builtins.KeyError"] * 2
@@ -159,10 +157,9 @@ def test_signals_follow_each_attempt(worker_pool):
     for signal, receiver in receivers:
         signal.connect(receiver, sender=QueueBackend)
     try:
-        worker_pool(threads=1)
+        pool = worker_pool(threads=1)
         result = fail_then_succeed.enqueue(fail_times=1)
-        wait_for(finished(result.id, fail_then_succeed), message="retried task")
-        wait_for(lambda: len(seen) == 5, message="five signals")
+        finished(pool, result, fail_then_succeed)
     finally:
         for signal, receiver in receivers:
             signal.disconnect(receiver, sender=QueueBackend)
@@ -176,9 +173,9 @@ def test_signals_follow_each_attempt(worker_pool):
 
 
 def test_a_return_value_that_is_not_json_fails_the_task_without_retrying(worker_pool):
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
     result = returns_a_set.enqueue()
-    done = wait_for(finished(result.id, returns_a_set), message="bad return value")
+    done = finished(pool, result, returns_a_set)
     assert done.status == TaskResultStatus.FAILED and done.attempts == 1
     assert done.errors[0].exception_class is TypeError
 
@@ -195,15 +192,16 @@ def test_get_result_while_queued_running_and_finished(worker_pool):
         _ = queued.return_value
 
     pool = worker_pool(threads=1)
-    running = wait_for(lambda: (r := gated.get_result(result.id)).status
-                       == TaskResultStatus.RUNNING and r, message="running")
+    pool.test_signals.wait_started([int(result.id)])
+    running = gated.get_result(result.id)
+    assert running.status == TaskResultStatus.RUNNING
     assert running.started_at is not None and running.finished_at is None
     assert running.worker_ids == [pool.executors[0].worker_id]
     with pytest.raises(ValueError, match="not finished"):
         _ = running.return_value
 
     GATE.set()
-    done = wait_for(finished(result.id, gated), message="finished")
+    done = finished(pool, result, gated)
     assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == "released"
     assert done.finished_at >= done.started_at
 
@@ -226,22 +224,21 @@ def test_higher_priority_tasks_run_first(worker_pool):
     ORDER.clear()
     ids = [record.using(priority=p).enqueue(label).id
            for label, p in [("low", -10), ("mid", 0), ("high", 50), ("top", 100)]]
-    worker_pool(threads=1, batch_size=1)
-    for result_id in ids:
-        wait_for(finished(result_id, record), message="recorded")
+    pool = worker_pool(threads=1, batch_size=1)
+    pool.test_signals.wait_finished([int(i) for i in ids])
     assert ORDER == ["top", "high", "mid", "low"]
     assert record.get_result(ids[2]).task.priority == 50
 
 
 def test_run_after_defers_the_task(worker_pool):
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
     run_after = timezone.now() + timedelta(seconds=1.5)
     result = add.using(run_after=run_after).enqueue(1, 1)
     assert result.task.run_after == run_after
     for _ in range(5):
         assert add.get_result(result.id).status == TaskResultStatus.READY
         threading.Event().wait(0.2)
-    done = wait_for(finished(result.id), timeout=10, message="deferred task")
+    done = finished(pool, result, timeout=10)
     assert done.status == TaskResultStatus.SUCCESSFUL
     assert done.started_at >= run_after
 
@@ -295,11 +292,11 @@ def test_a_cancelled_task_is_failed_with_an_error_saying_so(db):
 def test_a_timed_out_async_task_is_cancelled_and_failed_with_a_timeout_error(worker_pool):
     pool = worker_pool(threads=1)
     result = async_sleep.enqueue(30)
-    done = wait_for(finished(result.id, async_sleep), timeout=10, message="timeout")
+    done = finished(pool, result, async_sleep, timeout=10)
     assert done.status == TaskResultStatus.FAILED
     assert done.errors[0].exception_class is TimeoutError
-    # The coroutine was cancelled: the executor is free again long before 30 s.
-    wait_for(lambda: not pool.busy_executors(), timeout=3, message="executor freed")
+    # The coroutine was cancelled: its one executor runs the next task long before 30 s.
+    assert finished(pool, add.enqueue(1, b=1), timeout=3).return_value == 2
 
 
 def test_the_backend_reports_its_features_and_misconfiguration(db):

@@ -13,20 +13,9 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Ledger, Output, worker_env
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import spawn_workers, stop_gracefully, stop_workers, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
-
-
-def _stop(proc, out, timeout=20):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except Exception:
-            proc.kill()
-            raise AssertionError("worker did not stop on SIGTERM:\n" + out.text()[-3000:]) from None
-    return proc.returncode
 
 
 def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
@@ -40,6 +29,8 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
     prefix = None
     try:
         # Kill it while it holds several jobs, the long ones among them.
+        # Polls: "at least 6 running, the 3 long ones among them" is a row count from another
+        # OS process.
         wait_for(lambda: Job.objects.running().filter(payload__mode="long").count() == 3
                  and Job.objects.running().count() >= 6, timeout=30, message="victim busy")
         prefix = Job.objects.running().values_list("locked_by", flat=True)[0].rsplit("-", 1)[0]
@@ -57,10 +48,9 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
     survivor = spawn_workers("--threads", "6", env=worker_env(ledger_path))
     survivor_out = Output(survivor)
     try:
-        wait_for(lambda: not Job.objects.exclude(status__in=["succeeded", "failed"]).exists(),
-                 timeout=60, message="every job finished")
+        wait_until_jobs(("succeeded", "failed"), timeout=60)
     finally:
-        rc = _stop(survivor, survivor_out)
+        rc = stop_gracefully(survivor, survivor_out)
     assert rc == 0, survivor_out.text()[-3000:]
 
     assert Counter(Job.objects.values_list("status", flat=True)) == {"succeeded": 153}
@@ -199,10 +189,9 @@ def test_a_supervised_childs_prefetched_jobs_come_back_uncharged_when_it_dies(tm
     host = spawn_workers("--processes", "1", "--threads", "1", env=env)
     out = Output(host)
     try:
-        wait_for(lambda: not Job.objects.exclude(status__in=["succeeded", "failed"]).exists(),
-                 timeout=90, message="the backlog drained")
+        wait_until_jobs(("succeeded", "failed"), timeout=90, message="the backlog drained")
     finally:
-        rc = _stop(host, out)
+        rc = stop_gracefully(host, out)
     assert rc == 0, out.text()[-3000:]
     released = _assert_charged_only_for_runs(ledger_path, poison)
     assert len(out.matching("starting a new one in")) == deaths

@@ -15,6 +15,7 @@ def test_a_pool_sends_no_signal_unless_a_test_asks_for_them(fast_queue_settings)
 
     pool = WorkerPool(threads=1)
     assert pool.test_signals is None and pool.stats.signals is None
+    assert all(part.signals is None for part in (*pool.maintenance, pool.leadership, pool.held))
     stats = PoolStats()
     stats.completed([(1, "succeeded", 0.1)])  # counted, nothing kept
     assert stats.snapshot() == {"succeeded": 1}
@@ -30,6 +31,20 @@ def test_each_outcome_is_signalled_after_it_was_written(worker_pool):
                                                                             "succeeded"]
     assert pool.test_signals.started.seen().count(job.id) == 2
     assert Job.objects.get(pk=job.pk).status == "succeeded"
+
+
+def test_claims_leadership_listen_and_each_maintenance_pass_are_signalled(worker_pool):
+    pool = worker_pool(threads=1)
+    signals = pool.test_signals
+    signals.wait_state(signals.leading, True)
+    signals.wait_state(signals.listening, True)
+    for loop in (signals.renewed, signals.reaped, signals.staged):
+        assert signals.wait_passes(loop, since=0)
+    job = services.enqueue("noop", {})
+    signals.wait_claimed([job.id])
+    assert signals.wait_finished([job.id]) == {job.id: "succeeded"}
+    pool.shutdown(grace=1)
+    assert signals.leading.seen()[-1] is False  # resigned at the stop
 
 
 def test_a_wait_that_times_out_says_what_it_waited_for_and_what_came():

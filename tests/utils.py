@@ -24,6 +24,46 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
         time.sleep(interval)
 
 
+def wait_until_jobs(status: str | tuple[str, ...], *, count: int | None = None,
+                    timeout: float = 30.0, message: str = "", **filters):
+    """Wait until the jobs `filters` select (Job.objects.filter(**filters); every job if none)
+    are all in `status` (one or a tuple), or, with `count`, until exactly `count` of them are;
+    return those jobs. Fail the test after `timeout` seconds.
+
+    For jobs run by `run_job_workers` subprocesses: no in-process test signal reaches here from
+    another OS process, and no NOTIFY tells an outcome, so this reads the rows (every 50 ms,
+    one query). In-process pools wait on `pool.test_signals` instead."""
+    from django_pg_jobqueue.models import Job
+
+    statuses = (status,) if isinstance(status, str) else tuple(status)
+    selected = Job.objects.filter(**filters)
+
+    def settled():  # (the jobs,) once settled: a tuple, truthy even with no job
+        if count is not None:
+            jobs = list(selected.filter(status__in=statuses))
+            return (jobs,) if len(jobs) == count else None
+        return None if selected.exclude(status__in=statuses).exists() else (list(selected),)
+
+    what = f"{'every' if count is None else count} job(s) {filters or ''} {'/'.join(statuses)}"
+    return wait_for(settled, timeout, message=message or what)[0]
+
+
+def stop_gracefully(proc: subprocess.Popen, out=None, timeout: float = 20) -> int:
+    """SIGTERM a worker process (if still running) and wait for it: its exit code. One that
+    has not exited within `timeout` is killed and fails the test with its output's tail
+    (`out`: its tests.chaos_handlers.Output)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            tail = out.text()[-4000:] if out is not None else ""
+            raise AssertionError(f"{proc.args[2:]} did not stop on SIGTERM:\n{tail}") from None
+    return proc.returncode
+
+
 def start_pool(**kwargs):
     """A started in-process WorkerPool with test signals on: wait on `pool.test_signals`
     (django_pg_jobqueue.worker.signals) rather than polling for what the pool does."""

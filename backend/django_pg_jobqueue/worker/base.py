@@ -19,6 +19,7 @@ from ..db import worker_connection
 
 if TYPE_CHECKING:
     from .leader import Leadership
+    from .signals import TestSignals
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
@@ -62,6 +63,7 @@ class ServiceThread(threading.Thread):
     interval: float = 1.0
     # A maintenance loop runs only while this process leads (worker/leader.py); None: always.
     leadership: "Leadership | None" = None
+    signals: "TestSignals | None" = None  # the pool's test signals, when a test asked (signals.py)
 
     def __init__(self, name: str, logger: logging.Logger):
         super().__init__(name=name, daemon=True)
@@ -94,7 +96,9 @@ class ServiceThread(threading.Thread):
                 try:
                     close_old_connections()
                     with worker_connection():  # given back, or discarded if it broke
-                        self.run_once()
+                        result = self.run_once()
+                    if self.signals is not None:
+                        self.signals.pass_done(self.name, result)
                     self.backoff.reset()
                     # Read after the pass: run_once may set the wait until its next one (the
                     # periodic enqueuer sleeps until the next tick, not the last pass's guess).

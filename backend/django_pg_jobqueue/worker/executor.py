@@ -183,6 +183,7 @@ class JobRunner:
                 unstarted = self._adopt(job, held)
                 if unstarted is not None:
                     return unstarted
+            self.stats.started(job)
             try:
                 result = forks.run_here(lambda: middleware.run_handler(spec.run, ctx, job),
                                         job.id)

@@ -6,10 +6,13 @@ alive and running that job, a buffer while the job is in it, the completer while
 is alive. The renewer renews only owned jobs (worker/renewer.py: the watchdog)."""
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
 from ..engine import ClaimedJob, Engine
+
+if TYPE_CHECKING:
+    from .signals import TestSignals
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Held:
 
 
 class HeldJobs:
+    signals: "TestSignals | None" = None  # the pool's test signals, when a test asked (signals.py)
+
     def __init__(self):
         self._lock = threading.Lock()
         self._jobs: dict[int, Held] = {}
@@ -58,12 +63,16 @@ class HeldJobs:
     def add(self, held: Held) -> None:
         with self._lock:
             self._jobs[held.job.id] = held
+        if self.signals is not None:
+            self.signals.claimed.emit(held.job.id)
 
     def add_many(self, helds: list[Held]) -> None:
         """add for each, under one lock (a claim's prefetched jobs)."""
         with self._lock:
             for held in helds:
                 self._jobs[held.job.id] = held
+        if self.signals is not None:
+            self.signals.claimed.emit(*(held.job.id for held in helds))
 
     def discard(self, job_id: int, lease_token) -> Held | None:
         """Forget a job while it is still held under this lease token; return it, or None."""

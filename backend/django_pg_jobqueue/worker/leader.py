@@ -28,9 +28,13 @@ import logging
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from .. import conf
 from ..engine import Engine, default_engine
+
+if TYPE_CHECKING:
+    from .signals import TestSignals
 
 log = logging.getLogger("django_pg_jobqueue.leader")
 
@@ -44,6 +48,8 @@ def heartbeat_interval(lease_seconds: float | None = None) -> float:
 
 
 class Leadership:
+    signals: "TestSignals | None" = None  # the pool's test signals, when a test asked (signals.py)
+
     def __init__(self, process_id: str, *, role: str = MAINTENANCE,
                  lease_seconds: float | None = None, enabled: bool | None = None,
                  engine: Engine | None = None):
@@ -88,6 +94,8 @@ class Leadership:
                 self.elected.set()
                 log.info("%s leads %s now (lease %ss)", self.process_id, self.role,
                          self.lease_seconds)
+                if self.signals is not None:
+                    self.signals.leading.emit(True)
         return True
 
     def _lose(self, why: str) -> None:
@@ -96,6 +104,8 @@ class Leadership:
                 return
             self._valid_until = 0.0
             self.elected.clear()
+            if self.signals is not None:
+                self.signals.leading.emit(False)
         log.warning("%s no longer leads %s: %s", self.process_id, self.role, why)
 
     def resign(self) -> None:
@@ -126,6 +136,8 @@ class HostLeadership(Leadership):
                     self.elected.set()
                     log.info("%s leads %s now (its supervisor holds the lease for it, %ss)",
                              self.process_id, self.role, self.lease_seconds)
+                    if self.signals is not None:
+                        self.signals.leading.emit(True)
             return True
         if self.elected.is_set():
             self._lose("its supervisor no longer holds the lease for it")

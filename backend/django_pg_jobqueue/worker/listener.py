@@ -12,16 +12,22 @@ DATABASES entry. NOTIFY itself is sent inside the enqueuing transaction and work
 pooler: PostgreSQL delivers it to every listener of the database on commit."""
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from .. import conf, db
 from .base import Backoff, RateLimitedLog
 
+if TYPE_CHECKING:
+    from .signals import TestSignals
+
 log = logging.getLogger("django_pg_jobqueue.listener")
 
 
 class Listener(threading.Thread):
+    signals: "TestSignals | None" = None  # the pool's test signals, when a test asked (signals.py)
+
     def __init__(self, on_notify, connected=None):
         super().__init__(name="listener", daemon=True)
         self.on_notify = on_notify  # callback(queue_name)
@@ -41,6 +47,8 @@ class Listener(threading.Thread):
                 with psycopg.connect(**params, autocommit=True) as conn:
                     db.listen(conn)
                     self.connected.set()
+                    if self.signals is not None:
+                        self.signals.listening.emit(True)
                     backoff.reset()
                     # Wake everyone once after (re)connecting: notifications sent while we
                     # were away are lost.
@@ -50,6 +58,8 @@ class Listener(threading.Thread):
                             self.on_notify(note.payload)
             except psycopg.Error as exc:
                 self.connected.clear()
+                if self.signals is not None:
+                    self.signals.listening.emit(False)
                 errors.error("listener: %s", exc)
                 self.stopping.wait(backoff.next_delay())
 

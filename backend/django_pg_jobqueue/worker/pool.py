@@ -368,6 +368,8 @@ class WorkerPool:
                 loop.leadership = self.leadership
         self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
                                               self.periodic, self.stager) if t]
+        for part in (*self.maintenance, self.leadership, self.listener, self.held):
+            part.signals = test_signals  # None, the default: each sends none
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:
@@ -530,6 +532,8 @@ class WorkerPool:
                 with db.worker_connection():
                     released = self.engine.release_many(items, message=message)
                 self.stats.released(len(released))
+                if self.test_signals is not None:
+                    self.test_signals.released.emit(*released)
                 log.info("released %d job(s) to the queue: %s", len(released), released)
                 return
             except CONNECTION_ERRORS as exc:

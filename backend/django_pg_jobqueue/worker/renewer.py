@@ -175,6 +175,8 @@ class LeaseRenewer(ServiceThread):
             return
         log.warning("timed out job=%s type=%s attempt=%s -> %s", h.job.id, h.job.type,
                     h.job.attempt, status)
+        if self.signals is not None:
+            self.signals.ended.emit((h.job.id, status))
         if status in ("queued", "failed"):  # the handler's own end is not told again: stopped
             middleware.report_failure(h.job, None, status, reason="timeout", error=error)
 

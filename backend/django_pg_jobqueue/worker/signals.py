@@ -10,19 +10,33 @@ started waiting.
     pool.test_signals.wait_ended([job.id], "succeeded")   # {job id: status}, or AssertionError
 
 Events, in the process that records them, after the write committed:
-- `started`: a job id, when an executor starts a job (its handler runs next);
+- `claimed`: a job id, when the pool holds a job it claimed (for an executor, or into its
+  prefetch buffer);
+- `started`: a job id, when an executor starts a job (its handler runs next; a prefetched
+  job's start already recorded);
 - `ended`: (job id, status) when the pool wrote a job's outcome: "succeeded" or "cancelled"
-  (the completer), "queued" (a retry is scheduled), "failed" or "cancelled" (a failure), or
-  "lease_lost" (a write refused because the lease was lost).
-A timeout (the renewer) and an expired lease (the reaper) are not signalled: wait for those
-on the database."""
+  (the completer), "queued" (a retry is scheduled), "failed" or "cancelled" (a failure, or
+  the renewer's write for a job past its timeout), or "lease_lost" (a write refused because
+  the lease was lost);
+- `released`: a job id, when the pool gave a job back uncharged (a stale prefetched job, a
+  shutdown's, an orphan's);
+- each maintenance loop's pass, with what `run_once()` returned: `renewed` (the renewer's
+  counts), `reaped` (the reaper's counts, {} when nothing expired), `staged` (how many queues
+  the stager woke), `pruned` (the pruner's counts), `ticked` (the periodic enqueuer's counts);
+  a pass that raised sends nothing;
+- `leading`: True when this process became the maintenance leader, False when it stopped;
+- `listening`: True when the LISTEN connection is up, False when it was lost.
+An expired lease is the reaper's (another process's, perhaps): wait on `reaped`, or on the
+database."""
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 __all__ = ["TestSignal", "TestSignals"]
+
+FINISHED = ("succeeded", "failed", "cancelled")  # the outcomes after which a job never runs again
 
 
 class TestSignal:
@@ -68,8 +82,52 @@ class TestSignals:
     __test__ = False
 
     def __init__(self):
+        self.claimed = TestSignal("claimed")
         self.started = TestSignal("started")
         self.ended = TestSignal("ended")
+        self.released = TestSignal("released")
+        self.renewed = TestSignal("renewed")
+        self.reaped = TestSignal("reaped")
+        self.staged = TestSignal("staged")
+        self.pruned = TestSignal("pruned")
+        self.ticked = TestSignal("ticked")
+        self.leading = TestSignal("leading")
+        self.listening = TestSignal("listening")
+        # A maintenance loop's pass (worker/base.py), by the loop's thread name.
+        self._passes = {"renewer": self.renewed, "reaper": self.reaped, "stager": self.staged,
+                        "pruner": self.pruned, "periodic": self.ticked}
+
+    def pass_done(self, service: str, result) -> None:
+        """A maintenance loop (`service`, its thread's name) finished a pass: `result`."""
+        signal = self._passes.get(service)
+        if signal is not None:
+            signal.emit(result)
+
+    def wait_passes(self, signal: TestSignal, n: int = 1, timeout: float = 10.0,
+                    since: int | None = None) -> list:
+        """Block until `n` more passes of a maintenance loop's `signal` (e.g. `reaped`) than
+        `since` (how many it had: by default, now) were sent; their results. A pass under way
+        when this is called counts: ask for 2 for a whole pass that began after."""
+        start = len(signal.seen()) if since is None else since
+        return signal.wait(lambda seen: seen[start:] if len(seen) >= start + n else None,
+                           timeout, f"{n} {signal.name} pass(es)")
+
+    def wait_claimed(self, job_ids: Iterable[int], timeout: float = 10.0) -> None:
+        """Block until every job of `job_ids` was claimed by this pool."""
+        wanted = set(job_ids)
+        self.claimed.wait(lambda seen: wanted <= set(seen), timeout,
+                          f"jobs {sorted(wanted)} to be claimed")
+
+    def wait_released(self, job_ids: Iterable[int], timeout: float = 10.0) -> None:
+        """Block until every job of `job_ids` was given back uncharged by this pool."""
+        wanted = set(job_ids)
+        self.released.wait(lambda seen: wanted <= set(seen), timeout,
+                           f"jobs {sorted(wanted)} to be released")
+
+    def wait_state(self, signal: TestSignal, state: bool = True, timeout: float = 10.0) -> None:
+        """Block until the latest value of `leading` or `listening` is `state`."""
+        signal.wait(lambda seen: bool(seen) and seen[-1] is state, timeout,
+                    f"{signal.name} to be {state}")
 
     def wait_started(self, job_ids: Iterable[int], timeout: float = 10.0) -> None:
         """Block until every job of `job_ids` was started by an executor."""
@@ -77,16 +135,23 @@ class TestSignals:
         self.started.wait(lambda seen: wanted <= set(seen), timeout,
                           f"jobs {sorted(wanted)} to start")
 
-    def wait_ended(self, job_ids: Iterable[int], status: str | None = None,
+    def wait_ended(self, job_ids: Iterable[int], status: str | Collection[str] | None = None,
                    timeout: float = 10.0) -> dict[int, str]:
-        """Block until every job of `job_ids` ended with `status` (any, if None): the
-        statuses each ended with (the latest, for a job that ran more than once)."""
+        """Block until every job of `job_ids` ended with `status` (one, or any of several;
+        any, if None): the statuses each ended with (the latest, for a job that ran more than
+        once)."""
         wanted = set(job_ids)
+        accepted = {status} if isinstance(status, str) else status
 
         def ended(seen):
             latest = {job_id: s for job_id, s in seen if job_id in wanted
-                      and (status is None or s == status)}
+                      and (accepted is None or s in accepted)}
             return latest if set(latest) == wanted else None
 
         return self.ended.wait(ended, timeout,
                                f"jobs {sorted(wanted)} to end" + (f" {status}" if status else ""))
+
+    def wait_finished(self, job_ids: Iterable[int], timeout: float = 10.0) -> dict[int, str]:
+        """Block until every job of `job_ids` ended for good (succeeded, failed or cancelled,
+        not a retry's "queued"): the status each ended with."""
+        return self.wait_ended(job_ids, FINISHED, timeout)

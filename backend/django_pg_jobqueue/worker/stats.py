@@ -38,6 +38,9 @@ class PoolStats:
 
     def claimed(self, job) -> None:
         self._inc("claimed")
+
+    def started(self, job) -> None:
+        """Its handler runs next (a prefetched job's start recorded): the test signal."""
         if self.signals is not None:
             self.signals.started.emit(job.id)
 
