@@ -1,7 +1,6 @@
 import { useRef, useState } from "react";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { jobActionsMutation } from "../api/jobs";
-import type { BulkAction, Job, JobActionFilter, JobActionResult } from "../api/types";
+import type { UseMutationResult } from "@tanstack/react-query";
+import type { BulkAction, Job, JobActionFilter, JobActionResult, JobActions } from "../api/types";
 import { InlineConfirm } from "./Confirm";
 import type { FilterValues } from "./JobFilters";
 import { Notice } from "./Notice";
@@ -76,9 +75,12 @@ export function summarizeAction(
  * The action bar over a job table: the selection (rows picked on this page, or every job
  * matching the filter), cancel / retry / delete each after a confirmation naming the count,
  * and the outcome (done, refused and why): shown here, or handed to `onOutcome` when the page
- * shows its own actions' outcomes in one place.
+ * shows its own actions' outcomes in one place. The route runs the actions (`run`).
  */
+export type BulkRun = UseMutationResult<JobActionResult, Error, JobActions>;
+
 export function BulkActions({
+  run,
   rows,
   selected,
   onSelect,
@@ -90,6 +92,7 @@ export function BulkActions({
   onOutcome,
   matchingAllowed = true,
 }: {
+  run: BulkRun;
   rows: Job[];
   selected: Set<number>;
   onSelect: (ids: Set<number>) => void;
@@ -106,8 +109,6 @@ export function BulkActions({
    */
   matchingAllowed?: boolean;
 }) {
-  const queryClient = useQueryClient();
-  const run = useMutation(jobActionsMutation(queryClient));
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
   const count = allMatching ? matching : selected.size;
@@ -119,7 +120,7 @@ export function BulkActions({
     : run.isSuccess
       ? summarizeAction(run.variables.action, run.data)
       : run.isError
-        ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
+        ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${run.error.message}` }
         : null;
   const confirm = (action: BulkAction) => {
     const body = allMatching ? matchingBody(action, filter) : { action, ids: [...selected] };

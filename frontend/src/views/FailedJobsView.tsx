@@ -15,12 +15,13 @@ import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States"
 import type { Notice as NoticeText } from "../lib/jobView";
 import { formatRelative, useNow } from "../lib/time";
 import type { Selection } from "../lib/useSelection";
-import type { ListPlace } from "./JobsView";
+import type { ListPlace, ListTools } from "./JobsView";
 import type { Loaded } from "./types";
 
 export function FailedJobsView({
   jobs,
   place: { values, setValues, page, pageSize, setPage, setPageSize },
+  tools,
   filters,
   refused,
   pastEnd,
@@ -33,6 +34,7 @@ export function FailedJobsView({
 }: {
   jobs: Loaded<JobPage>;
   place: ListPlace;
+  tools: ListTools;
   /** The filters as sent: the address's, status failed. */
   filters: FilterValues;
   refused: { field: string }[] | null;
@@ -61,12 +63,14 @@ export function FailedJobsView({
         <JobFilters
           values={values}
           onChange={setValues}
+          choices={tools.choices}
           fixed={["status", "state"]}
           invalid={refused?.map((p) => p.field)}
         />
         {canBulk && jobs.data && !refused && (
           // Failed jobs cannot be cancelled: this bar retries and deletes.
           <BulkActions
+            run={tools.bulk}
             rows={rows}
             selected={selection.selected}
             onSelect={selection.setSelected}

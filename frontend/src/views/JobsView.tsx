@@ -5,8 +5,8 @@
  */
 import { Link } from "react-router";
 import type { Job, JobPage, User } from "../api/types";
-import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
+import { BulkActions, type BulkRun, toActionFilter } from "../components/BulkActions";
+import { type FilterChoices, FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
 import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
@@ -27,9 +27,13 @@ export type ListPlace = {
   setPageSize: (size: number) => void;
 };
 
+/** What the route hands a job list beside its rows: the filters' choices and the bulk actions. */
+export type ListTools = { choices: FilterChoices; bulk: BulkRun };
+
 export function JobsView({
   jobs,
   place: { values, setValues, page, pageSize, setPage, setPageSize },
+  tools,
   refused,
   pastEnd,
   selection,
@@ -38,6 +42,7 @@ export function JobsView({
 }: {
   jobs: Loaded<JobPage>;
   place: ListPlace;
+  tools: ListTools;
   /** The filters the API refused (?status=bogus), or null. */
   refused: { field: string }[] | null;
   /** A page past the end of the list was asked for. */
@@ -70,7 +75,12 @@ export function JobsView({
         </div>
       )}
       <section className="panel">
-        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
+        <JobFilters
+          values={values}
+          onChange={setValues}
+          choices={tools.choices}
+          invalid={refused?.map((p) => p.field)}
+        />
         {values.schedule && (
           <div className="notice" role="status" data-testid="schedule-filter">
             Jobs enqueued by the periodic schedule <strong>{values.schedule}</strong>.{" "}
@@ -81,6 +91,7 @@ export function JobsView({
         )}
         {canBulk && !refused && jobs.data && (
           <BulkActions
+            run={tools.bulk}
             rows={jobs.data!.results}
             selected={selection.selected}
             onSelect={selection.setSelected}
