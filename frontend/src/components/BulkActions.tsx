@@ -3,6 +3,7 @@ import type { UseMutationResult } from "@tanstack/react-query";
 import type { BulkAction, Job, JobActionFilter, JobActionResult, JobActions } from "../api/types";
 import { InlineConfirm } from "./Confirm";
 import type { FilterValues } from "./JobFilters";
+import type { Selection } from "../lib/useSelection";
 import { Notice } from "./Notice";
 import type { Notice as NoticeText } from "../lib/jobView";
 
@@ -82,33 +83,26 @@ export type BulkRun = UseMutationResult<JobActionResult, Error, JobActions>;
 export function BulkActions({
   run,
   rows,
-  selected,
-  onSelect,
-  allMatching,
-  onAllMatching,
+  selection,
   matching,
-  filter,
+  values,
   can,
   onOutcome,
-  matchingAllowed = true,
 }: {
   run: BulkRun;
   rows: Job[];
-  selected: Set<number>;
-  onSelect: (ids: Set<number>) => void;
-  allMatching: boolean;
-  onAllMatching: (all: boolean) => void;
+  selection: Pick<Selection, "selected" | "setSelected" | "allMatching" | "setAllMatching">;
   matching: number;
-  filter: JobActionFilter;
+  /** The list's filters as sent: "every job matching" sends them to the actions endpoint. */
+  values: FilterValues;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
-  /**
-   * False when the list is filtered by something the actions endpoint's filter cannot say (a
-   * concurrency key): "every job matching" would reach jobs the list does not show, so only
-   * picked rows are offered.
-   */
-  matchingAllowed?: boolean;
 }) {
+  const { selected, setSelected: onSelect, allMatching, setAllMatching: onAllMatching } = selection;
+  const filter = toActionFilter(values);
+  // A concurrency key is a filter the actions endpoint cannot say: "every job matching" would
+  // reach jobs the list does not show, so only picked rows are offered.
+  const matchingAllowed = !values.concurrency_key;
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
   const count = allMatching ? matching : selected.size;

@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from "react";
+import { type FormEvent, type ReactNode, useState } from "react";
 import { isApiError } from "../api/client";
 import { JOB_STATES, STATUSES } from "../lib/statuses";
 
@@ -114,6 +114,44 @@ export function FilterSelect({
   );
 }
 
+/** A labelled text box of the filter bar ("any" when blank), applied with the form. */
+function TextField({
+  id,
+  label,
+  value,
+  onChange,
+  invalid,
+  list,
+  inputMode,
+  children,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  invalid: boolean;
+  list?: string;
+  inputMode?: "numeric";
+  /** What goes with the box (its list of choices). */
+  children?: ReactNode;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        value={value}
+        aria-invalid={invalid || undefined}
+        placeholder="any"
+        list={list}
+        inputMode={inputMode}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      {children}
+    </div>
+  );
+}
+
 /**
  * Filters that apply on change (selects) or on submit (text fields), so typing does not send a
  * request per keystroke. `fixed` hides filters the page pins (the failed-jobs page's status).
@@ -148,6 +186,12 @@ export function JobFilters({
     setText(applied);
   }
   const show = (k: keyof FilterValues) => !fixed.includes(k);
+  // A text field's value as typed, marked invalid when the API refused it.
+  const field = (k: keyof typeof text) => ({
+    value: text[k],
+    invalid: invalid.includes(k),
+    onChange: (value: string) => setText({ ...text, [k]: value }),
+  });
   const change = (patch: FilterValues) => onChange({ ...values, ...text, ...patch });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -199,36 +243,15 @@ export function JobFilters({
           />
         )}
         {show("queue") && (
-          <div className="field">
-            <label htmlFor="f-queue">Queue</label>
-            <input
-              id="f-queue"
-              value={text.queue}
-              {...bad("queue")}
-              placeholder="any"
-              list="f-queue-list"
-              onChange={(e) => setText({ ...text, queue: e.target.value })}
-            />
+          <TextField {...field("queue")} id="f-queue" label="Queue" list="f-queue-list">
             <datalist id="f-queue-list" data-testid="queue-choices">
               {choices.queues.map((q) => (
                 <option key={q} value={q} />
               ))}
             </datalist>
-          </div>
+          </TextField>
         )}
-        {show("priority") && (
-          <div className="field">
-            <label htmlFor="f-priority">Priority</label>
-            <input
-              id="f-priority"
-              inputMode="numeric"
-              value={text.priority}
-              {...bad("priority")}
-              placeholder="any"
-              onChange={(e) => setText({ ...text, priority: e.target.value })}
-            />
-          </div>
-        )}
+        {show("priority") && <TextField {...field("priority")} id="f-priority" label="Priority" inputMode="numeric" />}
         {show("search") && (
           <div className="field wide">
             <label htmlFor="f-search">Search</label>
@@ -250,16 +273,7 @@ export function JobFilters({
           </div>
         )}
         {show("concurrency_key") && (
-          <div className="field">
-            <label htmlFor="f-concurrency-key">Concurrency key</label>
-            <input
-              id="f-concurrency-key"
-              value={text.concurrency_key}
-              {...bad("concurrency_key")}
-              placeholder="any"
-              onChange={(e) => setText({ ...text, concurrency_key: e.target.value })}
-            />
-          </div>
+          <TextField {...field("concurrency_key")} id="f-concurrency-key" label="Concurrency key" />
         )}
         {show("ordering") && (
           <FilterSelect

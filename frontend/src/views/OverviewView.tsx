@@ -12,6 +12,7 @@ import type { Metrics, Queue } from "../api/types";
 import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { QueuesPanel } from "../components/QueuesPanel";
+import { MiniProgress } from "../components/Progress";
 import { StatusPill } from "../components/StatusBadge";
 import { placeJobs } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
@@ -345,16 +346,7 @@ function WorkersTable({ m }: { m: Metrics }) {
                           {!lost && <> · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</>}
                         </span>
                         {!lost && j.progress_percent !== null && (
-                          <span
-                            className="progress mini-progress"
-                            role="progressbar"
-                            aria-valuemin={0}
-                            aria-valuemax={100}
-                            aria-valuenow={j.progress_percent}
-                            aria-label={`Job ${j.id}: ${j.progress_percent}% done`}
-                          >
-                            <span style={{ width: `${j.progress_percent}%` }} />
-                          </span>
+                          <MiniProgress id={j.id} percent={j.progress_percent} />
                         )}
                       </div>
                     ))
