@@ -1,21 +1,9 @@
 import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
-import type { JobEvent } from "../api/types";
+import { jobEvent } from "../test/factories";
 import { EventsTimeline, eventDetail, kindLabel } from "./EventsTimeline";
 
-const ev = (id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent => ({
-  id,
-  job_id: 1,
-  job_type: "sleep",
-  job_status: "running",
-  kind: kind as JobEvent["kind"],
-  attempt: 1,
-  worker_id: "host-1-0",
-  message: "",
-  data: {},
-  created_at: "2026-01-01T12:00:00.250Z",
-  ...extra,
-});
+const ev = jobEvent;
 
 describe("EventsTimeline", () => {
   it("lists events oldest first, folding progress and renewals into one row each", () => {

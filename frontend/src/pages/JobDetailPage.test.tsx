@@ -1,36 +1,17 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { act, render, screen, waitFor, within } from "@testing-library/react";
+import { act, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet, Route, Routes, useLocation } from "react-router";
+import { useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { JobDetail, JobEvent, User } from "../api/types";
+import type { JobDetail, JobEvent } from "../api/types";
+import { jobEvent, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { JobDetailPage } from "./JobDetailPage";
-
-const operator: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
 
 const t0 = Date.now();
 const at = (s: number) => new Date(t0 + s * 1000).toISOString();
 
 function event(id: number, kind: string, s: number): JobEvent {
-  return {
-    id,
-    job_id: 7,
-    job_type: "sleep",
-    job_status: "running",
-    kind: kind as JobEvent["kind"],
-    attempt: 1,
-    worker_id: "host-1-0",
-    message: "",
-    data: {},
-    created_at: at(s),
-  };
+  return jobEvent(id, kind, { job_id: 7, created_at: at(s) });
 }
 
 function detail(fields: Partial<JobDetail>): JobDetail {
@@ -127,19 +108,12 @@ function fakeJobApi() {
 }
 
 function renderJob() {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[{ pathname: "/jobs/7", state: { created: true } }]}>
-        <Routes>
-          <Route element={<Outlet context={operator} />}>
-            <Route path="/jobs/:id" element={<JobDetailPage />} />
-            <Route path="/jobs" element={<ListStandIn />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<JobDetailPage />, {
+    user: user(),
+    at: { pathname: "/jobs/7", state: { created: true } },
+    path: "/jobs/:id",
+    routes: { "/jobs": <ListStandIn /> },
+  });
 }
 
 /** Where the page goes after a delete, and what it is told. */
@@ -233,17 +207,18 @@ describe("cancelling a running job", () => {
   });
 });
 
-describe("deleting a finished job", () => {
-  const finished = () =>
-    detail({
-      status: "succeeded",
-      locked_by: null,
-      lease_expires_at: null,
-      finished_at: at(-1),
-      is_finished: true,
-      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
-    });
+/** The job, succeeded a second ago: it may be deleted or re-run. */
+const succeeded = () =>
+  detail({
+    status: "succeeded",
+    locked_by: null,
+    lease_expires_at: null,
+    finished_at: at(-1),
+    is_finished: true,
+    events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
+  });
 
+describe("deleting a finished job", () => {
   it("is offered only once the job has finished", async () => {
     fakeJobApi();
     renderJob();
@@ -253,7 +228,7 @@ describe("deleting a finished job", () => {
 
   it("asks first; Keep it deletes nothing, Yes deletes and goes to the list saying so", async () => {
     const api = fakeJobApi();
-    api.detail = finished();
+    api.detail = succeeded();
     api.feed = api.detail.events;
     renderJob();
     await userEvent.click(await screen.findByRole("button", { name: "Delete" }));
@@ -271,16 +246,6 @@ describe("deleting a finished job", () => {
 });
 
 describe("re-running a succeeded job", () => {
-  const succeeded = () =>
-    detail({
-      status: "succeeded",
-      locked_by: null,
-      lease_expires_at: null,
-      finished_at: at(-1),
-      is_finished: true,
-      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
-    });
-
   it("is offered only for a succeeded job", async () => {
     fakeJobApi();
     renderJob();

@@ -7,9 +7,9 @@ import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
 import { cameFrom } from "../lib/cameFrom";
 import { useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
-import { InlineConfirm } from "./Confirm";
-import { Notice } from "./Notice";
-import { StatusBadge } from "./StatusBadge";
+import { InlineConfirm } from "../components/Confirm";
+import { Notice } from "../components/Notice";
+import { StatusBadge } from "../components/StatusBadge";
 
 /** What the create form hands the job page in the router's state. */
 export type CreatedState = { created?: boolean; replayed?: boolean; rerunOf?: number };
