@@ -25,6 +25,11 @@ PRESSURE_SAMPLE_SECONDS (default 60) the report gives, for each system:
   and `job_events`, where the history lands; PgQueuer: `pgqueuer`, `pgqueuer_log`,
   `pgqueuer_statistics`).
 
+Then, for each system, the intervals while the snapshot was held against those before it (the
+first, the warm-up, left out): the medians of throughput and of pickup p95 and their ratios,
+judged against the cell's targets (throughput at least 0.9x, pickup p95 at most 2x), and the
+tables' sizes at the first, the largest and the last interval.
+
 When the server runs with autovacuum off (the machine's PostgreSQL 15 here), the harness
 vacuums each system's tables every PRESSURE_VACUUM_SECONDS (10) itself, as such an operator
 must, and says so. Results: bench/results/pressure-<server>.txt and .json (PRESSURE_RESULTS_DIR
@@ -44,6 +49,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -311,8 +317,9 @@ def measure(system: str, base: str, s: dict, prefix: str, vacuum: bool) -> dict:
             stop_workers(workers)
             log(f"{system}: workers stopped")
         created, started = read_pairs(created_file), read_pairs(stamp_file)
-        return {"system": system, "t0": t0, "samples": samples,
-                "minutes": table_rows(t0, created, started, samples, s),
+        rows = table_rows(t0, created, started, samples, s)
+        return {"system": system, "t0": t0, "samples": samples, "minutes": rows,
+                "summary": summarize(rows, s),
                 "held": holder.held, "produced": len(created), "started": len(started),
                 "vacuums_by_harness": vacuumer.runs if vacuumer else None}
     finally:
@@ -337,6 +344,42 @@ def table_rows(t0, created, started, samples, s) -> list[dict]:
                      "dead": sample["dead"], "backlog": sample["backlog"],
                      "all_tables_mb": sample["all_tables"] / 1e6})
     return rows
+
+
+# The cell's targets: throughput while the snapshot is held at least this share of before it,
+# pickup p95 at most this multiple of before it.
+HELD_THROUGHPUT_AT_LEAST, HELD_PICKUP_AT_MOST = 0.9, 2.0
+
+
+def summarize(rows: list[dict], s: dict) -> dict:
+    """Before the hold (intervals wholly before it, but the first) against during it (the
+    held intervals):
+    medians of throughput and pickup p95, their ratios, and the growth of the tables."""
+    before = [r for r in rows if r["end_seconds"] <= s["hold_from"] * 60]
+    before = before[1:] if len(before) > 1 else before  # the first interval is the warm-up
+    during = [r for r in rows if r["held"]]
+
+    def med(part, key):
+        values = [r[key] for r in part if r[key] is not None]
+        return statistics.median(values) if values else None
+
+    out = {k: {"before": med(before, k), "during": med(during, k)}
+           for k in ("throughput", "pickup_p95_ms")}
+    for k, v in out.items():
+        v["ratio"] = v["during"] / v["before"] if v["before"] and v["during"] else None
+    t, p = out["throughput"]["ratio"], out["pickup_p95_ms"]["ratio"]
+    out["met"] = None if t is None or p is None else (
+        t >= HELD_THROUGHPUT_AT_LEAST and p <= HELD_PICKUP_AT_MOST)
+    if rows:
+        out["growth"] = {k: [rows[0][k], max(r[k] for r in rows), rows[-1][k]]
+                         for k in ("heap_mb", "index_mb", "all_tables_mb", "dead")}
+    return out
+
+
+def _ratio_text(v: dict, unit: str, fmt: str) -> str:
+    if v["ratio"] is None:
+        return "-"
+    return f"{v['ratio']:.2f}x ({v['during']:{fmt}} vs {v['before']:{fmt}} {unit})"
 
 
 def report(res: dict, s: dict, facts: dict) -> str:
@@ -382,6 +425,21 @@ def report(res: dict, s: dict, facts: dict) -> str:
         lines.append(f"{x}: produced {r['produced']:,}, started {r['started']:,}"
                      + (f", {r['vacuums_by_harness']} vacuums by the harness"
                         if r["vacuums_by_harness"] is not None else ""))
+        m = summarize(r["minutes"], s)
+        verdict = {None: "n/a", True: "MET", False: "MISSED"}[m["met"]]
+        lines.append(f"  while held against before: throughput "
+                     f"{_ratio_text(m['throughput'], 'jobs/s', '.0f')}, pickup p95 "
+                     f"{_ratio_text(m['pickup_p95_ms'], 'ms', '.1f')}; want >= "
+                     f"{HELD_THROUGHPUT_AT_LEAST}x and <= {HELD_PICKUP_AT_MOST}x: {verdict}")
+        if m.get("growth"):
+            g = m["growth"]
+            lines.append(f"  first / largest / last interval: queue table {g['heap_mb'][0]:.1f} / "
+                         f"{g['heap_mb'][1]:.1f} / {g['heap_mb'][2]:.1f} MB, its indexes "
+                         f"{g['index_mb'][0]:.1f} / {g['index_mb'][1]:.1f} / "
+                         f"{g['index_mb'][2]:.1f} MB, all its tables "
+                         f"{g['all_tables_mb'][0]:.1f} / {g['all_tables_mb'][1]:.1f} / "
+                         f"{g['all_tables_mb'][2]:.1f} MB, dead tuples {g['dead'][0]:,} / "
+                         f"{g['dead'][1]:,} / {g['dead'][2]:,}")
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,7 @@ sampled at its end, and is marked when the snapshot was held during any part of 
 database, no workers; the cell itself runs only by `make pressure`."""
 import pytest
 
-from bench.pressure import report, table_rows
+from bench.pressure import report, summarize, table_rows
 
 SETTINGS = {"sample_seconds": 10.0, "hold_from": 0.25, "hold_until": 0.5, "minutes": 0.5,
             "rate": 2.0, "vacuum_seconds": 10.0, "systems": ["ours"]}
@@ -36,6 +36,13 @@ def test_each_interval_counts_its_starts_their_pickup_and_whether_the_snapshot_w
         2, 1, 900, 3)
     assert rows[2]["all_tables_mb"] == pytest.approx(6)
 
+    # Before the hold: the one interval wholly before it; during it: the held ones.
+    summary = summarize(rows, SETTINGS)
+    assert summary["throughput"]["ratio"] == pytest.approx((2.0 + 1.9) / 2 / 2.0)
+    assert summary["pickup_p95_ms"]["ratio"] == pytest.approx(3.0, rel=0.01)  # (50+10)/2 / 10
+    assert summary["met"] is False  # pickup p95 more than doubled
+    assert summary["growth"]["heap_mb"] == [1, 2, 2]
+
     text = report({"ours": {"minutes": rows, "produced": 60, "started": 59,
                             "vacuums_by_harness": None}}, SETTINGS,
                   {"date": "today", "server_version": "15", "autovacuum": "on", "cpus": 2,
@@ -46,3 +53,4 @@ def test_each_interval_counts_its_starts_their_pickup_and_whether_the_snapshot_w
     held = [line.split("|")[0].strip() for line in lines if line.strip()[:2] in ("10", "20", "30")]
     assert held == ["10", "20*", "30*"]
     assert "ours: produced 60, started 59" in text
+    assert "want >= 0.9x and <= 2.0x: MISSED" in text
