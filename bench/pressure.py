@@ -236,7 +236,8 @@ def install(system: str, url: str) -> None:
     if system == "ours":
         subprocess.run([sys.executable, os.path.join(REPO, "manage.py"), "migrate", "-v", "0"],
                        check=True, cwd=REPO,
-                       env=dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="bench.settings"))
+                       env=dict(os.environ, DATABASE_URL=url,
+                                DJANGO_SETTINGS_MODULE="bench.settings"))
         return
     subprocess.run([PEERS_PY, "-c", "import asyncio, asyncpg, sys\n"
                     "from pgqueuer import AsyncpgDriver, Queries\n"

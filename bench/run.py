@@ -1,9 +1,10 @@
 """`make bench`: this queue against PgQueuer, Procrastinate, django-tasks-db, graphile-worker
 (Node.js), Oban for Python and the incumbent, Celery with its Redis broker, side by side on one
-machine, plus the raw-SQL ceiling of this design and pgbench for scale. Every system is drained at its defaults (only the number of
-processes chosen, and for ours `--threads`) and at the best of several configurations; the
-report prints the ratio at defaults first (ours at defaults vs PgQueuer's best), then the
-tuned best, then the enqueue ratios, then the table and the speed targets, met or missed.
+machine, plus the raw-SQL ceiling of this design and pgbench for scale. Every system is drained
+at its defaults (only the number of processes chosen, and for ours `--threads`) and at the best
+of several configurations; the report prints the ratio at defaults first (ours at defaults vs
+PgQueuer's best, and vs graphile-worker's), then the tuned best, then the enqueue ratios, then
+the table and the speed targets, met or missed.
 
     make bench                       full size (20,000 jobs, 3 runs each, ~40 min)
     BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
@@ -438,7 +439,8 @@ def main() -> int:
     for s in systems:
         log(f"--- {s} ---")
         t0 = time.time()
-        res[s] = pgbench(base, m, prefix) if s == "pgbench" else measure_system(s, base, m, prefix, skip)
+        res[s] = (pgbench(base, m, prefix) if s == "pgbench"
+                  else measure_system(s, base, m, prefix, skip))
         res[s]["seconds"] = round(time.time() - t0, 1)
     promote_defaults(res)
     rows = build_rows(res)
