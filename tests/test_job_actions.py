@@ -14,7 +14,7 @@ from django_pg_jobqueue.services import deleting, job_actions
 
 def test_every_surface_offers_exactly_the_registered_actions():
     names = list(job_actions.ACTIONS)
-    assert names == ["cancel", "retry", "rerun", "delete"]
+    assert names == ["cancel", "retry", "rerun", "run_now", "delete"]
     assert list(JobActionSerializer().fields["action"].choices) == names
     assert JobAdmin.actions == [f"{n}_jobs" for n in names]
     assert ACTION_PERMISSIONS == {n: a.perm for n, a in job_actions.ACTIONS.items()}
@@ -51,9 +51,10 @@ def test_the_users_can_flags_follow_the_registrys_permissions(django_user_model)
     user = django_user_model.objects.get(pk=user.pk)
     can = UserSerializer(user).data["can"]
     assert {n: can[n] for n in job_actions.ACTIONS} == {"cancel": False, "retry": False,
-                                                         "rerun": False, "delete": True}
+                                                         "rerun": False, "run_now": False,
+                                                         "delete": True}
 
 
 def test_an_unknown_action_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="action must be one of cancel, retry, rerun, delete; got 'x'"):
+    with pytest.raises(ValueError, match="action must be one of cancel, retry, rerun, run_now, delete; got 'x'"):
         job_actions.get("x")

@@ -86,7 +86,7 @@ def _api_may_use_queue(queue: str, queues_seen: dict[str, bool] | None) -> bool:
     return exists
 
 
-def _check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
+def check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
                       timeout_seconds: int | None, run_at: datetime | None,
                       delay_seconds: float, queues_seen: dict[str, bool] | None) -> None:
     """The operator's bounds on what an API user may choose (JOB_API_QUEUES,
@@ -173,7 +173,7 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if timeout is not None:
         timeout = check_int("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS)
     if from_api:
-        _check_api_bounds(named, queue=queue, priority=priority, timeout_seconds=timeout,
+        check_api_bounds(named, queue=queue, priority=priority, timeout_seconds=timeout,
                           run_at=run_at, delay_seconds=delay_seconds, queues_seen=queues_seen)
     idempotency_key = check_idempotency_key(idempotency_key)
     concurrency_key, concurrency_key_limit = check_concurrency_key(concurrency_key,

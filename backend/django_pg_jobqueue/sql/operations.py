@@ -10,6 +10,58 @@ from .enqueue import NOTIFY_CHANNEL
 # (%s: the channel, the queue).
 NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 
+# --- operator edit: a queued or waiting job's priority or run time --------------------------
+# One job, locked and re-checked in the statement: a job a worker claimed (or that finished)
+# meanwhile is not edited, whatever the caller read before. NULL leaves a field as it is;
+# %(run_now)s makes it runnable now (a delayed one; a due one keeps its time). The `edited`
+# event names what changed, old and new, and who changed it; nothing changed, no event. A job
+# that became runnable wakes its queue's idle workers at commit (as an enqueue does) when
+# %(notify)s. Returns (id, status, changed) or nothing: not queued or waiting (then which:
+# JOB_STATUS).
+EDIT_QUEUED_JOB = """
+WITH old AS (
+    SELECT id, priority, available_at FROM jobs
+    WHERE id = %(id)s AND status IN ('queued', 'waiting')
+    FOR UPDATE
+),
+edited AS (
+    UPDATE jobs j
+    SET priority = coalesce(%(priority)s, j.priority),
+        available_at = CASE WHEN %(run_now)s THEN least(j.available_at, now())
+                            ELSE coalesce(%(run_at)s, j.available_at) END,
+        updated_at = now()
+    FROM old
+    WHERE j.id = old.id
+    RETURNING j.id, j.status, j.queue, j.attempts, j.priority, j.available_at,
+              old.priority AS old_priority, old.available_at AS old_available_at
+),
+changes AS (
+    SELECT e.*,
+           jsonb_strip_nulls(jsonb_build_object(
+               'priority', CASE WHEN e.priority <> e.old_priority
+                                THEN jsonb_build_array(e.old_priority, e.priority) END,
+               'available_at', CASE WHEN e.available_at <> e.old_available_at
+                                    THEN jsonb_build_array(e.old_available_at, e.available_at)
+                               END)) AS changed
+    FROM edited e
+),
+event AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'edited', attempts, %(message)s,
+           changed || CASE WHEN %(actor)s <> '' THEN jsonb_build_object('actor', %(actor)s)
+                           ELSE '{}'::jsonb END,
+           now()
+    FROM changes WHERE changed <> '{}'::jsonb
+),
+notified AS (
+    SELECT count(pg_notify('""" + NOTIFY_CHANNEL + """', queue)) AS queues
+    FROM changes
+    WHERE %(notify)s AND status = 'queued' AND available_at <= now()
+      AND old_available_at > now()
+)
+SELECT id, status, changed, (SELECT queues FROM notified) FROM changes
+"""
+
 # --- operator delete -------------------------------------------------------------------------
 # One finished job, guarded in the statement: a queued or running job is never deleted,
 # whatever the caller checked before. The row lock this DELETE takes also stops new events

@@ -6,14 +6,18 @@ from rest_framework import serializers
 from ... import retries
 from ...models import Job
 from ...registry import registry
-from ...states import AFTER_FAILURE_CHOICES, Status
+from ...states import AFTER_FAILURE_CHOICES, PRIORITY_MAX, PRIORITY_MIN, Status
 from ..events import EventSerializer
 from ..fields import (
     STATUS_CHOICES,
     AnyJSONField,
+    AwareDateTimeField,
     ISODateTimeField,
     JobQueueModelSerializer,
     JSONObjectField,
+    StrictIntegerField,
+    StrictSerializer,
+    in_utc,
 )
 from ..idempotency import unscoped
 from ..shared_fields import SharedFieldsMixin
@@ -157,3 +161,20 @@ class JobDetailSerializer(JobSerializer):
 
     def get_waiting_for_handler(self, job) -> bool:
         return job.status == Status.QUEUED and job.unknown_type_at is not None
+
+
+class JobEditSerializer(StrictSerializer):
+    """PATCH /api/v1/jobs/{id}/: what may change on a job that has not started."""
+
+    priority = StrictIntegerField(
+        required=False, allow_null=True, min_value=PRIORITY_MIN, max_value=PRIORITY_MAX,
+        help_text=f"{PRIORITY_MIN}..{PRIORITY_MAX}, higher runs first, at most "
+                  "JOB_API_MAX_PRIORITY (0 by default). Omitted or null: unchanged.")
+    run_at = AwareDateTimeField(
+        required=False, allow_null=True,
+        help_text="Not runnable before this time (a time past: now): an ISO 8601 date and time "
+                  "with its offset, at most JOB_API_MAX_DELAY_SECONDS from now. Omitted or "
+                  "null: unchanged.")
+
+    def validate_run_at(self, value):
+        return in_utc(value)

@@ -17,7 +17,7 @@ from ..permissions import ACTION_PERMISSIONS, ADD, VIEW, JobPermission
 from ..schema import JOB_ID, errors, extend_schema
 from .enqueue import JobEnqueueMixin
 from .retry import JobRetryMatchingMixin
-from .serializers import JobDetailSerializer, JobSerializer
+from .serializers import JobDetailSerializer, JobEditSerializer, JobSerializer
 
 
 def _job_id(value) -> int:
@@ -47,6 +47,8 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
                        "cancel": ACTION_PERMISSIONS["cancel"],
                        "retry": ACTION_PERMISSIONS["retry"],
                        "rerun": ACTION_PERMISSIONS["rerun"],
+                       "run_now": ACTION_PERMISSIONS["run_now"],
+                       "partial_update": ACTION_PERMISSIONS["run_now"],
                        "retry_matching": ACTION_PERMISSIONS["retry"],
                        "destroy": ACTION_PERMISSIONS["delete"]}
     serializer_class = JobSerializer
@@ -120,6 +122,36 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
     def rerun(self, request, id=None):
         job = services.rerun(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Change a job that has not started: its priority, its run time", tags=["jobs"],
+        parameters=[JOB_ID], request=JobEditSerializer,
+        description="A queued or waiting job only: 409 (`invalid_transition`, with the job's "
+                    "`status`) once a worker claimed it or it finished. Fields left out (or "
+                    "null) stay as they are; at least one is needed. The job's `edited` event "
+                    "records what changed, old and new, and who changed it. A job made "
+                    "runnable now wakes idle workers. Needs change_job.",
+        responses={200: JobSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    def partial_update(self, request, id=None):
+        serializer = JobEditSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = services.edit(_job_id(id), **serializer.validated_data,
+                            actor=request.user.get_username(), from_api=True)
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Run a delayed job now", tags=["jobs"], request=None, parameters=[JOB_ID],
+        description="A queued job waiting for its run time becomes runnable at once (a "
+                    "waiting one as soon as what it waits for is done); one already due is "
+                    "left as it is. 409 once a worker claimed it or it finished. Needs "
+                    "change_job.",
+        responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def run_now(self, request, id=None):
+        job = services.run_now(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data)
 
     @extend_schema(
         summary="A job's events after a cursor, oldest first", tags=["events"],
