@@ -77,7 +77,7 @@ export function Layout({ user }: { user: User }) {
             Queues
           </NavLink>
           {(queues.data ?? []).length > 0 && (
-            <div className="nav-group" role="group" aria-label="Each queue">
+            <div className="nav-group">
               {queues.data!.map((q) => (
                 <NavLink key={q.name} to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}`}>
                   <span className="truncate">{q.name}</span>
