@@ -21,6 +21,12 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
     tone: "primary",
     note: "Only succeeded jobs are re-run, each as a new job.",
   },
+  run_now: {
+    label: "Run now",
+    done: "Made runnable now",
+    tone: "primary",
+    note: "Only queued and waiting jobs are changed; a delayed one runs at once, a due one is left as it is.",
+  },
   delete: {
     label: "Delete",
     done: "Deleted",

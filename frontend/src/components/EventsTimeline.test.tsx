@@ -94,3 +94,10 @@ describe("kindLabel", () => {
     expect(kindLabel("stuck_handler")).toBe("Stuck handler");
   });
 });
+
+describe("an operator's edit in the timeline", () => {
+  it("says what changed, old and new", () => {
+    const detail = eventDetail({ kind: "edited", message: "edited by ops", data: { priority: [1, 7] } });
+    expect(detail).toBe("edited by ops · priority 1 → 7");
+  });
+});

@@ -59,6 +59,8 @@ function fakeJobApi() {
     cancels: 0,
     deletes: 0,
     reruns: 0,
+    runNows: 0,
+    edits: [] as unknown[],
   };
   vi.stubGlobal(
     "fetch",
@@ -71,6 +73,24 @@ function fakeJobApi() {
         api.detail = detail({ ...api.detail, cancel_requested_at: at(1), updated_at: at(1) });
         api.feed = [...api.feed, event(3, "cancel_requested", 1)];
         api.detail.events = [...api.feed];
+        const { events: _events, ...job } = api.detail;
+        return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/run_now/") && init?.method === "POST") {
+        api.runNows += 1;
+        api.detail = detail({ ...api.detail, available_at: at(0), updated_at: at(0) });
+        const { events: _events, ...job } = api.detail;
+        return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/") && init?.method === "PATCH") {
+        const body = JSON.parse(String(init.body)) as { priority?: number };
+        api.edits.push(body);
+        if (body.priority !== undefined && body.priority > 0)
+          return new Response(
+            JSON.stringify({ code: "invalid", detail: "priority: must be at most 0 (JOB_API_MAX_PRIORITY), not 5" }),
+            { status: 400 },
+          );
+        api.detail = detail({ ...api.detail, ...body });
         const { events: _events, ...job } = api.detail;
         return json(job);
       }
@@ -291,5 +311,58 @@ describe("a queued job waiting for its concurrency key", () => {
     const message = screen.getByTestId("progress-message");
     expect(message).toHaveTextContent("Waiting for its concurrency key (held by #6), not for a worker.");
     expect(message).not.toHaveTextContent(/^Waiting for a worker/);
+  });
+});
+
+/** The job, queued and delayed an hour: it may run now or be edited. */
+const delayed = () =>
+  detail({
+    status: "queued",
+    locked_by: null,
+    started_at: null,
+    attempts: 0,
+    lease_expires_at: null,
+    priority: -2,
+    available_at: at(3600),
+    events: [event(1, "created", -10)],
+  });
+
+describe("a job that has not started", () => {
+  it("offers Run now only while it is delayed, and Edit only before it starts", async () => {
+    fakeJobApi();
+    renderJob();
+    await screen.findByRole("button", { name: "Cancel" });
+    expect(screen.queryByRole("button", { name: "Run now" })).toBeNull();
+    expect(screen.queryByRole("button", { name: "Edit" })).toBeNull();
+  });
+
+  it("runs a delayed job now", async () => {
+    const api = fakeJobApi();
+    api.detail = delayed();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Run now" }));
+    await waitFor(() => expect(api.runNows).toBe(1));
+    await waitFor(() => expect(screen.queryByRole("button", { name: "Run now" })).toBeNull());
+  });
+
+  it("sends only what changed, and shows the API's refusal under the form", async () => {
+    const api = fakeJobApi();
+    api.detail = delayed();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Edit" }));
+    const form = screen.getByRole("form", { name: "Edit job #7" });
+    const priority = within(form).getByLabelText("Priority");
+    expect(within(form).getByRole("button", { name: "Save" })).toBeDisabled();
+    await userEvent.clear(priority);
+    await userEvent.type(priority, "5");
+    await userEvent.click(within(form).getByRole("button", { name: "Save" }));
+    expect(await within(form).findByRole("alert")).toHaveTextContent("JOB_API_MAX_PRIORITY");
+    await userEvent.clear(priority);
+    await userEvent.type(priority, "-7");
+    await userEvent.click(within(form).getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(api.edits).toEqual([{ priority: 5 }, { priority: -7 }]));
+    await waitFor(() => expect(screen.queryByRole("form", { name: "Edit job #7" })).toBeNull());
   });
 });

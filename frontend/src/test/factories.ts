@@ -16,6 +16,7 @@ export const CAN_ALL: User["can"] = {
   cancel: true,
   retry: true,
   rerun: true,
+  run_now: true,
   delete: true,
   change_queue: true,
 };
@@ -27,6 +28,7 @@ export const CAN_VIEW: User["can"] = {
   cancel: false,
   retry: false,
   rerun: false,
+  run_now: false,
   delete: false,
   change_queue: false,
 };
