@@ -20,7 +20,7 @@ from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.tasks_compat import TaskResultStatus
 from tests import async_handlers
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_for, wait_until_jobs
 
 WORKER_ENV = {"JOB_EXTRA_HANDLER_MODULES": "tests.async_handlers", "JOB_LEASE_SECONDS": "2",
               "JOB_POLL_INTERVAL_SECONDS": "0.1", "JOB_RETRY_BASE_SECONDS": "0.1",
@@ -61,10 +61,6 @@ def workers():
             proc.communicate()
 
 
-def status_of(job) -> str:
-    return Job.objects.values_list("status", flat=True).get(pk=job.pk)
-
-
 def reasons(job) -> list[tuple[str, str | None]]:
     return [(e.kind, (e.data or {}).get("reason")) for e in
             JobEvent.objects.filter(job_id=job.pk, kind__in=["retry_scheduled", "failed"])
@@ -77,7 +73,7 @@ def test_an_async_handler_and_an_async_task_succeed_on_run_job_workers(workers):
     job = enqueue("async_report", {"n": 7})
     result = async_handlers.async_multiply.enqueue(6, 7)
     workers()
-    wait_for(lambda: status_of(job) == "succeeded", 30, message="the async handler")
+    wait_until_jobs("succeeded", pk=job.pk)
     got = Job.objects.get(pk=job.pk).result
     # The async ORM and sync_to_async read the job; their queries ran on the executor thread
     # waiting for the coroutine, not on the event loop's thread.
@@ -85,8 +81,9 @@ def test_an_async_handler_and_an_async_task_succeed_on_run_job_workers(workers):
     assert got["orm_thread"] != got["loop_thread"]
     assert JobEvent.objects.filter(job_id=job.pk, kind="log", message="read my job").exists()
     assert Job.objects.get(pk=job.pk).progress_message == "half way"  # ctx.aprogress
-    done = wait_for(lambda: (r := async_handlers.async_multiply.get_result(result.id)).status
-                    == TaskResultStatus.SUCCESSFUL and r, 30, message="the async task")
+    wait_until_jobs("succeeded", pk=int(result.id))
+    done = async_handlers.async_multiply.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL
     assert done.return_value == 42
 
 
@@ -96,12 +93,13 @@ def test_an_async_handler_past_its_timeout_is_cancelled_and_retried_by_policy(wo
     job = enqueue("async_nap", {"seconds": 60, "marks": str(marks)}, timeout_seconds=1,
                   max_attempts=2)
     workers()
-    wait_for(lambda: status_of(job) == "failed", 40, message="two timed-out attempts")
+    wait_until_jobs("failed", pk=job.pk, timeout=40, message="two timed-out attempts")
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 2 and "timed out" in row.last_error
     assert reasons(job) == [("retry_scheduled", "timeout"), ("failed", "timeout")]
     # Each attempt's coroutine was cancelled at its await (the handler wrote so), not left
     # sleeping: the one executor thread was free for the second attempt at once.
+    # Polls: the handler writes its marks in the worker's process.
     wait_for(lambda: marks.exists() and marks.read_text().count("cancelled") == 2, 10,
              message="both coroutines cancelled")
     assert "woke" not in marks.read_text()
@@ -112,13 +110,14 @@ def test_a_cancel_request_cancels_a_running_async_handler(workers, tmp_path):
     marks = tmp_path / "marks.txt"
     job = enqueue("async_nap", {"seconds": 60, "marks": str(marks)})
     workers()
-    wait_for(lambda: status_of(job) == "running", 30, message="the handler to start")
+    wait_until_jobs("running", pk=job.pk)
     services.cancel(job.pk)
-    wait_for(lambda: status_of(job) == "cancelled", 20, message="the cancel")
+    wait_until_jobs("cancelled", pk=job.pk, timeout=20)
+    # Polls: the handler writes its marks in the worker's process.
     wait_for(lambda: marks.exists() and "cancelled attempt 1" in marks.read_text(), 10,
              message="the coroutine cancelled")
     after = enqueue("async_report", {"n": 1})  # the executor is free again
-    wait_for(lambda: status_of(after) == "succeeded", 20, message="the next job")
+    wait_until_jobs("succeeded", pk=after.pk, timeout=20)
 
 
 # -- aenqueue from an async view ---------------------------------------------------------------
@@ -132,7 +131,7 @@ def test_aenqueue_from_an_async_view_enqueues_a_job_that_runs(workers):
     job = Job.objects.get(pk=response.json()["id"])
     assert job.priority == 5
     workers()
-    wait_for(lambda: status_of(job) == "succeeded", 30, message="the job from the view")
+    wait_until_jobs("succeeded", pk=job.pk)
     assert Job.objects.get(pk=job.pk).result["n"] == 3
 
 

@@ -50,7 +50,7 @@ def drain_sampling(count, n: int, timeout: float = 120) -> int:
     while Job.objects.filter(status__in=["succeeded", "failed"]).count() < n:
         assert time.monotonic() < deadline, "the drain did not finish"
         peak = max(peak, count())
-        time.sleep(0.02)
+        time.sleep(0.02)  # by design: a sample every 20 ms while the drain runs
     return max(peak, count())
 
 
@@ -87,6 +87,7 @@ def test_threads_whose_handlers_used_the_orm_give_their_connections_back(
     assert not Job.objects.exclude(status="succeeded").exists()
     # Closed after each job (CONN_MAX_AGE = 0), or after Executor.IDLE_CLOSE_SECONDS
     # without a job (a CONN_MAX_AGE that keeps it): only the machinery's pool remains.
+    # Polls: the server's count (pg_stat_activity) is what is measured.
     wait_for(lambda: server_connections() <= BUDGET, timeout=10,
              message="executor threads to close their handlers' connections")
 

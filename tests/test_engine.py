@@ -11,7 +11,7 @@ from django.test import override_settings
 from django_pg_jobqueue import services, testing
 from django_pg_jobqueue.engine import Engine, PostgresEngine, default_engine
 from django_pg_jobqueue.models import Job, JobEvent
-from tests.utils import start_pool, wait_for
+from tests.utils import start_pool
 
 SEEN: list = []
 _lock = threading.Lock()
@@ -105,7 +105,10 @@ def test_an_engine_that_wraps_postgres_sees_every_write_of_a_worker_pool(
         pool.test_signals.wait_ended([ok.id], "succeeded", timeout=20)
         pool.test_signals.wait_ended([bad.id], "failed", timeout=20)
         pool.test_signals.wait_started([slow.id], timeout=20)
-        wait_for(lambda: "renew_many" in calls and "reap" in calls, timeout=20)
+        pool.test_signals.renewed.wait(lambda passes: any(p.get("renewed") for p in passes),
+                                       20, "the slow job's lease renewed")
+        pool.test_signals.wait_passes(pool.test_signals.reaped, since=0, timeout=20)
+        assert "renew_many" in calls and "reap" in calls
     finally:
         pool.shutdown(grace=0.1)
         let_go.set()

@@ -15,7 +15,6 @@ from django_pg_jobqueue.testing import _context
 from django_pg_jobqueue.worker.completer import Completer
 from django_pg_jobqueue.worker.held import Held, HeldJobs
 from django_pg_jobqueue.worker.renewer import LeaseRenewer
-from tests.utils import wait_for
 
 
 @pytest.fixture
@@ -115,19 +114,19 @@ def test_a_pool_whose_completer_is_behind_claims_no_more_until_it_catches_up(
             gate.wait(30)
             return super().complete_many(completions)
 
-    services.enqueue_many([{"type": "noop"} for _ in range(200)])
+    jobs = services.enqueue_many([{"type": "noop"} for _ in range(200)])
     pool = worker_pool(threads=2, prefetch=4, engine=SlowCompleter())
     assert writing.wait(10)
     # What it may have claimed: MAX_PENDING run but unwritten (the one being written
     # included), two threads' jobs, the prefetch buffer, and one claim under way when the
     # completer filled up (at most threads + prefetch).
     ceiling = 6 + (2 + 4) * 2
-    wait_for(lambda: Job.objects.exclude(status="queued").count() >= 6, timeout=10)
+    pool.test_signals.claimed.wait(lambda claimed: len(claimed) >= 6)
     for _ in range(10):  # and it stays there while the completer is stuck
-        time.sleep(0.1)
+        time.sleep(0.1)  # by design: a second's samples
         assert Job.objects.exclude(status="queued").count() <= ceiling
     gate.set()
-    wait_for(lambda: Job.objects.filter(status="succeeded").count() == 200, timeout=30)
+    pool.test_signals.wait_ended([j.id for j in jobs], "succeeded", timeout=30)
     assert not JobEvent.objects.filter(kind="lease_lost").exists()
     pool.shutdown(grace=2)
 

@@ -11,7 +11,6 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.metrics import families, snapshot
 from django_pg_jobqueue.models import Job, JobEvent, WorkerProcess
 from django_pg_jobqueue.registry import registry
-from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,20 +36,23 @@ def test_a_handler_past_its_timeout_is_logged_counted_and_noted_on_its_job(
     logging.getLogger("django_pg_jobqueue.worker").addHandler(handler)
     job = services.enqueue("oblivious", {"seconds": 4})
     pool = worker_pool(threads=2)
-    stuck = wait_for(lambda: JobEvent.objects.filter(job=job, kind="log", data__stuck=True)
-                     .first(), timeout=15, message="a stuck event on the job")
+    signals = pool.test_signals
+    # Written by the renewer's pass (its stuck watch): looked for after each pass.
+    signals.renewed.wait(lambda _: JobEvent.objects.filter(
+        job=job, kind="log", data__stuck=True).exists(), 15, "a stuck event on the job")
+    stuck = JobEvent.objects.get(job=job, kind="log", data__stuck=True)
     assert "past its 1s timeout" in stuck.message and stuck.attempt == 1
     assert stuck.worker_id in {e.worker_id for e in pool.executors}
     # Its attempt was failed as timed out and retried meanwhile (its policy: 2 attempts).
     job.refresh_from_db()
     assert "timed out after 1s" in job.last_error
-    wait_for(lambda: WorkerProcess.objects.filter(pk=pool.process_id, stuck_handlers__gte=1)
-             .exists(), timeout=10, message="the heartbeat counts it")
+    signals.renewed.wait(lambda _: WorkerProcess.objects.filter(
+        pk=pool.process_id, stuck_handlers__gte=1).exists(), 10, "the heartbeat counts it")
     gauge = next(f for f in families(snapshot()) if f.name == "jobqueue_stuck_handlers")
     assert gauge.samples[0].value >= 1
     logging.getLogger("django_pg_jobqueue.worker").removeHandler(handler)
     assert any("stuck: the handler is still running" in r.getMessage() for r in logged)
     # Noted once per attempt, not on every pass.
-    time.sleep(2 * pool.renewer.interval)
+    signals.wait_passes(signals.renewed, 3)  # two whole passes more
     assert JobEvent.objects.filter(job=job, kind="log", data__stuck=True, attempt=1).count() == 1
     assert Job.objects.get(pk=job.pk).attempts >= 1

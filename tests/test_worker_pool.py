@@ -11,7 +11,6 @@ from django.test import override_settings
 from django_pg_jobqueue import services
 from django_pg_jobqueue.exceptions import LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent, TxNow
-from tests.utils import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,13 +105,15 @@ def test_timeout_fails_the_attempt_and_asks_the_handler_to_stop(worker_pool, cus
 
     custom_handler("stubborn", stubborn)
     job = services.enqueue("stubborn", {}, timeout_seconds=1, max_attempts=1)
-    worker_pool(threads=1)
-    wait_for(lambda: status_of(job) == "failed", 15)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_ended([job.pk], "failed", timeout=15)  # the renewer's write
     assert stopped.wait(5), "the handler was asked to stop"
     row = Job.objects.get(pk=job.pk)
     assert "timed out" in row.last_error and row.result is None
-    # the late result came back after the timeout and was fenced away
-    wait_for(lambda: "lease_lost" in kinds(job), 5)
+    # the late result came back after the timeout and was fenced away (the completer, which
+    # signals only what it wrote, has written all by the end of a shutdown)
+    pool.shutdown(grace=5)
+    assert "lease_lost" in kinds(job)
 
 
 def test_cancel_running_job_stops_the_handler_and_records_cancelled(worker_pool):
@@ -166,14 +167,15 @@ def test_a_worker_that_lost_its_lease_is_told_to_stop_and_cannot_complete(worker
 
     custom_handler("slow_fenced", slow)
     job = services.enqueue("slow_fenced", {}, max_attempts=3)
-    worker_pool(threads=1)
+    pool = worker_pool(threads=1)
     assert started.wait(10)
     # Another worker now holds the job under a new token (as after a reap and a reclaim,
     # following a long GC pause or a network split). Done in one write, so that this pool's
     # renewer cannot extend the lease between "expire" and "reap".
     Job.objects.filter(pk=job.pk).update(lease_token=uuid.uuid4(), locked_by="other-host-1-1")
     assert stop_seen.wait(5), "the handler was asked to stop after the lost renewal"
-    wait_for(lambda: "lease_lost" in kinds(job), 5)
+    pool.shutdown(grace=5)  # the refused completion written (the completer signals none)
+    assert "lease_lost" in kinds(job)
     assert Job.objects.get(pk=job.pk).result is None, "the stale worker's result was discarded"
     assert not JobEvent.objects.filter(job_id=job.pk, kind="succeeded").exists()
 

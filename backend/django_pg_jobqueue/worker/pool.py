@@ -369,7 +369,8 @@ class WorkerPool:
         self.maintenance: list = [t for t in (self.renewer, self.reaper, self.pruner,
                                               self.periodic, self.stager) if t]
         for part in (*self.maintenance, self.leadership, self.listener, self.held):
-            part.signals = test_signals  # None, the default: each sends none
+            if part is not None:  # None, the default signals: each part sends none
+                part.signals = test_signals
 
     # -- lifecycle -----------------------------------------------------------------------------
     def wake(self, queue_name: str | None = None) -> None:
