@@ -161,15 +161,8 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     def validate_run_at(self, value):
         return in_utc(value)
 
-    def validate_idempotency_key(self, value):
-        if value is not None and not value.strip():
-            raise serializers.ValidationError("may not be blank.")
-        return value
-
-    def validate(self, attrs):
-        if attrs.get("run_at") is not None and attrs.get("delay_seconds"):
-            raise serializers.ValidationError({"delay_seconds": ["give run_at or delay_seconds, not both."]})
-        return attrs
+    # A blank idempotency key, or run_at with delay_seconds: refused by the service
+    # (arguments.py, services/preparing.py), which names the field, for Python and the API alike.
 
     def enqueue_options(self) -> dict:
         """The validated body as keyword arguments of `services.enqueue_or_get`."""
