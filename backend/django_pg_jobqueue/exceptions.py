@@ -113,6 +113,26 @@ class JobCancelled(JobError):
     """Raised by `ctx.raise_if_should_stop()` when the job was cancelled or its lease lost."""
 
 
+class JobFailed(JobError):
+    """What `wait()` and `await_result()` raise for a job that did not succeed: it failed for
+    good (`status` "failed") or was cancelled ("cancelled"). `error` is the job's last error
+    (empty for a job cancelled before it ran)."""
+
+    def __init__(self, job_id: int, status: str, error: str):
+        self.job_id, self.status, self.error = job_id, status, error
+        outcome = "failed" if status == "failed" else "was cancelled"
+        super().__init__(f"job {job_id} {outcome}" + (f": {error}" if error else ""))
+
+
+class WaitTimeout(JobError, TimeoutError):
+    """What `wait()` and `await_result()` raise when the job reached no outcome within the
+    timeout. Nothing was changed: the job goes on as before."""
+
+    def __init__(self, job_id: int, timeout: float):
+        self.job_id, self.timeout = job_id, timeout
+        super().__init__(f"job {job_id} reached no outcome within {timeout:g} seconds")
+
+
 class InvalidJobArgument(JobError, ValueError):
     """An argument of `enqueue` / `enqueue_many` (or of the Tasks backend, the API, the admin)
     that the queue refuses. `argument` names it ("payload", "run_at", ...); in a batch, `index`

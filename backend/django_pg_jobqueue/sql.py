@@ -173,6 +173,18 @@ WITH picked AS (
 """ + _CLAIM_TAIL
 
 # --- complete (batched; each row still fenced by its own lease token) -----------------------
+# The NOTIFY that wakes producers waiting for outcomes (waiting.py): one per statement, on
+# its own channel, the ids of the jobs that reached an outcome in its payload, comma-separated.
+# A payload over NOTIFY's 8000 bytes would fail the statement: past OUTCOMES_PAYLOAD_CHARS it
+# is "*", which wakes every waiter of each listening process to read its job again. {rows}:
+# a relation with an `id` column, the jobs that finished; none sends nothing.
+OUTCOMES_CHANNEL = "jobs_finished"
+OUTCOMES_PAYLOAD_CHARS = 7900
+OUTCOMES_NOTIFY = f"""SELECT pg_notify('{OUTCOMES_CHANNEL}',
+               CASE WHEN length(ids) <= {OUTCOMES_PAYLOAD_CHARS} THEN ids ELSE '*' END)
+    FROM (SELECT string_agg(id::text, ',') AS ids FROM {{rows}}) AS finished
+    WHERE ids IS NOT NULL"""
+
 # A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
 # The batch comes as one JSON array of [id, lease token, worker id, result] rows.
 COMPLETE_MANY = """
@@ -204,10 +216,14 @@ events AS (
            jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4)),
            now()
     FROM done
+),
+notified AS (  -- one NOTIFY for the batch, its finished ids in the payload (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="done") + """
 )
 -- run_seconds as float8: a numeric comes back a Decimal, whose loading doubled the cost of
 -- reading this statement's rows in the worker (the event keeps its rounded numeric).
 SELECT id, status, run_seconds::float8, has_dependants FROM done  -- dependants: settle them next
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 UNION ALL
 SELECT j.id, 'busy', NULL, false FROM jobs j JOIN input ON j.id = input.id  -- retry these alone
 WHERE j.status = 'running' AND j.lease_token = input.token AND j.id NOT IN (SELECT id FROM free)
@@ -259,10 +275,14 @@ events AS (
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
            now()
     FROM upd
+),
+notified AS (  -- an outcome (failed for good, cancelled) wakes its waiters (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status <> 'queued') AS o") + """
 )
 SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds,
        gives_up, has_dependants
 FROM upd
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """
 
 # --- release / snooze: back to queued without charging the attempt ---------------------------
@@ -2035,3 +2055,15 @@ THROTTLE_PRUNE_EXPIRED = "DELETE FROM job_throttle_windows WHERE expires_at < no
 # --- the health check: has the migration table changed since the plan was last empty? ---------
 # (selectors.pending_migrations) Applying or unapplying a migration adds or deletes a row.
 MIGRATIONS_FINGERPRINT = "SELECT count(*), coalesce(max(id), 0) FROM django_migrations"
+
+# -- waiting for outcomes ---------------------------------------------------------------------
+# waiting.py: a producer waits for its jobs' outcomes, woken by OUTCOMES_NOTIFY (defined with
+# the completion it is part of, above). Each read is one short autocommit statement: a waiter
+# never holds a transaction open.
+LISTEN_OUTCOMES = f"LISTEN {OUTCOMES_CHANNEL}"
+# A job's outcome as a waiter reads it: the result as JSON text (decoded by the waiter),
+# NULL while the job has none yet.
+JOB_OUTCOME = "SELECT status, result::text, last_error FROM jobs WHERE id = %s"
+# An outcome written outside the worker's statements (an operator's cancel of a queued or
+# waiting job) wakes its waiters too (%s: the finished ids, comma-separated).
+NOTIFY_OUTCOMES = f"SELECT pg_notify('{OUTCOMES_CHANNEL}', %s)"

@@ -15,7 +15,7 @@ import threading
 
 import psycopg
 
-from .. import conf, db, sql
+from .. import db, sql
 from .base import Backoff, RateLimitedLog
 
 log = logging.getLogger("django_pg_jobqueue.listener")
@@ -56,13 +56,4 @@ class Listener(threading.Thread):
 
 def connection_params() -> dict:
     """psycopg.connect() keyword arguments of the listener's connection."""
-    c = conf.get()
-    if c.LISTEN_DATABASE_URL:
-        params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
-    else:
-        params = db.queue_connection().get_connection_params()
-        for name in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(name, None)
-    params.setdefault("application_name", "jobqueue-listener")
-    params.setdefault("connect_timeout", 5)
-    return params
+    return db.listen_connection_params("jobqueue-listener")
