@@ -32,6 +32,9 @@ class JobContext:
         # How progress and log lines reach the database: the worker's engine, like every other
         # write a worker makes (the default one when none is given).
         self.engine = engine or default_engine()
+        # Read on first use (most handlers never do): the results of the jobs this one was
+        # enqueued after.
+        self._dependency_results: list | None = None
 
     @property
     def _stop(self) -> threading.Event:
@@ -89,3 +92,21 @@ class JobContext:
     def snooze(self, seconds: float) -> NoReturn:
         """Stop this attempt and run the job again in `seconds`, without spending an attempt."""
         raise Snooze(seconds)
+
+    # -- what earlier jobs left (services/workflows.py) -------------------------------------------
+    @property
+    def dependency_results(self) -> list:
+        """The results of the jobs this job was enqueued after (`after=[...]`), in the order
+        `after` named them: a list, read once, on first use, in one query. None for a job that
+        did not succeed (with after_failure="run") or no longer exists. Raises
+        DependencyResultsTooLarge when they are, in all, over JOB_MAX_RESULT_BYTES. In an
+        `async def` handler: `await ctx.adependency_results()`."""
+        if self._dependency_results is None:
+            with worker_connection():
+                self._dependency_results = self.engine.dependency_results(self.job_id)
+        return self._dependency_results
+
+    async def adependency_results(self) -> list:
+        """`dependency_results` for an `async def` handler."""
+        return await sync_to_async(lambda: self.dependency_results)()
+

@@ -151,6 +151,10 @@ class Engine(Protocol):
         """A running job's progress (ctx.progress), fenced by its lease."""
         ...
 
+    def dependency_results(self, job_id: int) -> list:
+        """The results of the jobs `job_id` was enqueued after, in order (ctx.dependency_results)."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -221,6 +225,9 @@ class PostgresEngine:
 
     def record_progress(self, job_id, lease_token, **kwargs) -> None:
         services.record_progress(job_id, lease_token, **kwargs)
+
+    def dependency_results(self, job_id) -> list:
+        return services.dependency_results(job_id)
 
 
 _default = PostgresEngine()

@@ -99,6 +99,17 @@ class PermanentError(JobError):
     """Raise from a handler to fail the job at once, without retrying."""
 
 
+class DependencyResultsTooLarge(PermanentError):
+    """`ctx.dependency_results`: the results of the jobs this one was enqueued after are, in
+    all, over JOB_MAX_RESULT_BYTES. Deterministic, so the job fails for good (a permanent
+    error) unless its handler catches it."""
+
+    def __init__(self, job_id: int, total_bytes: int, limit: int):
+        self.job_id, self.total_bytes, self.limit = job_id, total_bytes, limit
+        super().__init__(f"the results of the jobs job {job_id} waited for are {total_bytes} "
+                         f"bytes of JSON in all, over JOB_MAX_RESULT_BYTES ({limit})")
+
+
 class AttemptFailed(JobError):
     """A failed attempt that no exception of the handler's describes, as JOB_ERROR_HOOKS are
     told of it: its message is the job's recorded error, `reason` says what failed it

@@ -2067,3 +2067,21 @@ JOB_OUTCOME = "SELECT status, result::text, last_error FROM jobs WHERE id = %s"
 # An outcome written outside the worker's statements (an operator's cancel of a queued or
 # waiting job) wakes its waiters too (%s: the finished ids, comma-separated).
 NOTIFY_OUTCOMES = f"SELECT pg_notify('{OUTCOMES_CHANNEL}', %s)"
+
+# -- results passed along (services/workflows.py) ---------------------------------------------
+# The results of the jobs a job was enqueued after, in the order its `after` named them (the
+# edges' ids: BLOCK_JOBS inserts them in that order), NULL for one that did not succeed or is
+# gone; `total`: their JSON's size in bytes. Over %(max_bytes)s (JOB_MAX_RESULT_BYTES) no result
+# is sent, only the total, so that a handler never loads more than the cap.
+DEPENDENCY_RESULTS = """
+SELECT CASE WHEN total <= %(max_bytes)s THEN result END, total
+FROM (SELECT e.id, r.result,
+             coalesce(sum(octet_length(r.result)) OVER (), 0) AS total
+      FROM job_dependencies e
+      LEFT JOIN jobs d ON d.id = e.depends_on_id
+      CROSS JOIN LATERAL (SELECT CASE WHEN d.status = 'succeeded' THEN d.result::text END
+                          AS result) AS r
+      WHERE e.job_id = %(job_id)s) AS results
+ORDER BY id
+"""
+
