@@ -1,5 +1,10 @@
-"""Handlers of the tests of results passed along. Worker subprocesses import this module
-through JOB_EXTRA_HANDLER_MODULES."""
+"""Handlers of the tests of results passed along and durable steps. Worker subprocesses import
+this module through JOB_EXTRA_HANDLER_MODULES."""
+import os
+import signal
+
+from django.db import connection
+
 from django_pg_jobqueue.registry import handler
 
 
@@ -12,3 +17,21 @@ def pass_add(ctx, payload):
 def pass_collect(ctx, payload):
     return {"results": ctx.dependency_results}
 
+
+def _effect(job_id: int, step: str, attempt: int) -> str:
+    """A step's side effect: a row in step_effects (the test creates the table)."""
+    with connection.cursor() as cur:
+        cur.execute("INSERT INTO step_effects (job_id, step, attempt) VALUES (%s, %s, %s)",
+                    [job_id, step, attempt])
+    return f"{step} done in attempt {attempt}"
+
+
+@handler("three_steps", max_attempts=3,
+         description="Test handler: three durable steps; payload.die_after killed after that step.")
+def three_steps(ctx, payload):
+    results = []
+    for n, step in enumerate(["reserve", "charge", "ship"], start=1):
+        results.append(ctx.step(step, _effect, ctx.job_id, step, ctx.attempt))
+        if payload.get("die_after") == n and ctx.attempt == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return results

@@ -1171,6 +1171,9 @@ WITH gone AS (
 ),
 search_text AS (
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
+),
+steps AS (  -- its durable steps (no foreign key: models.JobStep)
+    DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
 )
 SELECT id FROM gone
 """
@@ -1880,6 +1883,9 @@ gone AS (
 ),
 search_text AS (  -- their searchable text (no foreign key: models.JobSearchText)
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
+),
+steps AS (  -- their durable steps (no foreign key: models.JobStep)
+    DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
 """
@@ -2085,3 +2091,23 @@ FROM (SELECT e.id, r.result,
 ORDER BY id
 """
 
+# -- durable steps (services/workflows.py) ----------------------------------------------------
+# A job's recorded steps, read once per attempt (job_step_name_unique's index).
+JOB_STEPS = "SELECT name, result::text FROM job_steps WHERE job_id = %s"
+# A step that ran is recorded once per job: the first record of a name wins (ON CONFLICT: two
+# attempts racing, one of them an expired lease's). Not fenced by the lease token as the
+# worker's other writes are: the step's side effect happened, and a record of it spares the
+# next attempt a second one; `held` says whether the attempt still holds the job, so that one
+# that lost it stops. `recorded`: 0 when the name was recorded already.
+RECORD_STEP = """
+WITH ins AS (
+    INSERT INTO job_steps (job_id, name, attempt, result, created_at)
+    VALUES (%(id)s, %(name)s, %(attempt)s, %(result)s::jsonb, now())
+    ON CONFLICT (job_id, name) DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM ins),
+       EXISTS (SELECT 1 FROM jobs WHERE id = %(id)s AND status = 'running'
+               AND lease_token = %(token)s)
+"""
+JOB_STEP = "SELECT result::text FROM job_steps WHERE job_id = %s AND name = %s"
