@@ -51,6 +51,7 @@ def test_waits_from_two_processes_wake_within_50_ms_of_each_outcome_on_one_liste
          "run_at": start + timedelta(seconds=0.33 * (i // 16))} for i in range(200)])
     services.enqueue_many([{"type": "wait_echo", "payload": {}} for _ in range(400)])
     ids = [job.id for job in jobs]
+    this_process = _listening_connections()  # this test process's own, if a test started one
     producers = [_waiting_process(ids[p::2], threads=8) for p in range(2)]
     worker = spawn_workers("--threads", "8", env=WORKER_ENV)
     listening = []
@@ -77,7 +78,8 @@ def test_waits_from_two_processes_wake_within_50_ms_of_each_outcome_on_one_liste
           f"max {lags_ms[-1]:.1f} ms; LISTEN connections seen: {sorted(set(listening))}; "
           f"load average {os.getloadavg()[0]:.2f}")
     assert p95 < 50
-    assert max(listening) == 2  # one per waiting process, whatever its 8 threads wait for
+    # one per waiting process, whatever its 8 threads wait for
+    assert 2 <= max(listening) <= 2 + this_process
 
 
 def _run_in_thread(fn, *args, **kwargs):
