@@ -15,6 +15,7 @@ The ledger the `chaos` handler writes is the ground truth of what ran. Afterward
 `make test` runs 2,000 jobs; `make chaos` (CHAOS_FULL=1) runs 20,000 with a logged seed
 (CHAOS_SEED=... replays one).
 """
+import contextlib
 import os
 import random
 import signal
@@ -132,7 +133,10 @@ class Chaos(threading.Thread):
     def kill(self) -> None:
         if self.workers[0].children:  # the supervisor replaces it
             pid = self._child_victim()
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # it exited since its last beat (recycled): no fault
+                return
             self.kills.append((time.time(), pid))
             return
         w = self._victim()
@@ -145,9 +149,13 @@ class Chaos(threading.Thread):
         pid = (self._child_victim(busiest=True) if self.workers[0].children
                else self._victim(busiest=True).pid)
         started = time.time()
-        os.kill(pid, signal.SIGSTOP)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:  # it exited since its last beat (recycled): no fault
+            return
         self.stopping.wait(LEASE_SECONDS + REAPER_INTERVAL_SECONDS + 1.5)
-        os.kill(pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # killed meanwhile: nothing to resume
+            os.kill(pid, signal.SIGCONT)
         self.stops.append((started, time.time(), pid))
 
     def terminate(self) -> None:
@@ -307,8 +315,22 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger) -> dict:
                 continue
             ex = ledger.executions.get(token)
             if end["kind"] in ("retry_scheduled", "failed"):
+                pid, ended_at = pid_of(claim["worker_id"]), end["created_at"].timestamp()
                 if ex is not None and ex.outcome and ex.outcome.startswith("raise"):
                     causes["handler raised (retry or fail)"] += 1
+                elif ((end["data"] or {}).get("reason") == "process_died" and pid in killed_pids
+                      and claim["created_at"].timestamp() - 0.5 <= killed_pids[pid]
+                      <= ended_at + 0.5):
+                    # Supervised: the supervisor saw its child die and charged the attempt at
+                    # once (services.settle_dead_process), before any lease expired; the run
+                    # had not written its outcome (unfinished, or returned unrecorded).
+                    causes["worker SIGKILLed (its supervisor charged the attempt)"] += 1
+                    requeue_after_kill.append(ended_at - killed_pids[pid])
+                    later = [e for e in evs if e["kind"] == "claimed"
+                             and e["created_at"].timestamp() > ended_at]
+                    if job["priority"] > 0 and later:
+                        rerun_after_kill.append(later[0]["created_at"].timestamp()
+                                                - killed_pids[pid])
                 else:
                     problems.append(f"job {job_id}: {end['kind']} under {token} but the run "
                                     f"did not raise ({ex.outcome if ex else 'no run'})")
