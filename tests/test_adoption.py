@@ -99,6 +99,8 @@ def http(url, *, data=None, headers=None, method=None):
 
 
 def wait_for(predicate, timeout, what):
+    """Polls, every half second: the host project runs in its own processes, on its own
+    database, read through its manage.py."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -13,7 +13,7 @@ from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import serial_handlers  # noqa: F401  (registers `key_probe` in this process)
 from tests.chaos_handlers import Output
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -82,8 +82,7 @@ def most_at_once(runs) -> int:
 
 
 def all_succeeded(ids, timeout):
-    wait_for(lambda: Job.objects.filter(id__in=ids, status="succeeded").count() == len(ids),
-             timeout=timeout, interval=0.2, message=f"{len(ids)} jobs succeeded")
+    wait_until_jobs("succeeded", id__in=ids, timeout=timeout)
 
 
 def test_one_key_runs_one_at_a_time_on_two_processes_without_slowing_other_keys(workers):
@@ -137,11 +136,12 @@ def test_a_killed_worker_blocks_its_key_only_until_its_lease_expires(workers):
     held = enqueue("key_probe", {"seconds": 0.05, "hang_first_attempt": True},
                    concurrency_key="customer:42")
     victim = workers.start(threads=1)
+    # Polls: the handler's own log event, written in the worker's process.
     wait_for(lambda: JobEvent.objects.filter(job_id=held.id, message="start").exists(),
              timeout=60, message="the victim runs the keyed job")
     waiting = enqueue("key_probe", {"seconds": 0.05}, concurrency_key="customer:42")
     workers.start()
-    time.sleep(2 * LEASE_SECONDS)  # while the victim renews its lease, the key stays held
+    time.sleep(2 * LEASE_SECONDS)  # by design: while the victim renews its lease, the key stays held
     assert Job.objects.get(pk=waiting.id).status == "queued"
     victim.send_signal(signal.SIGKILL)
     killed_at = time.time()

@@ -19,7 +19,7 @@ from django.db import connections, transaction
 from django_pg_jobqueue import enqueue
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.tasks_compat import TaskResultStatus, task
-from tests.utils import REPO, wait_for
+from tests.utils import REPO, wait_until_jobs
 
 INNER = "queue" in settings.DATABASES
 inner = pytest.mark.skipif(
@@ -112,8 +112,8 @@ def test_workers_api_admin_metrics_and_tasks_all_use_the_queue_alias(client):
         [sys.executable, str(REPO / "manage.py"), "run_job_workers", "--threads", "2"],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 2, timeout=60,
-                 message="both jobs to succeed on the worker")
+        wait_until_jobs("succeeded", count=2, timeout=60,
+                        message="both jobs to succeed on the worker")
     finally:
         worker.send_signal(signal.SIGTERM)
         log = worker.communicate(timeout=30)[0]

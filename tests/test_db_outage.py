@@ -28,7 +28,7 @@ from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import Output, worker_env
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -55,7 +55,7 @@ class Outage:
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s"
                 " AND pid <> pg_backend_pid()", [self.db])
             self.terminated += cur.fetchone()[0]
-            time.sleep(0.5)
+            time.sleep(0.5)  # by design: the outage goes on, a sweep every half second
 
     def start(self) -> None:
         connection.close()  # our own session goes too; reopened after the outage
@@ -83,7 +83,7 @@ def test_workers_ride_out_a_database_outage_and_finish_every_job(tmp_path):
     outage = Outage()
     api_during = []
     try:
-        wait_for(lambda: Job.objects.succeeded().count() >= 50, timeout=30, message="drain under way")
+        wait_until_jobs("succeeded", at_least=50, message="drain under way")
         done_before = Job.objects.succeeded().count()
         outage.start()
         began = time.monotonic()
@@ -96,19 +96,18 @@ def test_workers_ride_out_a_database_outage_and_finish_every_job(tmp_path):
                     r = client.get(path, **headers)
                     api_during.append((path, r.status_code, r["Content-Type"], r.content))
                 connection.close()
-            time.sleep(0.5)
+            time.sleep(0.5)  # by design: the outage lasts a while
         outage_end_wall = time.time()
         outage.end()
         ended = time.monotonic()
         # Claiming resumes within seconds (workers back off at most 10 s between attempts).
         back = datetime.fromtimestamp(outage_end_wall, tz=UTC)
-        first_claim = wait_for(
+        first_claim = wait_for(  # polls: the first claim of another process, by its event
             lambda: JobEvent.objects.filter(kind="claimed", created_at__gt=back)
             .order_by("id").values_list("created_at", flat=True).first(),
             timeout=20, message="a claim after the outage")
         resumed_after = first_claim.timestamp() - outage_end_wall
-        wait_for(lambda: not Job.objects.exclude(status="succeeded").exists(), timeout=60,
-                 message="every job succeeded")
+        wait_until_jobs("succeeded", timeout=60)
         finished_after = time.monotonic() - ended
     finally:
         if outage.on.is_set() or not outage.admin.closed:

@@ -10,7 +10,7 @@ from django_pg_jobqueue.services.dependencies import settle_waiting
 from django_pg_jobqueue.services.pruning import prune
 from django_pg_jobqueue.worker.reaper import Reaper
 
-from .utils import spawn_workers, wait_for
+from .utils import spawn_workers, wait_until_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -256,8 +256,7 @@ def test_workers_run_a_chain_in_order_and_a_group_before_its_final_job():
     *group, final = services.enqueue_many(items)
     procs = _workers(2, 4)
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 14, 90,
-                 message="the chain and the group done")
+        wait_until_jobs("succeeded", count=14, timeout=90, message="the chain and the group done")
     finally:
         _stop(procs)
     rows = _rows([a, b, c, final, *group])
@@ -276,8 +275,8 @@ def test_a_permanent_failure_in_a_group_cancels_its_final_job_under_real_workers
     *group, final = services.enqueue_many(items)
     procs = _workers(2, 4)
     try:
-        wait_for(lambda: _status(final) == "cancelled", 60, message="the final job cancelled")
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 9, 30)
+        wait_until_jobs("cancelled", pk=final.pk, timeout=60, message="the final job cancelled")
+        wait_until_jobs("succeeded", count=9, timeout=30)
     finally:
         _stop(procs)
     event = JobEvent.objects.get(job_id=final.id, kind="cancelled")
@@ -295,8 +294,8 @@ def test_no_final_job_is_lost_when_many_workers_finish_its_group_at_once():
         finals.append(services.enqueue_many(items)[-1])
     procs = _workers(2, 8)
     try:
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 220, 120,
-                 message="every group and every final job done, without the sweep")
+        wait_until_jobs("succeeded", count=220, timeout=120,
+                        message="every group and every final job done, without the sweep")
     finally:
         _stop(procs)
     assert not Job.objects.filter(status="waiting").exists()

@@ -12,7 +12,13 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, Ledger, Output, worker_env
-from tests.utils import spawn_workers, stop_workers, wait_for, worker_database_url
+from tests.utils import (
+    spawn_workers,
+    stop_workers,
+    wait_for,
+    wait_until_jobs,
+    worker_database_url,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -28,8 +34,7 @@ def test_a_foreign_lock_on_a_running_job_stalls_no_other_job_and_runs_none_twice
     worker = spawn_workers("--threads", "4", env=worker_env(ledger_path))
     out = Output(worker)
     try:
-        wait_for(lambda: Job.objects.running().filter(pk__in=[victim.id, bystander.id]).count()
-                 == 2, timeout=30, message="both running")
+        wait_until_jobs("running", pk__in=[victim.id, bystander.id], timeout=30)
         with psycopg.connect(worker_database_url()) as foreign:
             foreign.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", [victim.id])
             locked_at = time.monotonic()
@@ -37,9 +42,9 @@ def test_a_foreign_lock_on_a_running_job_stalls_no_other_job_and_runs_none_twice
             # The victim's handler returns while its row is locked; jobs enqueued after it
             # are completed all the same, and the bystander's lease is still renewed.
             quick = services.enqueue_many([_ok(0.01) for _ in range(10)])
-            wait_for(lambda: Job.objects.filter(pk__in=[j.id for j in quick],
-                                                status="succeeded").count() == 10,
-                     timeout=2 * LEASE_SECONDS, message="the other jobs completed:\n" + out.text())
+            wait_until_jobs("succeeded", pk__in=[j.id for j in quick], timeout=2 * LEASE_SECONDS,
+                            message="the other jobs completed:\n" + out.text())
+            # Polls: the renewal is another process's, seen in the row.
             wait_for(lambda: Job.objects.get(pk=bystander.id).lease_expires_at > lease_at_lock,
                      timeout=LEASE_SECONDS, message="the bystander's lease renewed")
             assert time.monotonic() - locked_at < 2 * LEASE_SECONDS
@@ -47,9 +52,8 @@ def test_a_foreign_lock_on_a_running_job_stalls_no_other_job_and_runs_none_twice
             time.sleep(max(0.0, 2.5 * LEASE_SECONDS - (time.monotonic() - locked_at)))
             assert Job.objects.get(pk=victim.id).status == "running"
             foreign.rollback()
-        wait_for(lambda: Job.objects.filter(pk__in=[victim.id, bystander.id],
-                                            status="succeeded").count() == 2,
-                 timeout=10 * LEASE_SECONDS, message="victim and bystander succeeded")
+        wait_until_jobs("succeeded", pk__in=[victim.id, bystander.id], timeout=10 * LEASE_SECONDS,
+                        message="victim and bystander succeeded")
     finally:
         stop_workers(worker)
     ledger = Ledger.read(ledger_path)

@@ -7,10 +7,9 @@ import signal
 import pytest
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job
 from tests import chaos_handlers  # noqa: F401  (registers `fork_and_return` in this process)
 from tests.chaos_handlers import Output, worker_env
-from tests.utils import process_alive, spawn_workers, wait_for
+from tests.utils import process_alive, spawn_workers, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -23,16 +22,15 @@ def test_a_forked_child_that_returns_into_the_worker_exits_at_once(tmp_path):
     out = Output(proc)
     child = child_sockets = None
     try:
+        # Polls: the handler writes the pids in the worker's process.
         wait_for(lambda: pid_file.exists() and len(pid_file.read_text().split()) == 2,
                  timeout=60,
                  message="the handler forked")
         child, child_sockets = map(int, pid_file.read_text().split())
-        wait_for(lambda: Job.objects.filter(pk=job.pk, status="succeeded").exists(), timeout=30,
-                 message="the forking job recorded")
+        wait_until_jobs("succeeded", pk=job.pk, message="the forking job recorded")
         # The worker's connections are intact: it runs the next job and stops cleanly.
         other = services.enqueue("chaos", {"mode": "ok"})
-        wait_for(lambda: Job.objects.filter(pk=other.pk, status="succeeded").exists(),
-                 timeout=30, message="the next job succeeded")
+        wait_until_jobs("succeeded", pk=other.pk, message="the next job succeeded")
     finally:
         if child is not None and process_alive(child):
             os.kill(child, signal.SIGKILL)  # a leftover of the code under test

@@ -11,13 +11,21 @@ import time
 import pytest
 from django.db import connection
 
-from django_pg_jobqueue.models import Job, JobEvent, LeaderLease, WorkerProcess
+from django_pg_jobqueue.models import JobEvent, LeaderLease, WorkerProcess
 from django_pg_jobqueue.selectors import worker_processes
 from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.hostbeat import ChildReport, HostHeartbeat
 from django_pg_jobqueue.worker.leader import MAINTENANCE, HostLeadership
 from tests.chaos_handlers import Output
-from tests.utils import process_alive, spawn_workers, stop_workers, wait_for
+from tests.utils import (
+    maintenance_leader,
+    process_alive,
+    spawn_workers,
+    stop_workers,
+    wait_for,
+    wait_for_leader,
+    wait_until_jobs,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,12 +49,11 @@ def _beats(supervisor_pid: int) -> dict[str, tuple]:
         return {row[0]: row[1:] for row in cur.fetchall()}
 
 
-def _holder() -> str | None:
-    with connection.cursor() as cur:
-        cur.execute("SELECT holder FROM job_leader WHERE role = %s AND expires_at > now()",
-                    [MAINTENANCE])
-        row = cur.fetchone()
-    return row[0] if row else None
+def _wait_beaten(supervisor_pid: int, n: int, timeout: float = 90) -> dict[str, tuple]:
+    """The rows a supervisor beats for, once there are `n`. Polls: the supervisor is another
+    OS process, and its rows are what the test looks at."""
+    return wait_for(lambda: (b := _beats(supervisor_pid)) and len(b) == n and b, timeout,
+                    message=f"{n} children beaten for")
 
 
 # -- the supervisor's side alone, its run_once called directly ----------------------------------
@@ -108,7 +115,7 @@ def test_a_child_whose_supervisor_died_resigns_the_lease_even_before_it_noticed_
     report = _report(jobs_done=1)
     beat.attach(0, 2001, report)
     beat.run_once()
-    assert _holder() == beat.process_id(2001)
+    assert maintenance_leader() == beat.process_id(2001)
     orphan = HostLeadership(beat.process_id(2001), report, supervisor_pid=-1,  # not our parent
                             lease_seconds=3.0)
     assert not orphan.elected.is_set()  # it never asked
@@ -118,7 +125,7 @@ def test_a_child_whose_supervisor_died_resigns_the_lease_even_before_it_noticed_
     with connection.cursor() as cur:
         cur.execute("UPDATE job_leader SET expires_at = now() + interval '3 seconds'")
     HostLeadership(beat.process_id(2002), _report(), supervisor_pid=-1, lease_seconds=3.0).resign()
-    assert _holder() == beat.process_id(2001) and not _resigned()
+    assert maintenance_leader() == beat.process_id(2001) and not _resigned()
 
 
 # -- real processes: a supervisor and its children ------------------------------------------------
@@ -127,8 +134,7 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
     proc = spawn_workers("--processes", str(CHILDREN), "--threads", "1", env=ENV)
     out = Output(proc)
     try:
-        wait_for(lambda: len(_beats(proc.pid)) == CHILDREN, timeout=90,
-                 message=f"{CHILDREN} children beaten for")
+        _wait_beaten(proc.pid, CHILDREN)
         # One statement for all: every row's heartbeat_at is the same transaction's now(),
         # pass after pass, and it moves on.
         seen = set()
@@ -137,13 +143,12 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
             stamps = {at for at, _ in beats.values()}
             assert len(stamps) == 1, beats
             seen |= stamps
-            time.sleep(1.1)
+            time.sleep(1.1)  # by design: the next beat, a second on
         assert len(seen) >= 2, seen
         # Each row keeps its own figures: jobs run by that child, its own pid and memory.
         for i in range(6):
             job = enqueue("noop", {"i": i})
-            wait_for(lambda job=job: Job.objects.get(pk=job.pk).status == "succeeded",
-                     timeout=15, message=f"job {i} ran")
+            wait_until_jobs("succeeded", pk=job.pk, timeout=15, message=f"job {i} ran")
         claimed = {}
         for worker_id in JobEvent.objects.filter(kind="claimed").values_list("worker_id",
                                                                                flat=True):
@@ -153,6 +158,7 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
         def figures_caught_up():
             rows = {w.id: w for w in WorkerProcess.objects.filter(supervisor_pid=proc.pid)}
             return all(rows[p].jobs_done == n for p, n in claimed.items() if p in rows) and rows
+        # Polls: the figures reach the rows with the supervisor's next beats.
         rows = wait_for(figures_caught_up, timeout=10, message="each row's own jobs_done")
         assert sum(w.jobs_done for w in rows.values()) == 6
         for w in rows.values():
@@ -166,17 +172,18 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
 
         def lost():
             return next(w for w in worker_processes() if w["id"] == victim.id)["state"] == "lost"
+        # Polls: "lost" is read from the clock and the row, as the API reads it.
         wait_for(lost, timeout=10, interval=0.05, message="the killed child shown lost")
         assert time.monotonic() - killed_at <= 2 * 1.0 + 1.0
         last_beat = _beats(proc.pid)[victim.id][0]
-        time.sleep(1.5)
+        time.sleep(1.5)  # by design: a beat and a half on
         assert _beats(proc.pid)[victim.id][0] == last_beat  # never beaten for again
         siblings = [w for w in worker_processes()
                     if w["supervisor_pid"] == proc.pid and w["id"] != victim.id]
         assert siblings and all(w["state"] == "alive" for w in siblings), siblings
         # The supervisor starts another child in its place; it is beaten for with the rest.
         wait_for(lambda: sum(1 for w in worker_processes() if w["supervisor_pid"] == proc.pid
-                             and w["state"] == "alive") == CHILDREN,
+                             and w["state"] == "alive") == CHILDREN,  # polls, as above
                  timeout=60, message="the replacement beaten for")
     finally:
         stop_workers(proc, timeout=40)
@@ -184,7 +191,7 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
     # Stopped gracefully: the children's rows removed by the supervisor; only the killed
     # child's stays, lost, until the reaper forgets it.
     assert list(WorkerProcess.objects.values_list("id", flat=True)) == [victim.id]
-    assert _holder() is None  # the leader child's lease resigned at the stop
+    assert maintenance_leader() is None  # the leader child's lease resigned at the stop
 
 
 @pytest.mark.e2e
@@ -192,22 +199,19 @@ def test_a_child_of_the_supervisor_leads_and_a_killed_leader_child_is_replaced_w
     proc = spawn_workers("--processes", str(CHILDREN), "--threads", "1", env=ENV)
     out = Output(proc)
     try:
-        leader = wait_for(_holder, timeout=90, message="a leader elected")
-        children = wait_for(lambda: (b := _beats(proc.pid)) and len(b) == CHILDREN and b,
-                            timeout=30, message="every child beaten for")
+        leader = wait_for_leader(timeout=90)
+        children = _wait_beaten(proc.pid, CHILDREN, timeout=30)
         assert leader in children  # a child leads, under its own process id
         os.kill(children[leader][1], signal.SIGKILL)
         killed_at = time.monotonic()
-        new_leader = wait_for(lambda: (h := _holder()) and h != leader and h, timeout=15,
-                              message="a new leader")
+        new_leader = wait_for_leader(other_than=leader, timeout=15)
         # The supervisor resigns for the dead child as soon as it has reaped it.
         assert time.monotonic() - killed_at < 10
         assert new_leader in _beats(proc.pid)
-        wait_for(lambda: f"{new_leader} leads maintenance now" in out.text(), timeout=10,
-                 message="the new leader child knows it leads")
+        out.wait_for_line(f"{new_leader} leads maintenance now", timeout=10)
         # Its replacement up before the stop (a child stopped while its interpreter starts
         # dies of the SIGTERM, which the supervisor's exit status counts).
-        wait_for(lambda: set(_beats(proc.pid)) - set(children), timeout=60,
+        wait_for(lambda: set(_beats(proc.pid)) - set(children), timeout=60,  # polls, as above
                  message="the replacement beaten for")
     finally:
         stop_workers(proc, timeout=40)
@@ -227,18 +231,17 @@ def test_children_whose_supervisor_was_killed_stop_and_remove_their_own_rows_and
     Output(proc)
     children = {}
     try:
-        wait_for(_holder, timeout=90, message="a leader elected")
-        children = wait_for(lambda: (b := _beats(proc.pid)) and len(b) == 2 and b, timeout=30,
-                            message="both children beaten for")
+        wait_for_leader(timeout=90)
+        children = _wait_beaten(proc.pid, 2, timeout=30)
         proc.kill()  # SIGKILL: nobody beats for the children any more, nor removes their rows
         proc.wait(10)
         # Each child sees its supervisor gone, stops gracefully, and removes its own row; the
         # leader child resigns its lease itself.
-        wait_for(lambda: not WorkerProcess.objects.exists(), timeout=30,
-                 message="the children's rows removed by the children")
-        wait_for(_resigned, timeout=10, message="the leader child resigned its lease")
-        wait_for(lambda: not any(process_alive(pid) for _, pid in children.values()), timeout=30,
-                 message="the children exited")
+        # Polls: the children are other OS processes, and not ours to wait() on.
+        wait_for(lambda: not WorkerProcess.objects.exists() and _resigned()
+                 and not any(process_alive(pid) for _, pid in children.values()), timeout=30,
+                 message="the children's rows removed, the lease resigned, and the children "
+                         "exited")
     finally:
         for _, pid in children.values():
             if process_alive(pid):

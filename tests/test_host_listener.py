@@ -10,10 +10,15 @@ import uuid
 import pytest
 from django.db import connection
 
-from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.services import enqueue, enqueue_many
 from tests.chaos_handlers import Ledger, Output
-from tests.utils import spawn_workers, stop_workers, wait_for, worker_database_url
+from tests.utils import (
+    spawn_workers,
+    stop_workers,
+    wait_for,
+    wait_until_jobs,
+    worker_database_url,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -42,6 +47,14 @@ def _registered() -> int:
         return cur.fetchone()[0]
 
 
+def _wait_host_up(children: int, role: str | None = None) -> None:
+    """Until `children` workers are registered and the host holds its one LISTEN connection.
+    Polls: the supervisor and its children are other OS processes, seen by their rows and
+    their sessions."""
+    wait_for(lambda: _registered() == children and _listeners(role) == 1, timeout=90,
+             message=f"{children} children registered and the supervisor listening")
+
+
 def _claims(out: Output, since: float) -> tuple[int, int]:
     """(claims, of which empty) the children logged since `since` (monotonic)."""
     counts = [int(CLAIM.search(line).group(1)) for line in out.matching("polled, claimed", since)]
@@ -54,18 +67,15 @@ def test_one_job_enqueued_to_a_supervisor_of_several_children_is_claimed_by_one_
                          env=_env(JOB_POLL_INTERVAL_SECONDS=10, JOB_POLL_INTERVAL_MAX_SECONDS=60))
     out = Output(proc)
     try:
-        wait_for(lambda: _registered() == CHILDREN, timeout=90,
-                 message=f"{CHILDREN} children registered")
         # The host holds one LISTEN connection, the supervisor's, not one per child.
-        wait_for(lambda: _listeners() == 1, timeout=15, message="the supervisor listening")
-        time.sleep(2)  # the start-up's own wake-ups and first polls are over
+        _wait_host_up(CHILDREN)
+        time.sleep(2)  # by design: the start-up's own wake-ups and first polls are over
         assert _listeners() == 1
         start, jobs = time.monotonic(), 12
         for i in range(jobs):
             job = enqueue("noop", {"i": i})
-            wait_for(lambda job=job: Job.objects.get(pk=job.pk).status == "succeeded",
-                     timeout=15, message=f"job {i} ran")
-            time.sleep(0.1)
+            wait_until_jobs("succeeded", pk=job.pk, timeout=15, message=f"job {i} ran")
+            time.sleep(0.1)  # by design: one job at a time, a moment apart
         claims, empty = _claims(out, start)
         # Each job: the one woken child's claim, then (one thread, so its claim came back
         # full) one more that finds nothing. Every child woken by every job would make at
@@ -85,14 +95,12 @@ def test_a_burst_enqueued_in_one_batch_is_shared_by_the_children(tmp_path):
                                   CHAOS_LEDGER=ledger))
     out = Output(proc)
     try:
-        wait_for(lambda: _registered() == CHILDREN, timeout=90,
-                 message=f"{CHILDREN} children registered")
-        time.sleep(2)
+        _wait_host_up(CHILDREN)
+        time.sleep(2)  # by design: the start-up's own wake-ups and first polls are over
         # One NOTIFY for 40 jobs of 0.2 s each: one child alone would need 8 s.
         enqueue_many([{"type": "chaos", "payload": {"mode": "ok", "seconds": 0.2}}
                       for _ in range(40)])
-        wait_for(lambda: not Job.objects.exclude(status="succeeded").exists(), timeout=60,
-                 message="the burst ran")
+        wait_until_jobs("succeeded", timeout=60, message="the burst ran")
         executions = Ledger.read(ledger).executions.values()
         assert len({x.pid for x in executions}) == CHILDREN, "every child ran some of them"
     finally:
@@ -124,29 +132,27 @@ def test_children_still_pick_up_work_when_the_supervisors_listen_connection_is_g
                                   JOB_LISTEN_DATABASE_URL=listen_url))
     out = Output(proc)
     try:
-        wait_for(lambda: _registered() == 3, timeout=90, message="3 children registered")
-        wait_for(lambda: _listeners(role) == 1, timeout=15, message="the supervisor listening")
-        time.sleep(6)  # idle long enough for the children to back off to the ceiling
+        _wait_host_up(3, role)
+        time.sleep(6)  # by design: idle long enough for the children to back off to the ceiling
         with connection.cursor() as cur:
             cur.execute(f"ALTER ROLE {role} NOLOGIN")  # the listener cannot reconnect
             cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                         "WHERE usename = %s", [role])
-        wait_for(lambda: "listener:" in out.text(), timeout=10,
-                 message="the supervisor logs its lost connection")
+        out.wait_for_line("listener:", timeout=10)  # the supervisor logs its lost connection
         assert _listeners(role) == 0
         # No notification reaches any child now: they find the jobs by polling.
         jobs = [enqueue("noop", {"i": i}) for i in range(5)]
-        wait_for(lambda: Job.objects.filter(pk__in=[j.pk for j in jobs],
-                                            status="succeeded").count() == 5,
-                 timeout=20, message="the jobs ran without LISTEN")
+        wait_until_jobs("succeeded", pk__in=[j.pk for j in jobs], timeout=20,
+                        message="the jobs ran without LISTEN")
         assert _listeners(role) == 0
         with connection.cursor() as cur:
             cur.execute(f"ALTER ROLE {role} LOGIN")
+        # Polls: the supervisor's session, seen from here.
         wait_for(lambda: _listeners(role) == 1, timeout=40,
                  message="the supervisor listening again")
         job = enqueue("noop", {"after": "reconnect"})
-        wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=15,
-                 message="a job after the reconnect ran")
+        wait_until_jobs("succeeded", pk=job.pk, timeout=15,
+                        message="a job after the reconnect ran")
     finally:
         stop_workers(proc, timeout=40)
     assert proc.returncode == 0, out.text()[-3000:]

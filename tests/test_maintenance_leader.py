@@ -14,22 +14,12 @@ from django_pg_jobqueue import sql
 from django_pg_jobqueue.models import Job, LeaderLease
 from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.leader import MAINTENANCE, Leadership
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import spawn_workers, stop_workers, wait_for, wait_for_leader, wait_until_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FAST = {"JOB_LEASE_SECONDS": "2", "JOB_REAPER_INTERVAL_SECONDS": "0.5",
         "JOB_LEADER_LEASE_SECONDS": "3", "JOB_POLL_INTERVAL_SECONDS": "0.2"}
-
-
-def _holder() -> str | None:
-    row = LeaderLease.objects.filter(role=MAINTENANCE).first()
-    if row is None:
-        return None
-    with connection.cursor() as cur:
-        cur.execute("SELECT expires_at > now() FROM job_leader WHERE role = %s", [MAINTENANCE])
-        (live,) = cur.fetchone()
-    return row.holder if live else None
 
 
 def test_two_processes_never_both_hold_the_lease_and_a_resignation_hands_it_over():
@@ -47,7 +37,7 @@ def test_two_processes_never_both_hold_the_lease_and_a_resignation_hands_it_over
 def test_an_expired_lease_is_taken_by_the_next_heartbeat_and_the_old_holder_stops_believing():
     a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
     assert a.beat()
-    time.sleep(1.1)
+    time.sleep(1.1)  # by design: past the 1 s lease, on the clock
     assert not a.is_leader()  # its own clock ended the term, without asking the database
     assert b.beat() and b.is_leader()
     assert not a.beat()
@@ -59,7 +49,7 @@ def test_a_leader_whose_heartbeat_finds_another_leader_steps_down_without_hangin
     # deadlocked the renewer on the leadership's own lock, wedging the whole process.
     a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
     assert a.beat()
-    time.sleep(1.1)
+    time.sleep(1.1)  # by design: past the 1 s lease, on the clock
     assert b.beat()
     answers = []
     beat = threading.Thread(target=lambda: answers.append(a.beat()), daemon=True)
@@ -111,26 +101,24 @@ def test_only_the_leader_reaps_and_a_killed_leader_is_replaced_without_losing_a_
     requeues the dead leader's jobs, which then succeed."""
     procs = [spawn_workers("--threads", "2", env=FAST) for _ in range(3)]
     try:
-        leader = wait_for(_holder, timeout=60, message="a leader elected")
+        leader = wait_for_leader()
         pids = {f"{p.pid}": p for p in procs}
         victim = pids[leader.rsplit("-", 1)[1]]
         # Jobs that run long enough to be held by every process, the leader included.
         for _ in range(6):
             enqueue("sleep", {"seconds": 2.5}, max_attempts=3)
-        wait_for(lambda: Job.objects.filter(status="running",
-                                            locked_by__startswith=leader + "-").exists(),
-                 timeout=20, message="the leader holds a running job")
+        wait_until_jobs("running", at_least=1, locked_by__startswith=leader + "-", timeout=20,
+                        message="the leader holds a running job")
         victim.send_signal(signal.SIGKILL)
         victim.wait(5)
         killed_at = time.monotonic()
-        new_leader = wait_for(lambda: (h := _holder()) and h != leader and h, timeout=15,
-                              message="a new leader")
+        new_leader = wait_for_leader(other_than=leader, timeout=15)
         handover = time.monotonic() - killed_at
         assert handover < 10, handover
         assert new_leader.rsplit("-", 1)[1] in pids
-        wait_for(lambda: Job.objects.filter(status="succeeded").count() == 6, timeout=40,
-                 message="every job succeeded, the dead leader's requeued by the new one")
-        assert not Job.objects.exclude(status="succeeded").exists()
+        # Every job succeeded, the dead leader's requeued by the new one.
+        wait_until_jobs("succeeded", timeout=40)
+        assert Job.objects.count() == 6
     finally:
         stop_workers(*procs)
 
@@ -144,7 +132,7 @@ def test_the_stager_notifies_a_queue_once_when_its_delayed_jobs_become_due():
     enqueue("noop", {}, queue="later", delay_seconds=0.3)
     enqueue("noop", {}, queue="now")  # runnable at once: its own NOTIFY, none from the stager
     assert stager.run_once() == 0  # not yet due
-    time.sleep(0.4)
+    time.sleep(0.4)  # by design: past the jobs' 0.3 s delay
     with connection.cursor() as cur:
         cur.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
     assert stager.run_once() == 1  # one queue, however many jobs
@@ -162,11 +150,10 @@ def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_ti
            "JOB_POLL_JITTER_SECONDS": "0"}
     proc = spawn_workers("--threads", "1", env=env)
     try:
-        wait_for(_holder, timeout=60, message="the process leads")
-        time.sleep(6)  # idle long enough to back off beyond the delay below
+        wait_for_leader()
+        time.sleep(6)  # by design: idle long enough to back off beyond the delay below
         job = enqueue("noop", {}, delay_seconds=2.0)
-        wait_for(lambda: Job.objects.get(pk=job.id).status == "succeeded", timeout=10,
-                 message="the delayed job ran")
+        wait_until_jobs("succeeded", pk=job.id, timeout=10, message="the delayed job ran")
         job.refresh_from_db()
         late = (job.started_at - job.available_at).total_seconds()
         assert late < 1.5, f"started {late:.2f}s after it became due"
@@ -196,7 +183,7 @@ def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing
     procs = [spawn_workers("--threads", "1", "--queues", "default", env=FAST) for _ in range(3)]
     blocker = psycopg.connect(worker_database_url())
     try:
-        leader = wait_for(_holder, timeout=60, message="a leader elected")
+        leader = wait_for_leader()
         victim = {f"{p.pid}": p for p in procs}[leader.rsplit("-", 1)[1]]
         job = enqueue("noop", {}, queue="reaped-mid-way", max_attempts=3)
         (claimed,) = default_engine().claim(worker_ids=["ghost-host-1"], job_ids=[job.id])
@@ -211,19 +198,20 @@ def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing
                             " AND query LIKE %s", ["%WITH expired AS (%"])
                 return cur.fetchone()[0] > 0
 
+        # Polls: the other process's statement waiting on our lock shows only there.
         wait_for(reap_waiting, timeout=20, message="the leader's reap waits half-done")
         assert Job.objects.get(pk=job.id).status == "running"  # nothing committed yet
         victim.send_signal(signal.SIGKILL)
         victim.wait(5)
         killed_at = time.monotonic()
         blocker.rollback()  # the half-done reap's backend may now finish or roll back
-        new_leader = wait_for(lambda: (h := _holder()) and h != leader and h, timeout=15,
-                              message="a new leader")
+        new_leader = wait_for_leader(other_than=leader, timeout=15)
         assert time.monotonic() - killed_at < 10
         assert new_leader != leader
-        wait_for(lambda: Job.objects.get(pk=job.id).status == "queued", timeout=15,
-                 message="the expired job requeued")
-        time.sleep(1.5)  # three more reaper passes of the new leader: none may reap it again
+        wait_until_jobs("queued", pk=job.id, timeout=15, message="the expired job requeued")
+        # By design: three more reaper passes of the new leader (another process): none may
+        # reap it again.
+        time.sleep(1.5)
         kinds = list(JobEvent.objects.filter(job_id=job.id).order_by("id")
                      .values_list("kind", flat=True))
         assert kinds.count("lease_expired") == 1, kinds

@@ -26,7 +26,7 @@ from django.test import override_settings
 
 from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job
-from tests.utils import REPO, wait_for, worker_database_url
+from tests.utils import REPO, wait_for, wait_until_jobs, worker_database_url
 
 pytestmark = [pytest.mark.pgbouncer, pytest.mark.e2e,
               pytest.mark.django_db(transaction=True, databases="__all__")]
@@ -87,7 +87,7 @@ pidfile = {self.dir}/pgbouncer.pid
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     raise AssertionError("pgbouncer did not start:\n" + self.log()) from None
-                time.sleep(0.1)
+                time.sleep(0.1)  # polls: pgbouncer is another process
 
     def url(self, dbname: str) -> str:
         return f"postgres://{self.upstream['USER']}@127.0.0.1:{self.port}/{dbname}"
@@ -214,8 +214,8 @@ def test_jobs_enqueued_through_the_pooler_drain_on_workers_behind_it(pooled, bou
 
     procs = [_workers(bouncer, "--threads", "4") for _ in range(2)]
     try:
-        wait_for(lambda: not Job.objects.using("default").exclude(status="succeeded").exists(),
-                 timeout=120, interval=0.5, message=f"{JOBS + 1} jobs to succeed")
+        wait_until_jobs("succeeded", using="default", timeout=120,
+                        message=f"{JOBS + 1} jobs to succeed")
     finally:
         logs = _stop(procs)
     assert Job.objects.using("default").get(pk=one.pk).status == "succeeded"
@@ -231,18 +231,19 @@ def test_jobs_enqueued_through_the_pooler_drain_on_workers_behind_it(pooled, bou
 def test_a_job_enqueued_through_the_pooler_wakes_idle_workers_within_50_ms(pooled, bouncer):
     procs = [_workers(bouncer, "--threads", "2", "--poll-interval", "5")]
     try:
+        # Polls: the worker's LISTEN session, as the server sees it.
         wait_for(lambda: _listening() >= 1, timeout=30, message="the worker's LISTEN connection")
-        time.sleep(0.5)  # past the wake-everyone poll that follows (re)connecting
+        time.sleep(0.5)  # past the wake-everyone poll that follows (re)connecting: no signal
         latencies = []
         for i in range(5):
             job = enqueue("noop", {"wake": i})
-            claimed = wait_for(
+            claimed = wait_for(  # polls, every 5 ms: the latency is read from the row
                 lambda job=job: Job.objects.using("default").filter(
                     pk=job.pk, started_at__isnull=False).values_list(
                     "created_at", "started_at").first(),
                 timeout=10, interval=0.005, message="the claim")
             latencies.append((claimed[1] - claimed[0]).total_seconds())
-            time.sleep(0.2)
+            time.sleep(0.2)  # by design: one job at a time, a moment apart
     finally:
         logs = _stop(procs)
     latencies.sort()
@@ -311,7 +312,7 @@ def test_enqueue_through_pgbouncer_needs_the_pooler_mode(aliases, transactional_
         finally:
             first_done.set()
             if hold:  # keep the connection (its prepared statement) while the other runs
-                time.sleep(1.0)
+                time.sleep(1.0)  # by design: hold the connection while the other runs
             connections[alias].close()
 
     with override_settings(JOB_DATABASE=alias, JOB_TRANSACTION_POOLER=pooler_mode,

@@ -11,7 +11,7 @@ from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import retry_handlers
 from tests.chaos_handlers import Output
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_until_jobs
 
 POLL_SECONDS = 0.2  # the workers' JOB_POLL_INTERVAL_SECONDS: how late a due retry may start
 
@@ -167,8 +167,7 @@ def test_a_worker_process_retries_at_the_listed_delays_gives_up_at_once_and_lets
     overridden = services.enqueue("retry_listed_delays", {}, max_attempts=3,
                                   retry_policy={"delays_seconds": [0.3]})
     ids = [listed.pk, declined.pk, overridden.pk]
-    wait_for(lambda: Job.objects.filter(pk__in=ids, status="failed").count() == 3, timeout=60,
-             message="the three jobs to fail for good")
+    wait_until_jobs("failed", pk__in=ids, timeout=60, message="the three jobs to fail for good")
     # The listed delays, from the recorded times: each retry was scheduled at its delay and
     # claimed once it was due, at most a poll interval (and a loaded machine's slack) later.
     failures = _events(listed, "retry_scheduled")

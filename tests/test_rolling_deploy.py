@@ -14,7 +14,7 @@ from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import retry_handlers  # noqa: F401 - registers deployed_later for enqueue()
 from tests.chaos_handlers import Output
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_for, wait_until_jobs
 
 WORKER_ENV = {"JOB_POLL_INTERVAL_SECONDS": "0.2", "JOB_POLL_JITTER_SECONDS": "0",
               "JOB_WORKER_LOG_LEVEL": "INFO", "JOB_LISTEN_NOTIFY": "true"}
@@ -23,10 +23,7 @@ WORKER_ENV = {"JOB_POLL_INTERVAL_SECONDS": "0.2", "JOB_POLL_JITTER_SECONDS": "0"
 def _start(**env):
     proc = spawn_workers("--threads", "2", env={**WORKER_ENV, **env})
     out = Output(proc)
-    deadline = time.monotonic() + 60
-    while not out.matching("running ("):
-        assert proc.poll() is None and time.monotonic() < deadline, out.text()[-3000:]
-        time.sleep(0.1)
+    out.wait_for_line("running (", timeout=60)
     return proc, out
 
 
@@ -48,6 +45,7 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
     new = None
     try:
         job = services.enqueue("deployed_later", {}, max_attempts=5)  # a producer on new code
+        # Polls: the old worker (another process) gives it back; its event tells.
         released = wait_for(lambda: JobEvent.objects.filter(job_id=job.pk, kind="released").first(),
                             timeout=30, message="the old worker to give the job back")
         row = Job.objects.get(pk=job.pk)
@@ -58,12 +56,11 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
         assert body["waiting_for_handler"] is True and body["unknown_type_at"]
         assert snapshot().waiting_for_handler == {"deployed_later": 1}
         # The old worker leaves the type alone now (it would give the job back again).
-        time.sleep(1.0)
+        time.sleep(1.0)  # by design: a second of the old worker's polls
         assert JobEvent.objects.filter(job_id=job.pk, kind="claimed").count() == 1
 
         new, new_out = _start(JOB_EXTRA_HANDLER_MODULES="tests.retry_handlers")
-        wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=30,
-                 message="a new worker to run the job")
+        wait_until_jobs("succeeded", pk=job.pk, message="a new worker to run the job")
     finally:
         _stop(old)
         if new is not None:

@@ -11,7 +11,7 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import Ledger, Output, worker_env
-from tests.utils import spawn_workers, wait_for
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -35,7 +35,7 @@ def test_sigterm_finishes_short_jobs_releases_long_ones_uncharged_and_exits_0(tm
     proc = spawn_workers("--threads", "4", env=worker_env(ledger, JOB_SHUTDOWN_GRACE_SECONDS=GRACE,
                                                           JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
-    wait_for(lambda: Job.objects.running().count() == 4, timeout=20, message="4 jobs running")
+    wait_until_jobs("running", count=4, timeout=20)
     proc.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
     rc = _wait_exit(proc, out, GRACE + 10)
@@ -68,9 +68,9 @@ def test_a_second_signal_exits_at_once_and_its_jobs_are_recovered_by_lease_expir
     job = services.enqueue("chaos", {"mode": "long", "seconds": 2})
     proc = spawn_workers("--threads", "2", env=worker_env(ledger, JOB_SHUTDOWN_GRACE_SECONDS=30))
     out = Output(proc)
-    wait_for(lambda: Job.objects.running().exists(), timeout=20, message="job running")
+    wait_until_jobs("running", at_least=1, timeout=20)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
+    time.sleep(0.3)  # by design: a second signal a moment later, as an operator sends it
     proc.send_signal(signal.SIGTERM)   # the impatient operator
     signalled = time.monotonic()
     rc = _wait_exit(proc, out, 5)
@@ -81,8 +81,7 @@ def test_a_second_signal_exits_at_once_and_its_jobs_are_recovered_by_lease_expir
     second = spawn_workers("--threads", "2", env=worker_env(ledger))
     second_out = Output(second)
     try:
-        wait_for(lambda: Job.objects.filter(pk=job.pk, status="succeeded").exists(), timeout=30,
-                 message="the abandoned job ran again")
+        wait_until_jobs("succeeded", pk=job.pk, message="the abandoned job ran again")
     finally:
         second.send_signal(signal.SIGINT)   # SIGINT shuts down gracefully too
         assert _wait_exit(second, second_out, 15) == 0

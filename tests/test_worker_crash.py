@@ -13,7 +13,7 @@ from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, JobEvent
 from tests import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Ledger, Output, worker_env
-from tests.utils import spawn_workers, stop_gracefully, stop_workers, wait_for, wait_until_jobs
+from tests.utils import spawn_workers, stop_gracefully, stop_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -29,10 +29,9 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
     prefix = None
     try:
         # Kill it while it holds several jobs, the long ones among them.
-        # Polls: "at least 6 running, the 3 long ones among them" is a row count from another
-        # OS process.
-        wait_for(lambda: Job.objects.running().filter(payload__mode="long").count() == 3
-                 and Job.objects.running().count() >= 6, timeout=30, message="victim busy")
+        # The 3 long ones (3 s) first, then at least 6 in all.
+        wait_until_jobs("running", count=3, payload__mode="long", message="victim busy")
+        wait_until_jobs("running", at_least=6, message="victim busy")
         prefix = Job.objects.running().values_list("locked_by", flat=True)[0].rsplit("-", 1)[0]
         victim.send_signal(signal.SIGKILL)
         killed_at = time.time()
