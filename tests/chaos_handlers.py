@@ -90,7 +90,7 @@ def spin(ctx, payload):
          description="Fault-test handler: ends its whole process after payload.seconds.")
 def die(ctx, payload):
     _ledger("start", ctx)
-    time.sleep(float(payload.get("seconds", 0.5)))
+    time.sleep(float(payload.get("seconds", 0.5)))  # the job's work: deaf to a stop, by design
     os._exit(int(payload.get("code", 1)))
 
 
@@ -120,7 +120,7 @@ def fork_and_return(ctx, payload):
         if done:
             return {"child": False, "child_exit": os.waitstatus_to_exitcode(status),
                     "sockets": sockets}
-        time.sleep(0.05)
+        time.sleep(0.05)  # polls: a forked child, without blocking the handler's wait
     return {"child": False, "child_exit": None}  # still running: left for the test to end
 
 

@@ -71,9 +71,9 @@ def test_curves_drops_its_database_on_sigterm(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while not _databases(db) and time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(0.1)  # polls: curves.py is another process
         assert _databases(db), "curves.py never created its database"
-        time.sleep(1.0)
+        time.sleep(1.0)  # by design: let it get under way before the SIGTERM
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) != 0
     finally:

@@ -62,7 +62,7 @@ class Worker:
             if self.children and self.out.matching("worker processes;") and \
                     len(self.child_pids()) >= self.children:
                 return True
-            time.sleep(0.1)
+            time.sleep(0.1)  # polls: another process's output and children
         return False
 
     def child_pids(self) -> set[int]:
@@ -223,7 +223,7 @@ def run_chaos(n_jobs: int, seed: int, timeout: float, tmp_path, supervised: bool
                 break
             if chaos.error:
                 raise chaos.error
-            time.sleep(0.5)
+            time.sleep(0.5)  # polls: the chaos thread kills other processes meanwhile
     finally:
         chaos.stopping.set()
         chaos.join(30)

@@ -28,7 +28,7 @@ from django_pg_jobqueue.models import Job, JobEvent
 from tests import hygiene_handlers  # noqa: F401  (registers `hygiene` in this process)
 from tests.chaos_handlers import Output, worker_env
 from tests.hygiene_handlers import CREATE_ROWS_TABLE, KINDS, LEAVE_TRANSACTION, ROWS_TABLE
-from tests.utils import spawn_workers
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -45,10 +45,7 @@ class HygieneWorker:
                          JOB_SHUTDOWN_GRACE_SECONDS=str(GRACE), CONN_MAX_AGE="60")
         self.proc = spawn_workers("--threads", str(threads), env=env)
         self.out = Output(self.proc)
-        deadline = time.monotonic() + 60
-        while not self.out.matching("running ("):
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.out.text()[-3000:]
-            time.sleep(0.1)
+        self.out.wait_for_line("running (", timeout=60)
 
     def alive(self) -> None:
         assert self.proc.poll() is None, "the worker process died:\n" + self.out.text()[-3000:]
@@ -94,14 +91,13 @@ def enqueue(kinds: list[str]) -> list[int]:
 
 
 def wait_final(worker: HygieneWorker, ids: list[int], timeout: float) -> dict[int, Job]:
-    deadline = time.monotonic() + timeout
-    while Job.objects.filter(pk__in=ids).exclude(status__in=FINAL).exists():
+    try:
+        wait_until_jobs(FINAL, pk__in=ids, timeout=timeout)
+    except AssertionError:
         worker.alive()
-        if time.monotonic() > deadline:
-            stuck = list(Job.objects.filter(pk__in=ids).exclude(status__in=FINAL)
-                         .values_list("id", "payload__kind", "status", "attempts"))
-            pytest.fail(f"jobs never reached a final state: {stuck}\n" + worker.out.text()[-3000:])
-        time.sleep(0.1)
+        stuck = list(Job.objects.filter(pk__in=ids).exclude(status__in=FINAL)
+                     .values_list("id", "payload__kind", "status", "attempts"))
+        pytest.fail(f"jobs never reached a final state: {stuck}\n" + worker.out.text()[-3000:])
     return {j.id: j for j in Job.objects.filter(pk__in=ids)}
 
 

@@ -3,7 +3,6 @@ events, whatever writes to the tables (the ORM, raw SQL, a partition named direc
 by PostgreSQL once per statement (sql.HISTORY_GUARD_FUNCTIONS) instead of a foreign key's
 check per event row."""
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -120,7 +119,7 @@ def test_an_event_racing_the_delete_of_its_job_waits_for_it_and_is_refused():
 
         writer = threading.Thread(target=write_event)
         writer.start()
-        time.sleep(0.5)
+        writer.join(0.5)  # by design: it must still be waiting half a second on
         assert writer.is_alive(), "the insert must wait for the delete holding the job's row"
         deleter.commit()
         writer.join(10)

@@ -2,7 +2,6 @@
 import json
 import logging
 import re
-import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -20,7 +19,7 @@ from django_pg_jobqueue.periodic import (
 )
 from django_pg_jobqueue.registry import handler, registry
 from django_pg_jobqueue.worker.periodic import PeriodicEnqueuer
-from tests.utils import spawn_workers
+from tests.utils import spawn_workers, wait_until_jobs
 
 EVERY_SECOND = {"tick": {"cron": "* * * * * *", "type": "noop"}}
 T0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -142,11 +141,9 @@ def test_three_worker_processes_enqueue_each_tick_exactly_once(transactional_db)
     env = {"JOB_PERIODIC": json.dumps(EVERY_SECOND), "JOB_POLL_INTERVAL_SECONDS": "0.2"}
     procs = [spawn_workers("--threads", "2", "--no-reaper", env=env) for _ in range(3)]
     try:
-        deadline = time.monotonic() + 30
-        while periodic_jobs().filter(status="succeeded").count() < 6:
-            assert time.monotonic() < deadline, "periodic jobs were not enqueued and run"
-            assert all(p.poll() is None for p in procs), "a worker process died"
-            time.sleep(0.2)
+        wait_until_jobs("succeeded", at_least=6, idempotency_key__startswith="periodic:tick:",
+                        message="periodic jobs enqueued and run")
+        assert all(p.poll() is None for p in procs), "a worker process died"
     finally:
         for p in procs:
             p.terminate()

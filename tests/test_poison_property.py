@@ -18,7 +18,6 @@ jobs. One worker subprocess (3 threads, prefetch on) runs every example. After e
 """
 import os
 import signal
-import time
 
 import pytest
 from django.db import connection
@@ -32,7 +31,7 @@ from django_pg_jobqueue.models import Job, JobEvent
 from tests import poison_handlers  # noqa: F401  (registers `poison` in this process)
 from tests.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Output, worker_env
 from tests.poison_handlers import KINDS, ORDINARY, OVERRUN_SECONDS, read_ledger
-from tests.utils import spawn_workers
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -63,10 +62,7 @@ class PoisonWorker:
                          POISON_LEDGER=str(ledger))
         self.proc = spawn_workers("--threads", str(THREADS), "--prefetch", str(PREFETCH), env=env)
         self.out = Output(self.proc)
-        deadline = time.monotonic() + 60
-        while not self.out.matching("running ("):
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.out.text()[-3000:]
-            time.sleep(0.1)
+        self.out.wait_for_line("running (", timeout=60)
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -91,14 +87,13 @@ def run_mixture(worker: PoisonWorker, mixture: list[tuple[str, int]]) -> None:
     ids = [j.id for j in jobs]
     bounds = {j.id: bound_seconds(kind, attempts, len(mixture))
               for j, (kind, attempts) in zip(jobs, mixture)}
-    deadline = time.monotonic() + max(bounds.values()) + 5
-    while Job.objects.filter(pk__in=ids).exclude(status__in=FINAL).exists():
+    try:
+        wait_until_jobs(FINAL, pk__in=ids, timeout=max(bounds.values()) + 5)
+    except AssertionError:
         assert worker.proc.poll() is None, "the worker process died:\n" + worker.out.text()[-3000:]
-        if time.monotonic() > deadline:
-            stuck = list(Job.objects.filter(pk__in=ids).exclude(status__in=FINAL)
-                         .values_list("id", "payload__kind", "status", "attempts"))
-            pytest.fail(f"jobs never reached a final state: {stuck}\n" + worker.out.text()[-3000:])
-        time.sleep(0.2)
+        stuck = list(Job.objects.filter(pk__in=ids).exclude(status__in=FINAL)
+                     .values_list("id", "payload__kind", "status", "attempts"))
+        pytest.fail(f"jobs never reached a final state: {stuck}\n" + worker.out.text()[-3000:])
 
     runs = read_ledger(worker.ledger)
     rows = {j.id: j for j in Job.objects.filter(pk__in=ids)}

@@ -32,7 +32,7 @@ def slow_handler():
 
     def slow(ctx, payload):
         ran.append(ctx.job_id)
-        time.sleep(payload.get("seconds", 0))
+        time.sleep(payload.get("seconds", 0))  # the job's work
         return {"ok": True}
 
     registry.register("prefetch_probe", slow)

@@ -94,7 +94,7 @@ def _max_rate(n: int) -> float:
             done, seconds = cur.fetchone()
         if done >= n:
             return n / float(seconds)
-        time.sleep(0.2)
+        time.sleep(0.2)  # polls: the drain is other processes'
     raise AssertionError(f"the calibration burst did not drain: {done} of {n}")
 
 
@@ -204,7 +204,7 @@ def test_soak_half_max_rate_sizes_flat_claim_flat(tmp_path):
                 window.append(time.perf_counter() - t0)
                 for c in claimed:
                     services.complete(c.id, c.lease_token, worker_id="soak-probe")
-                time.sleep(0.05)
+                time.sleep(0.05)  # by design: a probe every 50 ms
             now, s = time.monotonic(), _sizes()
             done = enqueued[0] - s["queued"] - s["running"]
             s.update(minute=round((now - began) / 60, 2), claim_p99_ms=_p99(window) * 1000,

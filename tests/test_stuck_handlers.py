@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def oblivious_handler():
     """Sleeps `seconds` without ever checking ctx.should_stop()."""
     def oblivious(ctx, payload):
-        time.sleep(payload["seconds"])
+        time.sleep(payload["seconds"])  # the job's work, deaf to a stop: the point
         return {"slept": payload["seconds"]}
 
     registry.register("oblivious", oblivious, timeout_seconds=1, max_attempts=2)
