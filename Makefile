@@ -21,7 +21,7 @@ UI_BUILD := backend/django_pg_jobqueue/static/django_pg_jobqueue/dashboard
 .PHONY: chromium pgbouncer hey python-lowest which-python venv lint
 PHONY_MATRIX := matrix test-lowest
 .PHONY: $(PHONY_MATRIX)
-.PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench soak diagrams migrate ui \
+.PHONY: help run test test-backend test-frontend test-e2e chaos chaos-3 bench pressure soak diagrams migrate ui \
         db-start db-stop demo-user schema clean docs
 
 help:
@@ -30,9 +30,13 @@ help:
 	@echo "make matrix  the wheel with Django 5.2 / 6.0 / 6.1 on each installed Python 3.10-3.13"
 	@echo "             (MATRIX_DATABASE_URL=postgres://...: against that server, e.g. a PostgreSQL 15)"
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
-	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, Celery (BENCH_QUICK=1: faster)"
+	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, graphile-worker (Node.js),"
+	@echo "             Oban for Python, Celery (BENCH_QUICK=1: faster; BENCH_SYSTEMS=...: some only)"
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
 	@echo "make soak    30-minute soak at half the maximum rate, pruning on (SOAK_MINUTES=...)"
+	@echo "make pressure  1,000 jobs/s for 10 min while a snapshot is held from minute 2 to 7, ours"
+	@echo "             and PgQueuer side by side (PRESSURE_MINUTES, PRESSURE_RATE, PRESSURE_HOLD_FROM,"
+	@echo "             PRESSURE_HOLD_UNTIL, PRESSURE_SAMPLE_SECONDS, PRESSURE_SYSTEMS)"
 	@echo "make profile where a drained job's CPU goes (worker vs PostgreSQL, per schema part)"
 	@echo "make fleet   what 1, 4, 12, 24 worker processes cost PostgreSQL idle and on a trickle"
 	@echo "make diagrams  render assets/*.svg from their sources"
@@ -101,12 +105,14 @@ endif
 # ruff's chosen rules (pyproject.toml [tool.ruff.lint]) over the library, the demo, the tests,
 # the benchmark and the docs' extension; vulture for dead code in backend/ at 80% confidence
 # (vulture_whitelist.py: the names Django and its friends call for us); mypy over the package and
-# a typed sample of caller code (pyproject.toml [tool.mypy]); pylint's duplicate-code check
+# a typed sample of caller code (pyproject.toml [tool.mypy]); import-linter's layers contract
+# (pyproject.toml [tool.importlinter]: each layer imports only from those below); pylint's duplicate-code check
 # (six or more repeated lines across the package's files; within one file, run `duplicates`).
 lint: venv
 	$(VENV)/bin/ruff check backend tests bench docs noxfile.py
 	$(PY) -m vulture backend vulture_whitelist.py --min-confidence 80 --exclude '*/migrations/*'
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 		--ignore=migrations --ignore-imports=y --ignore-signatures=y --ignore-docstrings=y \
 		--ignore-comments=y --score=n backend/django_pg_jobqueue
@@ -218,6 +224,12 @@ soak: venv migrate
 bench: venv migrate hey
 	$(PY) bench/run.py
 	$(PY) bench/processes.py
+
+# A steady stream while another session holds a snapshot open, ours and PgQueuer side by side
+# (bench/pressure.py: 1,000 jobs/s for 10 minutes, the snapshot held from minute 2 to 7; ~25 min
+# for both). Results in bench/results/pressure-<server>.txt. Not part of `make test`.
+pressure: venv migrate
+	$(PY) bench/pressure.py
 
 # CPU-bound handlers: --processes 2 vs --processes 1 at the same total threads.
 bench-processes: venv migrate

@@ -3,10 +3,10 @@
 A sequence diagram is awkward in Graphviz, so this small script (standard library only) lays
 it out from the STEPS table below. `make diagrams` runs it: python3 at-least-once.py > at-least-once.svg
 
-The story matches the engine (backend/django_pg_jobqueue/sql.py): CLAIM stamps a fresh lease_token, REAP
+The story matches the engine (backend/django_pg_jobqueue/sql/): CLAIM stamps a fresh lease_token, REAP
 requeues running jobs whose lease_expires_at < now(), COMPLETE_MANY matches
 `status = 'running' AND lease_token = <token>`, and a refused write is recorded as a
-`lease_lost` event (LEASE_LOST).
+`lease_lost` event (LEASES_LOST).
 """
 from html import escape
 

@@ -1,22 +1,28 @@
-"""`make bench`: this queue against PgQueuer, Procrastinate, django-tasks-db and the incumbent,
-Celery with its Redis broker, side by side on one machine, plus the raw-SQL ceiling of this
-design and pgbench for scale. Every system is drained at its defaults (only the number of
-processes chosen, and for ours `--threads`) and at the best of several configurations; the
-report prints the ratio at defaults first (ours at defaults vs PgQueuer's best), then the
-tuned best, then the enqueue ratios, then the table and the speed targets, met or missed.
+"""`make bench`: this queue against PgQueuer, Procrastinate, django-tasks-db, graphile-worker
+(Node.js), Oban for Python and the incumbent, Celery with its Redis broker, side by side on one
+machine, plus the raw-SQL ceiling of this design and pgbench for scale. Every system is drained
+at its defaults (only the number of processes chosen, and for ours `--threads`) and at the best
+of several configurations; the report prints the ratio at defaults first (ours at defaults vs
+PgQueuer's best, and vs graphile-worker's), then the tuned best, then the enqueue ratios, then
+the table and the speed targets, met or missed.
 
     make bench                       full size (20,000 jobs, 3 runs each, ~40 min)
     BENCH_QUICK=1 make bench         a faster variant (5,000 jobs, smaller scale tests)
+    BENCH_N=2000 BENCH_RUNS=1 ...    the drains' job count and the runs, for a check
     BENCH_SYSTEMS=ours,raw,pgbench   only some parts (ours, pgqueuer, procrastinate,
-                                     django-tasks-db, celery, raw, pgbench)
+                                     django-tasks-db, graphile-worker, oban, celery, raw,
+                                     pgbench)
 
 Celery needs a Redis server at BENCH_REDIS_URL (default redis://127.0.0.1:6379; it uses and
 flushes database number BENCH_REDIS_DB, default 13); when none answers it is skipped, and
-the report says so.
+the report says so. graphile-worker needs Node.js (`node` and `npm` on PATH): it is installed
+into bench/peers/graphile/ from its own lock file (`npm ci`); without Node.js it is skipped,
+and the report says so.
 
 The server is DATABASE_URL's, else the embedded PostgreSQL. Each system gets its own
-database, created and dropped here. Peers run from bench/.venv-peers (created on first use
-from bench/requirements-peers.txt), never from the project's environment. Each figure is the
+database, created and dropped here. The Python peers run from bench/.venv-peers (created on
+first use from bench/requirements-peers.txt, on Python 3.12+ as Oban for Python needs:
+PEERS_PYTHON picks the interpreter), never from the project's environment. Each figure is the
 median of the runs, with its range; the table gives the ratios to the best peer and to the
 raw-SQL ceiling, and the JSON goes to bench/results/<mode>.json.
 """
@@ -36,12 +42,16 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from bench.common import connect, create_db, drop_db, log, with_dbname  # noqa: E402
+from bench.installs import PEERS_PY, ensure_graphile, ensure_peers_venv  # noqa: E402
 
-PEERS_VENV = os.path.join(HERE, ".venv-peers")
-PEERS_PY = os.path.join(PEERS_VENV, "bin", "python")
-PEERS = ["pgqueuer", "procrastinate", "django-tasks-db", "celery"]
+PEERS = ["pgqueuer", "procrastinate", "django-tasks-db", "graphile-worker", "oban", "celery"]
 ADAPTERS = {"pgqueuer": "peer_pgqueuer.py", "procrastinate": "peer_procrastinate.py",
-            "django-tasks-db": "peer_django_tasks_db.py", "celery": "peer_celery.py"}
+            "django-tasks-db": "peer_django_tasks_db.py", "graphile-worker": "peer_graphile.py",
+            "oban": "peer_oban.py", "celery": "peer_celery.py"}
+# Each peer's MODES key: the configurations its best drain tries.
+CONFIG_KEYS = {"pgqueuer": "pgq_configs", "procrastinate": "proc_configs",
+               "django-tasks-db": "dtdb_configs", "graphile-worker": "graphile_configs",
+               "oban": "oban_configs", "celery": "celery_configs"}
 # Ours at defaults: processes x --threads, nothing else chosen (the defaults the speed targets name: 2 x 16).
 OURS_DEFAULTS = "2x16"
 # Every peer's drain at defaults runs as many worker processes as ours.
@@ -54,25 +64,33 @@ MODES = {
                  claim_samples=1000, rss_n=100_000, pgbench_seconds=10, pgbench_scale=10,
                  ours_configs="2x32x50x0,2x64x100x0,2x32x100x64,2x32x200x128,2x16x200x128",
                  pgq_configs="1x10,1x100,2x100,2x200,3x100", proc_configs="2x10,2x50", dtdb_configs="2",
+                 # graphile-worker: processes x concurrent jobs x localQueue x completion batch
+                 # delay (ms): its documented best, on 1 and 2 processes. Oban: processes x
+                 # queue limit.
+                 graphile_configs="1x24x500x0,2x24x500x0", oban_configs="1x20,1x50,1x100,2x50",
                  celery_configs="1xpreforkx2x4,1xpreforkx2x64,2xpreforkx2x64,1xthreadsx16x64,"
                                 "2xsolox1x64", api_seconds=10),
     "quick": dict(n=5000, runs=3, pickup_n=100, claim_terminal=200_000, claim_queued=10_000,
                   claim_samples=300, rss_n=20_000, pgbench_seconds=5, pgbench_scale=5,
                   ours_configs="2x32x50x0,2x32x200x128,2x16x200x128", pgq_configs="1x100,2x100",
                   proc_configs="2x50", dtdb_configs="2",
+                  graphile_configs="1x24x500x0,2x24x500x0", oban_configs="1x50,2x50",
                   celery_configs="1xpreforkx2x64,1xthreadsx16x64,2xsolox1x64", api_seconds=5),
     "smoke": dict(n=300, runs=1, pickup_n=20, claim_terminal=2000, claim_queued=200,
                   claim_samples=50, rss_n=300, pgbench_seconds=1, pgbench_scale=1,
                   ours_configs="1x2x10x4", pgq_configs="1x10", proc_configs="1x10",
-                  dtdb_configs="1", celery_configs="1xsolox1x4", api_seconds=1),
+                  dtdb_configs="1", graphile_configs="1x4x10x0", oban_configs="1x10",
+                  celery_configs="1xsolox1x4", api_seconds=1),
 }
 
 # The speed targets: (name, what it says, value). The ratios are to PgQueuer's figure (its
-# best configuration for the drains); machine CPU per drained job is PgQueuer's over ours, so
-# 1.0x means no more than PgQueuer's.
+# best configuration for the drains), or graphile-worker's where named; machine CPU per drained
+# job is theirs over ours, so 1.0x means no more than theirs.
 TARGETS = [
     ("drain_defaults", "x PgQueuer best", 1.2), ("drain_best", "x PgQueuer best", 1.5),
+    ("drain_defaults_graphile", "x graphile-worker best", 1.0),
     ("drain_best_raw", "x raw SQL", 0.8), ("drain_cpu", "x PgQueuer", 1.0),
+    ("drain_cpu_graphile", "x graphile-worker", 1.0),
     ("enqueue_single", "x PgQueuer", 1.0), ("enqueue_bulk", "x PgQueuer", 1.2),
     ("drain_stale_stats", "x after ANALYZE", 0.9),
     ("pickup_p95", "ms at most", 6.0), ("claim_p99", "ms at most", 5.0),
@@ -90,18 +108,6 @@ def server_url() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def ensure_peers_venv() -> None:
-    req = os.path.join(HERE, "requirements-peers.txt")
-    stamp = os.path.join(PEERS_VENV, ".installed")
-    if os.path.exists(stamp) and open(stamp).read() == open(req).read():
-        return
-    log("installing the peers into bench/.venv-peers")
-    if not os.path.exists(PEERS_PY):
-        subprocess.run([sys.executable, "-m", "venv", PEERS_VENV], check=True)
-    subprocess.run([PEERS_PY, "-m", "pip", "install", "-q", "-r", req], check=True)
-    shutil.copyfile(req, stamp)
-
-
 def run_adapter(python: str, script: str, args: list[str], timeout: float) -> dict:
     cmd = [python, os.path.join(HERE, script), *args]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout,
@@ -111,7 +117,10 @@ def run_adapter(python: str, script: str, args: list[str], timeout: float) -> di
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure_system(system: str, base: str, m: dict, prefix: str) -> dict:
+def measure_system(system: str, base: str, m: dict, prefix: str, skip: dict) -> dict:
+    if system in skip:
+        log(f"{system} skipped: {skip[system]}")
+        return {"system": system, "skipped": skip[system]}
     db = f"{prefix}_{system.replace('-', '_')}"
     url = create_db(base, db)
     common = ["--url", url, "--n", str(m["n"]), "--runs", str(m["runs"]),
@@ -127,10 +136,9 @@ def measure_system(system: str, base: str, m: dict, prefix: str) -> dict:
         if system == "raw":
             return run_adapter(sys.executable, "rawsql.py", [
                 "--url", url, "--n", str(m["n"]), "--runs", str(m["runs"])], 1800)
-        configs = {"pgqueuer": m["pgq_configs"], "procrastinate": m["proc_configs"],
-                   "django-tasks-db": m["dtdb_configs"], "celery": m["celery_configs"]}[system]
         return run_adapter(PEERS_PY, ADAPTERS[system], [
-            "all", *common, "--configs", configs, "--defaults-procs", DEFAULTS_PROCS], 3600)
+            "all", *common, "--configs", m[CONFIG_KEYS[system]],
+            "--defaults-procs", DEFAULTS_PROCS], 3600)
     finally:
         drop_db(base, db)
 
@@ -224,6 +232,11 @@ def build_rows(res: dict) -> list[dict]:
                                           else path))
         if pgq and ours:
             row["pgqueuer_reference"], row["ratio_to_pgqueuer"] = pgq, ratio(pgq)
+        # graphile-worker's the same way: its best drain for both drain rows.
+        gw = _med(res.get("graphile-worker"), *(("drain", "median") if key == "drain_defaults"
+                                                else path))
+        if gw and ours:
+            row["graphile_reference"], row["ratio_to_graphile"] = gw, ratio(gw)
         raw = _med(res.get("raw"), *raw_path) if raw_path else None
         if raw and ours:
             row["raw_ceiling"], row["ratio_to_raw"] = raw, ours / raw
@@ -239,8 +252,10 @@ def verdicts(res: dict, rows: list[dict]) -> list[dict]:
     got_by_key = {
         "drain_defaults": by_key["drain_defaults"].get("ratio_to_pgqueuer"),
         "drain_best": by_key["drain"].get("ratio_to_pgqueuer"),
+        "drain_defaults_graphile": by_key["drain_defaults"].get("ratio_to_graphile"),
         "drain_best_raw": by_key["drain"].get("ratio_to_raw"),
         "drain_cpu": by_key["drain_cpu"].get("ratio_to_pgqueuer"),
+        "drain_cpu_graphile": by_key["drain_cpu"].get("ratio_to_graphile"),
         "enqueue_single": by_key["enqueue_single"].get("ratio_to_pgqueuer"),
         "enqueue_bulk": by_key["enqueue_bulk"].get("ratio_to_pgqueuer"),
         "drain_stale_stats": (stale / fresh) if stale and fresh else None,
@@ -290,6 +305,11 @@ def print_headline(res: dict, rows: list[dict]) -> None:
         if stale.get("median"):
             print(f"  ... before ANALYZE  {stale['median'] / d['values']['ours']:.2f}x of the "
                   f"drain after it ({fmt(stale['median'])} jobs/s)")
+    gw = res.get("graphile-worker") or {}
+    if ours.get("drain_defaults") and d.get("graphile_reference"):
+        print(f"  ... vs graphile     {_x(d.get('ratio_to_graphile')):>7}  against "
+              f"graphile-worker's best {fmt(d['graphile_reference'])} jobs/s "
+              f"[{_med(gw, 'drain', 'config') or '-'}]")
     if ours.get("drain"):
         print(f"  drain, tuned best   {_x(b.get('ratio_to_pgqueuer')):>7}  ours "
               f"{fmt(b['values']['ours'])} jobs/s [{ours['drain']['config']}]; "
@@ -326,7 +346,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     print_headline(res, rows)
     names = ["ours", *PEERS]
     head = (f"{'median (range)':32}" + "".join(f" {n:>23}" for n in names)
-            + f"{'vs PgQueuer':>13}{'vs best peer':>14}{'vs raw SQL':>12}")
+            + f"{'vs PgQueuer':>13}{'vs graphile':>13}{'vs best peer':>14}{'vs raw SQL':>12}")
     print("\n" + head)
     print("-" * len(head))
     # Ratios read "x better than": ours / theirs for rates, theirs / ours for latencies.
@@ -337,7 +357,8 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
             v, (lo, hi) = r["values"][n], r["ranges"][n]
             cells.append(f"{fmt(v, ms)} ({fmt(lo, ms)}-{fmt(hi, ms)})" if v is not None else "-")
         print(f"{r['label']:32}" + "".join(f" {c:>23}" for c in cells)
-              + f"{_x(r.get('ratio_to_pgqueuer')):>13}{_x(r.get('ratio_to_best_peer')):>14}"
+              + f"{_x(r.get('ratio_to_pgqueuer')):>13}{_x(r.get('ratio_to_graphile')):>13}"
+              f"{_x(r.get('ratio_to_best_peer')):>14}"
               f"{_x(r.get('ratio_to_raw')):>12}")
     ours = res.get("ours") or {}
     print("\nat defaults: " + "; ".join(
@@ -349,6 +370,9 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
             if (res.get(p) or {}).get("drain")))
     if (res.get("celery") or {}).get("broker"):
         print(f"celery {res['celery']['version']} with {res['celery']['broker']}")
+    if (res.get("graphile-worker") or {}).get("node"):
+        gw = res["graphile-worker"]
+        print(f"graphile-worker {gw['version']} on Node.js {gw['node']}")
     raw = res.get("raw")
     if raw:
         print("raw SQL ceiling ({} threads): claim 1 + complete 1: {}/s, claim 50 + complete each: "
@@ -379,7 +403,7 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
     print("\nspeed targets:")
     for t in targets:
         got = t["got"]
-        print(f"  {t['target']:18} want {t['wanted']:20} got "
+        print(f"  {t['target']:23} want {t['wanted']:30} got "
               f"{('-' if got is None else f'{got:.2f}'):>8}"
               f"  {'MET' if t['met'] else ('n/a' if t['met'] is None else 'MISSED')}")
 
@@ -387,7 +411,11 @@ def print_table(res: dict, rows: list[dict], targets: list[dict]) -> None:
 def main() -> int:
     mode = "smoke" if os.environ.get("BENCH_SMOKE") else (
         "quick" if os.environ.get("BENCH_QUICK") else "full")
-    m = MODES[mode]
+    m = dict(MODES[mode])
+    # A mode's job count and runs, overridden for a check at another size (BENCH_N, BENCH_RUNS).
+    for key in ("n", "runs"):
+        if os.environ.get(f"BENCH_{key.upper()}"):
+            m[key] = int(os.environ[f"BENCH_{key.upper()}"])
     systems = [s.strip() for s in os.environ.get("BENCH_SYSTEMS", ",".join(ALL)).split(",")]
     unknown = set(systems) - set(ALL)
     if unknown:
@@ -398,6 +426,11 @@ def main() -> int:
     base = server_url()
     if any(s in PEERS for s in systems):
         ensure_peers_venv()
+    skip = {}
+    if "graphile-worker" in systems:
+        why = ensure_graphile()
+        if why:
+            skip["graphile-worker"] = why
     started = time.time()
     res: dict = {"mode": mode, "sizes": m, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                  "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -406,7 +439,8 @@ def main() -> int:
     for s in systems:
         log(f"--- {s} ---")
         t0 = time.time()
-        res[s] = pgbench(base, m, prefix) if s == "pgbench" else measure_system(s, base, m, prefix)
+        res[s] = (pgbench(base, m, prefix) if s == "pgbench"
+                  else measure_system(s, base, m, prefix, skip))
         res[s]["seconds"] = round(time.time() - t0, 1)
     promote_defaults(res)
     rows = build_rows(res)

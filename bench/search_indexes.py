@@ -68,7 +68,7 @@ def _sizes() -> dict:
 
 def _set_variant(url: str, variant: str) -> None:
     """The schema of `variant`, and the enqueue statements it runs: with or without the CTE
-    that writes the side table (sql._SEARCH_TEXT), as released before migration 0016."""
+    that writes the side table (sql.enqueue._SEARCH_TEXT), as released before migration 0016."""
     from django_pg_jobqueue import sql
 
     writes_side_table, statements = VARIANTS[variant]
@@ -79,7 +79,7 @@ def _set_variant(url: str, variant: str) -> None:
         c.execute("TRUNCATE jobs, job_events, job_search_text RESTART IDENTITY CASCADE")
         for statement in statements:
             c.execute(statement)
-    search_text = sql._SEARCH_TEXT.format() + ",\n"
+    search_text = sql.enqueue._SEARCH_TEXT.format() + ",\n"
     for name in ("ENQUEUE_ONE", "ENQUEUE_MANY"):
         current = _STATEMENTS.setdefault(name, getattr(sql, name))
         if writes_side_table:
@@ -87,7 +87,7 @@ def _set_variant(url: str, variant: str) -> None:
             continue
         old = {}
         for key, statement in current.items():
-            assert search_text in statement, "sql._SEARCH_TEXT is not in the enqueue"
+            assert search_text in statement, "sql.enqueue._SEARCH_TEXT is not in the enqueue"
             old[key] = statement.replace(search_text, "").replace(
                 "RETURNING id, queue, priority, payload, ", "RETURNING id, queue, priority, ")
         setattr(sql, name, old)

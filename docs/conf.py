@@ -43,7 +43,7 @@ nitpick_ignore_regex = [
     ("py:class", r"django_pg_jobqueue\.models\.(Job|QueueSetting)"),
     ("py:class", r"Job"),
     # Type aliases and type variables of the typed public API (not documented names).
-    ("py:class", r"django_pg_jobqueue\.(registry\.HandlerFunc|tasks_backend\._T)"),
+    ("py:class", r"django_pg_jobqueue\.(registry\.HandlerFunc|tasks\.options\._T)"),
     # The worker's storage seam (engine.py), in JobContext's signature: internal, not documented.
     ("py:class", r"django_pg_jobqueue\.engine\.Engine"),
 ]

@@ -1,7 +1,9 @@
 /**
  * ESLint (`npm run lint`, run by `make test` next to prettier): typescript-eslint's recommended
  * rules, React's rules of hooks (and its compiler-backed checks), and TanStack Query's rules
- * (query keys that name every input, stable query clients, no rest-destructuring of a query).
+ * (query keys that name every input, stable query clients, no rest-destructuring of a query),
+ * and the dashboard's one boundary: pages (and the panels they render) own data; views and
+ * components render what they are given.
  */
 import js from "@eslint/js";
 import tanstackQuery from "@tanstack/eslint-plugin-query";
@@ -20,6 +22,49 @@ export default tseslint.config(
     // that needs no other fixture is declared.
     files: ["e2e/**"],
     rules: { "react-hooks/rules-of-hooks": "off", "no-empty-pattern": "off" },
+  },
+  {
+    // Pages own data: a view or a component takes what it shows, and the mutations it starts,
+    // as props. It imports only types from TanStack Query and from the API's resource modules
+    // (their query options and mutations fetch), nothing that sends a request from the client,
+    // and no page or panel (those load their own). The client's error helpers and the refresh
+    // settings (api/polling) are not requests and stay open to them.
+    files: ["src/components/**/*.{ts,tsx}", "src/views/**/*.{ts,tsx}"],
+    ignores: ["**/*.test.{ts,tsx}"],
+    rules: {
+      "no-restricted-imports": "off",
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            {
+              name: "@tanstack/react-query",
+              allowTypeImports: true,
+              message:
+                "Views and components do not query: the page loads the data and passes it (and its mutations) down.",
+            },
+            {
+              name: "../api/client",
+              importNames: ["api", "requestWithMeta"],
+              message: "Views and components send no request: the page does, through an api/ resource module.",
+            },
+          ],
+          patterns: [
+            {
+              group: ["**/api/*", "!**/api/types", "!**/api/client", "!**/api/polling"],
+              allowTypeImports: true,
+              message:
+                "Views and components import only types from the API's resource modules: the page runs the query or mutation and passes the result down.",
+            },
+            {
+              group: ["**/pages/*", "**/panels/*"],
+              message:
+                "Pages and panels own data: a view takes a panel as a prop (a ReactNode slot) that its page renders.",
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     languageOptions: { globals: { ...globals.browser, ...globals.node } },

@@ -156,7 +156,7 @@ def test_a_filter_over_many_jobs_is_processed_in_batches_each_its_own_transactio
         make_user, client_for, monkeypatch):
     """2,500 matching jobs, batches of 1,000: three transactions (each batch's events carry
     its transaction id), never one holding them all."""
-    from django_pg_jobqueue.api import actions
+    from django_pg_jobqueue.api.jobs import actions
 
     monkeypatch.setattr(bulk_actions, "BATCH_SIZE", 1000)
     # What is proved here is the batching within one request; the request's time bound has
@@ -209,7 +209,7 @@ def test_an_action_by_search_matches_the_callers_own_key_as_the_job_list_does(
 
 def test_an_action_by_filter_is_bounded_per_request_and_goes_on_with_after(
         admin_client, monkeypatch):
-    from django_pg_jobqueue.api import actions
+    from django_pg_jobqueue.api.jobs import actions
 
     monkeypatch.setattr(bulk_actions, "BATCH_SIZE", 5)
     monkeypatch.setattr(actions, "MAX_JOBS_PER_REQUEST", 5)

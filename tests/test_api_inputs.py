@@ -343,3 +343,25 @@ def test_a_payload_nests_the_same_64_levels_alone_in_bulk_and_from_python(operat
         errors = response.json()["errors"]
         assert "deeper than 64" in str((errors["jobs"]["0"] if bulk else errors)["payload"])
     assert Job.objects.count() == 3
+
+
+def test_the_body_parser_checks_every_key_and_value_in_the_walk_that_bounds_results():
+    """One iterative walk (storable.nesting_problem) bounds a handler's result and a request
+    body: it hands each object key and each value that is no container to the parser's checks,
+    at any depth and in tuples too, and stops at the first container past its limit."""
+    import io
+
+    from rest_framework.exceptions import ParseError
+
+    from django_pg_jobqueue import storable
+    from django_pg_jobqueue.api.parsers import StrictJSONParser
+
+    seen = []
+    document = {"a": [1, {"b": "x"}, (2.5, None)], "c": True}
+    assert storable.nesting_problem(document, 3, visit=seen.append) is None
+    assert sorted(map(repr, seen)) == sorted(map(repr, ["a", "c", 1, "b", "x", 2.5, None, True]))
+    assert storable.nesting_problem(document, 2) == "nests deeper than 2 levels (MAX_JSON_DEPTH)"
+    for body, refusal in [(b'{"jobs": [{"payload": [{"k\\u0000": 1}]}]}', "NUL"),
+                          (b'[[[{"x": [1e999]}]]]', "out of range")]:
+        with pytest.raises(ParseError, match=refusal):
+            StrictJSONParser().parse(io.BytesIO(body))

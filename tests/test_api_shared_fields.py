@@ -12,12 +12,9 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from django_pg_jobqueue import selectors, services
-from django_pg_jobqueue.api.serializers import (
-    EventSerializer,
-    JobCreateSerializer,
-    JobDetailSerializer,
-    JobSerializer,
-)
+from django_pg_jobqueue.api.events import EventSerializer
+from django_pg_jobqueue.api.jobs.enqueue import JobCreateSerializer
+from django_pg_jobqueue.api.jobs.serializers import JobDetailSerializer, JobSerializer
 from django_pg_jobqueue.compat import UTC
 from django_pg_jobqueue.models import Job
 

@@ -14,7 +14,7 @@ from django_pg_jobqueue.states import TRANSITIONS, EventKind, Status
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "assets"
-SQL = REPO / "backend/django_pg_jobqueue/sql.py"
+SQL = REPO / "backend/django_pg_jobqueue/sql"  # the package of statements
 PYTHON_SOURCES = [*sorted((REPO / "backend/django_pg_jobqueue/services").glob("*.py")),
                   *sorted((REPO / "backend/django_pg_jobqueue/worker").glob("*.py"))]
 
@@ -29,10 +29,11 @@ def state_edges() -> dict[tuple[str, str], list[str]]:
 
 
 def written_event_kinds() -> set[str]:
-    """Event kinds the engine writes: an SQL literal ('x', in sql.py or a service's statement),
-    or passed as EventKind.X or kind="x"."""
+    """Event kinds the engine writes: an SQL literal ('x', in the sql package or a service's
+    statement), or passed as EventKind.X or kind="x"."""
     python = "\n".join(p.read_text() for p in PYTHON_SOURCES)
-    sql = SQL.read_text() + "\n".join(re.findall(r"SELECT [^\n]*", python))
+    sql = "\n".join(p.read_text() for p in sorted(SQL.glob("*.py")))
+    sql += "\n".join(re.findall(r"SELECT [^\n]*", python))
     return {k.value for k in EventKind
             if re.search(rf"'{k.value}'", sql)
             or re.search(rf"EventKind\.{k.name}\b|kind=['\"]{k.value}['\"]", python)}

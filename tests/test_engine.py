@@ -91,23 +91,8 @@ def test_an_engine_that_wraps_postgres_sees_every_write_of_a_worker_pool(
     """The seam is complete: a worker pool given an engine claims, completes, fails, renews,
     heartbeats and releases through it alone."""
     calls: list[str] = []
-
-    class Recording(PostgresEngine):
-        pass
-
-    for name in ("claim", "complete_many", "fail", "renew_many", "heartbeat", "reap",
-                 "release_many"):
-        def make(name):
-            real = getattr(PostgresEngine, name)
-
-            def method(self, *args, **kwargs):
-                with _lock:
-                    calls.append(name)
-                return real(self, *args, **kwargs)
-            return method
-        setattr(Recording, name, make(name))
-
-    engine: Engine = Recording()
+    engine = recording_engine(("claim", "complete_many", "fail", "renew_many", "heartbeat",
+                               "reap", "release_many"), calls)
     custom_handler("engine_ok", lambda ctx, payload: {"ok": True})
     custom_handler("engine_bad", lambda ctx, payload: 1 / 0, max_attempts=1)
     let_go = threading.Event()
@@ -132,3 +117,58 @@ def test_an_engine_that_wraps_postgres_sees_every_write_of_a_worker_pool(
     assert set(calls) == {"claim", "complete_many", "fail", "renew_many", "heartbeat", "reap",
                           "release_many"}
     assert Job.objects.get(pk=slow.pk).status == "queued"  # released at shutdown, through it
+
+
+def recording_engine(names: tuple[str, ...], calls: list[str]) -> Engine:
+    """A PostgresEngine that notes each call of the methods `names` in `calls`."""
+    class Recording(PostgresEngine):
+        pass
+
+    for name in names:
+        def make(name):
+            real = getattr(PostgresEngine, name)
+
+            def method(self, *args, **kwargs):
+                with _lock:
+                    calls.append(name)
+                return real(self, *args, **kwargs)
+            return method
+        setattr(Recording, name, make(name))
+    return Recording()
+
+
+@override_settings(JOB_PRUNE_INTERVAL_SECONDS=60)
+def test_every_loop_of_a_worker_pool_reaches_storage_through_its_engine(
+        transactional_db, fast_queue_settings):
+    from django_pg_jobqueue.worker.held import Held
+    from django_pg_jobqueue.worker.pool import WorkerPool
+
+    engine = PostgresEngine()
+    pool = WorkerPool(threads=1, engine=engine)
+    loops = [pool.reaper, pool.pruner, pool.periodic, pool.stager, pool.stuck, pool.starter,
+             pool.leadership]
+    assert [type(loop).__name__ for loop in loops if loop.engine is not engine] == []
+    # A prefetched job's context (built by the lane) writes progress and logs through it too.
+    services.enqueue("noop")
+    claimed = engine.claim(worker_ids=["proc-1"], lease_seconds=30)
+    assert Held.of(claimed[0], "proc-1", engine=engine).ctx.engine is engine
+
+
+def test_drain_claims_runs_and_records_through_the_engine_it_is_given(
+        transactional_db, custom_handler):
+    calls: list[str] = []
+    engine = recording_engine(("claim", "complete_many", "fail", "record_progress",
+                               "log_message"), calls)
+
+    def reports(ctx, payload):
+        ctx.progress(50, "half way")
+        ctx.log("noted")
+        return {"ok": True}
+
+    custom_handler("drained_through_engine", reports)
+    custom_handler("drained_and_failed", lambda ctx, payload: 1 / 0, max_attempts=1)
+    services.enqueue("drained_through_engine")
+    services.enqueue("drained_and_failed")
+    result = testing.drain(engine=engine)
+    assert (result.succeeded, result.failed) == (1, 1)
+    assert set(calls) == {"claim", "complete_many", "fail", "record_progress", "log_message"}

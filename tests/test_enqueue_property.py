@@ -250,7 +250,7 @@ def test_enqueue_many_is_all_or_nothing_under_hostile_items(batch, good):
 def test_the_strategies_reach_both_outcomes():
     """The properties above are only worth something if examples are both refused and
     stored: check that the argument strategy produces each, without the database."""
-    from django_pg_jobqueue.services.enqueuing import _prepare
+    from django_pg_jobqueue.services.preparing import prepare as _prepare
 
     outcomes = set()
 

@@ -3,21 +3,22 @@ user's `can` flags and the admin all read it, so each surface offers exactly its
 each behind the permission it names, through the service it names."""
 import pytest
 
-from django_pg_jobqueue import job_actions, services
+from django_pg_jobqueue import services
 from django_pg_jobqueue.admin import JobAdmin
+from django_pg_jobqueue.api.auth import UserSerializer
+from django_pg_jobqueue.api.jobs.actions import JobActionSerializer
+from django_pg_jobqueue.api.jobs.views import JobViewSet
 from django_pg_jobqueue.api.permissions import ACTION_PERMISSIONS
-from django_pg_jobqueue.api.serializers import JobActionSerializer, UserSerializer
-from django_pg_jobqueue.api.views import JobViewSet
-from django_pg_jobqueue.services import deleting
+from django_pg_jobqueue.services import deleting, job_actions
 
 
 def test_every_surface_offers_exactly_the_registered_actions():
     names = list(job_actions.ACTIONS)
-    assert names == ["cancel", "retry", "rerun", "delete"]
+    assert names == ["cancel", "retry", "rerun", "run_now", "delete"]
     assert list(JobActionSerializer().fields["action"].choices) == names
     assert JobAdmin.actions == [f"{n}_jobs" for n in names]
     assert ACTION_PERMISSIONS == {n: a.perm for n, a in job_actions.ACTIONS.items()}
-    from django_pg_jobqueue.api.serializers import _Can
+    from django_pg_jobqueue.api.auth import _Can
 
     assert [f for f in _Can().fields if f in job_actions.ACTIONS] == names
 
@@ -50,9 +51,10 @@ def test_the_users_can_flags_follow_the_registrys_permissions(django_user_model)
     user = django_user_model.objects.get(pk=user.pk)
     can = UserSerializer(user).data["can"]
     assert {n: can[n] for n in job_actions.ACTIONS} == {"cancel": False, "retry": False,
-                                                         "rerun": False, "delete": True}
+                                                         "rerun": False, "run_now": False,
+                                                         "delete": True}
 
 
 def test_an_unknown_action_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="action must be one of cancel, retry, rerun, delete; got 'x'"):
+    with pytest.raises(ValueError, match="action must be one of cancel, retry, rerun, run_now, delete; got 'x'"):
         job_actions.get("x")

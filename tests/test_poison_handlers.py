@@ -365,7 +365,7 @@ def test_a_held_job_whose_executor_thread_is_gone_is_no_longer_renewed_and_runs_
     assert audit().ok
 
 
-def test_the_dispatcher_hands_no_job_to_a_dead_executor_thread(worker_pool):
+def test_the_lane_hands_no_job_to_a_dead_executor_thread(worker_pool):
     pool = worker_pool(threads=2)
     gone = pool.executors[0]
     gone.stop()
@@ -381,22 +381,20 @@ def test_the_dispatcher_hands_no_job_to_a_dead_executor_thread(worker_pool):
 
 
 def test_a_job_claimed_for_a_thread_that_ended_during_the_claim_is_released_uncharged(
-        transactional_db, fast_queue_settings, monkeypatch):
-    from django_pg_jobqueue import services as services_module
+        transactional_db, fast_queue_settings):
+    from django_pg_jobqueue.engine import PostgresEngine
     from django_pg_jobqueue.worker.pool import WorkerPool
     from django_pg_jobqueue.worker.signals import TestSignals
 
-    real_claim = services_module.claim
-    pool = WorkerPool(threads=2, test_signals=TestSignals())
+    class ClaimsAsTheThreadEnds(PostgresEngine):
+        def claim(self, **kwargs):
+            if victim.is_alive() and victim.worker_id in kwargs["worker_ids"]:
+                victim.stop()
+                victim.join(5)
+            return super().claim(**kwargs)
+
+    pool = WorkerPool(threads=2, engine=ClaimsAsTheThreadEnds(), test_signals=TestSignals())
     victim = pool.executors[0]
-
-    def claim_as_the_thread_ends(**kwargs):
-        if victim.is_alive() and victim.worker_id in kwargs["worker_ids"]:
-            victim.stop()
-            victim.join(5)
-        return real_claim(**kwargs)
-
-    monkeypatch.setattr(services_module, "claim", claim_as_the_thread_ends)
     jobs = noops(4)
     pool.start()
     try:
@@ -524,11 +522,12 @@ def test_a_slow_handler_is_renewed_while_it_runs_and_its_neighbours_are_not_dist
 # --- isolation: a failure the database refuses ----------------------------------------------
 @pytest.fixture
 def refuse_failures_mentioning(monkeypatch):
-    """Make the database refuse `services.fail` writes whose error holds a marker (as it would a
-    value the cleaning missed); `always=True` refuses every failure of those jobs."""
-    from django_pg_jobqueue import services as services_module
+    """Make the database refuse the engine's `fail` writes whose error holds a marker (as it
+    would a value the cleaning missed); `always=True` refuses every failure of those jobs."""
+    from django_pg_jobqueue.engine import default_engine
 
-    real_fail = services_module.fail
+    engine = default_engine()
+    real_fail = engine.fail
     refused_jobs = set()
 
     def install(marker, *, always=False):
@@ -538,7 +537,7 @@ def refuse_failures_mentioning(monkeypatch):
                 raise DataError(f"refused: {marker}")
             return real_fail(job_id, *args, **kwargs)
 
-        monkeypatch.setattr(services_module, "fail", fail)
+        monkeypatch.setattr(engine, "fail", fail)
 
     return install
 

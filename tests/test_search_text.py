@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from django_pg_jobqueue import services, sql
+from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import InvalidTransition
 from django_pg_jobqueue.models import Job, JobSearchText
@@ -139,7 +139,7 @@ def test_the_migration_copies_every_non_empty_payload_in_batches_and_goes_back(m
         assert index_names() >= {"jobs_payload_trgm_idx", "jobs_last_error_trgm_idx"}
         # As a run interrupted after the table and a first batch left them:
         with connection.cursor() as cur:
-            cur.execute(sql.CREATE_JOB_SEARCH_TEXT)
+            cur.execute(migration.CREATE_JOB_SEARCH_TEXT)
             cur.execute("INSERT INTO job_search_text VALUES (%s, %s)",
                         [jobs[0], payload_text(jobs[0])])
     finally:

@@ -2,6 +2,7 @@
 django_pg_jobqueue.E0xx error naming the setting, the bad value and what is allowed, and the
 queue's own code paths (`conf.get()`) refuse the same values with ImproperlyConfigured."""
 import os
+import re
 import subprocess
 import sys
 from dataclasses import fields
@@ -166,3 +167,47 @@ def test_every_setting_is_documented_with_its_own_check_id():
     for f in fields(conf.QueueConf):
         assert len(f.metadata["doc"]) > 30, f"document JOB_{f.name}"
         assert f.metadata["group"] in conf.GROUPS, f.name
+
+
+PACKAGE = REPO / "backend" / "django_pg_jobqueue"
+WRITTEN_CHECK_ID = re.compile(r"""\bid\s*=\s*["'](django_pg_jobqueue\.[A-Z]\d+)["']""")
+
+
+def check_ids_written(package: Path = PACKAGE) -> list[tuple[str, str]]:
+    """(id, file:line) of every system check id the package's source names as a literal
+    (`id="django_pg_jobqueue.E044"`), migrations aside; the settings' own ids come from conf."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "migrations":
+            continue
+        text = path.read_text()
+        for m in WRITTEN_CHECK_ID.finditer(text):
+            found.append((m.group(1), f"{relative}:{text.count(chr(10), 0, m.start()) + 1}"))
+    return found
+
+
+def test_no_two_system_checks_share_an_id():
+    # An id names one check: SILENCED_SYSTEM_CHECKS and the docs' tables go by it.
+    written = check_ids_written()
+    assert len(written) >= 10, "the scan finds the checks' ids"
+    settings = [(f.metadata["check_id"], f"conf.py JOB_{f.name}") for f in fields(conf.QueueConf)
+                if f.metadata["check_id"] is not None]
+    where: dict[str, list[str]] = {}
+    for check_id, place in [*written, *settings]:
+        where.setdefault(check_id, []).append(place)
+    assert {i: places for i, places in where.items() if len(places) > 1} == {}
+
+
+def test_the_check_id_scan_finds_an_id_written_twice(tmp_path):
+    (tmp_path / "checks.py").write_text(
+        'checks.Error("a", id="django_pg_jobqueue.E044")\n'
+        "checks.Warning('b', obj=x, id='django_pg_jobqueue.W043')\n")
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "checks.py").write_text(
+        'return [checks.Error(msg,\n    id="django_pg_jobqueue.E044")]\n')
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "0001.py").write_text('id="django_pg_jobqueue.E044"\n')
+    assert check_ids_written(tmp_path) == [
+        ("django_pg_jobqueue.E044", "api/checks.py:2"), ("django_pg_jobqueue.E044", "checks.py:1"),
+        ("django_pg_jobqueue.W043", "checks.py:2")]

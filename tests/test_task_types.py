@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from django_pg_jobqueue import services, sql, testing
+from django_pg_jobqueue import services, testing
 from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.registry import registry
@@ -104,16 +104,17 @@ def test_a_task_job_typed_django_task_from_before_still_runs(tasks):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_types_finished_task_jobs_by_path_and_leaves_queued_ones(tasks):
+    migration = importlib.import_module("django_pg_jobqueue.migrations.0009_retry_policies")
     done = Job.objects.get(pk=int(tasks.send_welcome.enqueue(1).id))
     testing.drain()
     queued = Job.objects.get(pk=int(tasks.send_welcome.enqueue(2).id))
     Job.objects.filter(pk__in=[done.pk, queued.pk]).update(type="django_task")
     with connection.cursor() as cur:
-        cur.execute(sql.TASK_JOBS_TYPED_BY_PATH)
+        cur.execute(migration.TASK_JOBS_TYPED_BY_PATH)
     assert Job.objects.get(pk=done.pk).type == WELCOME
     assert Job.objects.get(pk=queued.pk).type == "django_task"
     with connection.cursor() as cur:
-        cur.execute(sql.TASK_JOBS_TYPED_DJANGO_TASK)
+        cur.execute(migration.TASK_JOBS_TYPED_DJANGO_TASK)
     assert Job.objects.get(pk=done.pk).type == "django_task"
 
 

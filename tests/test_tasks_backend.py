@@ -404,7 +404,7 @@ def test_every_system_check_of_the_backend_carries_a_hint(db):
 
     backend = QueueBackend("default", {"QUEUES": "not a list", "OPTIONS": {"x": 1}})
     with mock.patch.object(apps, "is_installed", return_value=False), \
-            mock.patch("django_pg_jobqueue.tasks_backend.connections",
+            mock.patch("django_pg_jobqueue.tasks.backend.connections",
                        {"default": mock.Mock(vendor="sqlite")}):
         with override_settings(TASKS={"default": {"BACKEND": "django_pg_jobqueue.tasks_backend.QueueBackend",
                                                   "QUEUES": "not a list", "OPTIONS": {"x": 1}}}):

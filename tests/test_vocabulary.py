@@ -17,7 +17,7 @@ from django_pg_jobqueue import (
     task_options,
     testing,
 )
-from django_pg_jobqueue.api.serializers import JobCreateSerializer
+from django_pg_jobqueue.api.jobs.enqueue import JobCreateSerializer
 from django_pg_jobqueue.context import JobContext
 from django_pg_jobqueue.exceptions import JobArgumentTypeError
 from django_pg_jobqueue.models import Job

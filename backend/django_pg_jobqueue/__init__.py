@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         retry,
         set_queue_limit,
     )
-    from .tasks_backend import task_options
+    from .tasks.options import task_options
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Any:
 
         return handler
     if name == "task_options":
-        from .tasks_backend import task_options
+        from .tasks.options import task_options
 
         return task_options
     if name == "PermanentError":

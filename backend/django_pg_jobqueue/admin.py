@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from . import job_actions, selectors
+from . import selectors
 from .exceptions import (
     InvalidJobArgument,
     InvalidTransition,
@@ -28,7 +28,7 @@ from .exceptions import (
 )
 from .models import Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
 from .registry import registry
-from .services import queues
+from .services import job_actions, queues
 from .services import schedules as schedule_services
 from .states import TERMINAL
 
@@ -317,6 +317,14 @@ class QueueSettingForm(forms.ModelForm):
         return name
 
 
+def _each_named(model_admin, request, names, service, message: str) -> None:
+    """An admin action on the selected queues or schedules: `service(name)` on each, then
+    `message`."""
+    for name in names:
+        service(name)
+    model_admin.message_user(request, message)
+
+
 @admin.register(QueueSetting)
 class QueueSettingAdmin(admin.ModelAdmin):
     form = QueueSettingForm
@@ -337,15 +345,13 @@ class QueueSettingAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pause the selected queues", permissions=["change"])
     def pause(self, request, queryset):
-        for name in queryset.values_list("queue", flat=True):
-            queues.pause_queue(name)
-        self.message_user(request, "Paused: workers stop claiming from them within a poll interval.")
+        _each_named(self, request, queryset.values_list("queue", flat=True), queues.pause_queue,
+                    "Paused: workers stop claiming from them within a poll interval.")
 
     @admin.action(description="Resume the selected queues", permissions=["change"])
     def resume(self, request, queryset):
-        for name in queryset.values_list("queue", flat=True):
-            queues.resume_queue(name)
-        self.message_user(request, "Resumed.")
+        _each_named(self, request, queryset.values_list("queue", flat=True), queues.resume_queue,
+                    "Resumed.")
 
 
 @admin.register(ScheduleSetting)
@@ -406,15 +412,14 @@ class ScheduleSettingAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pause the selected schedules", permissions=["operate"])
     def pause(self, request, queryset):
-        for name in queryset.values_list("name", flat=True):
-            schedule_services.pause_schedule(name)
-        self.message_user(request, "Paused: the workers enqueue none of their ticks.")
+        _each_named(self, request, queryset.values_list("name", flat=True),
+                    schedule_services.pause_schedule,
+                    "Paused: the workers enqueue none of their ticks.")
 
     @admin.action(description="Resume the selected schedules", permissions=["operate"])
     def resume(self, request, queryset):
-        for name in queryset.values_list("name", flat=True):
-            schedule_services.resume_schedule(name)
-        self.message_user(request, "Resumed: their next ticks are enqueued.")
+        _each_named(self, request, queryset.values_list("name", flat=True),
+                    schedule_services.resume_schedule, "Resumed: their next ticks are enqueued.")
 
 
 @admin.register(WorkerProcess)

@@ -22,12 +22,12 @@ class JobQueueConfig(AppConfig):
         for module in conf.extra_handler_modules():
             import_module(module)
         # Modules imported for what they register: system checks (checks, periodic,
-        # security, api.checks) and tasks_backend's `django_task` handler.
+        # security, api.checks) and the tasks runner's `django_task` handler.
         from . import checks, periodic, security  # noqa: F401
 
         # Django 5.2 has Tasks only through the django-tasks backport (the `tasks` extra):
         # without it the queue runs jobs as ever, and only QueueBackend is unavailable.
         if checks.tasks_framework_available():
-            from . import tasks_backend  # noqa: F401
+            from .tasks import runner  # noqa: F401
 
         from .api import checks as api_checks  # noqa: F401

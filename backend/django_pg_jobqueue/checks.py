@@ -21,6 +21,7 @@ from django.core import checks
 from django.utils.module_loading import import_string
 
 from . import conf
+from .registry import registry
 
 TASKS_BACKEND_PREFIX = "django_pg_jobqueue."
 DATABASE_CACHE = "django.core.cache.backends.db.DatabaseCache"
@@ -52,8 +53,6 @@ def check_tasks_framework(app_configs=None, **kwargs) -> list[checks.CheckMessag
 def check_creatable(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Every type JOB_API_CREATABLE_TYPES lists has a handler, and every path
     JOB_API_CREATABLE_TASKS lists is a Django task (a malformed list is conf's E051/E052)."""
-    from .registry import registry
-
     values = conf.configured()
     types = values.get("API_CREATABLE_TYPES", ())
     tasks = values.get("API_CREATABLE_TASKS", ())
@@ -82,7 +81,7 @@ def _task_problem(path: str) -> str | None:
     """What keeps `path` from being a Django task, in words; None when it is one."""
     if not tasks_framework_available():
         return "Django tasks need Django 6.0 or newer, or the django-tasks backport."
-    from .tasks_compat import Task
+    from .tasks_compat import Task  # here, where the framework is known to be there
 
     try:
         obj = import_string(path)

@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .durations import parse_retention
 from .states import (
     MAX_DELAY_SECONDS,
     MAX_QUEUE_NAME_LENGTH,
@@ -108,8 +109,6 @@ def rate(value) -> str | None:
 
 def retention(value) -> str | None:
     from datetime import timedelta
-
-    from .durations import parse_retention
 
     if value is None or isinstance(value, (str, timedelta)) or _is_number(value):
         try:
@@ -308,12 +307,12 @@ class QueueConf:
         How often each worker process's reaper requeues (or fails, when attempts are spent)
         the running jobs whose lease expired.""")
     CLAIM_BATCH_SIZE: int = setting(200, check_id=8, rule=whole(1), group="workers", doc="""
-        The most jobs one claim statement takes (`--batch-size` overrides it). A dispatcher
+        The most jobs one claim statement takes (`--batch-size` overrides it). A lane
         claims one job per idle thread plus its prefetch, so the claim grows with the backlog
         (the prefetch depth doubles while claims come back full and their jobs all find a
         thread) up to this cap, and shrinks back to the idle threads when the queue runs dry.""")
     PREFETCH: int = setting(128, check_id=9, rule=whole(0), group="workers", doc="""
-        The most jobs each dispatcher claims ahead of its idle threads while the queue has a
+        The most jobs each lane claims ahead of its idle threads while the queue has a
         backlog; 0 turns prefetching off (`--prefetch` overrides it). The depth adapts: it
         starts at 1, doubles each time the prefetched jobs all found a thread, and halves (then
         pauses 30 s) when one waited a second without a thread, which goes back to the queue
@@ -551,7 +550,7 @@ class QueueConf:
     PRUNE_BATCH_SIZE: int = setting(1000, check_id=26, rule=whole(1), group="retention", doc="""
         Jobs deleted per transaction by the pruner and by `prune_jobs`.""")
 
-    EVENTS_PARTITION_INTERVAL: str = setting("day", check_id=44, rule=one_of("hour", "day", "week"),
+    EVENTS_PARTITION_INTERVAL: str = setting("day", check_id=46, rule=one_of("hour", "day", "week"),
                                              group="retention", doc="""
         The time range of each `job_events` partition: `"hour"`, `"day"` or `"week"` (UTC,
         weeks from Monday). A partition is dropped whole once its range is older than the
@@ -614,7 +613,7 @@ class QueueConf:
         None, check_id=50, rule=whole(1, none="the number of lanes plus 3"), group="database",
         doc="""
         The most server connections a worker process's machinery holds at once: its
-        dispatchers (one per lane), the completer, the starter (prefetched jobs' starts), the
+        lanes (one claiming thread per --queues group), the completer, the starter (prefetched jobs' starts), the
         renewer, the reaper, the pruner, the periodic enqueuer and the executors' own outcome
         writes share one bounded pool of
         connections to the queue's database (Django's psycopg pool, on a private alias).
@@ -635,8 +634,6 @@ class QueueConf:
 
     def retention(self, status: str):
         """How long finished jobs of `status` are kept (a timedelta), or None: forever."""
-        from .durations import parse_retention
-
         return parse_retention(getattr(self, f"RETENTION_{str(status).upper()}"))
 
 

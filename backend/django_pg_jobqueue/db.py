@@ -206,7 +206,7 @@ def _forget_worker_wrapper() -> None:
 
 
 def use_worker_pool() -> None:
-    """For the rest of this thread's life (a dispatcher's, the completer's): its queue
+    """For the rest of this thread's life (a lane's, the completer's): its queue
     statements borrow from the worker's pool, and keep what they borrowed until
     `return_worker_connection()`, which the thread calls when it goes idle. A checkout and
     return costs a few hundred microseconds of Python: a busy loop keeps its connection."""
@@ -292,6 +292,18 @@ def apply_worker_limits(connection, *, statement_timeout_ms: int, application_na
     if conf.get().TRANSACTION_POOLER and not any(
             isinstance(w, LocalLimits) for w in connection.execute_wrappers):
         connection.execute_wrappers.append(LocalLimits(limits))
+
+
+def discard_session(raw) -> None:
+    """Reset the session of `raw` (a psycopg connection a handler changed: worker/hygiene.py)
+    to a new one's (sql.DISCARD_SESSION)."""
+    raw.execute(sql.DISCARD_SESSION)
+
+
+def listen(raw) -> None:
+    """Subscribe `raw` (the listener's own psycopg connection, in autocommit) to the wake-ups
+    enqueues, retries and the stager send (sql.NOTIFY_CHANNEL: each payload a queue name)."""
+    raw.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
 
 
 def _set_session_limits(connection, limits: dict[str, str], application_name: str) -> None:

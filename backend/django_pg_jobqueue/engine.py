@@ -1,14 +1,17 @@
 """The engine: everything a worker asks of storage, in one contract.
 
-The worker's threads (worker/pool.py's dispatchers, worker/executor.py's runner,
-worker/completer.py, worker/renewer.py, worker/reaper.py, the pool's shutdown) and
-`django_pg_jobqueue.testing.drain` reach the database only through an `Engine`. The verbs
-are the one vocabulary's: claim, complete (many), fail, snooze, renew (many), release (many),
-reap, heartbeat, plus the two events a worker records without a transition (a lost lease, a
-log line).
+Every module under worker/ (the lanes, the executor's runner, the completer, the starter,
+the renewer, the reaper, the pruner, the stager, the stuck watch, the periodic enqueuer, the
+leader's election, the supervisor's heartbeat and settling, the pool's shutdown), the
+`JobContext` a handler writes through, and `django_pg_jobqueue.testing.drain` reach the jobs
+only through an `Engine`; none imports `services`, `selectors` or `sql` (tests/test_layout.py).
+The verbs are the one vocabulary's: claim, complete (many), fail, snooze, renew (many), release
+(many), reap, heartbeat, plus the events a worker records without a transition (a lost lease,
+a log line, a stuck handler) and the maintenance the leader runs (settle waiting dependents,
+prune, enqueue schedules' ticks).
 
 `PostgresEngine` is the only implementation: each method is the service of the same name
-(services/, the only writers), whose statements live in sql.py. It adds no state and no
+(services/, the only writers), whose statements live in sql/. It adds no state and no
 work: one call frame per batched statement (a claim, a batch of completions, a renewal pass).
 The services stay the place where rows are guarded by their lease tokens; an engine that
 wraps this one (a test's, to refuse or delay a write) changes what a worker sees without
@@ -22,14 +25,21 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from . import services
+from . import periodic, services
+from .services import claiming, dependencies, pruning, schedules
+from .services.claiming import ClaimedJob
+from .services.lifecycle import Completion, unknown_type_error
 
 if TYPE_CHECKING:
-    from .retries import RetryPolicy
-    from .services import ClaimedJob
-    from .services.lifecycle import Completion, DeadProcessJobs, Renewal
+    from collections.abc import Callable
 
-__all__ = ["Engine", "PostgresEngine", "default_engine"]
+    from .periodic import PeriodicEntry
+    from .retries import RetryPolicy
+    from .services.lifecycle import DeadProcessJobs, Renewal
+
+# What a worker holds of a claim and hands to the completer: the engine's types, so that a
+# worker names them without reaching past the engine.
+__all__ = ["ClaimedJob", "Completion", "Engine", "PostgresEngine", "default_engine"]
 
 
 class Engine(Protocol):
@@ -151,6 +161,46 @@ class Engine(Protocol):
         """A running job's progress (ctx.progress), fenced by its lease."""
         ...
 
+    def unknown_type_error(self, job_type: str) -> str:
+        """The error release_unknown_type fails a job with once no worker knew its type."""
+        ...
+
+    def record_stuck_handler(self, job_id: int, *, attempt: int, worker_id: str, message: str,
+                             seconds_past_timeout: float, lease_token=None) -> None:
+        """Note on a job's timeline that an attempt's handler runs past its timeout plus
+        grace (worker/stuck.py)."""
+        ...
+
+    def limits_apply(self, queues: list[str] | tuple[str, ...] | None) -> bool:
+        """Whether a claim over `queues` (None: every queue) runs under a concurrency limit."""
+        ...
+
+    def pin_claim_planner_settings(self) -> bool:
+        """Pin the claim's planner settings to this thread's session (a busy lane's: one
+        statement per claim from then on); whether they are pinned."""
+        ...
+
+    def unpin_claim_planner_settings(self) -> None:
+        """Put the session's planner settings back, before the connection is given back."""
+        ...
+
+    def settle_waiting(self) -> dict[int, str]:
+        """Settle jobs waiting on dependencies that no completion settled: their new statuses."""
+        ...
+
+    def prune_by_retention(self, *, batch_size: int,
+                           should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+        """Delete finished jobs past their retention, in batches: counts by kind."""
+        ...
+
+    def paused_schedules(self) -> set[str]:
+        """The names of the schedules an operator paused."""
+        ...
+
+    def enqueue_tick(self, entry: PeriodicEntry, tick: datetime) -> bool:
+        """Enqueue a schedule's tick, once however many processes try: whether this one did."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -221,6 +271,33 @@ class PostgresEngine:
 
     def record_progress(self, job_id, lease_token, **kwargs) -> None:
         services.record_progress(job_id, lease_token, **kwargs)
+
+    def unknown_type_error(self, job_type) -> str:
+        return unknown_type_error(job_type)
+
+    def record_stuck_handler(self, job_id, **kwargs) -> None:
+        services.record_stuck_handler(job_id, **kwargs)
+
+    def limits_apply(self, queues) -> bool:
+        return claiming.limits_apply(queues)
+
+    def pin_claim_planner_settings(self) -> bool:
+        return claiming.pin_claim_planner_settings()
+
+    def unpin_claim_planner_settings(self) -> None:
+        claiming.unpin_claim_planner_settings()
+
+    def settle_waiting(self) -> dict[int, str]:
+        return dependencies.settle_waiting()
+
+    def prune_by_retention(self, **kwargs) -> dict[str, int]:
+        return pruning.prune_by_retention(**kwargs)
+
+    def paused_schedules(self) -> set[str]:
+        return periodic.paused_names()
+
+    def enqueue_tick(self, entry, tick) -> bool:
+        return schedules.enqueue_tick(entry, tick)
 
 
 _default = PostgresEngine()

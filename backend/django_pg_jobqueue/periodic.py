@@ -47,6 +47,7 @@ from django.utils.module_loading import import_string
 
 from .compat import UTC
 from .exceptions import ScheduleNotFound
+from .registry import registry
 from .states import PRIORITY_MAX, PRIORITY_MIN
 
 log = logging.getLogger("django_pg_jobqueue.periodic")
@@ -78,8 +79,6 @@ class PeriodicEntry:
     # -- validation --------------------------------------------------------------------------
     def problems(self) -> list[str]:
         """What is wrong with this entry, in words; [] when it can run."""
-        from .registry import registry
-
         out = []
         if not self.name or len(self.name) > 100 or ":" in self.name:
             out.append("the name must have 1 to 100 characters and no ':'")
@@ -110,7 +109,8 @@ class PeriodicEntry:
         return out
 
     def load_task(self):
-        from .tasks_backend import QueueTask
+        # The Tasks framework may be absent (Django 5.2 without the backport): imported here.
+        from .tasks.options import QueueTask
         from .tasks_compat import Task
 
         try:
@@ -172,7 +172,7 @@ def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
 
     def decorate(obj):
         from .registry import registry
-        from .tasks_compat import Task
+        from .tasks_compat import Task  # may be absent: Django 5.2 without the backport
 
         common = dict(cron=cron, timezone=timezone, queue=queue, priority=priority,
                       max_attempts=max_attempts, timeout_seconds=timeout_seconds,
@@ -262,7 +262,7 @@ def schedule(now: datetime | None = None) -> list[dict]:
       "next_run_at", "last_tick_at",
       "last_job": {"id", "status", "started_at", "finished_at"} | None}, ...]
     """
-    from .models import Job, ScheduleSetting
+    from .models import Job, ScheduleSetting  # @periodic is imported before the models load
 
     now = now or dj_timezone.now()
     rows, by_key = [], {}
@@ -287,6 +287,6 @@ def schedule(now: datetime | None = None) -> list[dict]:
 
 def paused_names() -> set[str]:
     """The schedules an operator paused (services/schedules.py)."""
-    from .models import ScheduleSetting
+    from .models import ScheduleSetting  # @periodic is imported before the models load
 
     return set(ScheduleSetting.objects.filter(paused=True).values_list("name", flat=True))

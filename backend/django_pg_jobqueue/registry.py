@@ -12,7 +12,7 @@ app; the jobs app imports those modules at start-up, the way the admin finds `ad
         return {"ok": True}
 
 A handler may be an `async def`: the worker runs it on an event loop of its own and cancels it
-when the job must stop (worker/coroutines.py).
+when the job must stop (coroutines.py).
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ImproperlyConfigured
 
 from .conf import DJANGO_TASK_TYPE
+from .coroutines import sync_handler
 from .retries import RetryPolicy, as_policy
 
 # A handler: `func(ctx, payload)`, ctx a context.JobContext (not imported: the registry is a
@@ -41,12 +42,10 @@ class HandlerSpec:
     payload_example: dict = field(default_factory=dict)
     retry_policy: RetryPolicy | None = None  # None: the JOB_RETRY_* settings (retries.py)
     # What the executor calls, `run(ctx, payload)`: `func` itself, or for an `async def`
-    # handler a function that runs it on an event loop of the worker's (worker/coroutines.py).
+    # handler a function that runs it on an event loop of the worker's (coroutines.py).
     run: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from .worker.coroutines import sync_handler
-
         object.__setattr__(self, "run", sync_handler(self.func))
 
 

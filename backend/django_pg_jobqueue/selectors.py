@@ -11,12 +11,13 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import conf, keys, sql
+from . import conf, keys, periodic, sql
+from .catalogue import declared_queues, queue_exists
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
+from .metrics import lost_after, worker_lost
 from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
-from .registry import registry
 from .states import EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
@@ -141,8 +142,6 @@ def lease_owner_state(locked_by: str | None) -> tuple[str | None, datetime | Non
     (None, None) for a job no one holds. One query, only for a held job."""
     if not locked_by:
         return None, None
-    from .metrics import worker_lost
-
     process_id = locked_by.rsplit("-", 1)[0]
     row = (WorkerProcess.objects.filter(pk=process_id).annotate(db_now=Now())
            .values_list("heartbeat_at", "db_now", "heartbeat_interval_seconds").first())
@@ -205,64 +204,6 @@ def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
     return EventPage(results=rows, has_more=has_more, next_after=next_after)
 
 
-def job_types() -> list[dict]:
-    """The registered handler types with the defaults a job of that type gets, and whether
-    the API may create it (JOB_API_CREATABLE_TYPES; django_task: JOB_API_CREATABLE_TASKS,
-    its example payload then the first listed task)."""
-    settings = conf.get()
-    types = []
-    for spec in registry.all():
-        example = spec.payload_example
-        if spec.name == conf.DJANGO_TASK_TYPE:
-            creatable = bool(settings.API_CREATABLE_TASKS)
-            if creatable:
-                example = {"task": settings.API_CREATABLE_TASKS[0], "args": [], "kwargs": {},
-                           "backend": "default"}
-        else:
-            creatable = spec.name in settings.API_CREATABLE_TYPES
-        types.append({
-            "name": spec.name,
-            "description": spec.description,
-            "queue": spec.queue or "default",
-            "priority": spec.priority,
-            "max_attempts": spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS,
-            "timeout_seconds": spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS,
-            "payload_example": example,
-            "creatable": creatable,
-        })
-    return types + _task_types(settings)
-
-
-def _task_types(settings) -> list[dict]:
-    """Django tasks as job types (their jobs are typed by the task's path): the tasks this
-    process has loaded and those the API may create, with their @task_options defaults."""
-    task_spec = registry.get(conf.DJANGO_TASK_TYPE)
-    if task_spec is None:  # no Tasks backend here
-        return []
-    from .tasks_backend import _TASK_OPTIONS, _known_tasks, task_job_type
-
-    paths = sorted({p for p in (*_known_tasks, *settings.API_CREATABLE_TASKS)
-                    if task_job_type(p) == p and p not in registry})
-    types = []
-    for path in paths:
-        task = _known_tasks.get(path)
-        options = _TASK_OPTIONS.get(path)
-        description = ((getattr(task.func, "__doc__", None) or "").strip().split("\n")[0]
-                       if task is not None else "")
-        types.append({
-            "name": path,
-            "description": description or "A Django task.",
-            "queue": task.queue_name if task is not None else "default",
-            "priority": task.priority if task is not None else 0,
-            "max_attempts": (options and options.max_attempts) or settings.DEFAULT_MAX_ATTEMPTS,
-            "timeout_seconds": ((options and options.timeout_seconds)
-                                or settings.DEFAULT_TIMEOUT_SECONDS),
-            "payload_example": {"task": path, "args": [], "kwargs": {}, "backend": "default"},
-            "creatable": path in settings.API_CREATABLE_TASKS,
-        })
-    return types
-
-
 def queued_depth() -> int:
     return Job.objects.queued().count()
 
@@ -275,8 +216,6 @@ def known_queues() -> list[str]:
     """Queue names worth offering in filters: every queue that holds jobs (sql.JOB_QUEUE_NAMES,
     a skip scan of an index: one probe per queue, not a pass over the jobs), the declared ones
     (handlers, Tasks backends, schedules), the ones with a setting, and default."""
-    from .services.queues import declared_queues
-
     names = {"default"} | declared_queues()
     names |= set(QueueSetting.objects.values_list("queue", flat=True))
     with queue_connection().cursor() as cur:
@@ -343,8 +282,6 @@ def queue_detail(name: str) -> dict:
     """One queue for its page: `queue_get(name)`, its jobs counted by every status, and the live
     worker processes that claim from it (they list it, or every queue: "*"), each with how
     many of this queue's jobs it runs. Raises QueueNotFound when the queue does not exist."""
-    from .services.queues import queue_exists
-
     if not queue_exists(name):
         raise QueueNotFound(name)
     row = dict(queue_get(name))
@@ -383,9 +320,7 @@ def schedules(now=None) -> list[dict]:
     is shown as null (or empty) and named in the entry's `problems`, which makes it invalid,
     rather than breaking the whole list.
     """
-    from .periodic import schedule
-
-    rows = schedule(now=now)
+    rows = periodic.schedule(now=now)
     for row in rows:
         problems = row["problems"]
 
@@ -434,16 +369,11 @@ def schedule_ticks(name: str, *, limit: int = SCHEDULE_TICKS_DEFAULT_LIMIT) -> l
     [{"tick_at", "manual", "job": {"id", "status", "attempts", "max_attempts", "created_at",
       "started_at", "finished_at", "last_error"}}, ...]
     """
-    from datetime import datetime
-
-    from .periodic import KEY_PREFIX, MANUAL
-    from .periodic import entry as periodic_entry
-
     if isinstance(limit, bool) or not isinstance(limit, int) or not (
             1 <= limit <= SCHEDULE_TICKS_MAX_LIMIT):
         raise ValueError(f"limit must be a whole number from 1 to {SCHEDULE_TICKS_MAX_LIMIT}")
-    periodic_entry(name)
-    prefix = f"{KEY_PREFIX}:{name}:"
+    periodic.entry(name)
+    prefix = f"{periodic.KEY_PREFIX}:{name}:"
     with queue_connection().cursor() as cur:
         cur.execute(sql.SCHEDULE_JOBS, [name, limit])
         rows = cur.fetchall()
@@ -451,7 +381,7 @@ def schedule_ticks(name: str, *, limit: int = SCHEDULE_TICKS_DEFAULT_LIMIT) -> l
     for (job_id, key, status, attempts, max_attempts, created_at, started_at, finished_at,
          last_error) in rows:
         when = key[len(prefix):]
-        manual = when.startswith(f"{MANUAL}:")
+        manual = when.startswith(f"{periodic.MANUAL}:")
         try:
             tick_at = None if manual else datetime.fromisoformat(when)
         except ValueError:  # a key of this shape that no enqueuer wrote
@@ -554,8 +484,6 @@ def worker_processes() -> list[dict]:
     kept until the reaper requeued what it held), with its memory, jobs run, stuck handlers,
     and the running jobs each of its threads holds (a lost one's: what it held when it died).
     Ages are measured on the database clock."""
-    from .metrics import lost_after, worker_lost
-
     processes = list(WorkerProcess.objects.annotate(db_now=Now()).order_by("hostname", "id"))
     running = list(
         Job.objects.running().filter(locked_by__isnull=False)

@@ -142,6 +142,7 @@ class EventKind(StrEnum):
     RETRIED = "retried"
     BLOCKED = "blocked"  # queued -> waiting: enqueued after other jobs
     UNBLOCKED = "unblocked"  # waiting -> queued: every job it waited for succeeded
+    EDITED = "edited"  # an operator changed a queued or waiting job's priority or run time
 
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event

@@ -89,12 +89,17 @@ def _clean_json_escapes(text: str) -> str:
     return _JSON_ESCAPE.sub(replace, text)
 
 
-def nesting_problem(value, limit: int = MAX_JSON_DEPTH) -> str | None:
+def nesting_problem(value, limit: int = MAX_JSON_DEPTH, visit=None) -> str | None:
     """"nests deeper than 64 levels" when `value`'s objects and arrays nest deeper than
     `limit`, else None. Iterative (never a RecursionError, whatever the interpreter), it stops
     at the first container past `limit`; a structure that contains itself is left to the
-    encoder, which names it ("Circular reference detected")."""
-    if not isinstance(value, (dict, list, tuple)):
+    encoder, which names it ("Circular reference detected"). With `visit`, each object key
+    and each value that is no object or array, on the way, is passed to it (the API's parser
+    checks a request body's strings and numbers in the same walk); it may raise to stop."""
+    containers = (dict, list, tuple)
+    if not isinstance(value, containers):
+        if visit is not None:
+            visit(value)
         return None
     on_path: set[int] = set()
     stack: list = [(value, 1)]
@@ -110,8 +115,18 @@ def nesting_problem(value, limit: int = MAX_JSON_DEPTH) -> str | None:
         on_path.add(id(item))
         stack.append((None, id(item)))
         children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children
-                     if isinstance(child, (dict, list, tuple)))
+        if visit is None:
+            stack.extend((child, depth + 1) for child in children
+                         if isinstance(child, containers))
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                visit(key)
+        for child in children:
+            if isinstance(child, containers):
+                stack.append((child, depth + 1))
+            else:
+                visit(child)
     return None
 
 

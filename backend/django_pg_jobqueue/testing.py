@@ -42,10 +42,11 @@ from . import sql
 from .conf import DJANGO_TASK_TYPE
 from .context import JobContext
 from .db import queue_connection
-from .engine import default_engine
+from .engine import Engine, default_engine
 from .models import Job
 from .registry import registry
 from .states import Status
+from .worker.completer import write_completions
 from .worker.executor import JobRunner
 from .worker.held import HeldJobs
 from .worker.stats import PoolStats
@@ -149,7 +150,7 @@ class DrainResult:
 
 def drain(types: list[str] | str | None = None, *, queues: list[str] | None = None,
           max_jobs: int = 1000, include_scheduled: bool = False,
-          raise_errors: bool = False) -> DrainResult:
+          raise_errors: bool = False, engine: Engine | None = None) -> DrainResult:
     """Run due jobs one by one in this thread until none is left (or `max_jobs` ran).
 
     - `types` / `queues`: only jobs of these types / queues.
@@ -158,23 +159,27 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     - `raise_errors`: re-raise the first handler exception (after recording it) instead of
       counting it in `errors`; a result that cannot be stored raises its
       `django_pg_jobqueue.storable.UnstorableResult`.
+    - `engine`: the engine to claim, run and record through (default: the one a worker pool
+      uses); a test's wrapper of `PostgresEngine` sees every claim and write drain makes, as
+      it would a pool's. The handler's `ctx.progress` and `ctx.log` go through it too.
 
     Jobs that enqueue jobs are fine: those run too, in the same drain.
     """
     if isinstance(types, str):
         types = [types]
     result = DrainResult()
+    engine = engine or default_engine()
     unknown = UnknownTypes()  # types with no handler here: given back, then left out
     while result.ran < max_jobs:
         if include_scheduled:
             _make_due(types, queues)
-        claimed = default_engine().claim(worker_ids=[DRAIN_WORKER_ID], queues=queues,
-                                         types=types, exclude_types=unknown.current())
+        claimed = engine.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types,
+                               exclude_types=unknown.current())
         if not claimed:
             break
         job = claimed[0]
         result.jobs.append(job.id)
-        error = _execute(job, result, unknown)
+        error = _execute(job, result, unknown, engine)
         if error is not None and raise_errors:
             raise error
     return result
@@ -195,19 +200,18 @@ def _make_due(types: list[str] | None, queues: list[str] | None) -> None:
         cur.execute(statement, params)
 
 
-def _context(job: Any, worker_id: str) -> JobContext:
+def _context(job: Any, worker_id: str, engine: Engine | None = None) -> JobContext:
     return JobContext(job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt,
                       max_attempts=job.max_attempts, lease_token=job.lease_token,
-                      worker_id=worker_id)
+                      worker_id=worker_id, engine=engine)
 
 
-def _runner(unknown_types: UnknownTypes | None = None) -> JobRunner:
-    """The worker's pipeline for one job on the worker's engine, with drain's completer: the
-    worker's own row-isolating write, at once, in this thread. Nothing renews the lease
-    meanwhile."""
-    from .worker.completer import write_completions
-
-    held, engine = HeldJobs(), default_engine()
+def _runner(unknown_types: UnknownTypes | None = None, engine: Engine | None = None
+            ) -> JobRunner:
+    """The worker's pipeline for one job on `engine` (the worker's by default), with drain's
+    completer: the worker's own row-isolating write, at once, in this thread. Nothing renews
+    the lease meanwhile."""
+    held, engine = HeldJobs(), engine or default_engine()
 
     def complete_now(completion: Any, _held: HeldJobs) -> str:
         done = write_completions([completion], held, engine)
@@ -222,10 +226,10 @@ _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status
 
 
 def _execute(job: Any, result: DrainResult, unknown_types: UnknownTypes | None = None,
-             ) -> BaseException | None:
+             engine: Engine | None = None) -> BaseException | None:
     """Run one claimed job through the worker's own pipeline (worker/executor.py JobRunner):
     the same outcomes, classifications and writes as in production."""
-    outcome = _runner(unknown_types).run(job)
+    outcome = _runner(unknown_types, engine).run(job)
     if outcome.status == "released" and unknown_types is not None:
         unknown_types.skip(job.type, math.inf)  # for the rest of this drain, whatever the setting
     counter = _COUNTED.get(outcome.status)

@@ -129,6 +129,37 @@ test("every queue is in the navigation, a paused one marked, each linking to its
   }
 });
 
+test("the queues page lists every queue with its counts, paused state and limit, linked from the sidebar", async ({
+  page,
+  api,
+  backend,
+}) => {
+  const queue = `${backend.idleQueue}-index`;
+  const jobs = await api.createJobs(3, "noop", {}, { queue });
+  await api.post(`queues/${queue}/pause/`, {});
+  try {
+    await page.goto("/");
+    await page.locator("#main-menu").getByRole("link", { name: "Queues", exact: true }).click();
+    await page.waitForURL(/\/queues$/);
+    await expect(page.getByRole("heading", { name: "Queues", level: 1 })).toBeVisible();
+    const table = page.getByTestId("queues-table");
+    const row = table.locator(`tr[data-queue="${queue}"]`);
+    await expect(row.getByTestId("queue-runnable")).toHaveText("0 3 held");
+    await expect(row).toContainText("paused");
+    await expect(row.locator("td[data-label=Limit]")).toHaveText("none");
+    await expect(table.locator(`tr[data-queue="${backend.queue}"]`)).toBeVisible();
+    await shot(page, "queues-1440");
+    await page.setViewportSize(PHONE);
+    await expect(row).toBeVisible();
+    await shot(page, "queues-390");
+    await row.getByRole("link", { name: queue }).click();
+    await page.waitForURL(new RegExp(`/queues/${queue}$`));
+  } finally {
+    await api.post(`queues/${queue}/resume/`, {});
+    for (const j of jobs) await api.cancel(j.id);
+  }
+});
+
 test("the overview's chart filters are kept in the address: a reload shows the same chart", async ({
   page,
   backend,

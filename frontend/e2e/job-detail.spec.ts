@@ -270,3 +270,27 @@ test("re-run a succeeded job: its copy's page opens, saying whose copy it is; th
   await waitForStatus(page, "failed");
   await expect(page.getByRole("button", { name: "Re-run", exact: true })).toHaveCount(0);
 });
+
+test("a delayed job: Edit changes its priority, Run now runs it, the timeline says what changed", async ({
+  page,
+  api,
+}) => {
+  const { id } = await api.createJob("noop", {}, { delay_seconds: 3600, priority: -3 });
+  await page.goto(`/jobs/${id}`);
+  await waitForStatus(page, "queued");
+  await page.getByRole("button", { name: "Edit", exact: true }).click();
+  const form = page.getByRole("form", { name: `Edit job #${id}` });
+  await form.getByLabel("Priority").fill("-9");
+  await shot(page, "job-edit");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form, "the form closes once saved").toHaveCount(0);
+  await expect(page.getByTestId("job-fields")).toContainText(/priority\s*-9/);
+  await expect(page.locator('[data-testid=events-timeline] > li[data-kind="edited"]')).toContainText(
+    "priority -3 → -9",
+  );
+  await page.getByRole("button", { name: "Run now", exact: true }).click();
+  await waitForStatus(page, "succeeded");
+  await expect(page.getByRole("button", { name: "Edit", exact: true }), "a finished job is not editable").toHaveCount(
+    0,
+  );
+});

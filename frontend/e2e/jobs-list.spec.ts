@@ -38,7 +38,7 @@ test("a bad filter in the address: what is wrong with it, and a way to clear it"
   await expect(problem).toContainText("Status “bogus”");
   await expect(page.getByText("Connection problem"), "a refused filter is not a connection problem").toHaveCount(0);
   await expect(page.getByLabel("Status", { exact: true }), "the dropdown shows the value asked for").toHaveValue(
-    "bogus",
+    "status:bogus",
   );
   await shot(page, "jobs-bad-filter", { fullPage: false });
   await problem.getByRole("button", { name: "Clear status" }).click();
@@ -157,7 +157,7 @@ test.describe("bulk actions from the selection bar", () => {
   });
 });
 
-test("the State filter: several states at once, kept in the address, the list holding exactly those", async ({
+test("one Status filter: a status, or what a queued job waits for; the list holding exactly those", async ({
   page,
   api,
 }) => {
@@ -168,26 +168,25 @@ test("the State filter: several states at once, kept in the address, the list ho
   const cancelled = await api.createJob("noop", {}, { queue });
   await api.cancel(cancelled.id);
   await page.goto(`/jobs?queue=${encodeURIComponent(queue)}`);
-  const states = page.getByRole("group", { name: "State" });
+  const status = page.getByLabel("Status", { exact: true });
+  await expect(page.getByRole("group", { name: "State" }), "no second, overlapping filter").toHaveCount(0);
   const ids = () =>
     page.locator("[data-testid=jobs-table] tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.jobId)));
   await expect.poll(ids).toEqual([cancelled.id, scheduled.id, available.id]);
-  // A click, then the box seen ticked: the box follows the address, which changes a moment
-  // after the click (check() gives up if the state has not changed by then).
-  await states.getByRole("checkbox", { name: "scheduled" }).click();
-  await expect(states.getByRole("checkbox", { name: "scheduled" })).toBeChecked();
+  await status.selectOption({ label: "queued · scheduled for later" });
   await expect(page).toHaveURL(/[?&]state=scheduled(&|$)/);
   await expect.poll(ids).toEqual([scheduled.id]);
-  await states.getByRole("checkbox", { name: "available" }).click();
-  await expect(states.getByRole("checkbox", { name: "available" })).toBeChecked();
-  await expect(page).toHaveURL(/[?&]state=available,scheduled(&|$)/);
+  await status.selectOption({ label: "queued" });
+  await expect(page).toHaveURL(/[?&]status=queued(&|$)/);
+  await expect(page, "a status clears the state").not.toHaveURL(/state=/);
   await expect.poll(ids).toEqual([scheduled.id, available.id]);
-  await shot(page, "jobs-state-filter", { fullPage: false });
-  // The address alone gives the same list, the boxes ticked.
-  await page.reload();
-  await expect(states.getByRole("checkbox", { name: "available" })).toBeChecked();
-  await expect(states.getByRole("checkbox", { name: "scheduled" })).toBeChecked();
-  await expect(states.getByRole("checkbox", { name: "cancelled" })).not.toBeChecked();
+  await status.selectOption({ label: "queued · ready now" });
+  await expect(page).not.toHaveURL(/status=/);
+  await expect.poll(ids).toEqual([available.id]);
+  await shot(page, "jobs-status-filter", { fullPage: false });
+  // An address with several states still gives their list, shown as asked.
+  await page.goto(`/jobs?queue=${encodeURIComponent(queue)}&state=available,scheduled`);
+  await expect(status.locator("option:checked")).toHaveText("available, scheduled");
   await expect.poll(ids).toEqual([scheduled.id, available.id]);
   await page.goto(`/jobs?queue=${encodeURIComponent(queue)}&state=cancelled`);
   await expect.poll(ids).toEqual([cancelled.id]);

@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { Navigate, Route, Routes, useLocation } from "react-router";
 import { meOptions } from "./api/auth";
-import { Layout } from "./components/Layout";
+import { Layout } from "./panels/Layout";
 import { ErrorState, Loading } from "./components/States";
 import { CreateJobPage } from "./pages/CreateJobPage";
 import { FailedJobsPage } from "./pages/FailedJobsPage";
@@ -11,6 +11,7 @@ import { LoginPage } from "./pages/LoginPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { OverviewPage } from "./pages/OverviewPage";
 import { QueuePage } from "./pages/QueuePage";
+import { QueuesPage } from "./pages/QueuesPage";
 import { SchedulesPage } from "./pages/SchedulesPage";
 import { WorkersPage } from "./pages/WorkersPage";
 
@@ -26,6 +27,7 @@ export function App() {
         <Route path="failed" element={<FailedJobsPage />} />
         <Route path="schedules" element={<SchedulesPage />} />
         <Route path="workers" element={<WorkersPage />} />
+        <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:name" element={<QueuePage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>

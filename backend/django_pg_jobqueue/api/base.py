@@ -91,6 +91,7 @@ class JobQueueRequest(Request):
 def default_authentication_classes() -> list:
     """Token authentication when rest_framework.authtoken is installed, then the session."""
     if apps.is_installed("rest_framework.authtoken"):
+        # Only with authtoken installed: the module reads its Token model.
         from .authentication import CachedTokenAuthentication
 
         return [CachedTokenAuthentication, SessionAuthentication]

@@ -25,9 +25,9 @@ from ..states import (
     PRIORITY_MIN,
     State,
 )
+from .fields import STATUS_CHOICES
 from .idempotency import PREFIX, key_scope, scoped
 from .per_class import once_per_class
-from .serializers import STATUS_CHOICES
 
 
 class StatusInFilter(django_filters.BaseInFilter, django_filters.ChoiceFilter):

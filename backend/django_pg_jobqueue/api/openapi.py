@@ -52,8 +52,8 @@ SETTINGS = {
     "VERSION": "1.0.0",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "JobStatusEnum": "django_pg_jobqueue.api.serializers.STATUS_CHOICES",
-        "EventKindEnum": "django_pg_jobqueue.api.serializers.EVENT_KIND_CHOICES",
+        "JobStatusEnum": "django_pg_jobqueue.api.fields.STATUS_CHOICES",
+        "EventKindEnum": "django_pg_jobqueue.api.fields.EVENT_KIND_CHOICES",
         "HealthStatusEnum": ["ok", "unavailable"],
         "AfterFailureEnum": "django_pg_jobqueue.states.AFTER_FAILURE_CHOICES",
     },

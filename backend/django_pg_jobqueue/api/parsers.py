@@ -50,23 +50,19 @@ def _object_without_duplicates(pairs: list) -> dict:
 
 
 def _check(value) -> None:
-    """Walk the document iteratively: depth, finite numbers, text PostgreSQL can store."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH and isinstance(item, (dict, list)):
-            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels (a payload may "
-                             f"nest {MAX_PAYLOAD_DEPTH})")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                _check_text(key)
-                stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise ParseError("JSON number out of range (no NaN or Infinity)")
-        elif isinstance(item, str):
-            _check_text(item)
+    """Walk the document without recursion (storable's walk of results): depth, finite
+    numbers, text PostgreSQL can store."""
+    if storable.nesting_problem(value, MAX_DEPTH, visit=_check_member) is not None:
+        raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels (a payload may "
+                         f"nest {MAX_PAYLOAD_DEPTH})")
+
+
+def _check_member(item) -> None:
+    """An object key or a scalar of the document."""
+    if isinstance(item, float) and not math.isfinite(item):
+        raise ParseError("JSON number out of range (no NaN or Infinity)")
+    if isinstance(item, str):
+        _check_text(item)
 
 
 def _check_text(text: str) -> None:

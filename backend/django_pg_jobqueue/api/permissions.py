@@ -23,7 +23,8 @@ Each process remembers a user's answer for a few seconds (authentication.has_per
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from .. import conf, job_actions
+from .. import conf
+from ..services import job_actions
 from .authentication import has_perm
 
 VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job", "django_pg_jobqueue.change_job"

@@ -1,5 +1,5 @@
-"""OpenAPI helpers: `extend_schema` for the API's views, the common error responses with
-examples, and the documented headers."""
+"""OpenAPI helpers: `extend_schema` for the API's views, the common error responses (their
+shape, ErrorSerializer, with examples), and the documented headers."""
 import functools
 import inspect
 
@@ -7,10 +7,10 @@ from drf_spectacular import utils as spectacular
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
 
 from ..states import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_QUEUE_NAME_LENGTH, PRIORITY_MAX
-from .serializers import QUEUE_NAME as _QUEUE_NAME_RE
-from .serializers import ErrorSerializer
+from .fields import QUEUE_NAME as _QUEUE_NAME_RE
 
 
 @functools.wraps(spectacular.extend_schema)
@@ -34,6 +34,19 @@ def extend_schema(*args, **kwargs):
             del f.schema
 
     return decorator
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error response has this shape."""
+
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_found, not_authenticated, "
+                                           "permission_denied, invalid_transition, idempotency_conflict, "
+                                           "payload_too_large, throttled, queue_full, database_unavailable ...")
+    detail = serializers.CharField(help_text="A sentence for people.")
+    errors = serializers.DictField(required=False, child=serializers.JSONField(),
+                                   help_text="On 400 only: each bad field with its messages.")
+    status = serializers.CharField(required=False, help_text="On invalid_transition: the job's status.")
+    job_id = serializers.IntegerField(required=False, help_text="On idempotency_conflict: the first job.")
 
 
 _ERRORS = {

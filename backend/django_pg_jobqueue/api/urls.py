@@ -8,43 +8,56 @@ URL names are in the `django_pg_jobqueue_api` namespace: reverse("django_pg_jobq
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from . import views
-from .actions import JobActionsView
+from .auth import CsrfView, LoginView, LogoutView, MeView
+from .events import EventFeedView
+from .health import HealthView
+from .jobs.actions import JobActionsView
+from .jobs.types import JobTypeListView
+from .jobs.views import JobViewSet
+from .metrics import MetricsView, ThroughputView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
+from .queues import QueueViewSet
+from .schedules import ScheduleViewSet
 from .workers import WorkerListView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
 
 router = SimpleRouter()
-router.register("jobs", views.JobViewSet, basename="job")
-router.register("queues", views.QueueViewSet, basename="queue")
+router.register("jobs", JobViewSet, basename="job")
+router.register("queues", QueueViewSet, basename="queue")
+
+
+def schedule(method: str, action: str):
+    """One route of ScheduleViewSet: one method, one action (named as a router would, for
+    DRF's OPTIONS answer: "Schedule List", "Schedule Run" ...)."""
+    return ScheduleViewSet.as_view({method: action}, suffix=action.capitalize())
+
 
 v1 = [
     # Before the router's routes, whose `jobs/{id}/` would take `jobs/actions/`.
     path("jobs/actions/", JobActionsView.as_view(), name="job-actions"),
     *router.urls,
-    path("events/", views.EventFeedView.as_view(), name="event-feed"),
-    path("job-types/", views.JobTypeListView.as_view(), name="job-types"),
-    path("schedules/", views.ScheduleListView.as_view(), name="schedules"),
+    path("events/", EventFeedView.as_view(), name="event-feed"),
+    path("job-types/", JobTypeListView.as_view(), name="job-types"),
+    path("schedules/", schedule("get", "list"), name="schedules"),
     path("workers/", WorkerListView.as_view(), name="workers"),
-    path("schedules/<str:name>/run/", views.ScheduleRunView.as_view(), name="schedule-run"),
-    path("schedules/<str:name>/pause/", views.SchedulePauseView.as_view(), name="schedule-pause"),
-    path("schedules/<str:name>/resume/", views.ScheduleResumeView.as_view(),
-         name="schedule-resume"),
-    path("schedules/<str:name>/ticks/", views.ScheduleTicksView.as_view(), name="schedule-ticks"),
-    path("metrics/", views.MetricsView.as_view(), name="api-metrics"),
-    path("metrics/throughput/", views.ThroughputView.as_view(), name="api-throughput"),
-    path("auth/csrf/", views.CsrfView.as_view(), name="auth-csrf"),
-    path("auth/login/", views.LoginView.as_view(), name="auth-login"),
-    path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),
-    path("auth/me/", views.MeView.as_view(), name="auth-me"),
+    path("schedules/<str:name>/run/", schedule("post", "run"), name="schedule-run"),
+    path("schedules/<str:name>/pause/", schedule("post", "pause"), name="schedule-pause"),
+    path("schedules/<str:name>/resume/", schedule("post", "resume"), name="schedule-resume"),
+    path("schedules/<str:name>/ticks/", schedule("get", "ticks"), name="schedule-ticks"),
+    path("metrics/", MetricsView.as_view(), name="api-metrics"),
+    path("metrics/throughput/", ThroughputView.as_view(), name="api-throughput"),
+    path("auth/csrf/", CsrfView.as_view(), name="auth-csrf"),
+    path("auth/login/", LoginView.as_view(), name="auth-login"),
+    path("auth/logout/", LogoutView.as_view(), name="auth-logout"),
+    path("auth/me/", MeView.as_view(), name="auth-me"),
 ]
 
 urlpatterns = [
     path("v1/", include(v1)),
-    path("health/", views.HealthView.as_view(), name="health"),
+    path("health/", HealthView.as_view(), name="health"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SwaggerUIView.as_view(), name="swagger-ui"),
     path("docs/redoc/", RedocView.as_view(), name="redoc"),

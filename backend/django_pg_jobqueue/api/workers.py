@@ -6,9 +6,9 @@ from rest_framework.response import Response
 
 from .. import selectors
 from .base import JobQueueAPIView
+from .fields import ISODateTimeField
 from .permissions import VIEW, JobPermission
 from .schema import errors, extend_schema
-from .serializers import ISODateTimeField
 
 
 class WorkerJobSerializer(serializers.Serializer):

@@ -6,7 +6,7 @@ rewrite, no scan), under a brief ACCESS EXCLUSIVE lock; safe while workers and t
 Workers of the previous release neither read nor write them.
 
 Then the finished `django_task` jobs take their task's path as their type
-(sql.TASK_JOBS_TYPED_BY_PATH): one UPDATE of those rows only, which no worker touches (the
+(TASK_JOBS_TYPED_BY_PATH, below): one UPDATE of those rows only, which no worker touches (the
 pruner may wait for it), writing each again; in its own transaction, after the columns'
 lock is gone (atomic = False). Queued and running ones keep `django_task` and
 run as before. Backwards, every task's job is `django_task` again.

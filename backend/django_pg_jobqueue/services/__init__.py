@@ -30,7 +30,7 @@ from .lifecycle import (
     settle_dead_process,
     snooze,
 )
-from .operations import cancel, retry
+from .operations import cancel, edit, retry, run_now
 from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 from .rerunning import rerun
@@ -51,7 +51,7 @@ __all__ = [
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_leases_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_locked", "renew_many", "settle_dead_process",
-    "snooze", "cancel", "retry", "rerun", "delete", "reap", "pause_queue", "resume_queue",
+    "snooze", "cancel", "retry", "edit", "run_now", "rerun", "delete", "reap", "pause_queue", "resume_queue",
     "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",
     "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",

@@ -21,9 +21,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .. import job_actions
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
+from . import job_actions
 
 BATCH_SIZE = 500
 MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all

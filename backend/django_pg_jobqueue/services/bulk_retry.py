@@ -18,6 +18,7 @@ from datetime import datetime
 from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
+from ..exceptions import InvalidJobArgument
 from . import dependencies
 
 
@@ -60,13 +61,14 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
     - `finished_after` (inclusive) / `finished_before` (exclusive): when the job failed.
 
     No filter retries every failed job. Like `services.retry`, attempts already spent stay
-    counted and max_attempts grows by one where none are left. Raises ValueError for a bad
-    batch size or an empty time range.
+    counted and max_attempts grows by one where none are left. Raises InvalidJobArgument (a
+    ValueError) naming `batch_size` or `finished_before` for a bad batch size or an empty time
+    range.
     """
     if int(batch_size) < 1:
-        raise ValueError("batch_size must be at least 1")
+        raise InvalidJobArgument("batch_size", "must be at least 1")
     if finished_after and finished_before and finished_after >= finished_before:
-        raise ValueError("finished_after must be before finished_before")
+        raise InvalidJobArgument("finished_before", "must be later than finished_after")
     given = {"type": type, "error_contains": error_contains, "finished_after": finished_after,
              "finished_before": finished_before}
     given = {k: v for k, v in given.items() if v not in (None, "")}

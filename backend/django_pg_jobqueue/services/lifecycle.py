@@ -341,10 +341,12 @@ def settle_dead_process(process_id: str, *, running: list[int], cause: str,
     with queue_connection().cursor() as cur:
         cur.execute(sql.JOBS_HELD_BY_PROCESS, {"prefix": prefix, "prefix_length": len(prefix)})
         held = cur.fetchall()
+    # Started: its owner is a thread's id, recorded before its handler ran (a prefetched job
+    # is adopted first); that alone decides the charge. What the process reported running
+    # only names the suspects (and says "while running" rather than "after running").
     running_now = set(running)
-    started = (running_now | {job_id for job_id, _, worker_id, _ in held
-                              if not str(worker_id).endswith(PREFETCH_WORKER_SUFFIX)}
-               if charge else set())
+    started = ({job_id for job_id, _, worker_id, _ in held
+                if not str(worker_id).endswith(PREFETCH_WORKER_SUFFIX)} if charge else set())
     done = DeadProcessJobs([], [], [])
     suspects = sorted(job_id for job_id, *_ in held if job_id in running_now and job_id in started)
     for job_id, token, worker_id, job_type in held:

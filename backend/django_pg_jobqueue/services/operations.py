@@ -1,13 +1,29 @@
 """Operator transitions, used alike by the Python API (`django_pg_jobqueue.cancel`, `.retry`),
-the REST API, the admin and the UI: cancel and retry."""
-from .. import db, sql
+the REST API, the admin and the UI: cancel, retry, and the edit of a job that has not started
+(its priority, its run time, run it now)."""
+from .. import conf, db, sql
+from ..arguments import check_int, check_run_at
 from ..db import atomic as queue_atomic
-from ..exceptions import DependencyNotRetried, InvalidTransition, JobNotFound, UniqueKeyHeld
+from ..exceptions import (
+    DependencyNotRetried,
+    InvalidJobArgument,
+    InvalidTransition,
+    JobNotFound,
+    UniqueKeyHeld,
+)
 from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
 from ..models import TxNow as Now
-from ..states import RETRYABLE_BY_OPERATOR, EventKind, Status, parse_job_id
+from ..states import (
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    RETRYABLE_BY_OPERATOR,
+    EventKind,
+    Status,
+    parse_job_id,
+)
 from . import dependencies
 from .bulk_retry import retry_jobs
+from .preparing import check_api_bounds
 
 
 def _locked(job_id) -> Job:
@@ -87,3 +103,49 @@ def _unique_key_holder(job_id: int) -> int | None:
 
 def _by(actor: str) -> str:
     return f" by {actor}" if actor else ""
+
+
+def edit(job_id, *, priority=None, run_at=None, actor: str = "", from_api: bool = False) -> Job:
+    """Change a job that has not started: its `priority` and its run time (`run_at`, a
+    timezone-aware datetime: when it may run; a time in the past means now). Only a queued or
+    waiting job: JobNotFound, or InvalidTransition naming its status (a worker claimed it,
+    or it finished). The arguments are checked as `enqueue()` checks them (InvalidJobArgument
+    naming the bad one; `from_api`: the bounds JOB_API_MAX_PRIORITY and
+    JOB_API_MAX_DELAY_SECONDS too). An `edited` event records what changed, old and new, and
+    `actor`; nothing changed, nothing recorded. A job made runnable wakes idle workers."""
+    if priority is None and run_at is None:
+        raise InvalidJobArgument("priority", "give priority or run_at (or both) to change")
+    if priority is not None:
+        priority = check_int("priority", priority, PRIORITY_MIN, PRIORITY_MAX)
+    run_at = check_run_at(run_at)
+    if from_api:
+        check_api_bounds({"queue": False, "priority": priority is not None,
+                          "timeout_seconds": False}, queue="", priority=priority or 0,
+                         timeout_seconds=None, run_at=run_at, delay_seconds=0.0,
+                         queues_seen=None)
+    return _edit(job_id, priority=priority, run_at=run_at, run_now=False, actor=actor)
+
+
+def run_now(job_id, *, actor: str = "") -> Job:
+    """Make a delayed job runnable now (a queued one runs at the next claim; a waiting one as
+    soon as what it waits for is done). A job already due is left as it is. Only a queued or
+    waiting job: JobNotFound, or InvalidTransition naming its status."""
+    return _edit(job_id, priority=None, run_at=None, run_now=True, actor=actor)
+
+
+def _edit(job_id, *, priority, run_at, run_now: bool, actor: str) -> Job:
+    parsed = parse_job_id(job_id)
+    if parsed is None:
+        raise JobNotFound(job_id)
+    what = "made runnable now" if run_now else "edited"
+    with queue_atomic():
+        rows = db.fetch_all(sql.EDIT_QUEUED_JOB, {
+            "id": parsed, "priority": priority, "run_at": run_at, "run_now": run_now,
+            "actor": actor, "message": f"{what}{_by(actor)}",
+            "notify": conf.get().LISTEN_NOTIFY})
+        if not rows:
+            status = db.fetch_all(sql.JOB_STATUS, [parsed])
+            if not status:
+                raise JobNotFound(job_id)
+            raise InvalidTransition(parsed, "run_now" if run_now else "edit", status[0][0])
+    return Job.objects.get(pk=parsed)

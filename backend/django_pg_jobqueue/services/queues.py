@@ -12,38 +12,12 @@ leaves a phantom paused queue behind. A queue exists when (`queue_exists`):
 A setting that no longer says anything (resumed, no limit) for a queue that nothing else makes
 exist is removed: that is how a phantom queue left by an older version disappears.
 """
-from django.conf import settings
 from django.db import transaction
 
 from .. import conf, db, sql
+from ..catalogue import queue_exists
 from ..exceptions import QueueNotFound
-from ..models import Job, QueueSetting, TxNow
-from ..registry import registry
-
-
-def declared_queues() -> set[str]:
-    """The queues named by the code and the settings: handlers, Tasks backends, schedules."""
-    names = {spec.queue for spec in registry.all() if spec.queue}
-    for alias in getattr(settings, "TASKS", {}) or {}:
-        config = settings.TASKS[alias]
-        if isinstance(config, dict) and str(config.get("BACKEND", "")).startswith("django_pg_jobqueue."):
-            queues = config.get("QUEUES") or []
-            if isinstance(queues, (list, tuple)):
-                names.update(q for q in queues if isinstance(q, str))
-    try:
-        from ..periodic import entries
-
-        names.update(e.queue for e in entries() if isinstance(e.queue, str))
-    except Exception:  # noqa: BLE001, S110 - a malformed JOB_PERIODIC is its own check's to report
-        pass
-    return names
-
-
-def queue_exists(queue: str, *, setting_counts: bool = True) -> bool:
-    """Whether `queue` holds jobs, is declared (`declared_queues`), or has a setting."""
-    return (queue in declared_queues()
-            or Job.objects.filter(queue=queue).exists()
-            or setting_counts and QueueSetting.objects.filter(queue=queue).exists())
+from ..models import QueueSetting, TxNow
 
 
 def _update_queue(queue: str, **fields) -> QueueSetting:

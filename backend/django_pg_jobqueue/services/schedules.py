@@ -16,7 +16,7 @@ Each raises ScheduleNotFound for a name that no JOB_PERIODIC entry or @periodic 
 """
 from datetime import datetime
 
-from .. import sql
+from .. import periodic, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..exceptions import ScheduleInvalid
@@ -91,9 +91,7 @@ def resume_schedule(name: str) -> bool:
 def record_schedules() -> list[str]:
     """Give every declared schedule its settings row (not paused) if it has none, for the
     admin's list; return the declared names. Idempotent: one INSERT ... ON CONFLICT DO NOTHING."""
-    from ..periodic import entries
-
-    names = [entry.name for entry in entries()]
+    names = [entry.name for entry in periodic.entries()]
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(sql.RECORD_SCHEDULES, [names])
     return names

@@ -1,2 +1,3 @@
-"""The worker process: a pool of executor threads fed by a dispatcher per lane, and the
-maintenance services beside them (lease renewer, reaper, NOTIFY listener, completer)."""
+"""The worker process: a pool of executor threads fed by a lane per queue group (the thread
+that claims for them), and the maintenance services beside them (lease renewer, reaper,
+NOTIFY listener, completer)."""

@@ -22,9 +22,8 @@ from django.db import close_old_connections
 
 from .. import storable
 from ..db import queue_connection, return_worker_connection, savepointed, use_worker_pool
-from ..engine import Engine, default_engine
+from ..engine import Completion, Engine, default_engine
 from ..exceptions import LeaseLost
-from ..services.lifecycle import Completion
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .executor import WRITE_ATTEMPTS
 from .held import Held, HeldJobs
@@ -135,7 +134,7 @@ class Completer(threading.Thread):
     # A completion whose row another transaction holds locked is not waited for (the rest of
     # the batch is written): it stays, and is tried again this often, with what came since.
     BUSY_RETRY_SECONDS = 0.2
-    # Flow control: while this many successes wait to be written, the pool's dispatchers claim
+    # Flow control: while this many successes wait to be written, the pool's lanes claim
     # nothing more (`has_room`). The completer is the pool's one writer of successes; when it
     # falls behind (a slow disk, a stall of the server), claiming on would only pile up jobs
     # run but not recorded, each a lease to renew, until the renewals themselves come too
@@ -181,7 +180,7 @@ class Completer(threading.Thread):
     def has_room(self, timeout: float = 0.0) -> bool:
         """Whether fewer than MAX_PENDING successes, with fewer than MAX_PENDING_BYTES of
         results, wait to be written (waiting up to `timeout` for the completer to catch up):
-        the dispatchers claim only then."""
+        the lanes claim only then."""
         return self._room.is_set() or (timeout > 0 and self._room.wait(timeout))
 
     def owns(self, held: Held) -> bool:

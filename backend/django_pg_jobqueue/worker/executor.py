@@ -51,12 +51,10 @@ from django.db.backends.signals import connection_created
 from .. import conf, middleware, storable
 from ..conf import DJANGO_TASK_TYPE
 from ..db import WORKER_ALIAS, queue_connection, savepointed, worker_connection
-from ..engine import Engine, default_engine
+from ..engine import ClaimedJob, Completion, Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, PermanentError, Snooze
 from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
-from ..services import ClaimedJob
-from ..services.lifecycle import Completion, unknown_type_error
 from . import forks, hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .held import Held, HeldJobs
@@ -97,7 +95,7 @@ _LOST = object()
 
 
 def _task_policy(job: ClaimedJob) -> RetryPolicy | None:
-    from ..tasks_backend import retry_policy_for
+    from ..tasks.options import retry_policy_for
 
     return retry_policy_for(job.payload)
 
@@ -125,7 +123,7 @@ class JobRunner:
         self.start_prefetched = start_prefetched
         self.engine = engine or default_engine()
         # The types this process gives back for want of a handler (the pool's, shared by its
-        # dispatchers; drain's own): the claim leaves them out for a while.
+        # lanes; drain's own): the claim leaves them out for a while.
         self.unknown_types = unknown_types if unknown_types is not None else UnknownTypes()
         self.owner, self.hard_stop = owner, hard_stop
         self.keep_callers_transaction = keep_callers_transaction
@@ -138,7 +136,7 @@ class JobRunner:
 
     def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
         if held is None:
-            held = Held.of(job, self.worker_id, owner=self.owner)
+            held = Held.of(job, self.worker_id, owner=self.owner, engine=self.engine)
             held.running_since = time.monotonic()
             self.current = held
             self.held.add(held)
@@ -200,12 +198,8 @@ class JobRunner:
             return self._snooze(job, snooze)
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
-            with worker_connection():
-                self.engine.record_lease_lost(
-                    job.id, job.lease_token, self.worker_id, "progress",
-                    "a fenced write from the handler was refused; it stopped",
-                    attempt=job.attempt)
-            self.stats.lease_lost(job)
+            self._record_lost(job, "progress",
+                              "a fenced write from the handler was refused; it stopped")
             return RunResult("lease_lost")
         except JobCancelled as exc:
             reason = ctx.stop_reason or "cancelled"
@@ -259,13 +253,17 @@ class JobRunner:
             held.recorded_worker_id = self.worker_id
             return None
         if self.held.discard(job.id, job.lease_token):  # else released meanwhile (shutdown)
-            with worker_connection():
-                self.engine.record_lease_lost(
-                    job.id, job.lease_token, self.worker_id, "start",
-                    "the lease was lost while the job waited in the prefetch buffer; not run",
-                    attempt=job.attempt)
-            self.stats.lease_lost(job)
+            self._record_lost(job, "start", "the lease was lost while the job waited in the "
+                                            "prefetch buffer; not run")
         return RunResult("lease_lost")
+
+    def _record_lost(self, job: ClaimedJob, action: str, message: str) -> None:
+        """Record that this attempt's `action` was refused for a lost lease (a `lease_lost`
+        event), and count it."""
+        with worker_connection():
+            self.engine.record_lease_lost(job.id, job.lease_token, self.worker_id, action,
+                                          message, attempt=job.attempt)
+        self.stats.lease_lost(job)
 
     def _tidy(self, baseline: dict[str, int] | None) -> list[str]:
         """Restore this thread's connections after the handler (hygiene.tidy); looks only if
@@ -329,7 +327,7 @@ class JobRunner:
             return RunResult("released", reason="unknown_type")
         error = None
         if outcome == "failed":
-            error = unknown_type_error(job.type)
+            error = self.engine.unknown_type_error(job.type)
             self.stats.failed(job, outcome)
             middleware.report_failure(job, None, outcome, reason="unknown_type", error=error)
             log.warning("job=%s type=%s ended failed: %s", job.id, job.type, error,
@@ -516,7 +514,7 @@ class Executor(threading.Thread):
                                 holds = _holds_connection()
                             self.runner.may_hold_connection = holds
                         # Next, a prefetched job if one waits: taken here, without a round
-                        # trip through the dispatcher (which is woken to refill when low).
+                        # trip through the lane (which is woken to refill when low).
                         held = self._take_prefetched()
                         if held is None:
                             break
@@ -533,6 +531,6 @@ class Executor(threading.Thread):
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):
             return None
         held, refill = self.lane.prefetched.take()
-        if refill and not self.lane.wake.is_set():  # set already: the dispatcher is due to
+        if refill and not self.lane.wake.is_set():  # set already: the lane is due to
             self.lane.wake.set()                    # look, and set() would take its lock
         return held

@@ -3,7 +3,7 @@
 The child is a copy of the worker process with one thread, the handler's: it inherits every
 socket the worker holds to PostgreSQL (the pool's connections, the listener's LISTEN
 connection, the handler's own) and, if it returns from the handler or raises out of it, it
-returns into the executor's code with no completer, renewer or dispatcher behind it. Before,
+returns into the executor's code with no completer, renewer or lane behind it. Before,
 such a child waited forever to hand its result to a completer that did not exist, holding
 copies of the worker's sockets: a killed worker's sessions (its LISTEN, an open transaction's
 locks) then stayed open on the server for as long as that child lived.

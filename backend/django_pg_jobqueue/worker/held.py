@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..services import ClaimedJob
+from ..engine import ClaimedJob, Engine
 
 if TYPE_CHECKING:
     from .signals import TestSignals
@@ -38,11 +38,14 @@ class Held:
     recorded_worker_id: str | None = None
 
     @classmethod
-    def of(cls, job: ClaimedJob, worker_id: str, owner=None) -> "Held":
-        """A claimed job with the context its handler will see, run under `worker_id`."""
+    def of(cls, job: ClaimedJob, worker_id: str, owner=None,
+           engine: Engine | None = None) -> "Held":
+        """A claimed job with the context its handler will see, run under `worker_id`, whose
+        progress and log lines go through `engine` (the pool's; None: the default)."""
         return cls(job, JobContext(job_id=job.id, type=job.type, queue=job.queue,
                                    attempt=job.attempt, max_attempts=job.max_attempts,
-                                   lease_token=job.lease_token, worker_id=worker_id),
+                                   lease_token=job.lease_token, worker_id=worker_id,
+                                   engine=engine),
                    owner=owner, recorded_worker_id=worker_id)
 
     def owned(self) -> bool:

@@ -17,7 +17,7 @@ worker's own pooled alias is not among them: db.worker_connection):
   a connection that will be kept for the next job (CONN_MAX_AGE > 0, or returned to a
   project's pool) and that ran a statement that may change its session (SET, RESET,
   set_config, advisory locks, LISTEN, PREPARE, DECLARE, temporary tables: `_UseMarker`) has
-  its session reset (sql.DISCARD_SESSION) and set up again as a new one (time zone and role,
+  its session reset (db.discard_session: DISCARD ALL) and set up again as a new one (time zone and role,
   then Django's `connection_created` receivers: the worker's limits, a project's own). About
   0.4 ms, paid only by such a job; the ORM's statements never are one. A connection closed
   after the job (CONN_MAX_AGE = 0, the default) needs none.
@@ -37,7 +37,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from psycopg.pq import TransactionStatus
 
-from .. import sql
+from .. import db
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -161,7 +161,7 @@ def reset_sessions() -> None:
         try:
             with c.wrap_database_errors:
                 raw = c.connection
-                raw.execute(sql.DISCARD_SESSION)
+                db.discard_session(raw)
                 if hasattr(raw, "_jobqueue_limits"):
                     del raw._jobqueue_limits  # so that db.apply_worker_limits sets them again
                 c._configure_connection(raw)

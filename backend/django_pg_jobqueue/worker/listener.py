@@ -1,4 +1,4 @@
-"""LISTEN for enqueue notifications and wake idle dispatchers at once.
+"""LISTEN for enqueue notifications and wake idle lanes at once.
 
 Enqueueing sends NOTIFY inside its transaction, so PostgreSQL delivers it on commit. Polling
 stays as the fallback (a missed notification costs at most one poll interval), and
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from .. import conf, db, sql
+from .. import conf, db
 from .base import Backoff, RateLimitedLog
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Listener(threading.Thread):
         while not self.stopping.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
+                    db.listen(conn)
                     self.connected.set()
                     if self.signals is not None:
                         self.signals.listening.emit(True)

@@ -1,6 +1,7 @@
 """The periodic enqueuer: the thread each worker process runs to enqueue its schedules' due ticks
-(the schedules are declared in django_pg_jobqueue.periodic; a tick is enqueued by
-services/schedules.py, exactly once however many processes try, by its idempotency key)."""
+(the schedules are declared in django_pg_jobqueue.periodic; a tick is enqueued through the
+engine, by services/schedules.py, exactly once however many processes try, by its idempotency
+key)."""
 import logging
 import time
 from datetime import datetime, timedelta
@@ -8,8 +9,8 @@ from datetime import datetime, timedelta
 from django.db import DatabaseError
 from django.utils import timezone as dj_timezone
 
-from ..periodic import MAX_CATCH_UP, MAX_WAIT_SECONDS, entries, paused_names
-from ..services import schedules
+from ..engine import Engine, default_engine
+from ..periodic import MAX_CATCH_UP, MAX_WAIT_SECONDS, entries
 from .base import ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.periodic")
@@ -18,8 +19,9 @@ log = logging.getLogger("django_pg_jobqueue.periodic")
 class PeriodicEnqueuer(ServiceThread):
     """Enqueues due ticks, then sleeps until the next one (at most MAX_WAIT_SECONDS)."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine | None = None) -> None:
         super().__init__("periodic", log)
+        self.engine = engine or default_engine()
         self.interval = 1.0
         self._cursor: dict[str, datetime] = {}  # entry name -> end of this process's last pass
         self.total: dict[str, int] = {}
@@ -29,7 +31,7 @@ class PeriodicEnqueuer(ServiceThread):
         now = now or dj_timezone.now()
         counts = {"enqueued": 0, "existing": 0, "skipped": 0, "invalid": 0, "paused": 0}
         next_at = now + timedelta(seconds=MAX_WAIT_SECONDS)
-        paused = paused_names()
+        paused = self.engine.paused_schedules()
         for entry in entries():
             if entry.name in paused:
                 # Paused (services/schedules.py): its ticks pass unenqueued; the cursor moves
@@ -55,7 +57,7 @@ class PeriodicEnqueuer(ServiceThread):
                     due = [entry.latest_tick(now)]
             for tick in due:
                 try:
-                    created = schedules.enqueue_tick(entry, tick)
+                    created = self.engine.enqueue_tick(entry, tick)
                 except DatabaseError:
                     raise  # the service loop reconnects and backs off; the cursor stays put
                 except Exception as exc:

@@ -5,16 +5,16 @@
         reaper (expired leases)          listener (LISTEN/NOTIFY wake-ups; under a supervisor,
                                          the supervisor's, relayed: worker/relay.py)
 
-A lane's dispatcher claims as many jobs as it has idle executors, in one statement, and
-hands each to the executor whose worker id the claim stamped on it. With prefetch on (the
+A lane (one thread per --queues group) claims as many jobs as it has idle executors, in one
+statement, and hands each to the executor whose worker id the claim stamped on it. When it
+claims is its wake policy's to say (worker/wake.py). With prefetch on (the
 default; worker/prefetch.py), it claims up to JOB_PREFETCH more while there is a backlog and
 no concurrency limit applies, and executors that finish a job take the next of those
-themselves, once the starter (worker/starter.py) has recorded that they did. Idle dispatchers wake
+themselves, once the starter (worker/starter.py) has recorded that they did. Idle lanes wake
 on NOTIFY from an enqueue's commit, or after the poll interval (with jitter) as a fallback.
 """
 import logging
 import os
-import random
 import socket
 import threading
 import time
@@ -24,9 +24,8 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, db, middleware
-from ..engine import Engine, default_engine
+from ..engine import ClaimedJob, Engine, default_engine
 from ..exceptions import LeaseLost
-from ..services import claiming
 from ..states import PREFETCH_WORKER_SUFFIX
 from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -36,6 +35,7 @@ from .held import Held, HeldJobs
 from .hostbeat import ChildReport
 from .leader import HostLeadership, Leadership
 from .listener import Listener
+from .periodic import PeriodicEnqueuer
 from .prefetch import Prefetched
 from .pruner import Pruner
 from .reaper import Reaper
@@ -47,6 +47,7 @@ from .starter import Starter
 from .stats import PoolStats
 from .stuck import StuckWatch
 from .unknown_types import UnknownTypes
+from .wake import WakePolicy
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
@@ -87,31 +88,22 @@ def queue_names(lane_specs: list[LaneSpec]) -> list[str]:
 class Lane(threading.Thread):
     def __init__(self, pool: "WorkerPool", spec: LaneSpec, executors: list[Executor]):
         label = ",".join(spec.queues) if spec.queues else "*"
-        super().__init__(name=f"dispatcher[{label}]", daemon=True)
+        super().__init__(name=f"lane[{label}]", daemon=True)
         self.pool, self.spec, self.executors = pool, spec, executors
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
         self.prefetch_id = pool.process_id + PREFETCH_WORKER_SUFFIX
         # Stays empty with prefetch off; never deeper than its threads start within a moment.
         self.prefetched = Prefetched(pool.prefetch, threads=len(executors))
-        self.empty_polls = 0  # polls in a row that claimed nothing (the idle back-off)
-        # Set by a NOTIFY (an enqueue, a retry, the stager): a job may be waiting. An executor
-        # that frees up sets only `wake`: without a backlog, a notification or a due poll it
-        # does not make the dispatcher claim, so a trickled job costs one claim, not two.
-        self.notified = threading.Event()
-        self.notified.set()
-        self.next_poll_at = 0.0  # monotonic: when an idle dispatcher polls anyway
-        # Monotonic: the last claim made on a notification that found nothing (another
-        # process had taken the job); the fetch cooldown counts from it.
-        self.missed_at = -1e9
-        self.waited = False  # this wake-up has had its cooldown and jitter
-        self.claiming = False  # a claim is under way
-        self.late_notice = False  # a notification came while it was
-        self.found_last = False  # the last claim found jobs
-        # Whether this lane has asked its supervisor for help with the current burst (once).
-        self.told_host = False
+        # When to claim (worker/wake.py): fed by the listener's notifications and by the
+        # claims' results. An executor that frees up sets only `wake`: without a backlog, a
+        # notification or a due poll it does not make the lane claim.
+        self.policy = WakePolicy(
+            poll_interval=pool.poll_interval, poll_interval_max=pool.poll_interval_max,
+            poll_jitter=pool.poll_jitter, fetch_cooldown=pool.fetch_cooldown,
+            wake_jitter=pool.wake_jitter, listening=pool.listening)
 
-    # While there is a backlog, a dispatcher woken by the first executor to free up waits
+    # While there is a backlog, a lane woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
     # batches instead of one job per round trip. An idle pool claims at once.
     LINGER_SECONDS = 0.002
@@ -143,15 +135,14 @@ class Lane(threading.Thread):
                            message=message)
 
     def _idle_wait(self) -> float:
-        """How long an idle dispatcher may sleep: the poll interval, or less when a prefetched
+        """How long an idle lane may sleep: the poll interval, or less when a prefetched
         job is due for release."""
         due = self.prefetched.seconds_until_stale()
         return self.pool.poll_interval if due is None else min(self.pool.poll_interval, due)
 
     def run(self) -> None:
-        pool, backoff = self.pool, Backoff()
+        pool, policy, backoff = self.pool, self.policy, Backoff()
         want = min(pool.batch_size, len(self.executors))
-        backlog = False
         db.use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not pool.stopping.is_set():
@@ -166,29 +157,19 @@ class Lane(threading.Thread):
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
                 limited = self._limited()
-                extra = 0 if limited else self.prefetched.wanted(backlog)
+                extra = 0 if limited else self.prefetched.wanted(policy.backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
                 if not pool.completer.has_room(timeout=self._idle_wait()):
                     continue  # flow control: the completer is behind (worker/completer.py)
-                if not backlog and not self.notified.is_set():
-                    until_poll = self.next_poll_at - time.monotonic()
-                    if until_poll > 0:  # woken by a freed executor: nothing says a job waits
-                        self.wake.wait(until_poll)
-                        continue
-                if not backlog and self.notified.is_set():
-                    delay = self._wake_delay()
-                    if delay > 0:  # notifications meanwhile are folded into this one claim
-                        pool.stopping.wait(delay)
-                        continue
-                    if not extra and pool.prefetch and not limited and not len(self.prefetched):
-                        # A probe: ask for one job more than the idle threads. A notification
-                        # does not say how many jobs wait; if the claim comes back full there
-                        # are more (a burst, shared out), and if not the lane is done without
-                        # a second claim to find that out.
-                        extra = 1
-                if backlog and not extra and len(free) < want:
+                step = policy.next_step(extra=extra, can_probe=bool(
+                    pool.prefetch and not limited and not len(self.prefetched)))
+                if not step.claim:
+                    (self.wake if step.wakeable else pool.stopping).wait(step.seconds)
+                    continue
+                extra = step.extra
+                if policy.backlog and not extra and len(free) < want:
                     free = self._linger(want)
                 free = free[: pool.batch_size]
                 extra = min(extra, pool.batch_size - len(free))
@@ -198,87 +179,42 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
-                # A notified claim that finds nothing starts the cooldown, unless the
-                # notification came during this lane's previous claim or that claim found
-                # jobs: either may have taken that very job itself.
-                noticed = not backlog and self.notified.is_set()
-                on_notice = noticed and not self.late_notice
-                self.late_notice, self.claiming = False, True
-                self.notified.clear()  # before the claim: a NOTIFY during it claims again
-                self.waited = False
+                busy = policy.backlog  # a busy loop: one statement per claim from now on
+                claim = policy.claim_started()  # a NOTIFY from now on claims again
                 try:
                     close_old_connections()
-                    if backlog:  # a busy loop: one statement per claim from now on
-                        claiming.pin_claim_planner_settings()  # once per connection
-                    try:
-                        jobs = pool.engine.claim(
-                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                            queues=list(self.spec.queues) if self.spec.queues else None,
-                            lease_seconds=pool.lease_seconds,
-                            exclude_types=pool.unknown_types.current())
-                    finally:
-                        self.claiming = False
+                    if busy:
+                        pool.engine.pin_claim_planner_settings()  # once per connection
+                    jobs = pool.engine.claim(
+                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                        queues=list(self.spec.queues) if self.spec.queues else None,
+                        lease_seconds=pool.lease_seconds,
+                        exclude_types=pool.unknown_types.current())
                     backoff.reset()
                 except CONNECTION_ERRORS as exc:
+                    policy.claim_failed()
                     pool.return_claims(granted)
                     self.errors.error("%s: database unavailable: %s", self.name, exc)
                     db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
                 except Exception:
+                    policy.claim_failed()
                     pool.return_claims(granted)
                     log.exception("%s: claim failed", self.name)
                     db.queue_connection().close()
                     pool.stopping.wait(backoff.next_delay())
                     continue
-                pool.return_claims(granted - len(jobs))
-                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), len(free) + extra)
-                by_worker = {e.worker_id: e for e in free}
-                orphans, prefetched = [], []
-                debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
-                for job in jobs:
-                    if debug:
-                        log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id,
-                                  job.type, job.attempt, job.worker_id)
-                    executor = by_worker.get(job.worker_id)
-                    if executor is None:
-                        prefetched.append(Held.of(job, job.worker_id, owner=self.prefetched))
-                    elif executor.is_alive():
-                        executor.assign(job)
-                    else:  # its thread ended since the claim began: nobody would run it
-                        orphans.append((job.id, job.lease_token, job.worker_id))
-                if prefetched:  # held, then buffered: two locks a claim, not two a job
-                    pool.held.add_many(prefetched)
-                    self.prefetched.put_many(prefetched)
-                if orphans:
-                    log.error("%s: %d job(s) claimed for an executor thread that is no longer "
-                              "alive; releasing them", self.name, len(orphans))
-                    pool._release(orphans, message="claimed for an executor thread that is "
-                                                   "no longer alive")
-                if on_notice and not jobs and not self.found_last:
-                    self.missed_at = time.monotonic()  # another process took it: cool down
-                self.found_last = bool(jobs)
                 asked = len(free) + extra
-                full = len(jobs) == asked
-                if full and (asked > 1 or backlog):  # a burst, not one job: share it out
-                    if not self.told_host:
-                        pool.more_work(self.spec.queues)
-                        self.told_host = True
-                elif not full:
-                    self.told_host = False
-                backlog = full
-                # The idle back-off: each claim that finds nothing lengthens the next poll's
-                # wait; a job found by a poll or a backlog (a notification was missed, or
-                # jobs keep coming) brings it back to the base. A job found on a notification
-                # leaves it as it was: the notifications work, the polls are the fallback.
-                if not jobs:
-                    self.empty_polls += 1
-                elif not noticed:
-                    self.empty_polls = 0
-                if not backlog and not len(self.prefetched):
+                burst = policy.claimed(claim, asked=asked, found=len(jobs))
+                pool.return_claims(granted - len(jobs))
+                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
+                self._hand_out(jobs, free)
+                if burst:
+                    pool.more_work(self.spec.queues)
+                if not policy.backlog and not len(self.prefetched):
                     self._return_connection()  # idle: back to the pool until woken
-                    self.next_poll_at = time.monotonic() + self._idle_poll_wait()
-                    self.wake.wait(self.next_poll_at - time.monotonic())
+                    self.wake.wait(policy.idle_wait())
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
@@ -286,45 +222,41 @@ class Lane(threading.Thread):
                 self._return_connection()
                 db.queue_connection().close()
 
+    def _hand_out(self, jobs: list[ClaimedJob], free: list[Executor]) -> None:
+        """Each claimed job to the executor whose worker id the claim stamped on it, or into
+        the prefetch buffer; one claimed for a thread that ended meanwhile is released."""
+        by_worker = {e.worker_id: e for e in free}
+        orphans, prefetched = [], []
+        debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
+        for job in jobs:
+            if debug:
+                log.debug("claimed job=%s type=%s attempt=%s worker=%s", job.id,
+                          job.type, job.attempt, job.worker_id)
+            executor = by_worker.get(job.worker_id)
+            if executor is None:
+                prefetched.append(Held.of(job, job.worker_id, owner=self.prefetched,
+                                          engine=self.pool.engine))
+            elif executor.is_alive():
+                executor.assign(job)
+            else:  # its thread ended since the claim began: nobody would run it
+                orphans.append((job.id, job.lease_token, job.worker_id))
+        if prefetched:  # held, then buffered: two locks a claim, not two a job
+            self.pool.held.add_many(prefetched)
+            self.prefetched.put_many(prefetched)
+        if orphans:
+            log.error("%s: %d job(s) claimed for an executor thread that is no longer "
+                      "alive; releasing them", self.name, len(orphans))
+            self.pool._release(orphans, message="claimed for an executor thread that is "
+                                                "no longer alive")
+
     def cooling_down(self) -> bool:
-        return self.missed_at + self.pool.fetch_cooldown > time.monotonic()
-
-    def _wake_delay(self) -> float:
-        """How long a lane woken by a notification waits before it claims: the rest of the
-        fetch cooldown (JOB_FETCH_COOLDOWN_SECONDS) after a claim on a notification found
-        nothing, because another process took the job: the notifications meanwhile fold into
-        one claim at its end, so that many hosts woken by every job of a trickle claim each
-        at most once per cooldown, not once per job; and a random jitter up to
-        JOB_WAKE_JITTER_SECONDS (by default under a supervisor only), so that they do not all
-        claim, nor all come back from their cooldowns, in the same instant. A lane whose claims find jobs never waits the cooldown.
-        Once per wake-up: zero when it has waited already."""
-        if self.waited:
-            self.waited = False
-            return 0.0
-        pool = self.pool
-        cooldown_left = self.missed_at + pool.fetch_cooldown - time.monotonic()
-        jitter = random.uniform(0, pool.wake_jitter) if pool.wake_jitter else 0.0
-        delay = max(cooldown_left, jitter)
-        self.waited = delay > 0
-        return delay
-
-    def _idle_poll_wait(self) -> float:
-        """How long to wait for a wake-up before polling again: the poll interval, doubled by
-        each poll in a row that claimed nothing up to JOB_POLL_INTERVAL_MAX_SECONDS, while the
-        LISTEN connection is up (NOTIFY from enqueues, and the leader's stager for jobs that
-        become due later, wake it sooner); plus the jitter."""
-        pool = self.pool
-        wait = pool.poll_interval
-        if self.empty_polls > 1 and pool.listener is not None and pool.listener.connected.is_set():
-            wait = min(pool.poll_interval_max,
-                       pool.poll_interval * 2 ** min(self.empty_polls - 1, 16))
-        return max(wait, pool.poll_interval) + random.uniform(0, pool.poll_jitter)
+        return self.policy.cooling_down()
 
     def _return_connection(self) -> None:
-        """Give the dispatcher's connection back to the worker's pool, its claim settings
+        """Give the lane's connection back to the worker's pool, its claim settings
         unpinned first (the pool's other borrowers plan with the server's own)."""
         try:
-            claiming.unpin_claim_planner_settings()
+            self.pool.engine.unpin_claim_planner_settings()
         except CONNECTION_ERRORS:
             db.queue_connection().close()  # broken: the pool discards it
         db.return_worker_connection()
@@ -333,7 +265,7 @@ class Lane(threading.Thread):
         """Whether a concurrency limit applies to this lane's claims: then it prefetches
         nothing, so that a limited slot is never spent on a job waiting for a thread."""
         try:
-            return claiming.limits_apply(self.spec.queues)
+            return self.pool.engine.limits_apply(self.spec.queues)
         except Exception:  # noqa: BLE001 - cannot tell (the database is away): do not prefetch
             return True
 
@@ -359,6 +291,12 @@ class WorkerPool:
         self.batch_size = batch_size or c.CLAIM_BATCH_SIZE
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
+        self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
+        # By default only a supervised child jitters its notified claims: a lone process
+        # would pay it on every pickup (a millisecond on average) for no claim it saves alone.
+        self.wake_jitter = (c.WAKE_JITTER_SECONDS if c.WAKE_JITTER_SECONDS is not None
+                            else SUPERVISED_WAKE_JITTER_SECONDS if supervisor_pid is not None
+                            else 0.0)
         # The machinery's connections (db.worker_connection): each lane's claims, the
         # completer, the renewer, and one for the rest (reaper, pruner, periodic, the
         # executors' failure writes), unless JOB_WORKER_POOL_SIZE says otherwise.
@@ -391,7 +329,7 @@ class WorkerPool:
             self.lanes.append(lane)
         self.executors = [e for lane in self.lanes for e in lane.executors]
         all_queues = queue_names(self.lane_specs)
-        self.stuck = StuckWatch(self.executors)
+        self.stuck = StuckWatch(self.executors, engine=self.engine)
         self.renewer = LeaseRenewer(self.held, process_id=self.process_id,
                                     threads=len(self.executors), queues=all_queues,
                                     lease_seconds=self.lease_seconds, engine=self.engine,
@@ -408,16 +346,8 @@ class WorkerPool:
             self.listener = RelayedWakeups(relay[0], relay[1], self.wake, self.can_take)
         elif use_listen:
             self.listener = Listener(self.wake)
-        self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
-        # By default only a supervised child jitters its notified claims: a lone process
-        # would pay it on every pickup (a millisecond on average) for no claim it saves alone.
-        self.wake_jitter = (c.WAKE_JITTER_SECONDS if c.WAKE_JITTER_SECONDS is not None
-                            else SUPERVISED_WAKE_JITTER_SECONDS if supervisor_pid is not None
-                            else 0.0)
-        self.pruner = Pruner() if Pruner.enabled() else None
-        from .periodic import PeriodicEnqueuer  # each tick enqueued once, whichever pool wins
-
-        self.periodic = PeriodicEnqueuer()
+        self.pruner = Pruner(engine=self.engine) if Pruner.enabled() else None
+        self.periodic = PeriodicEnqueuer(engine=self.engine)  # each tick once, whichever pool wins
         self.stager = Stager(self.poll_interval, engine=self.engine)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
@@ -447,10 +377,13 @@ class WorkerPool:
         """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
             if lane.matches(queue_name):
-                if lane.claiming:
-                    lane.late_notice = True
-                lane.notified.set()
+                lane.policy.notify()
                 lane.wake.set()
+
+    def listening(self) -> bool:
+        """Whether notifications reach this pool now (its LISTEN connection, or under a
+        supervisor the supervisor's, is up): then an idle lane may poll less often."""
+        return self.listener is not None and self.listener.connected.is_set()
 
     def can_take(self, queue_name: str | None) -> bool:
         """Whether a lane of `queue_name` has an idle thread and is not cooling down after a

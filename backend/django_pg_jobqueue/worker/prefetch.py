@@ -1,10 +1,10 @@
 """Prefetch (on by default, JOB_PREFETCH): jobs a lane claimed ahead of its idle threads.
 
-Without it, a thread that finishes a job waits for the dispatcher's next claim round trip.
-With it, while the queue has a backlog, the dispatcher claims up to `depth` jobs more than it
+Without it, a thread that finishes a job waits for the lane's next claim round trip.
+With it, while the queue has a backlog, the lane claims up to `depth` jobs more than it
 has idle threads; they wait here, held (the renewer keeps their leases) and stamped
 `<process>-prefetch`, and a thread that finishes a job takes the oldest one itself, without a
-hand-off through the dispatcher.
+hand-off through the lane.
 
 The depth adapts: it starts at 1 and doubles (up to JOB_PREFETCH) each time the prefetched jobs
 all found a thread. A job that waited longer than MAX_WAIT_SECONDS (every thread busy with slow
@@ -60,7 +60,7 @@ class Prefetched:
             return id(held) in self._members
 
     def take(self) -> tuple[Held | None, bool]:
-        """The oldest prefetched job (or None), and whether the dispatcher should refill now."""
+        """The oldest prefetched job (or None), and whether the lane should refill now."""
         with self._lock:
             if not self._waiting:
                 return None, False

@@ -33,9 +33,9 @@ from django.db import close_old_connections
 
 from .. import db
 from .base import CONNECTION_ERRORS
+from .exits import EXIT_HARD_TIMEOUT, EXIT_RECYCLED
 from .pool import WorkerPool, exit_despite_stray_threads
 from .stuck import rss_bytes
-from .supervisor import EXIT_HARD_TIMEOUT, EXIT_RECYCLED
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 

@@ -9,15 +9,17 @@ events are all past retention (services/partitions.py), then deletes jobs row by
 import logging
 
 from .. import conf
-from ..services.pruning import prune_by_retention
+from ..engine import Engine, default_engine
 from .base import ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.pruner")
 
 
 class Pruner(ServiceThread):
-    def __init__(self, interval: float | None = None, batch_size: int | None = None):
+    def __init__(self, interval: float | None = None, batch_size: int | None = None,
+                 engine: Engine | None = None):
         super().__init__("pruner", log)
+        self.engine = engine or default_engine()
         c = conf.get()
         self.interval = interval or c.PRUNE_INTERVAL_SECONDS
         self.batch_size = batch_size or c.PRUNE_BATCH_SIZE
@@ -28,8 +30,8 @@ class Pruner(ServiceThread):
         return conf.get().PRUNE_INTERVAL_SECONDS > 0
 
     def run_once(self) -> dict[str, int]:
-        counts = prune_by_retention(batch_size=self.batch_size,
-                                    should_stop=self.stopping.is_set)
+        counts = self.engine.prune_by_retention(batch_size=self.batch_size,
+                                                should_stop=self.stopping.is_set)
         for key, n in counts.items():
             self.total[key] = self.total.get(key, 0) + n
         if any(counts.values()):

@@ -2,14 +2,13 @@
 
 Runs inside every `run_job_workers` process, and once with `manage.py reap_jobs`. Several at
 once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry. After each
-pass it forgets the worker processes that are gone and hold nothing (services.workers)."""
+pass it forgets the worker processes that are gone and hold nothing. All through the engine."""
 import logging
 import time
 
 from .. import conf
 from ..engine import Engine, default_engine
 from ..metrics import WORKER_ALIVE_SECONDS
-from ..services.dependencies import settle_waiting
 from .base import Backoff, ServiceThread
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -40,7 +39,7 @@ class Reaper(ServiceThread):
         counts = self.engine.reap()
         # The dependency sweep rides on the reaper's interval: waiting jobs that no
         # completion settled (services/dependencies.py).
-        for status in settle_waiting().values():
+        for status in self.engine.settle_waiting().values():
             counts[f"waiting_{status}"] = counts.get(f"waiting_{status}", 0) + 1
         # A lost worker's row stays (the workers page shows it lost, with what it held)
         # until it has been silent past the liveness window and the reap freed its jobs.

@@ -20,7 +20,6 @@ import socket
 from .. import conf, db, middleware
 from ..engine import Engine, default_engine
 from ..exceptions import LeaseLost
-from ..models import WorkerProcess
 from .base import ServiceThread
 from .held import HeldJobs
 from .hostbeat import ChildReport
@@ -187,4 +186,4 @@ class LeaseRenewer(ServiceThread):
         if self.report is not None and os.getppid() == self.supervisor_pid:
             self.report.stopping()
             return
-        WorkerProcess.objects.filter(pk=self.process_id).delete()
+        self.engine.remove_stopped_workers([self.process_id])

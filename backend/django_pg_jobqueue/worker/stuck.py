@@ -12,15 +12,18 @@ import os
 import time
 from typing import Any
 
-from .. import conf, services
+from .. import conf
+from ..engine import Engine, default_engine
 from .held import Held
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
 
 class StuckWatch:
-    def __init__(self, executors, grace_seconds: float | None = None):
+    def __init__(self, executors, grace_seconds: float | None = None,
+                 engine: Engine | None = None):
         self.executors = executors
+        self.engine = engine or default_engine()
         self.grace_seconds = (conf.get().TIMEOUT_GRACE_SECONDS if grace_seconds is None
                               else grace_seconds)
         self._reported: set[tuple[int, int]] = set()  # (job id, attempt) already noted
@@ -53,10 +56,10 @@ class StuckWatch:
                        f"{held.job.timeout_seconds}s timeout (attempt {held.job.attempt}, "
                        f"thread {executor.worker_id}); it does not check ctx.should_stop()")
             log.error("job=%s type=%s %s", held.job.id, held.job.type, message)
-            services.record_stuck_handler(held.job.id, attempt=held.job.attempt,
-                                          worker_id=executor.worker_id, message=message,
-                                          seconds_past_timeout=round(past, 3),
-                                          lease_token=held.job.lease_token)
+            self.engine.record_stuck_handler(held.job.id, attempt=held.job.attempt,
+                                             worker_id=executor.worker_id, message=message,
+                                             seconds_past_timeout=round(past, 3),
+                                             lease_token=held.job.lease_token)
         self._reported &= {(h.job.id, h.job.attempt) for _, h, _ in found}
         return len(found)
 

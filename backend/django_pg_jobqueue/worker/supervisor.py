@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_for_sentinels
 from typing import Any
 
+from .exits import EXIT_HARD_TIMEOUT, EXIT_RECYCLED
+
 log = logging.getLogger("django_pg_jobqueue.supervisor")
 
-# How a child says why it exited (worker/process.py); both mean: start another at once.
 # This module imports nothing of Django's at its top: a spawned child imports it (to find
-# _child_main) before Django is set up.
-EXIT_RECYCLED = 3      # a planned recycle (--max-jobs-per-process, --max-memory-per-process)
-EXIT_HARD_TIMEOUT = 4  # ended for a handler running past its timeout plus grace
+# _child_main) before Django is set up. It reaches worker/process.py only there, in the child;
+# process.py reads the exit statuses from worker/exits.py, not from here.
 
 FROZEN_SECONDS = 60.0  # a child that has not beaten for this long is killed and replaced
 STARTUP_SECONDS = 120.0  # a child's first beat may take this long (Django's setup)

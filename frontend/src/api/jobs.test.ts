@@ -1,20 +1,11 @@
 import { QueryClient } from "@tanstack/react-query";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fetchJobEventsAfter, jobEventsOptions, jobKeys, retryMatchingMutation, runJobAction } from "./jobs";
+import { jobEvent } from "../test/factories";
 import type { JobEvent } from "./types";
 
-const event = (id: number, kind = "log"): JobEvent => ({
-  id,
-  job_id: 1,
-  job_type: "sleep",
-  job_status: "running",
-  kind: kind as JobEvent["kind"],
-  attempt: 1,
-  worker_id: "w-1",
-  message: "",
-  data: {},
-  created_at: "2026-01-01T00:00:00Z",
-});
+const event = (id: number, kind = "log"): JobEvent =>
+  jobEvent(id, kind, { worker_id: "w-1", created_at: "2026-01-01T00:00:00Z" });
 
 const json = (body: unknown, status = 200) =>
   new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });

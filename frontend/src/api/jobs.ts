@@ -11,6 +11,7 @@ import type {
   EventPage,
   Job,
   JobCreate,
+  JobEdit,
   JobActionResult,
   JobActions,
   JobDetail,
@@ -124,6 +125,19 @@ export const jobMutations = {
     mutationFn: (id: number) => api.post<Job>(`jobs/${id}/retry/`),
     onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
+  }),
+  /** POST jobs/{id}/run_now/: a delayed job runnable at once (409 once it started). */
+  runNow: (queryClient: QueryClient) => ({
+    mutationFn: (id: number) => api.post<Job>(`jobs/${id}/run_now/`),
+    onSuccess: (job: Job) => applyAnswer(queryClient, job),
+    onSettled: (_job: Job | undefined, _error: unknown, id: number) => invalidateJob(queryClient, id),
+  }),
+  /** PATCH jobs/{id}/: a job that has not started gets a new priority and/or run time. */
+  edit: (queryClient: QueryClient) => ({
+    mutationFn: ({ id, body }: { id: number; body: JobEdit }) => api.patch<Job>(`jobs/${id}/`, body),
+    onSuccess: (job: Job) => applyAnswer(queryClient, job),
+    onSettled: (_job: Job | undefined, _error: unknown, { id }: { id: number; body: JobEdit }) =>
+      invalidateJob(queryClient, id),
   }),
   /**
    * POST jobs/{id}/rerun/: a succeeded job enqueued again as a new job (201, the copy); the

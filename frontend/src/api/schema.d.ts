@@ -174,7 +174,11 @@ export interface paths {
         delete: operations["v1_jobs_destroy"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a job that has not started: its priority, its run time
+         * @description A queued or waiting job only: 409 (`invalid_transition`, with the job's `status`) once a worker claimed it or it finished. Fields left out (or null) stay as they are; at least one is needed. The job's `edited` event records what changed, old and new, and who changed it. A job made runnable now wakes idle workers. Needs change_job.
+         */
+        patch: operations["v1_jobs_partial_update"];
         trace?: never;
     };
     "/api/v1/jobs/{id}/cancel/": {
@@ -248,6 +252,26 @@ export interface paths {
          * @description Back to queued, runnable now; attempts already spent stay counted (one more is allowed if none is left). 409 for any other status.
          */
         post: operations["v1_jobs_retry_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/run_now/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a delayed job now
+         * @description A queued job waiting for its run time becomes runnable at once (a waiting one as soon as what it waits for is done); one already due is left as it is. 409 once a worker claimed it or it finished. Needs change_job.
+         */
+        post: operations["v1_jobs_run_now_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -563,10 +587,11 @@ export interface components {
          * @description * `cancel` - cancel
          *     * `retry` - retry
          *     * `rerun` - rerun
+         *     * `run_now` - run_now
          *     * `delete` - delete
          * @enum {string}
          */
-        ActionEnum: "cancel" | "retry" | "rerun" | "delete";
+        ActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "delete";
         /**
          * @description * `cancel` - cancel
          *     * `run` - run
@@ -636,9 +661,10 @@ export interface components {
          *     * `retried` - retried
          *     * `blocked` - blocked
          *     * `unblocked` - unblocked
+         *     * `edited` - edited
          * @enum {string}
          */
-        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked";
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked" | "edited";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -742,11 +768,12 @@ export interface components {
          */
         JobActionRequest: {
             /**
-             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; rerun: succeeded jobs (each enqueued again as a new job); delete: finished jobs: succeeded, failed or cancelled.
+             * @description cancel: queued or running jobs; retry: failed or cancelled jobs; rerun: succeeded jobs (each enqueued again as a new job); run_now: queued or waiting jobs (a delayed one runs at once; a due one is left as it is); delete: finished jobs: succeeded, failed or cancelled.
              *
              *     * `cancel` - cancel
              *     * `retry` - retry
              *     * `rerun` - rerun
+             *     * `run_now` - run_now
              *     * `delete` - delete
              */
             action: components["schemas"]["ActionEnum"];
@@ -1151,6 +1178,16 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["Job"][];
         };
+        /** @description PATCH /api/v1/jobs/{id}/: what may change on a job that has not started. */
+        PatchedJobEditRequest: {
+            /** @description -100..100, higher runs first, at most JOB_API_MAX_PRIORITY (0 by default). Omitted or null: unchanged. */
+            priority?: number | null;
+            /**
+             * Format: date-time
+             * @description Not runnable before this time (a time past: now): an ISO 8601 date and time with its offset, at most JOB_API_MAX_DELAY_SECONDS from now. Omitted or null: unchanged.
+             */
+            run_at?: string | null;
+        };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         PatchedQueueUpdateRequest: {
             /** @description At most this many of the queue's jobs run at once across every worker; null removes the limit. */
@@ -1383,6 +1420,8 @@ export interface components {
             retry: boolean;
             /** @description Rerun succeeded jobs (each enqueued again as a new job) (change_job). */
             rerun: boolean;
+            /** @description Run_now queued or waiting jobs (a delayed one runs at once; a due one is left as it is) (change_job). */
+            run_now: boolean;
             /** @description Delete finished jobs: succeeded, failed or cancelled (delete_job). */
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
@@ -2156,6 +2195,86 @@ export interface operations {
             };
         };
     };
+    v1_jobs_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedJobEditRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_jobs_cancel_create: {
         parameters: {
             query?: never;
@@ -2372,6 +2491,73 @@ export interface operations {
         };
     };
     v1_jobs_retry_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_jobs_run_now_create: {
         parameters: {
             query?: never;
             header?: never;

@@ -12,6 +12,7 @@ export type JobEvent = Schemas["Event"];
 export type EventPage = Schemas["EventPage"];
 export type JobType = Schemas["JobType"];
 export type JobCreate = Schemas["JobCreateRequest"];
+export type JobEdit = Schemas["PatchedJobEditRequest"];
 export type JobPage = Schemas["PaginatedJobList"];
 export type Metrics = Schemas["Metrics"];
 export type User = Schemas["User"];

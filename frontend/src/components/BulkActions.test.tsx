@@ -1,39 +1,10 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet as RouterOutlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Job, User } from "../api/types";
 import { JobsPage } from "../pages/JobsPage";
+import { job, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { summarizeAction, toActionFilter } from "./BulkActions";
-
-const user: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
-
-const job = (id: number, status: Job["status"]): Job =>
-  ({
-    id,
-    type: "noop",
-    queue: "default",
-    status,
-    priority: 0,
-    attempts: 1,
-    max_attempts: 3,
-    available_at: "2026-01-01T00:00:00Z",
-    created_at: "2026-01-01T00:00:00Z",
-    updated_at: "2026-01-01T00:00:00Z",
-    locked_by: null,
-    lease_expires_at: null,
-    last_error: null,
-    idempotency_key: null,
-    progress_percent: null,
-  }) as unknown as Job;
 
 /** The list (two jobs on the page, 1,234 matching) and the actions endpoint, recording bodies. */
 function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
@@ -58,7 +29,12 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
         return new Response(JSON.stringify({ count: 0, next: null, previous: null, results: [] }), { status: 200 });
       }
       return new Response(
-        JSON.stringify({ count: 1234, next: null, previous: null, results: [job(1, "failed"), job(2, "running")] }),
+        JSON.stringify({
+          count: 1234,
+          next: null,
+          previous: null,
+          results: [job(1, { status: "failed", attempts: 1 }), job(2, { status: "running", attempts: 1 })],
+        }),
         { status: 200 },
       );
     }
@@ -66,25 +42,10 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
   });
 }
 
-function Outlet() {
-  return <RouterOutlet context={user} />;
-}
-
 function renderJobs(path = "/jobs?status=failed,running&type=noop", options: { emptyAfterAction?: boolean } = {}) {
   const posted: unknown[] = [];
   vi.stubGlobal("fetch", fakeApi(posted, options));
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[path]}>
-        <Routes>
-          <Route element={<Outlet />}>
-            <Route path="/jobs" element={<JobsPage />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<JobsPage />, { user: user(), at: path, path: "/jobs" });
   return posted;
 }
 

@@ -1,9 +1,9 @@
 import { useRef, useState } from "react";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { jobActionsMutation } from "../api/jobs";
-import type { BulkAction, Job, JobActionFilter, JobActionResult } from "../api/types";
+import type { UseMutationResult } from "@tanstack/react-query";
+import type { BulkAction, Job, JobActionFilter, JobActionResult, JobActions } from "../api/types";
 import { InlineConfirm } from "./Confirm";
 import type { FilterValues } from "./JobFilters";
+import type { Selection } from "../lib/useSelection";
 import { Notice } from "./Notice";
 import type { Notice as NoticeText } from "../lib/jobView";
 
@@ -20,6 +20,12 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
     done: "Re-ran (as new copies)",
     tone: "primary",
     note: "Only succeeded jobs are re-run, each as a new job.",
+  },
+  run_now: {
+    label: "Run now",
+    done: "Made runnable now",
+    tone: "primary",
+    note: "Only queued and waiting jobs are changed; a delayed one runs at once, a due one is left as it is.",
   },
   delete: {
     label: "Delete",
@@ -76,38 +82,33 @@ export function summarizeAction(
  * The action bar over a job table: the selection (rows picked on this page, or every job
  * matching the filter), cancel / retry / delete each after a confirmation naming the count,
  * and the outcome (done, refused and why): shown here, or handed to `onOutcome` when the page
- * shows its own actions' outcomes in one place.
+ * shows its own actions' outcomes in one place. The route runs the actions (`run`).
  */
+export type BulkRun = UseMutationResult<JobActionResult, Error, JobActions>;
+
 export function BulkActions({
+  run,
   rows,
-  selected,
-  onSelect,
-  allMatching,
-  onAllMatching,
+  selection,
   matching,
-  filter,
+  values,
   can,
   onOutcome,
-  matchingAllowed = true,
 }: {
+  run: BulkRun;
   rows: Job[];
-  selected: Set<number>;
-  onSelect: (ids: Set<number>) => void;
-  allMatching: boolean;
-  onAllMatching: (all: boolean) => void;
+  selection: Pick<Selection, "selected" | "setSelected" | "allMatching" | "setAllMatching">;
   matching: number;
-  filter: JobActionFilter;
+  /** The list's filters as sent: "every job matching" sends them to the actions endpoint. */
+  values: FilterValues;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
-  /**
-   * False when the list is filtered by something the actions endpoint's filter cannot say (a
-   * concurrency key): "every job matching" would reach jobs the list does not show, so only
-   * picked rows are offered.
-   */
-  matchingAllowed?: boolean;
 }) {
-  const queryClient = useQueryClient();
-  const run = useMutation(jobActionsMutation(queryClient));
+  const { selected, setSelected: onSelect, allMatching, setAllMatching: onAllMatching } = selection;
+  const filter = toActionFilter(values);
+  // A concurrency key is a filter the actions endpoint cannot say: "every job matching" would
+  // reach jobs the list does not show, so only picked rows are offered.
+  const matchingAllowed = !values.concurrency_key;
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
   const count = allMatching ? matching : selected.size;
@@ -119,7 +120,7 @@ export function BulkActions({
     : run.isSuccess
       ? summarizeAction(run.variables.action, run.data)
       : run.isError
-        ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${(run.error as Error).message}` }
+        ? { tone: "error" as const, text: `Could not ${run.variables?.action}: ${run.error.message}` }
         : null;
   const confirm = (action: BulkAction) => {
     const body = allMatching ? matchingBody(action, filter) : { action, ids: [...selected] };

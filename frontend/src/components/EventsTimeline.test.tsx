@@ -1,21 +1,9 @@
 import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
-import type { JobEvent } from "../api/types";
+import { jobEvent } from "../test/factories";
 import { EventsTimeline, eventDetail, kindLabel } from "./EventsTimeline";
 
-const ev = (id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent => ({
-  id,
-  job_id: 1,
-  job_type: "sleep",
-  job_status: "running",
-  kind: kind as JobEvent["kind"],
-  attempt: 1,
-  worker_id: "host-1-0",
-  message: "",
-  data: {},
-  created_at: "2026-01-01T12:00:00.250Z",
-  ...extra,
-});
+const ev = jobEvent;
 
 describe("EventsTimeline", () => {
   it("lists events oldest first, folding progress and renewals into one row each", () => {
@@ -104,5 +92,12 @@ describe("kindLabel", () => {
     expect(kindLabel("blocked")).toBe("Blocked");
     expect(kindLabel("unblocked")).toBe("Unblocked");
     expect(kindLabel("stuck_handler")).toBe("Stuck handler");
+  });
+});
+
+describe("an operator's edit in the timeline", () => {
+  it("says what changed, old and new", () => {
+    const detail = eventDetail({ kind: "edited", message: "edited by ops", data: { priority: [1, 7] } });
+    expect(detail).toBe("edited by ops · priority 1 → 7");
   });
 });

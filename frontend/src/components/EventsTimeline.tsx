@@ -38,7 +38,22 @@ export function eventDetail(event: Pick<JobEvent, "kind" | "message" | "data">):
   if (event.message) parts.push(event.message);
   if (typeof data.delay_seconds === "number") parts.push(`retry in ${data.delay_seconds.toFixed(1)} s`);
   if (typeof data.error === "string" && !event.message.includes(data.error)) parts.push(data.error);
+  if (event.kind === "edited") parts.push(...editedChanges(data));
   return parts.join(" · ");
+}
+
+/** An `edited` event's changes, old and new: "priority 1 → 7", "run time 08:00 → now". */
+function editedChanges(data: Record<string, unknown>): string[] {
+  const pair = (value: unknown) => (Array.isArray(value) && value.length === 2 ? value : null);
+  const out: string[] = [];
+  const priority = pair(data.priority);
+  if (priority) out.push(`priority ${String(priority[0])} → ${String(priority[1])}`);
+  const at = pair(data.available_at);
+  if (at) {
+    const show = (v: unknown) => new Date(String(v)).toLocaleString();
+    out.push(`run time ${show(at[0])} → ${show(at[1])}`);
+  }
+  return out;
 }
 
 /** The traceback a failure event keeps for its attempt (data.traceback), if any. */

@@ -1,9 +1,6 @@
-import { type FormEvent, useState } from "react";
-import { useQuery } from "@tanstack/react-query";
+import { type FormEvent, type ReactNode, useState } from "react";
 import { isApiError } from "../api/client";
-import { jobTypesOptions } from "../api/jobTypes";
-import { queuesOptions } from "../api/queues";
-import { JOB_STATES, STATUSES, isStatus } from "../lib/statuses";
+import { JOB_STATES, STATUSES } from "../lib/statuses";
 
 export type FilterValues = {
   status?: string;
@@ -20,6 +17,9 @@ export type FilterValues = {
   schedule?: string;
 };
 
+/** What the filters offer to choose from, as the route loaded it: job types and queues. */
+export type FilterChoices = { types: string[]; queues: string[] };
+
 export const ORDERINGS: [string, string][] = [
   ["-id", "Newest first"],
   ["id", "Oldest first"],
@@ -29,26 +29,149 @@ export const ORDERINGS: [string, string][] = [
   ["-finished_at", "Recently finished"],
 ];
 
+/** What a queued job waits for, finer than its status: the list's `state` filter. */
+const QUEUED_STATES: Record<(typeof JOB_STATES)[number] & ("available" | "scheduled" | "retryable"), string> = {
+  available: "queued · ready now",
+  scheduled: "queued · scheduled for later",
+  retryable: "queued · retrying after a back-off",
+};
+
+/**
+ * The one status filter's choices: each status in the order of a job's life and, under queued,
+ * what a queued job waits for (the API's `state`). A choice's value names its parameter
+ * (`status:failed`, `state:retryable`), so one select sets one of the two and clears the other.
+ */
+export const STATUS_CHOICES: [string, string][] = STATUSES.flatMap((s): [string, string][] => [
+  [`status:${s}`, s === "waiting" ? "waiting (on dependencies)" : s],
+  ...(s === "queued"
+    ? Object.entries(QUEUED_STATES).map(([state, label]): [string, string] => [`state:${state}`, label])
+    : []),
+]);
+
+/** The status select's value for the address's status and state. */
+export function statusChoice(values: Pick<FilterValues, "status" | "state">): string {
+  if (values.status && values.state) return `status:${values.status}&state:${values.state}`;
+  if (values.state) return `state:${values.state}`;
+  return values.status ? `status:${values.status}` : "";
+}
+
+/** The address's status and state for a choice of the status select (blank: neither). */
+export function fromStatusChoice(choice: string): Pick<FilterValues, "status" | "state"> {
+  const [param, value] = choice.split(":", 2);
+  if (param === "state") return { status: undefined, state: value };
+  if (param === "status") return { status: value, state: undefined };
+  return { status: undefined, state: undefined };
+}
+
+/** What an address's value the select does not list says (`available, retryable`). */
+const asked = (choice: string) =>
+  choice
+    .split("&")
+    .map((part) => part.split(":").slice(1).join(":").split(",").join(", "))
+    .join(" · ");
+
+/**
+ * A labelled select of the filter bar: "Any" (unless `any` is null) and the choices; a value
+ * the address gave that is not among them (several statuses, a type no longer registered) is
+ * shown as it was asked for, so the select never claims a filter other than the one applied.
+ */
+export function FilterSelect({
+  id,
+  label,
+  value,
+  choices,
+  onChange,
+  invalid = false,
+  any = "Any",
+  describe = (v) => v,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  /** `[value, label]` pairs, or values that are their own labels. */
+  choices: readonly (string | readonly [string, string])[];
+  onChange: (value: string) => void;
+  invalid?: boolean;
+  /** The blank choice's label; null: none (the select always holds a value). */
+  any?: string | null;
+  /** How a value not among the choices is shown. */
+  describe?: (value: string) => string;
+}) {
+  const pairs = choices.map((c) => (typeof c === "string" ? ([c, c] as const) : c));
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <select id={id} value={value} aria-invalid={invalid || undefined} onChange={(e) => onChange(e.target.value)}>
+        {any !== null && <option value="">{any}</option>}
+        {value && !pairs.some(([v]) => v === value) && <option value={value}>{describe(value)}</option>}
+        {pairs.map(([v, text]) => (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** A labelled text box of the filter bar ("any" when blank), applied with the form. */
+function TextField({
+  id,
+  label,
+  value,
+  onChange,
+  invalid,
+  list,
+  inputMode,
+  children,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  invalid: boolean;
+  list?: string;
+  inputMode?: "numeric";
+  /** What goes with the box (its list of choices). */
+  children?: ReactNode;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        value={value}
+        aria-invalid={invalid || undefined}
+        placeholder="any"
+        list={list}
+        inputMode={inputMode}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      {children}
+    </div>
+  );
+}
+
 /**
  * Filters that apply on change (selects) or on submit (text fields), so typing does not send a
  * request per keystroke. `fixed` hides filters the page pins (the failed-jobs page's status).
+ * The route loads what the selects and the queue's list offer (`choices`).
  */
 export function JobFilters({
   values,
   onChange,
+  choices,
   fixed = [],
   invalid = [],
 }: {
   values: FilterValues;
   onChange: (v: FilterValues) => void;
+  choices: FilterChoices;
   fixed?: (keyof FilterValues)[];
   /** Filters the API refused (FilterProblem says why): marked invalid. */
   invalid?: string[];
 }) {
   const bad = (k: keyof FilterValues) => (invalid.includes(k) ? { "aria-invalid": true as const } : {});
-  const types = useQuery(jobTypesOptions());
-  // The queue field offers every queue (the navigation's list: same query, same key).
-  const queues = useQuery({ ...queuesOptions(15_000), retry: false });
   // The text boxes hold what is typed until submitted; a new address (Back, a link) resets them.
   const applied = {
     queue: values.queue ?? "",
@@ -63,7 +186,13 @@ export function JobFilters({
     setText(applied);
   }
   const show = (k: keyof FilterValues) => !fixed.includes(k);
-  const chosenStates = values.state ? values.state.split(",") : [];
+  // A text field's value as typed, marked invalid when the API refused it.
+  const field = (k: keyof typeof text) => ({
+    value: text[k],
+    invalid: invalid.includes(k),
+    onChange: (value: string) => setText({ ...text, [k]: value }),
+  });
+  const change = (patch: FilterValues) => onChange({ ...values, ...text, ...patch });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onChange({ ...values, ...text });
@@ -92,97 +221,37 @@ export function JobFilters({
         role="search"
         aria-label="Filter jobs"
       >
-        {show("status") && (
-          <div className="field">
-            <label htmlFor="f-status">Status</label>
-            <select
-              id="f-status"
-              value={values.status ?? ""}
-              {...bad("status")}
-              onChange={(e) => onChange({ ...values, ...text, status: e.target.value })}
-            >
-              <option value="">Any</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-              {/* What the address asks for, even when it is several statuses or not one at all. */}
-              {values.status && !isStatus(values.status) && (
-                <option value={values.status}>{values.status.split(",").join(", ")}</option>
-              )}
-            </select>
-          </div>
-        )}
-        {show("state") && (
-          <fieldset className="field states" {...bad("state")}>
-            <legend>State</legend>
-            {JOB_STATES.map((s) => (
-              <label key={s} className="check">
-                <input
-                  type="checkbox"
-                  checked={chosenStates.includes(s)}
-                  onChange={(e) =>
-                    onChange({ ...values, ...text, state: toggleState(chosenStates, s, e.target.checked) })
-                  }
-                />{" "}
-                {s}
-              </label>
-            ))}
-          </fieldset>
+        {show("status") && show("state") && (
+          <FilterSelect
+            id="f-status"
+            label="Status"
+            value={statusChoice(values)}
+            choices={STATUS_CHOICES}
+            invalid={invalid.includes("status") || invalid.includes("state")}
+            describe={asked}
+            onChange={(choice) => change(fromStatusChoice(choice))}
+          />
         )}
         {show("type") && (
-          <div className="field">
-            <label htmlFor="f-type">Type</label>
-            <select
-              id="f-type"
-              value={values.type ?? ""}
-              {...bad("type")}
-              onChange={(e) => onChange({ ...values, ...text, type: e.target.value })}
-            >
-              <option value="">Any</option>
-              {(types.data ?? []).map((t) => (
-                <option key={t.name} value={t.name}>
-                  {t.name}
-                </option>
-              ))}
-              {values.type && !types.data?.some((t) => t.name === values.type) && (
-                <option value={values.type}>{values.type}</option>
-              )}
-            </select>
-          </div>
+          <FilterSelect
+            id="f-type"
+            label="Type"
+            value={values.type ?? ""}
+            choices={choices.types}
+            invalid={invalid.includes("type")}
+            onChange={(type) => change({ type })}
+          />
         )}
         {show("queue") && (
-          <div className="field">
-            <label htmlFor="f-queue">Queue</label>
-            <input
-              id="f-queue"
-              value={text.queue}
-              {...bad("queue")}
-              placeholder="any"
-              list="f-queue-list"
-              onChange={(e) => setText({ ...text, queue: e.target.value })}
-            />
-            <datalist id="f-queue-list">
-              {(Array.isArray(queues.data) ? queues.data : []).map((q) => (
-                <option key={q.name} value={q.name} />
+          <TextField {...field("queue")} id="f-queue" label="Queue" list="f-queue-list">
+            <datalist id="f-queue-list" data-testid="queue-choices">
+              {choices.queues.map((q) => (
+                <option key={q} value={q} />
               ))}
             </datalist>
-          </div>
+          </TextField>
         )}
-        {show("priority") && (
-          <div className="field">
-            <label htmlFor="f-priority">Priority</label>
-            <input
-              id="f-priority"
-              inputMode="numeric"
-              value={text.priority}
-              {...bad("priority")}
-              placeholder="any"
-              onChange={(e) => setText({ ...text, priority: e.target.value })}
-            />
-          </div>
-        )}
+        {show("priority") && <TextField {...field("priority")} id="f-priority" label="Priority" inputMode="numeric" />}
         {show("search") && (
           <div className="field wide">
             <label htmlFor="f-search">Search</label>
@@ -204,36 +273,18 @@ export function JobFilters({
           </div>
         )}
         {show("concurrency_key") && (
-          <div className="field">
-            <label htmlFor="f-concurrency-key">Concurrency key</label>
-            <input
-              id="f-concurrency-key"
-              value={text.concurrency_key}
-              {...bad("concurrency_key")}
-              placeholder="any"
-              onChange={(e) => setText({ ...text, concurrency_key: e.target.value })}
-            />
-          </div>
+          <TextField {...field("concurrency_key")} id="f-concurrency-key" label="Concurrency key" />
         )}
         {show("ordering") && (
-          <div className="field">
-            <label htmlFor="f-ordering">Order</label>
-            <select
-              id="f-ordering"
-              value={values.ordering ?? "-id"}
-              {...bad("ordering")}
-              onChange={(e) => onChange({ ...values, ...text, ordering: e.target.value })}
-            >
-              {values.ordering && !ORDERINGS.some(([v]) => v === values.ordering) && (
-                <option value={values.ordering}>{values.ordering}</option>
-              )}
-              {ORDERINGS.map(([v, label]) => (
-                <option key={v} value={v}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </div>
+          <FilterSelect
+            id="f-ordering"
+            label="Order"
+            value={values.ordering ?? "-id"}
+            choices={ORDERINGS}
+            any={null}
+            invalid={invalid.includes("ordering")}
+            onChange={(ordering) => change({ ordering })}
+          />
         )}
         <div className="actions">
           <button type="submit">Apply</button>
@@ -323,20 +374,6 @@ export function FilterProblem({
       </div>
     </div>
   );
-}
-
-/**
- * The `state` filter with one state checked or unchecked, in the order of a job's life (so one
- * choice makes one address); states the address gave that are not known are kept for the API
- * to refuse by name.
- */
-export function toggleState(chosen: string[], state: string, on: boolean): string {
-  const next = new Set(chosen);
-  if (on) next.add(state);
-  else next.delete(state);
-  const known = JOB_STATES.filter((s) => next.has(s));
-  const unknown = [...next].filter((s) => !(JOB_STATES as readonly string[]).includes(s));
-  return [...known, ...unknown].join(",");
 }
 
 /** A search the API cannot look for as text (under 3 characters, not an id): say so. */

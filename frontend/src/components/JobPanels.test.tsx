@@ -1,7 +1,7 @@
 import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { JobDetail } from "../api/types";
-import { AllFields, LeasePanel, RunFacts } from "./JobPanels";
+import { AllFields, LeasePanel, RunFacts, runTime } from "./JobPanels";
 
 const held = (fields: Partial<JobDetail>) =>
   ({
@@ -66,5 +66,52 @@ describe("a unique job", () => {
     expect(screen.getByTestId("job-unique")).toHaveTextContent(
       "now succeeded, an enqueue with this key makes a new job",
     );
+  });
+});
+
+describe("the Progress card's run time", () => {
+  const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+  const facts = (fields: Partial<JobDetail>) =>
+    ({
+      id: 5,
+      status: "queued",
+      created_at: ago(300),
+      available_at: ago(300),
+      started_at: null,
+      finished_at: null,
+      timeout_seconds: null,
+      unique_key: null,
+      ...fields,
+    }) as JobDetail;
+
+  it("says nothing of running for a queued job whose released claim left a start time", () => {
+    render(<RunFacts job={facts({ status: "queued", started_at: ago(130) })} />);
+    expect(screen.queryByText("Running for")).toBeNull();
+    expect(screen.queryByTestId("run-time")).toBeNull();
+  });
+
+  it("counts a running job's time from its start, and a finished one's to its end", () => {
+    const { unmount } = render(<RunFacts job={facts({ status: "running", started_at: ago(130) })} />);
+    expect(screen.getByText("Running for")).toBeInTheDocument();
+    expect(screen.getByTestId("run-time")).toHaveTextContent(/^2 min 1\d s$/);
+    unmount();
+    render(<RunFacts job={facts({ status: "failed", started_at: ago(130), finished_at: ago(100) })} />);
+    expect(screen.getByText("Ran for")).toBeInTheDocument();
+    expect(screen.getByTestId("run-time")).toHaveTextContent("30 s");
+  });
+
+  it("is known only while running or once finished", () => {
+    const now = Date.parse("2026-01-01T00:10:00Z");
+    const start = "2026-01-01T00:00:00Z";
+    expect(runTime({ status: "queued", started_at: start, finished_at: null }, now)).toBeNull();
+    expect(runTime({ status: "waiting", started_at: null, finished_at: null }, now)).toBeNull();
+    expect(runTime({ status: "running", started_at: start, finished_at: null }, now)).toEqual({
+      label: "Running for",
+      ms: 600_000,
+    });
+    expect(runTime({ status: "cancelled", started_at: start, finished_at: "2026-01-01T00:01:00Z" }, now)).toEqual({
+      label: "Ran for",
+      ms: 60_000,
+    });
   });
 });

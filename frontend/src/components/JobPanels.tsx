@@ -11,11 +11,24 @@ import { LeaseCountdown } from "./LeaseCountdown";
 import { Attempts } from "./Progress";
 import { Traceback } from "./Traceback";
 
+/**
+ * How long the job has run ("Running for", while it runs) or ran ("Ran for", once finished);
+ * null for a job that is not running and has not finished: a queued job's `started_at` can be
+ * left from a claim that was released (a prefetched job handed back), and it is not running.
+ */
+export function runTime(
+  job: Pick<JobDetail, "status" | "started_at" | "finished_at">,
+  now: number,
+): { label: string; ms: number } | null {
+  if (!job.started_at) return null;
+  if (job.status === "running") return { label: "Running for", ms: now - Date.parse(job.started_at) };
+  if (job.finished_at) return { label: "Ran for", ms: Date.parse(job.finished_at) - Date.parse(job.started_at) };
+  return null;
+}
+
 export function RunFacts({ job }: { job: JobDetail }) {
   const now = useNow(1000);
-  const ran = job.started_at
-    ? (job.finished_at ? Date.parse(job.finished_at) : now) - Date.parse(job.started_at)
-    : null;
+  const ran = runTime(job, now);
   return (
     <dl className="kv" style={{ marginTop: 12 }}>
       <dt>Created</dt>
@@ -30,8 +43,8 @@ export function RunFacts({ job }: { job: JobDetail }) {
       )}
       {ran !== null && (
         <>
-          <dt>{job.finished_at ? "Ran for" : "Running for"}</dt>
-          <dd>{formatDuration(ran)}</dd>
+          <dt>{ran.label}</dt>
+          <dd data-testid="run-time">{formatDuration(ran.ms)}</dd>
         </>
       )}
       {job.finished_at && (

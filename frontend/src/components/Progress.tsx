@@ -29,6 +29,22 @@ export function ProgressBar({
   );
 }
 
+/** A job's progress in a row of a table: a thin bar, named for a screen reader. */
+export function MiniProgress({ id, percent }: { id: number; percent: number }) {
+  return (
+    <span
+      className="progress mini-progress"
+      role="progressbar"
+      aria-valuemin={0}
+      aria-valuemax={100}
+      aria-valuenow={percent}
+      aria-label={`Job ${id}: ${percent}% done`}
+    >
+      <span style={{ width: `${percent}%` }} />
+    </span>
+  );
+}
+
 /** "2/3", amber once a retry happened, red when no attempt is left. */
 export function Attempts({ attempts, max, status }: { attempts: number; max: number; status: string }) {
   const exhausted = attempts >= max && status === "failed";

@@ -1,7 +1,7 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { queueMutations, queuesOptions } from "../api/queues";
+import type { QueueAction } from "../api/queues";
 import type { Queue } from "../api/types";
+import type { Loaded, Mutation } from "../views/types";
 import { Empty, ErrorState, Loading } from "./States";
 
 /** A queue with nothing queued or running and nothing set on it: its row is dimmed, not hidden. */
@@ -14,26 +14,36 @@ export function sortQueues(queues: Queue[]): Queue[] {
 
 /**
  * Every queue with its load and limit, each linked to its page; operators pause and resume
- * them here. Idle queues keep their rows (dimmed), so the table does not jump as queues go
- * idle. It polls with the overview's cards (2 s), so both show the same moment.
+ * them here (`toggle`; null: the user may not). Idle queues keep their rows (dimmed), so the
+ * table does not jump as queues go idle. The route loads the list and runs the toggle.
  */
-export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDepth: number | null }) {
-  const queryClient = useQueryClient();
-  const queues = useQuery(queuesOptions(2000));
-  const toggle = useMutation(queueMutations.toggle(queryClient));
+export function QueuesPanel({
+  queues,
+  toggle,
+  maxDepth,
+  title = "Queues",
+  allLimits = false,
+}: {
+  queues: Loaded<Queue[]>;
+  toggle: Mutation<QueueAction> | null;
+  maxDepth: number | null;
+  title?: string;
+  /** The limit column even when no queue has a limit (the queues page). */
+  allLimits?: boolean;
+}) {
   const all = sortQueues(queues.data ?? []);
   const shown = all;
-  // The limit column only when some queue has one.
-  const limits = shown.some((q) => q.concurrency_limit !== null);
+  // The limit column only when some queue has one, unless asked for always.
+  const limits = allLimits || shown.some((q) => q.concurrency_limit !== null);
   return (
     <section className="panel" aria-labelledby="queues-title">
       <header>
-        <h2 id="queues-title">Queues</h2>
+        <h2 id="queues-title">{title}</h2>
         {maxDepth !== null && <span className="faint">limit {maxDepth.toLocaleString()} queued</span>}
       </header>
-      {toggle.isError && (
+      {toggle?.error && (
         <div className="notice error" role="alert">
-          Could not {toggle.variables?.action} {toggle.variables?.name}: {(toggle.error as Error).message}
+          Could not {toggle.variables?.action} {toggle.variables?.name}: {toggle.error.message}
         </div>
       )}
       {queues.isPending ? (
@@ -58,7 +68,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                 </thead>
                 <tbody>
                   {shown.map((q) => {
-                    const busy = toggle.isPending && toggle.variables?.name === q.name;
+                    const busy = toggle?.isPending && toggle.variables?.name === q.name;
                     return (
                       <tr key={q.name} data-queue={q.name} data-idle={isIdle(q) || undefined}>
                         <td className="card-title queue-name">
@@ -105,7 +115,7 @@ export function QueuesPanel({ canChange, maxDepth }: { canChange: boolean; maxDe
                             ) : (
                               <span className="muted">{isIdle(q) ? "idle" : "active"}</span>
                             )}
-                            {canChange && (
+                            {toggle && (
                               <button
                                 type="button"
                                 className="small"

@@ -1,34 +1,20 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Job, User } from "../api/types";
+import { job, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { FailedJobsPage } from "./FailedJobsPage";
 
-const operator: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
-
-const failed = (id: number): Job =>
-  ({
-    id,
+const failed = (id: number) =>
+  job(id, {
     type: "fail",
-    queue: "default",
     status: "failed",
-    priority: 0,
     attempts: 3,
-    max_attempts: 3,
     last_error: `boom ${id}`,
     finished_at: "2026-12-01T10:00:00Z",
     created_at: "2026-12-01T09:00:00Z",
     available_at: "2026-12-01T09:00:00Z",
-  }) as Job;
+  });
 
 /** Three failed jobs on the page, sixty matching; retries and bulk actions answer as the API does. */
 function fakeApi(posted: { path: string; body: unknown }[]) {
@@ -55,19 +41,7 @@ function fakeApi(posted: { path: string; body: unknown }[]) {
 function renderFailed(path = "/failed") {
   const posted: { path: string; body: unknown }[] = [];
   vi.stubGlobal("fetch", fakeApi(posted));
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  client.setQueryData(["auth", "me"], operator);
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[path]}>
-        <Routes>
-          <Route element={<Outlet context={operator} />}>
-            <Route path="/failed" element={<FailedJobsPage />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<FailedJobsPage />, { user: user(), at: path, path: "/failed" });
   return posted;
 }
 

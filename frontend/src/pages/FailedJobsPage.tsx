@@ -7,7 +7,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useLocation } from "react-router";
 import { isApiError } from "../api/client";
-import { jobListOptions, jobMutations } from "../api/jobs";
+import { jobActionsMutation, jobListOptions, jobMutations } from "../api/jobs";
 import type { Job } from "../api/types";
 import { filterProblems } from "../components/JobFilters";
 import type { Notice as NoticeText } from "../lib/jobView";
@@ -15,6 +15,7 @@ import { toListParams, useFilterParams } from "../lib/useFilterParams";
 import { useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
 import { FailedJobsView } from "../views/FailedJobsView";
+import { useFilterChoices } from "./useFilterChoices";
 
 const PAGE_SIZE = 50;
 
@@ -49,11 +50,14 @@ export function FailedJobsPage() {
       setNotice({ tone: "error", text: `Could not retry job #${id}: ${error.message}` }),
   });
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  const choices = useFilterChoices();
+  const bulk = useMutation(jobActionsMutation(queryClient));
   // The status is the page's, never the address's.
   const setFilters = (v: typeof values) => setValues({ ...v, status: undefined });
   return (
     <FailedJobsView
       jobs={jobs}
+      tools={{ choices, bulk }}
       place={{ values, setValues: setFilters, page, pageSize, setPage, setPageSize }}
       filters={filters}
       refused={refused}

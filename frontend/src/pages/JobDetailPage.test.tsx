@@ -1,36 +1,17 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { act, render, screen, waitFor, within } from "@testing-library/react";
+import { act, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet, Route, Routes, useLocation } from "react-router";
+import { useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { JobDetail, JobEvent, User } from "../api/types";
+import type { JobDetail, JobEvent } from "../api/types";
+import { jobEvent, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { JobDetailPage } from "./JobDetailPage";
-
-const operator: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
 
 const t0 = Date.now();
 const at = (s: number) => new Date(t0 + s * 1000).toISOString();
 
 function event(id: number, kind: string, s: number): JobEvent {
-  return {
-    id,
-    job_id: 7,
-    job_type: "sleep",
-    job_status: "running",
-    kind: kind as JobEvent["kind"],
-    attempt: 1,
-    worker_id: "host-1-0",
-    message: "",
-    data: {},
-    created_at: at(s),
-  };
+  return jobEvent(id, kind, { job_id: 7, created_at: at(s) });
 }
 
 function detail(fields: Partial<JobDetail>): JobDetail {
@@ -78,6 +59,8 @@ function fakeJobApi() {
     cancels: 0,
     deletes: 0,
     reruns: 0,
+    runNows: 0,
+    edits: [] as unknown[],
   };
   vi.stubGlobal(
     "fetch",
@@ -90,6 +73,24 @@ function fakeJobApi() {
         api.detail = detail({ ...api.detail, cancel_requested_at: at(1), updated_at: at(1) });
         api.feed = [...api.feed, event(3, "cancel_requested", 1)];
         api.detail.events = [...api.feed];
+        const { events: _events, ...job } = api.detail;
+        return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/run_now/") && init?.method === "POST") {
+        api.runNows += 1;
+        api.detail = detail({ ...api.detail, available_at: at(0), updated_at: at(0) });
+        const { events: _events, ...job } = api.detail;
+        return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/") && init?.method === "PATCH") {
+        const body = JSON.parse(String(init.body)) as { priority?: number };
+        api.edits.push(body);
+        if (body.priority !== undefined && body.priority > 0)
+          return new Response(
+            JSON.stringify({ code: "invalid", detail: "priority: must be at most 0 (JOB_API_MAX_PRIORITY), not 5" }),
+            { status: 400 },
+          );
+        api.detail = detail({ ...api.detail, ...body });
         const { events: _events, ...job } = api.detail;
         return json(job);
       }
@@ -127,19 +128,12 @@ function fakeJobApi() {
 }
 
 function renderJob() {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[{ pathname: "/jobs/7", state: { created: true } }]}>
-        <Routes>
-          <Route element={<Outlet context={operator} />}>
-            <Route path="/jobs/:id" element={<JobDetailPage />} />
-            <Route path="/jobs" element={<ListStandIn />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<JobDetailPage />, {
+    user: user(),
+    at: { pathname: "/jobs/7", state: { created: true } },
+    path: "/jobs/:id",
+    routes: { "/jobs": <ListStandIn /> },
+  });
 }
 
 /** Where the page goes after a delete, and what it is told. */
@@ -233,17 +227,18 @@ describe("cancelling a running job", () => {
   });
 });
 
-describe("deleting a finished job", () => {
-  const finished = () =>
-    detail({
-      status: "succeeded",
-      locked_by: null,
-      lease_expires_at: null,
-      finished_at: at(-1),
-      is_finished: true,
-      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
-    });
+/** The job, succeeded a second ago: it may be deleted or re-run. */
+const succeeded = () =>
+  detail({
+    status: "succeeded",
+    locked_by: null,
+    lease_expires_at: null,
+    finished_at: at(-1),
+    is_finished: true,
+    events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
+  });
 
+describe("deleting a finished job", () => {
   it("is offered only once the job has finished", async () => {
     fakeJobApi();
     renderJob();
@@ -253,7 +248,7 @@ describe("deleting a finished job", () => {
 
   it("asks first; Keep it deletes nothing, Yes deletes and goes to the list saying so", async () => {
     const api = fakeJobApi();
-    api.detail = finished();
+    api.detail = succeeded();
     api.feed = api.detail.events;
     renderJob();
     await userEvent.click(await screen.findByRole("button", { name: "Delete" }));
@@ -271,16 +266,6 @@ describe("deleting a finished job", () => {
 });
 
 describe("re-running a succeeded job", () => {
-  const succeeded = () =>
-    detail({
-      status: "succeeded",
-      locked_by: null,
-      lease_expires_at: null,
-      finished_at: at(-1),
-      is_finished: true,
-      events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
-    });
-
   it("is offered only for a succeeded job", async () => {
     fakeJobApi();
     renderJob();
@@ -326,5 +311,58 @@ describe("a queued job waiting for its concurrency key", () => {
     const message = screen.getByTestId("progress-message");
     expect(message).toHaveTextContent("Waiting for its concurrency key (held by #6), not for a worker.");
     expect(message).not.toHaveTextContent(/^Waiting for a worker/);
+  });
+});
+
+/** The job, queued and delayed an hour: it may run now or be edited. */
+const delayed = () =>
+  detail({
+    status: "queued",
+    locked_by: null,
+    started_at: null,
+    attempts: 0,
+    lease_expires_at: null,
+    priority: -2,
+    available_at: at(3600),
+    events: [event(1, "created", -10)],
+  });
+
+describe("a job that has not started", () => {
+  it("offers Run now only while it is delayed, and Edit only before it starts", async () => {
+    fakeJobApi();
+    renderJob();
+    await screen.findByRole("button", { name: "Cancel" });
+    expect(screen.queryByRole("button", { name: "Run now" })).toBeNull();
+    expect(screen.queryByRole("button", { name: "Edit" })).toBeNull();
+  });
+
+  it("runs a delayed job now", async () => {
+    const api = fakeJobApi();
+    api.detail = delayed();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Run now" }));
+    await waitFor(() => expect(api.runNows).toBe(1));
+    await waitFor(() => expect(screen.queryByRole("button", { name: "Run now" })).toBeNull());
+  });
+
+  it("sends only what changed, and shows the API's refusal under the form", async () => {
+    const api = fakeJobApi();
+    api.detail = delayed();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Edit" }));
+    const form = screen.getByRole("form", { name: "Edit job #7" });
+    const priority = within(form).getByLabelText("Priority");
+    expect(within(form).getByRole("button", { name: "Save" })).toBeDisabled();
+    await userEvent.clear(priority);
+    await userEvent.type(priority, "5");
+    await userEvent.click(within(form).getByRole("button", { name: "Save" }));
+    expect(await within(form).findByRole("alert")).toHaveTextContent("JOB_API_MAX_PRIORITY");
+    await userEvent.clear(priority);
+    await userEvent.type(priority, "-7");
+    await userEvent.click(within(form).getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(api.edits).toEqual([{ priority: 5 }, { priority: -7 }]));
+    await waitFor(() => expect(screen.queryByRole("form", { name: "Edit job #7" })).toBeNull());
   });
 });

@@ -1,13 +1,14 @@
 /**
  * The job page's route: it reads the id, loads the job (polled while it can change) and its
- * event feed, and hands them to views/JobDetailView.tsx, which renders them.
+ * event feed, and hands them to views/JobDetailView.tsx, which renders them, with the title row
+ * and its actions (panels/JobHead.tsx).
  */
 import { useEffect, useMemo } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { isApiError } from "../api/client";
 import { isFinished, jobDetailOptions, jobEventsOptions, jobKeys, loadEarlierEventsMutation } from "../api/jobs";
-import type { CreatedState } from "../components/JobHead";
+import { type CreatedState, JobHead } from "../panels/JobHead";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { mergeEvents } from "../lib/events";
 import { timelineAsOf } from "../lib/jobView";
@@ -85,8 +86,13 @@ function JobDetailRoute({ id }: { id: number }) {
   return (
     <JobDetailView
       job={job.data!}
-      created={created}
-      live={<LiveIndicator isError={job.isError} error={job.error} isFetching={job.isFetching} paused={!live} />}
+      head={
+        <JobHead
+          job={job.data!}
+          created={created}
+          live={<LiveIndicator isError={job.isError} error={job.error} isFetching={job.isFetching} paused={!live} />}
+        />
+      }
       refreshError={job.isError ? job.error : null}
       timeline={{
         events: timeline,

@@ -1,22 +1,13 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet as RouterOutlet, Route, Routes, useLocation } from "react-router";
+import { useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../api/client";
-import type { User } from "../api/types";
-import { filterProblems, toggleState } from "../components/JobFilters";
+import { filterProblems, fromStatusChoice, statusChoice } from "../components/JobFilters";
+import { queue, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { FailedJobsPage } from "./FailedJobsPage";
 import { JobsPage } from "./JobsPage";
-
-const operator: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
 
 const EMPTY = { count: 0, next: null, previous: null, results: [] };
 
@@ -25,7 +16,10 @@ function fakeApi(requested: URL[]) {
   return vi.fn(async (input: string) => {
     const url = new URL(input, "http://test");
     requested.push(url);
-    if (url.pathname.endsWith("/job-types/")) return new Response("[]", { status: 200 });
+    if (url.pathname.endsWith("/job-types/")) return new Response('[{"name":"noop"}]', { status: 200 });
+    if (url.pathname.endsWith("/queues/")) {
+      return new Response(JSON.stringify([queue("emails"), queue("reports")]), { status: 200 });
+    }
     const errors: Record<string, string[]> = {};
     const status = url.searchParams.get("status");
     if (
@@ -51,27 +45,8 @@ function Where() {
 function renderAt(path: string, page = <JobsPage />) {
   const requested: URL[] = [];
   vi.stubGlobal("fetch", fakeApi(requested));
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  client.setQueryData(["auth", "me"], operator);
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[path]}>
-        <Routes>
-          <Route element={<Outlet />}>
-            <Route path="/jobs" element={page} />
-            <Route path="/failed" element={page} />
-          </Route>
-        </Routes>
-        <Where />
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(page, { user: user(), at: path, routes: { "/jobs": page, "/failed": page }, beside: <Where /> });
   return requested;
-}
-
-/** The pages read the user from the layout's outlet context. */
-function Outlet() {
-  return <RouterOutlet context={operator} />;
 }
 
 afterEach(() => vi.unstubAllGlobals());
@@ -85,7 +60,7 @@ describe("a bad filter in the address", () => {
     expect(screen.queryByText(/Connection problem/)).toBeNull();
     expect(screen.getByTestId("live")).toHaveTextContent("Not refreshing: the request was refused");
     const select = screen.getByLabelText("Status") as HTMLSelectElement;
-    expect(select.value).toBe("bogus");
+    expect(select.value).toBe("status:bogus");
     expect(within(select).getByRole("option", { selected: true })).toHaveTextContent("bogus");
     expect(select).toHaveAttribute("aria-invalid", "true");
 
@@ -122,48 +97,76 @@ describe("a bad filter in the address", () => {
   });
 });
 
-describe("the state filter", () => {
-  it("takes several states, keeps them in the address as state=a,b and asks the list for any of them", async () => {
-    const requested = renderAt("/jobs?queue=emails");
-    const states = await screen.findByRole("group", { name: "State" });
-    await userEvent.click(within(states).getByRole("checkbox", { name: "retryable" }));
+describe("the status filter", () => {
+  it("is one select: a status, or under queued what the job waits for; a choice sets one and clears the other", async () => {
+    const requested = renderAt("/jobs?state=available&queue=emails");
+    const select = (await screen.findByLabelText("Status")) as HTMLSelectElement;
+    expect(screen.queryByRole("group", { name: "State" })).toBeNull();
+    expect(within(select).getByRole("option", { selected: true })).toHaveTextContent("queued · ready now");
+    expect(
+      within(select)
+        .getAllByRole("option")
+        .map((o) => o.textContent),
+    ).toEqual([
+      "Any",
+      "waiting (on dependencies)",
+      "queued",
+      "queued · ready now",
+      "queued · scheduled for later",
+      "queued · retrying after a back-off",
+      "running",
+      "succeeded",
+      "failed",
+      "cancelled",
+    ]);
+    await userEvent.selectOptions(select, "failed");
+    await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?status=failed&queue=emails$/));
+    await userEvent.selectOptions(select, "queued · retrying after a back-off");
     await waitFor(() =>
       expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=retryable&queue=emails$/),
     );
-    await userEvent.click(within(states).getByRole("checkbox", { name: "available" }));
-    // In the order of a job's life, whatever the order of the clicks: one choice, one address.
-    await waitFor(() =>
-      expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=available,retryable&queue=emails$/),
-    );
-    await waitFor(() =>
-      expect(
-        requested
-          .filter((u) => u.pathname.endsWith("/jobs/"))
-          .at(-1)!
-          .searchParams.get("state"),
-      ).toBe("available,retryable"),
-    );
-    expect(within(states).getByRole("checkbox", { name: "available" })).toBeChecked();
-    expect(within(states).getByRole("checkbox", { name: "running" })).not.toBeChecked();
-
-    await userEvent.click(within(states).getByRole("checkbox", { name: "available" }));
-    await waitFor(() =>
-      expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?state=retryable&queue=emails$/),
-    );
+    await waitFor(() => {
+      const last = requested.filter((u) => u.pathname.endsWith("/jobs/")).at(-1)!;
+      expect([last.searchParams.get("state"), last.searchParams.get("status")]).toEqual(["retryable", null]);
+    });
+    await userEvent.selectOptions(select, "Any");
+    await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs\?queue=emails$/));
   });
 
-  it("reads the states from the address", async () => {
+  it("shows several states from the address as asked, and asks the list for any of them", async () => {
     const requested = renderAt("/jobs?state=scheduled,failed");
-    const states = await screen.findByRole("group", { name: "State" });
-    expect(within(states).getByRole("checkbox", { name: "scheduled" })).toBeChecked();
-    expect(within(states).getByRole("checkbox", { name: "failed" })).toBeChecked();
+    const select = (await screen.findByLabelText("Status")) as HTMLSelectElement;
+    expect(within(select).getByRole("option", { selected: true })).toHaveTextContent("scheduled, failed");
     await waitFor(() => expect(requested.some((u) => u.searchParams.get("state") === "scheduled,failed")).toBe(true));
   });
 
   it("is not offered on the failed jobs page, whose status is pinned", async () => {
     renderAt("/failed", <FailedJobsPage />);
     await screen.findByLabelText("Priority");
-    expect(screen.queryByRole("group", { name: "State" })).toBeNull();
+    expect(screen.queryByLabelText("Status")).toBeNull();
+  });
+
+  it("reads and writes the address's status and state", () => {
+    expect(statusChoice({ status: "failed" })).toBe("status:failed");
+    expect(statusChoice({ state: "available,retryable" })).toBe("state:available,retryable");
+    expect(statusChoice({})).toBe("");
+    expect(fromStatusChoice("state:scheduled")).toEqual({ status: undefined, state: "scheduled" });
+    expect(fromStatusChoice("status:queued")).toEqual({ status: "queued", state: undefined });
+    expect(fromStatusChoice("")).toEqual({ status: undefined, state: undefined });
+  });
+});
+
+describe("the queue filter", () => {
+  it("offers every queue to choose from, as the queues endpoint lists them", async () => {
+    renderAt("/jobs");
+    const field = await screen.findByLabelText("Queue");
+    expect(field).toHaveAttribute("list", "f-queue-list");
+    await waitFor(() =>
+      expect([...screen.getByTestId("queue-choices").querySelectorAll("option")].map((o) => o.value)).toEqual([
+        "emails",
+        "reports",
+      ]),
+    );
   });
 });
 
@@ -192,15 +195,6 @@ describe("the concurrency key filter", () => {
   it("reads the key from the address", async () => {
     renderAt("/jobs?concurrency_key=tenant-7");
     expect(await screen.findByLabelText("Concurrency key")).toHaveValue("tenant-7");
-  });
-});
-
-describe("toggleState", () => {
-  it("keeps the states in the order of a job's life and keeps unknown ones for the API to refuse", () => {
-    expect(toggleState([], "failed", true)).toBe("failed");
-    expect(toggleState(["failed"], "available", true)).toBe("available,failed");
-    expect(toggleState(["available", "failed"], "available", false)).toBe("failed");
-    expect(toggleState(["bogus"], "running", true)).toBe("running,bogus");
   });
 });
 

@@ -2,24 +2,28 @@
  * The jobs list's route: its filters and page from the address, the list query, the selection;
  * views/JobsView.tsx renders them.
  */
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useLocation } from "react-router";
 import { isApiError } from "../api/client";
-import { jobListOptions } from "../api/jobs";
+import { jobActionsMutation, jobListOptions } from "../api/jobs";
 import { filterProblems } from "../components/JobFilters";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
 import { useSelection } from "../lib/useSelection";
 import { useUser } from "../lib/useUser";
 import { JobsView } from "../views/JobsView";
+import { useFilterChoices } from "./useFilterChoices";
 
 const PAGE_SIZE = 25;
 
 export function JobsPage() {
   const user = useUser();
+  const queryClient = useQueryClient();
   const { values, page, pageSize: asked, setValues, setPage, setPageSize } = useFilterParams();
   const pageSize = asked ?? PAGE_SIZE;
   const jobs = useQuery(jobListOptions(toListParams(values, page, pageSize)));
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
+  const choices = useFilterChoices();
+  const bulk = useMutation(jobActionsMutation(queryClient));
   // A filter the API refused (?status=bogus): say which, rather than showing stale rows.
   const refused = jobs.isError ? filterProblems(jobs.error, values) : null;
   const selection = useSelection(refused ? [] : (jobs.data?.results ?? []), values);
@@ -27,6 +31,7 @@ export function JobsPage() {
   return (
     <JobsView
       jobs={jobs}
+      tools={{ choices, bulk }}
       place={{ values, setValues, page, pageSize, setPage, setPageSize }}
       refused={refused}
       pastEnd={pastEnd}

@@ -1,12 +1,14 @@
 /**
- * The overview's route: the metrics (polled every 2 s) and the activity feed;
- * views/OverviewView.tsx renders them. The throughput and queues panels load their own (they
- * serve the queue page too).
+ * The overview's route: the metrics (polled every 2 s), the activity feed, the queues (polled
+ * with the metrics, so both show the same moment) with their pause and resume, and the
+ * throughput panel; views/OverviewView.tsx renders them.
  */
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { activityFeedOptions } from "../api/events";
 import { metricsOptions } from "../api/metrics";
+import { queueMutations, queuesOptions } from "../api/queues";
 import { useUser } from "../lib/useUser";
+import { ThroughputPanel } from "../panels/ThroughputPanel";
 import { OverviewView } from "../views/OverviewView";
 
 export function OverviewPage() {
@@ -14,5 +16,15 @@ export function OverviewPage() {
   const queryClient = useQueryClient();
   const metrics = useQuery(metricsOptions(2000));
   const activity = useQuery(activityFeedOptions(queryClient));
-  return <OverviewView metrics={metrics} activity={activity} canChangeQueues={user.can.cancel} />;
+  const queues = useQuery(queuesOptions(2000));
+  const toggle = useMutation(queueMutations.toggle(queryClient));
+  return (
+    <OverviewView
+      metrics={metrics}
+      activity={activity}
+      // Pause and resume need change_job (can.cancel).
+      queues={{ list: queues, toggle: user.can.cancel ? toggle : null }}
+      throughput={<ThroughputPanel />}
+    />
+  );
 }

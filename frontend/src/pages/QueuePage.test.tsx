@@ -1,23 +1,15 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet as RouterOutlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { QueueDetail, Throughput, User } from "../api/types";
-import { throughputSummary } from "../components/ThroughputPanel";
+import { throughputSummary } from "../panels/ThroughputPanel";
 import { parseLimit } from "../views/QueueView";
 import { QueuePage } from "./QueuePage";
 import { expectCardLabels } from "../test/cards";
+import { user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 
-const can = { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true };
-const userWith = (extra: Partial<User["can"]> = {}): User => ({
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { ...can, ...extra },
-});
+const userWith = (can: Partial<User["can"]> = {}): User => user({ can });
 
 const detail = (extra: Partial<QueueDetail> = {}): QueueDetail => ({
   name: "media",
@@ -90,21 +82,7 @@ function renderQueue(user: User, queue: QueueDetail | null = detail()) {
   const state = { queue };
   document.cookie = "csrftoken=t; path=/";
   vi.stubGlobal("fetch", fakeApi(calls, state));
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  function Outlet() {
-    return <RouterOutlet context={user} />;
-  }
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={["/queues/media"]}>
-        <Routes>
-          <Route element={<Outlet />}>
-            <Route path="/queues/:name" element={<QueuePage />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<QueuePage />, { user, at: "/queues/media", path: "/queues/:name" });
   return { calls, state };
 }
 

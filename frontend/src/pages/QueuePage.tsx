@@ -1,11 +1,12 @@
 /**
  * A queue's page's route: the name from the address, the queue's detail (polled), pause and
- * resume, and saving its limit; views/QueueView.tsx renders them.
+ * resume, saving its limit, and its throughput panel; views/QueueView.tsx renders them.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useParams } from "react-router";
 import { queueDetailOptions, queueMutations } from "../api/queues";
 import { useUser } from "../lib/useUser";
+import { ThroughputPanel } from "../panels/ThroughputPanel";
 import { QueueView } from "../views/QueueView";
 
 export function QueuePage() {
@@ -32,6 +33,7 @@ export function QueuePage() {
         isPending: save.isPending,
         error: save.isError ? (save.error as Error) : null,
       }}
+      throughput={<ThroughputPanel queue={name} />}
     />
   );
 }

@@ -1,40 +1,20 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { MemoryRouter, Outlet, Route, Routes } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Schedule, ScheduleTick, User } from "../api/types";
+import { CAN_VIEW, user as userFactory } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { lastRun, scheduleJobsLink, scheduleTarget } from "../views/SchedulesView";
 import { SchedulesPage } from "./SchedulesPage";
 import { expectCardLabels } from "../test/cards";
 
-const operator: User = {
-  id: 1,
-  username: "ops",
-  is_staff: false,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
-const viewer: User = {
-  ...operator,
-  can: { view: true, create: false, cancel: false, retry: false, rerun: false, delete: false, change_queue: false },
-};
+const operator = userFactory();
+const viewer = userFactory({ can: CAN_VIEW });
 
 const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
 
 function renderPage(user: User = operator) {
-  render(
-    <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-      <MemoryRouter initialEntries={["/schedules"]}>
-        <Routes>
-          <Route element={<Outlet context={user} />}>
-            <Route path="/schedules" element={<SchedulesPage />} />
-          </Route>
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<SchedulesPage />, { user, at: "/schedules", path: "/schedules" });
 }
 
 const base: Schedule = {

@@ -1,41 +1,14 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, within } from "@testing-library/react";
-import { MemoryRouter } from "react-router";
+import { screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Worker } from "../api/types";
+import { expectCardLabels } from "../test/cards";
+import { worker } from "../test/factories";
+import { renderWithClient } from "../test/render";
 import { formatMemory, groupWorkers } from "../views/WorkersView";
 import { WorkersPage } from "./WorkersPage";
-import { expectCardLabels } from "../test/cards";
 
-const alive: Worker = {
-  id: "vm-1-4242",
-  hostname: "vm-1",
-  pid: 4242,
-  supervisor_pid: 4240,
-  threads: 4,
-  queues: ["*"],
-  state: "alive",
-  started_at: new Date(Date.now() - 600_000).toISOString(),
-  heartbeat_at: new Date(Date.now() - 1_000).toISOString(),
-  heartbeat_age_seconds: 1,
-  heartbeat_interval_seconds: 2,
-  lost_in_seconds: 3.2,
-  rss_bytes: 70 * 2 ** 20,
-  jobs_done: 1200,
-  stuck_handlers: 0,
-  running_jobs: [
-    {
-      id: 42,
-      type: "send_email",
-      queue: "default",
-      worker_id: "vm-1-4242-3",
-      started_at: null,
-      progress_percent: null,
-    },
-  ],
-};
-const lost: Worker = {
-  ...alive,
+const alive = worker();
+const lost = worker({
   id: "vm-1-4243",
   pid: 4243,
   state: "lost",
@@ -45,23 +18,22 @@ const lost: Worker = {
   running_jobs: [
     { id: 43, type: "resize", queue: "images", worker_id: "vm-1-4243-1", started_at: null, progress_percent: 10 },
   ],
-};
+});
+
+/** The workers page, the API answering `rows`. */
+function renderWorkers(rows: Worker[]) {
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async () => new Response(JSON.stringify(rows), { status: 200 })),
+  );
+  renderWithClient(<WorkersPage />);
+}
 
 afterEach(() => vi.unstubAllGlobals());
 
 describe("the workers page", () => {
   it("shows each process with its state, what it runs, memory, jobs done and last beat; a lost one with what it held", async () => {
-    vi.stubGlobal(
-      "fetch",
-      vi.fn(async () => new Response(JSON.stringify([alive, lost]), { status: 200 })),
-    );
-    render(
-      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-        <MemoryRouter>
-          <WorkersPage />
-        </MemoryRouter>
-      </QueryClientProvider>,
-    );
+    renderWorkers([alive, lost]);
     const first = (await screen.findByText("vm-1-4242")).closest("tr")!;
     expect(within(first).getByTestId("worker-state")).toHaveTextContent("alive");
     expect(within(first).getByRole("link", { name: "#42" })).toHaveAttribute("href", "/jobs/42");
@@ -83,17 +55,7 @@ describe("the workers page", () => {
       threads: 2,
       running_jobs: [1, 2, 3].map((id) => ({ ...alive.running_jobs[0], id, worker_id: "vm-1-4242-prefetch" })),
     };
-    vi.stubGlobal(
-      "fetch",
-      vi.fn(async () => new Response(JSON.stringify([prefetching]), { status: 200 })),
-    );
-    render(
-      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-        <MemoryRouter>
-          <WorkersPage />
-        </MemoryRouter>
-      </QueryClientProvider>,
-    );
+    renderWorkers([prefetching]);
     const row = (await screen.findByText("vm-1-4242")).closest("tr")!;
     expect(row).toHaveTextContent("2/2 busy+1 waiting for a thread");
     expect(within(row).getByTestId("worker-jobs")).toHaveTextContent("on a thread or waiting");
@@ -101,17 +63,7 @@ describe("the workers page", () => {
   });
 
   it("says how to start a worker when none runs", async () => {
-    vi.stubGlobal(
-      "fetch",
-      vi.fn(async () => new Response("[]", { status: 200 })),
-    );
-    render(
-      <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-        <MemoryRouter>
-          <WorkersPage />
-        </MemoryRouter>
-      </QueryClientProvider>,
-    );
+    renderWorkers([]);
     expect(await screen.findByText("No worker is running")).toBeInTheDocument();
   });
 });

@@ -1,11 +1,131 @@
-/** Whole API answers for component tests, with the fields a test cares about overridden. */
-import type { Metrics, WorkerProcess } from "../api/types";
+/**
+ * Whole API answers for component and page tests, with the fields a test cares about
+ * overridden: a user and their permissions, jobs, events, queues, workers, metrics.
+ */
+import type { Job, JobEvent, Metrics, Queue, User, Worker, WorkerProcess } from "../api/types";
 import type { Loaded } from "../views/types";
 
 export function loaded<T>(data: T): Loaded<T> {
   return { data, isPending: false, isError: false, error: null, isFetching: false, refetch: () => undefined };
 }
 
+/** What a user may do: everything, unless a test takes something away. */
+export const CAN_ALL: User["can"] = {
+  view: true,
+  create: true,
+  cancel: true,
+  retry: true,
+  rerun: true,
+  run_now: true,
+  delete: true,
+  change_queue: true,
+};
+
+/** A user who may only look. */
+export const CAN_VIEW: User["can"] = {
+  view: true,
+  create: false,
+  cancel: false,
+  retry: false,
+  rerun: false,
+  run_now: false,
+  delete: false,
+  change_queue: false,
+};
+
+/** An operator who may do everything (not staff); `can` merges into CAN_ALL. */
+export function user(extra: Omit<Partial<User>, "can"> & { can?: Partial<User["can"]> } = {}): User {
+  const { can, ...rest } = extra;
+  return {
+    id: 1,
+    username: "ops",
+    is_staff: false,
+    is_superuser: false,
+    permissions: [],
+    ...rest,
+    can: { ...CAN_ALL, ...can },
+  };
+}
+
+/** A job of the list as the API answers it: queued on default, never run. */
+export function job(id: number, extra: Partial<Job> = {}): Job {
+  return {
+    id,
+    type: "noop",
+    queue: "default",
+    status: "queued",
+    priority: 0,
+    attempts: 0,
+    max_attempts: 3,
+    available_at: "2026-01-01T00:00:00Z",
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    started_at: null,
+    finished_at: null,
+    locked_by: null,
+    lease_expires_at: null,
+    last_error: null,
+    idempotency_key: null,
+    progress_percent: null,
+    ...extra,
+  } as Job;
+}
+
+/** An event of job 1 (a running sleep), on worker host-1-0. */
+export function jobEvent(id: number, kind: string, extra: Partial<JobEvent> = {}): JobEvent {
+  return {
+    id,
+    job_id: 1,
+    job_type: "sleep",
+    job_status: "running",
+    kind: kind as JobEvent["kind"],
+    attempt: 1,
+    worker_id: "host-1-0",
+    message: "",
+    data: {},
+    created_at: "2026-01-01T12:00:00.250Z",
+    ...extra,
+  };
+}
+
+/** A queue with nothing in it and nothing set on it. */
+export function queue(name: string, extra: Partial<Queue> = {}): Queue {
+  return { name, paused: false, concurrency_limit: null, queued: 0, runnable: 0, running: 0, ...extra };
+}
+
+/** A process of the workers page: alive, beating every 2 s, running job #42 on its thread 3. */
+export function worker(extra: Partial<Worker> = {}): Worker {
+  return {
+    id: "vm-1-4242",
+    hostname: "vm-1",
+    pid: 4242,
+    supervisor_pid: 4240,
+    threads: 4,
+    queues: ["*"],
+    state: "alive",
+    started_at: new Date(Date.now() - 600_000).toISOString(),
+    heartbeat_at: new Date(Date.now() - 1_000).toISOString(),
+    heartbeat_age_seconds: 1,
+    heartbeat_interval_seconds: 2,
+    lost_in_seconds: 3.2,
+    rss_bytes: 70 * 2 ** 20,
+    jobs_done: 1200,
+    stuck_handlers: 0,
+    running_jobs: [
+      {
+        id: 42,
+        type: "send_email",
+        queue: "default",
+        worker_id: "vm-1-4242-3",
+        started_at: null,
+        progress_percent: null,
+      },
+    ],
+    ...extra,
+  };
+}
+
+/** A process as the overview's metrics list it. */
 export function workerProcess(extra: Partial<WorkerProcess> = {}): WorkerProcess {
   return {
     id: "vm-4242",

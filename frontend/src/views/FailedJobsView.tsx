@@ -5,22 +5,22 @@
  */
 import { Link } from "react-router";
 import type { Job, JobPage, User } from "../api/types";
-import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
+import { BulkActions } from "../components/BulkActions";
+import { type FilterValues, JobFilters } from "../components/JobFilters";
 import { Notice } from "../components/Notice";
-import { Pager } from "../components/Pager";
 import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
 import { Attempts } from "../components/Progress";
-import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
+import { Empty, LiveIndicator } from "../components/States";
 import type { Notice as NoticeText } from "../lib/jobView";
 import { formatRelative, useNow } from "../lib/time";
 import type { Selection } from "../lib/useSelection";
-import type { ListPlace } from "./JobsView";
+import { JobListBody, type ListPlace, type ListTools } from "./JobsView";
 import type { Loaded } from "./types";
 
 export function FailedJobsView({
   jobs,
-  place: { values, setValues, page, pageSize, setPage, setPageSize },
+  place,
+  tools,
   filters,
   refused,
   pastEnd,
@@ -33,6 +33,7 @@ export function FailedJobsView({
 }: {
   jobs: Loaded<JobPage>;
   place: ListPlace;
+  tools: ListTools;
   /** The filters as sent: the address's, status failed. */
   filters: FilterValues;
   refused: { field: string }[] | null;
@@ -45,6 +46,7 @@ export function FailedJobsView({
   retrying: number | undefined;
   onRetry: (id: number) => void;
 }) {
+  const { values, setValues } = place;
   const rows = refused ? [] : (jobs.data?.results ?? []);
   const canBulk = user.can.retry || user.can.delete;
   return (
@@ -61,52 +63,44 @@ export function FailedJobsView({
         <JobFilters
           values={values}
           onChange={setValues}
+          choices={tools.choices}
           fixed={["status", "state"]}
           invalid={refused?.map((p) => p.field)}
         />
         {canBulk && jobs.data && !refused && (
           // Failed jobs cannot be cancelled: this bar retries and deletes.
           <BulkActions
+            run={tools.bulk}
             rows={rows}
-            selected={selection.selected}
-            onSelect={selection.setSelected}
-            allMatching={selection.allMatching}
-            onAllMatching={selection.setAllMatching}
+            selection={selection}
             matching={jobs.data.count}
-            filter={toActionFilter(filters)}
-            matchingAllowed={!filters.concurrency_key}
+            values={filters}
             can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
             onOutcome={setNotice}
           />
         )}
-        {jobs.isPending ? (
-          <Loading rows={6} />
-        ) : pastEnd ? (
-          <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>
-              Go to the first page
-            </button>
-          </Empty>
-        ) : refused ? (
-          <FilterProblem error={jobs.error} values={values} onChange={setValues} fixed={["status"]} />
-        ) : jobs.isError && !jobs.data ? (
-          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
-        ) : rows.length === 0 ? (
-          <Empty title={values.type ? `No failed ${values.type} jobs` : "No failed jobs"}>
-            Nothing is waiting in the dead letter.
-          </Empty>
-        ) : (
-          <>
+        <JobListBody
+          jobs={jobs}
+          place={place}
+          refused={refused}
+          pastEnd={pastEnd}
+          fixed={["status"]}
+          empty={
+            <Empty title={values.type ? `No failed ${values.type} jobs` : "No failed jobs"}>
+              Nothing is waiting in the dead letter.
+            </Empty>
+          }
+        >
+          {(shown) => (
             <FailedTable
-              rows={rows}
+              rows={shown}
               selection={canBulk ? selection : undefined}
               canRetry={user.can.retry}
               retrying={retrying}
               onRetry={onRetry}
             />
-            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
-          </>
-        )}
+          )}
+        </JobListBody>
       </section>
     </>
   );

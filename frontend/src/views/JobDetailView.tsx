@@ -1,12 +1,12 @@
 /**
- * The job page as the route (pages/JobDetailPage.tsx) loaded it: the title row and its actions,
- * then one panel per concern. Each panel is a component of its own; adding one is one line here.
+ * The job page as the route (pages/JobDetailPage.tsx) loaded it: the title row and its actions
+ * (panels/JobHead.tsx, which the route renders: its actions are mutations), then one panel per
+ * concern. Each panel is a component of its own; adding one is one line here.
  */
 import type { ReactNode } from "react";
 import type { JobDetail, JobEvent } from "../api/types";
 import { ConcurrencyKey } from "../components/ConcurrencyKey";
 import { EventsTimeline } from "../components/EventsTimeline";
-import { type CreatedState, JobHead } from "../components/JobHead";
 import { JobDependencies } from "../components/JobDependencies";
 import { AllFields, AttemptsPanel, LastErrorPanel, LeasePanel, RunFacts } from "../components/JobPanels";
 import { NextAttempt } from "../components/NextAttempt";
@@ -28,14 +28,13 @@ export type TimelineState = {
 
 export function JobDetailView({
   job,
-  created,
-  live,
+  head,
   refreshError,
   timeline,
 }: {
   job: JobDetail;
-  created: CreatedState;
-  live: ReactNode;
+  /** The title row, its actions and their outcomes. */
+  head: ReactNode;
   /** The last refresh failed: the page shows the last known state. */
   refreshError: unknown;
   timeline: TimelineState;
@@ -43,7 +42,7 @@ export function JobDetailView({
   const progress = currentProgress(job, timeline.events);
   return (
     <>
-      <JobHead job={job} created={created} live={live} />
+      {head}
       {refreshError ? (
         <ErrorState error={refreshError} title="Showing the last known state; refreshing failed" />
       ) : null}

@@ -3,28 +3,17 @@ import { MemoryRouter } from "react-router";
 import { describe, expect, it } from "vitest";
 import type { Job } from "../api/types";
 import { expectCardLabels } from "../test/cards";
+import { job as factoryJob } from "../test/factories";
 import { FailedTable } from "./FailedJobsView";
 import { JobTable } from "./JobsView";
 
-const job = (id: number, extra: Partial<Job>): Job =>
-  ({
-    id,
+const job = (id: number, extra: Partial<Job>) =>
+  factoryJob(id, {
     type: "report_generate",
-    queue: "default",
-    status: "queued",
-    priority: 0,
-    attempts: 0,
-    max_attempts: 3,
-    last_error: null,
-    locked_by: null,
-    lease_expires_at: null,
-    progress_percent: null,
-    idempotency_key: null,
     created_at: "2026-12-01T09:00:00Z",
     available_at: "2026-12-01T09:00:00Z",
-    finished_at: null,
     ...extra,
-  }) as Job;
+  });
 
 const rows = [
   job(1, { status: "running", attempts: 1, locked_by: "vm-1-42-0", lease_expires_at: "2099-01-01T00:00:00Z" }),

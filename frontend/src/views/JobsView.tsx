@@ -3,14 +3,15 @@
  * table and the pager. On a phone each row is a card (styles.css, `table.cards`): the id, type,
  * status and time first, the other columns folded under them with their names.
  */
+import type { ReactNode } from "react";
 import { Link } from "react-router";
 import type { Job, JobPage, User } from "../api/types";
-import { BulkActions, toActionFilter } from "../components/BulkActions";
-import { FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
+import { BulkActions, type BulkRun } from "../components/BulkActions";
+import { type FilterChoices, FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
 import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
-import { Attempts } from "../components/Progress";
+import { Attempts, MiniProgress } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
 import { formatRelative, useNow } from "../lib/time";
@@ -27,9 +28,13 @@ export type ListPlace = {
   setPageSize: (size: number) => void;
 };
 
+/** What the route hands a job list beside its rows: the filters' choices and the bulk actions. */
+export type ListTools = { choices: FilterChoices; bulk: BulkRun };
+
 export function JobsView({
   jobs,
-  place: { values, setValues, page, pageSize, setPage, setPageSize },
+  place,
+  tools,
   refused,
   pastEnd,
   selection,
@@ -38,6 +43,7 @@ export function JobsView({
 }: {
   jobs: Loaded<JobPage>;
   place: ListPlace;
+  tools: ListTools;
   /** The filters the API refused (?status=bogus), or null. */
   refused: { field: string }[] | null;
   /** A page past the end of the list was asked for. */
@@ -47,6 +53,7 @@ export function JobsView({
   /** The job just deleted from its page, which came back here. */
   deleted?: number;
 }) {
+  const { values, setValues } = place;
   const canBulk = user.can.cancel || user.can.retry || user.can.delete;
   return (
     <>
@@ -70,7 +77,12 @@ export function JobsView({
         </div>
       )}
       <section className="panel">
-        <JobFilters values={values} onChange={setValues} invalid={refused?.map((p) => p.field)} />
+        <JobFilters
+          values={values}
+          onChange={setValues}
+          choices={tools.choices}
+          invalid={refused?.map((p) => p.field)}
+        />
         {values.schedule && (
           <div className="notice" role="status" data-testid="schedule-filter">
             Jobs enqueued by the periodic schedule <strong>{values.schedule}</strong>.{" "}
@@ -81,46 +93,78 @@ export function JobsView({
         )}
         {canBulk && !refused && jobs.data && (
           <BulkActions
+            run={tools.bulk}
             rows={jobs.data!.results}
-            selected={selection.selected}
-            onSelect={selection.setSelected}
-            allMatching={selection.allMatching}
-            onAllMatching={selection.setAllMatching}
+            selection={selection}
             matching={jobs.data!.count}
-            filter={toActionFilter(values)}
-            matchingAllowed={!values.concurrency_key}
+            values={values}
             can={user.can}
           />
         )}
-        {jobs.isPending ? (
-          <Loading rows={6} />
-        ) : pastEnd ? (
-          <Empty title="This page is past the end of the list">
-            <button type="button" onClick={() => setPage(1)}>
-              Go to the first page
-            </button>
-          </Empty>
-        ) : refused ? (
-          <FilterProblem error={jobs.error} values={values} onChange={setValues} />
-        ) : jobs.isError && !jobs.data ? (
-          <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
-        ) : jobs.data!.results.length === 0 ? (
-          <Empty title="No jobs match">
-            Change or clear the filters
-            {user.can.create ? (
-              <>
-                , or <Link to="/jobs/new">create a job</Link>
-              </>
-            ) : null}
-            .
-          </Empty>
-        ) : (
-          <>
-            <JobTable jobs={jobs.data!.results} selection={canBulk ? selection : undefined} />
-            <Pager page={page} count={jobs.data!.count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
-          </>
-        )}
+        <JobListBody
+          jobs={jobs}
+          place={place}
+          refused={refused}
+          pastEnd={pastEnd}
+          empty={
+            <Empty title="No jobs match">
+              Change or clear the filters
+              {user.can.create ? (
+                <>
+                  , or <Link to="/jobs/new">create a job</Link>
+                </>
+              ) : null}
+              .
+            </Empty>
+          }
+        >
+          {(rows) => <JobTable jobs={rows} selection={canBulk ? selection : undefined} />}
+        </JobListBody>
       </section>
+    </>
+  );
+}
+
+/**
+ * A job list's body under its filters: loading, a page past the end, the filters the API
+ * refused (with a way out; `fixed` ones are kept), an error, nothing matching (`empty`), or the
+ * rows (`children`) and the pager.
+ */
+export function JobListBody({
+  jobs,
+  place: { values, setValues, page, pageSize, setPage, setPageSize },
+  refused,
+  pastEnd,
+  fixed,
+  empty,
+  children,
+}: {
+  jobs: Loaded<JobPage>;
+  place: ListPlace;
+  refused: { field: string }[] | null;
+  pastEnd: boolean;
+  fixed?: (keyof FilterValues)[];
+  empty: ReactNode;
+  children: (rows: Job[]) => ReactNode;
+}) {
+  if (jobs.isPending) return <Loading rows={6} />;
+  if (pastEnd) {
+    return (
+      <Empty title="This page is past the end of the list">
+        <button type="button" onClick={() => setPage(1)}>
+          Go to the first page
+        </button>
+      </Empty>
+    );
+  }
+  if (refused) return <FilterProblem error={jobs.error} values={values} onChange={setValues} fixed={fixed} />;
+  if (jobs.isError && !jobs.data) return <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />;
+  const { results, count } = jobs.data!;
+  if (results.length === 0) return empty;
+  return (
+    <>
+      {children(results)}
+      <Pager page={page} count={count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
     </>
   );
 }
@@ -158,16 +202,7 @@ export function JobTable({ jobs, selection }: { jobs: Job[]; selection?: Selecti
               <td className="card-status">
                 <StatusBadge job={job} now={now} />
                 {job.status === "running" && job.progress_percent !== null && (
-                  <span
-                    className="progress mini-progress"
-                    role="progressbar"
-                    aria-valuemin={0}
-                    aria-valuemax={100}
-                    aria-valuenow={job.progress_percent}
-                    aria-label={`Job ${job.id}: ${job.progress_percent}% done`}
-                  >
-                    <span style={{ width: `${job.progress_percent}%` }} />
-                  </span>
+                  <MiniProgress id={job.id} percent={job.progress_percent} />
                 )}
                 {job.status === "queued" && Date.parse(job.available_at) > now && (
                   <div className="sub">runs {formatRelative(job.available_at, now)}</div>

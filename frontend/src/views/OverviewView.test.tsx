@@ -1,13 +1,10 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ActivityFeed } from "../api/events";
 import { loaded, metrics, workerProcess } from "../test/factories";
 import { expectCardLabels } from "../test/cards";
 import { OverviewView } from "./OverviewView";
-
-afterEach(() => vi.unstubAllGlobals());
 
 const job = (id: number, worker_id: string, progress_percent: number | null = null) => ({
   id,
@@ -17,19 +14,18 @@ const job = (id: number, worker_id: string, progress_percent: number | null = nu
   progress_percent,
 });
 
+/** The view alone: it renders what it is given, and asks nothing of the API. */
 function renderOverview(m: ReturnType<typeof metrics>) {
-  // The throughput and queues panels load their own data: not this test's subject.
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async () => new Response("{}", { status: 503 })),
-  );
   const feed: ActivityFeed = { events: [], after: null } as unknown as ActivityFeed;
   render(
-    <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-      <MemoryRouter>
-        <OverviewView metrics={loaded(m)} activity={loaded(feed)} canChangeQueues={false} />
-      </MemoryRouter>
-    </QueryClientProvider>,
+    <MemoryRouter>
+      <OverviewView
+        metrics={loaded(m)}
+        activity={loaded(feed)}
+        queues={{ list: loaded([]), toggle: null }}
+        throughput={<section data-testid="throughput-slot" />}
+      />
+    </MemoryRouter>,
   );
 }
 

@@ -1,20 +1,22 @@
 /**
- * The overview as its route (pages/OverviewPage.tsx) loaded it: the counts, throughput, the
- * finished jobs and run times, the queued by priority, the queues, the workers and the recent
- * activity (tables are cards on a phone).
+ * The overview as its route (pages/OverviewPage.tsx) loaded it: the counts, throughput (the
+ * route's panel, with its own filters), the finished jobs and run times, the queued by priority,
+ * the queues, the workers and the recent activity (tables are cards on a phone).
  */
+import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { ActivityFeed } from "../api/events";
-import type { Metrics } from "../api/types";
+import type { QueueAction } from "../api/queues";
+import type { Metrics, Queue } from "../api/types";
 import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { QueuesPanel } from "../components/QueuesPanel";
-import { ThroughputPanel } from "../components/ThroughputPanel";
+import { MiniProgress } from "../components/Progress";
 import { StatusPill } from "../components/StatusBadge";
 import { placeJobs } from "../lib/workers";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
-import type { Loaded } from "./types";
+import type { Loaded, Mutation } from "./types";
 
 // The stylesheet's tokens, so the charts follow the light or dark theme.
 const COLORS = { failed: "var(--failed)", queued: "var(--queued)" };
@@ -28,12 +30,14 @@ const TOOLTIP = {
 export function OverviewView({
   metrics,
   activity,
-  canChangeQueues,
+  queues,
+  throughput,
 }: {
   metrics: Loaded<Metrics>;
   activity: Loaded<ActivityFeed>;
-  /** Pause and resume from the queues panel need change_job (can.cancel). */
-  canChangeQueues: boolean;
+  queues: OverviewQueues;
+  /** The throughput chart. */
+  throughput: ReactNode;
 }) {
   return (
     <>
@@ -54,19 +58,24 @@ export function OverviewView({
       ) : metrics.isError && !metrics.data ? (
         <ErrorState error={metrics.error} onRetry={() => void metrics.refetch()} />
       ) : (
-        <MetricsView m={metrics.data!} canChangeQueues={canChangeQueues} activity={activity} />
+        <MetricsView m={metrics.data!} queues={queues} throughput={throughput} activity={activity} />
       )}
     </>
   );
 }
 
+/** The queues panel's list, and its pause and resume (null: the user may not). */
+export type OverviewQueues = { list: Loaded<Queue[]>; toggle: Mutation<QueueAction> | null };
+
 function MetricsView({
   m,
-  canChangeQueues,
+  queues,
+  throughput,
   activity,
 }: {
   m: Metrics;
-  canChangeQueues: boolean;
+  queues: OverviewQueues;
+  throughput: ReactNode;
   activity: Loaded<ActivityFeed>;
 }) {
   const c = m.counts_by_status;
@@ -131,7 +140,7 @@ function MetricsView({
       </section>
 
       <div className="grid grid-2" style={{ marginBottom: 14 }}>
-        <ThroughputPanel />
+        {throughput}
         <section className="panel" aria-labelledby="finished-title">
           <header>
             <h2 id="finished-title">Finished and run time</h2>
@@ -208,7 +217,7 @@ function MetricsView({
             </div>
           )}
         </section>
-        <QueuesPanel canChange={canChangeQueues} maxDepth={m.queued.max_depth} />
+        <QueuesPanel queues={queues.list} toggle={queues.toggle} maxDepth={m.queued.max_depth} />
       </div>
 
       <section className="panel" aria-labelledby="workers-title" style={{ marginBottom: 14 }}>
@@ -337,16 +346,7 @@ function WorkersTable({ m }: { m: Metrics }) {
                           {!lost && <> · {j.started_at ? formatDuration(now - Date.parse(j.started_at)) : "—"}</>}
                         </span>
                         {!lost && j.progress_percent !== null && (
-                          <span
-                            className="progress mini-progress"
-                            role="progressbar"
-                            aria-valuemin={0}
-                            aria-valuemax={100}
-                            aria-valuenow={j.progress_percent}
-                            aria-label={`Job ${j.id}: ${j.progress_percent}% done`}
-                          >
-                            <span style={{ width: `${j.progress_percent}%` }} />
-                          </span>
+                          <MiniProgress id={j.id} percent={j.progress_percent} />
                         )}
                       </div>
                     ))

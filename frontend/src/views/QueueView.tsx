@@ -1,14 +1,13 @@
 /**
  * A queue's page as its route (pages/QueuePage.tsx) loaded it: its jobs by status (each a link
  * to the filtered list), pause and resume, its concurrency limit (editable with
- * change_queuesetting), throughput and its workers (cards on a phone).
+ * change_queuesetting), throughput (the route's panel) and its workers (cards on a phone).
  */
-import { useState } from "react";
+import { type ReactNode, useState } from "react";
 import { Link } from "react-router";
 import { isApiError } from "../api/client";
 import type { QueueDetail } from "../api/types";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
-import { ThroughputPanel } from "../components/ThroughputPanel";
 import { STATUSES } from "../lib/statuses";
 import { formatRelative, useNow } from "../lib/time";
 import type { Loaded } from "./types";
@@ -48,12 +47,15 @@ export function QueueView({
   can,
   toggle,
   limit,
+  throughput,
 }: {
   name: string;
   detail: Loaded<QueueDetail>;
   can: QueueCan;
   toggle: QueueToggle;
   limit: LimitSave;
+  /** The queue's throughput chart. */
+  throughput: ReactNode;
 }) {
   return (
     <>
@@ -84,7 +86,7 @@ export function QueueView({
           <ErrorState error={detail.error} onRetry={() => void detail.refetch()} />
         )
       ) : (
-        <QueueBody q={detail.data!} can={can} toggle={toggle} limit={limit} />
+        <QueueBody q={detail.data!} can={can} toggle={toggle} limit={limit} throughput={throughput} />
       )}
     </>
   );
@@ -95,11 +97,13 @@ function QueueBody({
   can,
   toggle,
   limit,
+  throughput,
 }: {
   q: QueueDetail;
   can: QueueCan;
   toggle: QueueToggle;
   limit: LimitSave;
+  throughput: ReactNode;
 }) {
   return (
     <>
@@ -166,7 +170,7 @@ function QueueBody({
             </dd>
           </dl>
         </section>
-        <ThroughputPanel queue={q.name} />
+        {throughput}
       </div>
 
       <section className="panel" aria-labelledby="queue-workers-title">

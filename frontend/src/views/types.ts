@@ -11,3 +11,15 @@ export type Loaded<T> = {
   isFetching: boolean;
   refetch: () => unknown;
 };
+
+/**
+ * What a view needs of a mutation its route runs: start it, and how the latest one went. A
+ * TanStack Query mutation result is one.
+ */
+export type Mutation<V> = {
+  mutate: (variables: V) => void;
+  isPending: boolean;
+  /** What the latest one was asked. */
+  variables: V | undefined;
+  error: Error | null;
+};

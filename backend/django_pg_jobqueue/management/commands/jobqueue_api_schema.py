@@ -1,5 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from django_pg_jobqueue.api.openapi import SchemaWarnings, render_schema
+
 
 class Command(BaseCommand):
     help = ("Write the job queue API's OpenAPI schema, as <prefix>schema/ serves it: the API's "
@@ -16,8 +18,6 @@ class Command(BaseCommand):
                             help="Fail if drf-spectacular warns while generating it.")
 
     def handle(self, *args, **options):
-        from django_pg_jobqueue.api.openapi import SchemaWarnings, render_schema
-
         try:
             output = render_schema(fmt=options["format"], validate=options["validate"],
                                    fail_on_warn=options["fail_on_warn"],

@@ -4,6 +4,7 @@ from django.db import DatabaseError
 from django_pg_jobqueue import sql
 from django_pg_jobqueue.db import queue_connection
 from django_pg_jobqueue.metrics import OUTCOMES, snapshot
+from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.states import Status
 
 
@@ -87,8 +88,6 @@ class Command(BaseCommand):
 def _type_limits() -> list[str]:
     """@handler(concurrency=N) and @task_options(concurrency=N), when the registry knows them
     (the engine's per-type limits)."""
-    from django_pg_jobqueue.registry import registry
-
     return [f"{name}={n}" for name, n in sorted(registry.type_limits().items())]
 
 

@@ -7,9 +7,10 @@ import { type LastAction, actionNotice, createdNotice } from "../lib/jobView";
 import { cameFrom } from "../lib/cameFrom";
 import { useNow } from "../lib/time";
 import { useUser } from "../lib/useUser";
-import { InlineConfirm } from "./Confirm";
-import { Notice } from "./Notice";
-import { StatusBadge } from "./StatusBadge";
+import { InlineConfirm } from "../components/Confirm";
+import { JobEditBar } from "../components/JobEditBar";
+import { Notice } from "../components/Notice";
+import { StatusBadge } from "../components/StatusBadge";
 
 /** What the create form hands the job page in the router's state. */
 export type CreatedState = { created?: boolean; replayed?: boolean; rerunOf?: number };
@@ -29,6 +30,9 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
   const cancelButton = useRef<HTMLButtonElement>(null);
   const remove = useMutation(jobMutations.delete(queryClient));
   const rerun = useMutation(jobMutations.rerun(queryClient));
+  const runNow = useMutation(jobMutations.runNow(queryClient));
+  const edit = useMutation(jobMutations.edit(queryClient));
+  const [editing, setEditing] = useState(false);
   const [confirmingDelete, setConfirmingDelete] = useState(false);
   const deleteButton = useRef<HTMLButtonElement>(null);
   const navigate = useNavigate();
@@ -48,6 +52,9 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
       : { verb: last.verb, answer: last.m.data, error: last.m.error ?? undefined };
   const outcome = actionNotice(action, job);
   const now = useNow(1000);
+  // A job that has not started may change (priority, run time) and, if delayed, run now.
+  const notStarted = job.status === "queued" || job.status === "waiting";
+  const delayed = notStarted && Date.parse(job.available_at) > now;
   const welcome = createdNotice(created, job, now);
   const doCancel = () => {
     setConfirming(false);
@@ -116,6 +123,29 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
               {rerun.isPending ? "Re-running…" : "Re-run"}
             </button>
           )}
+          {user.can.run_now && delayed && (
+            <button
+              type="button"
+              disabled={runNow.isPending}
+              title="Make this delayed job runnable now"
+              onClick={() => runNow.mutate(job.id)}
+            >
+              {runNow.isPending ? "Starting…" : "Run now"}
+            </button>
+          )}
+          {user.can.run_now && notStarted && (
+            <button
+              type="button"
+              aria-expanded={editing}
+              title="Change its priority or its run time"
+              onClick={() => {
+                edit.reset();
+                setEditing(!editing);
+              }}
+            >
+              Edit
+            </button>
+          )}
           {user.can.delete && isFinished(job) && (
             <button
               ref={deleteButton}
@@ -150,6 +180,20 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
             onKeep={() => setConfirmingDelete(false)}
             returnFocus={deleteButton}
           />
+        </div>
+      )}
+      {editing && notStarted && (
+        <JobEditBar
+          job={job}
+          busy={edit.isPending}
+          error={edit.isError ? (edit.error as Error).message : null}
+          onSave={(body) => edit.mutate({ id: job.id, body }, { onSuccess: () => setEditing(false) })}
+          onClose={() => setEditing(false)}
+        />
+      )}
+      {runNow.isError && (
+        <div className="notice error" role="alert" data-testid="run-now-outcome">
+          Could not run job #{job.id} now: {(runNow.error as Error).message}
         </div>
       )}
       {rerun.isError && (

@@ -9,19 +9,19 @@ API's help text) and the event kinds it records.
 Read by:
 - services/bulk_actions.py: an action on many jobs (POST /api/v1/jobs/actions/);
 - api/permissions.py: the permission each action needs, for one job and for many;
-- api/serializers.py: the bulk action's choices and the user's `can` flags;
+- api/jobs/actions.py: the bulk action's choices; api/auth.py: the user's `can` flags;
 - admin.py: an admin action per entry.
 
 Adding an action is one entry here (and its service); a single-job endpoint
-(POST /api/v1/jobs/{id}/<name>/) is a three-line `@action` in api/views.py that calls it.
+(POST /api/v1/jobs/{id}/<name>/) is a three-line `@action` in api/jobs/views.py that calls it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .services import deleting, operations, rerunning
-from .states import EventKind
+from ..states import EventKind
+from . import deleting, operations, rerunning
 
 APP = "django_pg_jobqueue"
 
@@ -57,6 +57,10 @@ ACTIONS: dict[str, JobAction] = {a.name: a for a in (
     JobAction("rerun", rerunning.rerun, "change_job",
               "Re-run the selected succeeded jobs (each as a new copy)", "Re-ran (as new copies)",
               "succeeded jobs (each enqueued again as a new job)", ()),
+    JobAction("run_now", operations.run_now, "change_job",
+              "Run the selected delayed jobs now", "Made runnable now",
+              "queued or waiting jobs (a delayed one runs at once; a due one is left as it is)",
+              (EventKind.EDITED,)),
     JobAction("delete", deleting.delete, "delete_job",
               "Delete the selected finished jobs (with their events)", "Deleted",
               "finished jobs: succeeded, failed or cancelled", ()),

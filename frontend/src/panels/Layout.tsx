@@ -7,7 +7,7 @@ import { queuesOptions } from "../api/queues";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
 import { useRememberWhereFrom } from "../lib/cameFrom";
-import { RefreshControl, ThemeControl } from "./Controls";
+import { RefreshControl, ThemeControl } from "../components/Controls";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
@@ -73,9 +73,11 @@ export function Layout({ user }: { user: User }) {
           <NavLink to="/schedules">Periodic jobs</NavLink>
           <NavLink to="/workers">Workers</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
+          <NavLink to="/queues" end title="Every queue: what it holds and runs, its limit, paused or not">
+            Queues
+          </NavLink>
           {(queues.data ?? []).length > 0 && (
             <div className="nav-group">
-              <span className="nav-heading">Queues</span>
               {queues.data!.map((q) => (
                 <NavLink key={q.name} to={`/queues/${encodeURIComponent(q.name)}`} title={`Queue ${q.name}`}>
                   <span className="truncate">{q.name}</span>

@@ -5,7 +5,8 @@ import { jobTypesOptions } from "../api/jobTypes";
 import { throughputOptions } from "../api/metrics";
 import { queuesOptions } from "../api/queues";
 import type { Throughput, ThroughputRange } from "../api/types";
-import { Empty, ErrorState, Loading } from "./States";
+import { FilterSelect } from "../components/JobFilters";
+import { Empty, ErrorState, Loading } from "../components/States";
 
 // The stylesheet's tokens, so the chart follows the light or dark theme.
 const GRID = "var(--chart-grid)";
@@ -74,29 +75,21 @@ export function ThroughputPanel({ queue: fixedQueue }: { queue?: string }) {
       </header>
       <div className="filters" style={{ marginBottom: 8 }}>
         {fixedQueue === undefined && (
-          <div className="field">
-            <label htmlFor="tp-queue">Queue</label>
-            <select id="tp-queue" value={queue} onChange={(e) => setQueue(e.target.value)}>
-              <option value="">Any</option>
-              {(queues.data ?? []).map((q) => (
-                <option key={q.name} value={q.name}>
-                  {q.name}
-                </option>
-              ))}
-            </select>
-          </div>
+          <FilterSelect
+            id="tp-queue"
+            label="Queue"
+            value={queue}
+            choices={(queues.data ?? []).map((q) => q.name)}
+            onChange={setQueue}
+          />
         )}
-        <div className="field">
-          <label htmlFor="tp-type">Type</label>
-          <select id="tp-type" value={type} onChange={(e) => setType(e.target.value)}>
-            <option value="">Any</option>
-            {(types.data ?? []).map((t) => (
-              <option key={t.name} value={t.name}>
-                {t.name}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          id="tp-type"
+          label="Type"
+          value={type}
+          choices={(types.data ?? []).map((t) => t.name)}
+          onChange={setType}
+        />
       </div>
       {data.isPending ? (
         <Loading />

@@ -1,19 +1,11 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen } from "@testing-library/react";
-import { MemoryRouter } from "react-router";
+import { screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { App } from "../App";
-import type { User } from "../api/types";
 import { CONFIG_ELEMENT_ID, resetRuntimeConfig } from "../config";
+import { queue, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
 
-const staff: User = {
-  id: 1,
-  username: "ops",
-  is_staff: true,
-  is_superuser: false,
-  permissions: [],
-  can: { view: true, create: true, cancel: true, retry: true, rerun: true, delete: true, change_queue: true },
-};
+const staff = user({ is_staff: true });
 
 function renderMounted(config: object, at: string) {
   const el = document.createElement("script");
@@ -28,17 +20,11 @@ function renderMounted(config: object, at: string) {
     vi.fn(async (url: string) => {
       requested.push(url);
       if (url.endsWith("auth/me/")) return new Response(JSON.stringify(staff), { status: 200 });
+      if (url.endsWith("/queues/")) return new Response(JSON.stringify([queue("emails")]), { status: 200 });
       return new Response(JSON.stringify({ detail: "Not found." }), { status: 404 });
     }),
   );
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter basename="/ops/queue/" initialEntries={[at]}>
-        <App />
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  renderWithClient(<App />, { basename: "/ops/queue/", at });
   return requested;
 }
 
@@ -57,6 +43,8 @@ describe("the dashboard mounted under a prefix", () => {
     expect(await screen.findByText(/not a page of the dashboard/)).toBeInTheDocument();
     expect(screen.getByRole("link", { name: "Jobs" })).toHaveAttribute("href", "/ops/queue/jobs");
     expect(screen.getByRole("link", { name: "Overview" })).toHaveAttribute("href", "/ops/queue/");
+    expect(screen.getByRole("link", { name: "Queues" })).toHaveAttribute("href", "/ops/queue/queues");
+    expect(await screen.findByRole("link", { name: "emails" })).toHaveAttribute("href", "/ops/queue/queues/emails");
     expect(screen.getByRole("link", { name: "API docs" })).toHaveAttribute("href", "/ops/queue-api/docs/");
     // A staff user, but the host has no admin mounted: no dead link.
     expect(screen.queryByRole("link", { name: "Admin" })).toBeNull();

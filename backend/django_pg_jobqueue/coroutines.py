@@ -35,7 +35,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
-from ..exceptions import JobCancelled
+from .exceptions import JobCancelled
 
 # How often a running coroutine's stop flag is looked at: the longest a cancel, a timeout or
 # a shutdown waits before the coroutine is cancelled (it costs nothing while the task runs).

@@ -1,0 +1,169 @@
+"""JobViewSet: /api/v1/jobs/. Each action validates, calls one service or selector, and
+serializes; the exception handler (api/exceptions.py) turns domain errors into
+404/409/400/503. Enqueueing (POST jobs/, jobs/bulk/) is jobs/enqueue.py's, the dead letter's
+retry (POST jobs/retry/) jobs/retry.py's; bulk actions are their own view (jobs/actions.py)."""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_view
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from ... import selectors, services
+from ...exceptions import JobNotFound
+from ...services.deleting import delete as delete_job
+from ..base import JobQueueGenericViewSet, JobQueueOrderingFilter
+from ..events import EVENT_EXAMPLE, EVENT_PARAMS, EventPageSerializer, events_query
+from ..filters import JobFilter, JobFilterBackend
+from ..permissions import ACTION_PERMISSIONS, ADD, VIEW, JobPermission
+from ..schema import JOB_ID, errors, extend_schema
+from .enqueue import JobEnqueueMixin
+from .retry import JobRetryMatchingMixin
+from .serializers import JobDetailSerializer, JobEditSerializer, JobSerializer
+
+
+def _job_id(value) -> int:
+    job_id = selectors.parse_job_id(value)
+    if job_id is None:
+        raise JobNotFound(value)
+    return job_id
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List jobs", tags=["jobs"],
+        description="Filtered, ordered and paginated. `ordering` takes one of the listed "
+                    "fields, `-` for descending (default `-id`, newest first).",
+        responses={200: JobSerializer(many=True), **errors(400, 401, 403, 404, 503)},
+    ),
+    retrieve=extend_schema(
+        summary="One job, with every field and its latest 50 events", tags=["jobs"],
+        parameters=[JOB_ID],
+        responses={200: JobDetailSerializer, **errors(401, 403, 404, 503)},
+    ),
+)
+class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
+                 JobQueueGenericViewSet):
+    permission_classes = [JobPermission]
+    job_permissions = {"list": VIEW, "retrieve": VIEW, "events": VIEW, "create": ADD, "bulk": ADD,
+                       "cancel": ACTION_PERMISSIONS["cancel"],
+                       "retry": ACTION_PERMISSIONS["retry"],
+                       "rerun": ACTION_PERMISSIONS["rerun"],
+                       "run_now": ACTION_PERMISSIONS["run_now"],
+                       "partial_update": ACTION_PERMISSIONS["run_now"],
+                       "retry_matching": ACTION_PERMISSIONS["retry"],
+                       "destroy": ACTION_PERMISSIONS["delete"]}
+    serializer_class = JobSerializer
+    filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
+    filterset_class = JobFilter
+    ordering_fields = ["id", "created_at", "updated_at", "available_at", "finished_at",
+                       "priority", "attempts", "status", "type", "queue"]
+    ordering = ["-id"]
+    # The URL's `{id}`: DRF's `pk` would be published as `{id}` only while the host keeps
+    # SCHEMA_COERCE_PATH_PK on (DRF's default).
+    lookup_url_kwarg = "id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.job_list()
+
+    def retrieve(self, request, id=None):
+        detail = selectors.job_detail(_job_id(id))
+        detail.job.latest_events = detail.events
+        detail.job.dependencies = detail.dependencies
+        detail.job.dependants = detail.dependants
+        return Response(JobDetailSerializer(detail.job).data)
+
+    @extend_schema(
+        summary="Delete a finished job and its events", tags=["jobs"], parameters=[JOB_ID],
+        description="Succeeded, failed and cancelled jobs only: 409 (`invalid_transition`, "
+                    "with the job's `status`) for a queued or running one, which must be "
+                    "cancelled first. Its events go with it. Needs delete_job.",
+        responses={204: OpenApiResponse(description="Deleted."), **errors(401, 403, 404, 409, 503)},
+    )
+    def destroy(self, request, id=None):
+        delete_job(_job_id(id), actor=request.user.get_username())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Cancel a job", tags=["jobs"], request=None, parameters=[JOB_ID],
+        description="A queued job is cancelled at once; a running one is asked to stop "
+                    "(`cancel_requested_at`) and ends cancelled when its handler stops. "
+                    "409 when it already finished.",
+        responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, id=None):
+        job = services.cancel(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Retry a failed or cancelled job", tags=["jobs"], request=None, parameters=[JOB_ID],
+        description="Back to queued, runnable now; attempts already spent stay counted (one more "
+                    "is allowed if none is left). 409 for any other status.",
+        responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def retry(self, request, id=None):
+        job = services.retry(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Re-run a succeeded job, as a new copy", tags=["jobs"], request=None,
+        parameters=[JOB_ID],
+        description="Enqueues a new job with the original's type, payload, queue, priority, "
+                    "max_attempts and timeout (not its idempotency key) and returns it (201); "
+                    "the original stays as it was, with its result and history. The copy's "
+                    "`created` event names the original (`data.rerun_of`). Each request makes "
+                    "one copy. 409 (`invalid_transition`) for a job that did not succeed: "
+                    "retry a failed or cancelled one. 400 when the type has no handler any "
+                    "more. Needs change_job.",
+        responses={201: JobSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, id=None):
+        job = services.rerun(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Change a job that has not started: its priority, its run time", tags=["jobs"],
+        parameters=[JOB_ID], request=JobEditSerializer,
+        description="A queued or waiting job only: 409 (`invalid_transition`, with the job's "
+                    "`status`) once a worker claimed it or it finished. Fields left out (or "
+                    "null) stay as they are; at least one is needed. The job's `edited` event "
+                    "records what changed, old and new, and who changed it. A job made "
+                    "runnable now wakes idle workers. Needs change_job.",
+        responses={200: JobSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    def partial_update(self, request, id=None):
+        serializer = JobEditSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = services.edit(_job_id(id), **serializer.validated_data,
+                            actor=request.user.get_username(), from_api=True)
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Run a delayed job now", tags=["jobs"], request=None, parameters=[JOB_ID],
+        description="A queued job waiting for its run time becomes runnable at once (a "
+                    "waiting one as soon as what it waits for is done); one already due is "
+                    "left as it is. 409 once a worker claimed it or it finished. Needs "
+                    "change_job.",
+        responses={200: JobSerializer, **errors(401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def run_now(self, request, id=None):
+        job = services.run_now(_job_id(id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="A job's events after a cursor, oldest first", tags=["events"],
+        parameters=[JOB_ID, *EVENT_PARAMS],
+        responses={200: OpenApiResponse(EventPageSerializer, examples=[OpenApiExample(
+            "page", response_only=True,
+            value={"results": [EVENT_EXAMPLE], "has_more": False, "next_after": 1001})]),
+            **errors(400, 401, 403, 404, 503)},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def events(self, request, id=None):
+        query = events_query(request)
+        job = selectors.job_get(_job_id(id))
+        page = selectors.events_feed(job_id=job.pk, **query)
+        return Response(EventPageSerializer(page).data)

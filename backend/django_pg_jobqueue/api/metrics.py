@@ -1,0 +1,176 @@
+"""GET /api/v1/metrics/ and metrics/throughput/: queue figures for dashboards, and the
+schema-only shapes they answer with."""
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from .. import selectors
+from .base import JobQueueAPIView
+from .fields import ISODateTimeField, StrictSerializer, queue_name_field
+from .permissions import VIEW, JobPermission
+from .schema import errors, extend_schema
+
+
+class _Finished(serializers.Serializer):
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _FinishedWindows(serializers.Serializer):
+    last_1m = _Finished()
+    last_5m = _Finished()
+    last_15m = _Finished()
+
+
+class _PriorityDepth(serializers.Serializer):
+    priority = serializers.IntegerField()
+    count = serializers.IntegerField()
+
+
+class _QueueDepth(serializers.Serializer):
+    queue = serializers.CharField()
+    count = serializers.IntegerField()
+    paused = serializers.BooleanField()
+
+
+class _Queued(serializers.Serializer):
+    total = serializers.IntegerField()
+    runnable = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later (run_at, backoff).")
+    by_priority = _PriorityDepth(many=True)
+    by_queue = _QueueDepth(many=True)
+    max_depth = serializers.IntegerField(allow_null=True, help_text="JOB_MAX_QUEUE_DEPTH (null: off).")
+
+
+class _RunTime(serializers.Serializer):
+    mean = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    sample_size = serializers.IntegerField(help_text="Jobs finished in the last 15 minutes.")
+
+
+class _ThroughputPoint(serializers.Serializer):
+    minute = ISODateTimeField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class _RunningJob(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    worker_id = serializers.CharField()
+    started_at = ISODateTimeField(allow_null=True)
+    progress_percent = serializers.IntegerField(allow_null=True)
+
+
+class _WorkerProcess(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField())
+    state = serializers.ChoiceField(
+        choices=["alive", "lost"],
+        help_text="`lost`: silent for more than two of its heartbeat intervals (as on the workers "
+                  "page); its running jobs are what it held, requeued when their leases expire.")
+    started_at = ISODateTimeField()
+    heartbeat_at = ISODateTimeField()
+    running_jobs = _RunningJob(many=True)
+
+
+class _Workers(serializers.Serializer):
+    active = serializers.IntegerField(help_text="Processes alive: beating within two heartbeat "
+                                                "intervals. A lost one is listed, not counted.")
+    lost = serializers.IntegerField(help_text="Processes listed as lost.")
+    threads = serializers.IntegerField()
+    busy_threads = serializers.IntegerField()
+    processes = _WorkerProcess(many=True)
+
+
+# Also on a queue's page (queues.py: QueueDetailSerializer), for that queue's jobs.
+class _CountsByStatus(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class _CountsByState(serializers.Serializer):
+    """The jobs by the states an operator filters by (`?state=`): queued split in three."""
+
+    available = serializers.IntegerField(help_text="Queued and due now.")
+    scheduled = serializers.IntegerField(help_text="Queued for later, never attempted.")
+    retryable = serializers.IntegerField(help_text="Queued for later after a failed attempt.")
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class ThroughputQuerySerializer(StrictSerializer):
+    range = serializers.ChoiceField(choices=["15m", "1h", "24h"], default="15m", help_text=(
+        "15m and 1h: per minute; 24h: per 30 minutes."))
+    queue = queue_name_field(required=False, help_text="Only this queue's jobs.")
+    type = serializers.CharField(required=False, max_length=100, help_text="Only this type's jobs.")
+
+
+class _ThroughputBucket(serializers.Serializer):
+    at = ISODateTimeField(help_text="The bucket's start.")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class ThroughputSerializer(serializers.Serializer):
+    range = serializers.CharField()
+    bucket_seconds = serializers.IntegerField()
+    queue = serializers.CharField(allow_null=True)
+    type = serializers.CharField(allow_null=True)
+    points = _ThroughputBucket(many=True, help_text="Every bucket of the range, oldest first.")
+
+
+class MetricsSerializer(serializers.Serializer):
+    generated_at = ISODateTimeField()
+    counts_by_status = _CountsByStatus()
+    counts_by_state = _CountsByState()
+    queued = _Queued()
+    oldest_runnable_age_seconds = serializers.FloatField(allow_null=True)
+    finished = _FinishedWindows()
+    run_time_seconds = _RunTime()
+    retry_rate = serializers.FloatField(
+        allow_null=True, help_text="Share of jobs finished in the last 15 minutes that took more than one attempt.")
+    throughput = _ThroughputPoint(many=True, help_text="Succeeded and failed per minute, last 15 minutes, oldest first.")
+    workers = _Workers()
+
+
+class MetricsView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Queue figures for dashboards", tags=["metrics"],
+        description="Counts by status; queued depth by priority and queue; the oldest runnable "
+                    "job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and "
+                    "p95 run time and retry rate over the last 15 minutes; succeeded/failed per "
+                    "minute (15 points); active worker processes with the jobs they run.",
+        responses={200: MetricsSerializer, **errors(401, 403, 503)},
+    )
+    def get(self, request):
+        return Response(MetricsSerializer(selectors.metrics()).data)
+
+
+class ThroughputView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Succeeded and failed jobs per bucket, over a range", tags=["metrics"],
+        operation_id="v1_metrics_throughput_retrieve",
+        description="`range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is "
+                    "present (zeros too), oldest first, named by its start. `queue` and `type` "
+                    "narrow it to one queue's or one type's jobs.",
+        parameters=[ThroughputQuerySerializer],
+        responses={200: ThroughputSerializer, **errors(400, 401, 403, 503)},
+    )
+    def get(self, request):
+        query = ThroughputQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(ThroughputSerializer(selectors.throughput(**query.validated_data)).data)

@@ -1,0 +1,166 @@
+"""/api/v1/queues/: list named queues, one queue's page, pause, resume and the concurrency
+limit; the queue's shapes beside them."""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from .. import selectors, services
+from .base import JobQueueViewSet
+from .fields import ISODateTimeField, StrictSerializer, queue_name_field
+from .metrics import _CountsByStatus
+from .permissions import CHANGE, CHANGE_QUEUE, VIEW, JobPermission
+from .schema import QUEUE_NAME, errors, extend_schema
+
+MAX_CONCURRENCY_LIMIT = 2**31 - 1  # the column is a PostgreSQL integer
+
+
+class QueueSerializer(serializers.Serializer):
+    """A named queue: its setting (pause, concurrency limit) and its live jobs."""
+
+    name = serializers.CharField()
+    paused = serializers.BooleanField(help_text="Workers claim nothing from a paused queue.")
+    concurrency_limit = serializers.IntegerField(
+        allow_null=True, help_text="At most this many of its jobs run at once across every "
+                                   "worker (null: no limit).")
+    queued = serializers.IntegerField(help_text="Queued jobs, due now or later.")
+    runnable = serializers.IntegerField(help_text="Queued jobs that are due now.")
+    running = serializers.IntegerField()
+
+
+class QueueNameSerializer(serializers.Serializer):
+    name = queue_name_field()
+
+
+class QueueUpdateSerializer(StrictSerializer):
+    concurrency_limit = serializers.IntegerField(
+        min_value=1, max_value=MAX_CONCURRENCY_LIMIT, allow_null=True,
+        help_text="At most this many of the queue's jobs run at once across every worker; "
+                  "null removes the limit.")
+
+
+class _QueueWorker(serializers.Serializer):
+    id = serializers.CharField()
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    threads = serializers.IntegerField()
+    queues = serializers.ListField(child=serializers.CharField(),
+                                   help_text='The queues it claims from ("*": every queue).')
+    all_queues = serializers.BooleanField(help_text="It claims from every queue.")
+    heartbeat_at = ISODateTimeField()
+    running_here = serializers.IntegerField(help_text="This queue's jobs it runs now.")
+
+
+class QueueDetailSerializer(QueueSerializer):
+    """One queue for its page: the list's fields, every status's count, and its workers."""
+
+    counts_by_status = _CountsByStatus(help_text="The queue's jobs by status.")
+    workers = _QueueWorker(many=True, help_text=(
+        "Live worker processes (a heartbeat in the last 15 s) that claim from this queue."))
+
+
+def _queue_name(value) -> str:
+    """The queue name from the URL, validated like a job's `queue` field (400 otherwise)."""
+    serializer = QueueNameSerializer(data={"name": value})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data["name"]
+
+
+_QUEUE_EXAMPLE = {"name": "reports", "paused": False, "concurrency_limit": 2, "queued": 120,
+                  "runnable": 118, "running": 2}
+
+
+def _queue_response(description: str, **overrides):
+    example = {**_QUEUE_EXAMPLE, **overrides}
+    return OpenApiResponse(QueueSerializer, description=description, examples=[
+        OpenApiExample("queue", response_only=True, value=example)])
+
+
+class QueueViewSet(JobQueueViewSet):
+    """Named queues: list them, pause and resume them, set their concurrency limit. Writes go
+    through `django_pg_jobqueue.services` (pause_queue, resume_queue, set_queue_limit), as the admin's do."""
+
+    permission_classes = [JobPermission]
+    job_permissions = {"list": VIEW, "retrieve": VIEW, "partial_update": CHANGE_QUEUE,
+                       "pause": CHANGE, "resume": CHANGE}
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"  # a bad name reaches the view and gets a 400, not a 404
+
+    @extend_schema(
+        summary="Every queue with jobs or a setting", tags=["queues"],
+        description="By name: paused or not, the concurrency limit (null: none), and its "
+                    "queued (due now or later), runnable (due now) and running jobs. A queue "
+                    "appears once it has a job (of any status) or a setting (it was paused, "
+                    "resumed or limited).",
+        responses={200: OpenApiResponse(QueueSerializer(many=True), examples=[OpenApiExample(
+            "queues", response_only=True, value=[
+                {"name": "default", "paused": False, "concurrency_limit": None, "queued": 3,
+                 "runnable": 3, "running": 1},
+                {**_QUEUE_EXAMPLE, "paused": True}])]),
+            **errors(401, 403, 503)},
+    )
+    def list(self, request):
+        return Response(QueueSerializer(selectors.queues(), many=True).data)
+
+    @extend_schema(
+        summary="One queue: its counts by status and its workers", tags=["queues"],
+        parameters=[QUEUE_NAME],
+        description="The list's fields, the queue's jobs counted by every status, and the live "
+                    "worker processes that claim from it (those that list it, or every queue), "
+                    "each with how many of its jobs it runs now. 404 for a queue that does not "
+                    "exist (see pause). Its throughput: GET metrics/throughput/?queue=<name>.",
+        responses={200: QueueDetailSerializer, **errors(400, 401, 403, 404, 503)},
+    )
+    def retrieve(self, request, name=None):
+        return Response(QueueDetailSerializer(selectors.queue_detail(_queue_name(name))).data)
+
+    @extend_schema(
+        summary="Set a queue's concurrency limit", tags=["queues"], parameters=[QUEUE_NAME],
+        description="At most `concurrency_limit` of the queue's jobs run at once, across every "
+                    "worker process, enforced inside the claim; null removes the limit. "
+                    "Workers see the change within a second. The queue must exist (see pause). "
+                    "An empty body changes nothing. Needs change_queuesetting (the admin's "
+                    "permission for queue settings), not change_job.",
+        request=QueueUpdateSerializer,
+        examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
+                  OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None})],
+        responses={200: _queue_response("The queue, as it is now."),
+                   **errors(400, 401, 403, 404, 503)},
+    )
+    def partial_update(self, request, name=None):
+        name = _queue_name(name)
+        serializer = QueueUpdateSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        if "concurrency_limit" in serializer.validated_data:  # an empty patch changes nothing
+            services.set_queue_limit(name, serializer.validated_data["concurrency_limit"])
+        return Response(QueueSerializer(selectors.queue_get(name)).data)
+
+    @extend_schema(
+        summary="Pause a queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
+        description="Workers stop claiming its jobs within one poll interval; running jobs "
+                    "finish. Jobs can still be enqueued. Survives restarts. Pausing a paused "
+                    "queue is fine. The queue must exist: it holds jobs (of any status), a "
+                    "registered handler, the Tasks backend's QUEUES or a periodic schedule "
+                    "names it, or it has a setting; otherwise 404 `queue_not_found`, and "
+                    "nothing is created (a typo leaves no phantom queue).",
+        responses={200: _queue_response("The queue, paused.", paused=True),
+                   **errors(400, 401, 403, 404, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def pause(self, request, name=None):
+        name = _queue_name(name)
+        services.pause_queue(name)
+        return Response(QueueSerializer(selectors.queue_get(name)).data)
+
+    @extend_schema(
+        summary="Resume a paused queue", tags=["queues"], request=None, parameters=[QUEUE_NAME],
+        description="Workers claim its jobs again from their next poll. 404 for a queue that "
+                    "does not exist (see pause). A queue that exists only by its setting (no "
+                    "jobs, nothing names it) loses that setting once it says nothing.",
+        responses={200: _queue_response("The queue, resumed."), **errors(400, 401, 403, 404, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def resume(self, request, name=None):
+        name = _queue_name(name)
+        services.resume_queue(name)
+        return Response(QueueSerializer(selectors.queue_get(name)).data)

@@ -1,0 +1,380 @@
+"""The one validation of a job's arguments: pure checks, no database.
+
+Every argument `enqueue()` takes (and the API, the Tasks backend and schedules pass on) is
+checked here, before any SQL: what PostgreSQL would refuse (NUL in jsonb or text, lone
+surrogates, 'infinity', out-of-range numbers) and what it would accept but the queue must not
+(a negative delay jumps the queue, timeout=0 means no limit, a queue name the API cannot
+address). Each refusal is an `InvalidJobArgument` (a ValueError; `JobArgumentTypeError` is also
+a TypeError) naming the argument; nothing is written.
+
+What needs the database (does the queue exist, may the API use it) is
+`services/preparing.py`'s; what the catalogue knows (job types, declared queues) is
+`catalogue.py`'s.
+"""
+import hashlib
+import json
+import math
+from datetime import datetime, timedelta
+from numbers import Real
+
+from . import conf
+from .compat import UTC
+from .exceptions import (
+    InvalidJobArgument,
+    JobArgumentTypeError,
+    JobPayloadTooLarge,
+    NotCreatable,
+)
+from .retries import InvalidRetryPolicy, RetryPolicy
+from .states import (
+    MAX_CONCURRENCY_KEY_LENGTH,
+    MAX_CONCURRENCY_KEY_LIMIT,
+    MAX_DELAY_SECONDS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_PAYLOAD_DEPTH,
+    MAX_QUEUE_NAME_LENGTH,
+    MAX_UNIQUE_KEY_LENGTH,
+    MAX_UNIQUE_KEY_STORED_LENGTH,
+    MAX_UNIQUE_PERIOD_SECONDS,
+    QUEUE_NAME_RE,
+    RUN_AT_MIN,
+    Status,
+)
+
+
+def type_error(argument: str, expected: str, value) -> JobArgumentTypeError:
+    return JobArgumentTypeError(argument, f"must be {expected}, not {type(value).__name__}")
+
+
+def is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def where(path: list, root: str = "payload") -> str:
+    return root + "".join(f"[{key!r}]" for key in path)
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why PostgreSQL cannot store this string (in jsonb or text), or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which PostgreSQL cannot store"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate (not valid Unicode), which PostgreSQL cannot store"
+    return None
+
+
+def check_json(value, path: list, depth: int, root: str = "payload") -> bool:
+    """Refuse what json.dumps would encode but jsonb cannot hold, or what would not come
+    back as it went in: NUL, lone surrogates, non-string keys, NaN and infinities, nesting
+    deeper than MAX_PAYLOAD_DEPTH (a circular payload is infinitely deep). Returns whether
+    the value holds a tuple or a subclass of a JSON type (stored as plain JSON: the returned
+    job then carries the decoded payload, as the row does)."""
+    kind = type(value)
+    if kind is str:
+        problem = unstorable_text(value)
+        if problem:
+            raise InvalidJobArgument(root, f"{where(path, root)} {problem}")
+        return False
+    if kind is int or kind is bool or value is None:
+        return False
+    if kind is float:
+        if not math.isfinite(value):
+            raise InvalidJobArgument(
+                root, f"{where(path, root)} is {value!r}, which JSON cannot hold")
+        return False
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= MAX_PAYLOAD_DEPTH:
+            raise InvalidJobArgument(
+                root, f"nests deeper than {MAX_PAYLOAD_DEPTH} levels at {where(path, root)} "
+                           "(or refers to itself)")
+        odd = kind not in (dict, list)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise JobArgumentTypeError(
+                        root, f"{where(path, root)} has the key {key!r} "
+                                   f"({type(key).__name__}); JSON object keys are strings")
+                problem = unstorable_text(key)
+                if problem:
+                    raise InvalidJobArgument(root, f"a key of {where(path, root)} {problem}")
+                path.append(key)
+                odd = check_json(item, path, depth + 1, root) or odd or type(key) is not str
+                path.pop()
+        else:
+            for index, item in enumerate(value):
+                path.append(index)
+                odd = check_json(item, path, depth + 1, root) or odd
+                path.pop()
+        return odd
+    if isinstance(value, str):
+        check_json(str(value), path, depth, root)
+        return True
+    if isinstance(value, (int, float)):  # subclasses (IntEnum ...): stored as the number
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidJobArgument(
+                root, f"{where(path, root)} is {value!r}, which JSON cannot hold")
+        return True
+    raise JobArgumentTypeError(
+        root, f"{where(path, root)} is a {type(value).__name__}, which JSON cannot encode "
+                   "(use str, int, float, bool, None, list and dict)")
+
+
+def check_json_value(value, argument: str) -> None:
+    """Refuse, as InvalidJobArgument naming `argument`, a value that a job's JSON could not
+    hold as it is (the rules of a payload, for any JSON value: the Tasks backend checks a
+    task's args and kwargs with it, so that its errors name them)."""
+    check_json(value, [], 0, argument)
+
+
+def validate_payload(payload) -> tuple[dict, str]:
+    """The payload as stored (a dict) and its JSON text; InvalidJobArgument if refused."""
+    if payload is None:
+        return {}, "{}"
+    if not isinstance(payload, dict):
+        raise type_error("payload", "a dict (a JSON object)", payload)
+    normalize = check_json(payload, [], 0)
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
+        raise InvalidJobArgument("payload", f"cannot be encoded as JSON: {exc}") from None
+    limit = conf.get().MAX_PAYLOAD_BYTES
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > limit:
+        raise JobPayloadTooLarge(size, limit)
+    return (json.loads(text) if normalize else payload), text
+
+
+def check_int(argument: str, value, low: int, high: int) -> int:
+    if not is_int(value):
+        raise type_error(argument, "a whole number (int)", value)
+    if not low <= value <= high:
+        raise InvalidJobArgument(argument, f"must be between {low} and {high}, not {value}")
+    return int(value)
+
+
+def check_queue(queue) -> str:
+    if not isinstance(queue, str):
+        raise type_error("queue", "a str", queue)
+    if not (0 < len(queue) <= MAX_QUEUE_NAME_LENGTH and QUEUE_NAME_RE.fullmatch(queue)):
+        raise InvalidJobArgument(
+            "queue", f"{queue[:120]!r} is not a queue name: use 1 to {MAX_QUEUE_NAME_LENGTH} "
+                     "ASCII letters, digits and _ . : -")
+    return str(queue)
+
+
+def check_run_at(run_at) -> datetime | None:
+    if run_at is None:
+        return None
+    if not isinstance(run_at, datetime):
+        raise type_error("run_at", "a timezone-aware datetime", run_at)
+    try:
+        offset = run_at.utcoffset()
+    except Exception as exc:
+        raise InvalidJobArgument("run_at", f"its tzinfo fails: {exc}") from None
+    if offset is None:
+        raise InvalidJobArgument(
+            "run_at", f"{run_at.isoformat()} is naive: give a timezone-aware datetime "
+                      "(django.utils.timezone.now() + timedelta(...), or tzinfo=...)")
+    try:  # stored in UTC: an instant before year 1 or after 9999 there could not be read back
+        in_utc = run_at.astimezone(UTC)
+    except (OverflowError, ValueError):
+        in_utc = None
+    if in_utc is None or in_utc < RUN_AT_MIN:
+        raise InvalidJobArgument(
+            "run_at", f"{run_at.isoformat()} is out of range: give a time from "
+                      "2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z") from None
+    return run_at
+
+
+def check_delay(delay) -> float:
+    """`delay_seconds`: a number of seconds, or a timedelta (its total seconds)."""
+    if delay is None:
+        return 0.0
+    if isinstance(delay, timedelta):
+        seconds = delay.total_seconds()
+    elif isinstance(delay, Real) and not isinstance(delay, bool):
+        try:
+            seconds = float(delay)
+        except OverflowError:
+            seconds = math.inf
+    else:
+        raise type_error("delay_seconds", "a number of seconds or a timedelta", delay)
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY_SECONDS):
+        raise InvalidJobArgument(
+            "delay_seconds", f"must be between 0 and {MAX_DELAY_SECONDS} seconds, not {delay!r}")
+    return seconds
+
+
+def check_text_key(argument: str, key, max_length: int) -> str | None:
+    """A key given as `argument` (an idempotency key, a concurrency key): None, or 1 to
+    `max_length` characters, not all blank, storable as text."""
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise type_error(argument, "a str or None", key)
+    if not key.strip() or len(key) > max_length:
+        raise InvalidJobArgument(argument, f"must have 1 to {max_length} characters, "
+                                           "not all blank")
+    problem = unstorable_text(key)
+    if problem:
+        raise InvalidJobArgument(argument, problem)
+    return str(key)
+
+
+def check_idempotency_key(key) -> str | None:
+    return check_text_key("idempotency_key", key, MAX_IDEMPOTENCY_KEY_LENGTH)
+
+
+
+# -- unique jobs ---------------------------------------------------------------------------------
+_UNIQUE_OPTIONS = ("key", "fields", "states", "period_seconds")
+# The statuses a unique job may count in. A queued and a running job always count: a job moving
+# between those two (a claim, a retry after a failed attempt, a release) must never meet
+# another job of its key, which could then not be written.
+_UNIQUE_ALWAYS = (Status.QUEUED.value, Status.RUNNING.value)
+_ALL_STATES = tuple(s.value for s in Status)
+
+
+def check_unique(unique, job_type: str, payload: dict,
+                  scope: str = "") -> tuple[str, list[str], float | None]:
+    """The unique key, the states it counts in and the period of `unique` (a dict of key,
+    fields, states, period_seconds; see enqueue()). `scope`: the API's user scope
+    ("api:<user id>:"), so that API users' keys never meet, as their idempotency keys.
+
+    Stored as "<type>:<scope>key:<key>". A key that would not fit the column so (a long type
+    with a long key under an API user's scope) is stored as "<type>:<scope>key-sha256:<the
+    SHA-256 of key:<key>>": the same key always gives the same stored form, never a
+    DataError."""
+    if not isinstance(unique, dict):
+        raise type_error("unique", "a dict of key, fields, states and period_seconds", unique)
+    unknown = sorted(str(k) for k in unique if k not in _UNIQUE_OPTIONS)
+    if unknown:
+        raise JobArgumentTypeError("unique", f"has the unknown option {unknown[0]!r}; expected "
+                                             f"{', '.join(_UNIQUE_OPTIONS)}")
+    key, fields = unique.get("key"), unique.get("fields")
+    if key is not None and fields is not None:
+        raise InvalidJobArgument("unique", "give unique['key'] or unique['fields'], not both")
+    if key is not None:
+        if not isinstance(key, str):
+            raise type_error("unique", "a dict whose 'key' is a str", key)
+        if not key.strip() or len(key) > MAX_UNIQUE_KEY_LENGTH:
+            raise InvalidJobArgument("unique", f"unique['key'] must have 1 to "
+                                               f"{MAX_UNIQUE_KEY_LENGTH} characters, not all blank")
+        problem = unstorable_text(key)
+        if problem:
+            raise InvalidJobArgument("unique", f"unique['key'] {problem}")
+        material = f"key:{key}"
+    else:
+        if fields is None:
+            chosen = payload
+        elif (not isinstance(fields, (list, tuple)) or not fields
+              or not all(isinstance(f, str) for f in fields)):
+            raise type_error("unique", "a dict whose 'fields' is a non-empty list of payload "
+                                        "keys (str)", fields)
+        else:
+            chosen = {f: payload.get(f) for f in fields}
+        digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, ensure_ascii=False,
+                                           separators=(",", ":")).encode()).hexdigest()
+        material = f"payload:{digest[:40]}"
+    period = unique.get("period_seconds")
+    if period is not None:
+        if isinstance(period, timedelta):
+            period = period.total_seconds()
+        if not isinstance(period, Real) or isinstance(period, bool):
+            raise type_error("unique", "a dict whose 'period_seconds' is a number", period)
+        period = float(period)
+        if not (math.isfinite(period) and 0 < period <= MAX_UNIQUE_PERIOD_SECONDS):
+            raise InvalidJobArgument("unique", "unique['period_seconds'] must be above 0 and at "
+                                               f"most {MAX_UNIQUE_PERIOD_SECONDS}")
+    states = unique.get("states")
+    if states is None:
+        # Without a period: while queued or running. With one: whatever became of the job.
+        states = list(_UNIQUE_ALWAYS) if period is None else list(_ALL_STATES)
+    elif (not isinstance(states, (list, tuple))
+          or not all(isinstance(state, str) for state in states)):
+        raise type_error("unique", "a dict whose 'states' is a list of statuses", states)
+    else:
+        bad = sorted(set(states) - set(_ALL_STATES))
+        if bad:
+            raise InvalidJobArgument("unique", f"unique['states'] has {bad[0]!r}, not a status: "
+                                               f"{', '.join(_ALL_STATES)}")
+        if not set(_UNIQUE_ALWAYS) <= set(states):
+            raise InvalidJobArgument("unique", "unique['states'] must include 'queued' and "
+                                               "'running' (a job moving between them must "
+                                               "never meet another of its key)")
+    # A job enqueued after others waits before it is queued: it holds its key then too.
+    ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
+    stored = f"{job_type}:{scope}{material}"
+    if len(stored) > MAX_UNIQUE_KEY_STORED_LENGTH:
+        digest = hashlib.sha256(material.encode("utf-8")).hexdigest()
+        stored = f"{job_type}:{scope}key-sha256:{digest}"
+    return stored, ordered, period
+
+
+def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
+    """A concurrency key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank) and its
+    limit (1 to MAX_CONCURRENCY_KEY_LIMIT, default 1); a limit without a key is refused.
+    enqueue() and the Tasks backend (`@task_options`, `QueueTask.using`) check with it.
+    The key as named; an API user's is then stored under their scope (keys.py)."""
+    if key is None:
+        if limit is not None:
+            raise InvalidJobArgument("concurrency_key_limit", "needs a concurrency_key")
+        return None, None
+    key = check_text_key("concurrency_key", key, MAX_CONCURRENCY_KEY_LENGTH)
+    limit = check_int("concurrency_key_limit", 1 if limit is None else limit, 1,
+                       MAX_CONCURRENCY_KEY_LIMIT)
+    return key, limit
+
+
+def check_creatable(job_type: str) -> None:
+    """The API creates only the types the host opened to it (JOB_API_CREATABLE_TYPES), and
+    Django tasks only when some are listed in JOB_API_CREATABLE_TASKS."""
+    settings = conf.get()
+    if job_type == conf.DJANGO_TASK_TYPE:
+        if not settings.API_CREATABLE_TASKS:
+            raise NotCreatable("type", f"job type {job_type!r} cannot be created through the "
+                                       "API: no Django task is listed in JOB_API_CREATABLE_TASKS")
+    elif job_type not in settings.API_CREATABLE_TYPES:
+        raise NotCreatable("type", f"job type {job_type!r} cannot be created through the API "
+                                   "(it is not in JOB_API_CREATABLE_TYPES)")
+
+
+def check_creatable_task(payload: dict) -> None:
+    """A django_task job from the API: a listed task, its args a list, its kwargs a dict, its
+    backend an alias of TASKS (what the worker's django_task handler reads)."""
+    from django.conf import settings as django_settings
+
+    task = payload.get("task")
+    if not isinstance(task, str) or task not in conf.get().API_CREATABLE_TASKS:
+        raise NotCreatable("payload", f"payload['task'] {task!r} is not a task the API may "
+                                      "create (JOB_API_CREATABLE_TASKS)")
+    if not isinstance(payload.get("args", []), list):
+        raise type_error("payload", "a dict whose 'args' is a list", payload["args"])
+    if not isinstance(payload.get("kwargs", {}), dict):
+        raise type_error("payload", "a dict whose 'kwargs' is a dict", payload["kwargs"])
+    backend = payload.get("backend")
+    aliases = getattr(django_settings, "TASKS", {})
+    if backend is None:
+        raise InvalidJobArgument("payload", "payload['backend'] is required: the alias of TASKS "
+                                            "whose backend runs the task: " + ", ".join(map(repr, aliases)))
+    if not isinstance(backend, str) or backend not in aliases:
+        raise InvalidJobArgument("payload", f"payload['backend'] {backend!r} is not an alias "
+                                            "of TASKS: " + ", ".join(map(repr, aliases)))
+
+
+def check_retry_policy(policy) -> dict | None:
+    """A job's own retry policy as stored: data only (delays or exponential, exceptions by
+    name), never a function, from Python exactly as from the API."""
+    if policy is None:
+        return None
+    try:
+        return RetryPolicy.from_data(policy).as_data()
+    except InvalidRetryPolicy as exc:
+        raise InvalidJobArgument("retry_policy", str(exc).removeprefix("retry_policy ")) from None
+    except TypeError as exc:
+        raise JobArgumentTypeError("retry_policy", str(exc)) from None
+
+

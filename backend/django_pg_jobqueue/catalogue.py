@@ -1,0 +1,101 @@
+"""The catalogue: what the code and the settings declare, read by everything above it.
+
+- the queues that exist (`declared_queues`: handlers, Tasks backends, schedules;
+  `queue_exists`: declared, holding jobs, or with a setting), which the operator's writes and
+  the API's bounds check against;
+- the job types (`job_types`: registered handlers and Django tasks, with the defaults a job of
+  each gets and whether the API may create it; `creatable_types`).
+
+It reads the registry, the task options and the periodic declarations, and counts rows; it
+writes nothing.
+"""
+from django.conf import settings
+
+from . import conf, periodic
+from .models import Job, QueueSetting
+from .registry import registry
+from .tasks import options
+
+
+def declared_queues() -> set[str]:
+    """The queues named by the code and the settings: handlers, Tasks backends, schedules."""
+    names = {spec.queue for spec in registry.all() if spec.queue}
+    for alias in getattr(settings, "TASKS", {}) or {}:
+        config = settings.TASKS[alias]
+        if isinstance(config, dict) and str(config.get("BACKEND", "")).startswith("django_pg_jobqueue."):
+            queues = config.get("QUEUES") or []
+            if isinstance(queues, (list, tuple)):
+                names.update(q for q in queues if isinstance(q, str))
+    try:
+        names.update(e.queue for e in periodic.entries() if isinstance(e.queue, str))
+    except Exception:  # noqa: BLE001, S110 - a malformed JOB_PERIODIC is its own check's to report
+        pass
+    return names
+
+
+def queue_exists(queue: str, *, setting_counts: bool = True) -> bool:
+    """Whether `queue` holds jobs, is declared (`declared_queues`), or has a setting."""
+    return (queue in declared_queues()
+            or Job.objects.filter(queue=queue).exists()
+            or setting_counts and QueueSetting.objects.filter(queue=queue).exists())
+
+
+def job_types() -> list[dict]:
+    """The registered handler types with the defaults a job of that type gets, and whether
+    the API may create it (JOB_API_CREATABLE_TYPES; django_task: JOB_API_CREATABLE_TASKS,
+    its example payload then the first listed task)."""
+    settings = conf.get()
+    types = []
+    for spec in registry.all():
+        example = spec.payload_example
+        if spec.name == conf.DJANGO_TASK_TYPE:
+            creatable = bool(settings.API_CREATABLE_TASKS)
+            if creatable:
+                example = {"task": settings.API_CREATABLE_TASKS[0], "args": [], "kwargs": {},
+                           "backend": "default"}
+        else:
+            creatable = spec.name in settings.API_CREATABLE_TYPES
+        types.append({
+            "name": spec.name,
+            "description": spec.description,
+            "queue": spec.queue or "default",
+            "priority": spec.priority,
+            "max_attempts": spec.max_attempts or settings.DEFAULT_MAX_ATTEMPTS,
+            "timeout_seconds": spec.timeout_seconds or settings.DEFAULT_TIMEOUT_SECONDS,
+            "payload_example": example,
+            "creatable": creatable,
+        })
+    return types + _task_types(settings)
+
+
+def _task_types(settings) -> list[dict]:
+    """Django tasks as job types (their jobs are typed by the task's path): the tasks this
+    process has loaded and those the API may create, with their @task_options defaults."""
+    task_spec = registry.get(conf.DJANGO_TASK_TYPE)
+    if task_spec is None:  # no Tasks backend here
+        return []
+    paths = sorted({p for p in (*options.known_task_paths(), *settings.API_CREATABLE_TASKS)
+                    if options.task_job_type(p) == p and p not in registry})
+    types = []
+    for path in paths:
+        task = options.known_task(path)
+        declared = options.declared_options(path)
+        description = ((getattr(task.func, "__doc__", None) or "").strip().split("\n")[0]
+                       if task is not None else "")
+        types.append({
+            "name": path,
+            "description": description or "A Django task.",
+            "queue": task.queue_name if task is not None else "default",
+            "priority": task.priority if task is not None else 0,
+            "max_attempts": (declared and declared.max_attempts) or settings.DEFAULT_MAX_ATTEMPTS,
+            "timeout_seconds": ((declared and declared.timeout_seconds)
+                                or settings.DEFAULT_TIMEOUT_SECONDS),
+            "payload_example": {"task": path, "args": [], "kwargs": {}, "backend": "default"},
+            "creatable": path in settings.API_CREATABLE_TASKS,
+        })
+    return types
+
+
+def creatable_types() -> list[str]:
+    """The job types the API may create (what GET /api/v1/job-types/ marks creatable)."""
+    return [t["name"] for t in job_types() if t["creatable"]]

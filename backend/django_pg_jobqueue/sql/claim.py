@@ -1,0 +1,259 @@
+"""The claim: queued -> running, one statement a batch (services/claiming.py).
+
+CLAIM takes any queued job; CLAIM_LIMITED, while a queue or a job type has a concurrency
+limit, takes only what fits under them; CLAIM_KEYED_LOCK_KEYS and CLAIM_KEYED take jobs that
+have a concurrency key. Every variant runs under CLAIM_PLANNER_SETTINGS (why: below), and
+CLAIM_PROBES tells services/claiming.py which variants it needs.
+"""
+
+# --- claim ---------------------------------------------------------------------------------
+# Pick runnable rows in claim order and lock them, skipping rows other claimers hold: no two
+# workers ever get the same row, and none waits on another. The inner SELECT walks the partial
+# index jobs_claim_order_idx in order and stops after LIMIT rows. Pitfall: the outer UPDATE
+# must not re-evaluate the ORDER BY (it does not need to: the worker ids are assigned by the
+# row number the picked CTE computed, in claim order, and the final SELECT orders by it).
+# Paused queues are skipped inside the claim, and queues with a concurrency limit are claimed
+# under a transaction-scoped advisory lock (see services/claiming.py), so limits hold across
+# every worker process.
+#
+# Second pitfall: that plan depends on the planner believing there are many queued rows.
+# With statistics older than the backlog (a table filled since its last ANALYZE, or never
+# analysed: autovacuum off or behind), it estimates a handful, and a bitmap scan of every
+# queued row plus a sort, or a scan of jobs_queue_status_idx plus a sort, costs less on paper
+# than the ordered index scan: each claim then reads and sorts the whole backlog (measured:
+# the drain at a fifth of its speed until ANALYZE). No index or CTE shape takes that choice
+# away from the planner, so the claim runs under CLAIM_PLANNER_SETTINGS (services/claiming.py:
+# pinned to a dispatcher's session, else transaction-local), and tests/test_plans.py EXPLAINs
+# it on unanalysed tables.
+CLAIM_PLANNER_SETTINGS = (
+    # Sorting all candidates is never what the claim wants: the index gives the order.
+    ("enable_sort", "off"),
+    ("enable_bitmapscan", "off"),
+    ("enable_seqscan", "off"),
+    # The UPDATE finds the picked rows by primary key, one by one: a generic plan (prepared
+    # statements) estimates LIMIT $n at a tenth of the table and would hash-join a seq scan.
+    ("enable_hashjoin", "off"),
+    ("enable_mergejoin", "off"),
+    # Pitfall of the above: a disabled plan node still exists (the final ORDER BY n is a
+    # sort), costed at 1e10, far past jit_above_cost: without this, each claim would spend a
+    # second and a half compiling itself (measured).
+    ("jit", "off"),
+)
+# One round trip: the settings (returning the values they replace), and for a claim under
+# concurrency limits the advisory lock. Transaction-local: they end with the claim's own
+# transaction; inside a caller's transaction, CLAIM_PLANNER_RESTORE puts the old values back.
+CLAIM_PREAMBLE = "SELECT " + ", ".join(
+    f"current_setting('{name}'), set_config('{name}', '{value}', true)"
+    for name, value in CLAIM_PLANNER_SETTINGS)
+CLAIM_PREAMBLE_LIMITED = CLAIM_PREAMBLE + ", pg_advisory_xact_lock(%(lock_key)s)"
+# A worker's dispatcher sets them once for its session instead (services/claiming.py,
+# pin_claim_planner_settings): its connection runs nothing but claims and releases, so the
+# claim stays one round trip. Never behind a transaction pooler, whose server sessions other
+# clients share.
+CLAIM_PLANNER_SESSION = "SELECT " + ", ".join(
+    f"set_config('{name}', '{value}', false)" for name, value in CLAIM_PLANNER_SETTINGS)
+# Put back before the dispatcher gives its connection back to the worker's shared pool
+# (db.worker_connection): the completer, renewer, reaper and pruner borrow from it too, and
+# their statements must plan with the server's settings.
+CLAIM_PLANNER_UNPIN = "SELECT " + ", ".join(
+    f"set_config('{name}', (SELECT reset_val FROM pg_settings WHERE name = '{name}'), false)"
+    for name, _ in CLAIM_PLANNER_SETTINGS)
+CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
+    f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
+    for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))
+
+_CLAIM_TAIL = """claimed AS (
+    UPDATE jobs j
+    SET status = 'running',
+        locked_by = %(worker_ids)s::jsonb ->> (picked.n - 1)::int,  -- a JSON array of ids
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        started_at = now(),
+        updated_at = now(),
+        attempts = j.attempts + 1,
+        progress_percent = NULL,
+        progress_message = ''
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.type, j.queue, j.payload, j.priority, j.attempts, j.max_attempts,
+              j.lease_token, j.timeout_seconds, j.available_at, j.created_at, j.started_at,
+              j.lease_expires_at, j.locked_by, picked.n
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
+    SELECT id, 'claimed', attempts, locked_by, '',
+           jsonb_build_object('lease_token', lease_token,
+                              'wait_seconds', round(extract(epoch FROM now() - available_at)::numeric, 4)),
+           now()
+    FROM claimed
+)
+SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th worker id
+"""
+
+CLAIM = """
+WITH picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        SELECT id FROM jobs
+        WHERE status = 'queued' AND available_at <= now() {queue_filter}
+          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS locked
+),
+""" + _CLAIM_TAIL
+
+# --- claim under global concurrency limits -------------------------------------------------
+# Used instead of CLAIM while any queue (job_queue_settings.concurrency_limit) or job type
+# (@handler(concurrency=N)) has a limit. Counting running jobs and claiming more must not
+# interleave between claimers, or two processes that each see 1 of 2 slots taken would both
+# claim; so services/claiming.py runs this after pg_advisory_xact_lock(CLAIM_LIMIT_LOCK_KEY) in
+# the same short transaction: READ COMMITTED gives this statement a snapshot taken after the
+# lock, which sees every claim committed before it. Pitfall: the candidate window is locked
+# (SKIP LOCKED) for the transaction's few milliseconds, so it is kept to a bounded size.
+CLAIM_LIMIT_LOCK_KEY = 7_300_416_001
+
+# The pieces CLAIM_LIMITED and CLAIM_KEYED share, written once. The limits (parallel arrays:
+# %(limit_kinds)s 'queue' or 'type', %(limit_names)s its name, %(limit_values)s its limit),
+# each with its running jobs now (n): CTEs `limits` and `limited_running`.
+_LIMITED_RUNNING = """limits AS (
+    SELECT * FROM unnest(%(limit_kinds)s::text[], %(limit_names)s::text[], %(limit_values)s::int[])
+        AS l(kind, name, max_running)
+),
+limited_running AS (
+    SELECT l.kind, l.name, l.max_running,
+           (SELECT count(*) FROM jobs r
+             WHERE r.status = 'running'
+               AND CASE l.kind WHEN 'queue' THEN r.queue = l.name ELSE r.type = l.name END) AS n
+    FROM limits l
+)"""
+# Each candidate's rank within its queue and within its type, in claim order (CTE `ranked`,
+# from `candidates` c; {key_rank}: another rank, or nothing).
+_RANKED = """ranked AS (
+    SELECT c.*,{key_rank}
+           row_number() OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
+                                                            c.created_at, c.id) AS queue_rank,
+           row_number() OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
+                                                           c.created_at, c.id) AS type_rank
+    FROM candidates c
+)"""
+# The ranked candidates that fit: the n-th of a queue (of a type) only if its running jobs + n
+# stay within the queue's (the type's) limit, up to %(limit)s in claim order, numbered n for
+# _CLAIM_TAIL (CTE `picked`; {join} and {condition}: another limit's, or nothing).
+_PICKED_WITHIN_LIMITS = """picked AS (
+    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n
+    FROM (
+        SELECT r.* FROM ranked r{join}
+        LEFT JOIN limited_running q ON q.kind = 'queue' AND q.name = r.queue
+        LEFT JOIN limited_running t ON t.kind = 'type' AND t.name = r.type
+        WHERE {condition}(q.max_running IS NULL OR q.n + r.queue_rank <= q.max_running)
+          AND (t.max_running IS NULL OR t.n + r.type_rank <= t.max_running)
+        ORDER BY r.priority DESC, r.available_at, r.created_at, r.id
+        LIMIT %(limit)s
+    ) allowed
+),
+"""
+
+CLAIM_LIMITED = """
+WITH """ + _LIMITED_RUNNING + """,
+candidates AS (
+    SELECT id, queue, type, priority, available_at, created_at FROM jobs
+    WHERE status = 'queued' AND available_at <= now() {queue_filter}
+      AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
+      AND NOT EXISTS (
+          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+      AND NOT EXISTS (
+          SELECT 1 FROM limited_running l WHERE l.n >= l.max_running
+             AND CASE l.kind WHEN 'queue' THEN l.name = jobs.queue ELSE l.name = jobs.type END)
+    ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+    LIMIT %(window)s
+    FOR UPDATE SKIP LOCKED
+),
+""" + _RANKED.format(key_rank="") + """,
+""" + _PICKED_WITHIN_LIMITS.format(join="", condition="") + _CLAIM_TAIL
+
+# --- claim of jobs with a concurrency key ----------------------------------------------------
+# A job with a concurrency key runs only while fewer than its concurrency_key_limit jobs with
+# that key run, across every worker process and host. The running jobs are the count: every
+# way out of running (complete, fail, release, snooze, the reaper after a lease expired, a
+# cancel the worker carries out) frees the slot by changing the status, with no counter to
+# keep in step. CLAIM and CLAIM_LIMITED never take a keyed job; while keyed jobs wait,
+# services/claiming.py claims them first, in a short transaction of two statements:
+#
+# 1. CLAIM_KEYED_LOCK_KEYS: the keys with a due job waiting and a free slot, in claim order
+#    (jobs of a full key are passed over, so a key with a long backlog does not hold back the
+#    keys behind it), each locked with pg_try_advisory_xact_lock in the two-int space
+#    (KEYED_LOCK_CLASS, hashtext(key)): a key another claimer is claiming right now is
+#    skipped, not waited for, so no claimer ever waits on another and no deadlock can form.
+# 2. CLAIM_KEYED: only for the keys it holds. Its snapshot is taken after the locks: it sees
+#    every claim of those keys committed before (a claimer releases its key locks only after
+#    its commit is visible), and no claim of them can commit until this transaction ends. So
+#    counting each key's running jobs and claiming up to the limit cannot interleave with
+#    another claim of the same key: no read-then-write race, whatever the number of workers.
+#    Several jobs of one key in one batch are ranked within the key (key_rank): the n-th is
+#    taken only if running + n <= its limit. Under queue or type limits the transaction first
+#    takes CLAIM_LIMIT_LOCK_KEY, as CLAIM_LIMITED does, and the same queue and type ranks apply.
+# A hash collision between two keys only makes their claims take turns; their limits stay apart.
+KEYED_LOCK_CLASS = 730_041_600
+
+CLAIM_KEYED_LOCK_KEYS = """
+WITH running AS (
+    SELECT concurrency_key AS k, count(*) AS n FROM jobs
+    WHERE status = 'running' AND concurrency_key IS NOT NULL
+    GROUP BY concurrency_key
+),
+waiting AS (
+    SELECT concurrency_key AS k FROM jobs
+    WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {queue_filter}
+      AND NOT EXISTS (
+          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+      AND NOT EXISTS (
+          SELECT 1 FROM running WHERE running.k = jobs.concurrency_key
+             AND running.n >= jobs.concurrency_key_limit)
+    ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+    LIMIT %(window)s
+),
+keys AS (SELECT DISTINCT k FROM waiting OFFSET 0)  -- OFFSET 0: each key tried once, here
+SELECT ARRAY(SELECT k FROM keys WHERE pg_try_advisory_xact_lock(%(lock_class)s::int, hashtext(k)))
+"""
+
+CLAIM_KEYED = """
+WITH running AS (
+    SELECT k, (SELECT count(*) FROM jobs r
+               WHERE r.status = 'running' AND r.concurrency_key = k) AS n
+    FROM unnest(%(keys)s::text[]) AS k
+),
+""" + _LIMITED_RUNNING + """,
+candidates AS (
+    SELECT c.* FROM running, LATERAL (
+        SELECT id, queue, type, concurrency_key, concurrency_key_limit, priority, available_at,
+               created_at
+        FROM jobs
+        WHERE status = 'queued' AND concurrency_key = running.k AND available_at <= now()
+          {queue_filter}
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) c
+),
+""" + _RANKED.format(key_rank="""
+           row_number() OVER (PARTITION BY c.concurrency_key
+                              ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_rank,""") + """,
+""" + _PICKED_WITHIN_LIMITS.format(
+    join="\n        JOIN running k ON k.k = r.concurrency_key",
+    condition="k.n + r.key_rank <= r.concurrency_key_limit\n          AND ") + _CLAIM_TAIL
+
+# --- queue limits and waiting keyed jobs, as claims read them (cached a second) ------------
+# The two facts a claim reads at most once a second per process (services/claiming.py), in one
+# statement: the queues' concurrency limits and whether any job with a concurrency key waits.
+# An idle worker's backed-off poll refreshes both: one transaction, not two.
+CLAIM_PROBES = """
+SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
+          FROM job_queue_settings WHERE concurrency_limit IS NOT NULL),
+       EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL)
+"""

@@ -1,0 +1,172 @@
+"""New jobs, each with its `created` event (services/enqueuing.py): one job or many, with or
+without a key's arbiter and a NOTIFY; the keys that jobs give up when they no longer count;
+and the job-creation throttle's counter (services/throttling.py).
+"""
+
+# --- enqueue: new jobs with their `created` events (services/enqueuing.py) -------------------
+# The channel every wake-up of idle workers is sent on (worker/listener.py LISTENs to it): an
+# enqueue's, a retry's, a settle's, the stager's and a resumed queue's.
+NOTIFY_CHANNEL = "jobs_enqueued"
+# Every job is created with its `created` event in the same statement (the event feed and the
+# dashboard start from it; with tracing on, its data carries the producer's trace context) and,
+# with LISTEN_NOTIFY on, a NOTIFY per queue that PostgreSQL delivers at commit. All times are
+# the transaction's clock, now(). The two statements share these pieces:
+_INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority, attempts,
+                      max_attempts, timeout_seconds, available_at, created_at, updated_at,
+                      progress_message, idempotency_key, request_fingerprint,
+                      idempotency_expires_at, unique_key, unique_states, retry_policy,
+                      concurrency_key, concurrency_key_limit)"""
+
+
+# The payload's searchable text (the job list's `?search=`, SEARCH_TEXT_MATCHES) goes to the
+# narrow side table job_search_text in the same statement, once: a payload never changes after
+# enqueue, so the claim and the completion, which rewrite the job row, never rewrite its
+# trigrams. An empty payload writes no row: its text, `{}`, is two characters, and a text
+# search needs at least three (selectors.SEARCH_MIN_TEXT_CHARS), so it could never match.
+_SEARCH_TEXT = """search_text AS (
+    INSERT INTO job_search_text (job_id, payload_text)
+    SELECT id, payload::text FROM ins WHERE payload <> '{{}}'::jsonb
+)"""
+
+
+def _created_events(trace_param: str) -> str:
+    return f"""events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority) || {trace_param}::jsonb, now()
+    FROM ins
+)"""
+
+
+# One job (the common case: `enqueue()` from a view or a task): plain VALUES with scalar
+# parameters, prepared once per connection.
+_INSERT_ONE = """
+WITH ins AS (
+    """ + _INSERT_INTO_JOBS + """
+    VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
+            COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
+            '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
+            %s::jsonb, %s::jsonb, %s::text, %s::smallint)
+    {on_conflict}
+    RETURNING id, queue, priority, payload, available_at, created_at
+),
+""" + _SEARCH_TEXT + """,
+""" + _created_events("%s") + """
+SELECT id, available_at, created_at {notify} FROM ins
+"""
+
+# Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
+# One jsonb parameter is far cheaper to send than ten parallel arrays (psycopg dumps arrays
+# element by element in Python), and the payloads travel as JSON inside it, encoded once.
+_INSERT_MANY = """
+WITH ins AS (
+    """ + _INSERT_INTO_JOBS + """
+    SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
+           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
+           '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
+           unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit
+    FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
+            type text, queue text, payload jsonb, priority smallint, max_attempts int,
+            timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
+            fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
+            retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint))
+        WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
+                                 run_at, delay, idempotency_key, fingerprint, key_ttl,
+                                 unique_key, unique_states, retry_policy, concurrency_key,
+                                 concurrency_key_limit, n)
+    ORDER BY n
+    {on_conflict}
+    RETURNING id, queue, priority, payload, idempotency_key, available_at, created_at,
+              unique_key
+),
+""" + _SEARCH_TEXT + """,
+""" + _created_events("%(trace)s") + """
+SELECT id, idempotency_key, available_at, created_at, unique_key FROM ins
+{notify_once}
+ORDER BY id
+"""
+
+# Only a keyed insert (an idempotency key or a unique key) has an arbiter: ON CONFLICT makes
+# every row a speculative insertion (an extra WAL record per row) even when its key is NULL.
+# No target: both job_idempotency_key_unique and job_unique_key_unique arbitrate, so that a
+# row that collides with either is left out (the caller then finds the job that holds it).
+_ON_CONFLICT = "ON CONFLICT DO NOTHING"
+_NOTIFY = f", pg_notify('{NOTIFY_CHANNEL}', queue)"
+# A batch notifies once per queue, not once per row: PostgreSQL would fold the duplicates at
+# commit anyway, but only after paying for each pg_notify call (a few us a row). An
+# uncorrelated condition is evaluated once, before the rows are returned.
+_NOTIFY_ONCE = f"""WHERE (SELECT count(pg_notify('{NOTIFY_CHANNEL}', queue))
+       FROM (SELECT DISTINCT queue FROM ins) AS queues) >= 0"""
+# Each statement in its four variants, by (keyed, notify): with or without the arbiter, with or
+# without the NOTIFY (JOB_LISTEN_NOTIFY). services/enqueuing.py picks one per insert.
+ENQUEUE_ONE = {
+    (keyed, notify): _INSERT_ONE.format(on_conflict=_ON_CONFLICT if keyed else "",
+                                        notify=_NOTIFY if notify else "")
+    for keyed in (False, True) for notify in (False, True)
+}
+ENQUEUE_MANY = {
+    (keyed, notify): _INSERT_MANY.format(on_conflict=_ON_CONFLICT if keyed else "",
+                                         notify_once=_NOTIFY_ONCE if notify else "")
+    for keyed in (False, True) for notify in (False, True)
+}
+
+# --- unique jobs and expiring idempotency keys (services/enqueuing.py) ----------------------
+# Before a keyed insert whose uniqueness has a period, or while idempotency keys expire: the
+# jobs that still hold one of these keys but no longer count (enqueued longer ago than the new
+# job's period; key past its idempotency_expires_at) give it up, so that the insert that
+# follows takes it. Race-safe because the unique indexes still arbitrate the insert: two
+# producers may both release the old holder, and then exactly one of them inserts. Guarded by
+# the age in the statement itself, never by what the caller read. The old job keeps its
+# history; only the key column is cleared (it counts no more, as documented).
+RELEASE_UNIQUE_KEYS_IF_OLDER_THAN_PERIOD = """
+UPDATE jobs j SET unique_key = NULL
+FROM unnest(%(keys)s::text[], %(periods)s::float8[]) AS u(key, period)
+WHERE j.unique_key = u.key AND (j.unique_states ? j.status)
+  AND j.created_at <= now() - make_interval(secs => u.period)
+"""
+RELEASE_IDEMPOTENCY_KEYS_IF_EXPIRED = """
+UPDATE jobs SET idempotency_key = NULL
+WHERE idempotency_key = ANY(%(keys)s::text[]) AND idempotency_expires_at <= now()
+"""
+
+# --- the job-creation throttle's counter (services/throttling.py) ------------------------------
+# One row per throttled key (scope and user), its sliding window in the row: `slices` holds the
+# index of each slice still in the window (now // width, newest first), `counts` the jobs
+# charged to it. One row, so that the check and the charge are one atomic statement: the INSERT
+# of a new key, or ON CONFLICT the UPDATE of its row, which PostgreSQL runs with the row locked
+# and its WHERE evaluated on the newest version: concurrent requests of one user, from any
+# number of processes, queue on that lock, and each sees the others' charges, so together they
+# never pass the rate. UNLOGGED (migration 0014): a crash empties the counts, as a restarted
+# cache would; they are not replicated.
+THROTTLE_RESERVE_IF_IT_FITS = """
+INSERT INTO job_throttle_windows AS w (key, slices, counts, expires_at)
+VALUES (%(key)s, ARRAY[%(slice)s::bigint], ARRAY[%(cost)s::integer],
+        now() + make_interval(secs => %(keep_seconds)s))
+ON CONFLICT (key) DO UPDATE SET
+    (slices, counts) = (
+        SELECT array_agg(s ORDER BY s DESC), array_agg(c ORDER BY s DESC)
+        FROM (SELECT s, sum(c)::integer AS c
+              FROM (SELECT s, c FROM unnest(w.slices, w.counts) AS live(s, c)
+                    WHERE s >= %(oldest)s
+                    UNION ALL SELECT %(slice)s::bigint, %(cost)s::integer) AS added
+              GROUP BY s) AS merged),
+    expires_at = EXCLUDED.expires_at
+WHERE (SELECT COALESCE(sum(c), 0) FROM unnest(w.slices, w.counts) AS live(s, c)
+       WHERE s >= %(oldest)s) + %(cost)s <= %(limit)s
+RETURNING true
+"""
+
+# Give back what a reservation did not use (its request created fewer jobs than it reserved,
+# or none): from the slice it was charged to, if that slice is still in the window.
+THROTTLE_GIVE_BACK = """
+UPDATE job_throttle_windows
+SET counts[array_position(slices, %(slice)s::bigint)] =
+        GREATEST(0, counts[array_position(slices, %(slice)s::bigint)] - %(jobs)s)
+WHERE key = %(key)s AND %(slice)s::bigint = ANY (slices)
+"""
+
+# A refused request's window, for its Retry-After.
+THROTTLE_WINDOW = "SELECT slices, counts FROM job_throttle_windows WHERE key = %(key)s"
+
+# Rows whose every slice has left their window (none was charged for a whole period).
+THROTTLE_PRUNE_EXPIRED = "DELETE FROM job_throttle_windows WHERE expires_at < now()"

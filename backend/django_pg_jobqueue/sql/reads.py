@@ -1,0 +1,267 @@
+"""Read models: a job's concurrency key holders and its dependency lists, the global event
+feed, the queues that hold jobs, the job list's text search, a schedule's jobs, throughput,
+a job's trace context, the /metrics figures, the dashboard's metrics, queue_status and the
+health check (selectors.py, feed.py, metrics.py, tracing.py, management/commands).
+"""
+
+# --- a job's detail: its key's running jobs, what it waits for and what waits for it ---------
+# Why a queued job waits (selectors.py): how many jobs with its concurrency key run now, and
+# the first %(holders)s of them (by id), the jobs it waits for (the job page names them).
+KEY_RUNNING_COUNT_AND_HOLDERS = """
+SELECT count(*), coalesce((array_agg(id ORDER BY id))[1:%(holders)s], '{}')
+FROM jobs WHERE status = 'running' AND concurrency_key = %(key)s
+"""
+
+# The job detail's two lists in one round trip: what it waits for ('after'), and the first
+# %(limit)s of what waits for it ('before'). Each side walks one index of job_dependencies.
+JOB_LINKS = """
+(SELECT 'after', e.depends_on_id, d.type, d.status, e.on_failure
+ FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.depends_on_id
+ WHERE e.job_id = %(id)s ORDER BY e.depends_on_id)
+UNION ALL
+(SELECT 'before', e.job_id, d.type, d.status, e.on_failure
+ FROM job_dependencies e LEFT JOIN jobs d ON d.id = e.job_id
+ WHERE e.depends_on_id = %(id)s ORDER BY e.job_id LIMIT %(limit)s)
+"""
+
+# --- the global event feed, in commit order ---------------------------------------------------
+# Event ids come from a sequence, taken when the row is inserted, but transactions commit in
+# another order: a poller that saw id 101 may never see 100 if 100 committed later. So each
+# event also records its transaction id (job_events.tx_id, a column default), and the feed
+# orders by (tx_id, id) and only returns events of transactions older than every transaction
+# still in progress (the snapshot's xmin): any event not yet visible belongs to a transaction
+# at or after xmin, so it sorts after everything returned. The price: one long write
+# transaction on the server holds the feed back until it ends.
+EVENTS_AFTER = """
+SELECT e.id FROM job_events e
+WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+  AND {cursor}
+  {job_filter}
+ORDER BY e.tx_id, e.id
+LIMIT %(limit)s
+"""
+EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
+# The `after` event was pruned (or never existed): fall back to ids.
+EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
+
+# The transaction id of the feed's `after` event (feed.py): the cursor's first half.
+EVENT_TX_ID = "SELECT tx_id FROM job_events WHERE id = %s"
+
+# --- the queues that hold jobs: every distinct `queue`, for the admin's filter ---------------
+# A skip scan written out (PostgreSQL has none before 18's for this shape): each step asks
+# jobs_queue_status_idx (queue, status) for the first queue name after the previous one, so
+# the cost is one index probe per queue, not a pass over the jobs table.
+JOB_QUEUE_NAMES = """
+WITH RECURSIVE names(queue) AS (
+    (SELECT queue FROM jobs ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM jobs j WHERE j.queue > n.queue ORDER BY j.queue LIMIT 1)
+    FROM names n WHERE n.queue IS NOT NULL
+)
+SELECT queue FROM names WHERE queue IS NOT NULL
+"""
+
+# --- search: the job list's text search, over every job ------------------------------------
+# The payload's JSON text or the last error contains the pattern, case-insensitively. The
+# payload's text is not read from `jobs` but from the side table job_search_text, written once
+# at enqueue (ENQUEUE_ONE's search_text, migration 0016), so that the claim and the completion,
+# which rewrite the job row, no longer rewrite a trigram index of its payload. The subquery is
+# served by job_search_text_trgm_idx and runs once (an InitPlan): its job ids become an array,
+# and `id = ANY(array)` is an index condition on the primary key, so PostgreSQL answers the
+# whole expression with a BitmapOr of the primary key and jobs_last_error_trgm_idx (the last
+# error stays on `jobs`: that index is partial, a job without an error has no entry). Written
+# `id IN (subquery)` instead, inside the OR it would be a hashed SubPlan tested on every row of
+# a pass over `jobs`. It reads the jobs that hold the pattern's trigrams, not the table (a
+# pattern needs 3 characters for that: selectors.SEARCH_MIN_TEXT_CHARS). Its pitfall: every
+# payload that matches is gathered (an array of ids in memory) before the list's other filters
+# apply, so text that most payloads hold costs a pass over job_search_text even when
+# `status=failed` leaves few jobs (docs/explanation/performance.md). A job whose payload
+# is `{}` has no row there and needs none: no 3-character pattern matches the 2 characters of
+# its text. A boolean expression embedded in the list's ORM query (RawSQL), OR-ed with the id
+# and key lookups there; positional parameters: the ILIKE pattern twice.
+SEARCH_TEXT_MATCHES = (
+    "(id = ANY (ARRAY(SELECT job_id FROM job_search_text WHERE payload_text ILIKE %s))"
+    " OR last_error ILIKE %s)"
+)
+
+# --- periodic schedules: each schedule's jobs ------------------------------------------------
+# A schedule's jobs, newest first: its ticks' and its run-now jobs (their idempotency keys are
+# `periodic:<name>:<tick>` and `periodic:<name>:manual:<id>`). jobs_periodic_schedule_idx
+# (migration 0012) holds (schedule name, id) for periodic jobs only, so this reads one
+# schedule's entries (a backward scan that stops at the limit, or, when the planner expects few,
+# a bitmap scan of them and a sort), never the other jobs. The predicate repeats the index's
+# own (LIKE 'periodic:%') literally, so the planner may use the partial index.
+SCHEDULE_JOBS = """
+SELECT id, idempotency_key, status, attempts, max_attempts, created_at, started_at,
+       finished_at, last_error
+FROM jobs
+WHERE idempotency_key LIKE 'periodic:%%' AND split_part(idempotency_key, ':', 2) = %s
+ORDER BY split_part(idempotency_key, ':', 2) DESC, id DESC
+LIMIT %s
+"""
+
+# --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
+# Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
+# start. jobs_status_finished_idx (status, finished_at) serves the range: the cost is the
+# range's finished jobs, not the table. NULL queue / type: every one.
+THROUGHPUT = """
+WITH bounds AS (
+    SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
+),
+range AS (
+    SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
+    FROM bounds
+),
+per_bucket AS (
+    SELECT date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
+           count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE j.status = 'failed') AS failed
+    FROM jobs j, range r
+    WHERE j.status IN ('succeeded', 'failed') AND j.finished_at >= r.first_bucket
+      AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+      AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+    GROUP BY 1
+)
+SELECT b.bucket, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
+FROM range r, generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
+LEFT JOIN per_bucket p ON p.bucket = b.bucket
+ORDER BY b.bucket
+"""
+
+# --- tracing: the producer's trace context, read back from the job's created event --------
+# (tracing.py). The first `created` event of the job, by its index (job_id, id).
+CREATED_EVENT_TRACE = """
+SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
+"""
+
+# --- metrics: the figures of GET /metrics (metrics.py), in one read-only transaction ------
+# Its statement timeout, transaction-local (%s: milliseconds, as text).
+STATEMENT_TIMEOUT_LOCAL = "SELECT set_config('statement_timeout', %s, true)"
+METRICS_JOBS_BY_QUEUE_STATUS = "SELECT queue, status, count(*) FROM jobs GROUP BY queue, status"
+
+METRICS_QUEUED_BY_QUEUE = """
+SELECT queue, count(*), count(*) FILTER (WHERE available_at <= now()),
+       extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now()))
+FROM jobs WHERE status = 'queued' GROUP BY queue
+"""
+
+# Queued jobs a worker without a handler for their type gave back (a rolling deploy in
+# progress, or a type no worker has): the queued rows only, like the depth above.
+METRICS_WAITING_FOR_HANDLER = """
+SELECT type, count(*) FROM jobs
+WHERE status = 'queued' AND unknown_type_at IS NOT NULL GROUP BY type
+"""
+
+METRICS_WORKERS = """
+SELECT id, hostname, pid, threads, queues, extract(epoch FROM now() - heartbeat_at),
+       extract(epoch FROM now() - started_at), stuck_handlers, heartbeat_interval_seconds
+FROM job_workers ORDER BY id
+"""
+
+METRICS_QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue_settings ORDER BY queue"
+
+# The claimed event's wait: from the job's available_at to the claim. available_at is only
+# reliable for the job's latest claim (a retry moves it), so older claims of a job that was
+# requeued since are left out of the histogram rather than measured wrong.
+_WAIT = """CASE WHEN r.kind = 'claimed' AND r.attempt = j.attempts AND j.status <> 'queued'
+                 AND r.created_at >= j.available_at
+            THEN extract(epoch FROM r.created_at - j.available_at) END"""
+_RUN = "CASE WHEN r.kind <> 'claimed' THEN (r.data->>'run_seconds')::float8 END"
+
+
+def metrics_window(run_buckets, wait_buckets) -> str:
+    """The recent events' counts and histograms by (type, kind), one cumulative bucket
+    per bound of run_buckets / wait_buckets (numbers, written into the statement)."""
+    def buckets(expr, bounds):
+        return ", ".join(f"count(*) FILTER (WHERE {expr} <= {b})" for b in bounds)
+
+    return f"""
+WITH recent AS (
+    SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
+    WHERE created_at > now() - make_interval(secs => %(window)s)
+      AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
+                   'lease_expired', 'retried', 'released', 'snoozed')
+),
+measured AS (
+    SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run
+    FROM recent r JOIN jobs j ON j.id = r.job_id
+)
+SELECT type, kind, count(*), count(*) FILTER (WHERE worker_id IS NOT NULL),
+       count(run), coalesce(sum(run), 0), {buckets("run", run_buckets)},
+       count(wait), coalesce(sum(wait), 0), {buckets("wait", wait_buckets)}
+FROM measured GROUP BY type, kind ORDER BY type, kind
+"""
+
+# --- the dashboard's metrics (selectors.metrics, GET /api/v1/metrics/) --------------------
+# Finished in the last 1, 5 and 15 minutes, run time mean and p95, retried jobs (over 15 min).
+DASHBOARD_FINISHED = """
+SELECT
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '1 minute'),
+    count(*) FILTER (WHERE status = 'succeeded' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'failed' AND finished_at >= now() - interval '5 minutes'),
+    count(*) FILTER (WHERE status = 'succeeded'),
+    count(*) FILTER (WHERE status = 'failed'),
+    avg(extract(epoch FROM finished_at - started_at)) FILTER (WHERE started_at IS NOT NULL),
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at))
+        FILTER (WHERE started_at IS NOT NULL),
+    count(*) FILTER (WHERE attempts > 1),
+    count(*)
+FROM jobs
+WHERE status IN ('succeeded', 'failed') AND finished_at >= now() - interval '15 minutes'
+"""
+
+# Succeeded and failed per minute over the last 15 minutes, every minute present (zeros too).
+DASHBOARD_THROUGHPUT = """
+WITH per_minute AS (
+    SELECT date_trunc('minute', finished_at) AS minute,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed
+    FROM jobs
+    WHERE status IN ('succeeded', 'failed')
+      AND finished_at >= date_trunc('minute', now()) - interval '14 minutes'
+    GROUP BY 1
+)
+SELECT m.minute, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
+FROM generate_series(date_trunc('minute', now()) - interval '14 minutes',
+                     date_trunc('minute', now()), interval '1 minute') AS m(minute)
+LEFT JOIN per_minute p ON p.minute = m.minute
+ORDER BY m.minute
+"""
+
+# The queued jobs: the age of the oldest one a worker may claim now (due, and its queue not
+# paused: a paused queue's backlog waits on purpose and raises no alarm), and the queued
+# states (states.State): available (due now, paused queues included: the jobs are due),
+# scheduled (due later, never attempted), retryable (due later, attempted before).
+DASHBOARD_QUEUED = """
+SELECT extract(epoch FROM now() - min(j.available_at)
+                   FILTER (WHERE j.available_at <= now() AND s.queue IS NULL)),
+       count(*) FILTER (WHERE j.available_at <= now()),
+       count(*) FILTER (WHERE j.available_at > now() AND j.attempts = 0),
+       count(*) FILTER (WHERE j.available_at > now() AND j.attempts > 0)
+FROM jobs j LEFT JOIN job_queue_settings s ON s.queue = j.queue AND s.paused
+WHERE j.status = 'queued'
+"""
+
+# --- manage.py queue_status ------------------------------------------------------------------
+# Events of one kind (%s) over the last 1, 5 and 15 minutes; a cancel counts only when a
+# worker wrote it (a running job's), not an operator's cancel of a queued one.
+QUEUE_STATUS_EVENTS_RECENT = """
+SELECT count(*) FILTER (WHERE created_at > now() - interval '1 minute'),
+       count(*) FILTER (WHERE created_at > now() - interval '5 minutes'),
+       count(*)
+FROM job_events
+WHERE created_at > now() - interval '15 minutes' AND kind = %s
+  AND (kind <> 'cancelled' OR worker_id IS NOT NULL)
+"""
+# The running jobs of each worker process, by the process id prefix of locked_by.
+QUEUE_STATUS_RUNNING_BY_PROCESS = """
+SELECT w.id, j.id, j.type, extract(epoch FROM now() - j.started_at)
+FROM jobs j JOIN job_workers w ON j.locked_by LIKE w.id || '-%'
+WHERE j.status = 'running'
+ORDER BY w.id, j.started_at
+"""
+
+# --- the health check: has the migration table changed since the plan was last empty? ---------
+# (selectors.pending_migrations) Applying or unapplying a migration adds or deletes a row.
+MIGRATIONS_FINGERPRINT = "SELECT count(*), coalesce(max(id), 0) FROM django_migrations"

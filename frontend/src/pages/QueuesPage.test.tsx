@@ -1,0 +1,67 @@
+import { screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Queue } from "../api/types";
+import { expectCardLabels } from "../test/cards";
+import { CAN_VIEW, queue, user } from "../test/factories";
+import { renderWithClient } from "../test/render";
+import { QueuesPage } from "./QueuesPage";
+
+/** The queues endpoint: the list, and pause and resume changing it. */
+function fakeQueuesApi(initial: Queue[]) {
+  let queues = initial;
+  const posted: string[] = [];
+  document.cookie = "csrftoken=t; path=/";
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init?: RequestInit) => {
+      if (init?.method === "POST") {
+        posted.push(url);
+        const name = decodeURIComponent(url.split("/")[4]);
+        queues = queues.map((x) => (x.name === name ? { ...x, paused: url.endsWith("/pause/") } : x));
+        return new Response(JSON.stringify(queues.find((x) => x.name === name)), { status: 200 });
+      }
+      return new Response(JSON.stringify(queues), { status: 200 });
+    }),
+  );
+  return posted;
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("the queues page", () => {
+  it("lists every queue with what it holds and runs, its limit (none said as such) and whether it is paused", async () => {
+    fakeQueuesApi([
+      queue("emails", { queued: 5, runnable: 3, running: 1 }),
+      queue("reports", { paused: true, queued: 2, runnable: 2, concurrency_limit: 2 }),
+      queue("idle"),
+    ]);
+    renderWithClient(<QueuesPage />, { user: user(), at: "/queues", path: "/queues" });
+    expect(screen.getByRole("heading", { name: "Queues", level: 1 })).toBeInTheDocument();
+    const table = await screen.findByTestId("queues-table");
+    expect(screen.getByRole("heading", { name: "3 queues" })).toBeInTheDocument();
+    const row = (name: string) => table.querySelector<HTMLElement>(`tr[data-queue="${name}"]`)!;
+    expect(row("emails")).toHaveTextContent("3 +2 later");
+    expect(within(row("emails")).getByRole("link", { name: "emails" })).toHaveAttribute("href", "/queues/emails");
+    expect(within(row("reports")).getByText("paused")).toBeInTheDocument();
+    expect(row("reports")).toHaveTextContent("2 at once");
+    expect(row("emails")).toHaveTextContent("none");
+    expectCardLabels(table);
+  });
+
+  it("pauses a queue and shows it paused", async () => {
+    const posted = fakeQueuesApi([queue("emails", { queued: 1, runnable: 1 })]);
+    renderWithClient(<QueuesPage />, { user: user(), at: "/queues", path: "/queues" });
+    await userEvent.click(await screen.findByRole("button", { name: "Pause queue emails" }));
+    expect(await screen.findByText("paused")).toBeInTheDocument();
+    expect(posted).toEqual(["/api/v1/queues/emails/pause/"]);
+    expect(screen.getByRole("button", { name: "Resume queue emails" })).toBeInTheDocument();
+  });
+
+  it("offers no pause to a user who may only look", async () => {
+    fakeQueuesApi([queue("emails")]);
+    renderWithClient(<QueuesPage />, { user: user({ can: CAN_VIEW }), at: "/queues", path: "/queues" });
+    await screen.findByTestId("queues-table");
+    expect(screen.queryByRole("button", { name: /queue emails/ })).toBeNull();
+  });
+});
