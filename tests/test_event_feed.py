@@ -61,7 +61,7 @@ def test_feed_pages_through_every_event_in_order():
             cursor = page[-1]
         return all_ids <= set(got)
 
-    wait_for(poll, 10)
+    wait_for(poll, 10)  # polls, as a feed's reader does (the horizon moves with other work)
     assert len(got) == len(set(got)), "no event delivered twice"
 
 

@@ -52,6 +52,8 @@ def feed_all(*, including=()) -> list[int]:
             cursor = page[-1]
         return (got,) if set(including) <= set(got) else None
 
+    # Polls, as a feed's reader does: the feed holds back what other transactions still have
+    # in flight, and no one tells when that cleared.
     return wait_for(read, 30, message="the feed to deliver the events")[0]
 
 
