@@ -105,21 +105,21 @@ def test_all_true_is_the_explicit_every_job(bulk_client, body):
 
 # -- methods a resource does not have: 405 ------------------------------------------------------
 
-@pytest.mark.parametrize("method", ["put", "patch"])
-def test_put_or_patch_on_a_job_is_a_405_for_a_superuser(superuser_client, method):
+def test_put_on_a_job_is_a_405_for_a_superuser(superuser_client):
+    """A job is changed in part (PATCH: its priority and run time, before it starts), never
+    replaced whole."""
     job = services.enqueue("noop")
-    response = getattr(superuser_client, method)(f"{JOBS}{job.id}/", {"priority": 5}, format="json")
+    response = superuser_client.put(f"{JOBS}{job.id}/", {"priority": 5}, format="json")
     assert response.status_code == 405, response.content
     assert response.json()["code"] == "method_not_allowed"
-    assert "GET" in response["Allow"] and "PUT" not in response["Allow"]
+    assert "GET" in response["Allow"] and "PATCH" in response["Allow"]
+    assert "PUT" not in response["Allow"]
     assert Job.objects.get(pk=job.id).priority == job.priority
 
 
-@pytest.mark.parametrize("method", ["put", "patch"])
-def test_put_or_patch_on_a_job_is_a_405_for_an_operator(operator_client, method):
+def test_put_on_a_job_is_a_405_for_an_operator(operator_client):
     job = services.enqueue("noop")
-    response = getattr(operator_client, method)(f"{JOBS}{job.id}/", {}, format="json")
-    assert response.status_code == 405
+    assert operator_client.put(f"{JOBS}{job.id}/", {}, format="json").status_code == 405
 
 
 @pytest.mark.parametrize("method", ["put", "patch", "delete"])

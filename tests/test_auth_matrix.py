@@ -128,10 +128,12 @@ def test_me_reports_permissions(users, client_for):
     body = client_for(users["viewer"]).get("/api/v1/auth/me/").json()
     assert body["username"] == "viewer" and body["permissions"] == ["django_pg_jobqueue.view_job"]
     assert body["can"] == {"view": True, "create": False, "cancel": False, "retry": False,
-                           "rerun": False, "delete": False, "change_queue": False}
+                           "rerun": False, "run_now": False, "delete": False,
+                           "change_queue": False}
     operator = client_for(users["operator"]).get("/api/v1/auth/me/").json()
     assert operator["can"] == {"view": True, "create": True, "cancel": True, "retry": True,
-                              "rerun": True, "delete": False, "change_queue": False}
+                              "rerun": True, "run_now": True, "delete": False,
+                              "change_queue": False}
 
 
 def test_session_login_needs_csrf_and_session_writes_need_it_too(users):

@@ -4,7 +4,8 @@
     from django_pg_jobqueue import aenqueue  # in async code: await aenqueue(...)
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
-pause_queue, resume_queue, set_queue_limit.
+pause_queue, resume_queue, set_queue_limit. Waiting for a job's outcome: wait(job) and, in
+async code, await await_result(job) (JobFailed, WaitTimeout).
 
 Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are
 loaded. Type checkers see the real imports (the TYPE_CHECKING block), so `enqueue`'s and
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .context import JobContext
-    from .exceptions import PermanentError
+    from .exceptions import JobFailed, PermanentError, WaitTimeout
     from .registry import handler
     from .retries import RetryPolicy
     from .services import (
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
         set_queue_limit,
     )
     from .tasks.options import task_options
+    from .waiting import await_result, wait
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
            "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
-           "PermanentError", "JobContext", "RetryPolicy"]
+           "PermanentError", "JobContext", "RetryPolicy", "wait", "await_result", "JobFailed",
+           "WaitTimeout"]
 _SERVICES = frozenset(__all__[:10])  # resolved from .services
 
 
@@ -51,10 +54,14 @@ def __getattr__(name: str) -> Any:
         from .tasks.options import task_options
 
         return task_options
-    if name == "PermanentError":
-        from .exceptions import PermanentError
+    if name in ("wait", "await_result"):
+        from . import waiting
 
-        return PermanentError
+        return getattr(waiting, name)
+    if name in ("PermanentError", "JobFailed", "WaitTimeout"):
+        from . import exceptions
+
+        return getattr(exceptions, name)
     if name == "RetryPolicy":
         from .retries import RetryPolicy
 

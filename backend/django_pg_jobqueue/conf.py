@@ -285,10 +285,11 @@ class QueueConf:
         delays the reaping of its own jobs. A killed leader is replaced within this plus one
         heartbeat.""")
     LISTEN_NOTIFY: bool = setting(True, check_id=5, rule=boolean, group="workers", doc="""
-        Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit).
+        Wake idle workers with PostgreSQL's LISTEN/NOTIFY when a job is enqueued (on commit),
+        and producers waiting for a job's outcome (`wait()`) when it finishes.
         Behind a transaction pooler, LISTEN needs the direct connection of
         `JOB_LISTEN_DATABASE_URL`; False makes the workers poll every
-        `JOB_POLL_INTERVAL_SECONDS` instead.""")
+        `JOB_POLL_INTERVAL_SECONDS` instead, and waiters every half second.""")
     SHUTDOWN_GRACE_SECONDS: float = setting(25.0, check_id=6, rule=number(0), group="workers", doc="""
         On SIGTERM or SIGINT, how long running handlers may finish before their jobs are
         released back to the queue (the attempt not charged). Keep it below your process
@@ -605,8 +606,9 @@ class QueueConf:
         runs on the direct connection of `JOB_LISTEN_DATABASE_URL`. Needs
         `DISABLE_SERVER_SIDE_CURSORS = True` on the `DATABASES` entry.""")
     LISTEN_DATABASE_URL: str = setting("", check_id=41, rule=conninfo, group="database", doc="""
-        A direct (session) connection to the queue's database, for the workers' LISTEN only
-        (one connection per worker process): `postgres://user:password@db-host:5432/dbname`.
+        A direct (session) connection to the queue's database, for LISTEN only (one
+        connection per worker process, and one per process that waits for outcomes):
+        `postgres://user:password@db-host:5432/dbname`.
         Empty: LISTEN uses the queue's `DATABASES` entry. Required with
         `JOB_TRANSACTION_POOLER` unless `JOB_LISTEN_NOTIFY` is False.""")
     WORKER_POOL_SIZE: int | None = setting(

@@ -1,17 +1,20 @@
 """JobContext: what a handler sees of its job and the worker running it."""
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
 
+from . import storable
 from .db import worker_connection
 from .engine import Engine, default_engine
-from .exceptions import JobCancelled, Snooze
+from .exceptions import JobCancelled, Snooze, UnstorableResult
 
 __all__ = ["JobContext", "Snooze"]  # Snooze lives in exceptions.py; importable here as before
 
 _stop_events_lock = threading.Lock()
+STEP_NAME_CHARS = 200  # models.JobStep.name's max_length
 
 
 class JobContext:
@@ -32,6 +35,11 @@ class JobContext:
         # How progress and log lines reach the database: the worker's engine, like every other
         # write a worker makes (the default one when none is given).
         self.engine = engine or default_engine()
+        # Read on first use (most handlers use neither): the results of the jobs this one was
+        # enqueued after, and the steps its earlier attempts recorded.
+        self._dependency_results: list | None = None
+        self._recorded_steps: dict[str, Any] | None = None
+        self._steps_run: set[str] = set()
 
     @property
     def _stop(self) -> threading.Event:
@@ -89,3 +97,53 @@ class JobContext:
     def snooze(self, seconds: float) -> NoReturn:
         """Stop this attempt and run the job again in `seconds`, without spending an attempt."""
         raise Snooze(seconds)
+
+    # -- what earlier jobs and attempts left (services/workflows.py) -----------------------------
+    @property
+    def dependency_results(self) -> list:
+        """The results of the jobs this job was enqueued after (`after=[...]`), in the order
+        `after` named them: a list, read once, on first use, in one query. None for a job that
+        did not succeed (with after_failure="run") or no longer exists. Raises
+        DependencyResultsTooLarge when they are, in all, over JOB_MAX_RESULT_BYTES. In an
+        `async def` handler: `await ctx.adependency_results()`."""
+        if self._dependency_results is None:
+            with worker_connection():
+                self._dependency_results = self.engine.dependency_results(self.job_id)
+        return self._dependency_results
+
+    async def adependency_results(self) -> list:
+        """`dependency_results` for an `async def` handler."""
+        return await sync_to_async(lambda: self.dependency_results)()
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` once per job, as its durable step `name`: its result is
+        recorded, and on a later attempt of this job `step` returns the recorded result
+        without calling `fn` again. The result follows a job result's rules (JSON, at most
+        JOB_MAX_RESULT_BYTES, nested at most 64 deep; UnstorableResult otherwise) and comes
+        back as JSON gives it (a tuple as a list). A step that raises records nothing, and the
+        exception goes on as the handler's. A name is one step: a second `step` of the same
+        name in one attempt raises ValueError. Raises LeaseLost (after recording) when this
+        attempt no longer holds the job."""
+        if not isinstance(name, str) or not name or len(name) > STEP_NAME_CHARS:
+            raise ValueError(f"a step's name is a string of 1 to {STEP_NAME_CHARS} "
+                             f"characters, not {name!r}"[:300])
+        if name in self._steps_run:
+            raise ValueError(f"step {name!r} already ran in this job: each step needs a name "
+                             "of its own")
+        if self._recorded_steps is None:
+            with worker_connection():
+                self._recorded_steps = self.engine.recorded_steps(self.job_id)
+        self._steps_run.add(name)
+        if name in self._recorded_steps:
+            return self._recorded_steps[name]
+        value = fn(*args, **kwargs)
+        try:
+            text = storable.encode_result(value)
+        except UnstorableResult as exc:
+            raise UnstorableResult(f"step {name!r}: {exc}") from None
+        with worker_connection():
+            result = self.engine.record_step(self.job_id, self.lease_token,
+                                             worker_id=self.worker_id, name=name,
+                                             attempt=self.attempt, result_json=text)
+        self._recorded_steps[name] = result
+        return result

@@ -51,6 +51,22 @@ def queue_connection():
     return connections[alias()]
 
 
+def listen_connection_params(application_name: str) -> dict:
+    """psycopg.connect() keyword arguments of a LISTEN connection (the worker's listener, the
+    producers' waits for outcomes): JOB_LISTEN_DATABASE_URL when set (a direct connection,
+    past a transaction pooler), otherwise the parameters of the queue's DATABASES entry."""
+    c = conf.get()
+    if c.LISTEN_DATABASE_URL:
+        params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
+    else:
+        params = queue_connection().get_connection_params()
+        for name in ("cursor_factory", "context", "prepare_threshold"):
+            params.pop(name, None)
+    params.setdefault("application_name", application_name)
+    params.setdefault("connect_timeout", 5)
+    return params
+
+
 def atomic(**kwargs):
     """transaction.atomic() on the queue's database (see `alias()`)."""
     return transaction.atomic(using=alias(), **kwargs)

@@ -201,6 +201,19 @@ class Engine(Protocol):
         """Enqueue a schedule's tick, once however many processes try: whether this one did."""
         ...
 
+    def dependency_results(self, job_id: int) -> list:
+        """The results of the jobs `job_id` was enqueued after, in order (ctx.dependency_results)."""
+        ...
+
+    def recorded_steps(self, job_id: int) -> dict:
+        """{name: result} of the job's recorded durable steps (ctx.step)."""
+        ...
+
+    def record_step(self, job_id: int, lease_token, *, worker_id: str, name: str, attempt: int,
+                    result_json: str) -> object:
+        """Record a durable step's result once per job; returns the recorded result."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -298,6 +311,15 @@ class PostgresEngine:
 
     def enqueue_tick(self, entry, tick) -> bool:
         return schedules.enqueue_tick(entry, tick)
+
+    def dependency_results(self, job_id) -> list:
+        return services.dependency_results(job_id)
+
+    def recorded_steps(self, job_id) -> dict:
+        return services.recorded_steps(job_id)
+
+    def record_step(self, job_id, lease_token, **kwargs) -> object:
+        return services.record_step(job_id, lease_token, **kwargs)
 
 
 _default = PostgresEngine()

@@ -99,6 +99,17 @@ class PermanentError(JobError):
     """Raise from a handler to fail the job at once, without retrying."""
 
 
+class DependencyResultsTooLarge(PermanentError):
+    """`ctx.dependency_results`: the results of the jobs this one was enqueued after are, in
+    all, over JOB_MAX_RESULT_BYTES. Deterministic, so the job fails for good (a permanent
+    error) unless its handler catches it."""
+
+    def __init__(self, job_id: int, total_bytes: int, limit: int):
+        self.job_id, self.total_bytes, self.limit = job_id, total_bytes, limit
+        super().__init__(f"the results of the jobs job {job_id} waited for are {total_bytes} "
+                         f"bytes of JSON in all, over JOB_MAX_RESULT_BYTES ({limit})")
+
+
 class AttemptFailed(JobError):
     """A failed attempt that no exception of the handler's describes, as JOB_ERROR_HOOKS are
     told of it: its message is the job's recorded error, `reason` says what failed it
@@ -111,6 +122,26 @@ class AttemptFailed(JobError):
 
 class JobCancelled(JobError):
     """Raised by `ctx.raise_if_should_stop()` when the job was cancelled or its lease lost."""
+
+
+class JobFailed(JobError):
+    """What `wait()` and `await_result()` raise for a job that did not succeed: it failed for
+    good (`status` "failed") or was cancelled ("cancelled"). `error` is the job's last error
+    (empty for a job cancelled before it ran)."""
+
+    def __init__(self, job_id: int, status: str, error: str):
+        self.job_id, self.status, self.error = job_id, status, error
+        outcome = "failed" if status == "failed" else "was cancelled"
+        super().__init__(f"job {job_id} {outcome}" + (f": {error}" if error else ""))
+
+
+class WaitTimeout(JobError, TimeoutError):
+    """What `wait()` and `await_result()` raise when the job reached no outcome within the
+    timeout. Nothing was changed: the job goes on as before."""
+
+    def __init__(self, job_id: int, timeout: float):
+        self.job_id, self.timeout = job_id, timeout
+        super().__init__(f"job {job_id} reached no outcome within {timeout:g} seconds")
 
 
 class InvalidJobArgument(JobError, ValueError):

@@ -385,6 +385,38 @@ class JobSearchText(models.Model):
         return f"search text of job {self.job_id}"
 
 
+class JobStep(models.Model):
+    """A durable step of a job (`ctx.step(name, fn)`): `fn` ran and returned `result`, so a
+    later attempt of the same job gets the result back without calling `fn` again.
+
+    A table of its own rather than an event: the unique constraint below makes a step's record
+    exactly once even when two attempts race (an expired lease's handler still running), a
+    step's result may be as large as a job's (JOB_MAX_RESULT_BYTES), which the event feed and
+    the job's timeline should not carry, and the steps of a job are read in one index scan on
+    every attempt. As job_search_text, no foreign key in the database: the statements that
+    delete jobs delete their steps (sql.DELETE_FINISHED_JOB, sql.PRUNE_BATCH); Django's CASCADE
+    covers a delete through the ORM. A job retried by an operator keeps its steps; a re-run
+    (a new job) has none."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, db_constraint=False,
+                            related_name="steps", db_index=False)
+    name = models.CharField(max_length=200)
+    attempt = models.IntegerField()  # the attempt that ran it
+    result = models.JSONField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_steps"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "name"], name="job_step_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.name} of job {self.job_id}"
+
+
 class WorkerProcess(models.Model):
     """A live `run_job_workers` process, seen through its heartbeat (for metrics and the UI)."""
 

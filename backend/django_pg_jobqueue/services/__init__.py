@@ -45,6 +45,7 @@ from .workers import (
     resign_leadership,
     take_leadership,
 )
+from .workflows import dependency_results, record_step, recorded_steps
 
 __all__ = [
     "ClaimedJob", "claim", "enqueue", "aenqueue", "aenqueue_many", "enqueue_or_get", "enqueue_many",
@@ -56,4 +57,5 @@ __all__ = [
     "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
+    "dependency_results", "recorded_steps", "record_step",
 ]

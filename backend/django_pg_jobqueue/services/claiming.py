@@ -136,7 +136,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
 
 
 def _claim_unkeyed(queue_filter: str, params: dict, limits: list) -> list[ClaimedJob]:
-    if not limits and _pinned(queue_connection()):  # a dispatcher's: one statement
+    if not limits and _pinned(queue_connection()):  # a lane's: one statement
         rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
         return _claimed(rows)
     # One short transaction: the planner settings that keep the claim on its index whatever
@@ -192,7 +192,7 @@ def _claim_keyed(worker_ids: list[str], queue_filter: str, params: dict,
 
 # The payload comes as jsonb's text, which PostgreSQL writes without whitespace around the
 # document or anything after it: all json.loads checks beyond raw_decode, at three times its
-# cost for a small payload (a claimed job's largest Python cost in the dispatcher).
+# cost for a small payload (a claimed job's largest Python cost in the lane).
 _decode_jsonb = json.JSONDecoder().raw_decode
 
 
@@ -210,7 +210,7 @@ def _claimed(rows) -> list[ClaimedJob]:
     ]
 
 
-# --- the planner settings, pinned to a dispatcher's session -----------------------------------
+# --- the planner settings, pinned to a lane's session -----------------------------------
 _PINNED_MARK = "_jobqueue_claim_planner_pinned"
 
 
@@ -223,7 +223,7 @@ def pin_claim_planner_settings() -> bool:
     """Set sql.CLAIM_PLANNER_SETTINGS for the session of this thread's queue connection, once
     per connection (a reconnect sets them again): from then on claim() on it is one statement
     instead of a transaction of three. Only for a connection that runs nothing but claims and
-    releases (a worker's dispatcher), and never behind a transaction pooler (the session is
+    releases (a worker's lane), and never behind a transaction pooler (the session is
     not ours there): returns whether the settings are pinned."""
     if conf.get().TRANSACTION_POOLER:
         return False
@@ -239,7 +239,7 @@ def pin_claim_planner_settings() -> bool:
 
 def unpin_claim_planner_settings() -> None:
     """Put the session's planner settings back (sql.CLAIM_PLANNER_UNPIN) if this thread's
-    queue connection has them pinned: before a dispatcher gives its connection back to the
+    queue connection has them pinned: before a lane gives its connection back to the
     worker's shared pool, whose other borrowers must not plan under them."""
     connection = queue_connection()
     if not _pinned(connection):

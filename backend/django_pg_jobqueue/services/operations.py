@@ -46,6 +46,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
             )
             JobEvent.objects.create(job=job, kind=EventKind.CANCELLED, attempt=job.attempts,
                                     message=f"cancelled while {job.status}{_by(actor)}")
+            with db.queue_connection().cursor() as cur:  # its waiters wake at commit
+                cur.execute(sql.NOTIFY_OUTCOMES, [str(job.pk)])
             if job.has_dependants:
                 dependencies.settle([job.pk])
         elif job.status == Status.RUNNING:

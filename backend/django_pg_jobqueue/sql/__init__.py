@@ -40,3 +40,4 @@ from .maintenance import *
 from .operations import *
 from .reads import *
 from .workers import *
+from .workflows import *

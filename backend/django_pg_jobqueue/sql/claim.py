@@ -23,7 +23,7 @@ CLAIM_PROBES tells services/claiming.py which variants it needs.
 # than the ordered index scan: each claim then reads and sorts the whole backlog (measured:
 # the drain at a fifth of its speed until ANALYZE). No index or CTE shape takes that choice
 # away from the planner, so the claim runs under CLAIM_PLANNER_SETTINGS (services/claiming.py:
-# pinned to a dispatcher's session, else transaction-local), and tests/test_plans.py EXPLAINs
+# pinned to a lane's session, else transaction-local), and tests/test_plans.py EXPLAINs
 # it on unanalysed tables.
 CLAIM_PLANNER_SETTINGS = (
     # Sorting all candidates is never what the claim wants: the index gives the order.
@@ -46,13 +46,13 @@ CLAIM_PREAMBLE = "SELECT " + ", ".join(
     f"current_setting('{name}'), set_config('{name}', '{value}', true)"
     for name, value in CLAIM_PLANNER_SETTINGS)
 CLAIM_PREAMBLE_LIMITED = CLAIM_PREAMBLE + ", pg_advisory_xact_lock(%(lock_key)s)"
-# A worker's dispatcher sets them once for its session instead (services/claiming.py,
+# A worker's lane sets them once for its session instead (services/claiming.py,
 # pin_claim_planner_settings): its connection runs nothing but claims and releases, so the
 # claim stays one round trip. Never behind a transaction pooler, whose server sessions other
 # clients share.
 CLAIM_PLANNER_SESSION = "SELECT " + ", ".join(
     f"set_config('{name}', '{value}', false)" for name, value in CLAIM_PLANNER_SETTINGS)
-# Put back before the dispatcher gives its connection back to the worker's shared pool
+# Put back before the lane gives its connection back to the worker's shared pool
 # (db.worker_connection): the completer, renewer, reaper and pruner borrow from it too, and
 # their statements must plan with the server's settings.
 CLAIM_PLANNER_UNPIN = "SELECT " + ", ".join(

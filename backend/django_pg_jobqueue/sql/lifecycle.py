@@ -83,6 +83,18 @@ WHERE j.status = 'running' AND j.lease_token = input.token AND j.id NOT IN (SELE
 """
 
 # --- complete (batched; each row still fenced by its own lease token) -----------------------
+# The NOTIFY that wakes producers waiting for outcomes (waiting.py): one per statement, on
+# its own channel, the ids of the jobs that reached an outcome in its payload, comma-separated.
+# A payload over NOTIFY's 8000 bytes would fail the statement: past OUTCOMES_PAYLOAD_CHARS it
+# is "*", which wakes every waiter of each listening process to read its job again. {rows}:
+# a relation with an `id` column, the jobs that finished; none sends nothing.
+OUTCOMES_CHANNEL = "jobs_finished"
+OUTCOMES_PAYLOAD_CHARS = 7900
+OUTCOMES_NOTIFY = f"""SELECT pg_notify('{OUTCOMES_CHANNEL}',
+               CASE WHEN length(ids) <= {OUTCOMES_PAYLOAD_CHARS} THEN ids ELSE '*' END)
+    FROM (SELECT string_agg(id::text, ',') AS ids FROM {{rows}}) AS finished
+    WHERE ids IS NOT NULL"""
+
 # A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
 # The batch comes as one JSON array of [id, lease token, worker id, result] rows.
 COMPLETE_MANY = """
@@ -109,10 +121,14 @@ events AS (
            jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4)),
            now()
     FROM done
+),
+notified AS (  -- one NOTIFY for the batch, its finished ids in the payload (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="done") + """
 )
 -- run_seconds as float8: a numeric comes back a Decimal, whose loading doubled the cost of
 -- reading this statement's rows in the worker (the event keeps its rounded numeric).
 SELECT id, status, run_seconds::float8, has_dependants FROM done  -- dependants: settle them next
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 UNION ALL
 SELECT j.id, 'busy', NULL, false  -- the worker completes these alone
 """ + _BUSY_LEASES
@@ -163,10 +179,14 @@ events AS (
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
            now()
     FROM upd
+),
+notified AS (  -- an outcome (failed for good, cancelled) wakes its waiters (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status <> 'queued') AS o") + """
 )
 SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds,
        gives_up, has_dependants
 FROM upd
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """
 
 # --- release / snooze: back to queued without charging the attempt ---------------------------

@@ -181,6 +181,9 @@ gone AS (
 ),
 search_text AS (  -- their searchable text (no foreign key: models.JobSearchText)
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
+),
+steps AS (  -- their durable steps (no foreign key: models.JobStep)
+    DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
 """

@@ -78,6 +78,9 @@ WITH gone AS (
 ),
 search_text AS (
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
+),
+steps AS (  -- its durable steps (no foreign key: models.JobStep)
+    DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
 )
 SELECT id FROM gone
 """

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from .. import conf, db
+from .. import db
 from .base import Backoff, RateLimitedLog
 
 if TYPE_CHECKING:
@@ -66,13 +66,4 @@ class Listener(threading.Thread):
 
 def connection_params() -> dict:
     """psycopg.connect() keyword arguments of the listener's connection."""
-    c = conf.get()
-    if c.LISTEN_DATABASE_URL:
-        params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
-    else:
-        params = db.queue_connection().get_connection_params()
-        for name in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(name, None)
-    params.setdefault("application_name", "jobqueue-listener")
-    params.setdefault("connect_timeout", 5)
-    return params
+    return db.listen_connection_params("jobqueue-listener")
