@@ -75,7 +75,7 @@ def wait_for_leader(*, other_than: str | None = None, timeout: float = 60.0) -> 
 def stop_gracefully(proc: subprocess.Popen, out=None, timeout: float = 20) -> int:
     """SIGTERM a worker process (if still running) and wait for it: its exit code. One that
     has not exited within `timeout` is killed and fails the test with its output's tail
-    (`out`: its tests.chaos_handlers.Output)."""
+    (`out`: its tests.handlers.chaos_handlers.Output)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
