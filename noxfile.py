@@ -4,7 +4,7 @@
     make matrix MATRIX_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
                                         every leg against that server (e.g. a PostgreSQL 15)
     nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only,
-                                        `-- tests/test_x.py ...` those files
+                                        `-- tests/<tier>/test_x.py ...` those files
     nox -l                              the legs
 
 Each leg installs the wheel (built once per run, from this checkout) with one Django into a
