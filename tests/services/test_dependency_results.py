@@ -8,7 +8,7 @@ from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.testing import drain
 from tests.handlers import workflow_handlers  # noqa: F401  (registers the handlers in this process)
 from tests.handlers.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 WORKER_ENV = {"JOB_EXTRA_HANDLER_MODULES": "tests.handlers.workflow_handlers",
               "JOB_WORKER_LOG_LEVEL": "WARNING", "JOB_POLL_INTERVAL_SECONDS": "0.2",
@@ -32,8 +32,8 @@ def test_a_chain_and_a_group_pass_their_results_along_in_a_worker_process():
     final = services.enqueue("pass_collect", {}, after=order)
     worker = spawn_workers("--threads", "4", env=WORKER_ENV)
     try:
-        wait_for(lambda: _result(final) is not None and _result(third) is not None, timeout=40,
-                 message="the chain and the group")
+        wait_until_jobs("succeeded", pk__in=[final.pk, third.pk], timeout=40,
+                        message="the chain and the group")
     finally:
         stop_workers(worker)
     assert [_result(j) for j in (first, second, third)] == [1, 11, 111]

@@ -13,7 +13,7 @@ from django_pg_jobqueue.models import Job, JobStep
 from django_pg_jobqueue.testing import drain
 from tests.handlers import workflow_handlers  # noqa: F401  (registers the handlers in this process)
 from tests.services.test_dependency_results import WORKER_ENV
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 
 @pytest.fixture
@@ -47,8 +47,8 @@ def test_a_handler_killed_after_two_steps_resumes_without_running_them_again(ste
     assert _effects(job.id) == [("charge", 1), ("reserve", 1)]
     survivor = spawn_workers("--threads", "2", env=WORKER_ENV)
     try:
-        wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=40,
-                 message="the next attempt after the lease expired")
+        wait_until_jobs("succeeded", pk=job.pk, timeout=40,
+                        message="the next attempt after the lease expired")
     finally:
         stop_workers(survivor)
     finished = Job.objects.get(pk=job.pk)

@@ -58,7 +58,7 @@ def test_waits_from_two_processes_wake_within_50_ms_of_each_outcome_on_one_liste
     try:
         while any(p.poll() is None for p in producers):
             listening.append(_listening_connections())
-            time.sleep(0.2)
+            time.sleep(0.2)  # by design: a sample of the server's sessions every 200 ms
         outputs = [p.communicate(timeout=30) for p in producers]
     finally:
         for p in producers:
@@ -116,7 +116,7 @@ def test_a_job_that_failed_for_good_raises_its_error():
 def test_a_cancelled_job_raises_job_failed():
     job = services.enqueue("wait_echo", {})
     waiter, out = _run_in_thread(wait, job.id, timeout=10)
-    time.sleep(0.3)
+    time.sleep(0.3)  # the waiter most likely waits by now; if not, it finds the outcome at once
     services.cancel(job.id)
     waiter.join(10)
     assert isinstance(out["error"], JobFailed) and out["error"].status == "cancelled"
@@ -156,7 +156,7 @@ def test_waiting_inside_a_transaction_is_refused():
 def test_without_listen_a_wait_polls_and_still_returns_the_result():
     job = services.enqueue("wait_echo", {"value": "polled"})
     waiter, out = _run_in_thread(wait, job, timeout=10)
-    time.sleep(0.2)
+    time.sleep(0.2)  # by design: the waiter polls (no LISTEN) before the outcome comes
     claimed = services.claim(worker_ids=["test-1-0"], job_ids=[job.id])[0]
     services.complete(job.id, claimed.lease_token, worker_id="test-1-0", result="polled")
     waiter.join(10)
@@ -167,7 +167,7 @@ def test_await_result_returns_the_result_in_async_code():
     job = services.enqueue("wait_echo", {"value": {"async": True}})
 
     def finish():
-        time.sleep(0.3)
+        time.sleep(0.3)  # by design: the outcome comes while the coroutine awaits it
         claimed = services.claim(worker_ids=["test-1-0"], job_ids=[job.id])[0]
         services.complete(job.id, claimed.lease_token, worker_id="test-1-0",
                           result={"async": True})
