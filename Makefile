@@ -134,7 +134,7 @@ chromium:
 		exit 1; \
 	fi
 
-# The pooler tests (tests/test_pgbouncer.py) need Debian's PgBouncer: installed here when root
+# The pooler tests (tests/system/test_pgbouncer.py) need Debian's PgBouncer: installed here when root
 # with apt-get; otherwise those tests skip, naming the command.
 pgbouncer:
 	@if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then exit 0; fi; \
@@ -202,24 +202,24 @@ test-lowest: venv db-start
 	$(VENV)/bin/nox -s tests-3.10-django5.2 --error-on-missing-interpreters -- quick
 
 chaos: venv migrate
-	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s
+	CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/system/test_chaos.py -s
 
 # The full drain with three different seeds in a row (each seed is printed; CHAOS_SEED replays one).
 chaos-3: venv migrate
 	@for i in 1 2 3; do \
-		CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/test_chaos.py -s || exit 1; \
+		CHAOS_FULL=1 $(PY) -m pytest -q -m slow tests/system/test_chaos.py -s || exit 1; \
 	done
 
 # The hostile-handler property tests, long (POISON_EXAMPLES=... examples, default 60; the
 # connection-hygiene one HYGIENE_EXAMPLES, default 40).
 .PHONY: poison
 poison: venv migrate
-	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/test_poison_property.py tests/test_handler_connection_hygiene.py -s
+	POISON_FULL=1 $(PY) -m pytest -q -m slow tests/system/test_poison_property.py tests/system/test_handler_connection_hygiene.py -s
 
 # 30 minutes at half the maximum rate with pruning on (SOAK_MINUTES=2 for a smoke run); the
 # chart of a full run goes to docs/_static/bench/soak.svg. Not part of `make test`.
 soak: venv migrate
-	SOAK=1 $(PY) -m pytest -q -m slow tests/test_soak.py -s
+	SOAK=1 $(PY) -m pytest -q -m slow tests/system/test_soak.py -s
 
 bench: venv migrate hey
 	$(PY) bench/run.py

@@ -4,7 +4,7 @@
     make matrix MATRIX_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
                                         every leg against that server (e.g. a PostgreSQL 15)
     nox -s "tests-3.10-django5.2"       one leg; `-- quick` runs its fast subset only,
-                                        `-- tests/test_x.py ...` those files
+                                        `-- tests/<tier>/test_x.py ...` those files
     nox -l                              the legs
 
 Each leg installs the wheel (built once per run, from this checkout) with one Django into a
@@ -52,25 +52,25 @@ MATRIX = {
 }
 # The named subset: the engine, the Tasks backend and Django's own Tasks contract, the REST
 # API, async code, and the adoption test (the wheel into a fresh startproject, following the tutorial).
-ENGINE = ["tests/test_claim.py", "tests/test_state_machine.py", "tests/test_enqueue_validation.py",
-          "tests/test_reaper.py", "tests/test_queue_status.py"]
-TASKS = ["tests/test_tasks_backend.py", "tests/test_tasks_contract.py",
-         "tests/test_task_options.py",
+ENGINE = ["tests/services/test_claim.py", "tests/services/test_state_machine.py", "tests/services/test_enqueue_validation.py",
+          "tests/worker/test_reaper.py", "tests/services/test_queue_status.py"]
+TASKS = ["tests/tasks/test_tasks_backend.py", "tests/tasks/test_tasks_contract.py",
+         "tests/tasks/test_task_options.py",
          # what `check` says of TASKS and creatable tasks, with each Django's Tasks framework
-         "tests/test_checks_what_settings_name.py"]
-API = ["tests/test_api_create.py", "tests/test_api_bulk_create.py", "tests/test_api_list.py",
-       "tests/test_api_detail.py", "tests/test_api_cancel_retry.py"]
+         "tests/contracts/test_checks_what_settings_name.py"]
+API = ["tests/api/test_api_create.py", "tests/api/test_api_bulk_create.py", "tests/api/test_api_list.py",
+       "tests/api/test_api_detail.py", "tests/api/test_api_cancel_retry.py"]
 # Async handlers and tasks on worker processes, aenqueue from an async view; the vocabulary.
-ASYNC = ["tests/test_async.py", "tests/test_vocabulary.py"]
-ADOPTION = ["tests/test_adoption.py"]
+ASYNC = ["tests/system/test_async.py", "tests/contracts/test_vocabulary.py"]
+ADOPTION = ["tests/system/test_adoption.py"]
 # `-- quick`: the leg `make test` runs (kept to a couple of minutes).
-# The docs' examples (tests/test_docs_examples.py) run here on Django 5.2, in their variant for it.
-DOCS = ["tests/test_docs_examples.py"]
-QUICK = ["tests/test_claim.py", "tests/test_state_machine.py", *TASKS, *API, *DOCS]
+# The docs' examples (tests/contracts/test_docs_examples.py) run here on Django 5.2, in their variant for it.
+DOCS = ["tests/contracts/test_docs_examples.py"]
+QUICK = ["tests/services/test_claim.py", "tests/services/test_state_machine.py", *TASKS, *API, *DOCS]
 TEST_REQUIREMENTS = ["pytest>=8.3", "pytest-django>=4.9", "pytest-timeout>=2.3",
                      "hypothesis>=6.120,<6.156", "django-environ>=0.12", "whitenoise>=6.8",
                      "psycopg[binary]>=3.2", "pyyaml>=6", "build>=1.2",
-                     "httpx>=0.27"]  # the async how-to's example (tests/test_docs_examples.py)
+                     "httpx>=0.27"]  # the async how-to's example (tests/contracts/test_docs_examples.py)
 
 _wheel: Path | None = None
 
@@ -124,7 +124,7 @@ def run_leg(session: nox.Session, django: str) -> None:
         "DATABASE_URL": database_url(),
         "TEST_DATABASE_NAME": f"test_matrix_{_CHECKOUT}_" + re.sub(r"\W", "_", session.name),
         "PYTHONPATH": os.pathsep.join([str(demo_path()), str(REPO)]),
-        "ADOPTION_DJANGO": django,  # tests/test_adoption.py: install this Django, not the floor
+        "ADOPTION_DJANGO": django,  # tests/system/test_adoption.py: install this Django, not the floor
     }
     session.run("python", "-c", "import django, django_pg_jobqueue as q; "
                 "assert 'site-packages' in q.__file__, q.__file__; "

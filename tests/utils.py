@@ -25,10 +25,12 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
 
 
 def wait_until_jobs(status: str | tuple[str, ...], *, count: int | None = None,
-                    timeout: float = 30.0, message: str = "", **filters):
+                    at_least: int | None = None, timeout: float = 30.0, message: str = "",
+                    using: str | None = None, **filters):
     """Wait until the jobs `filters` select (Job.objects.filter(**filters); every job if none)
-    are all in `status` (one or a tuple), or, with `count`, until exactly `count` of them are;
-    return those jobs. Fail the test after `timeout` seconds.
+    are all in `status` (one or a tuple), or, with `count`, until exactly `count` of them are
+    (`at_least`: that many or more); return those jobs. Fail the test after `timeout` seconds.
+    `using`: the database alias to read (the router's, by default).
 
     For jobs run by `run_job_workers` subprocesses: no in-process test signal reaches here from
     another OS process, and no NOTIFY tells an outcome, so this reads the rows (every 50 ms,
@@ -36,22 +38,44 @@ def wait_until_jobs(status: str | tuple[str, ...], *, count: int | None = None,
     from django_pg_jobqueue.models import Job
 
     statuses = (status,) if isinstance(status, str) else tuple(status)
-    selected = Job.objects.filter(**filters)
+    selected = (Job.objects.using(using) if using else Job.objects).filter(**filters)
 
     def settled():  # (the jobs,) once settled: a tuple, truthy even with no job
-        if count is not None:
+        if count is not None or at_least is not None:
             jobs = list(selected.filter(status__in=statuses))
-            return (jobs,) if len(jobs) == count else None
+            return (jobs,) if (len(jobs) == count if count is not None
+                               else len(jobs) >= (at_least or 0)) else None
         return None if selected.exclude(status__in=statuses).exists() else (list(selected),)
 
-    what = f"{'every' if count is None else count} job(s) {filters or ''} {'/'.join(statuses)}"
+    what = f"{count if count is not None else at_least or 'every'} job(s) {filters or ''} {'/'.join(statuses)}"
     return wait_for(settled, timeout, message=message or what)[0]
+
+
+def maintenance_leader() -> str | None:
+    """The process id that holds the maintenance leader's lease now (unexpired), or None."""
+    from django.db import connection
+
+    from django_pg_jobqueue.worker.leader import MAINTENANCE
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT holder FROM job_leader WHERE role = %s AND expires_at > now()",
+                    [MAINTENANCE])
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def wait_for_leader(*, other_than: str | None = None, timeout: float = 60.0) -> str:
+    """Wait until a `run_job_workers` process (another than `other_than`) holds the
+    maintenance leader's lease: its process id. Reads the lease's row, as wait_until_jobs
+    reads jobs': the leader is another OS process."""
+    return wait_for(lambda: (h := maintenance_leader()) and h != other_than and h, timeout,
+                    message="a new leader" if other_than else "a leader elected")
 
 
 def stop_gracefully(proc: subprocess.Popen, out=None, timeout: float = 20) -> int:
     """SIGTERM a worker process (if still running) and wait for it: its exit code. One that
     has not exited within `timeout` is killed and fails the test with its output's tail
-    (`out`: its tests.chaos_handlers.Output)."""
+    (`out`: its tests.handlers.chaos_handlers.Output)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -1,5 +1,5 @@
 /**
- * The adoption test's browser step (tests/test_adoption.py): the dashboard of a host project that
+ * The adoption test's browser step (tests/system/test_adoption.py): the dashboard of a host project that
  * installed the wheel, mounted under a prefix, logs in through the host's login (the admin's) and
  * lists the jobs the test enqueued.
  *

@@ -1,4 +1,4 @@
-"""Caller mistakes a type checker must report (tests/test_typing.py runs mypy on this file)."""
+"""Caller mistakes a type checker must report (tests/contracts/test_typing.py runs mypy on this file)."""
 from django_pg_jobqueue import aenqueue, enqueue, handler
 from django_pg_jobqueue.testing import drain
 

@@ -1,0 +1,103 @@
+"""A rolling deploy: workers of the old code (without a handler for a new job type) and of the
+new code run side by side while producers on the new code enqueue the new type. An old
+worker that claims such a job gives it back without charging the attempt, and leaves the type
+out of its claims for a while; a new worker runs it."""
+import signal
+import time
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from django_pg_jobqueue import services, testing
+from django_pg_jobqueue.metrics import snapshot
+from django_pg_jobqueue.models import Job, JobEvent
+from tests.handlers import retry_handlers  # noqa: F401 - registers deployed_later for enqueue()
+from tests.handlers.chaos_handlers import Output
+from tests.utils import spawn_workers, wait_for, wait_until_jobs
+
+WORKER_ENV = {"JOB_POLL_INTERVAL_SECONDS": "0.2", "JOB_POLL_JITTER_SECONDS": "0",
+              "JOB_WORKER_LOG_LEVEL": "INFO", "JOB_LISTEN_NOTIFY": "true"}
+
+
+def _start(**env):
+    proc = spawn_workers("--threads", "2", env={**WORKER_ENV, **env})
+    out = Output(proc)
+    out.wait_for_line("running (", timeout=60)
+    return proc, out
+
+
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
+def _kinds(job):
+    return list(JobEvent.objects.filter(job_id=job.pk).order_by("id")
+                .values_list("kind", "attempt", "worker_id"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_one(
+        operator_client):
+    old, old_out = _start()  # the old code: no handler for deployed_later
+    new = None
+    try:
+        job = services.enqueue("deployed_later", {}, max_attempts=5)  # a producer on new code
+        # Polls: the old worker (another process) gives it back; its event tells.
+        released = wait_for(lambda: JobEvent.objects.filter(job_id=job.pk, kind="released").first(),
+                            timeout=30, message="the old worker to give the job back")
+        row = Job.objects.get(pk=job.pk)
+        assert (row.status, row.attempts, row.last_error) == ("queued", 0, None)
+        assert released.data["reason"] == "unknown_type" and released.attempt == 1
+        # It says what it waits for: the job's detail, and a metric.
+        body = operator_client.get(f"/api/v1/jobs/{job.pk}/").json()
+        assert body["waiting_for_handler"] is True and body["unknown_type_at"]
+        assert snapshot().waiting_for_handler == {"deployed_later": 1}
+        # The old worker leaves the type alone now (it would give the job back again).
+        time.sleep(1.0)  # by design: a second of the old worker's polls
+        assert JobEvent.objects.filter(job_id=job.pk, kind="claimed").count() == 1
+
+        new, new_out = _start(JOB_EXTRA_HANDLER_MODULES="tests.handlers.retry_handlers")
+        wait_until_jobs("succeeded", pk=job.pk, message="a new worker to run the job")
+    finally:
+        _stop(old)
+        if new is not None:
+            _stop(new)
+    row = Job.objects.get(pk=job.pk)
+    old_worker = released.worker_id
+    assert row.attempts == 1  # the old worker's claim was not charged
+    assert not row.result["ran_on"].startswith(old_worker.rsplit("-", 1)[0] + "-")
+    claims = [(attempt, worker) for kind, attempt, worker in _kinds(job) if kind == "claimed"]
+    assert claims == [(1, old_worker), (1, row.result["ran_on"])]
+    assert snapshot().waiting_for_handler == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_type_no_worker_knows_fails_after_the_configured_wait_saying_why():
+    job = services.enqueue("deployed_later", {}, max_attempts=5)
+    Job.objects.filter(pk=job.pk).update(type="removed_type")
+    with override_settings(JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS=3600):
+        assert testing.drain().ran == 1
+        assert Job.objects.get(pk=job.pk).status == "queued"
+        # an hour later, the next worker to claim it fails it
+        Job.objects.filter(pk=job.pk).update(
+            unknown_type_at=Job.objects.get(pk=job.pk).unknown_type_at
+            - timedelta(hours=1, seconds=1))
+        testing.drain()
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts) == ("failed", 1)
+    assert "no handler registered for job type 'removed_type'" in row.last_error
+    assert "JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS" in row.last_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operator_retry_of_such_a_job_starts_a_fresh_wait():
+    job = services.enqueue("deployed_later", {}, max_attempts=5)
+    Job.objects.filter(pk=job.pk).update(type="removed_type")
+    with override_settings(JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS=0):
+        testing.drain()
+    assert Job.objects.get(pk=job.pk).status == "failed"
+    services.retry(job.pk)
+    assert Job.objects.get(pk=job.pk).unknown_type_at is None
