@@ -46,7 +46,7 @@ def svg() -> str:
         "django_pg_jobqueue: each floor imports only from the floors below it</text>",
         f'<text x="{LEFT}" y="52" font-size="12" fill="#4b5563">Solid boxes on a floor must not '
         "import each other; dashed ones may. Held by `make lint` (import-linter) and "
-        "tests/test_layers.py (no import cycle).</text>",
+        "tests/contracts/test_layers.py (no import cycle).</text>",
     ]
     y = 70
     for caption, modules, independent in rows:

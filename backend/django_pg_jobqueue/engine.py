@@ -4,7 +4,7 @@ Every module under worker/ (the lanes, the executor's runner, the completer, the
 the renewer, the reaper, the pruner, the stager, the stuck watch, the periodic enqueuer, the
 leader's election, the supervisor's heartbeat and settling, the pool's shutdown), the
 `JobContext` a handler writes through, and `django_pg_jobqueue.testing.drain` reach the jobs
-only through an `Engine`; none imports `services`, `selectors` or `sql` (tests/test_layout.py).
+only through an `Engine`; none imports `services`, `selectors` or `sql` (tests/contracts/test_layout.py).
 The verbs are the one vocabulary's: claim, complete (many), fail, snooze, renew (many), release
 (many), reap, heartbeat, plus the events a worker records without a transition (a lost lease,
 a log line, a stuck handler) and the maintenance the leader runs (settle waiting dependents,

@@ -1,7 +1,7 @@
 """Job and JobEvent. The database itself enforces every valid shape of a job row.
 
 Each rule is a named CheckConstraint, so that no code path (raw SQL, the admin, a data
-migration) can store an impossible job; `tests/test_constraints.py` breaks each one.
+migration) can store an impossible job; `tests/contracts/test_constraints.py` breaks each one.
 
 Which code moves a job in and out of each status:
 - queued: created by `services.enqueue`; re-entered from running by `services.fail` (retry),

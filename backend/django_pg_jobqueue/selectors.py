@@ -1,7 +1,7 @@
 """Selectors: every read the API, the admin and the metrics make. Nothing here writes.
 
 Each list or detail read is a fixed number of queries, whatever the number of rows
-(`tests/test_api_list.py` and `tests/test_api_detail.py` pin them with django_assert_num_queries).
+(`tests/api/test_api_list.py` and `tests/api/test_api_detail.py` pin them with django_assert_num_queries).
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta

@@ -1,7 +1,7 @@
 """The job state machine, as pure data: statuses, event kinds and the allowed transitions.
 
 No ORM imports here. Services (services/) are the only code that moves a job between
-statuses, and each move they make must appear in TRANSITIONS; tests/test_state_machine.py
+statuses, and each move they make must appear in TRANSITIONS; tests/services/test_state_machine.py
 keeps the two in step.
 
     queued    -- a worker claims it ------------------------------> running

@@ -224,7 +224,7 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
 
 
 # enqueue()'s keyword arguments: the keys an enqueue_many() item may have besides "type" and
-# "payload", and the fields of POST /api/v1/jobs/ (tests/test_vocabulary.py holds them together).
+# "payload", and the fields of POST /api/v1/jobs/ (tests/contracts/test_vocabulary.py holds them together).
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                               "max_attempts", "timeout_seconds", "retry_policy", "unique",
                               "after", "after_failure", "concurrency_key",

@@ -1,4 +1,4 @@
-"""Every hand-written SQL statement of the package, each named and commented (tests/test_layout.py
+"""Every hand-written SQL statement of the package, each named and commented (tests/contracts/test_layout.py
 finds any written elsewhere, migrations aside), in one module per aggregate:
 
 - claim: the claim statements (plain, under queue and type limits, by concurrency key), the
@@ -20,7 +20,7 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
   set-up and reset.
 
 Callers use the package as one module (`from django_pg_jobqueue import sql`, `sql.CLAIM`):
-it re-exports every public name of its modules (tests/test_layout.py checks that no two of
+it re-exports every public name of its modules (tests/contracts/test_layout.py checks that no two of
 them define the same name).
 
 Every statement that moves a job is a single statement: a guarded UPDATE and the INSERT of

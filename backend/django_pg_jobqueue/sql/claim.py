@@ -23,7 +23,7 @@ CLAIM_PROBES tells services/claiming.py which variants it needs.
 # than the ordered index scan: each claim then reads and sorts the whole backlog (measured:
 # the drain at a fifth of its speed until ANALYZE). No index or CTE shape takes that choice
 # away from the planner, so the claim runs under CLAIM_PLANNER_SETTINGS (services/claiming.py:
-# pinned to a lane's session, else transaction-local), and tests/test_plans.py EXPLAINs
+# pinned to a lane's session, else transaction-local), and tests/contracts/test_plans.py EXPLAINs
 # it on unanalysed tables.
 CLAIM_PLANNER_SETTINGS = (
     # Sorting all candidates is never what the claim wants: the index gives the order.

@@ -6,7 +6,7 @@ lane sleeps before it polls anyway (`idle_wait`). The listener's thread feeds it
 notifications (`notify`), and a supervised child's relay asks whether the lane is cooling
 down (`cooling_down`); those two come from other threads, so every flag lives under one lock.
 The clock (`clock`, monotonic seconds) and the jitter's randomness (`uniform`) are given, so
-tests drive the rules with a fake clock (tests/test_wake.py).
+tests drive the rules with a fake clock (tests/unit/test_wake.py).
 
 The rules, each for a reason the fleet benchmark measured (bench/fleet.py):
 - **notified or due**: an idle lane claims on a notification (an enqueue's, a retry's, the
