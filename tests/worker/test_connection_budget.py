@@ -25,20 +25,29 @@ WORKER_APP = f"jobqueue-worker {socket.gethostname()}-{os.getpid()}"
 
 @pytest.fixture
 def server_connections():
-    """`server_connections()`: this process's worker sessions in pg_stat_activity (the test's
-    own session excluded; the listener is off in these tests: one connection more)."""
+    """`server_connections()`: this process's worker sessions in pg_stat_activity opened since
+    the test began (the test's own session excluded; the listener is off in these tests: one
+    connection more)."""
     s = connection.settings_dict
     admin = psycopg.connect(host=s["HOST"], port=s["PORT"], user=s["USER"],
                             password=s.get("PASSWORD") or None, dbname=s["NAME"],
                             autocommit=True, application_name="budget-test-counter")
 
+    def sessions() -> set[int]:
+        return {pid for (pid,) in admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            [WORKER_APP]).fetchall()}
+
+    # Sessions of this process that an earlier test left open (they took the worker's name
+    # while its pool ran) are not this test's pool: counted out, so that the count is the
+    # pool's alone whatever ran before it.
+    earlier = sessions()
+
     def count() -> int:
         with connection.cursor() as cur:
             cur.execute("SELECT pg_backend_pid()")
             own = cur.fetchone()[0]
-        return admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND pid <> %s",
-            [WORKER_APP, own]).fetchone()[0]
+        return len(sessions() - earlier - {own})
 
     yield count
     admin.close()
