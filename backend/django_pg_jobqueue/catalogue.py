@@ -14,7 +14,6 @@ from django.conf import settings
 from . import conf, periodic
 from .models import Job, QueueSetting
 from .registry import registry
-from .tasks import options
 
 
 def declared_queues() -> set[str]:
@@ -74,6 +73,10 @@ def _task_types(settings) -> list[dict]:
     task_spec = registry.get(conf.DJANGO_TASK_TYPE)
     if task_spec is None:  # no Tasks backend here
         return []
+    # Here, where the framework is known to be there: Django 5.2 without the backport has none,
+    # and the task options subclass its Task.
+    from .tasks import options
+
     paths = sorted({p for p in (*options.known_task_paths(), *settings.API_CREATABLE_TASKS)
                     if options.task_job_type(p) == p and p not in registry})
     types = []

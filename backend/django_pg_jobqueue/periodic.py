@@ -171,13 +171,15 @@ def periodic(cron: str, *, timezone: str = "UTC", name: str | None = None,
     task's module path. Invalid entries are reported by `manage.py check` (django_pg_jobqueue.E201)."""
 
     def decorate(obj):
-        from .registry import registry
-        from .tasks_compat import Task  # may be absent: Django 5.2 without the backport
+        try:
+            from .tasks_compat import Task
+        except ImportError:  # no Tasks framework (Django 5.2 without the backport): no task
+            Task = None
 
         common = dict(cron=cron, timezone=timezone, queue=queue, priority=priority,
                       max_attempts=max_attempts, timeout_seconds=timeout_seconds,
                       source="decorator")
-        if isinstance(obj, Task):
+        if Task is not None and isinstance(obj, Task):
             entry = PeriodicEntry(name=name or obj.module_path, task=obj.module_path,
                                   args=list(args or []), kwargs=dict(kwargs or {}), **common)
         else:

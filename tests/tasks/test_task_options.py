@@ -71,14 +71,24 @@ def test_bad_task_options_are_refused_naming_the_argument(kwargs, argument, erro
     assert caught.value.argument == argument
 
 
-# Django 5.2 without the `tasks` extra: a Python where `import django_tasks` fails.
+# Django 5.2 without the `tasks` extra: a Python where `import django_tasks` fails. The app
+# loads, @periodic decorates a handler and the catalogue lists job types all the same.
 WITHOUT_THE_BACKPORT = """
 import sys
 sys.modules["django_tasks"] = None
 import django
 django.setup()
 from django_pg_jobqueue import enqueue
-from django_pg_jobqueue.registry import registry
+from django_pg_jobqueue.catalogue import job_types
+from django_pg_jobqueue.periodic import periodic
+from django_pg_jobqueue.registry import handler, registry
+
+@periodic("0 * * * *")
+@handler("hourly_without_tasks")
+def hourly(ctx, payload):
+    pass
+
+assert "hourly_without_tasks" in {t["name"] for t in job_types()}
 print("loaded", "django_task" in registry)
 """
 
