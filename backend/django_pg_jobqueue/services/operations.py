@@ -23,7 +23,7 @@ from ..states import (
 )
 from . import dependencies
 from .bulk_retry import retry_jobs
-from .preparing import check_api_bounds
+from .preparing import check_api_priority, check_api_run_time
 
 
 def _locked(job_id) -> Job:
@@ -121,10 +121,9 @@ def edit(job_id, *, priority=None, run_at=None, actor: str = "", from_api: bool 
         priority = check_int("priority", priority, PRIORITY_MIN, PRIORITY_MAX)
     run_at = check_run_at(run_at)
     if from_api:
-        check_api_bounds({"queue": False, "priority": priority is not None,
-                          "timeout_seconds": False}, queue="", priority=priority or 0,
-                         timeout_seconds=None, run_at=run_at, delay_seconds=0.0,
-                         queues_seen=None)
+        if priority is not None:
+            check_api_priority(priority)
+        check_api_run_time(run_at)
     return _edit(job_id, priority=priority, run_at=run_at, run_now=False, actor=actor)
 
 

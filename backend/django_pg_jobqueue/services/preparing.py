@@ -100,10 +100,8 @@ def check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
                  "or holding jobs)")
         raise InvalidJobArgument("queue", f"{queue!r} is not a queue the API may send jobs "
                                           f"to: name {where}, or leave queue out")
-    if named["priority"] and priority > settings.API_MAX_PRIORITY:
-        raise InvalidJobArgument("priority", f"must be at most {settings.API_MAX_PRIORITY} "
-                                             "for a job created through the API "
-                                             f"(JOB_API_MAX_PRIORITY), not {priority}")
+    if named["priority"]:
+        check_api_priority(priority)
     if (named["timeout_seconds"] and timeout_seconds is not None
             and timeout_seconds > settings.API_MAX_TIMEOUT_SECONDS):
         raise InvalidJobArgument("timeout_seconds", (
@@ -114,6 +112,21 @@ def check_api_bounds(named: dict[str, bool], *, queue: str, priority: int,
         raise InvalidJobArgument("delay_seconds", (
             f"must be at most {horizon} for a job created through the API "
             f"(JOB_API_MAX_DELAY_SECONDS), not {delay_seconds:g}"))
+    check_api_run_time(run_at)
+
+
+def check_api_priority(priority: int) -> None:
+    """JOB_API_MAX_PRIORITY: the highest priority an API user may give a job."""
+    highest = conf.get().API_MAX_PRIORITY
+    if priority > highest:
+        raise InvalidJobArgument("priority", f"must be at most {highest} for a job created "
+                                             "through the API (JOB_API_MAX_PRIORITY), "
+                                             f"not {priority}")
+
+
+def check_api_run_time(run_at: datetime | None) -> None:
+    """JOB_API_MAX_DELAY_SECONDS: how far ahead an API user may set a job's run time."""
+    horizon = conf.get().API_MAX_DELAY_SECONDS
     if run_at is not None and run_at > timezone.now() + timedelta(seconds=horizon):
         raise InvalidJobArgument("run_at", (
             f"must be at most {horizon} seconds from now for a job created through the API "
