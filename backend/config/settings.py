@@ -161,6 +161,20 @@ if JOB_DATABASE_URL:
     DATABASES["queue"]["TEST"] = {"NAME": env.str("JOB_TEST_DATABASE_NAME", default=None)}
     JOB_DATABASE = "queue"
     DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
+# The API's and dashboard's reads from a streaming replica of the queue's database
+# (docs/how-to/read-replicas.md): JOB_READ_DATABASE_URL names it.
+JOB_READ_DATABASE_URL = env.str("JOB_READ_DATABASE_URL", default="")
+if JOB_READ_DATABASE_URL:
+    DATABASES["replica"] = env.db_url_config(JOB_READ_DATABASE_URL)
+    DATABASES["replica"]["ENGINE"] = "django.db.backends.postgresql"
+    DATABASES["replica"].setdefault("OPTIONS", {})["connect_timeout"] = 2
+    DATABASES["replica"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    # The test run reads the test database itself through this alias.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "queue" if JOB_DATABASE_URL else "default"}
+    JOB_READ_DATABASE = "replica"
+    JOB_READ_MAX_LAG_SECONDS = env.float("JOB_READ_MAX_LAG_SECONDS", default=30.0)
+    DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
 # Behind PgBouncer in transaction mode (DATABASE_URL, or JOB_DATABASE_URL, pointing at it):
 # no prepared statements, SET LOCAL limits, LISTEN on the direct JOB_LISTEN_DATABASE_URL; and
 # no server-side cursors, which a transaction pooler cannot keep.

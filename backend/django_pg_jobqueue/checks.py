@@ -7,6 +7,9 @@ value's form, E001 and up):
     E402  a JOB_API_CREATABLE_TYPES entry no handler registers: the API would refuse it as
           unknown, while the setting says it may be created;
     E403  a JOB_API_CREATABLE_TASKS entry that does not import as a Django task;
+    E404  JOB_READ_DATABASE is set but DATABASE_ROUTERS lacks JobQueueRouter, or names
+          JOB_DATABASE itself: the API's raw reads would go to the replica and its model reads
+          to the primary, one page mixing two moments;
     W401  a cache in CACHES is Django's database cache and its table does not exist: every
           read of that cache fails, the login throttle's among them (the admin's login answers
           500). A warning, not an error, so that `migrate` (which runs the checks) still runs
@@ -24,6 +27,7 @@ from . import conf
 from .registry import registry
 
 TASKS_BACKEND_PREFIX = "django_pg_jobqueue."
+ROUTER = "django_pg_jobqueue.routers.JobQueueRouter"
 DATABASE_CACHE = "django.core.cache.backends.db.DatabaseCache"
 
 
@@ -47,6 +51,28 @@ def check_tasks_framework(app_configs=None, **kwargs) -> list[checks.CheckMessag
         for alias, entry in tasks.items()
         if isinstance(entry, dict)
         and str(entry.get("BACKEND", "")).startswith(TASKS_BACKEND_PREFIX)]
+
+
+@checks.register("django_pg_jobqueue")
+def check_read_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    values = conf.configured()
+    replica = values.get("READ_DATABASE", "")
+    if not replica or conf.read_database_alias(replica) is not None:
+        return []  # unset, or malformed (conf's own check says so)
+    routers = [r if isinstance(r, str) else f"{type(r).__module__}.{type(r).__name__}"
+               for r in getattr(settings, "DATABASE_ROUTERS", [])]
+    if replica == values.get("DATABASE", "default"):
+        problem = (f"JOB_READ_DATABASE names {replica!r}, which is JOB_DATABASE itself.",
+                   "Name the alias of a streaming replica of JOB_DATABASE, or leave it empty.")
+    elif ROUTER not in routers:
+        problem = ("JOB_READ_DATABASE is set but DATABASE_ROUTERS does not list "
+                   "JobQueueRouter: the API's model reads would stay on JOB_DATABASE while "
+                   "its other reads go to the replica.",
+                   f'DATABASE_ROUTERS = ["{ROUTER}"] (before routers of your own).')
+    else:
+        return []
+    return [checks.Error(problem[0], hint=problem[1], obj="JOB_READ_DATABASE",
+                         id="django_pg_jobqueue.E404")]
 
 
 @checks.register("django_pg_jobqueue")

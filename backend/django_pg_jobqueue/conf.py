@@ -189,6 +189,14 @@ def database_alias(value) -> str | None:
     return "an alias of DATABASES: " + ", ".join(repr(a) for a in aliases)
 
 
+def read_database_alias(value) -> str | None:
+    """An alias of DATABASES, or empty for none."""
+    if value == "":
+        return None
+    problem = database_alias(value)
+    return problem and f"{problem}, or '' (reads stay on JOB_DATABASE)"
+
+
 def cache_alias(value) -> str | None:
     if isinstance(value, str) and value in getattr(settings, "CACHES", {}):
         return None
@@ -598,6 +606,20 @@ class QueueConf:
         the project adds `django_pg_jobqueue.routers.JobQueueRouter` to `DATABASE_ROUTERS`.
         An enqueue is part of the caller's transaction only when that transaction is on this
         alias (`transaction.atomic(using=...)`).""")
+    READ_DATABASE: str = setting("", check_id=120, rule=read_database_alias, group="database",
+                                 doc="""
+        The alias of `DATABASES` of a streaming replica of `JOB_DATABASE`: the API's reads
+        (job lists and details, the events feed, queues, workers, schedules, metrics; so the
+        dashboard's pages) go there, while every write, the claim, the workers, the admin and
+        the health check stay on `JOB_DATABASE`. A replica more than
+        `JOB_READ_MAX_LAG_SECONDS` behind, or one that does not answer, is left aside: those
+        reads go to `JOB_DATABASE` until it catches up (checked at most once a second per
+        process). Each such response says where it read from and how far behind
+        (`X-Job-Read-From`, `X-Job-Read-Lag`). Empty: every read on `JOB_DATABASE`.""")
+    READ_MAX_LAG_SECONDS: float = setting(30.0, check_id=121, rule=number(0),
+                                          group="database", doc="""
+        How stale, in seconds, a page read from `JOB_READ_DATABASE` may be: a replica
+        further behind than this is left aside until it catches up.""")
     TRANSACTION_POOLER: bool = setting(False, check_id=40, rule=boolean, group="database", doc="""
         True when the queue's database connection goes through a transaction-mode pooler
         (PgBouncer `pool_mode = transaction`): prepared statements are off whatever

@@ -26,7 +26,9 @@ hold no connection of their own between jobs.
 """
 import logging
 import threading
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psycopg
 from django.db import connections, transaction
@@ -34,6 +36,7 @@ from django.db.utils import ConnectionDoesNotExist, load_backend
 
 from . import conf, sql
 
+logger = logging.getLogger(__name__)
 PREPARE_THRESHOLD = 5  # psycopg's default; our calls pass prepare=True anyway
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 _TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ_OID, psycopg.pq.Format.TEXT)
@@ -41,9 +44,79 @@ _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
 
 def alias() -> str:
-    """The DATABASES alias this thread's queue statements go to: JOB_DATABASE, or the worker's
-    pooled alias inside `worker_connection()`."""
+    """The DATABASES alias this thread's queue statements go to: JOB_DATABASE, the worker's
+    pooled alias inside `worker_connection()`, or the replica inside `reading()`."""
     return getattr(_thread, "alias", None) or conf.get().DATABASE
+
+
+def model_read_alias() -> str | None:
+    """Where the router sends the queue's models' reads on this thread: the replica inside
+    `reading()`, else None (JOB_DATABASE)."""
+    return getattr(_thread, "read_alias", None)
+
+
+@dataclass(frozen=True)
+class ReadTarget:
+    """Where `reading()` sends a block's reads: `alias` None means JOB_DATABASE (no replica
+    configured, or `reason` says why it was left aside); `lag` is the replica's, in seconds."""
+    alias: str | None
+    lag: float | None = None
+    reason: str = ""
+
+
+_read_checks: dict[str, tuple[float, ReadTarget]] = {}
+_read_checks_lock = threading.Lock()
+READ_CHECK_SECONDS = 1.0
+
+
+def read_target(*, recheck: bool = False) -> ReadTarget:
+    """JOB_READ_DATABASE if it answers and is at most JOB_READ_MAX_LAG_SECONDS behind,
+    checked at most once a second per process (the check is one statement on the replica),
+    or now with `recheck` (after a read there failed)."""
+    settings = conf.get()
+    replica = settings.READ_DATABASE
+    if not replica:
+        return ReadTarget(None)
+    now = time.monotonic()
+    with _read_checks_lock:
+        checked = _read_checks.get(replica)
+        if not recheck and checked is not None and now - checked[0] < READ_CHECK_SECONDS:
+            return checked[1]
+    connection = connections[replica]
+    try:
+        with connection.cursor() as cur:
+            cur.execute(sql.REPLICA_LAG)
+            lag = float(cur.fetchone()[0])
+    except Exception as error:  # noqa: BLE001 - any failure: read from the primary instead
+        logger.warning("JOB_READ_DATABASE %r does not answer, reading from JOB_DATABASE: %s",
+                       replica, error)
+        connection.close_if_unusable_or_obsolete()
+        target = ReadTarget(None, None, f"{replica} does not answer")
+    else:
+        if lag > settings.READ_MAX_LAG_SECONDS:
+            target = ReadTarget(None, lag, f"{replica} is {lag:.1f} s behind "
+                                           f"(JOB_READ_MAX_LAG_SECONDS "
+                                           f"{settings.READ_MAX_LAG_SECONDS:g})")
+        else:
+            target = ReadTarget(replica, lag)
+    with _read_checks_lock:
+        _read_checks[replica] = (time.monotonic(), target)
+    return target
+
+
+@contextmanager
+def reading(target: ReadTarget | None = None):
+    """Send this block's reads of the queue (raw statements and the models) to the replica of
+    `read_target()`; a block that writes must not run inside. Yields the target."""
+    target = read_target() if target is None else target
+    if target.alias is None or getattr(_thread, "alias", None) is not None:
+        yield target
+        return
+    _thread.alias = _thread.read_alias = target.alias
+    try:
+        yield target
+    finally:
+        _thread.alias = _thread.read_alias = None
 
 
 def queue_connection():

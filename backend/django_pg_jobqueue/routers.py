@@ -8,10 +8,11 @@ The router sends the queue's models (reads, writes and migrations) to the `JOB_D
 alias, keeps them out of every other database, and keeps every other app's tables out of the
 queue's database (when that is not "default"); where other apps' models are read and written
 it leaves to the next router, or to "default". With JOB_DATABASE = "default" (the default)
-it changes nothing. The package's own raw SQL and transactions use that alias too
+it changes nothing. Inside `db.reading()` (the API's reads, with `JOB_READ_DATABASE` set)
+the queue's models are read from the replica. The package's own raw SQL and transactions use that alias too
 (django_pg_jobqueue.db), so the router is what the ORM needs, and migrations.
 """
-from . import conf
+from . import conf, db
 
 APP_LABEL = "django_pg_jobqueue"
 
@@ -19,10 +20,13 @@ APP_LABEL = "django_pg_jobqueue"
 class JobQueueRouter:
     def db_for_read(self, model, **hints):
         if model._meta.app_label == APP_LABEL:
-            return conf.get().DATABASE
+            return db.model_read_alias() or conf.get().DATABASE
         return None
 
-    db_for_write = db_for_read
+    def db_for_write(self, model, **hints):
+        if model._meta.app_label == APP_LABEL:
+            return conf.get().DATABASE
+        return None
 
     def allow_relation(self, obj1, obj2, **hints):
         labels = {obj1._meta.app_label, obj2._meta.app_label}

@@ -41,6 +41,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from .. import conf, db
 from .drf_settings import api_settings
 from .exceptions import exception_handler
 from .negotiation import JSONFirstContentNegotiation
@@ -126,8 +127,31 @@ class JobQueueAPIMixin:
     schema = AutoSchema()
     settings = api_settings
 
+    # GET and HEAD read from JOB_READ_DATABASE, when one is set and fresh enough (db.reading);
+    # a view that must read the primary (the health check) sets this False.
+    reads_from_replica = True
+
     def get_exception_handler(self):
         return exception_handler
+
+    def dispatch(self, request, *args, **kwargs):
+        if (not self.reads_from_replica or request.method not in ("GET", "HEAD")
+                or not conf.get().READ_DATABASE):
+            return super().dispatch(request, *args, **kwargs)
+        with db.reading() as target:
+            response = super().dispatch(request, *args, **kwargs)
+        if target.alias is not None and response.status_code == 503:
+            # The replica may have gone in the second since it was checked: check again, and
+            # if it is left aside now, answer this read from JOB_DATABASE.
+            target = db.read_target(recheck=True)
+            if target.alias is None:
+                response = super().dispatch(request, *args, **kwargs)
+        response["X-Job-Read-From"] = "replica" if target.alias else "primary"
+        if target.lag is not None:
+            response["X-Job-Read-Lag"] = f"{target.lag:.3f}"
+        if target.reason:
+            response["X-Job-Read-Fallback"] = target.reason
+        return response
 
     def initialize_request(self, request, *args, **kwargs):
         request = super().initialize_request(request, *args, **kwargs)

@@ -18,6 +18,7 @@ class HealthSerializer(serializers.Serializer):
 class HealthView(JobQueueAPIView):
     authentication_classes = []
     permission_classes = [AllowAny]
+    reads_from_replica = False  # the health of the database that takes the writes
 
     @extend_schema(
         summary="Liveness and readiness", tags=["health"], auth=[],

@@ -265,3 +265,15 @@ ORDER BY w.id, j.started_at
 # --- the health check: has the migration table changed since the plan was last empty? ---------
 # (selectors.pending_migrations) Applying or unapplying a migration adds or deletes a row.
 MIGRATIONS_FINGERPRINT = "SELECT count(*), coalesce(max(id), 0) FROM django_migrations"
+
+# --- JOB_READ_DATABASE: how far a streaming replica is behind its primary (db.read_target) ----
+# Caught up (everything received is replayed): 0, however long ago the primary last wrote;
+# otherwise the age of the last replayed transaction. Not in recovery (the alias names a
+# primary): 0.
+REPLICA_LAG = """
+SELECT CASE
+    WHEN NOT pg_is_in_recovery() THEN 0.0
+    WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
+    ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0.0)::float8
+END
+"""

@@ -14,6 +14,7 @@
  */
 
 import { runtimeConfig } from "../config";
+import { noteReadSource } from "./readSource";
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -195,6 +196,7 @@ export async function requestWithMeta<T>(
     const retryAfter = Number(response.headers.get("Retry-After"));
     throw new ApiError(response.status, data, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
   }
+  if (method === "GET") noteReadSource(response.headers);
   return { data: data as T, status: response.status, headers: response.headers };
 }
 

@@ -4,10 +4,12 @@ import { NavLink, Outlet, useLocation, useNavigate } from "react-router";
 import { authMutations } from "../api/auth";
 import { metricsOptions } from "../api/metrics";
 import { queuesOptions } from "../api/queues";
+import { useReadSource } from "../api/readSource";
 import type { User } from "../api/types";
 import { runtimeConfig } from "../config";
 import { useRememberWhereFrom } from "../lib/cameFrom";
 import { RefreshControl, ThemeControl } from "../components/Controls";
+import { ReadSourceNote } from "../components/ReadSourceNote";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
@@ -26,6 +28,7 @@ export function Layout({ user }: { user: User }) {
   // Shared with the Overview (same key): the Failed count in the nav stays current.
   const metrics = useQuery({ ...metricsOptions(5000), retry: false });
   const { apiDocsUrl, adminUrl } = runtimeConfig();
+  const readSource = useReadSource();
   const failed = metrics.data?.counts_by_status.failed ?? 0;
   const logout = useMutation({
     ...authMutations.logout(queryClient),
@@ -92,6 +95,7 @@ export function Layout({ user }: { user: User }) {
           <ThemeControl />
         </div>
         <div className="sidebar-foot">
+          <ReadSourceNote source={readSource} />
           <span className="who">
             Signed in as <strong>{user.username}</strong>
           </span>
