@@ -482,9 +482,12 @@ class WorkerPool:
         self.completer.join(timeout=10)
         self.starter.stop()
         self.starter.join(timeout=10)
+        # Every executor, busy ones too: a handler still running past the grace ends its
+        # thread when it returns (after its refused outcome), which closes the connections it
+        # holds, instead of the thread idling on with them in a process that goes on (tests,
+        # a host that runs the pool in-process).
         for e in self.executors:
-            if e.idle:
-                e.stop()
+            e.stop()
         for t in self.maintenance:
             t.stop()
         if self.listener:
