@@ -8,7 +8,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import IntegrityError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -313,3 +313,10 @@ def test_a_bad_policy_is_refused_naming_its_argument_and_nothing_is_written(opti
         services.enqueue_many([{"type": "noop", **options}])
     assert in_batch.value.argument == argument
     assert not Job.objects.exists()
+
+
+def test_the_database_refuses_a_second_pending_job_of_one_debounce_key():
+    first = services.enqueue("noop", {}, debounce={"key": "d", "period_seconds": 5})
+    other = services.enqueue("noop", {})
+    with pytest.raises(IntegrityError, match="job_debounce_key_unique"), transaction.atomic():
+        Job.objects.filter(id=other.id).update(debounce_key=first.debounce_key)

@@ -479,7 +479,9 @@ ORDER BY id
 # how late the sweep came), and their waiters are woken (OUTCOMES_NOTIFY). The claim never
 # starts such a job in the meantime (sql.CLAIM's filter), so the sweep's delay costs nothing
 # but the time the row stays queued. jobs_queued_expiry_idx holds only queued rows with a
-# deadline; rows a claimer holds are skipped, and the status is checked again in the UPDATE.
+# deadline, read in deadline order under the claim's planner settings (on stale statistics
+# the planner would otherwise walk and sort the whole backlog on jobs_claim_order_idx);
+# rows a claimer holds are skipped, and the status is checked again in the UPDATE.
 EXPIRE_QUEUED_PAST_DEADLINE = """
 WITH doomed AS (
     SELECT id FROM jobs
