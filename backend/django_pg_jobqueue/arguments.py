@@ -30,8 +30,10 @@ from .states import (
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
+    MAX_EXPIRES_IN_SECONDS,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_PAYLOAD_DEPTH,
+    MAX_POLICY_PERIOD_SECONDS,
     MAX_QUEUE_NAME_LENGTH,
     MAX_UNIQUE_KEY_LENGTH,
     MAX_UNIQUE_KEY_STORED_LENGTH,
@@ -238,6 +240,75 @@ _UNIQUE_ALWAYS = (Status.QUEUED.value, Status.RUNNING.value)
 _ALL_STATES = tuple(s.value for s in Status)
 
 
+def _key_material(argument: str, options: dict, payload: dict) -> str:
+    """What a unique, debounce or throttle key is made of (`options`: its dict, `argument`:
+    its name): "key:<key>", or "payload:<digest>" of the payload's `fields` (neither: the
+    whole payload)."""
+    key, fields = options.get("key"), options.get("fields")
+    if key is not None and fields is not None:
+        raise InvalidJobArgument(argument, f"give {argument}['key'] or {argument}['fields'], "
+                                           "not both")
+    if key is not None:
+        if not isinstance(key, str):
+            raise type_error(argument, "a dict whose 'key' is a str", key)
+        if not key.strip() or len(key) > MAX_UNIQUE_KEY_LENGTH:
+            raise InvalidJobArgument(argument, f"{argument}['key'] must have 1 to "
+                                               f"{MAX_UNIQUE_KEY_LENGTH} characters, not all blank")
+        problem = unstorable_text(key)
+        if problem:
+            raise InvalidJobArgument(argument, f"{argument}['key'] {problem}")
+        return f"key:{key}"
+    if fields is None:
+        chosen = payload
+    elif (not isinstance(fields, (list, tuple)) or not fields
+          or not all(isinstance(f, str) for f in fields)):
+        raise type_error(argument, "a dict whose 'fields' is a non-empty list of payload "
+                                   "keys (str)", fields)
+    else:
+        chosen = {f: payload.get(f) for f in fields}
+    digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, ensure_ascii=False,
+                                       separators=(",", ":")).encode()).hexdigest()
+    return f"payload:{digest[:40]}"
+
+
+def _period(argument: str, options: dict, maximum: float, required: bool) -> float | None:
+    """`options['period_seconds']`: a number (or a timedelta) above 0 and at most `maximum`."""
+    period = options.get("period_seconds")
+    if period is None:
+        if required:
+            raise InvalidJobArgument(argument, f"{argument}['period_seconds'] is required")
+        return None
+    if isinstance(period, timedelta):
+        period = period.total_seconds()
+    if not isinstance(period, Real) or isinstance(period, bool):
+        raise type_error(argument, "a dict whose 'period_seconds' is a number", period)
+    period = float(period)
+    if not (math.isfinite(period) and 0 < period <= maximum):
+        raise InvalidJobArgument(argument, f"{argument}['period_seconds'] must be above 0 and "
+                                           f"at most {maximum}")
+    return period
+
+
+def _stored_key(job_type: str, scope: str, material: str) -> str:
+    """A key's stored form, "<type>:<scope><material>"; one that would not fit the column is
+    stored as "<type>:<scope>key-sha256:<the SHA-256 of material>" (never a DataError)."""
+    stored = f"{job_type}:{scope}{material}"
+    if len(stored) > MAX_UNIQUE_KEY_STORED_LENGTH:
+        digest = hashlib.sha256(material.encode("utf-8")).hexdigest()
+        stored = f"{job_type}:{scope}key-sha256:{digest}"
+    return stored
+
+
+def _check_options(argument: str, value, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise type_error(argument, f"a dict of {', '.join(allowed)}", value)
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise JobArgumentTypeError(argument, f"has the unknown option {unknown[0]!r}; expected "
+                                             f"{', '.join(allowed)}")
+    return value
+
+
 def check_unique(unique, job_type: str, payload: dict,
                   scope: str = "") -> tuple[str, list[str], float | None]:
     """The unique key, the states it counts in and the period of `unique` (a dict of key,
@@ -248,47 +319,9 @@ def check_unique(unique, job_type: str, payload: dict,
     with a long key under an API user's scope) is stored as "<type>:<scope>key-sha256:<the
     SHA-256 of key:<key>>": the same key always gives the same stored form, never a
     DataError."""
-    if not isinstance(unique, dict):
-        raise type_error("unique", "a dict of key, fields, states and period_seconds", unique)
-    unknown = sorted(str(k) for k in unique if k not in _UNIQUE_OPTIONS)
-    if unknown:
-        raise JobArgumentTypeError("unique", f"has the unknown option {unknown[0]!r}; expected "
-                                             f"{', '.join(_UNIQUE_OPTIONS)}")
-    key, fields = unique.get("key"), unique.get("fields")
-    if key is not None and fields is not None:
-        raise InvalidJobArgument("unique", "give unique['key'] or unique['fields'], not both")
-    if key is not None:
-        if not isinstance(key, str):
-            raise type_error("unique", "a dict whose 'key' is a str", key)
-        if not key.strip() or len(key) > MAX_UNIQUE_KEY_LENGTH:
-            raise InvalidJobArgument("unique", f"unique['key'] must have 1 to "
-                                               f"{MAX_UNIQUE_KEY_LENGTH} characters, not all blank")
-        problem = unstorable_text(key)
-        if problem:
-            raise InvalidJobArgument("unique", f"unique['key'] {problem}")
-        material = f"key:{key}"
-    else:
-        if fields is None:
-            chosen = payload
-        elif (not isinstance(fields, (list, tuple)) or not fields
-              or not all(isinstance(f, str) for f in fields)):
-            raise type_error("unique", "a dict whose 'fields' is a non-empty list of payload "
-                                        "keys (str)", fields)
-        else:
-            chosen = {f: payload.get(f) for f in fields}
-        digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, ensure_ascii=False,
-                                           separators=(",", ":")).encode()).hexdigest()
-        material = f"payload:{digest[:40]}"
-    period = unique.get("period_seconds")
-    if period is not None:
-        if isinstance(period, timedelta):
-            period = period.total_seconds()
-        if not isinstance(period, Real) or isinstance(period, bool):
-            raise type_error("unique", "a dict whose 'period_seconds' is a number", period)
-        period = float(period)
-        if not (math.isfinite(period) and 0 < period <= MAX_UNIQUE_PERIOD_SECONDS):
-            raise InvalidJobArgument("unique", "unique['period_seconds'] must be above 0 and at "
-                                               f"most {MAX_UNIQUE_PERIOD_SECONDS}")
+    unique = _check_options("unique", unique, _UNIQUE_OPTIONS)
+    material = _key_material("unique", unique, payload)
+    period = _period("unique", unique, MAX_UNIQUE_PERIOD_SECONDS, required=False)
     states = unique.get("states")
     if states is None:
         # Without a period: while queued or running. With one: whatever became of the job.
@@ -307,11 +340,76 @@ def check_unique(unique, job_type: str, payload: dict,
                                                "never meet another of its key)")
     # A job enqueued after others waits before it is queued: it holds its key then too.
     ordered = [state for state in _ALL_STATES if state in states or state == Status.WAITING]
-    stored = f"{job_type}:{scope}{material}"
-    if len(stored) > MAX_UNIQUE_KEY_STORED_LENGTH:
-        digest = hashlib.sha256(material.encode("utf-8")).hexdigest()
-        stored = f"{job_type}:{scope}key-sha256:{digest}"
-    return stored, ordered, period
+    return _stored_key(job_type, scope, material), ordered, period
+
+
+# -- enqueue policies: debounce, throttle, expiry (docs/how-to/enqueue-policies.md) -------------
+# Not the API's job-creation throttle (JOB_API_THROTTLE_*, api/throttles.py), which limits how
+# many jobs a user may create: a throttle here limits one key to one job per period.
+_POLICY_OPTIONS = ("key", "fields", "period_seconds")
+
+
+def check_throttle(throttle, job_type: str, payload: dict,
+                   scope: str = "") -> tuple[str, list[str], float]:
+    """`throttle` (a dict of key or fields, and period_seconds): at most one job of this type
+    and key per period, the first wins and later enqueues get it back. A unique key whose
+    states are every status and whose period is the throttle's, so the unique index
+    arbitrates it (race-safe as unique jobs are), stored apart from unique keys as
+    "<type>:<scope>throttle:<material>"."""
+    throttle = _check_options("throttle", throttle, _POLICY_OPTIONS)
+    material = _key_material("throttle", throttle, payload)
+    period = _period("throttle", throttle, MAX_POLICY_PERIOD_SECONDS, required=True)
+    assert period is not None
+    return _stored_key(job_type, scope, f"throttle:{material}"), list(_ALL_STATES), period
+
+
+def check_debounce(debounce, job_type: str, payload: dict,
+                   scope: str = "") -> tuple[str, float]:
+    """`debounce` (a dict of key or fields, and period_seconds): the stored debounce key
+    ("<type>:<scope>debounce:<material>") and the quiet period: the job starts once no
+    enqueue of its key came for that long, with the last one's payload."""
+    debounce = _check_options("debounce", debounce, _POLICY_OPTIONS)
+    material = _key_material("debounce", debounce, payload)
+    period = _period("debounce", debounce, MAX_POLICY_PERIOD_SECONDS, required=True)
+    assert period is not None
+    return _stored_key(job_type, scope, f"debounce:{material}"), period
+
+
+def check_expiry(expires_at, expires_in_seconds) -> tuple[datetime | None, float | None]:
+    """`expires_at` (a timezone-aware datetime) or `expires_in_seconds` (a number above 0, or
+    a timedelta, at most MAX_EXPIRES_IN_SECONDS), not both: when a job not started by then is
+    dropped. A past expires_at is refused: the job could never run."""
+    if expires_at is not None and expires_in_seconds is not None:
+        raise InvalidJobArgument("expires_in_seconds", "give expires_at or expires_in_seconds, "
+                                                       "not both")
+    if expires_at is not None:
+        if not isinstance(expires_at, datetime):
+            raise type_error("expires_at", "a timezone-aware datetime", expires_at)
+        if expires_at.utcoffset() is None:
+            raise InvalidJobArgument("expires_at", f"{expires_at.isoformat()} is naive: give a "
+                                                   "timezone-aware datetime")
+        now = datetime.now(UTC)
+        if expires_at <= now:
+            raise InvalidJobArgument("expires_at", f"{expires_at.isoformat()} has passed: the "
+                                                   "job could never run")
+        if expires_at > now + timedelta(seconds=MAX_EXPIRES_IN_SECONDS):
+            raise InvalidJobArgument("expires_at", f"must be at most {MAX_EXPIRES_IN_SECONDS} "
+                                                   "seconds from now")
+        return expires_at, None
+    if expires_in_seconds is None:
+        return None, None
+    seconds = expires_in_seconds
+    if isinstance(seconds, timedelta):
+        seconds = seconds.total_seconds()
+    if not isinstance(seconds, Real) or isinstance(seconds, bool):
+        raise type_error("expires_in_seconds", "a number of seconds or a timedelta",
+                         expires_in_seconds)
+    seconds = float(seconds)
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_EXPIRES_IN_SECONDS):
+        raise InvalidJobArgument("expires_in_seconds", "must be above 0 and at most "
+                                                       f"{MAX_EXPIRES_IN_SECONDS}, not "
+                                                       f"{expires_in_seconds!r}")
+    return None, seconds
 
 
 def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:

@@ -63,6 +63,7 @@ _TARGET = {
     EventKind.RELEASED: Status.QUEUED,
     EventKind.SNOOZED: Status.QUEUED,
     EventKind.CANCELLED: Status.CANCELLED,
+    EventKind.EXPIRED: Status.CANCELLED,  # not started by its expires_at (the reaper's sweep)
     EventKind.RETRIED: Status.QUEUED,
     EventKind.BLOCKED: Status.WAITING,  # enqueued after other jobs
     EventKind.UNBLOCKED: Status.QUEUED,  # every job it waited for finished

@@ -103,6 +103,11 @@ class Engine(Protocol):
         """Requeue or fail running jobs whose lease expired: counts by new status."""
         ...
 
+    def expire_overdue(self) -> int:
+        """End the queued jobs not started by their expires_at (cancelled, event `expired`):
+        how many."""
+        ...
+
     def heartbeat(self, process_id: str, *, hostname: str, pid: int, threads: int,
                   queues: list[str], rss_bytes: int | None = None, jobs_done: int = 0,
                   stuck_handlers: int = 0, heartbeat_interval_seconds: float = 2.0,
@@ -248,6 +253,9 @@ class PostgresEngine:
 
     def reap(self) -> dict[str, int]:
         return services.reap()
+
+    def expire_overdue(self) -> int:
+        return services.expire_overdue()
 
     def heartbeat(self, process_id, **kwargs) -> None:
         services.heartbeat(process_id, **kwargs)

@@ -22,7 +22,8 @@ default, itself exposed as `jobqueue_metrics_window_seconds`):
                                                retry_scheduled, cancelled
 - jobqueue_claimed_recent{type}, jobqueue_lease_expired_recent{type},
   jobqueue_retries_scheduled_recent{type}, jobqueue_retried_recent{type} (by an operator),
-  jobqueue_released_recent{type}, jobqueue_snoozed_recent{type}
+  jobqueue_released_recent{type}, jobqueue_snoozed_recent{type},
+  jobqueue_expired_recent{type} (queued jobs not started by their expires_at, ended unrun)
 - jobqueue_run_seconds_recent{type,outcome}    gauge histogram: handler run time
 - jobqueue_claim_wait_seconds_recent{type}     gauge histogram: available_at -> claimed
 The windowed figures are gauges, not counters: events are pruned with their jobs, so no
@@ -85,6 +86,7 @@ COUNTED_KINDS = {
     "retried": "jobqueue_retried_recent",
     "released": "jobqueue_released_recent",
     "snoozed": "jobqueue_snoozed_recent",
+    "expired": "jobqueue_expired_recent",
 }
 
 @dataclass

@@ -153,6 +153,16 @@ class Job(models.Model):
     concurrency_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
                                        blank=True)
     concurrency_key_limit = models.SmallIntegerField(null=True, blank=True)
+    # Enqueue policies (docs/how-to/enqueue-policies.md). A job still queued at expires_at is
+    # never claimed (sql.CLAIM's filter) and the reaper's sweep ends it cancelled with an
+    # `expired` event (sql.EXPIRE_QUEUED_PAST_DEADLINE). NULL: it never expires.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # A debounced job's key ("<type>:<scope>debounce:..."), held while it waits to start
+    # (job_debounce_key_unique): an enqueue with the same key replaces its payload and pushes
+    # its start instead of adding a job. The claim clears it (a started job is no longer
+    # pending), and so does an operator's retry.
+    debounce_key = models.CharField(max_length=MAX_UNIQUE_KEY_STORED_LENGTH, null=True,
+                                    blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -238,6 +248,14 @@ class Job(models.Model):
                 condition=Q(unique_key__isnull=False) & Q(STATUS_IN_UNIQUE_STATES),
                 name="job_unique_key_unique",
             ),
+            # At most one pending (queued) job per debounce key: the arbiter of the debounced
+            # enqueue's INSERT ... ON CONFLICT DO UPDATE (sql.ENQUEUE_ONE_DEBOUNCED), so 32
+            # producers of one key update one row, whatever their interleaving.
+            models.UniqueConstraint(
+                fields=["debounce_key"],
+                condition=Q(debounce_key__isnull=False, status=Status.QUEUED),
+                name="job_debounce_key_unique",
+            ),
         ]
         indexes = [
             # The claim: queued rows in claim order (see sql.CLAIM). Partial, so it only holds
@@ -277,6 +295,10 @@ class Job(models.Model):
             # The jobs list filtered by key (?concurrency_key=), newest first.
             models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
                          condition=Q(concurrency_key__isnull=False)),
+            # The expiry sweep (sql.EXPIRE_QUEUED_PAST_DEADLINE): queued jobs with a deadline
+            # only, so jobs without one write nothing to it.
+            models.Index("expires_at", name="jobs_queued_expiry_idx",
+                         condition=Q(status="queued", expires_at__isnull=False)),
             # Not here, as Django's GinIndex would make every host add django.contrib.postgres
             # to INSTALLED_APPS: the job search's trigram index jobs_last_error_trgm_idx
             # (migration 0012, sql.SEARCH_TEXT_MATCHES). The payload's is on JobSearchText.
@@ -355,8 +377,9 @@ class JobDependency(models.Model):
 
 class JobSearchText(models.Model):
     """A job's payload as the job list's text search reads it (`payload::text`,
-    sql.SEARCH_TEXT_MATCHES), written once, by the enqueue's own statement (sql.ENQUEUE_ONE),
-    and never again: a payload does not change after enqueue. Apart from `jobs` so that the
+    sql.SEARCH_TEXT_MATCHES), written by the enqueue's own statement (sql.ENQUEUE_ONE), and
+    again only when a debounced enqueue replaces a pending job's payload
+    (sql.ENQUEUE_ONE_DEBOUNCED): no other write changes a payload. Apart from `jobs` so that the
     claim and the completion, which rewrite the job row (each a non-HOT update: status is
     indexed), do not add the payload's trigrams to a GIN index again; its trigram index
     job_search_text_trgm_idx (migration 0016) is written once per job. A job whose payload is

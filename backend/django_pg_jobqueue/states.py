@@ -12,6 +12,7 @@ keeps the two in step.
     running   -- graceful shutdown, snooze ---------------------> queued   (attempt not charged)
     running   -- cancel requested and the handler stopped -------> cancelled
     queued    -- cancel -----------------------------------------> cancelled
+    queued    -- not started by its expires_at (reaper) ---------> cancelled (event `expired`)
     failed    -- manual retry ----------------------------------> queued
     cancelled -- manual retry ----------------------------------> queued
     queued    -- enqueued after=[...] (same transaction) --------> waiting  (blocked)
@@ -56,6 +57,14 @@ MAX_TYPE_LENGTH = 100  # Job.type's max_length (a Django task's path longer than
 MAX_UNIQUE_KEY_LENGTH = 190
 MAX_UNIQUE_KEY_STORED_LENGTH = 300  # Job.unique_key's max_length
 MAX_UNIQUE_PERIOD_SECONDS = 366 * 86400  # unique for at most a year
+# Enqueue policies (docs/how-to/enqueue-policies.md). A debounce or throttle key is built as a
+# unique key is ("<type>:<scope>debounce:key:<key>", "...:throttle:key:<key>"), in a column of
+# the same width; its period_seconds (the quiet time a debounced job waits for, the window a
+# throttled key admits one job in) is above 0 and at most a year (a debounce's, as a delay).
+MAX_POLICY_PERIOD_SECONDS = 366 * 86400
+# expires_at / expires_in_seconds: a job not started by then never runs (it ends cancelled,
+# its `expired` event saying why). At most a year ahead, as a delay.
+MAX_EXPIRES_IN_SECONDS = 366 * 86400
 # A concurrency key (Job.concurrency_key's max_length) and its limit: at most that many jobs
 # of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).
 MAX_CONCURRENCY_KEY_LENGTH = 200
@@ -143,6 +152,7 @@ class EventKind(StrEnum):
     BLOCKED = "blocked"  # queued -> waiting: enqueued after other jobs
     UNBLOCKED = "unblocked"  # waiting -> queued: every job it waited for succeeded
     EDITED = "edited"  # an operator changed a queued or waiting job's priority or run time
+    EXPIRED = "expired"  # queued -> cancelled: not started by its expires_at (the reaper's sweep)
 
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event

@@ -258,9 +258,15 @@ def expire_lease(job: Job | int) -> None:
 
 
 def run_reaper() -> dict[str, int]:
-    """Run the reaper once, as every worker process does periodically: jobs whose lease
-    expired go back to queued (with backoff) or to failed. Returns counts by new status."""
-    return default_engine().reap()
+    """Run the reaper once, as the maintenance leader does periodically: jobs whose lease
+    expired go back to queued (with backoff) or to failed, and queued jobs past their
+    expires_at end cancelled. Returns counts by new status (`expired` for those)."""
+    engine = default_engine()
+    counts = engine.reap()
+    expired = engine.expire_overdue()
+    if expired:
+        counts["expired"] = expired
+    return counts
 
 
 class SimulatedCrash(BaseException):

@@ -64,6 +64,9 @@ STATEMENTS = {
              exclude_types=["not_deployed_here"]), True),
     "reap": (sql.REAP, dict(limit=100, retry_base=1.0, retry_max=3600.0, retry_jitter=0.2),
              False),
+    # The expiry sweep (the reaper's pass): queued jobs with a deadline only, on their index,
+    # under the claim's planner settings (services/expiring.py).
+    "expire_overdue": (sql.EXPIRE_QUEUED_PAST_DEADLINE, dict(limit=500), True),
     # The history's guard (sql.HISTORY_GUARD_FUNCTIONS) reads a transition table, which only
     # exists inside its trigger, so it is not EXPLAINed here: over one job it is a primary-key
     # lookup; over a batch, a LATERAL ... LIMIT 1 probe per job, planned again at every call.
@@ -120,6 +123,8 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("a sort of the backlog")
         if "Index Scan using jobs_claim_order_idx" not in plan:
             found.append("not walking jobs_claim_order_idx")
+    if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
+        found.append("not walking jobs_queued_expiry_idx")
     if name == "keyed_claim_lock_keys" and "jobs_keyed_claim_order_idx" not in plan:
         found.append("not walking jobs_keyed_claim_order_idx")
     # Either index of the waiting keyed rows: which one depends on how many the statistics say.

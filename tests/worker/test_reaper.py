@@ -95,3 +95,16 @@ def test_a_cancel_requested_while_prefetched_still_wins_at_lease_expiry():
     services.cancel(job.pk)
     assert Reaper().run_once() == {"cancelled": 1}
     assert Job.objects.get(pk=job.pk).status == "cancelled"
+
+
+def test_run_once_ends_queued_jobs_past_their_deadline_with_an_expired_event():
+    job = services.enqueue("noop", {}, expires_in_seconds=60)
+    kept = services.enqueue("noop", {}, expires_in_seconds=60)
+    Job.objects.filter(pk=job.pk).update(expires_at=TxNow() - timedelta(seconds=1))
+    assert Reaper().run_once() == {"expired": 1}
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts, row.started_at) == ("cancelled", 0, None)
+    assert JobEvent.objects.filter(job_id=job.pk).last().kind == "expired"
+    assert Job.objects.get(pk=kept.pk).status == "queued"
+    assert Reaper().run_once() == {}
+    assert audit(job_ids=[job.pk]).ok

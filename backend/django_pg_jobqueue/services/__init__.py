@@ -14,6 +14,7 @@ from .enqueuing import (
     enqueue_many_or_get,
     enqueue_or_get,
 )
+from .expiring import expire_overdue
 from .lifecycle import (
     complete,
     complete_many,
@@ -52,7 +53,7 @@ __all__ = [
     "enqueue_many_or_get", "complete", "complete_many", "fail", "heartbeat",
     "log_message", "record_lease_lost", "record_leases_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_locked", "renew_many", "settle_dead_process",
-    "snooze", "cancel", "retry", "edit", "run_now", "rerun", "delete", "reap", "pause_queue", "resume_queue",
+    "snooze", "cancel", "retry", "edit", "run_now", "rerun", "delete", "reap", "expire_overdue", "pause_queue", "resume_queue",
     "set_queue_limit", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",
     "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",

@@ -23,8 +23,9 @@ from .preparing import prepare, prepare_item
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
                    key_scope: str = "", may_name_jobs: bool = True,
                    **options) -> tuple[Job, bool]:
-    """Enqueue, or get the job that holds the same idempotency key or unique key (as Django's
-    get_or_create): returns (job, created). `enqueue` is its thin form. `from_api=True` (the
+    """Enqueue, or get the job that holds the same idempotency key, unique key or throttle
+    key, or the pending job of the same debounce key, updated (as Django's get_or_create):
+    returns (job, created). `enqueue` is its thin form. `from_api=True` (the
     API's views): only the types of JOB_API_CREATABLE_TYPES and the tasks of
     JOB_API_CREATABLE_TASKS; anything else raises `NotCreatable`. `key_scope`: the API
     user's scope (keys.py), under which their unique and concurrency keys are stored.
@@ -40,7 +41,10 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
             max_attempts: int | None = None, timeout_seconds: int | None = None,
             retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
             after: list | None = None, after_failure: str | None = None,
-            concurrency_key: str | None = None, concurrency_key_limit: int | None = None) -> Job:
+            concurrency_key: str | None = None, concurrency_key_limit: int | None = None,
+            debounce: dict | None = None, throttle: dict | None = None,
+            expires_at: datetime | None = None,
+            expires_in_seconds: float | timedelta | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored), its `created`
     attribute False when an existing job was returned instead (an idempotent replay, or the
     job that holds the same unique key).
@@ -81,6 +85,16 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       (1 to 1000, default 1): at most that many jobs with this key run at once, across every
       worker; the others wait, without holding back jobs of other keys
       (docs/how-to/concurrency-keys.md).
+    - Enqueue policies (docs/how-to/enqueue-policies.md), each a dict of `key` (or `fields`,
+      as `unique`'s) and `period_seconds` (above 0, at most a year): `debounce`: while the
+      job of this type and key has not started, an enqueue replaces its payload and pushes
+      its start to `period_seconds` from now (a burst of enqueues runs once, with the last
+      payload; not with run_at, delay_seconds, idempotency_key, unique, throttle or after);
+      `throttle`: at most one job of this type and key per period, the first one, which
+      later enqueues return (not with unique).
+    - `expires_at` (a timezone-aware datetime) or `expires_in_seconds` (above 0, at most a
+      year), not both, and after the job may start: a job not started by then never runs;
+      it ends cancelled with an `expired` event. The deadline holds for a retry's start too.
 
     The names are the REST API's (`POST /api/v1/jobs/`) and `enqueue_many()` items' keys.
 
@@ -95,6 +109,8 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
         retry_policy=retry_policy, unique=unique, after=after, after_failure=after_failure,
         concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
+        debounce=debounce, throttle=throttle, expires_at=expires_at,
+        expires_in_seconds=expires_in_seconds,
     )
     return job
 
@@ -107,7 +123,9 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
                    retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
                    after: list | None = None, after_failure: str | None = None,
                    concurrency_key: str | None = None,
-                   concurrency_key_limit: int | None = None) -> Job:
+                   concurrency_key_limit: int | None = None, debounce: dict | None = None,
+                   throttle: dict | None = None, expires_at: datetime | None = None,
+                   expires_in_seconds: float | timedelta | None = None) -> Job:
     """`enqueue()` for async code (an async view, an async handler): the same arguments, the
     same checks and the same exceptions, because it is `enqueue()`, run by
     `sync_to_async` on the thread Django keeps for the request's synchronous work (its
@@ -121,7 +139,9 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
         delay_seconds=delay_seconds, idempotency_key=idempotency_key,
         max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy,
         unique=unique, after=after, after_failure=after_failure,
-        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit)
+        concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
+        debounce=debounce, throttle=throttle, expires_at=expires_at,
+        expires_in_seconds=expires_in_seconds)
 
 
 def enqueue_many(jobs: list[dict], *, from_api: bool = False) -> list[Job]:

@@ -36,12 +36,12 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
  _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES,
- _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT) = (
+ _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT, _EXPIRES_AT, _DEBOUNCE_KEY) = (
     _JOB_FIELDS.index(name) for name in (
         "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
         "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
         "retry_policy", "idempotency_expires_at", "unique_key", "unique_states",
-        "concurrency_key", "concurrency_key_limit"))
+        "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key"))
 
 
 def _plain_init() -> bool:
@@ -51,7 +51,7 @@ def _plain_init() -> bool:
 
 
 def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datetime,
-             db_alias: str, plain_init: bool) -> Job:
+             db_alias: str, plain_init: bool, expires_at: datetime | None = None) -> Job:
     values = _JOB_TEMPLATE.copy()
     values[_ID] = job_id
     values[_TYPE] = new.type
@@ -71,6 +71,8 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_UNIQUE_STATES] = new.unique_states
     values[_CONCURRENCY_KEY] = new.concurrency_key
     values[_CONCURRENCY_KEY_LIMIT] = new.concurrency_key_limit
+    values[_EXPIRES_AT] = expires_at
+    values[_DEBOUNCE_KEY] = new.debounce_key
     if not plain_init:
         job = Job.from_db(db_alias, _JOB_FIELDS, values)
         job.created = True
@@ -144,6 +146,15 @@ def _keyed(new: NewJob) -> bool:
 def insert(new_jobs: list[NewJob], *, may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     if any(new.concurrency_key is not None for new in new_jobs):
         claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
+    if any(new.debounce_key is not None for new in new_jobs):
+        if len(new_jobs) == 1:
+            return [_insert_debounced(new_jobs[0])]
+        # A batch with debounced jobs (never with `after`: preparing refuses both): one
+        # statement per job, in input order, in one transaction. A debounce key given twice
+        # updates the job the first one inserted, as two enqueues would.
+        with queue_atomic():
+            return [_insert_debounced(new) if new.debounce_key is not None
+                    else _insert_one(new) for new in new_jobs]
     if not any(new.after for new in new_jobs):
         if len(new_jobs) == 1:
             return [_insert_one(new_jobs[0])]
@@ -177,7 +188,8 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
         new.fingerprint, new.key_ttl_seconds, new.unique_key,
         None if new.unique_states is None else json.dumps(new.unique_states),
         json.dumps(new.retry_policy) if new.retry_policy is not None else None,
-        new.concurrency_key, new.concurrency_key_limit, tracing.carrier_json(),
+        new.concurrency_key, new.concurrency_key_limit, new.expires_at,
+        new.expires_in_seconds, tracing.carrier_json(),
     )
     if keyed:  # no transaction needed: the release is guarded, the index arbitrates
         _release_expired_keys([new])
@@ -195,8 +207,32 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
                                "and its holder gone each time")
     else:
         rows = db.fetch_all(statement, params)
-    job_id, available_at, created_at = rows[0][:3]
-    return _new_job(new, job_id, available_at, created_at, queue_connection().alias, _plain_init()), True
+    job_id, available_at, created_at, expires_at = rows[0][:4]
+    return _new_job(new, job_id, available_at, created_at, queue_connection().alias,
+                    _plain_init(), expires_at), True
+
+
+def _insert_debounced(new: NewJob) -> tuple[Job, bool]:
+    """A debounced job: inserted, due after its quiet period, or, while the job of its key
+    is still queued, that job with this payload and its start pushed back (created False).
+    One statement, arbitrated by job_debounce_key_unique (sql.ENQUEUE_ONE_DEBOUNCED)."""
+    rows = db.fetch_all(sql.ENQUEUE_ONE_DEBOUNCED[conf.get().LISTEN_NOTIFY], {
+        "type": new.type, "queue": new.queue, "payload": new.payload_json,
+        "priority": new.priority, "max_attempts": new.max_attempts,
+        "timeout_seconds": new.timeout_seconds, "period": new.debounce_seconds,
+        "retry_policy": json.dumps(new.retry_policy) if new.retry_policy is not None else None,
+        "concurrency_key": new.concurrency_key,
+        "concurrency_key_limit": new.concurrency_key_limit, "expires_at": new.expires_at,
+        "expires_in": new.expires_in_seconds, "debounce_key": new.debounce_key,
+        "trace": tracing.carrier_json(),
+    })
+    job_id, available_at, created_at, expires_at, inserted = rows[0][:5]
+    if not inserted:  # the pending job, as it is now (its first enqueue's other options)
+        job = Job.objects.get(pk=job_id)
+        job.created = False
+        return job, False
+    return _new_job(new, job_id, available_at, created_at, queue_connection().alias,
+                    _plain_init(), expires_at), True
 
 
 def _row(new: NewJob) -> str:
@@ -223,6 +259,10 @@ def _row(new: NewJob) -> str:
     if new.concurrency_key is not None:
         row["concurrency_key"] = new.concurrency_key
         row["concurrency_key_limit"] = new.concurrency_key_limit
+    if new.expires_at is not None:  # validated: aware, so the ISO text has an offset
+        row["expires_at"] = new.expires_at.isoformat()
+    if new.expires_in_seconds is not None:
+        row["expires_in"] = new.expires_in_seconds
     return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
 
 
@@ -238,10 +278,10 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         rows = db.fetch_all(statement, params)
         alias, plain_init = queue_connection().alias, _plain_init()
         if not keyed:
-            return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
+            return [(_new_job(new, row[0], row[2], row[3], alias, plain_init, row[5]), True)
                     for new, row in zip(new_jobs, rows, strict=True)]
         if len(rows) == len(new_jobs):  # every one inserted: rows come back in input order
-            return [(_new_job(new, row[0], row[2], row[3], alias, plain_init), True)
+            return [(_new_job(new, row[0], row[2], row[3], alias, plain_init, row[5]), True)
                     for new, row in zip(new_jobs, sorted(rows), strict=True)]
         # Some were left out: match the inserted rows to the input by their keys (a row of
         # the batch with neither key is always inserted, in input order).
@@ -255,13 +295,15 @@ def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
         for new in new_jobs:
             if not _keyed(new):
                 row = next(unkeyed)
-                out.append((_new_job(new, row[0], row[2], row[3], alias, plain_init), True))
+                out.append((_new_job(new, row[0], row[2], row[3], alias, plain_init, row[5]),
+                            True))
                 continue
             mine = ("idempotency", new.idempotency_key) if new.idempotency_key is not None \
                 else ("unique", new.unique_key)
             mine_row = inserted_by_key.pop(mine, None)
             if mine_row is not None and mine_row[4] == new.unique_key:
-                job = _new_job(new, mine_row[0], mine_row[2], mine_row[3], alias, plain_init)
+                job = _new_job(new, mine_row[0], mine_row[2], mine_row[3], alias, plain_init,
+                               mine_row[5])
                 for kind, key in (("idempotency", new.idempotency_key), ("unique", new.unique_key)):
                     if key is not None:
                         in_batch[kind, key] = job

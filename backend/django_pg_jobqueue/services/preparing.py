@@ -17,12 +17,15 @@ from ..arguments import (
     check_concurrency_key,
     check_creatable,
     check_creatable_task,
+    check_debounce,
     check_delay,
+    check_expiry,
     check_idempotency_key,
     check_int,
     check_queue,
     check_retry_policy,
     check_run_at,
+    check_throttle,
     check_unique,
     type_error,
     validate_payload,
@@ -66,6 +69,13 @@ class NewJob:
     after_failure: str = "cancel"
     concurrency_key: str | None = None
     concurrency_key_limit: int | None = None
+    # Enqueue policies (docs/how-to/enqueue-policies.md): a deadline (one of the two: an
+    # instant, or seconds from the insert's now()), and a debounce key with its quiet period
+    # (a throttle is a unique key with a period: unique_key, unique_period_seconds).
+    expires_at: datetime | None = None
+    expires_in_seconds: float | None = None
+    debounce_key: str | None = None
+    debounce_seconds: float | None = None
 
 
 def _fingerprint(spec: dict) -> str:
@@ -138,6 +148,7 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
              from_api: bool = False, key_scope: str = "",
              concurrency_key=None, concurrency_key_limit=None,
+             debounce=None, throttle=None, expires_at=None, expires_in_seconds=None,
              index: int | None = None, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
     Arguments left None take the type's default, else the setting's. `from_api`: the caller
@@ -198,6 +209,25 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
     if unique is not None:
         unique_key, unique_states, unique_period = check_unique(unique, job_type, payload,
                                                                  key_scope)
+    throttled = unique is None and throttle is not None
+    if unique is not None and throttle is not None:
+        raise InvalidJobArgument("throttle", "give unique or throttle, not both")
+    if throttled:
+        unique_key, unique_states, unique_period = check_throttle(throttle, job_type, payload,
+                                                                   key_scope)
+    debounce_key = debounce_seconds = None
+    if debounce is not None:
+        debounce_key, debounce_seconds = check_debounce(debounce, job_type, payload, key_scope)
+        if from_api and debounce_seconds > settings.API_MAX_DELAY_SECONDS:
+            raise InvalidJobArgument("debounce", (
+                f"debounce['period_seconds'] must be at most {settings.API_MAX_DELAY_SECONDS} "
+                "for a job created through the API (JOB_API_MAX_DELAY_SECONDS)"))
+        _check_debounce_alone(run_at=run_at, delay_seconds=delay_seconds,
+                              idempotency_key=idempotency_key, unique=unique,
+                              throttle=throttle, after=after)
+    expires_at, expires_in = check_expiry(expires_at, expires_in_seconds)
+    _check_expires_after_start(expires_at, expires_in, run_at=run_at,
+                               delay_seconds=debounce_seconds or delay_seconds)
     after, after_failure = dependencies.check_after(after, after_failure, index=index)
     fingerprint = key_ttl = None
     if idempotency_key is not None:
@@ -212,8 +242,10 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         }
         if policy is not None:  # only when given: keys stored before it existed still replay
             request["retry_policy"] = policy
-        if unique is not None:  # only then: keys stored before unique jobs existed replay
+        if unique is not None or throttled:  # only then: keys stored before them replay
             request["unique"] = [unique_key, unique_states, unique_period]
+        if expires_at is not None or expires_in is not None:  # as for the others: only then
+            request["expires"] = [expires_at, expires_in]
         if after:
             request["after"] = [list(ref) if isinstance(ref, tuple) else ref
                                 for ref in after] + [after_failure]
@@ -233,7 +265,40 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
         unique_period_seconds=unique_period, after=after, after_failure=after_failure,
         concurrency_key=stored_concurrency_key, concurrency_key_limit=concurrency_key_limit,
+        expires_at=expires_at, expires_in_seconds=expires_in, debounce_key=debounce_key,
+        debounce_seconds=debounce_seconds,
     )
+
+
+def _check_debounce_alone(*, run_at, delay_seconds, idempotency_key, unique, throttle,
+                          after) -> None:
+    """A debounced job starts its quiet period after the last enqueue of its key, and that
+    enqueue updates the pending job rather than adding one: no other start time, and no
+    other key (an idempotency, unique or throttle key) or dependency that would make the
+    enqueue keep the first job or a second one wait."""
+    for name, given in (("run_at", run_at is not None), ("delay_seconds", bool(delay_seconds)),
+                        ("idempotency_key", idempotency_key is not None),
+                        ("unique", unique is not None), ("throttle", throttle is not None),
+                        ("after", bool(after))):
+        if given:
+            raise InvalidJobArgument(name, f"give debounce or {name}, not both (a debounced "
+                                           "job starts debounce['period_seconds'] after its "
+                                           "key's last enqueue)")
+
+
+def _check_expires_after_start(expires_at: datetime | None, expires_in: float | None, *,
+                               run_at: datetime | None, delay_seconds: float) -> None:
+    """A deadline at or before the job may first start would drop it unrun, every time."""
+    if expires_at is None and expires_in is None:
+        return
+    now = timezone.now()
+    start = run_at if run_at is not None else now + timedelta(seconds=delay_seconds)
+    deadline = expires_at if expires_at is not None else now + timedelta(seconds=expires_in or 0)
+    if deadline <= start:
+        argument = "expires_at" if expires_at is not None else "expires_in_seconds"
+        raise InvalidJobArgument(argument, "must be after the job may start (its run_at, "
+                                           "delay_seconds or debounce period): it could "
+                                           "never run")
 
 
 # enqueue()'s keyword arguments: the keys an enqueue_many() item may have besides "type" and
@@ -241,7 +306,8 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                               "max_attempts", "timeout_seconds", "retry_policy", "unique",
                               "after", "after_failure", "concurrency_key",
-                              "concurrency_key_limit"})
+                              "concurrency_key_limit", "debounce", "throttle", "expires_at",
+                              "expires_in_seconds"})
 
 
 def prepare_item(item, from_api: bool = False, key_scope: str = "",

@@ -16,6 +16,11 @@ CLAIM_PROBES tells services/claiming.py which variants it needs.
 # under a transaction-scoped advisory lock (see services/claiming.py), so limits hold across
 # every worker process.
 #
+# A job past its expires_at is never claimed (enqueue(expires_at=...)): the predicate is
+# checked on the heap row the ordered index scan already fetches (as concurrency_key IS NULL
+# is), one comparison per candidate, never a change of plan; the reaper's sweep ends such
+# jobs (services/expiring.py), so they do not linger at the head of the order.
+#
 # Second pitfall: that plan depends on the planner believing there are many queued rows.
 # With statistics older than the backlog (a table filled since its last ANALYZE, or never
 # analysed: autovacuum off or behind), it estimates a handful, and a bitmap scan of every
@@ -71,6 +76,7 @@ _CLAIM_TAIL = """claimed AS (
         started_at = now(),
         updated_at = now(),
         attempts = j.attempts + 1,
+        debounce_key = NULL,  -- started: no longer the pending job of its key (debounce)
         progress_percent = NULL,
         progress_message = ''
     FROM picked
@@ -96,6 +102,7 @@ WITH picked AS (
     FROM (
         SELECT id FROM jobs
         WHERE status = 'queued' AND available_at <= now() {queue_filter}
+          AND (expires_at IS NULL OR expires_at > now())  -- not expired
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -162,6 +169,7 @@ WITH """ + _LIMITED_RUNNING + """,
 candidates AS (
     SELECT id, queue, type, priority, available_at, created_at FROM jobs
     WHERE status = 'queued' AND available_at <= now() {queue_filter}
+      AND (expires_at IS NULL OR expires_at > now())  -- not expired
       AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -208,6 +216,7 @@ WITH running AS (
 waiting AS (
     SELECT concurrency_key AS k FROM jobs
     WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {queue_filter}
+      AND (expires_at IS NULL OR expires_at > now())  -- not expired
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
       AND NOT EXISTS (
@@ -233,6 +242,7 @@ candidates AS (
                created_at
         FROM jobs
         WHERE status = 'queued' AND concurrency_key = running.k AND available_at <= now()
+          AND (expires_at IS NULL OR expires_at > now())  -- not expired
           {queue_filter}
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)

@@ -15,7 +15,7 @@ _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
                       progress_message, idempotency_key, request_fingerprint,
                       idempotency_expires_at, unique_key, unique_states, retry_policy,
-                      concurrency_key, concurrency_key_limit)"""
+                      concurrency_key, concurrency_key_limit, expires_at, debounce_key)"""
 
 
 # The payload's searchable text (the job list's `?search=`, SEARCH_TEXT_MATCHES) goes to the
@@ -46,13 +46,14 @@ WITH ins AS (
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
             '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
-            %s::jsonb, %s::jsonb, %s::text, %s::smallint)
+            %s::jsonb, %s::jsonb, %s::text, %s::smallint,
+            COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), NULL)
     {on_conflict}
-    RETURNING id, queue, priority, payload, available_at, created_at
+    RETURNING id, queue, priority, payload, available_at, created_at, expires_at
 ),
 """ + _SEARCH_TEXT + """,
 """ + _created_events("%s") + """
-SELECT id, available_at, created_at {notify} FROM ins
+SELECT id, available_at, created_at, expires_at {notify} FROM ins
 """
 
 # Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
@@ -64,24 +65,26 @@ WITH ins AS (
     SELECT type, queue, payload, 'queued', priority, 0, max_attempts, timeout_seconds,
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
            '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
-           unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit
+           unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit,
+           COALESCE(expires_at, now() + make_interval(secs => expires_in)), NULL
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
             fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
-            retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint))
+            retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint,
+            expires_at timestamptz, expires_in float8))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
                                  run_at, delay, idempotency_key, fingerprint, key_ttl,
                                  unique_key, unique_states, retry_policy, concurrency_key,
-                                 concurrency_key_limit, n)
+                                 concurrency_key_limit, expires_at, expires_in, n)
     ORDER BY n
     {on_conflict}
     RETURNING id, queue, priority, payload, idempotency_key, available_at, created_at,
-              unique_key
+              unique_key, expires_at
 ),
 """ + _SEARCH_TEXT + """,
 """ + _created_events("%(trace)s") + """
-SELECT id, idempotency_key, available_at, created_at, unique_key FROM ins
+SELECT id, idempotency_key, available_at, created_at, unique_key, expires_at FROM ins
 {notify_once}
 ORDER BY id
 """
@@ -108,6 +111,59 @@ ENQUEUE_MANY = {
     (keyed, notify): _INSERT_MANY.format(on_conflict=_ON_CONFLICT if keyed else "",
                                          notify_once=_NOTIFY_ONCE if notify else "")
     for keyed in (False, True) for notify in (False, True)
+}
+
+# --- a debounced job: inserted, or the pending one of its key updated (services/inserting.py) --
+# One statement, arbitrated by job_debounce_key_unique (queued rows with a debounce key): the
+# first enqueue of a key inserts its job, due after the quiet period; each later one, while
+# that job is still queued, replaces its payload (and its deadline) and pushes its start to
+# now() + the period instead. Race-safe under any number of producers: PostgreSQL locks the
+# conflicting row for the DO UPDATE, so concurrent enqueues of one key update it one after
+# the other and the last to commit leaves its payload. A claim that took the row meanwhile
+# (status 'running', its debounce key cleared by the claim) no longer conflicts: the DO
+# UPDATE waits for it, finds the row gone from the index, and the enqueue inserts a new job.
+# Inserted or updated is `xmax = 0` (a fresh row version has no updater). Only a new job gets
+# a `created` event and a NOTIFY; an updated payload rewrites its search text.
+_DEBOUNCED_ONE = """
+WITH ins AS (
+    """ + _INSERT_INTO_JOBS + """
+    VALUES (%(type)s::text, %(queue)s::text, %(payload)s::jsonb, 'queued',
+            %(priority)s::smallint, 0, %(max_attempts)s::int, %(timeout_seconds)s::int,
+            now() + make_interval(secs => %(period)s::float8), now(), now(), '', NULL, NULL,
+            NULL, NULL, NULL, %(retry_policy)s::jsonb, %(concurrency_key)s::text,
+            %(concurrency_key_limit)s::smallint,
+            COALESCE(%(expires_at)s::timestamptz,
+                     now() + make_interval(secs => %(expires_in)s::float8)),
+            %(debounce_key)s::text)
+    ON CONFLICT (debounce_key) WHERE debounce_key IS NOT NULL AND status = 'queued'
+    DO UPDATE SET payload = EXCLUDED.payload, available_at = EXCLUDED.available_at,
+                  expires_at = EXCLUDED.expires_at, updated_at = now()
+    RETURNING id, queue, priority, payload, available_at, created_at, expires_at,
+              xmax = 0 AS inserted
+),
+search_text AS (
+    INSERT INTO job_search_text (job_id, payload_text)
+    SELECT id, payload::text FROM ins WHERE payload <> '{{}}'::jsonb
+    ON CONFLICT (job_id) DO UPDATE SET payload_text = EXCLUDED.payload_text
+),
+search_text_emptied AS (
+    DELETE FROM job_search_text t USING ins
+    WHERE t.job_id = ins.id AND NOT ins.inserted AND ins.payload = '{{}}'::jsonb
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'created', 0, '',
+           jsonb_build_object('queue', queue, 'priority', priority, 'debounced', true)
+               || %(trace)s::jsonb, now()
+    FROM ins WHERE inserted
+)
+SELECT id, available_at, created_at, expires_at, inserted {notify} FROM ins
+"""
+_NOTIFY_IF_INSERTED = (f", CASE WHEN inserted THEN pg_notify('{NOTIFY_CHANNEL}', queue) END")
+# By notify (JOB_LISTEN_NOTIFY): services/inserting.py picks one.
+ENQUEUE_ONE_DEBOUNCED = {
+    notify: _DEBOUNCED_ONE.format(notify=_NOTIFY_IF_INSERTED if notify else "")
+    for notify in (False, True)
 }
 
 # --- unique jobs and expiring idempotency keys (services/enqueuing.py) ----------------------

@@ -472,3 +472,44 @@ FROM jobs
 WHERE status = 'running' AND left(locked_by, %(prefix_length)s) = %(prefix)s
 ORDER BY id
 """
+
+# --- expiry: queued jobs not started by their expires_at (services/expiring.py) ---------------
+# The reaper's sweep (the maintenance leader, every JOB_REAPER_INTERVAL_SECONDS): queued jobs
+# past their deadline end cancelled, each with its `expired` event (the reason, the deadline and
+# how late the sweep came), and their waiters are woken (OUTCOMES_NOTIFY). The claim never
+# starts such a job in the meantime (sql.CLAIM's filter), so the sweep's delay costs nothing
+# but the time the row stays queued. jobs_queued_expiry_idx holds only queued rows with a
+# deadline, read in deadline order under the claim's planner settings (on stale statistics
+# the planner would otherwise walk and sort the whole backlog on jobs_claim_order_idx);
+# rows a claimer holds are skipped, and the status is checked again in the UPDATE.
+EXPIRE_QUEUED_PAST_DEADLINE = """
+WITH doomed AS (
+    SELECT id FROM jobs
+    WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= now()
+    ORDER BY expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+expired AS (
+    UPDATE jobs j
+    SET status = 'cancelled', finished_at = now(), updated_at = now()
+    FROM doomed
+    WHERE j.id = doomed.id AND j.status = 'queued' AND j.expires_at <= now()
+    RETURNING j.id, j.attempts, j.expires_at, j.has_dependants
+),
+events AS (
+    INSERT INTO job_events (job_id, kind, attempt, message, data, created_at)
+    SELECT id, 'expired', attempts,
+           'expired: not started by its expires_at, ' || to_char(expires_at AT TIME ZONE 'UTC',
+                                                               'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           jsonb_build_object('expires_at', expires_at,
+                              'late_seconds', round(extract(epoch FROM now() - expires_at)::numeric, 3)),
+           now()
+    FROM expired
+),
+notified AS (
+    """ + OUTCOMES_NOTIFY.format(rows="expired") + """
+)
+SELECT id, has_dependants FROM expired
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
+"""

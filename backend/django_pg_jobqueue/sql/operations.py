@@ -169,7 +169,10 @@ retried AS (
         available_at = now(), updated_at = now(), finished_at = NULL,
         cancel_requested_at = NULL, result = NULL, progress_percent = NULL,
         progress_message = '', max_attempts = GREATEST(j.max_attempts, j.attempts + 1),
-        unknown_type_at = NULL  -- a fresh wait for a worker that knows its type
+        unknown_type_at = NULL,  -- a fresh wait for a worker that knows its type
+        -- an operator's retry is a decision to run it: no deadline (an expired job would
+        -- expire again at once), and not the pending job of a debounce key (one may be)
+        expires_at = NULL, debounce_key = NULL
     FROM picked LEFT JOIN gate g ON g.id = picked.id
     WHERE j.id = picked.id AND j.status = picked.status AND j.status IN (""" + _RETRYABLE + """)
       AND g.dead IS NOT TRUE

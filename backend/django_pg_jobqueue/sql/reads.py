@@ -180,7 +180,7 @@ WITH recent AS (
     SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
     WHERE created_at > now() - make_interval(secs => %(window)s)
       AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
-                   'lease_expired', 'retried', 'released', 'snoozed')
+                   'lease_expired', 'retried', 'released', 'snoozed', 'expired')
 ),
 measured AS (
     SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run

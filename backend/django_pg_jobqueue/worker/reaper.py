@@ -1,4 +1,5 @@
-"""The reaper: requeues (or fails) running jobs whose lease expired.
+"""The reaper: requeues (or fails) running jobs whose lease expired, and ends queued jobs past
+their expires_at.
 
 Runs inside every `run_job_workers` process, and once with `manage.py reap_jobs`. Several at
 once do no harm: the statement takes rows with SKIP LOCKED and re-checks the expiry. After each
@@ -37,6 +38,11 @@ class Reaper(ServiceThread):
             log.debug("reaper holding off after reconnecting")
             return {}
         counts = self.engine.reap()
+        # The expiry sweep rides on it too: queued jobs past their expires_at, which the
+        # claim passes over, end cancelled with their `expired` event (services/expiring.py).
+        expired = self.engine.expire_overdue()
+        if expired:
+            counts["expired"] = expired
         # The dependency sweep rides on the reaper's interval: waiting jobs that no
         # completion settled (services/dependencies.py).
         for status in self.engine.settle_waiting().values():

@@ -662,9 +662,10 @@ export interface components {
          *     * `blocked` - blocked
          *     * `unblocked` - unblocked
          *     * `edited` - edited
+         *     * `expired` - expired
          * @enum {string}
          */
-        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked" | "edited";
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked" | "edited" | "expired";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -734,6 +735,9 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            /** Format: date-time */
+            readonly expires_at: string | null;
+            readonly debounce_key: string | null;
         };
         /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
@@ -877,6 +881,20 @@ export interface components {
             concurrency_key?: string | null;
             /** @description How many jobs with concurrency_key may run at once. Default: 1. Needs concurrency_key. */
             concurrency_key_limit?: number | null;
+            /** @description While the job of this type and key has not started, a new one replaces its payload and pushes its start to period_seconds from now: a burst runs once, with the last payload (answers 200, `created: false`). Not with run_at, delay_seconds, idempotency_key, unique, throttle or after. */
+            debounce?: components["schemas"]["PolicyOptionsRequest"] | null;
+            /** @description At most one job of this type and key per period_seconds: later ones answer 200 with the first job and `created: false`. Not with unique. (Not the API's job-creation throttle, JOB_API_THROTTLE_*.) */
+            throttle?: components["schemas"]["PolicyOptionsRequest"] | null;
+            /**
+             * Format: date-time
+             * @description A job not started by this time never runs: it ends cancelled with an `expired` event. After its start time. Not with expires_in_seconds.
+             */
+            expires_at?: string | null;
+            /**
+             * Format: double
+             * @description expires_at as seconds from now (above 0, at most a year).
+             */
+            expires_in_seconds?: number | null;
         };
         /** @description A job with every field of the model and its latest events (oldest first). */
         JobDetail: {
@@ -929,6 +947,9 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            /** Format: date-time */
+            readonly expires_at: string | null;
+            readonly debounce_key: string | null;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /**
@@ -1029,6 +1050,9 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            /** Format: date-time */
+            readonly expires_at: string | null;
+            readonly debounce_key: string | null;
             /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
             created: boolean;
         };
@@ -1192,6 +1216,18 @@ export interface components {
         PatchedQueueUpdateRequest: {
             /** @description At most this many of the queue's jobs run at once across every worker; null removes the limit. */
             concurrency_limit?: number | null;
+        };
+        /** @description `debounce` or `throttle` of a new job: enqueue()'s dict (services/preparing.py checks it). */
+        PolicyOptionsRequest: {
+            /** @description The key within the job type. Not with fields. */
+            key?: string | null;
+            /** @description Payload keys whose values make the key. Neither key nor fields: the whole payload. */
+            fields?: string[] | null;
+            /**
+             * Format: double
+             * @description Required. debounce: the quiet time the job waits for after its key's last enqueue; throttle: the window in which the key admits one job.
+             */
+            period_seconds?: number | null;
         };
         Progress: {
             percent: number | null;

@@ -42,6 +42,25 @@ describe("EventsTimeline", () => {
     expect(items[0]).not.toHaveClass("fresh");
   });
 
+  it("shows a job that expired unstarted, and why", () => {
+    render(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null }),
+          ev(2, "expired", {
+            attempt: 0,
+            worker_id: null,
+            message: "expired: not started by its expires_at, 2030-01-02T03:04:05Z",
+          }),
+        ]}
+      />,
+    );
+    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items[1].dataset.kind).toBe("expired");
+    expect(items[1]).toHaveTextContent("Expired");
+    expect(items[1]).toHaveTextContent("not started by its expires_at");
+  });
+
   it("says so when there are no events", () => {
     render(<EventsTimeline events={[]} />);
     expect(screen.getByText("No events yet.")).toBeInTheDocument();

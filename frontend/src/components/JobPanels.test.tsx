@@ -56,6 +56,19 @@ describe("a unique job", () => {
     expect(value("retry_policy")).toHaveTextContent('{"backoff":"exponential","base_seconds":5}');
   });
 
+  it("lists its deadline and its debounce key among all fields", () => {
+    const policies = {
+      ...unique,
+      expires_at: "2030-01-02T03:04:05Z",
+      debounce_key: "noop:debounce:key:doc:42",
+    } as unknown as JobDetail;
+    render(<AllFields job={policies} />);
+    const fields = screen.getByTestId("job-fields");
+    const value = (name: string) => within(fields).getByText(name).closest("div")!.querySelector("dd")!;
+    expect(value("expires_at")).toHaveTextContent("2030");
+    expect(value("debounce_key")).toHaveTextContent("noop:debounce:key:doc:42");
+  });
+
   it("says that an enqueue with its key returns it while it holds the key, and not after", () => {
     const { unmount } = render(<RunFacts job={unique} />);
     expect(screen.getByTestId("job-unique")).toHaveTextContent(

@@ -181,6 +181,8 @@ export function AllFields({ job }: { job: JobDetail }) {
     ["unique_key", job.unique_key ?? "—"],
     ["unique_states", Array.isArray(job.unique_states) ? job.unique_states.join(", ") : "—"],
     ["idempotency_expires_at", formatTimestamp(job.idempotency_expires_at)],
+    ["expires_at", formatTimestamp(job.expires_at)],
+    ["debounce_key", job.debounce_key ?? "—"],
     ["retry_policy", job.retry_policy ? JSON.stringify(job.retry_policy) : "—"],
     ["cancel_requested_at", formatTimestamp(job.cancel_requested_at)],
     ["is_finished", String(job.is_finished)],

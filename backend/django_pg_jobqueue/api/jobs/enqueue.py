@@ -96,6 +96,21 @@ class UniqueOptionsSerializer(StrictSerializer):
         help_text="A job counts only this long after its enqueue.")
 
 
+class PolicyOptionsSerializer(StrictSerializer):
+    """`debounce` or `throttle` of a new job: enqueue()'s dict (services/preparing.py checks it)."""
+
+    key = StrictCharField(required=False, allow_null=True, trim_whitespace=False,
+                          help_text="The key within the job type. Not with fields.")
+    fields = serializers.ListField(
+        child=StrictCharField(trim_whitespace=False), required=False, allow_null=True,
+        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
+                  "payload.")
+    period_seconds = StrictFloatField(
+        required=False, allow_null=True,
+        help_text="Required. debounce: the quiet time the job waits for after its key's last "
+                  "enqueue; throttle: the window in which the key admits one job.")
+
+
 class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
     type = StrictCharField(max_length=100, help_text="A registered job type (see /api/v1/job-types/).")
     payload = JSONObjectField(required=False, allow_null=True, default=dict,
@@ -154,11 +169,32 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY_KEY_LIMIT,
         help_text="How many jobs with concurrency_key may run at once. Default: 1. Needs "
                   "concurrency_key.")
+    debounce = PolicyOptionsSerializer(
+        required=False, allow_null=True,
+        help_text="While the job of this type and key has not started, a new one replaces its "
+                  "payload and pushes its start to period_seconds from now: a burst runs once, "
+                  "with the last payload (answers 200, `created: false`). Not with run_at, "
+                  "delay_seconds, idempotency_key, unique, throttle or after.")
+    throttle = PolicyOptionsSerializer(
+        required=False, allow_null=True,
+        help_text="At most one job of this type and key per period_seconds: later ones answer "
+                  "200 with the first job and `created: false`. Not with unique. (Not the "
+                  "API's job-creation throttle, JOB_API_THROTTLE_*.)")
+    expires_at = AwareDateTimeField(
+        required=False, allow_null=True,
+        help_text="A job not started by this time never runs: it ends cancelled with an "
+                  "`expired` event. After its start time. Not with expires_in_seconds.")
+    expires_in_seconds = StrictFloatField(
+        required=False, allow_null=True,
+        help_text="expires_at as seconds from now (above 0, at most a year).")
 
     class Meta:
         list_serializer_class = DictErrorsListSerializer  # JobBulkCreateSerializer.jobs
 
     def validate_run_at(self, value):
+        return in_utc(value)
+
+    def validate_expires_at(self, value):
         return in_utc(value)
 
     # A blank idempotency key, or run_at with delay_seconds: refused by the service
@@ -171,8 +207,9 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         options = {name: data.get(name) for name in (
             "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
             "timeout_seconds", "retry_policy", "after", "after_failure", "concurrency_key",
-            "concurrency_key_limit")}
-        options["unique"] = _unique_option(data.get("unique"))
+            "concurrency_key_limit", "expires_at", "expires_in_seconds")}
+        for name in ("unique", "debounce", "throttle"):
+            options[name] = _unique_option(data.get(name))
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
 
 
@@ -199,11 +236,12 @@ class JobBulkCreateSerializer(StrictSerializer):
             item = {"type": data["type"], "payload": data.get("payload", {})}
             for name in ("priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                          "max_attempts", "timeout_seconds", "retry_policy", "concurrency_key",
-                         "concurrency_key_limit"):
+                         "concurrency_key_limit", "expires_at", "expires_in_seconds"):
                 if data.get(name) is not None:
                     item[name] = data[name]
-            if data.get("unique") is not None:
-                item["unique"] = _unique_option(data["unique"])
+            for name in ("unique", "debounce", "throttle"):
+                if data.get(name) is not None:
+                    item[name] = _unique_option(data[name])
             for name in ("after", "after_failure"):
                 if data.get(name) is not None:
                     item[name] = data[name]
@@ -212,7 +250,8 @@ class JobBulkCreateSerializer(StrictSerializer):
 
 
 def _unique_option(value) -> dict | None:
-    """The validated `unique` object as enqueue()'s dict (the options given, as given)."""
+    """The validated `unique`, `debounce` or `throttle` object as enqueue()'s dict (the
+    options given, as given)."""
     return None if value is None else dict(value)
 
 

@@ -52,7 +52,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
             "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
-            "concurrency_key", "concurrency_key_limit",
+            "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key",
         ]
         read_only_fields = fields
 
