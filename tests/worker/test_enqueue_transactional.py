@@ -1,6 +1,5 @@
 """enqueue() inside the caller's transaction: visible to workers only on commit, gone on
 rollback, and workers hear of it on commit (NOTIFY) instead of waiting for their next poll."""
-import time
 from datetime import timedelta
 
 import psycopg
@@ -42,7 +41,10 @@ def test_a_job_is_invisible_to_workers_until_commit_and_picked_up_at_once_on_com
         job = jobs.enqueue("noop", {"from": "view"})
         assert Job.objects.filter(pk=job.id).exists()  # our own transaction sees it
         assert not visible_to_another_session(job.id)
-        time.sleep(1.0)  # by design: a running worker does not see it for a second either
+        # A running worker does not see it either: woken, its lane claims and finds nothing.
+        since = len(pool.test_signals.polled.seen())
+        pool.wake()
+        pool.test_signals.wait_polls(1, since=since, empty=True)
         assert pool.stats.snapshot().get("claimed", 0) == 0
     committed_at = timezone.now()
     pool.test_signals.wait_ended([job.id], "succeeded", timeout=POLL_SECONDS)
