@@ -87,34 +87,24 @@ function PasswordLogin() {
             {general.charAt(0).toUpperCase() + general.slice(1)}
           </div>
         )}
-        <div className="field">
-          <label htmlFor="username">Username</label>
-          <input
-            id="username"
-            name="username"
-            autoComplete="username"
-            autoFocus
-            required
-            value={username}
-            onChange={(e) => setUsername(e.target.value)}
-            aria-invalid={!!fieldErrors.username}
-          />
-          {fieldErrors.username && <div className="field-error">{fieldErrors.username.join(" ")}</div>}
-        </div>
-        <div className="field">
-          <label htmlFor="password">Password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            aria-invalid={!!fieldErrors.password}
-          />
-          {fieldErrors.password && <div className="field-error">{fieldErrors.password.join(" ")}</div>}
-        </div>
+        <LoginField
+          name="username"
+          label="Username"
+          autoComplete="username"
+          autoFocus
+          value={username}
+          onChange={setUsername}
+          errors={fieldErrors.username}
+        />
+        <LoginField
+          name="password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={setPassword}
+          errors={fieldErrors.password}
+        />
         <button
           type="submit"
           className="primary"
@@ -124,6 +114,45 @@ function PasswordLogin() {
           {login.isPending ? "Signing in…" : "Sign in"}
         </button>
       </form>
+    </div>
+  );
+}
+
+/** One required input of the form, labelled, with what the server said of it below. */
+function LoginField({
+  name,
+  label,
+  type,
+  autoComplete,
+  autoFocus,
+  value,
+  onChange,
+  errors,
+}: {
+  name: string;
+  label: string;
+  type?: string;
+  autoComplete: string;
+  autoFocus?: boolean;
+  value: string;
+  onChange: (value: string) => void;
+  errors?: string[];
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={name}>{label}</label>
+      <input
+        id={name}
+        name={name}
+        type={type}
+        autoComplete={autoComplete}
+        autoFocus={autoFocus}
+        required
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        aria-invalid={!!errors}
+      />
+      {errors && <div className="field-error">{errors.join(" ")}</div>}
     </div>
   );
 }
