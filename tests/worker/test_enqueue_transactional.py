@@ -5,6 +5,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.db import connection, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 import django_pg_jobqueue as jobs
@@ -27,8 +28,10 @@ def visible_to_another_session(job_id: int) -> bool:
 
 def idle_pool(worker_pool, **kwargs):
     """A pool whose dispatchers have done their start-up claims and now sleep a whole poll
-    interval: from here on, only a NOTIFY can make them claim quickly."""
-    pool = worker_pool(threads=2, poll_interval=POLL_SECONDS, **kwargs)
+    interval: from here on, only a NOTIFY can make them claim quickly. No fetch cooldown: a
+    claim that found nothing does not hold the next notified one back (tests/unit/test_wake.py)."""
+    with override_settings(JOB_FETCH_COOLDOWN_SECONDS=0.0):
+        pool = worker_pool(threads=2, poll_interval=POLL_SECONDS, **kwargs)
     # LISTEN is up, and the wake-everyone claim that follows it finds nothing: the test's job
     # is committed a second later.
     pool.test_signals.wait_state(pool.test_signals.listening, True)

@@ -15,8 +15,11 @@ JOBS = "/api/v1/jobs/"
 
 @pytest.fixture
 def idle_pool(worker_pool):
-    """A pool polling every 5 s, started past the wake-everyone poll that follows its LISTEN."""
-    with override_settings(JOB_POLL_INTERVAL_SECONDS=5.0, JOB_POLL_JITTER_SECONDS=0.0):
+    """A pool polling every 5 s, started past the wake-everyone poll that follows its LISTEN.
+    No fetch cooldown: that claim found nothing, and a cooldown would hold the next notified
+    claim back a moment (the cooldown's own tests: tests/unit/test_wake.py)."""
+    with override_settings(JOB_POLL_INTERVAL_SECONDS=5.0, JOB_POLL_JITTER_SECONDS=0.0,
+                           JOB_FETCH_COOLDOWN_SECONDS=0.0):
         pool = worker_pool(threads=2)
         pool.test_signals.wait_state(pool.test_signals.listening, True)
         # Past the wake-everyone claim that follows LISTEN's connect: a claim begun with
