@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
 import { authMutations, meOptions } from "../api/auth";
 import { isApiError } from "../api/client";
+import { InputField } from "../components/InputField";
 import { runtimeConfig } from "../config";
 
 /** Only same-site paths: `?next=https://evil.example` must not become an open redirect. */
@@ -87,20 +88,22 @@ function PasswordLogin() {
             {general.charAt(0).toUpperCase() + general.slice(1)}
           </div>
         )}
-        <LoginField
+        <InputField
           name="username"
           label="Username"
           autoComplete="username"
+          required
           autoFocus
           value={username}
           onChange={setUsername}
           errors={fieldErrors.username}
         />
-        <LoginField
+        <InputField
           name="password"
           label="Password"
           type="password"
           autoComplete="current-password"
+          required
           value={password}
           onChange={setPassword}
           errors={fieldErrors.password}
@@ -114,45 +117,6 @@ function PasswordLogin() {
           {login.isPending ? "Signing in…" : "Sign in"}
         </button>
       </form>
-    </div>
-  );
-}
-
-/** One required input of the form, labelled, with what the server said of it below. */
-function LoginField({
-  name,
-  label,
-  type,
-  autoComplete,
-  autoFocus,
-  value,
-  onChange,
-  errors,
-}: {
-  name: string;
-  label: string;
-  type?: string;
-  autoComplete: string;
-  autoFocus?: boolean;
-  value: string;
-  onChange: (value: string) => void;
-  errors?: string[];
-}) {
-  return (
-    <div className="field">
-      <label htmlFor={name}>{label}</label>
-      <input
-        id={name}
-        name={name}
-        type={type}
-        autoComplete={autoComplete}
-        autoFocus={autoFocus}
-        required
-        value={value}
-        onChange={(e) => onChange(e.target.value)}
-        aria-invalid={!!errors}
-      />
-      {errors && <div className="field-error">{errors.join(" ")}</div>}
     </div>
   );
 }
