@@ -3,6 +3,7 @@
 Only the standard library and psycopg: the adapters run in two different virtualenvs.
 Each adapter is a small CLI that prints exactly one JSON object on its last stdout line.
 """
+import argparse
 import json
 import os
 import statistics
@@ -197,3 +198,52 @@ def stamp(payload: dict) -> None:
         t = time.time()
         with open(path, "a") as f:
             f.write(f"{payload['i']} {t}\n")
+
+
+def peer_arguments(*commands: str, configs: str, configs_help: str | None = None,
+                   defaults_help: str,
+                   url_help: str | None = None) -> argparse.ArgumentParser:
+    """The flags every peer adapter takes: what to run (`commands`), the server, the job
+    count, the runs, the drain configurations to try, the processes of the drain at its
+    defaults, and the pickup run's size and gap. An adapter adds its own before parsing."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=list(commands))
+    if url_help:
+        ap.add_argument("--url", help=url_help)
+    else:
+        ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--configs", default=configs, help=configs_help)
+    ap.add_argument("--defaults-procs", type=int, default=2, help=defaults_help)
+    ap.add_argument("--pickup-n", type=int, default=200)
+    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    return ap
+
+
+def enqueue_runs(name: str, runs: int, single, bulk, reset=None) -> tuple[dict, dict]:
+    """`runs` rounds of the single-call and the bulk enqueue (each returns jobs/s; `reset`,
+    if given, empties the queue before each), logged; their summaries."""
+    singles, bulks = [], []
+    for r in range(runs):
+        for measure, into in ((single, singles), (bulk, bulks)):
+            if reset is not None:
+                reset()
+            into.append(measure())
+        log(f"{name} enqueue run {r + 1}: single {singles[-1]:.0f}/s, bulk {bulks[-1]:.0f}/s")
+    return summary(singles), summary(bulks)
+
+
+def stamped_pickups(enqueued: dict[int, float], stamp_file: str, timeout: float = 30) -> list[float]:
+    """Wait until the worker stamped every job of the pickup run (`enqueued`); their pickup
+    latencies (ms). The caller stops its worker after."""
+    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= len(enqueued), timeout)
+    return pickup_from_stamps(enqueued, stamp_file)
+
+
+def pickup_result(name: str, runs: int, run_one, label: str = "") -> dict:
+    """`runs` pickup runs (`run_one` returns one run's latencies, ms), logged; the medians of
+    their p50, p95 and p99."""
+    lat = [latency_summary(run_one()) for _ in range(runs)]
+    log(f"{name} pickup{label}: {lat}")
+    return {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}

@@ -14,7 +14,6 @@ the pool's own in-flight no-ops). The pool types tried: prefork, threads, solo; 
 defaults: `celery worker` with no flag at all (prefork, concurrency = CPU count, prefetch
 multiplier 4, heartbeat, gossip and mingle on), as many worker commands as ours runs
 processes."""
-import argparse
 import os
 import subprocess
 import sys
@@ -35,11 +34,12 @@ from bench.common import (  # noqa: E402
     best_drain,
     defaults_drain,
     emit,
-    latency_summary,
+    enqueue_runs,
     log,
-    pickup_from_stamps,
+    peer_arguments,
+    pickup_result,
     stamp,
-    summary,
+    stamped_pickups,
     wait_until,
 )
 
@@ -168,24 +168,17 @@ def pickup(n: int, gap: float, logdir: str) -> list[float]:
             enq[i] = time.time()
             noop.delay(i=i)
             time.sleep(gap)
-        wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+        return stamped_pickups(enq, stamp_file)
     finally:
         stop(workers)
-    return pickup_from_stamps(enq, stamp_file)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all", "ping"])
-    ap.add_argument("--url", help="unused: Celery keeps nothing in PostgreSQL")
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="1xpreforkx2x4,1xthreadsx16x4,2xsolox1x4",
-                    help="worker commands x pool x concurrency x prefetch multiplier")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help="worker commands run with no flag for the drain at defaults")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    ap = peer_arguments(
+        "all", "ping", url_help="unused: Celery keeps nothing in PostgreSQL",
+        configs="1xpreforkx2x4,1xthreadsx16x4,2xsolox1x4",
+        configs_help="worker commands x pool x concurrency x prefetch multiplier",
+        defaults_help="worker commands run with no flag for the drain at defaults")
     args = ap.parse_args()
     why = ping()
     if args.cmd == "ping":
@@ -201,12 +194,8 @@ def main():
     result = {"system": "celery", "version": md.version("celery"), "n": args.n,
               "broker": f"redis {_redis().info('server')['redis_version']} at {BROKER}"}
     try:
-        single, bulk = [], []
-        for r in range(args.runs):
-            single.append(enqueue_single(args.n))
-            bulk.append(enqueue_bulk(args.n))
-            log(f"celery enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
-        result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+        result["enqueue_single"], result["enqueue_bulk"] = enqueue_runs(
+            "celery", args.runs, lambda: enqueue_single(args.n), lambda: enqueue_bulk(args.n))
         result["bulk_chunk"] = BULK_CHUNK
         cpus = os.cpu_count()
         result["drain_defaults"] = defaults_drain(
@@ -219,10 +208,9 @@ def main():
             lambda p, pool, c, m: drain(args.n, p, worker_cmd(pool, c, m), logdir),
             args.runs, "celery", "{} worker commands x {} pool x concurrency {} x prefetch "
             "multiplier {} (no heartbeat, gossip, mingle)")
-        lat = [latency_summary(pickup(args.pickup_n, args.pickup_gap, logdir))
-               for _ in range(args.runs)]
-        log(f"celery pickup (defaults, 1 worker command): {lat}")
-        result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+        result["pickup"] = pickup_result(
+            "celery", args.runs, lambda: pickup(args.pickup_n, args.pickup_gap, logdir),
+            " (defaults, 1 worker command)")
     finally:
         reset()
     emit(result)

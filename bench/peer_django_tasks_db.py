@@ -1,7 +1,6 @@
 """django-tasks-db's measurements. Runs in bench/.venv-peers with bench.peer_dtdb_settings;
 workers are its own `db_worker` command (one task at a time per process), `--batch` to exit
 when the queue is empty. It has no bulk enqueue path."""
-import argparse
 import os
 import subprocess
 import sys
@@ -17,11 +16,11 @@ from bench.common import (  # noqa: E402
     best_drain,
     defaults_drain,
     emit,
-    latency_summary,
     log,
-    pickup_from_stamps,
+    peer_arguments,
+    pickup_result,
+    stamped_pickups,
     summary,
-    wait_until,
 )
 
 
@@ -89,23 +88,15 @@ def pickup(url, n, gap):
         enq[i] = time.time()
         noop.enqueue(i=i)
         time.sleep(gap)
-    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 60)
+    samples = stamped_pickups(enq, stamp_file, timeout=60)
     w.terminate()
     w.wait(timeout=30)
-    return pickup_from_stamps(enq, stamp_file)
+    return samples
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all"])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="2")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help="db_worker processes for the drain at defaults (no flag)")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    ap = peer_arguments("all", configs="2",
+                        defaults_help="db_worker processes for the drain at defaults (no flag)")
     args = ap.parse_args()
     os.environ.update(env(args.url))
     import django
@@ -135,10 +126,9 @@ def main():
     log(f"django-tasks-db enqueue single {single}")
     result["enqueue_single"] = summary(single)
     result["enqueue_bulk"] = None
-    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
-           for _ in range(args.runs)]
-    log(f"django-tasks-db pickup (default --interval): {lat}")
-    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    result["pickup"] = pickup_result("django-tasks-db", args.runs,
+                                     lambda: pickup(args.url, args.pickup_n, args.pickup_gap),
+                                     " (default --interval)")
     emit(result)
 
 

@@ -9,7 +9,6 @@ concurrent jobs per process, `localQueue: {size: 500}`, `completeJobBatchDelay` 
 `failJobBatchDelay` 0 (completions batched) and a pool of 25. A completed job is deleted, so
 the drain is over when the table is empty. The pickup's producer calls its SQL API,
 `graphile_worker.add_job()`, from psycopg, the same clock as every other system's producer."""
-import argparse
 import json
 import os
 import shutil
@@ -26,11 +25,11 @@ from bench.common import (  # noqa: E402
     connect,
     defaults_drain,
     emit,
-    latency_summary,
+    enqueue_runs,
     log,
-    pickup_from_stamps,
-    summary,
-    wait_until,
+    peer_arguments,
+    pickup_result,
+    stamped_pickups,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,10 +112,9 @@ def pickup(url, n, gap):
             enq[i] = time.time()
             c.execute("SELECT graphile_worker.add_job('noop', %s::json)", [json.dumps({"i": i})])
             time.sleep(gap)
-    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    samples = stamped_pickups(enq, stamp_file)
     w.terminate()
     w.communicate(timeout=30)
-    samples = pickup_from_stamps(enq, stamp_file)
     os.unlink(stamp_file)
     return samples
 
@@ -127,19 +125,11 @@ def best_args(concurrency, local_queue, batch_delay):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all"])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--configs", default="1x24x500x0,2x24x500x0",
-                    help="processes x concurrent jobs x localQueue size x completion batch "
-                         "delay (ms), comma-separated (default: its documented best, 1 and 2 "
-                         "processes)")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help="worker processes for the drain at defaults (WorkerPreset)")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
+    ap = peer_arguments(
+        "all", configs="1x24x500x0,2x24x500x0",
+        configs_help="processes x concurrent jobs x localQueue size x completion batch delay "
+                     "(ms), comma-separated (default: its documented best, 1 and 2 processes)",
+        defaults_help="worker processes for the drain at defaults (WorkerPreset)")
     args = ap.parse_args()
     why = node_missing()
     if why:
@@ -153,13 +143,9 @@ def main():
     node("migrate", args.url)
     result = {"system": "graphile-worker", "version": version, "node": node_version,
               "n": args.n}
-    single, bulk = [], []
-    for r in range(args.runs):
-        single.append(enqueue(args.url, args.n, bulk=False))
-        bulk.append(enqueue(args.url, args.n, bulk=True))
-        log(f"graphile-worker enqueue run {r + 1}: single {single[-1]:.0f}/s, "
-            f"bulk {bulk[-1]:.0f}/s")
-    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    result["enqueue_single"], result["enqueue_bulk"] = enqueue_runs(
+        "graphile-worker", args.runs, lambda: enqueue(args.url, args.n, bulk=False),
+        lambda: enqueue(args.url, args.n, bulk=True))
     result["drain_defaults"] = defaults_drain(
         lambda: drain(args.url, args.n, args.defaults_procs, worker_args()), args.runs,
         "graphile-worker", f"{args.defaults_procs} processes x WorkerPreset defaults "
@@ -168,10 +154,8 @@ def main():
         args.configs, lambda p, c, q, d: drain(args.url, args.n, p, best_args(c, q, d)),
         args.runs, "graphile-worker",
         "{} processes x {} concurrent jobs, localQueue {}, completion batch delay {} ms")
-    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
-           for _ in range(args.runs)]
-    log(f"graphile-worker pickup: {lat}")
-    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    result["pickup"] = pickup_result("graphile-worker", args.runs,
+                                     lambda: pickup(args.url, args.pickup_n, args.pickup_gap))
     emit(result)
 
 

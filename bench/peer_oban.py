@@ -8,7 +8,6 @@ many processes as every system's defaults; its best: the queue limit (and proces
 drains fastest. Oban keeps a completed job (state `completed`), so the drain is over when no job
 is `available` or `executing` (polled every 10 ms, as the Celery adapter polls its queue), from
 the first job's start, each worker's handler noting its own."""
-import argparse
 import asyncio
 import json
 import os
@@ -26,11 +25,12 @@ from bench.common import (  # noqa: E402
     connect,
     defaults_drain,
     emit,
-    latency_summary,
+    enqueue_runs,
     log,
-    pickup_from_stamps,
+    peer_arguments,
+    pickup_result,
     stamp,
-    summary,
+    stamped_pickups,
     wait_until,
 )
 
@@ -179,27 +179,18 @@ def pickup(url, n, gap):
         return enq
 
     enq = asyncio.run(_with_client(url, produce))
-    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    samples = stamped_pickups(enq, stamp_file)
     stop([w])
-    samples = pickup_from_stamps(enq, stamp_file)
     os.unlink(stamp_file)
     return samples
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all", "worker"])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = peer_arguments(
+        "all", "worker", configs="1x20,1x50,1x100,2x50",
+        configs_help="processes x queue limit, comma-separated",
+        defaults_help=f"worker processes for the drain at defaults (queue limit {DEFAULT_LIMIT})")
     ap.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
-    ap.add_argument("--configs", default="1x20,1x50,1x100,2x50",
-                    help="processes x queue limit, comma-separated")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help=f"worker processes for the drain at defaults (queue limit "
-                         f"{DEFAULT_LIMIT})")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
     if args.cmd == "worker":
         _worker(args.url, args.limit)
@@ -215,21 +206,16 @@ def main():
 
     install(args.url)
     result = {"system": "oban", "version": md.version("oban"), "n": args.n}
-    single, bulk = [], []
-    for r in range(args.runs):
-        single.append(enqueue(args.url, args.n, bulk=False))
-        bulk.append(enqueue(args.url, args.n, bulk=True))
-        log(f"oban enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
-    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    result["enqueue_single"], result["enqueue_bulk"] = enqueue_runs(
+        "oban", args.runs, lambda: enqueue(args.url, args.n, bulk=False),
+        lambda: enqueue(args.url, args.n, bulk=True))
     result["drain_defaults"] = defaults_drain(
         lambda: drain(args.url, args.n, args.defaults_procs, DEFAULT_LIMIT), args.runs, "oban",
         f"{args.defaults_procs} processes x queue `default` at limit {DEFAULT_LIMIT}, pool 1-10")
     result["drain"] = best_drain(args.configs, lambda p, q: drain(args.url, args.n, p, q),
                                  args.runs, "oban", "{} processes x queue limit {}")
-    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
-           for _ in range(args.runs)]
-    log(f"oban pickup: {lat}")
-    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    result["pickup"] = pickup_result("oban", args.runs,
+                                     lambda: pickup(args.url, args.pickup_n, args.pickup_gap))
     emit(result)
 
 

@@ -1,6 +1,5 @@
 """PgQueuer's measurements. Runs in bench/.venv-peers (asyncpg driver, durable tables: the
 default, logged like ours). `all` measures; `worker` is one worker process it spawns."""
-import argparse
 import asyncio
 import json
 import os
@@ -21,11 +20,10 @@ from bench.common import (  # noqa: E402
     conninfo,
     defaults_drain,
     emit,
-    latency_summary,
-    log,
-    pickup_from_stamps,
-    summary,
-    wait_until,
+    enqueue_runs,
+    peer_arguments,
+    pickup_result,
+    stamped_pickups,
 )
 
 BULK_CHUNK = 1000
@@ -137,25 +135,18 @@ def pickup(url, n, gap):
         return enq
 
     enq = asyncio.run(produce())
-    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    samples = stamped_pickups(enq, stamp_file)
     w.terminate()
     w.wait(timeout=30)
-    return pickup_from_stamps(enq, stamp_file)
+    return samples
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all", "worker"])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = peer_arguments(
+        "all", "worker", configs="1x10,1x100,2x100",
+        defaults_help="worker processes for the drain at defaults (QueueManager.run())")
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--drain", action="store_true")
-    ap.add_argument("--configs", default="1x10,1x100,2x100")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help="worker processes for the drain at defaults (QueueManager.run())")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
     if args.cmd == "worker":
         asyncio.run(_worker(args.url, args.batch, args.drain, os.environ.get("BENCH_STAMP_FILE")))
@@ -164,14 +155,10 @@ def main():
 
     asyncio.run(_reset(args.url, install=True))
     result = {"system": "pgqueuer", "version": md.version("pgqueuer"), "n": args.n}
-    single, bulk = [], []
-    for r in range(args.runs):
-        asyncio.run(_reset(args.url))
-        single.append(asyncio.run(_enqueue_single(args.url, args.n)))
-        asyncio.run(_reset(args.url))
-        bulk.append(asyncio.run(_enqueue_bulk(args.url, args.n)))
-        log(f"pgqueuer enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
-    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    result["enqueue_single"], result["enqueue_bulk"] = enqueue_runs(
+        "pgqueuer", args.runs, lambda: asyncio.run(_enqueue_single(args.url, args.n)),
+        lambda: asyncio.run(_enqueue_bulk(args.url, args.n)),
+        reset=lambda: asyncio.run(_reset(args.url)))
     # Its defaults: QueueManager.run() with no argument (the batch size read from its signature).
     import inspect
 
@@ -182,10 +169,8 @@ def main():
         f"(batch {default_batch})")
     result["drain"] = best_drain(args.configs, lambda p, b: drain(args.url, args.n, p, b),
                                  args.runs, "pgqueuer", "{} processes x batch {}")
-    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
-           for _ in range(args.runs)]
-    log(f"pgqueuer pickup: {lat}")
-    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    result["pickup"] = pickup_result("pgqueuer", args.runs,
+                                     lambda: pickup(args.url, args.pickup_n, args.pickup_gap))
     emit(result)
 
 

@@ -1,6 +1,5 @@
 """Procrastinate's measurements. Runs in bench/.venv-peers (PsycopgConnector, LISTEN/NOTIFY
 on, its default). `all` measures; `worker` is one worker process it spawns."""
-import argparse
 import asyncio
 import json
 import logging
@@ -21,12 +20,11 @@ from bench.common import (  # noqa: E402
     conninfo,
     defaults_drain,
     emit,
-    latency_summary,
-    log,
-    pickup_from_stamps,
+    enqueue_runs,
+    peer_arguments,
+    pickup_result,
     stamp,
-    summary,
-    wait_until,
+    stamped_pickups,
 )
 
 BULK_CHUNK = 1000
@@ -129,25 +127,18 @@ def pickup(url, n, gap):
         return enq
 
     enq = asyncio.run(produce())
-    wait_until(lambda: sum(1 for _ in open(stamp_file)) >= n, 30)
+    samples = stamped_pickups(enq, stamp_file)
     w.terminate()
     w.wait(timeout=30)
-    return pickup_from_stamps(enq, stamp_file)
+    return samples
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["all", "worker"])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = peer_arguments(
+        "all", "worker", configs="1x10,2x10,2x50",
+        defaults_help="worker processes for the drain at defaults (run_worker_async())")
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--drain", action="store_true")
-    ap.add_argument("--configs", default="1x10,2x10,2x50")
-    ap.add_argument("--defaults-procs", type=int, default=2,
-                    help="worker processes for the drain at defaults (run_worker_async())")
-    ap.add_argument("--pickup-n", type=int, default=200)
-    ap.add_argument("--pickup-gap", type=float, default=0.02)
     args = ap.parse_args()
     if args.cmd == "worker":
         _worker(args.url, args.concurrency, args.drain)
@@ -156,14 +147,9 @@ def main():
 
     reset(args.url, install=True)
     result = {"system": "procrastinate", "version": md.version("procrastinate"), "n": args.n}
-    single, bulk = [], []
-    for r in range(args.runs):
-        reset(args.url)
-        single.append(enqueue(args.url, args.n, bulk=False))
-        reset(args.url)
-        bulk.append(enqueue(args.url, args.n, bulk=True))
-        log(f"procrastinate enqueue run {r + 1}: single {single[-1]:.0f}/s, bulk {bulk[-1]:.0f}/s")
-    result["enqueue_single"], result["enqueue_bulk"] = summary(single), summary(bulk)
+    result["enqueue_single"], result["enqueue_bulk"] = enqueue_runs(
+        "procrastinate", args.runs, lambda: enqueue(args.url, args.n, bulk=False),
+        lambda: enqueue(args.url, args.n, bulk=True), reset=lambda: reset(args.url))
     # Its defaults: the worker's own concurrency (read from procrastinate.worker.Worker).
     import inspect
 
@@ -176,10 +162,8 @@ def main():
         f"(concurrency {default_conc})")
     result["drain"] = best_drain(args.configs, lambda p, c: drain(args.url, args.n, p, c),
                                  args.runs, "procrastinate", "{} processes x concurrency {}")
-    lat = [latency_summary(pickup(args.url, args.pickup_n, args.pickup_gap))
-           for _ in range(args.runs)]
-    log(f"procrastinate pickup: {lat}")
-    result["pickup"] = {k: summary([x[k] for x in lat]) for k in ("p50", "p95", "p99")}
+    result["pickup"] = pickup_result("procrastinate", args.runs,
+                                     lambda: pickup(args.url, args.pickup_n, args.pickup_gap))
     emit(result)
 
 

@@ -69,6 +69,23 @@ def operator(make_user):
 
 
 @pytest.fixture
+def queue_operator(make_user):
+    """The operator, who may also set queue limits (change_queuesetting): a module that
+    needs them as `operator` (and `operator_client`) names this in its own `operator`."""
+    return make_user("operator", perms=["add_job", "change_job", "view_job", "change_queuesetting"])
+
+
+@pytest.fixture
+def fresh_limits():
+    """The claim caches concurrency limits for a second: forgotten before and after a test."""
+    from django_pg_jobqueue.services.claiming import forget_cached_limits
+
+    forget_cached_limits()
+    yield
+    forget_cached_limits()
+
+
+@pytest.fixture
 def viewer(make_user):
     return make_user("viewer", perms=["view_job"])
 

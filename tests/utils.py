@@ -21,7 +21,7 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
-        time.sleep(interval)
+        time.sleep(interval)  # the one polling interval: another process, or a row, has no signal
 
 
 def wait_until_jobs(status: str | tuple[str, ...], *, count: int | None = None,

@@ -102,6 +102,20 @@ def _short_time(moment) -> str:
                        localtime(moment).strftime("%d %b %H:%M:%S"))
 
 
+class ReadOnlyAdmin:
+    """An admin whose rows are a record nobody edits here: they can be listed and opened,
+    never added, changed or deleted (the queue's own writers make them)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     # Compact cells (short times, the lease in one column): every column fits beside the
@@ -272,7 +286,7 @@ for _action in job_actions.ACTIONS.values():
 
 
 @admin.register(JobEvent)
-class JobEventAdmin(admin.ModelAdmin):
+class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ["id", "job_link", "kind", "attempt", "worker_id", "message", "created_at"]
     list_filter = ["kind"]
     search_fields = ["=job__id"]
@@ -293,15 +307,6 @@ class JobEventAdmin(admin.ModelAdmin):
     def job_link(self, event):
         url = reverse("admin:django_pg_jobqueue_job_change", args=[event.job_id])
         return format_html('<a href="{}">{}</a>', url, event.job)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class QueueSettingForm(forms.ModelForm):
@@ -355,7 +360,7 @@ class QueueSettingAdmin(admin.ModelAdmin):
 
 
 @admin.register(ScheduleSetting)
-class ScheduleSettingAdmin(admin.ModelAdmin):
+class ScheduleSettingAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """The periodic schedules (JOB_PERIODIC, @periodic), each with its pause: run one now,
     pause or resume it, through the same services as the API. Seen with view_job; the actions
     need change_job, as cancel and retry do. Schedules are declared in code and settings, so
@@ -385,15 +390,6 @@ class ScheduleSettingAdmin(admin.ModelAdmin):
 
     def has_operate_permission(self, request):
         return request.user.has_perm("django_pg_jobqueue.change_job")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.action(description="Run the selected schedules now (a new job each)",
                   permissions=["operate"])

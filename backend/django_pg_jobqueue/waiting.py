@@ -164,8 +164,18 @@ def _read(job_id: int) -> tuple[bool, Any]:
     return False, None
 
 
-def _interval() -> float:
-    return RECHECK_SECONDS if _listener.connected.is_set() else POLL_SECONDS
+def _pause(job_id: int, listening: bool, deadline: float | None, now: float,
+           timeout: float | None) -> float:
+    """How long a waiter sleeps before it reads its job again (woken sooner by a NOTIFY):
+    RECHECK_SECONDS with the LISTEN up, POLL_SECONDS without, never past `deadline` (on the
+    clock `now` is read from); WaitTimeout once the deadline has passed."""
+    pause = (RECHECK_SECONDS if listening and _listener.connected.is_set() else POLL_SECONDS)
+    if deadline is None:
+        return pause
+    left = deadline - now
+    if left <= 0:
+        raise WaitTimeout(job_id, timeout or 0.0)
+    return min(pause, left)
 
 
 def wait(job: Any, *, timeout: float | None = None) -> Any:
@@ -183,13 +193,7 @@ def wait(job: Any, *, timeout: float | None = None) -> Any:
             finished, result = _read(job_id)  # after registering: nothing is missed
             if finished:
                 return result
-            pause = _interval() if listening else POLL_SECONDS
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise WaitTimeout(job_id, timeout or 0.0)
-                pause = min(pause, left)
-            woken.wait(pause)
+            woken.wait(_pause(job_id, listening, deadline, time.monotonic(), timeout))
             woken.clear()
     finally:
         if listening:
@@ -216,12 +220,7 @@ async def await_result(job: Any, *, timeout: float | None = None) -> Any:
             finished, result = await read(job_id)
             if finished:
                 return result
-            pause = _interval() if listening else POLL_SECONDS
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    raise WaitTimeout(job_id, timeout or 0.0)
-                pause = min(pause, left)
+            pause = _pause(job_id, listening, deadline, loop.time(), timeout)
             try:
                 await asyncio.wait_for(woken.wait(), pause)
             except asyncio.TimeoutError:

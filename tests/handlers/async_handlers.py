@@ -26,7 +26,7 @@ async def async_report(ctx, payload):
         return threading.current_thread().name, Job.objects.filter(pk=ctx.job_id).count()
 
     thread, count = await sync_to_async(on_this_thread)()
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # by design: the handler gives the event loop back once
     return {"type": job.type, "attempt": ctx.attempt, "count": count, "orm_thread": thread,
             "loop_thread": threading.current_thread().name, "n": payload.get("n")}
 
@@ -35,7 +35,7 @@ async def async_report(ctx, payload):
 async def async_nap(ctx, payload):
     marks = Path(payload["marks"])
     try:
-        await asyncio.sleep(payload["seconds"])
+        await asyncio.sleep(payload["seconds"])  # the work: a nap the timeout may cancel
     except asyncio.CancelledError:
         with marks.open("a") as out:
             out.write(f"cancelled attempt {ctx.attempt}\n")
@@ -47,5 +47,5 @@ async def async_nap(ctx, payload):
 
 @task
 async def async_multiply(a, b):
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # by design: the handler gives the event loop back once
     return a * b

@@ -17,23 +17,15 @@ from dataclasses import dataclass, field
 
 from django_pg_jobqueue.exceptions import PermanentError
 from django_pg_jobqueue.registry import handler
+from tests.handlers.appending import AppendedFile
 
-_fd = None
+_LEDGER = AppendedFile("CHAOS_LEDGER")
 _HOARD: list[bytes] = []  # what `hog` jobs leak
-_fd_lock = threading.Lock()
 
 
 def _ledger(kind: str, ctx, extra: str = "") -> None:
-    global _fd
-    path = os.environ.get("CHAOS_LEDGER")
-    if not path:
-        return
-    with _fd_lock:
-        if _fd is None:
-            _fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    line = (f"{kind}\t{ctx.job_id}\t{ctx.attempt}\t{ctx.lease_token}\t{ctx.worker_id}\t"
-            f"{os.getpid()}\t{time.time():.6f}\t{extra}\n")
-    os.write(_fd, line.encode())
+    _LEDGER.write(f"{kind}\t{ctx.job_id}\t{ctx.attempt}\t{ctx.lease_token}\t{ctx.worker_id}\t"
+                  f"{os.getpid()}\t{time.time():.6f}\t{extra}\n")
 
 
 @handler("chaos", max_attempts=20, timeout_seconds=300,

@@ -6,18 +6,17 @@ appends one line (job id, attempt, kind) to the ledger file POISON_LEDGER with a
 O_APPEND write, the ground truth of how often each job ran."""
 import os
 import sys
-import threading
 import time
 from decimal import Decimal
 
 from django_pg_jobqueue.exceptions import JobCancelled, LeaseLost, PermanentError
 from django_pg_jobqueue.registry import handler
+from tests.handlers.appending import AppendedFile
 from tests.utils import circular_dict, deeply_nested_list
 
 OVERRUN_SECONDS = 3.6  # the `overruns_timeout` kind sleeps this long (its timeout: 1 s)
 
-_fd = None
-_fd_lock = threading.Lock()
+_LEDGER = AppendedFile("POISON_LEDGER")
 
 HUGE_BYTES = 1024 * 1024 + 1  # just over the default JOB_MAX_RESULT_BYTES
 
@@ -91,14 +90,7 @@ ORDINARY = "ok"
 
 
 def _ledger(ctx, kind: str) -> None:
-    global _fd
-    path = os.environ.get("POISON_LEDGER")
-    if not path:
-        return
-    with _fd_lock:
-        if _fd is None:
-            _fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(_fd, f"{ctx.job_id}\t{ctx.attempt}\t{kind}\t{time.time():.6f}\n".encode())
+    _LEDGER.write(f"{ctx.job_id}\t{ctx.attempt}\t{kind}\t{time.time():.6f}\n")
 
 
 @handler("poison", max_attempts=3, timeout_seconds=30,

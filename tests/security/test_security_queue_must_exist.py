@@ -8,24 +8,16 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.exceptions import QueueNotFound
 from django_pg_jobqueue.models import QueueSetting
 from django_pg_jobqueue.registry import registry
-from django_pg_jobqueue.services.claiming import forget_cached_limits
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_limits")]
 
 QUEUES = "/api/v1/queues/"
 
 
 @pytest.fixture
-def operator(make_user):
+def operator(queue_operator):
     """conftest's operator, who may also set limits (change_queuesetting)."""
-    return make_user("operator", perms=["add_job", "change_job", "view_job", "change_queuesetting"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_limits():
-    forget_cached_limits()
-    yield
-    forget_cached_limits()
+    return queue_operator
 
 
 def _writes(client, name):

@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -23,6 +22,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.db import connection
+
+from tests.utils import wait_for as poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -101,12 +102,7 @@ def http(url, *, data=None, headers=None, method=None):
 def wait_for(predicate, timeout, what):
     """Polls, every half second: the host project runs in its own processes, on its own
     database, read through its manage.py."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    poll(predicate, timeout, interval=0.5, message=what)
 
 
 class Host:

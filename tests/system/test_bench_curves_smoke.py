@@ -8,12 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from tests.handlers.chaos_handlers import Output
 from tests.system.test_bench_smoke import _server_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,13 +67,12 @@ def test_curves_drops_its_database_on_sigterm(tmp_path):
                CURVES_POINTS="finished_50k", CURVES_RESULTS_DIR=str(tmp_path),
                CURVES_CHARTS_DIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, str(REPO / "bench" / "curves.py")], env=env,
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = Output(proc)
     try:
-        deadline = time.monotonic() + 60
-        while not _databases(db) and time.monotonic() < deadline:
-            time.sleep(0.1)  # polls: curves.py is another process
+        # Under way: its database made, migrated and filled for the first point, by its log.
+        out.wait_for_line("built in", timeout=120)
         assert _databases(db), "curves.py never created its database"
-        time.sleep(1.0)  # by design: let it get under way before the SIGTERM
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) != 0
     finally:

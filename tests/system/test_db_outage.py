@@ -45,26 +45,26 @@ class Outage:
         self.admin = psycopg.connect(host=s["HOST"], port=s["PORT"], user=s["USER"],
                                      password=s.get("PASSWORD") or None, dbname="postgres",
                                      autocommit=True)
-        self.on = threading.Event()
+        self.over = threading.Event()
         self.terminated = 0
         self._thread = threading.Thread(target=self._keep_out, daemon=True)
 
     def _keep_out(self) -> None:
-        while self.on.is_set():
+        while True:
             cur = self.admin.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s"
                 " AND pid <> pg_backend_pid()", [self.db])
             self.terminated += cur.fetchone()[0]
-            time.sleep(0.5)  # by design: the outage goes on, a sweep every half second
+            if self.over.wait(0.5):  # a sweep every half second until the outage ends
+                return
 
     def start(self) -> None:
         connection.close()  # our own session goes too; reopened after the outage
         self.admin.execute(f'ALTER DATABASE "{self.db}" ALLOW_CONNECTIONS false')
-        self.on.set()
         self._thread.start()
 
     def end(self) -> None:
-        self.on.clear()
+        self.over.set()
         if self._thread.is_alive():
             self._thread.join(5)
         self.admin.execute(f'ALTER DATABASE "{self.db}" ALLOW_CONNECTIONS true')
@@ -110,7 +110,7 @@ def test_workers_ride_out_a_database_outage_and_finish_every_job(tmp_path):
         wait_until_jobs("succeeded", timeout=60)
         finished_after = time.monotonic() - ended
     finally:
-        if outage.on.is_set() or not outage.admin.closed:
+        if not outage.over.is_set() or not outage.admin.closed:
             outage.end()
         for w in workers:
             if w.poll() is None:

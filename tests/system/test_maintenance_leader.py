@@ -5,9 +5,11 @@ their polling while LISTEN is up, and jobs that become due later still start pro
 import signal
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models.functions import Now
 from django.test import override_settings
 
 from django_pg_jobqueue import sql
@@ -34,10 +36,18 @@ def test_two_processes_never_both_hold_the_lease_and_a_resignation_hands_it_over
     assert a.beat() is False
 
 
+def _lease_runs_out() -> None:
+    """The maintenance lease's end moved into the past, as the database's clock would."""
+    LeaderLease.objects.filter(role=MAINTENANCE).update(expires_at=Now() - timedelta(seconds=1))
+
+
 def test_an_expired_lease_is_taken_by_the_next_heartbeat_and_the_old_holder_stops_believing():
-    a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
+    now = [1000.0]
+    a = Leadership("host-a-1", lease_seconds=1, clock=lambda: now[0])
+    b = Leadership("host-b-2", lease_seconds=1)
     assert a.beat()
-    time.sleep(1.1)  # by design: past the 1 s lease, on the clock
+    now[0] += 1.1  # past the 1 s lease on a's clock, and on the database's
+    _lease_runs_out()
     assert not a.is_leader()  # its own clock ended the term, without asking the database
     assert b.beat() and b.is_leader()
     assert not a.beat()
@@ -49,7 +59,7 @@ def test_a_leader_whose_heartbeat_finds_another_leader_steps_down_without_hangin
     # deadlocked the renewer on the leadership's own lock, wedging the whole process.
     a, b = Leadership("host-a-1", lease_seconds=1), Leadership("host-b-2", lease_seconds=1)
     assert a.beat()
-    time.sleep(1.1)  # by design: past the 1 s lease, on the clock
+    _lease_runs_out()  # on the database's clock: a, by its own, still leads
     assert b.beat()
     answers = []
     beat = threading.Thread(target=lambda: answers.append(a.beat()), daemon=True)
@@ -128,11 +138,12 @@ def test_the_stager_notifies_a_queue_once_when_its_delayed_jobs_become_due():
 
     stager = Stager(interval=0.2)
     assert stager.run_once() == 0
-    enqueue("noop", {}, queue="later", delay_seconds=0.3)
-    enqueue("noop", {}, queue="later", delay_seconds=0.3)
+    enqueue("noop", {}, queue="later", delay_seconds=3600)
+    enqueue("noop", {}, queue="later", delay_seconds=3600)
     enqueue("noop", {}, queue="now")  # runnable at once: its own NOTIFY, none from the stager
     assert stager.run_once() == 0  # not yet due
-    time.sleep(0.4)  # by design: past the jobs' 0.3 s delay
+    # Their delay ends now, on the database's clock: after the last pass, before the next.
+    Job.objects.filter(queue="later").update(available_at=Now())
     with connection.cursor() as cur:
         cur.execute(f"LISTEN {sql.NOTIFY_CHANNEL}")
     assert stager.run_once() == 1  # one queue, however many jobs

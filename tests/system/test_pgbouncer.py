@@ -302,7 +302,8 @@ def test_enqueue_through_pgbouncer_needs_the_pooler_mode(aliases, transactional_
     """Two producers whose transactions share one server connection (a pool of one makes it
     certain): with prepared statements, both prepare `_pg3_0` there and the second enqueue
     fails; in pooler mode both succeed."""
-    alias, errors, first_done = "pooled_one", [], threading.Event()
+    alias, errors = "pooled_one", []
+    first_done, second_done = threading.Event(), threading.Event()
 
     def producer(i, hold: bool):
         try:
@@ -310,9 +311,9 @@ def test_enqueue_through_pgbouncer_needs_the_pooler_mode(aliases, transactional_
         except Exception as exc:  # noqa: BLE001
             errors.append(str(exc))
         finally:
-            first_done.set()
-            if hold:  # keep the connection (its prepared statement) while the other runs
-                time.sleep(1.0)  # by design: hold the connection while the other runs
+            (second_done if i else first_done).set()
+            if hold:  # keep the connection (its prepared statement) until the other has run
+                second_done.wait(10)
             connections[alias].close()
 
     with override_settings(JOB_DATABASE=alias, JOB_TRANSACTION_POOLER=pooler_mode,

@@ -3,7 +3,6 @@ new code run side by side while producers on the new code enqueue the new type. 
 worker that claims such a job gives it back without charging the attempt, and leaves the type
 out of its claims for a while; a new worker runs it."""
 import signal
-import time
 from datetime import timedelta
 
 import pytest
@@ -41,7 +40,8 @@ def _kinds(job):
 @pytest.mark.django_db(transaction=True)
 def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_one(
         operator_client):
-    old, old_out = _start()  # the old code: no handler for deployed_later
+    # The old code: no handler for deployed_later (its claims logged, at DEBUG).
+    old, old_out = _start(JOB_WORKER_LOG_LEVEL="DEBUG")
     new = None
     try:
         job = services.enqueue("deployed_later", {}, max_attempts=5)  # a producer on new code
@@ -56,7 +56,9 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
         assert body["waiting_for_handler"] is True and body["unknown_type_at"]
         assert snapshot().waiting_for_handler == {"deployed_later": 1}
         # The old worker leaves the type alone now (it would give the job back again).
-        time.sleep(1.0)  # by design: a second of the old worker's polls
+        # Three more of its claims, by its log: each would have taken the job again.
+        polls = len(old_out.matching("polled, claimed"))
+        old_out.wait_for_line("polled, claimed", count=polls + 3, timeout=30)
         assert JobEvent.objects.filter(job_id=job.pk, kind="claimed").count() == 1
 
         new, new_out = _start(JOB_EXTRA_HANDLER_MODULES="tests.handlers.retry_handlers")

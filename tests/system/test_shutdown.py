@@ -65,13 +65,16 @@ def test_sigterm_finishes_short_jobs_releases_long_ones_uncharged_and_exits_0(tm
 
 def test_a_second_signal_exits_at_once_and_its_jobs_are_recovered_by_lease_expiry(tmp_path):
     ledger = tmp_path / "ledger.tsv"
-    job = services.enqueue("chaos", {"mode": "long", "seconds": 2})
-    proc = spawn_workers("--threads", "2", env=worker_env(ledger, JOB_SHUTDOWN_GRACE_SECONDS=30))
+    # Long enough that the graceful stop cannot end with it before the second signal comes,
+    # however loaded the machine.
+    job = services.enqueue("chaos", {"mode": "long", "seconds": 6})
+    proc = spawn_workers("--threads", "2", env=worker_env(ledger, JOB_SHUTDOWN_GRACE_SECONDS=30,
+                                                          JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     wait_until_jobs("running", at_least=1, timeout=20)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)  # by design: a second signal a moment later, as an operator sends it
-    proc.send_signal(signal.SIGTERM)   # the impatient operator
+    out.wait_for_line("received SIGTERM: shutting down gracefully", timeout=10)
+    proc.send_signal(signal.SIGTERM)   # the impatient operator, once the first was taken
     signalled = time.monotonic()
     rc = _wait_exit(proc, out, 5)
     assert rc == 1 and time.monotonic() - signalled < 2

@@ -113,13 +113,14 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
     services.enqueue_many([{"type": "chaos", "payload": {"mode": "long", "seconds": 60}}
                            for _ in range(2)])
     proc = spawn_workers("--processes", "2", "--threads", "1", "--prefetch", "0",
-                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=30))
+                         env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=30,
+                                        JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     wait_until_jobs("running", count=2, timeout=60)  # --threads 1: one in each child
     children = _child_pids()
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)  # by design: a second signal a moment later, as an operator sends it
-    proc.send_signal(signal.SIGTERM)  # the impatient operator
+    out.wait_for_line("supervisor: stopping", timeout=10)
+    proc.send_signal(signal.SIGTERM)  # the impatient operator, once the first was taken
     signalled = time.monotonic()
     try:
         rc = proc.wait(10)

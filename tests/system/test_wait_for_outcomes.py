@@ -82,6 +82,22 @@ def test_waits_from_two_processes_wake_within_50_ms_of_each_outcome_on_one_liste
     assert 2 <= max(listening) <= 2 + this_process
 
 
+@pytest.fixture
+def first_read(monkeypatch) -> threading.Event:
+    """Set once a waiter has read its job and found no outcome yet: it waits from then on
+    (registered first, when it listens), so an outcome written after this is one it waits for."""
+    read, unfinished = waiting._read, threading.Event()
+
+    def reading(job_id):
+        finished, result = read(job_id)
+        if not finished:
+            unfinished.set()
+        return finished, result
+
+    monkeypatch.setattr(waiting, "_read", reading)
+    return unfinished
+
+
 def _run_in_thread(fn, *args, **kwargs):
     out: dict = {}
 
@@ -113,10 +129,10 @@ def test_a_job_that_failed_for_good_raises_its_error():
     assert "card declined" in error.error and "card declined" in str(error)
 
 
-def test_a_cancelled_job_raises_job_failed():
+def test_a_cancelled_job_raises_job_failed(first_read):
     job = services.enqueue("wait_echo", {})
     waiter, out = _run_in_thread(wait, job.id, timeout=10)
-    time.sleep(0.3)  # the waiter most likely waits by now; if not, it finds the outcome at once
+    assert first_read.wait(10)
     services.cancel(job.id)
     waiter.join(10)
     assert isinstance(out["error"], JobFailed) and out["error"].status == "cancelled"
@@ -153,21 +169,21 @@ def test_waiting_inside_a_transaction_is_refused():
 
 
 @override_settings(JOB_LISTEN_NOTIFY=False)
-def test_without_listen_a_wait_polls_and_still_returns_the_result():
+def test_without_listen_a_wait_polls_and_still_returns_the_result(first_read):
     job = services.enqueue("wait_echo", {"value": "polled"})
     waiter, out = _run_in_thread(wait, job, timeout=10)
-    time.sleep(0.2)  # by design: the waiter polls (no LISTEN) before the outcome comes
+    assert first_read.wait(10)  # the waiter polls (no LISTEN) before the outcome comes
     claimed = services.claim(worker_ids=["test-1-0"], job_ids=[job.id])[0]
     services.complete(job.id, claimed.lease_token, worker_id="test-1-0", result="polled")
     waiter.join(10)
     assert out["value"] == "polled"
 
 
-def test_await_result_returns_the_result_in_async_code():
+def test_await_result_returns_the_result_in_async_code(first_read):
     job = services.enqueue("wait_echo", {"value": {"async": True}})
 
     def finish():
-        time.sleep(0.3)  # by design: the outcome comes while the coroutine awaits it
+        first_read.wait(10)  # the outcome comes while the coroutine awaits it
         claimed = services.claim(worker_ids=["test-1-0"], job_ids=[job.id])[0]
         services.complete(job.id, claimed.lease_token, worker_id="test-1-0",
                           result={"async": True})

@@ -62,14 +62,14 @@ def gated(seconds):
 
 @task
 async def async_multiply(a, b):
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # by design: the task gives the event loop back once
     return a * b
 
 
 @task_options(max_attempts=1, timeout_seconds=1)
 @task
 async def async_sleep(seconds):
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(seconds)  # the work: a nap the timeout may cancel
     return "woke"
 
 

@@ -1,11 +1,11 @@
 """enqueue() inside the caller's transaction: visible to workers only on commit, gone on
 rollback, and workers hear of it on commit (NOTIFY) instead of waiting for their next poll."""
-import time
 from datetime import timedelta
 
 import psycopg
 import pytest
 from django.db import connection, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 import django_pg_jobqueue as jobs
@@ -28,8 +28,10 @@ def visible_to_another_session(job_id: int) -> bool:
 
 def idle_pool(worker_pool, **kwargs):
     """A pool whose dispatchers have done their start-up claims and now sleep a whole poll
-    interval: from here on, only a NOTIFY can make them claim quickly."""
-    pool = worker_pool(threads=2, poll_interval=POLL_SECONDS, **kwargs)
+    interval: from here on, only a NOTIFY can make them claim quickly. No fetch cooldown: a
+    claim that found nothing does not hold the next notified one back (tests/unit/test_wake.py)."""
+    with override_settings(JOB_FETCH_COOLDOWN_SECONDS=0.0):
+        pool = worker_pool(threads=2, poll_interval=POLL_SECONDS, **kwargs)
     # LISTEN is up, and the wake-everyone claim that follows it finds nothing: the test's job
     # is committed a second later.
     pool.test_signals.wait_state(pool.test_signals.listening, True)
@@ -42,7 +44,10 @@ def test_a_job_is_invisible_to_workers_until_commit_and_picked_up_at_once_on_com
         job = jobs.enqueue("noop", {"from": "view"})
         assert Job.objects.filter(pk=job.id).exists()  # our own transaction sees it
         assert not visible_to_another_session(job.id)
-        time.sleep(1.0)  # by design: a running worker does not see it for a second either
+        # A running worker does not see it either: woken, its lane claims and finds nothing.
+        since = len(pool.test_signals.polled.seen())
+        pool.wake()
+        pool.test_signals.wait_polls(1, since=since, empty=True)
         assert pool.stats.snapshot().get("claimed", 0) == 0
     committed_at = timezone.now()
     pool.test_signals.wait_ended([job.id], "succeeded", timeout=POLL_SECONDS)

@@ -1,6 +1,5 @@
 """Global concurrency limits (per queue, per type) enforced inside the claim, and pause/resume."""
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -28,7 +27,7 @@ class RunningSampler(threading.Thread):
                 while not self.stop.is_set():
                     cur.execute(f"SELECT count(*) FROM jobs WHERE status = 'running' AND {self.where}")
                     self.samples.append(cur.fetchone()[0])
-                    time.sleep(0.01)  # by design: a sample every 10 ms
+                    self.stop.wait(0.01)  # a sample every 10 ms until stopped
         finally:
             connection.close()
 
@@ -80,7 +79,8 @@ def test_paused_queue_is_not_claimed_until_resumed(worker_pool):
     other = services.enqueue("noop", {}, queue="default")
     pool = worker_pool(threads=2)
     pool.test_signals.wait_ended([other.pk], "succeeded")
-    time.sleep(0.5)  # by design: several poll intervals (0.1 s under fast_queue_settings)
+    # Three more claims that found nothing: each would have taken the paused queue's job.
+    pool.test_signals.wait_polls(3, empty=True)
     assert Job.objects.get(pk=held.pk).status == "queued"
     QueueSetting.objects.filter(queue="emails").update(paused=False)
     # Claimed within a poll interval or so of the resume.

@@ -2,7 +2,6 @@
 thousand are recorded in one statement a pass, so that a stall of the server ends when the
 stall does instead of feeding on itself (every job claimed, run, its lease lost, requeued)."""
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -122,8 +121,11 @@ def test_a_pool_whose_completer_is_behind_claims_no_more_until_it_catches_up(
     # completer filled up (at most threads + prefetch).
     ceiling = 6 + (2 + 4) * 2
     pool.test_signals.claimed.wait(lambda claimed: len(claimed) >= 6)
-    for _ in range(10):  # and it stays there while the completer is stuck
-        time.sleep(0.1)  # by design: a second's samples
+    # And it stays there while the completer is stuck: ten times the lane held back its claim
+    # for want of room in the completer (flow control).
+    throttled = pool.test_signals.throttled
+    for n in range(len(throttled.seen()) + 1, len(throttled.seen()) + 11):
+        throttled.wait(lambda seen, n=n: len(seen) >= n)
         assert Job.objects.exclude(status="queued").count() <= ceiling
     gate.set()
     pool.test_signals.wait_ended([j.id for j in jobs], "succeeded", timeout=30)

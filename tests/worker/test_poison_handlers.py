@@ -8,7 +8,6 @@ import re
 import socket
 import sys
 import threading
-import time
 
 import pytest
 from django.db import DataError, connection
@@ -512,7 +511,9 @@ def test_a_slow_handler_is_renewed_while_it_runs_and_its_neighbours_are_not_dist
     job = services.enqueue("slow")
     pool = worker_pool(threads=2, prefetch=2)
     pool.test_signals.wait_started([job.pk])
-    time.sleep(4)  # by design: two leases of 2 s, renewed all along
+    # Renewed all along, pass after pass, for two leases of 2 s (a pass each 2/3 s).
+    passes = pool.test_signals.wait_passes(pool.test_signals.renewed, 7, timeout=20)
+    assert all(p.get("renewed") == 1 and not p.get("lost") for p in passes[1:]), passes
     release.set()
     row = final(pool, job, *noops(3))[job.pk]
     assert row.status == "succeeded" and row.attempts == 1

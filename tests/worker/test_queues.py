@@ -1,13 +1,12 @@
 """Named queues: workers claim only the queues they are given; per-queue threads keep a flood
 of slow jobs in one queue from starving another."""
-import time
-
 import pytest
 from django.core.management import CommandError, call_command
 
 from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.registry import registry
+from tests.handlers.chaos_handlers import Output
 from tests.utils import spawn_workers, wait_until_jobs
 
 
@@ -34,7 +33,8 @@ def test_a_pool_with_queues_claims_only_from_them(worker_pool):
     ids = enqueue_in_each(["emails", "reports", "default", "other"])
     pool = worker_pool(threads=2, queues="emails,reports")
     pool.test_signals.wait_ended(ids["emails"] + ids["reports"], "succeeded")
-    time.sleep(0.5)  # by design: several more polls (0.1 s), and the other queues untouched
+    # Three more claims that found nothing: each would have taken another queue's job.
+    pool.test_signals.wait_polls(3, empty=True)
     assert statuses("default") == ["queued"] * 3 and statuses("other") == ["queued"] * 3
     assert pool.stats.snapshot()["claimed"] == 6
 
@@ -49,15 +49,20 @@ def test_a_pool_without_queues_claims_from_every_queue(worker_pool):
 def test_run_job_workers_queues_flag_claims_only_those_queues(transactional_db):
     enqueue_in_each(["emails", "reports", "default"])
     proc = spawn_workers("--queues", "emails,reports", "--threads", "2",
-                         env={"JOB_POLL_INTERVAL_SECONDS": "0.1"})
+                         env={"JOB_POLL_INTERVAL_SECONDS": "0.1", "JOB_WORKER_LOG_LEVEL": "DEBUG"})
+    out = Output(proc)
     try:
         wait_until_jobs("succeeded", queue__in=["emails", "reports"], count=6, timeout=30)
-        time.sleep(0.5)  # by design: several more polls (0.1 s), and the default queue untouched
+        # Three more claims that found nothing, by the worker's own log: each would have taken
+        # a default job.
+        empty = len(out.matching("polled, claimed 0 of"))
+        out.wait_for_line("polled, claimed 0 of", count=empty + 3)
         assert statuses("default") == ["queued"] * 3
     finally:
         proc.terminate()
-        out = proc.communicate(timeout=30)[0]
-    assert "emails,reports x2" in out
+        proc.wait(timeout=30)
+        out.join(30)
+    assert "emails,reports x2" in out.text()
 
 
 def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(worker_pool):
@@ -79,12 +84,16 @@ def test_per_queue_threads_keep_a_flood_of_slow_reports_from_starving_emails(wor
 
 def test_a_shared_lane_lets_the_same_flood_delay_emails(worker_pool):
     """The contrast: with one lane over both queues, the reports take every thread."""
-    enqueue_many([{"type": "sleep", "payload": {"seconds": 1.0}, "queue": "reports",
-                   "priority": 50} for _ in range(4)])
+    reports = enqueue_many([{"type": "sleep", "payload": {"seconds": 1.0}, "queue": "reports",
+                             "priority": 50} for _ in range(4)])
     emails = enqueue_many([{"type": "noop", "queue": "emails"} for _ in range(4)])
-    worker_pool(threads=3, queues="emails,reports")
-    time.sleep(0.6)  # by design: the emails wait behind the 1 s reports all that while
-    assert not Job.objects.filter(id__in=[e.id for e in emails], status="succeeded").exists()
+    pool = worker_pool(threads=3, queues="emails,reports")
+    # The emails wait behind the 1 s reports: none ends before the first report does.
+    report_ids, email_ids = {r.id for r in reports}, {e.id for e in emails}
+    ended = [job_id for job_id, _ in pool.test_signals.ended.wait(
+        lambda seen: seen if any(job_id in report_ids for job_id, _ in seen) else None)]
+    before = ended[:next(i for i, job_id in enumerate(ended) if job_id in report_ids)]
+    assert not set(before) & email_ids, ended
 
 
 @pytest.mark.parametrize("spec", ["emails=0", "emails=x", "emails=2,reports", "=3"])

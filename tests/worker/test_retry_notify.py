@@ -15,13 +15,16 @@ JOBS = "/api/v1/jobs/"
 
 @pytest.fixture
 def idle_pool(worker_pool):
-    """A pool polling every 5 s, started past the wake-everyone poll that follows its LISTEN."""
-    with override_settings(JOB_POLL_INTERVAL_SECONDS=5.0, JOB_POLL_JITTER_SECONDS=0.0):
+    """A pool polling every 5 s, started past the wake-everyone poll that follows its LISTEN.
+    No fetch cooldown: that claim found nothing, and a cooldown would hold the next notified
+    claim back a moment (the cooldown's own tests: tests/unit/test_wake.py)."""
+    with override_settings(JOB_POLL_INTERVAL_SECONDS=5.0, JOB_POLL_JITTER_SECONDS=0.0,
+                           JOB_FETCH_COOLDOWN_SECONDS=0.0):
         pool = worker_pool(threads=2)
         pool.test_signals.wait_state(pool.test_signals.listening, True)
-        # Past the wake-everyone claim that follows LISTEN's connect: the claim loop sends no
-        # signal for a claim that found nothing, so this waits it out on the clock.
-        time.sleep(0.5)
+        # Past the wake-everyone claim that follows LISTEN's connect: a claim begun with
+        # LISTEN up that found nothing. From here the lane sleeps a whole poll interval.
+        pool.test_signals.wait_polls(1, since=0, empty=True, listening=True)
         yield pool
 
 
@@ -64,8 +67,10 @@ def test_a_bulk_retry_by_filter_wakes_an_idle_worker(idle_pool):
 
 def test_resuming_a_paused_queue_wakes_an_idle_worker(idle_pool):
     services.pause_queue("default")
+    since = len(idle_pool.test_signals.polled.seen())
     job = services.enqueue("noop")
-    time.sleep(0.3)  # by design: a paused queue's job stays unclaimed a while
+    # The enqueue's NOTIFY wakes the lane, whose claim leaves the paused queue's job alone.
+    idle_pool.test_signals.wait_polls(1, since=since, empty=True)
     assert not Job.objects.filter(pk=job.pk, started_at__isnull=False).exists()
     started = time.monotonic()
     services.resume_queue("default")

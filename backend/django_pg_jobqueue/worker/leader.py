@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import conf
@@ -52,8 +53,9 @@ class Leadership:
 
     def __init__(self, process_id: str, *, role: str = MAINTENANCE,
                  lease_seconds: float | None = None, enabled: bool | None = None,
-                 engine: Engine | None = None):
+                 engine: Engine | None = None, clock: Callable[[], float] = time.monotonic):
         c = conf.get()
+        self.clock = clock  # monotonic seconds: when the lease this process holds runs out
         self.engine = engine or default_engine()
         self.process_id, self.role = process_id, role
         self.lease_seconds = lease_seconds or c.LEADER_LEASE_SECONDS or 3 * heartbeat_interval()
@@ -67,7 +69,7 @@ class Leadership:
         self.terms = 0  # how many times this process became the leader
 
     def is_leader(self) -> bool:
-        if time.monotonic() < self._valid_until:
+        if self.clock() < self._valid_until:
             return True
         if self.elected.is_set() and self.enabled:
             self._lose("its lease ran out before a heartbeat renewed it")
@@ -78,7 +80,7 @@ class Leadership:
         leads now."""
         if not self.enabled:
             return True
-        sent_at = time.monotonic()
+        sent_at = self.clock()
         holds = self.engine.take_leadership(self.role, self.process_id, self.lease_seconds)
         if not holds:
             # Outside the lock: _lose takes it (a Lock, not reentrant). Called under it, the

@@ -41,7 +41,7 @@ from .pruner import Pruner
 from .reaper import Reaper
 from .relay import RelayedWakeups
 from .renewer import LeaseRenewer
-from .signals import TestSignals
+from .signals import Poll, TestSignals
 from .stager import Stager
 from .starter import Starter
 from .stats import PoolStats
@@ -142,6 +142,7 @@ class Lane(threading.Thread):
 
     def run(self) -> None:
         pool, policy, backoff = self.pool, self.policy, Backoff()
+        signals = pool.test_signals  # None unless a test asked (worker/signals.py)
         want = min(pool.batch_size, len(self.executors))
         db.use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
@@ -162,6 +163,8 @@ class Lane(threading.Thread):
                     self.wake.wait(self._idle_wait())
                     continue
                 if not pool.completer.has_room(timeout=self._idle_wait()):
+                    if signals is not None:
+                        signals.throttled.emit(self.name)
                     continue  # flow control: the completer is behind (worker/completer.py)
                 step = policy.next_step(extra=extra, can_probe=bool(
                     pool.prefetch and not limited and not len(self.prefetched)))
@@ -181,6 +184,7 @@ class Lane(threading.Thread):
                     continue
                 busy = policy.backlog  # a busy loop: one statement per claim from now on
                 claim = policy.claim_started()  # a NOTIFY from now on claims again
+                heard = signals is not None and pool.listening()
                 try:
                     close_old_connections()
                     if busy:
@@ -208,6 +212,8 @@ class Lane(threading.Thread):
                 asked = len(free) + extra
                 burst = policy.claimed(claim, asked=asked, found=len(jobs))
                 pool.return_claims(granted - len(jobs))
+                if signals is not None:
+                    signals.polled.emit(Poll(len(jobs), heard))
                 log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
                 self._hand_out(jobs, free)
                 if burst:

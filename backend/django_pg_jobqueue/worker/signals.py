@@ -25,7 +25,12 @@ Events, in the process that records them, after the write committed:
   the stager woke), `pruned` (the pruner's counts), `ticked` (the periodic enqueuer's counts);
   a pass that raised sends nothing;
 - `leading`: True when this process became the maintenance leader, False when it stopped;
-- `listening`: True when the LISTEN connection is up, False when it was lost.
+- `listening`: True when the LISTEN connection is up, False when it was lost;
+- `polled`: a `Poll` each time a lane's claim statement returned: how many jobs it found, and
+  whether the LISTEN connection was up when it began (a claim that found nothing is how a
+  test knows a lane looked and left a job alone);
+- `throttled`: a lane's name each time it waited for the completer to catch up instead of
+  claiming (flow control: worker/completer.py).
 An expired lease is the reaper's (another process's, perhaps): wait on `reaped`, or on the
 database."""
 from __future__ import annotations
@@ -33,10 +38,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
+from typing import NamedTuple
 
-__all__ = ["TestSignal", "TestSignals"]
+__all__ = ["Poll", "TestSignal", "TestSignals"]
 
 FINISHED = ("succeeded", "failed", "cancelled")  # the outcomes after which a job never runs again
+
+
+class Poll(NamedTuple):
+    """A lane's claim that returned (`polled`): the jobs it found, and whether notifications
+    reached the pool when it began."""
+    found: int
+    listening: bool
 
 
 class TestSignal:
@@ -93,6 +106,8 @@ class TestSignals:
         self.ticked = TestSignal("ticked")
         self.leading = TestSignal("leading")
         self.listening = TestSignal("listening")
+        self.polled = TestSignal("polled")
+        self.throttled = TestSignal("throttled")
         # A maintenance loop's pass (worker/base.py), by the loop's thread name.
         self._passes = {"renewer": self.renewed, "reaper": self.reaped, "stager": self.staged,
                         "pruner": self.pruned, "periodic": self.ticked}
@@ -111,6 +126,22 @@ class TestSignals:
         start = len(signal.seen()) if since is None else since
         return signal.wait(lambda seen: seen[start:] if len(seen) >= start + n else None,
                            timeout, f"{n} {signal.name} pass(es)")
+
+    def wait_polls(self, n: int = 1, *, since: int | None = None, empty: bool = False,
+                   listening: bool | None = None, timeout: float = 10.0) -> list[Poll]:
+        """Block until `n` more lane claims than `since` (how many `polled` had: by default,
+        now) returned, counting only those that found nothing when `empty`, and only those
+        begun with the LISTEN connection up (or down) when `listening` is given; those claims.
+        A claim under way when this is called counts."""
+        start = len(self.polled.seen()) if since is None else since
+
+        def counted(seen):
+            polls = [p for p in seen[start:] if (not empty or not p.found)
+                     and (listening is None or p.listening is listening)]
+            return polls if len(polls) >= n else None
+
+        return self.polled.wait(counted, timeout, f"{n} more claim(s)"
+                                + (" that found nothing" if empty else ""))
 
     def wait_claimed(self, job_ids: Iterable[int], timeout: float = 10.0) -> None:
         """Block until every job of `job_ids` was claimed by this pool."""

@@ -1,6 +1,7 @@
 import { type FormEvent, type ReactNode, useState } from "react";
 import { isApiError } from "../api/client";
 import { JOB_STATES, STATUSES } from "../lib/statuses";
+import { ToggleButton } from "./ToggleButton";
 
 export type FilterValues = {
   status?: string;
@@ -205,15 +206,9 @@ export function JobFilters({
   const [open, setOpen] = useState(active);
   return (
     <>
-      <button
-        type="button"
-        className="small filters-toggle"
-        aria-expanded={open}
-        aria-controls="job-filters"
-        onClick={() => setOpen(!open)}
-      >
+      <ToggleButton open={open} onToggle={setOpen} controls="job-filters" className="small filters-toggle">
         Filters{active ? " (applied)" : ""}
-      </button>
+      </ToggleButton>
       <form
         className={`filters${open ? "" : " folded"}`}
         id="job-filters"

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
 import { authMutations, meOptions } from "../api/auth";
 import { isApiError } from "../api/client";
+import { InputField } from "../components/InputField";
 import { runtimeConfig } from "../config";
 
 /** Only same-site paths: `?next=https://evil.example` must not become an open redirect. */
@@ -87,34 +88,26 @@ function PasswordLogin() {
             {general.charAt(0).toUpperCase() + general.slice(1)}
           </div>
         )}
-        <div className="field">
-          <label htmlFor="username">Username</label>
-          <input
-            id="username"
-            name="username"
-            autoComplete="username"
-            autoFocus
-            required
-            value={username}
-            onChange={(e) => setUsername(e.target.value)}
-            aria-invalid={!!fieldErrors.username}
-          />
-          {fieldErrors.username && <div className="field-error">{fieldErrors.username.join(" ")}</div>}
-        </div>
-        <div className="field">
-          <label htmlFor="password">Password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            aria-invalid={!!fieldErrors.password}
-          />
-          {fieldErrors.password && <div className="field-error">{fieldErrors.password.join(" ")}</div>}
-        </div>
+        <InputField
+          name="username"
+          label="Username"
+          autoComplete="username"
+          required
+          autoFocus
+          value={username}
+          onChange={setUsername}
+          errors={fieldErrors.username}
+        />
+        <InputField
+          name="password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={setPassword}
+          errors={fieldErrors.password}
+        />
         <button
           type="submit"
           className="primary"

@@ -10,6 +10,7 @@ import { runtimeConfig } from "../config";
 import { useRememberWhereFrom } from "../lib/cameFrom";
 import { RefreshControl, ThemeControl } from "../components/Controls";
 import { ReadSourceNote } from "../components/ReadSourceNote";
+import { ToggleButton } from "../components/ToggleButton";
 
 export function Layout({ user }: { user: User }) {
   const queryClient = useQueryClient();
@@ -48,15 +49,9 @@ export function Layout({ user }: { user: User }) {
             Q
           </span>
           <span className="brand-name">Job queue</span>
-          <button
-            type="button"
-            className="menu-button"
-            aria-expanded={menuOpen}
-            aria-controls="main-menu"
-            onClick={() => setMenuOpen(!menuOpen)}
-          >
+          <ToggleButton open={menuOpen} onToggle={setMenuOpen} controls="main-menu" className="menu-button">
             {menuOpen ? "Close" : "Menu"}
-          </button>
+          </ToggleButton>
         </div>
         <nav className="nav" id="main-menu">
           <NavLink to="/" end>

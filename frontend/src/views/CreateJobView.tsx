@@ -6,7 +6,7 @@ import { type FormEvent, useState } from "react";
 import { Link } from "react-router";
 import { ApiError, isApiError } from "../api/client";
 import type { JobCreate, JobType } from "../api/types";
-import { NumberField } from "../components/NumberField";
+import { NumberField } from "../components/InputField";
 import { PayloadEditor } from "../components/PayloadEditor";
 import { ErrorState, Loading } from "../components/States";
 import { checkPayload } from "../lib/payload";
