@@ -10,6 +10,8 @@ keeps the two in step.
     running   -- the handler raises, attempts spent / permanent --> failed
     running   -- the lease expired (reaper) ---------------------> queued | failed
     running   -- graceful shutdown, snooze ---------------------> queued   (attempt not charged)
+    running   -- a durable wait (sleep_until, wait_for_signal) -> queued   (parked: not charged,
+                                                                          due at its time or signal)
     running   -- cancel requested and the handler stopped -------> cancelled
     queued    -- cancel -----------------------------------------> cancelled
     failed    -- manual retry ----------------------------------> queued
@@ -143,6 +145,8 @@ class EventKind(StrEnum):
     BLOCKED = "blocked"  # queued -> waiting: enqueued after other jobs
     UNBLOCKED = "unblocked"  # waiting -> queued: every job it waited for succeeded
     EDITED = "edited"  # an operator changed a queued or waiting job's priority or run time
+    PARKED = "parked"  # running -> queued, uncharged: a durable wait (ctx.sleep_until, wait_for_signal)
+    SIGNALLED = "signalled"  # a signal was sent to the job (send_signal), waking it if parked for it
 
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event
@@ -151,7 +155,7 @@ TRANSITIONS: dict[tuple[Status, Status], str] = {
     (Status.QUEUED, Status.RUNNING): "claim",
     (Status.RUNNING, Status.SUCCEEDED): "complete",
     (Status.RUNNING, Status.FAILED): "fail",
-    (Status.RUNNING, Status.QUEUED): "requeue",  # retry_scheduled, lease_expired, released, snoozed
+    (Status.RUNNING, Status.QUEUED): "requeue",  # retry_scheduled, lease_expired, released, snoozed, parked
     (Status.RUNNING, Status.CANCELLED): "cancel",
     (Status.QUEUED, Status.CANCELLED): "cancel",
     (Status.FAILED, Status.QUEUED): "retry",

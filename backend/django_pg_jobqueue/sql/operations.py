@@ -81,6 +81,9 @@ search_text AS (
 ),
 steps AS (  -- its durable steps (no foreign key: models.JobStep)
     DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
+),
+signals AS (  -- its signals (no foreign key: models.JobSignal)
+    DELETE FROM job_signals s USING gone WHERE s.job_id = gone.id
 )
 SELECT id FROM gone
 """
