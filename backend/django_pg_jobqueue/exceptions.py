@@ -260,3 +260,14 @@ class SignalAlreadySent(InvalidTransition):
         super().__init__(job_id, "signal", status)
         self.name = name
         self.args = (f"cannot signal job {job_id}: it already got signal {name!r}",)
+
+
+class SignalWaitTimedOut(InvalidTransition):
+    """`send_signal`: the job's wait for that signal timed out before it came. The handler
+    went on without it (SignalTimedOut), and every later run of the handler must see the same:
+    the signal is refused, not kept. HTTP 409."""
+
+    def __init__(self, job_id: int, name: str, status: str | None):
+        super().__init__(job_id, "signal", status)
+        self.name = name
+        self.args = (f"cannot signal job {job_id}: its wait for signal {name!r} timed out",)

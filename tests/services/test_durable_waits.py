@@ -15,6 +15,7 @@ from django_pg_jobqueue.exceptions import (
     JobNotFound,
     LeaseLost,
     SignalAlreadySent,
+    SignalWaitTimedOut,
 )
 from django_pg_jobqueue.models import Job, JobEvent, JobSignal
 
@@ -80,12 +81,28 @@ def test_a_signal_wakes_a_job_parked_for_it_and_no_other(running):
     assert event.data == {"signal": "approved", "woke": True}
 
 
-def test_a_wait_times_out_from_its_first_wait_on_the_database_clock(running):
+def test_a_wait_times_out_from_its_first_wait_and_a_later_signal_is_refused(running):
     job = running()
     services.park(job.id, job.lease_token, worker_id="w-1", signal="approved",
                   timeout_seconds=0)
     assert services.signal_state(job.id, "approved").timed_out is True
     assert services.signal_state(job.id, "never").timed_out is False
+    # The handler went on without it: a late signal must not change what a later run sees.
+    with pytest.raises(SignalWaitTimedOut, match="its wait for signal 'approved' timed out"):
+        send_signal(job.id, "approved", "late")
+    state = services.signal_state(job.id, "approved")
+    assert (state.sent, state.timed_out) == (False, True)
+    assert not JobEvent.objects.filter(job_id=job.id, kind="signalled").exists()
+
+
+def test_a_later_wait_keeps_the_timeout_its_first_wait_set(running):
+    job = running()
+    services.park(job.id, job.lease_token, worker_id="w-1", signal="approved",
+                  timeout_seconds=0)
+    [again] = services.claim(worker_ids=["w-1"], job_ids=[job.id])
+    services.park(again.id, again.lease_token, worker_id="w-1", signal="approved",
+                  timeout_seconds=3600)
+    assert services.signal_state(job.id, "approved").timed_out is True
 
 
 def test_a_signal_for_no_such_job_a_finished_job_or_a_name_sent_twice_is_refused(running):

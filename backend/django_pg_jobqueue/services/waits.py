@@ -16,6 +16,7 @@ from ..exceptions import (
     JobNotFound,
     LeaseLost,
     SignalAlreadySent,
+    SignalWaitTimedOut,
 )
 from ..states import TERMINAL, parse_job_id
 
@@ -73,8 +74,8 @@ def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
     has not finished. It is kept (one per job and name) until the job's handler waits for it
     (`ctx.wait_for_signal(name)`), which then returns `data`; a job parked for it is queued
     again at once. Returns whether it woke the job. Raises JobNotFound, InvalidTransition for
-    a finished job, SignalAlreadySent for a name sent before, InvalidJobArgument for a bad
-    name or data."""
+    a finished job, SignalAlreadySent for a name sent before, SignalWaitTimedOut once the
+    job's wait for it timed out, InvalidJobArgument for a bad name or data."""
     parsed = parse_job_id(job_id)
     if parsed is None:
         raise JobNotFound(job_id)
@@ -95,6 +96,8 @@ def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
         rows = db.fetch_all(sql.SEND_SIGNAL, {
             "id": parsed, "name": name, "data": text, "actor": actor,
             "message": f"signal {name!r} sent{by}", "notify": conf.get().LISTEN_NOTIFY})
-        if not rows:
-            raise SignalAlreadySent(parsed, name, status[0][0])
+        if not rows:  # sent before, or its wait timed out
+            if signal_state(parsed, name).sent:
+                raise SignalAlreadySent(parsed, name, status[0][0])
+            raise SignalWaitTimedOut(parsed, name, status[0][0])
     return bool(rows[0][0])

@@ -99,8 +99,10 @@ FROM job_signals WHERE job_id = %s AND name = %s
 # it may still get a signal (not once it finished).
 LOCK_JOB_FOR_SIGNAL = "SELECT status FROM jobs WHERE id = %s FOR NO KEY UPDATE"
 # The signal is recorded once per job and name: a second send of a name finds it sent and
-# writes nothing (no row back). One the job is parked for (awaited, the job queued and not yet
-# due) makes it due now and wakes its queue's workers at commit (%(notify)s). The `signalled`
+# writes nothing (no row back), and so does a send after the timeout of the job's wait for it
+# (the wait timed out, and must stay so on every later run of the handler: a late signal is
+# refused, not kept). One the job is parked for (awaited, the job queued and not yet due)
+# makes it due now and wakes its queue's workers at commit (%(notify)s). The `signalled`
 # event names the signal, whether it woke the job and who sent it.
 SEND_SIGNAL = """
 WITH sent AS (
@@ -108,6 +110,7 @@ WITH sent AS (
     VALUES (%(id)s, %(name)s, %(data)s::jsonb, now(), now())
     ON CONFLICT (job_id, name) DO UPDATE SET data = EXCLUDED.data, sent_at = now()
     WHERE job_signals.sent_at IS NULL
+      AND (job_signals.timeout_at IS NULL OR job_signals.timeout_at > now())
     RETURNING awaited_at IS NOT NULL AS awaited
 ),
 woken AS (

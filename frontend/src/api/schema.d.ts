@@ -289,7 +289,7 @@ export interface paths {
         put?: never;
         /**
          * Send a signal to a job
-         * @description Signal `name`, with `data`, for the job's durable wait (`ctx.wait_for_signal(name)` returns `data`). Kept whatever the job is doing until its handler waits for it; a job parked waiting for it is queued to run at once (`woke`). Each name is sent once. 404 for no such job, 409 for a finished job or a name already sent, 400 for a bad name or data. Needs change_job.
+         * @description Signal `name`, with `data`, for the job's durable wait (`ctx.wait_for_signal(name)` returns `data`). Kept whatever the job is doing until its handler waits for it; a job parked waiting for it is queued to run at once (`woke`). Each name is sent once. 404 for no such job, 409 for a finished job, a name already sent or a wait for it that timed out, 400 for a bad name or data. Needs change_job.
          */
         post: operations["v1_jobs_signal_create"];
         delete?: never;

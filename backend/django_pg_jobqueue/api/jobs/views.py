@@ -167,8 +167,8 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
                     "(`ctx.wait_for_signal(name)` returns `data`). Kept whatever the job is "
                     "doing until its handler waits for it; a job parked waiting for it is "
                     "queued to run at once (`woke`). Each name is sent once. 404 for no such "
-                    "job, 409 for a finished job or a name already sent, 400 for a bad name "
-                    "or data. Needs change_job.",
+                    "job, 409 for a finished job, a name already sent or a wait for it that "
+                    "timed out, 400 for a bad name or data. Needs change_job.",
         responses={200: SignalSentSerializer, **errors(400, 401, 403, 404, 409, 503)},
     )
     @action(detail=True, methods=["post"])
