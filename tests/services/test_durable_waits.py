@@ -141,3 +141,12 @@ def test_deleting_a_finished_job_deletes_its_signals(running):
         job.id, job.lease_token, "w-1", None, "waiter", 1, "null")])
     services.delete(job.id)
     assert not JobSignal.objects.filter(job_id=job.id).exists()
+
+
+def test_a_cancel_requested_while_the_handler_ran_wins_over_its_park(running):
+    job = running()
+    services.cancel(job.id)  # running: the cancel is requested
+    assert services.park(job.id, job.lease_token, worker_id="w-1", signal="approved") == "cancelled"
+    row = Job.objects.get(pk=job.id)
+    assert row.status == "cancelled" and row.finished_at is not None
+    assert not JobEvent.objects.filter(job_id=job.id, kind="parked").exists()

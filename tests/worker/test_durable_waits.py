@@ -3,6 +3,7 @@ attempt uncharged and free the worker's thread; the job runs again when its sign
 (within a second) or its time comes, finding its recorded steps and the signal's data; a wait
 whose timeout passed ends as its handler decides."""
 import time
+import uuid
 from datetime import timedelta
 
 from django.utils import timezone
@@ -121,3 +122,35 @@ def test_a_cancel_of_a_parked_job_ends_it_and_its_wait(worker_pool, custom_handl
         assert type(exc).__name__ == "InvalidTransition"
     else:
         raise AssertionError("a cancelled job took a signal")
+
+
+def test_an_async_handler_waits_for_its_signal_the_same_way(worker_pool, custom_handler):
+    async def approval(ctx, payload):
+        return {"decision": await ctx.await_for_signal("approved", timeout=300)}
+
+    custom_handler("async_approval", approval)
+    job = services.enqueue("async_approval", {})
+    pool = worker_pool(threads=1)
+    assert pool.test_signals.wait_ended([job.id], "parked", timeout=15)
+    assert send_signal(job.id, "approved", [1, 2]) is True
+    assert pool.test_signals.wait_ended([job.id], "succeeded", timeout=15)
+    assert Job.objects.get(pk=job.pk).result == {"decision": [1, 2]}
+
+
+def test_a_lost_lease_leaves_the_wait_to_the_job_s_new_owner(worker_pool, custom_handler):
+    """The handler's attempt lost its job (another claim holds it now, under its own lease
+    token) before it waited: its park is refused, and the job is left as the new owner holds
+    it."""
+    thief = uuid.uuid4()
+
+    def approval(ctx, payload):
+        Job.objects.filter(pk=ctx.job_id).update(lease_token=thief)
+        return ctx.wait_for_signal("approved")
+
+    custom_handler("stolen_approval", approval)
+    job = services.enqueue("stolen_approval", {})
+    pool = worker_pool(threads=1)
+    assert pool.test_signals.wait_ended([job.id], "lease_lost", timeout=15)
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.lease_token, row.attempts) == ("running", thief, 1)
+    assert not JobEvent.objects.filter(job_id=job.pk, kind="parked").exists()
