@@ -150,3 +150,17 @@ def test_a_cancel_requested_while_the_handler_ran_wins_over_its_park(running):
     row = Job.objects.get(pk=job.id)
     assert row.status == "cancelled" and row.finished_at is not None
     assert not JobEvent.objects.filter(job_id=job.id, kind="parked").exists()
+
+
+def test_drain_runs_a_parked_job_again_only_when_its_signal_makes_it_due(custom_handler):
+    from django_pg_jobqueue.testing import drain
+
+    custom_handler("approval", lambda ctx, payload: ctx.wait_for_signal("approved"))
+    custom_handler("approver", lambda ctx, payload: send_signal(payload["job"], "approved", "ok"))
+    waiting = services.enqueue("approval", {})
+    result = drain(include_scheduled=True)
+    assert (result.ran, result.parked) == (1, 1)  # parked once, not run again and again
+    services.enqueue("approver", {"job": waiting.id})
+    result = drain()  # the approver's signal makes the parked job due in the same drain
+    assert (result.ran, result.succeeded, result.parked) == (2, 2, 0)
+    assert Job.objects.get(pk=waiting.id).result == "ok"
