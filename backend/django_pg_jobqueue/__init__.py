@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .context import JobContext
-    from .exceptions import JobFailed, PermanentError, WaitTimeout
+    from .exceptions import JobFailed, PermanentError, SignalTimedOut, WaitTimeout
     from .registry import handler
     from .retries import RetryPolicy
     from .services import (
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         pause_queue,
         resume_queue,
         retry,
+        send_signal,
         set_queue_limit,
     )
     from .tasks.options import task_options
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
            "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
            "PermanentError", "JobContext", "RetryPolicy", "wait", "await_result", "JobFailed",
-           "WaitTimeout"]
-_SERVICES = frozenset(__all__[:10])  # resolved from .services
+           "WaitTimeout", "send_signal", "SignalTimedOut"]
+_SERVICES = frozenset(__all__[:10]) | {"send_signal"}  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:
@@ -58,7 +59,7 @@ def __getattr__(name: str) -> Any:
         from . import waiting
 
         return getattr(waiting, name)
-    if name in ("PermanentError", "JobFailed", "WaitTimeout"):
+    if name in ("PermanentError", "JobFailed", "WaitTimeout", "SignalTimedOut"):
         from . import exceptions
 
         return getattr(exceptions, name)

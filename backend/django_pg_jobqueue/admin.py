@@ -26,7 +26,7 @@ from .exceptions import (
     ScheduleInvalid,
     ScheduleNotFound,
 )
-from .models import Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
+from .models import Job, JobEvent, JobSignal, QueueSetting, ScheduleSetting, WorkerProcess
 from .registry import registry
 from .services import job_actions, queues
 from .services import schedules as schedule_services
@@ -94,6 +94,30 @@ class JobEventInline(admin.TabularInline):
         return False
 
 
+class JobSignalInline(admin.TabularInline):
+    """The job's signals: sent (send_signal, the API) or awaited by its durable wait."""
+
+    model = JobSignal
+    fields = readonly_fields = ["name", "sent_at", "data", "awaited_at", "timeout_at"]
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    verbose_name_plural = "signals (sent, or awaited by the job's durable wait)"
+
+    def has_view_permission(self, request, obj=None):
+        # Part of the job, as its payload is: seen by whoever sees the job.
+        return request.user.has_perm("django_pg_jobqueue.view_job")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 def _short_time(moment) -> str:
     """'01 Dec 10:47:44' in the current time zone (the full timestamp is on the job's page)."""
     if moment is None:
@@ -131,7 +155,7 @@ class JobAdmin(admin.ModelAdmin):
     # One admin action per job_actions.ACTIONS entry, "<name>_jobs" (below the class);
     # delete_jobs adds Django's confirmation page.
     actions = [f"{name}_jobs" for name in job_actions.ACTIONS]
-    inlines = [JobEventInline]
+    inlines = [JobEventInline, JobSignalInline]
     fieldsets = [
         (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
                            "all_events"]}),

@@ -476,3 +476,48 @@ def check_retry_policy(policy) -> dict | None:
         raise JobArgumentTypeError("retry_policy", str(exc)) from None
 
 
+
+
+SIGNAL_NAME_CHARS = 200  # models.JobSignal.name's max_length
+
+
+def check_signal_name(name) -> str:
+    """A signal's name (send_signal, ctx.wait_for_signal): a string of 1 to SIGNAL_NAME_CHARS
+    characters, no NUL (InvalidJobArgument naming `name` otherwise)."""
+    if not isinstance(name, str):
+        raise type_error("name", "a str", name)
+    if not name or len(name) > SIGNAL_NAME_CHARS:
+        raise InvalidJobArgument("name", f"a signal's name is 1 to {SIGNAL_NAME_CHARS} "
+                                         f"characters, not {len(name)}")
+    problem = unstorable_text(name)
+    if problem:
+        raise InvalidJobArgument("name", f"a signal's name {problem}")
+    return name
+
+
+def check_wait_timeout(timeout) -> float | None:
+    """A durable wait's timeout (ctx.wait_for_signal): None (no timeout), or seconds (a number
+    or a timedelta) from 0 to MAX_DELAY_SECONDS (InvalidJobArgument naming `timeout`)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, Real) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise type_error("timeout", "seconds (a number or a timedelta) or None", timeout)
+    if not 0 <= seconds <= MAX_DELAY_SECONDS:  # NaN fails this too
+        raise InvalidJobArgument("timeout", f"must be from 0 to {MAX_DELAY_SECONDS} seconds, "
+                                            f"not {timeout!r}")
+    return seconds
+
+
+def check_wake_time(when) -> datetime:
+    """A durable sleep's end (ctx.sleep_until): a timezone-aware datetime
+    (InvalidJobArgument naming `when`)."""
+    if not isinstance(when, datetime):
+        raise type_error("when", "a timezone-aware datetime", when)
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise InvalidJobArgument("when", f"must be timezone-aware (django.utils.timezone.now() "
+                                         f"gives one), not {when!r}")
+    return when

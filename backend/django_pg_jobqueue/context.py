@@ -2,14 +2,17 @@
 import threading
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
 
 from . import storable
+from .arguments import check_signal_name, check_wait_timeout, check_wake_time
+from .compat import UTC
 from .db import worker_connection
 from .engine import Engine, default_engine
-from .exceptions import JobCancelled, Snooze, UnstorableResult
+from .exceptions import JobCancelled, Park, SignalTimedOut, Snooze, UnstorableResult
 
 __all__ = ["JobContext", "Snooze"]  # Snooze lives in exceptions.py; importable here as before
 
@@ -147,3 +150,48 @@ class JobContext:
                                              attempt=self.attempt, result_json=text)
         self._recorded_steps[name] = result
         return result
+
+    # -- durable waits (services/waits.py): the attempt ends, uncharged, and the job is parked ----
+    def sleep_until(self, when: datetime) -> None:
+        """Park the job until `when` (a timezone-aware datetime) without holding the worker's
+        thread or spending an attempt: this attempt ends here (the call does not return), and
+        the job runs again from the start of its handler once `when` has come, finding its
+        recorded steps (`ctx.step`). Returns at once, without parking, when `when` has passed
+        (on the database's clock): on the run after the sleep, the same call goes on."""
+        check_wake_time(when)
+        if when <= datetime.now(UTC):
+            return
+        with worker_connection():
+            now = self.engine.database_now()
+        if when <= now:
+            return
+        raise Park(until=when)
+
+    def wait_for_signal(self, name: str, *, timeout: float | timedelta | None = None) -> Any:
+        """The data of signal `name` sent to this job (`send_signal(job_id, name, data)`),
+        at once when it was sent already (before this wait, too). Otherwise the job is parked
+        until it is sent, without holding the worker's thread or spending an attempt: this
+        attempt ends here, and the handler runs again from its start when the signal arrives,
+        finding its recorded steps and then the signal's data here. `timeout` (seconds or a
+        timedelta; None: wait for ever) counts from the job's first wait for `name`: once it
+        has passed with no signal, this raises SignalTimedOut (a PermanentError: the job fails
+        for good unless the handler catches it and decides). In an `async def` handler:
+        `await ctx.await_for_signal(name, timeout=...)`."""
+        check_signal_name(name)
+        seconds = check_wait_timeout(timeout)
+        with worker_connection():
+            state = self.engine.signal_state(self.job_id, name)
+        if state.sent:
+            return state.data
+        if state.timed_out:
+            raise SignalTimedOut(self.job_id, name)
+        raise Park(signal=name, timeout_seconds=seconds)
+
+    async def asleep_until(self, when: datetime) -> None:
+        """`sleep_until` for an `async def` handler."""
+        await sync_to_async(self.sleep_until)(when)
+
+    async def await_for_signal(self, name: str, *,
+                               timeout: float | timedelta | None = None) -> Any:
+        """`wait_for_signal` for an `async def` handler."""
+        return await sync_to_async(self.wait_for_signal)(name, timeout=timeout)

@@ -5,8 +5,8 @@ the renewer, the reaper, the pruner, the stager, the stuck watch, the periodic e
 leader's election, the supervisor's heartbeat and settling, the pool's shutdown), the
 `JobContext` a handler writes through, and `django_pg_jobqueue.testing.drain` reach the jobs
 only through an `Engine`; none imports `services`, `selectors` or `sql` (tests/contracts/test_layout.py).
-The verbs are the one vocabulary's: claim, complete (many), fail, snooze, renew (many), release
-(many), reap, heartbeat, plus the events a worker records without a transition (a lost lease,
+The verbs are the one vocabulary's: claim, complete (many), fail, snooze, park, renew (many),
+release (many), reap, heartbeat, plus the events a worker records without a transition (a lost lease,
 a log line, a stuck handler) and the maintenance the leader runs (settle waiting dependents,
 prune, enqueue schedules' ticks).
 
@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from . import periodic, services
-from .services import claiming, dependencies, pruning, schedules
+from .services import claiming, dependencies, pruning, schedules, waits
 from .services.claiming import ClaimedJob
 from .services.lifecycle import Completion, unknown_type_error
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .periodic import PeriodicEntry
     from .retries import RetryPolicy
     from .services.lifecycle import DeadProcessJobs, Renewal
+    from .services.waits import SignalState
 
 # What a worker holds of a claim and hands to the completer: the engine's types, so that a
 # worker names them without reaching past the engine.
@@ -219,6 +220,20 @@ class Engine(Protocol):
         """Record a durable step's result once per job; returns the recorded result."""
         ...
 
+    def park(self, job_id: int, lease_token, *, worker_id: str, until: datetime | None = None,
+             signal: str | None = None, timeout_seconds: float | None = None) -> str:
+        """Back to queued, uncharged, until `until` or signal `signal` (a durable wait): the
+        new status (queued; cancelled when a cancel was requested)."""
+        ...
+
+    def signal_state(self, job_id: int, name: str) -> SignalState:
+        """Whether the job's signal `name` was sent (and its data), or its wait timed out."""
+        ...
+
+    def database_now(self) -> datetime:
+        """The database's clock (a durable sleep's end is judged on it)."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -328,6 +343,15 @@ class PostgresEngine:
 
     def record_step(self, job_id, lease_token, **kwargs) -> object:
         return services.record_step(job_id, lease_token, **kwargs)
+
+    def park(self, job_id, lease_token, **kwargs) -> str:
+        return services.park(job_id, lease_token, **kwargs)
+
+    def signal_state(self, job_id, name):
+        return services.signal_state(job_id, name)
+
+    def database_now(self) -> datetime:
+        return waits.database_now()
 
 
 _default = PostgresEngine()

@@ -1,4 +1,5 @@
 """Domain errors. The API's exception handler maps them to HTTP statuses (404, 409, 400)."""
+from datetime import datetime
 
 
 class JobError(Exception):
@@ -224,3 +225,49 @@ class Snooze(JobError):  # noqa: N818 - the verb the handler calls: ctx.snooze(s
     def __init__(self, seconds: float):
         self.seconds = seconds
         super().__init__(f"snoozed for {seconds}s")
+
+
+class Park(Snooze):  # noqa: N818 - control flow, as Snooze is
+    """Raised by `ctx.sleep_until(when)` and `ctx.wait_for_signal(name)`: the worker parks the
+    job (back to queued without spending an attempt) until `until`, or until signal `signal`
+    is sent or its `timeout_seconds` (counted from the first wait) run out. A Snooze, so that
+    middleware, tracing and the Tasks runner pass it on as they pass a snooze."""
+
+    def __init__(self, *, until: datetime | None = None, signal: str | None = None,
+                 timeout_seconds: float | None = None):
+        self.until, self.signal, self.timeout_seconds = until, signal, timeout_seconds
+        JobError.__init__(self, f"waiting for signal {signal!r}" if signal is not None
+                          else f"sleeping until {until}")
+        self.seconds = 0.0
+
+
+class SignalTimedOut(PermanentError):
+    """What `ctx.wait_for_signal(name, timeout=...)` raises once the timeout (counted from the
+    job's first wait for that signal) passed with no signal sent. A handler that catches it
+    decides what the job does; uncaught, the job fails for good (a permanent error): waiting
+    again would time out again."""
+
+    def __init__(self, job_id: int, name: str):
+        self.job_id, self.name = job_id, name
+        super().__init__(f"job {job_id}: no signal {name!r} arrived within its wait's timeout")
+
+
+class SignalAlreadySent(InvalidTransition):
+    """`send_signal`: the job already got a signal of that name (each name is sent once: the
+    first one's data is what its wait returns). HTTP 409."""
+
+    def __init__(self, job_id: int, name: str, status: str | None):
+        super().__init__(job_id, "signal", status)
+        self.name = name
+        self.args = (f"cannot signal job {job_id}: it already got signal {name!r}",)
+
+
+class SignalWaitTimedOut(InvalidTransition):
+    """`send_signal`: the job's wait for that signal timed out before it came. The handler
+    went on without it (SignalTimedOut), and every later run of the handler must see the same:
+    the signal is refused, not kept. HTTP 409."""
+
+    def __init__(self, job_id: int, name: str, status: str | None):
+        super().__init__(job_id, "signal", status)
+        self.name = name
+        self.args = (f"cannot signal job {job_id}: its wait for signal {name!r} timed out",)

@@ -440,6 +440,36 @@ class JobStep(models.Model):
         return f"step {self.name} of job {self.job_id}"
 
 
+class JobSignal(models.Model):
+    """A signal sent to a job (`send_signal(job_id, name, data)`), or awaited by it
+    (`ctx.wait_for_signal(name)`): one row per job and name, whichever comes first. A signal
+    sent before the job waits for it is kept here, and the wait returns its data at once; a
+    name is sent once (a second send is refused). `awaited_at`: the job parked for it (the
+    send then makes the job due); `timeout_at`: when its first wait's timeout ends; `sent_at`:
+    NULL until sent. No foreign key, as job_steps: the statements that delete jobs delete
+    their signals (sql.DELETE_FINISHED_JOB, sql.PRUNE_BATCH)."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, db_constraint=False,
+                            related_name="signals", db_index=False)
+    name = models.CharField(max_length=200)
+    data = models.JSONField(null=True)
+    sent_at = models.DateTimeField(null=True)
+    awaited_at = models.DateTimeField(null=True)
+    timeout_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_signals"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "name"], name="job_signal_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"signal {self.name} of job {self.job_id}"
+
+
 class WorkerProcess(models.Model):
     """A live `run_job_workers` process, seen through its heartbeat (for metrics and the UI)."""
 

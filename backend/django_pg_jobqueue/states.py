@@ -10,6 +10,8 @@ keeps the two in step.
     running   -- the handler raises, attempts spent / permanent --> failed
     running   -- the lease expired (reaper) ---------------------> queued | failed
     running   -- graceful shutdown, snooze ---------------------> queued   (attempt not charged)
+    running   -- a durable wait (sleep_until, wait_for_signal) -> queued   (parked: not charged,
+                                                                          due at its time or signal)
     running   -- cancel requested and the handler stopped -------> cancelled
     queued    -- cancel -----------------------------------------> cancelled
     queued    -- not started by its expires_at (reaper) ---------> cancelled (event `expired`)
@@ -153,6 +155,8 @@ class EventKind(StrEnum):
     UNBLOCKED = "unblocked"  # waiting -> queued: every job it waited for succeeded
     EDITED = "edited"  # an operator changed a queued or waiting job's priority or run time
     EXPIRED = "expired"  # queued -> cancelled: not started by its expires_at (the reaper's sweep)
+    PARKED = "parked"  # running -> queued, uncharged: a durable wait (ctx.sleep_until, wait_for_signal)
+    SIGNALLED = "signalled"  # a signal was sent to the job (send_signal), waking it if parked for it
 
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event
@@ -161,7 +165,7 @@ TRANSITIONS: dict[tuple[Status, Status], str] = {
     (Status.QUEUED, Status.RUNNING): "claim",
     (Status.RUNNING, Status.SUCCEEDED): "complete",
     (Status.RUNNING, Status.FAILED): "fail",
-    (Status.RUNNING, Status.QUEUED): "requeue",  # retry_scheduled, lease_expired, released, snoozed
+    (Status.RUNNING, Status.QUEUED): "requeue",  # retry_scheduled, lease_expired, released, snoozed, parked
     (Status.RUNNING, Status.CANCELLED): "cancel",
     (Status.QUEUED, Status.CANCELLED): "cancel",
     (Status.FAILED, Status.QUEUED): "retry",

@@ -138,6 +138,7 @@ class DrainResult:
     failed: int = 0          # failed for good
     retried: int = 0         # the attempt failed; the job is queued again with backoff
     snoozed: int = 0
+    parked: int = 0          # a durable wait (ctx.sleep_until, ctx.wait_for_signal) parked it
     cancelled: int = 0
     lease_lost: int = 0
     jobs: list[int] = field(default_factory=list)       # ids, in the order they ran
@@ -155,7 +156,9 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
 
     - `types` / `queues`: only jobs of these types / queues.
     - `include_scheduled`: also run jobs due later (delayed, retrying, reaped): each round makes
-      them due now. Together with retries this runs a flaky job until it ends.
+      them due now. Together with retries this runs a flaky job until it ends. A job that a
+      durable wait parked in this drain is not made due again (it would only park again): it
+      runs again when its signal makes it due (`send_signal`, from a later job's handler too).
     - `raise_errors`: re-raise the first handler exception (after recording it) instead of
       counting it in `errors`; a result that cannot be stored raises its
       `django_pg_jobqueue.storable.UnstorableResult`.
@@ -170,26 +173,33 @@ def drain(types: list[str] | str | None = None, *, queues: list[str] | None = No
     result = DrainResult()
     engine = engine or default_engine()
     unknown = UnknownTypes()  # types with no handler here: given back, then left out
+    parked: list[int] = []  # parked by a durable wait in this drain: not made due again
     while result.ran < max_jobs:
         if include_scheduled:
-            _make_due(types, queues)
+            _make_due(types, queues, parked)
         claimed = engine.claim(worker_ids=[DRAIN_WORKER_ID], queues=queues, types=types,
                                exclude_types=unknown.current())
         if not claimed:
             break
         job = claimed[0]
         result.jobs.append(job.id)
+        before = result.parked
         error = _execute(job, result, unknown, engine)
+        if result.parked > before:
+            parked.append(job.id)
         if error is not None and raise_errors:
             raise error
     return result
 
 
-def _make_due(types: list[str] | None, queues: list[str] | None) -> None:
+def _make_due(types: list[str] | None, queues: list[str] | None, parked: list[int]) -> None:
     # now(), the engine's clock (transaction time), not Django's Now() (statement time): inside
     # a test's transaction the two differ, and the claim compares with now().
     statement = sql.MAKE_DUE
-    params: list[list[str]] = []
+    params: list[list[str] | list[int]] = []
+    if parked:
+        statement += sql.AND_ID_NOT_IN
+        params.append(parked)
     if types:
         statement += sql.AND_TYPE_IN
         params.append(list(types))
@@ -222,7 +232,8 @@ def _runner(unknown_types: UnknownTypes | None = None, engine: Engine | None = N
 
 
 _COUNTED = {Status.SUCCEEDED: "succeeded", Status.CANCELLED: "cancelled", Status.QUEUED: "retried",
-            Status.FAILED: "failed", "snoozed": "snoozed", "lease_lost": "lease_lost"}
+            Status.FAILED: "failed", "snoozed": "snoozed", "parked": "parked",
+            "lease_lost": "lease_lost"}
 
 
 def _execute(job: Any, result: DrainResult, unknown_types: UnknownTypes | None = None,

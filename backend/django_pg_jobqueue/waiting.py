@@ -131,7 +131,10 @@ _listener = _Listener()
 
 
 def _job_id(job: Any) -> int:
-    job_id = getattr(job, "pk", job)
+    """A Job's id, a Django task's TaskResult's (its `id`, the job's id as a string), or an id."""
+    job_id = getattr(job, "pk", None)
+    if job_id is None:
+        job_id = getattr(job, "id", job)
     try:
         return int(job_id)
     except (TypeError, ValueError):
@@ -179,7 +182,8 @@ def _pause(job_id: int, listening: bool, deadline: float | None, now: float,
 
 
 def wait(job: Any, *, timeout: float | None = None) -> Any:
-    """Wait for the job's outcome (a Job or its id): return its result once it succeeded,
+    """Wait for the job's outcome (a Job, a Django task's TaskResult, or an id): return its
+    result (a task's return value) once it succeeded,
     raise JobFailed once it failed for good or was cancelled, WaitTimeout after `timeout`
     seconds (None: no limit) without changing the job. Not inside a transaction."""
     job_id = _job_id(job)

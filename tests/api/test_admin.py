@@ -197,3 +197,16 @@ def test_without_delete_job_there_is_no_delete_action(staff_operator):
     assert "delete_jobs" not in dict(page.context["action_form"].fields["action"].choices)
     staff_operator.post(CHANGELIST, {"action": "delete_jobs", "_selected_action": [done.id], "post": "yes"})
     assert Job.objects.filter(pk=done.id).exists()
+
+
+def test_the_change_page_shows_the_job_s_signals_read_only(staff_operator):
+    from django_pg_jobqueue import send_signal
+
+    job = services.enqueue("noop")
+    send_signal(job.id, "approved-by-ann", {"ok": True})
+    page = staff_operator.get(f"/admin/django_pg_jobqueue/job/{job.id}/change/")
+    assert page.status_code == 200
+    assert b"approved-by-ann" in page.content
+    formset = page.context["inline_admin_formsets"][1].formset
+    assert [form.instance.name for form in formset.forms] == ["approved-by-ann"]
+    assert not formset.can_delete

@@ -5,6 +5,7 @@ import signal
 
 from django.db import connection
 
+from django_pg_jobqueue.exceptions import SignalTimedOut
 from django_pg_jobqueue.registry import handler
 
 
@@ -35,3 +36,12 @@ def three_steps(ctx, payload):
         if payload.get("die_after") == n and ctx.attempt == 1:
             os.kill(os.getpid(), signal.SIGKILL)
     return results
+
+
+@handler("await_approval",
+         description="Test handler: waits for signal 'approved' (payload.timeout), returns its data.")
+def await_approval(ctx, payload):
+    try:
+        return {"approved": ctx.wait_for_signal("approved", timeout=payload.get("timeout"))}
+    except SignalTimedOut:
+        return {"approved": None, "timed_out": True}

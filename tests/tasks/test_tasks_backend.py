@@ -117,6 +117,22 @@ def test_an_async_task_runs_natively_and_aenqueue_and_aget_result_work(worker_po
     assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 42
 
 
+def test_a_task_result_is_waited_for_as_a_job_is_woken_at_its_outcome(worker_pool):
+    from django_pg_jobqueue import await_result, wait
+
+    worker_pool(threads=1)
+    result = add.enqueue(1, 2)
+    assert wait(result, timeout=15) == 3  # then refresh() reads the whole TaskResult
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 3
+
+    async def produce_and_wait():
+        enqueued = await async_multiply.aenqueue(3, 5)
+        return await await_result(enqueued, timeout=15)
+
+    assert asyncio.run(produce_and_wait()) == 15
+
+
 # -- exception and retry ----------------------------------------------------------------------
 
 def test_a_failing_task_is_retried_and_then_succeeds(worker_pool):

@@ -36,6 +36,7 @@ from .queues import pause_queue, resume_queue, set_queue_limit
 from .reaping import reap
 from .rerunning import rerun
 from .schedules import pause_schedule, resume_schedule, run_schedule
+from .waits import park, send_signal, signal_state
 from .workers import (
     adopt_prefetched,
     forget_lost_workers,
@@ -58,5 +59,5 @@ __all__ = [
     "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
-    "dependency_results", "recorded_steps", "record_step",
+    "dependency_results", "recorded_steps", "record_step", "park", "signal_state", "send_signal",
 ]

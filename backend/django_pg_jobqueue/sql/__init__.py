@@ -16,6 +16,7 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - audit: audit_jobs' invariant checks;
 - workers: worker processes' rows (heartbeat, stopped and lost workers), the maintenance
   leader's lease and the stager;
+- waits: durable waits (a running job parked until a time or a signal) and signals sent;
 - maintenance: pruning, job_events' partitions, the history's guard, connection sessions'
   set-up and reset.
 
@@ -39,5 +40,6 @@ from .lifecycle import *
 from .maintenance import *
 from .operations import *
 from .reads import *
+from .waits import *
 from .workers import *
 from .workflows import *

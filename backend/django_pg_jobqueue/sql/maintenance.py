@@ -184,6 +184,9 @@ search_text AS (  -- their searchable text (no foreign key: models.JobSearchText
 ),
 steps AS (  -- their durable steps (no foreign key: models.JobStep)
     DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
+),
+signals AS (  -- their signals (no foreign key: models.JobSignal)
+    DELETE FROM job_signals s USING gone WHERE s.job_id = gone.id
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
 """

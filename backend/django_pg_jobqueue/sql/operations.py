@@ -81,6 +81,9 @@ search_text AS (
 ),
 steps AS (  -- its durable steps (no foreign key: models.JobStep)
     DELETE FROM job_steps s USING gone WHERE s.job_id = gone.id
+),
+signals AS (  -- its signals (no foreign key: models.JobSignal)
+    DELETE FROM job_signals s USING gone WHERE s.job_id = gone.id
 )
 SELECT id FROM gone
 """
@@ -242,6 +245,7 @@ RETRY_FAILED_FILTERS = {
 MAKE_DUE = "UPDATE jobs SET available_at = now() WHERE status = 'queued' AND available_at > now()"
 AND_TYPE_IN = " AND type = ANY(%s::text[])"
 AND_QUEUE_IN = " AND queue = ANY(%s::text[])"
+AND_ID_NOT_IN = " AND NOT id = ANY(%s::bigint[])"  # jobs a durable wait parked in this drain
 # expire_lease: a running job's lease deadline in the past, as if its worker stopped renewing.
 EXPIRE_LEASE_IF_RUNNING = (
     "UPDATE jobs SET lease_expires_at = now() - interval '1 second'"

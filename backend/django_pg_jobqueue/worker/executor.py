@@ -52,7 +52,7 @@ from .. import conf, middleware, storable
 from ..conf import DJANGO_TASK_TYPE
 from ..db import WORKER_ALIAS, queue_connection, savepointed, worker_connection
 from ..engine import ClaimedJob, Completion, Engine, default_engine
-from ..exceptions import JobCancelled, LeaseLost, PermanentError, Snooze
+from ..exceptions import JobCancelled, LeaseLost, Park, PermanentError, Snooze
 from ..registry import is_task_job, registry
 from ..retries import RetryPolicy
 from . import forks, hygiene
@@ -82,7 +82,7 @@ class OutcomeNotWritten(Exception):
 @dataclass
 class RunResult:
     """What one run of the pipeline recorded. `status`: succeeded, cancelled, queued (a retry
-    is scheduled), failed, snoozed, lease_lost, stopped (timed out, lost or released while it
+    is scheduled), failed, snoozed, parked, lease_lost, stopped (timed out, lost or released while it
     ran: recorded elsewhere), submitted (handed to the completer), or abandoned (its outcome
     could not be written: left to lease expiry)."""
     status: str
@@ -195,6 +195,8 @@ class JobRunner:
         except Snooze as snooze:
             if left:
                 return self._fail_left_open(job, left)
+            if isinstance(snooze, Park):
+                return self._park(job, snooze)
             return self._snooze(job, snooze)
         except LeaseLost:
             self.held.discard(job.id, job.lease_token)
@@ -305,6 +307,24 @@ class JobRunner:
             return RunResult("lease_lost")
         log.info("snoozed job=%s for %ss", job.id, seconds, extra=self._log_fields(job))
         return RunResult("snoozed")
+
+    def _park(self, job: ClaimedJob, park: Park) -> RunResult:
+        """A durable wait (ctx.sleep_until, ctx.wait_for_signal): the job goes back to queued
+        uncharged, due at its time or when its signal arrives; the thread is free for the
+        next job."""
+        try:
+            outcome = self._write(job, lambda: self.engine.park(
+                job.id, job.lease_token, worker_id=self.worker_id, until=park.until,
+                signal=park.signal, timeout_seconds=park.timeout_seconds))
+        except OutcomeNotWritten as exc:
+            return self._abandon(job, exc)
+        self.held.discard(job.id, job.lease_token)
+        if outcome is _LOST:
+            return RunResult("lease_lost")
+        status = "cancelled" if outcome == "cancelled" else "parked"
+        self.stats.parked(job, status)
+        log.info("parked job=%s (%s)", job.id, park, extra=self._log_fields(job))
+        return RunResult(status)
 
     def _release_unknown_type(self, job: ClaimedJob) -> RunResult:
         """No handler for this type here (a rolling deploy: the producer runs newer code):

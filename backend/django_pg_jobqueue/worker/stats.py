@@ -58,6 +58,12 @@ class PoolStats:
             self.signals.ended.emit((job.id, status))
         self.log_summary()
 
+    def parked(self, job, status: str) -> None:
+        """A durable wait parked the job (`parked`), or a cancel won over it (`cancelled`)."""
+        self._inc(status)
+        if self.signals is not None:
+            self.signals.ended.emit((job.id, status))
+
     def lease_lost(self, job) -> None:
         self._inc("lease_lost")
         if self.signals is not None:

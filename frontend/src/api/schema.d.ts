@@ -278,6 +278,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{id}/signal/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a signal to a job
+         * @description Signal `name`, with `data`, for the job's durable wait (`ctx.wait_for_signal(name)` returns `data`). Kept whatever the job is doing until its handler waits for it; a job parked waiting for it is queued to run at once (`woke`). Each name is sent once. 404 for no such job, 409 for a finished job, a name already sent or a wait for it that timed out, 400 for a bad name or data. Needs change_job.
+         */
+        post: operations["v1_jobs_signal_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/actions/": {
         parameters: {
             query?: never;
@@ -663,9 +683,11 @@ export interface components {
          *     * `unblocked` - unblocked
          *     * `edited` - edited
          *     * `expired` - expired
+         *     * `parked` - parked
+         *     * `signalled` - signalled
          * @enum {string}
          */
-        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked" | "edited" | "expired";
+        EventKindEnum: "created" | "claimed" | "lease_renewed" | "progress" | "log" | "succeeded" | "failed" | "retry_scheduled" | "lease_expired" | "lease_lost" | "timed_out" | "released" | "snoozed" | "cancel_requested" | "cancelled" | "retried" | "blocked" | "unblocked" | "edited" | "expired" | "parked" | "signalled";
         EventPage: {
             results: components["schemas"]["Event"][];
             /** @description More events follow: poll again at once. */
@@ -1344,6 +1366,22 @@ export interface components {
             manual: boolean;
             /** @description The job and its outcome (status, times, last error). */
             job: components["schemas"]["_TickJob"];
+        };
+        /** @description POST /api/v1/jobs/{id}/signal/: a signal for a job's durable wait. */
+        SignalRequest: {
+            /** @description The signal's name, as the handler waits for it (`ctx.wait_for_signal(name)`): 1 to 200 characters. */
+            name: string;
+            /** @description What the handler's wait returns: any JSON value, under a payload's rules (JOB_MAX_PAYLOAD_BYTES). Omitted: null. */
+            data?: unknown;
+        };
+        /** @description The answer to a signal: kept for the job, and whether it woke it. */
+        SignalSent: {
+            /** @description The job signalled. */
+            job_id: number;
+            /** @description The signal's name. */
+            name: string;
+            /** @description Whether the job was parked waiting for this signal and is now queued to run at once; false: kept until its handler waits for it. */
+            woke: boolean;
         };
         /**
          * @description * `settings` - settings
@@ -2611,6 +2649,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job's status does not allow it, or the idempotency key was used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_jobs_signal_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignalRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignalSent"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

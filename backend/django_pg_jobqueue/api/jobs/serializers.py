@@ -12,9 +12,11 @@ from ..fields import (
     STATUS_CHOICES,
     AnyJSONField,
     AwareDateTimeField,
+    BigIntegerField,
     ISODateTimeField,
     JobQueueModelSerializer,
     JSONObjectField,
+    StrictCharField,
     StrictIntegerField,
     StrictSerializer,
     in_utc,
@@ -178,3 +180,31 @@ class JobEditSerializer(StrictSerializer):
 
     def validate_run_at(self, value):
         return in_utc(value)
+
+
+@extend_schema_field({"nullable": True, "description": "Any JSON value: what the job's wait "
+                                                       "for the signal returns."})
+class SignalDataField(serializers.JSONField):
+    pass
+
+
+class SignalSerializer(StrictSerializer):
+    """POST /api/v1/jobs/{id}/signal/: a signal for a job's durable wait."""
+
+    name = StrictCharField(
+        help_text="The signal's name, as the handler waits for it "
+                  "(`ctx.wait_for_signal(name)`): 1 to 200 characters.")
+    data = SignalDataField(
+        required=False, allow_null=True, default=None,
+        help_text="What the handler's wait returns: any JSON value, under a payload's rules "
+                  "(JOB_MAX_PAYLOAD_BYTES). Omitted: null.")
+
+
+class SignalSentSerializer(serializers.Serializer):
+    """The answer to a signal: kept for the job, and whether it woke it."""
+
+    job_id = BigIntegerField(help_text="The job signalled.")
+    name = serializers.CharField(help_text="The signal's name.")
+    woke = serializers.BooleanField(
+        help_text="Whether the job was parked waiting for this signal and is now queued to "
+                  "run at once; false: kept until its handler waits for it.")

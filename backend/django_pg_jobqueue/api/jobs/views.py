@@ -17,7 +17,13 @@ from ..permissions import ACTION_PERMISSIONS, ADD, VIEW, JobPermission
 from ..schema import JOB_ID, errors, extend_schema
 from .enqueue import JobEnqueueMixin
 from .retry import JobRetryMatchingMixin
-from .serializers import JobDetailSerializer, JobEditSerializer, JobSerializer
+from .serializers import (
+    JobDetailSerializer,
+    JobEditSerializer,
+    JobSerializer,
+    SignalSentSerializer,
+    SignalSerializer,
+)
 
 
 def _job_id(value) -> int:
@@ -48,6 +54,7 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
                        "retry": ACTION_PERMISSIONS["retry"],
                        "rerun": ACTION_PERMISSIONS["rerun"],
                        "run_now": ACTION_PERMISSIONS["run_now"],
+                       "signal": ACTION_PERMISSIONS["run_now"],
                        "partial_update": ACTION_PERMISSIONS["run_now"],
                        "retry_matching": ACTION_PERMISSIONS["retry"],
                        "destroy": ACTION_PERMISSIONS["delete"]}
@@ -152,6 +159,26 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
     def run_now(self, request, id=None):
         job = services.run_now(_job_id(id), actor=request.user.get_username())
         return Response(JobSerializer(job).data)
+
+    @extend_schema(
+        summary="Send a signal to a job", tags=["jobs"], request=SignalSerializer,
+        parameters=[JOB_ID],
+        description="Signal `name`, with `data`, for the job's durable wait "
+                    "(`ctx.wait_for_signal(name)` returns `data`). Kept whatever the job is "
+                    "doing until its handler waits for it; a job parked waiting for it is "
+                    "queued to run at once (`woke`). Each name is sent once. 404 for no such "
+                    "job, 409 for a finished job, a name already sent or a wait for it that "
+                    "timed out, 400 for a bad name or data. Needs change_job.",
+        responses={200: SignalSentSerializer, **errors(400, 401, 403, 404, 409, 503)},
+    )
+    @action(detail=True, methods=["post"])
+    def signal(self, request, id=None):
+        serializer = SignalSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job_id, name = _job_id(id), serializer.validated_data["name"]
+        woke = services.send_signal(job_id, name, serializer.validated_data["data"],
+                                    actor=request.user.get_username())
+        return Response(SignalSentSerializer({"job_id": job_id, "name": name, "woke": woke}).data)
 
     @extend_schema(
         summary="A job's events after a cursor, oldest first", tags=["events"],
