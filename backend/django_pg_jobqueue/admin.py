@@ -26,7 +26,7 @@ from .exceptions import (
     ScheduleInvalid,
     ScheduleNotFound,
 )
-from .models import Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
+from .models import AuditLogEntry, Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
 from .registry import registry
 from .services import job_actions, queues
 from .services import schedules as schedule_services
@@ -271,17 +271,30 @@ for _action in job_actions.ACTIONS.values():
         _method, description=_action.label, permissions=[_action.admin_permission]))
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A history the admin shows and never writes: no add, change or delete page."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(JobEvent)
-class JobEventAdmin(admin.ModelAdmin):
+class JobEventAdmin(ReadOnlyAdmin):
     list_display = ["id", "job_link", "kind", "attempt", "worker_id", "message", "created_at"]
     list_filter = ["kind"]
     search_fields = ["=job__id"]
     list_select_related = ["job"]
     ordering = ["-id"]
     show_full_result_count = False
-
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in JobEvent._meta.fields]
 
     def get_search_results(self, request, queryset, search_term):
         job_id = selectors.parse_job_id(search_term)
@@ -294,14 +307,18 @@ class JobEventAdmin(admin.ModelAdmin):
         url = reverse("admin:django_pg_jobqueue_job_change", args=[event.job_id])
         return format_html('<a href="{}">{}</a>', url, event.job)
 
-    def has_add_permission(self, request):
-        return False
 
-    def has_change_permission(self, request, obj=None):
-        return False
+@admin.register(AuditLogEntry)
+class AuditLogEntryAdmin(ReadOnlyAdmin):
+    """The operator actions (services/audit_log.py), newest first: who did what to which job,
+    queue or schedule. Read-only: entries are written by the services, in the action's own
+    transaction. Seen with view_auditlogentry (superusers have it)."""
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+    list_display = ["id", "at", "actor", "action", "target_kind", "target", "data"]
+    list_filter = ["action", "target_kind"]
+    search_fields = ["=actor", "=target"]
+    ordering = ["-id"]
+    show_full_result_count = False
 
 
 class QueueSettingForm(forms.ModelForm):
@@ -321,7 +338,7 @@ def _each_named(model_admin, request, names, service, message: str) -> None:
     """An admin action on the selected queues or schedules: `service(name)` on each, then
     `message`."""
     for name in names:
-        service(name)
+        service(name, actor=request.user.get_username())
     model_admin.message_user(request, message)
 
 
@@ -339,8 +356,9 @@ class QueueSettingAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         # Through the same services as the API and the CLI.
-        (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue)
-        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit)
+        actor = request.user.get_username()
+        (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue, actor=actor)
+        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit, actor=actor)
         obj.updated_at = fresh.updated_at
 
     @admin.action(description="Pause the selected queues", permissions=["change"])

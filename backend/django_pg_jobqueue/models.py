@@ -29,7 +29,9 @@ from .states import (
     MAX_UNIQUE_KEY_STORED_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
+    AuditTarget,
     EventKind,
+    OperatorAction,
     Status,
 )
 
@@ -487,3 +489,45 @@ class LeaderLease(models.Model):
     class Meta:
         db_table = "job_leader"
         ordering = ["role"]
+
+
+class AuditLogEntry(models.Model):
+    """One operator action: who (`actor`: the user's name; blank from code that named no one)
+    did what (`action`, an OperatorAction) to what (`target_kind` and `target`: a job's id, a
+    queue's or a schedule's name), when, and with what (`data`: the arguments that matter, the
+    value before and after). Written by the service that performs the action, in the same
+    transaction (services/audit_log.py): an action rolled back leaves no entry, and no action
+    commits without one. Append-only: the admin and the API read it, nothing updates it.
+
+    Not the invariant audit of audit.py (`audit_jobs`), which checks jobs against the state
+    machine. No foreign key to jobs: an entry outlives the job it names (a deleted job's
+    entry is how anyone learns who deleted it)."""
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField(db_default=Now())
+    actor = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=32, choices=[(a, a) for a in OperatorAction])
+    target_kind = models.CharField(max_length=16, choices=[(t, t) for t in AuditTarget])
+    target = models.CharField(max_length=200)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "job_audit_log"
+        ordering = ["-id"]
+        verbose_name = "audit log entry"
+        verbose_name_plural = "audit log"
+        indexes = [
+            # The API's filters, newest first: by actor, by action, by target.
+            models.Index(fields=["actor", "-id"], name="job_audit_actor_idx"),
+            models.Index(fields=["action", "-id"], name="job_audit_action_idx"),
+            models.Index(fields=["target_kind", "target", "-id"], name="job_audit_target_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=[a.value for a in OperatorAction]),
+                                   name="job_audit_action_known"),
+            models.CheckConstraint(condition=Q(target_kind__in=[t.value for t in AuditTarget]),
+                                   name="job_audit_target_kind_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor or '(code)'} {self.action} {self.target_kind} {self.target}"

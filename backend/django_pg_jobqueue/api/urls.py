@@ -8,6 +8,7 @@ URL names are in the `django_pg_jobqueue_api` namespace: reverse("django_pg_jobq
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
+from .audit import AuditLogViewSet
 from .auth import CsrfView, LoginView, LogoutView, MeView
 from .events import EventFeedView
 from .health import HealthView
@@ -27,6 +28,7 @@ app_name = "django_pg_jobqueue_api"
 router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
+router.register("audit", AuditLogViewSet, basename="audit")
 
 
 def schedule(method: str, action: str):

@@ -31,6 +31,11 @@ export type JobActionFilter = Schemas["JobActionFilterRequest"];
 export type JobActionResult = Schemas["JobActionResult"];
 export type BulkAction = JobActions["action"];
 export type JobStatus = Job["status"];
+export type AuditLogEntry = Schemas["AuditLogEntry"];
+export type AuditLogPage = Schemas["PaginatedAuditLogEntryList"];
+/** The audit log's query parameters (filters and page), as the API declares them. */
+export type AuditLogParams = NonNullable<paths["/api/v1/audit/"]["get"]["parameters"]["query"]>;
+export type AuditAction = AuditLogEntry["action"];
 
 export type WorkerProcess = Metrics["workers"]["processes"][number];
 export type ThroughputPoint = Metrics["throughput"][number];
