@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.test import override_settings
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.exceptions import InvalidTransition
@@ -126,3 +127,16 @@ def test_the_dead_letters_retry_by_filter_records_each_job_with_the_filter():
     assert sorted(int(e[3]) for e in entries) == [j.id for j in failed]
     assert {(e[0], e[1]) for e in entries} == {("alice", "retry")}
     assert entries[0][4] == {"bulk": True, "filter": {"type": "noop"}}
+
+
+@override_settings(JOB_PERIODIC={"new-year": {"cron": "0 0 1 1 *", "type": "noop"}})
+def test_schedule_actions_record_the_schedule_and_a_run_nows_job():
+    job = services.run_schedule("new-year", actor="alice")
+    assert services.pause_schedule("new-year", actor="bob")
+    assert not services.pause_schedule("new-year", actor="bob")  # paused already: nothing
+    assert services.resume_schedule("new-year", actor="carol")
+    assert _entries() == [
+        ("alice", "run_schedule", "schedule", "new-year", {"job": job.id}),
+        ("bob", "pause_schedule", "schedule", "new-year", {}),
+        ("carol", "resume_schedule", "schedule", "new-year", {}),
+    ]
