@@ -437,11 +437,46 @@ class WorkerProcess(models.Model):
     stuck_handlers = models.PositiveIntegerField(default=0, db_default=0)
     heartbeat_interval_seconds = models.FloatField(default=2.0, db_default=2.0)
     supervisor_pid = models.IntegerField(null=True, blank=True)
+    # What the reaper did with the jobs its threads held once their leases expired (it died or
+    # froze): requeued, or failed for good (out of attempts). Kept in its LostWorker row.
+    jobs_requeued = models.IntegerField(default=0, db_default=0)
+    jobs_failed = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "job_workers"
         ordering = ["id"]
         verbose_name_plural = "worker processes"
+
+
+class LostWorker(models.Model):
+    """A worker process that went silent (died, or froze) and was forgotten once the reaper
+    had taken back the jobs it held (sql.FORGET_LOST_WORKERS moves its WorkerProcess row
+    here): a short history for the workers page, when it was last seen, when it was forgotten
+    and what became of its jobs. Kept for LOST_WORKERS_KEPT_SECONDS, pruned by the same
+    statement."""
+
+    id = models.BigAutoField(primary_key=True)
+    worker_id = models.CharField(max_length=200)  # <host>-<pid>, as WorkerProcess.id
+    hostname = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    supervisor_pid = models.IntegerField(null=True, blank=True)
+    threads = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_heartbeat_at = models.DateTimeField()
+    forgotten_at = models.DateTimeField(db_default=Now())
+    jobs_done = models.BigIntegerField(default=0)
+    jobs_requeued = models.IntegerField(default=0)
+    jobs_failed = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "job_lost_workers"
+        ordering = ["-forgotten_at", "-id"]
+        verbose_name = "lost worker process"
+        verbose_name_plural = "lost worker processes"
+        indexes = [models.Index(fields=["-forgotten_at"], name="job_lost_workers_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.worker_id} (lost)"
 
 
 class QueueSetting(models.Model):

@@ -17,7 +17,7 @@ from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .metrics import lost_after, worker_lost
-from .models import AuditLogEntry, Job, JobEvent, QueueSetting, TxNow, WorkerProcess
+from .models import AuditLogEntry, Job, JobEvent, LostWorker, QueueSetting, TxNow, WorkerProcess
 from .states import EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
@@ -511,6 +511,14 @@ def worker_processes() -> list[dict]:
         })
     return rows
 
+
+LOST_WORKERS_LISTED = 50
+
+
+def lost_workers() -> list[LostWorker]:
+    """The worker processes recently forgotten after they went silent and the reaper took their
+    jobs back, newest first (at most LOST_WORKERS_LISTED; kept a day: services.workers)."""
+    return list(LostWorker.objects.order_by("-forgotten_at", "-id")[:LOST_WORKERS_LISTED])
 
 # The last migration plan found empty, keyed by the migration table's fingerprint (its row
 # count and highest id): while the table is unchanged, so is the answer, and the health check

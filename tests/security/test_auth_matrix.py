@@ -76,6 +76,7 @@ def _requests():
         ("schedule pause", "change", lambda c: c.post(f"{SCHEDULE}pause/"), 200),
         ("schedule resume", "change", lambda c: c.post(f"{SCHEDULE}resume/"), 200),
         ("schedule ticks", "read", lambda c: c.get(f"{SCHEDULE}ticks/"), 200),
+        ("lost workers", "read", lambda c: c.get("/api/v1/workers/lost/"), 200),
         # Who did what: view_auditlogentry, never opened by public reads.
         ("audit log", "audit", lambda c: c.get("/api/v1/audit/"), 200),
     ]

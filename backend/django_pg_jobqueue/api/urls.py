@@ -20,7 +20,7 @@ from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
 from .schedules import ScheduleViewSet
-from .workers import WorkerListView
+from .workers import LostWorkerListView, WorkerListView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
@@ -45,6 +45,7 @@ v1 = [
     path("job-types/", JobTypeListView.as_view(), name="job-types"),
     path("schedules/", schedule("get", "list"), name="schedules"),
     path("workers/", WorkerListView.as_view(), name="workers"),
+    path("workers/lost/", LostWorkerListView.as_view(), name="workers-lost"),
     path("schedules/<str:name>/run/", schedule("post", "run"), name="schedule-run"),
     path("schedules/<str:name>/pause/", schedule("post", "pause"), name="schedule-pause"),
     path("schedules/<str:name>/resume/", schedule("post", "resume"), name="schedule-resume"),

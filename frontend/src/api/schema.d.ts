@@ -599,6 +599,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers/lost/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Worker processes lost in the last day, newest first
+         * @description A process that stops beating is listed by GET workers/ as lost until the reaper has taken back the jobs it held; then it moves here, with when it was last seen, when it was forgotten and how many of its jobs were requeued or failed. Kept for a day; at most the latest 50.
+         */
+        get: operations["v1_workers_lost_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1202,6 +1222,33 @@ export interface components {
         LoginRequest: {
             username: string;
             password: string;
+        };
+        /** @description A worker process that went silent and was forgotten once its jobs were taken back. */
+        LostWorker: {
+            /** @description host-pid, as it was listed while alive. */
+            worker_id: string;
+            hostname: string;
+            pid: number;
+            supervisor_pid: number | null;
+            threads: number;
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its last heartbeat: when it was last seen.
+             */
+            last_heartbeat_at: string;
+            /**
+             * Format: date-time
+             * @description When it left the list of workers: the reaper had taken back every job it held.
+             */
+            forgotten_at: string;
+            /** @description Attempts its threads finished before. */
+            jobs_done: number;
+            /** @description Jobs it held that the reaper put back in the queue once their leases expired. */
+            jobs_requeued: number;
+            /** @description Jobs it held that the reaper failed for good (no attempt left). */
+            jobs_failed: number;
         };
         Metrics: {
             /** Format: date-time */
@@ -3760,6 +3807,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Worker"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_workers_lost_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LostWorker"][];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

@@ -24,6 +24,7 @@ export type ThroughputRange = NonNullable<ThroughputParams["range"]>;
 export type Schedule = Schemas["Schedule"];
 export type ScheduleTick = Schemas["ScheduleTick"];
 export type Worker = Schemas["Worker"];
+export type LostWorker = Schemas["LostWorker"];
 export type RetryMatching = Schemas["JobRetryMatchingRequest"];
 export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];
 export type JobActions = Schemas["JobActionRequest"];
