@@ -138,12 +138,10 @@ function AuditFilterForm({ filters, onChange }: { filters: AuditFilters; onChang
           onChange={(e) => setText({ ...text, target: e.target.value })}
         />
       </div>
-      <div className="field actions">
-        <button type="submit" className="small">
-          Apply
-        </button>
+      <div className="actions">
+        <button type="submit">Apply</button>
         {active && (
-          <button type="button" className="small link" onClick={() => onChange({})}>
+          <button type="button" className="link" onClick={() => onChange({})}>
             Clear filters
           </button>
         )}
