@@ -26,7 +26,15 @@ from .exceptions import (
     ScheduleInvalid,
     ScheduleNotFound,
 )
-from .models import AuditLogEntry, Job, JobEvent, QueueSetting, ScheduleSetting, WorkerProcess
+from .models import (
+    AuditLogEntry,
+    Job,
+    JobEvent,
+    LostWorker,
+    QueueSetting,
+    ScheduleSetting,
+    WorkerProcess,
+)
 from .registry import registry
 from .services import job_actions, queues
 from .services import schedules as schedule_services
@@ -438,6 +446,15 @@ class ScheduleSettingAdmin(admin.ModelAdmin):
     def resume(self, request, queryset):
         _each_named(self, request, queryset.values_list("name", flat=True),
                     schedule_services.resume_schedule, "Resumed: their next ticks are enqueued.")
+
+
+@admin.register(LostWorker)
+class LostWorkerAdmin(ReadOnlyAdmin):
+    """Worker processes lost in the last day, forgotten once their jobs were taken back."""
+
+    list_display = ["worker_id", "last_heartbeat_at", "forgotten_at", "jobs_requeued",
+                    "jobs_failed", "jobs_done", "threads", "supervisor_pid"]
+    ordering = ["-forgotten_at", "-id"]
 
 
 @admin.register(WorkerProcess)

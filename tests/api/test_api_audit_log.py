@@ -96,3 +96,23 @@ def test_only_users_with_view_auditlogentry_read_it(client_for, operator, settin
 def test_the_users_can_flags_say_whether_they_read_it(client_for, operator, auditor):
     assert client_for(operator).get("/api/v1/auth/me/").json()["can"]["view_audit_log"] is False
     assert client_for(auditor).get("/api/v1/auth/me/").json()["can"]["view_audit_log"] is True
+
+
+def test_admin_actions_are_recorded_with_the_admin_and_the_admin_lists_them_read_only(
+        admin_client, admin_user):
+    job = services.enqueue("noop")
+    response = admin_client.post("/admin/django_pg_jobqueue/job/", {
+        "action": "cancel_jobs", "_selected_action": [job.id]})
+    assert response.status_code == 302
+    from django_pg_jobqueue.models import AuditLogEntry
+
+    [entry] = AuditLogEntry.objects.all()
+    assert (entry.actor, entry.action, entry.target) == (admin_user.username, "cancel", str(job.id))
+    page = admin_client.get("/admin/django_pg_jobqueue/auditlogentry/")
+    assert page.status_code == 200 and f">{job.id}<" in page.content.decode()
+    assert admin_client.get("/admin/django_pg_jobqueue/auditlogentry/add/").status_code == 403
+    change = admin_client.post(f"/admin/django_pg_jobqueue/auditlogentry/{entry.pk}/change/",
+                               {"actor": "someone else"})
+    assert change.status_code in (302, 403)
+    entry.refresh_from_db()
+    assert entry.actor == admin_user.username

@@ -126,3 +126,10 @@ def test_the_lost_workers_history_keeps_a_day():
     _worker(959, silent_seconds=60)
     services.forget_lost_workers(silent_seconds=15)
     assert list(LostWorker.objects.values_list("worker_id", flat=True)) == ["vm-959"]
+
+
+def test_the_admin_lists_the_lost_workers_history(admin_client):
+    _worker(969, silent_seconds=60)
+    services.forget_lost_workers(silent_seconds=15)
+    page = admin_client.get("/admin/django_pg_jobqueue/lostworker/").content.decode()
+    assert "vm-969" in page
