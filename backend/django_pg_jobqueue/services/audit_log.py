@@ -16,9 +16,10 @@ and the limit together, and only what changed is the operator's doing.
 `actor` is the user's name as the surfaces pass it (`request.user.get_username()`); code
 that names no one records "" (shown as "(code)").
 """
+import json
 from collections.abc import Iterable
 
-from ..models import AuditLogEntry
+from .. import db, sql
 from ..states import AuditTarget, OperatorAction
 
 
@@ -26,15 +27,19 @@ def record(action: OperatorAction, target_kind: AuditTarget, target, *, actor: s
            data: dict | None = None) -> None:
     """Record one action on one target (a job's id, a queue's or schedule's name). Call it
     inside the transaction that performs the action."""
-    AuditLogEntry.objects.create(action=action, target_kind=target_kind, target=str(target),
-                                 actor=actor or "", data=data or {})
+    _insert(action, target_kind, [str(target)], actor, data)
 
 
 def record_jobs(action: OperatorAction, job_ids: Iterable[int], *, actor: str = "",
                 data: dict | None = None) -> None:
-    """Record one action on each of these jobs, in one INSERT (a retry of many jobs at once).
-    Call it inside the transaction that performs the action."""
-    AuditLogEntry.objects.bulk_create([
-        AuditLogEntry(action=action, target_kind=AuditTarget.JOB, target=str(job_id),
-                      actor=actor or "", data=data or {})
-        for job_id in job_ids])
+    """Record one action on each of these jobs, in one statement (a retry of many jobs at
+    once). Call it inside the transaction that performs the action."""
+    targets = [str(job_id) for job_id in job_ids]
+    if targets:
+        _insert(action, AuditTarget.JOB, targets, actor, data)
+
+
+def _insert(action, target_kind, targets: list[str], actor: str, data: dict | None) -> None:
+    db.fetch_all(sql.RECORD_AUDIT_ENTRIES, {
+        "actor": actor or "", "action": str(action), "target_kind": str(target_kind),
+        "targets": targets, "data": json.dumps(data or {})})
