@@ -26,7 +26,16 @@ from .exceptions import (
     ScheduleInvalid,
     ScheduleNotFound,
 )
-from .models import Job, JobEvent, JobSignal, QueueSetting, ScheduleSetting, WorkerProcess
+from .models import (
+    AuditLogEntry,
+    Job,
+    JobEvent,
+    JobSignal,
+    LostWorker,
+    QueueSetting,
+    ScheduleSetting,
+    WorkerProcess,
+)
 from .registry import registry
 from .services import job_actions, queues
 from .services import schedules as schedule_services
@@ -318,9 +327,6 @@ class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     ordering = ["-id"]
     show_full_result_count = False
 
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in JobEvent._meta.fields]
-
     def get_search_results(self, request, queryset, search_term):
         job_id = selectors.parse_job_id(search_term)
         if search_term.strip() and job_id is None:
@@ -332,6 +338,18 @@ class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
         url = reverse("admin:django_pg_jobqueue_job_change", args=[event.job_id])
         return format_html('<a href="{}">{}</a>', url, event.job)
 
+
+@admin.register(AuditLogEntry)
+class AuditLogEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """The operator actions (services/audit_log.py), newest first: who did what to which job,
+    queue or schedule. Read-only: entries are written by the services, in the action's own
+    transaction. Seen with view_auditlogentry (superusers have it)."""
+
+    list_display = ["id", "at", "actor", "action", "target_kind", "target", "data"]
+    list_filter = ["action", "target_kind"]
+    search_fields = ["=actor", "=target"]
+    ordering = ["-id"]
+    show_full_result_count = False
 
 class QueueSettingForm(forms.ModelForm):
     class Meta:
@@ -350,7 +368,7 @@ def _each_named(model_admin, request, names, service, message: str) -> None:
     """An admin action on the selected queues or schedules: `service(name)` on each, then
     `message`."""
     for name in names:
-        service(name)
+        service(name, actor=request.user.get_username())
     model_admin.message_user(request, message)
 
 
@@ -368,8 +386,9 @@ class QueueSettingAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         # Through the same services as the API and the CLI.
-        (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue)
-        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit)
+        actor = request.user.get_username()
+        (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue, actor=actor)
+        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit, actor=actor)
         obj.updated_at = fresh.updated_at
 
     @admin.action(description="Pause the selected queues", permissions=["change"])
@@ -440,6 +459,15 @@ class ScheduleSettingAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     def resume(self, request, queryset):
         _each_named(self, request, queryset.values_list("name", flat=True),
                     schedule_services.resume_schedule, "Resumed: their next ticks are enqueued.")
+
+
+@admin.register(LostWorker)
+class LostWorkerAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """Worker processes lost in the last day, forgotten once their jobs were taken back."""
+
+    list_display = ["worker_id", "last_heartbeat_at", "forgotten_at", "jobs_requeued",
+                    "jobs_failed", "jobs_done", "threads", "supervisor_pid"]
+    ordering = ["-forgotten_at", "-id"]
 
 
 @admin.register(WorkerProcess)

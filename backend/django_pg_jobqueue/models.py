@@ -29,7 +29,9 @@ from .states import (
     MAX_UNIQUE_KEY_STORED_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
+    AuditTarget,
     EventKind,
+    OperatorAction,
     Status,
 )
 
@@ -488,11 +490,46 @@ class WorkerProcess(models.Model):
     stuck_handlers = models.PositiveIntegerField(default=0, db_default=0)
     heartbeat_interval_seconds = models.FloatField(default=2.0, db_default=2.0)
     supervisor_pid = models.IntegerField(null=True, blank=True)
+    # What the reaper did with the jobs its threads held once their leases expired (it died or
+    # froze): requeued, or failed for good (out of attempts). Kept in its LostWorker row.
+    jobs_requeued = models.IntegerField(default=0, db_default=0)
+    jobs_failed = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "job_workers"
         ordering = ["id"]
         verbose_name_plural = "worker processes"
+
+
+class LostWorker(models.Model):
+    """A worker process that went silent (died, or froze) and was forgotten once the reaper
+    had taken back the jobs it held (sql.FORGET_LOST_WORKERS moves its WorkerProcess row
+    here): a short history for the workers page, when it was last seen, when it was forgotten
+    and what became of its jobs. Kept for LOST_WORKERS_KEPT_SECONDS, pruned by the same
+    statement."""
+
+    id = models.BigAutoField(primary_key=True)
+    worker_id = models.CharField(max_length=200)  # <host>-<pid>, as WorkerProcess.id
+    hostname = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    supervisor_pid = models.IntegerField(null=True, blank=True)
+    threads = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_heartbeat_at = models.DateTimeField()
+    forgotten_at = models.DateTimeField(db_default=Now())
+    jobs_done = models.BigIntegerField(default=0)
+    jobs_requeued = models.IntegerField(default=0)
+    jobs_failed = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "job_lost_workers"
+        ordering = ["-forgotten_at", "-id"]
+        verbose_name = "lost worker process"
+        verbose_name_plural = "lost worker processes"
+        indexes = [models.Index(fields=["-forgotten_at"], name="job_lost_workers_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.worker_id} (lost)"
 
 
 class QueueSetting(models.Model):
@@ -540,3 +577,45 @@ class LeaderLease(models.Model):
     class Meta:
         db_table = "job_leader"
         ordering = ["role"]
+
+
+class AuditLogEntry(models.Model):
+    """One operator action: who (`actor`: the user's name; blank from code that named no one)
+    did what (`action`, an OperatorAction) to what (`target_kind` and `target`: a job's id, a
+    queue's or a schedule's name), when, and with what (`data`: the arguments that matter, the
+    value before and after). Written by the service that performs the action, in the same
+    transaction (services/audit_log.py): an action rolled back leaves no entry, and no action
+    commits without one. Append-only: the admin and the API read it, nothing updates it.
+
+    Not the invariant audit of audit.py (`audit_jobs`), which checks jobs against the state
+    machine. No foreign key to jobs: an entry outlives the job it names (a deleted job's
+    entry is how anyone learns who deleted it)."""
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField(db_default=Now())
+    actor = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=32, choices=[(a, a) for a in OperatorAction])
+    target_kind = models.CharField(max_length=16, choices=[(t, t) for t in AuditTarget])
+    target = models.CharField(max_length=200)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "job_audit_log"
+        ordering = ["-id"]
+        verbose_name = "audit log entry"
+        verbose_name_plural = "audit log"
+        indexes = [
+            # The API's filters, newest first: by actor, by action, by target.
+            models.Index(fields=["actor", "-id"], name="job_audit_actor_idx"),
+            models.Index(fields=["action", "-id"], name="job_audit_action_idx"),
+            models.Index(fields=["target_kind", "target", "-id"], name="job_audit_target_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=[a.value for a in OperatorAction]),
+                                   name="job_audit_action_known"),
+            models.CheckConstraint(condition=Q(target_kind__in=[t.value for t in AuditTarget]),
+                                   name="job_audit_target_kind_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor or '(code)'} {self.action} {self.target_kind} {self.target}"

@@ -17,7 +17,7 @@ from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .metrics import lost_after, worker_lost
-from .models import Job, JobEvent, QueueSetting, TxNow, WorkerProcess
+from .models import AuditLogEntry, Job, JobEvent, LostWorker, QueueSetting, TxNow, WorkerProcess
 from .states import EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
@@ -512,10 +512,28 @@ def worker_processes() -> list[dict]:
     return rows
 
 
+LOST_WORKERS_LISTED = 50
+
+
+def lost_workers() -> list[LostWorker]:
+    """The worker processes recently forgotten after they went silent and the reaper took their
+    jobs back, newest first (at most LOST_WORKERS_LISTED; kept a day: services.workers)."""
+    return list(LostWorker.objects.order_by("-forgotten_at", "-id")[:LOST_WORKERS_LISTED])
+
 # The last migration plan found empty, keyed by the migration table's fingerprint (its row
 # count and highest id): while the table is unchanged, so is the answer, and the health check
 # costs one small query instead of loading every app's migration files (about 8 ms).
 _migrations_current_at: list[tuple] = []
+
+
+def audit_log(*, actor: str | None = None, action: str | None = None,
+              target_kind: str | None = None, target: str | None = None):
+    """The audit log's entries (services/audit_log.py), newest first, each filter exact when
+    given: who (`actor`, "" for code that named no one), what (`action`) and to what
+    (`target_kind`, `target`). Each filter has its index (models.AuditLogEntry)."""
+    entries = AuditLogEntry.objects.order_by("-id")
+    given = {"actor": actor, "action": action, "target_kind": target_kind, "target": target}
+    return entries.filter(**{name: value for name, value in given.items() if value is not None})
 
 
 def pending_migrations() -> list[str]:

@@ -159,6 +159,30 @@ class EventKind(StrEnum):
     SIGNALLED = "signalled"  # a signal was sent to the job (send_signal), waking it if parked for it
 
 
+
+class OperatorAction(StrEnum):
+    """What an operator did, as the audit log records it (services/audit_log.py): the name of
+    the service that did it. The job actions are job_actions.ACTIONS' names (and `edit`)."""
+    CANCEL = "cancel"
+    RETRY = "retry"
+    RERUN = "rerun"
+    RUN_NOW = "run_now"
+    EDIT = "edit"
+    DELETE = "delete"
+    PAUSE_QUEUE = "pause_queue"
+    RESUME_QUEUE = "resume_queue"
+    SET_QUEUE_LIMIT = "set_queue_limit"
+    RUN_SCHEDULE = "run_schedule"
+    PAUSE_SCHEDULE = "pause_schedule"
+    RESUME_SCHEDULE = "resume_schedule"
+
+
+class AuditTarget(StrEnum):
+    """What an audit log entry's `target` names: a job's id, a queue's or a schedule's name."""
+    JOB = "job"
+    QUEUE = "queue"
+    SCHEDULE = "schedule"
+
 # (from, to) -> the transition's name. The name is the verb used by the service, the event
 # kind that records it, the API action and the admin action.
 TRANSITIONS: dict[tuple[Status, Status], str] = {

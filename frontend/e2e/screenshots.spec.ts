@@ -98,6 +98,8 @@ test.beforeAll(async ({ api }: { api: JobsApi }) => {
   const ok = (await api.createJob("noop", { hello: "world" })).id;
   // As many queues as a real deployment has: the sidebar lists every one of them.
   for (let i = 1; i <= 11; i++) await api.createJob("noop", {}, { queue: `${api.backend.idleQueue}-q${i}` });
+  // An operator's action, for the audit log's page.
+  await api.cancel((await api.createJob("noop", {}, { queue: `${api.backend.idleQueue}-q1` })).id);
   await api.waitForStatus(running, "running");
   await api.waitForStatus(failed, "failed");
   await api.waitForStatus(ok, "succeeded");
@@ -117,6 +119,9 @@ for (const colorScheme of ["light", "dark"] as const) {
       const name = (page: string) => `${page}-${colorScheme}-${size}`;
 
       test("every page", async ({ page, backend }) => {
+        // Twelve pages, each pictured and checked by axe-core: on a shared, loaded machine
+        // that takes longer than one page's test is given.
+        test.setTimeout(300_000);
         await page.goto("/");
         await expect(page.locator(".recharts-surface").first()).toBeVisible();
         await expect(page.getByTestId("stat-running")).not.toHaveText("0");
@@ -166,6 +171,11 @@ for (const colorScheme of ["light", "dark"] as const) {
         await expect(page.locator("[data-testid=queue-workers] tbody tr").first()).toBeVisible();
         await settle(page);
         await pictures(page, name("queue"), size === "1440");
+
+        await page.goto("/audit");
+        await expect(page.locator("[data-testid=audit-table] tbody tr").first()).toBeVisible();
+        await settle(page);
+        await pictures(page, name("audit"), size === "1440");
 
         await page.goto("/jobs/new");
         await expect(page.getByRole("button", { name: "Create job" })).toBeVisible();

@@ -1,5 +1,6 @@
 """Who may do what, endpoint by endpoint: anonymous, no permission, viewer, operator, staff.
-(No role here holds change_queuesetting, which a queue's limit needs.)
+(No role here holds change_queuesetting, which a queue's limit needs, nor view_auditlogentry,
+which the audit log needs: tests/api/test_api_audit_log.py gives it.)
 
 Plus: public reads, session login with CSRF, throttling (429) and backpressure (503)."""
 import pytest
@@ -75,6 +76,9 @@ def _requests():
         ("schedule pause", "change", lambda c: c.post(f"{SCHEDULE}pause/"), 200),
         ("schedule resume", "change", lambda c: c.post(f"{SCHEDULE}resume/"), 200),
         ("schedule ticks", "read", lambda c: c.get(f"{SCHEDULE}ticks/"), 200),
+        ("lost workers", "read", lambda c: c.get("/api/v1/workers/lost/"), 200),
+        # Who did what: view_auditlogentry, never opened by public reads.
+        ("audit log", "audit", lambda c: c.get("/api/v1/audit/"), 200),
     ]
 
 
@@ -129,11 +133,11 @@ def test_me_reports_permissions(users, client_for):
     assert body["username"] == "viewer" and body["permissions"] == ["django_pg_jobqueue.view_job"]
     assert body["can"] == {"view": True, "create": False, "cancel": False, "retry": False,
                            "rerun": False, "run_now": False, "delete": False,
-                           "change_queue": False}
+                           "change_queue": False, "view_audit_log": False}
     operator = client_for(users["operator"]).get("/api/v1/auth/me/").json()
     assert operator["can"] == {"view": True, "create": True, "cancel": True, "retry": True,
                               "rerun": True, "run_now": True, "delete": False,
-                              "change_queue": False}
+                              "change_queue": False, "view_audit_log": False}
 
 
 def test_session_login_needs_csrf_and_session_writes_need_it_too(users):

@@ -75,3 +75,18 @@ def test_a_job_that_ran_but_whose_outcome_was_not_written_is_charged_as_the_reap
     assert row.last_error == ("worker process host-77 died after running this job, before its "
                               "outcome was written")
     assert Job.objects.get(pk=waiting.id).attempts == 0
+
+
+def test_the_dead_processs_row_counts_what_its_supervisor_did_with_its_jobs():
+    from django_pg_jobqueue.models import WorkerProcess
+
+    WorkerProcess.objects.create(id="host-55", hostname="host", pid=55, threads=2, queues=["*"])
+    running, last_try, prefetched = (services.enqueue("noop", {}, max_attempts=n)
+                                     for n in (2, 1, 2))
+    services.claim(worker_ids=["host-55-1"], job_ids=[running.id])
+    services.claim(worker_ids=["host-55-2"], job_ids=[last_try.id])
+    services.claim(worker_ids=["host-55-prefetch"], job_ids=[prefetched.id])
+    services.settle_dead_process("host-55", running=[running.id, last_try.id], cause="died",
+                                 policy_for=lambda job_type: RetryPolicy(delays_seconds=(0,)))
+    row = WorkerProcess.objects.get(pk="host-55")
+    assert (row.jobs_requeued, row.jobs_failed) == (2, 1)

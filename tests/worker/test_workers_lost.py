@@ -94,3 +94,43 @@ def test_a_lost_worker_is_kept_until_its_jobs_are_requeued_then_forgotten():
     assert set(WorkerProcess.objects.values_list("id", flat=True)) == {live.id}
     assert Job.objects.filter(status="queued").count() == 1
     assert not WorkerProcess.objects.filter(pk=idle_dead.pk).exists()
+
+
+def test_a_forgotten_lost_worker_is_kept_in_a_history_with_what_became_of_its_jobs(client_for,
+                                                                                 viewer):
+    retried = services.enqueue("noop", {})
+    last_try = services.enqueue("noop", {}, max_attempts=1)
+    dead = _worker(919, silent_seconds=60)
+    idle_dead = _worker(929, silent_seconds=60)
+    live = _worker(939, silent_seconds=0)
+    services.claim(worker_ids=[f"{dead.id}-1"], job_ids=[retried.pk], lease_seconds=0.2)
+    services.claim(worker_ids=[f"{dead.id}-2"], job_ids=[last_try.pk], lease_seconds=0.2)
+    time.sleep(0.3)  # by design: past the 0.2 s lease, on the database's clock
+    assert Reaper().run_once() == {"queued": 1, "failed": 1}
+
+    body = client_for(viewer).get("/api/v1/workers/lost/").json()
+    assert [(w["worker_id"], w["jobs_requeued"], w["jobs_failed"]) for w in body] in (
+        [(dead.id, 1, 1), (idle_dead.id, 0, 0)], [(idle_dead.id, 0, 0), (dead.id, 1, 1)])
+    row = next(w for w in body if w["worker_id"] == dead.id)
+    assert (row["hostname"], row["pid"], row["threads"], row["jobs_done"]) == ("vm", 919, 2, 7)
+    assert row["last_heartbeat_at"] < row["forgotten_at"]
+    assert live.id not in {w["worker_id"] for w in body}
+    assert {w["id"] for w in client_for(viewer).get("/api/v1/workers/").json()} == {live.id}
+
+
+def test_the_lost_workers_history_keeps_a_day():
+    from django_pg_jobqueue.models import LostWorker
+
+    _worker(949, silent_seconds=60)
+    services.forget_lost_workers(silent_seconds=15)
+    LostWorker.objects.update(forgotten_at=timezone.now() - timedelta(hours=25))
+    _worker(959, silent_seconds=60)
+    services.forget_lost_workers(silent_seconds=15)
+    assert list(LostWorker.objects.values_list("worker_id", flat=True)) == ["vm-959"]
+
+
+def test_the_admin_lists_the_lost_workers_history(admin_client):
+    _worker(969, silent_seconds=60)
+    services.forget_lost_workers(silent_seconds=15)
+    page = admin_client.get("/admin/django_pg_jobqueue/lostworker/").content.decode()
+    assert "vm-969" in page

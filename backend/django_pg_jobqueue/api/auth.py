@@ -34,6 +34,8 @@ _Can = type("_Can", (serializers.Serializer,), {
        for name, a in job_actions.ACTIONS.items()},
     "change_queue": serializers.BooleanField(help_text=(
         "Set a queue's concurrency limit (change_queuesetting).")),
+    "view_audit_log": serializers.BooleanField(help_text=(
+        "Read the audit log, who did what (view_auditlogentry).")),
 })
 
 
@@ -56,6 +58,7 @@ class UserSerializer(JobQueueModelSerializer):
             "create": user.has_perm("django_pg_jobqueue.add_job"),
             **{name: user.has_perm(a.perm) for name, a in job_actions.ACTIONS.items()},
             "change_queue": user.has_perm("django_pg_jobqueue.change_queuesetting"),
+            "view_audit_log": user.has_perm("django_pg_jobqueue.view_auditlogentry"),
         }
 
 

@@ -6,6 +6,7 @@
     cancel, retry, queue pause and resume              jobs.change_job
     a queue's concurrency limit (PATCH queues/{name}/)  jobs.change_queuesetting
     delete (a finished job)                            jobs.delete_job
+    the audit log (GET audit/)                         jobs.view_auditlogentry (never public)
     bulk actions (POST jobs/actions/)                  the single-job action's permission
                                                        (job_actions.ACTIONS); by filter or
                                                        all (also POST jobs/retry/), view_job
@@ -31,6 +32,9 @@ VIEW, ADD, CHANGE = "django_pg_jobqueue.view_job", "django_pg_jobqueue.add_job",
 # A queue's concurrency limit is configuration, as in the admin's QueueSetting form; pausing
 # and resuming are an operator's actions, like cancel (change_job).
 CHANGE_QUEUE = "django_pg_jobqueue.change_queuesetting"
+# The audit log (GET audit/): who did what. Not a read of jobs: JOB_API_PUBLIC_READ leaves it
+# closed, and view_job alone does not open it.
+VIEW_AUDIT_LOG = "django_pg_jobqueue.view_auditlogentry"
 # What each action needs, on one job or many (POST jobs/actions/): from the one registry.
 ACTION_PERMISSIONS = {name: a.perm for name, a in job_actions.ACTIONS.items()}
 

@@ -132,7 +132,8 @@ class QueueViewSet(JobQueueViewSet):
         serializer = QueueUpdateSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         if "concurrency_limit" in serializer.validated_data:  # an empty patch changes nothing
-            services.set_queue_limit(name, serializer.validated_data["concurrency_limit"])
+            services.set_queue_limit(name, serializer.validated_data["concurrency_limit"],
+                                     actor=request.user.get_username())
         return Response(QueueSerializer(selectors.queue_get(name)).data)
 
     @extend_schema(
@@ -149,7 +150,7 @@ class QueueViewSet(JobQueueViewSet):
     @action(detail=True, methods=["post"])
     def pause(self, request, name=None):
         name = _queue_name(name)
-        services.pause_queue(name)
+        services.pause_queue(name, actor=request.user.get_username())
         return Response(QueueSerializer(selectors.queue_get(name)).data)
 
     @extend_schema(
@@ -162,5 +163,5 @@ class QueueViewSet(JobQueueViewSet):
     @action(detail=True, methods=["post"])
     def resume(self, request, name=None):
         name = _queue_name(name)
-        services.resume_queue(name)
+        services.resume_queue(name, actor=request.user.get_username())
         return Response(QueueSerializer(selectors.queue_get(name)).data)

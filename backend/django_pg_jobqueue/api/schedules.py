@@ -157,7 +157,7 @@ class ScheduleViewSet(JobQueueViewSet):
         responses={200: ScheduleSerializer, **errors(401, 403, 404, 503)},
     )
     def pause(self, request, name):
-        services.pause_schedule(name)
+        services.pause_schedule(name, actor=request.user.get_username())
         return Response(ScheduleSerializer(_schedule_row(name)).data)
 
     @extend_schema(
@@ -168,7 +168,7 @@ class ScheduleViewSet(JobQueueViewSet):
         responses={200: ScheduleSerializer, **errors(401, 403, 404, 503)},
     )
     def resume(self, request, name):
-        services.resume_schedule(name)
+        services.resume_schedule(name, actor=request.user.get_username())
         return Response(ScheduleSerializer(_schedule_row(name)).data)
 
     @extend_schema(

@@ -8,6 +8,7 @@ URL names are in the `django_pg_jobqueue_api` namespace: reverse("django_pg_jobq
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
+from .audit import AuditLogViewSet
 from .auth import CsrfView, LoginView, LogoutView, MeView
 from .events import EventFeedView
 from .health import HealthView
@@ -19,7 +20,7 @@ from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
 from .schedules import ScheduleViewSet
-from .workers import WorkerListView
+from .workers import LostWorkerListView, WorkerListView
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
@@ -27,6 +28,7 @@ app_name = "django_pg_jobqueue_api"
 router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
+router.register("audit", AuditLogViewSet, basename="audit")
 
 
 def schedule(method: str, action: str):
@@ -43,6 +45,7 @@ v1 = [
     path("job-types/", JobTypeListView.as_view(), name="job-types"),
     path("schedules/", schedule("get", "list"), name="schedules"),
     path("workers/", WorkerListView.as_view(), name="workers"),
+    path("workers/lost/", LostWorkerListView.as_view(), name="workers-lost"),
     path("schedules/<str:name>/run/", schedule("post", "run"), name="schedule-run"),
     path("schedules/<str:name>/pause/", schedule("post", "pause"), name="schedule-pause"),
     path("schedules/<str:name>/resume/", schedule("post", "resume"), name="schedule-resume"),

@@ -73,3 +73,47 @@ class WorkerListView(JobQueueAPIView):
     )
     def get(self, request):
         return Response(WorkerSerializer(selectors.worker_processes(), many=True).data)
+
+
+class LostWorkerSerializer(serializers.Serializer):
+    """A worker process that went silent and was forgotten once its jobs were taken back."""
+
+    worker_id = serializers.CharField(help_text="host-pid, as it was listed while alive.")
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    supervisor_pid = serializers.IntegerField(allow_null=True)
+    threads = serializers.IntegerField()
+    started_at = ISODateTimeField()
+    last_heartbeat_at = ISODateTimeField(help_text="Its last heartbeat: when it was last seen.")
+    forgotten_at = ISODateTimeField(help_text=(
+        "When it left the list of workers: the reaper had taken back every job it held."))
+    jobs_done = serializers.IntegerField(help_text="Attempts its threads finished before.")
+    jobs_requeued = serializers.IntegerField(help_text=(
+        "Jobs it held that the reaper put back in the queue once their leases expired."))
+    jobs_failed = serializers.IntegerField(help_text=(
+        "Jobs it held that the reaper failed for good (no attempt left)."))
+
+
+class LostWorkerListView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Worker processes lost in the last day, newest first", tags=["workers"],
+        operation_id="v1_workers_lost_list",
+        description="A process that stops beating is listed by GET workers/ as lost until the "
+                    "reaper has taken back the jobs it held; then it moves here, with when it "
+                    "was last seen, when it was forgotten and how many of its jobs were "
+                    "requeued or failed. Kept for a day; at most the latest "
+                    f"{selectors.LOST_WORKERS_LISTED}.",
+        responses={200: OpenApiResponse(LostWorkerSerializer(many=True), examples=[
+            OpenApiExample("lost", response_only=True, value=[{
+                "worker_id": "vm-1-4242", "hostname": "vm-1", "pid": 4242,
+                "supervisor_pid": None, "threads": 4, "started_at": "2026-01-01T01:00:00Z",
+                "last_heartbeat_at": "2026-01-01T02:10:00Z",
+                "forgotten_at": "2026-01-01T02:10:40Z", "jobs_done": 1200,
+                "jobs_requeued": 3, "jobs_failed": 1}])]),
+            **errors(401, 403, 503)},
+    )
+    def get(self, request):
+        return Response(LostWorkerSerializer(selectors.lost_workers(), many=True).data)

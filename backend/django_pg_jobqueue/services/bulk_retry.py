@@ -19,7 +19,8 @@ from .. import conf, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..exceptions import InvalidJobArgument
-from . import dependencies
+from ..states import OperatorAction
+from . import audit_log, dependencies
 
 
 def _params(*, bulk: bool, actor: str) -> dict:
@@ -38,6 +39,7 @@ def retry_jobs(ids: Iterable[int], *, actor: str = "") -> list[int]:
         cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)
         cur.execute(sql.RETRY_JOBS, {"ids": list(ids), **_params(bulk=False, actor=actor)})
         _, _, retried, _, waiting = cur.fetchone()
+        audit_log.record_jobs(OperatorAction.RETRY, retried or [], actor=actor)
     if waiting:  # after the commit: a later statement sees what finished meanwhile
         dependencies.settle_jobs(waiting)
     return list(retried or [])
@@ -49,6 +51,12 @@ def retry_ids(ids: Iterable[int], *, actor: str = "") -> tuple[int, list[int]]:
     unique = list(dict.fromkeys(ids))
     retried = set(retry_jobs(unique, actor=actor))
     return len(retried), [job_id for job_id in unique if job_id not in retried]
+
+
+def _filters_as_data(given: dict) -> dict:
+    """The dead letter's filters as the audit log keeps them (times as ISO 8601 text)."""
+    return {"filter": {k: v.isoformat() if isinstance(v, datetime) else v
+                       for k, v in given.items()}}
 
 
 def retry_matching(*, type: str | None = None, error_contains: str | None = None,
@@ -83,6 +91,8 @@ def retry_matching(*, type: str | None = None, error_contains: str | None = None
             cur.execute(sql.EVENTS_HISTORY_LOCK_SHARED)  # as in retry_jobs
             cur.execute(statement, params)
             last_id, picked, retried, _, waiting = cur.fetchone()
+            audit_log.record_jobs(OperatorAction.RETRY, retried or [], actor=actor,
+                                  data={"bulk": True, **_filters_as_data(given)})
         if waiting:
             dependencies.settle_jobs(waiting)
         total += len(retried or [])

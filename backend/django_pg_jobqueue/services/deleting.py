@@ -8,13 +8,14 @@ from .. import sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..exceptions import InvalidTransition, JobNotFound
-from ..states import parse_job_id
+from ..states import AuditTarget, OperatorAction, parse_job_id
+from . import audit_log
 
 
 def delete(job_id, *, actor: str = "") -> int:
     """Delete the finished job `job_id` and every one of its events, in one transaction.
-    Returns how many events went with it. `actor` is accepted for symmetry with cancel and
-    retry (nothing is left to record it on: the job's history goes with it)."""
+    Returns how many events went with it. The job's history goes with it: the audit log's
+    entry (`actor`, the job's id) is what says who deleted it."""
     parsed = parse_job_id(job_id)
     if parsed is None:
         raise JobNotFound(job_id)
@@ -28,4 +29,7 @@ def delete(job_id, *, actor: str = "") -> int:
                     raise JobNotFound(parsed)
                 raise InvalidTransition(parsed, "delete", row[0])
             cur.execute(sql.DELETE_JOB_EVENTS, [parsed])
-            return cur.rowcount
+            events = cur.rowcount
+        audit_log.record(OperatorAction.DELETE, AuditTarget.JOB, parsed, actor=actor,
+                         data={"events": events})
+        return events

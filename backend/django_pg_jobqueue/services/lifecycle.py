@@ -19,6 +19,7 @@ from ..exceptions import LeaseLost
 from ..retries import RetryPolicy
 from ..states import PREFETCH_WORKER_SUFFIX
 from . import dependencies
+from .workers import count_taken_back
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
 
@@ -367,4 +368,8 @@ def settle_dead_process(process_id: str, *, running: list[int], cause: str,
             if job_id not in started]
     if rest:
         done.released = release_many(rest, message=f"{cause} before it ran this job")
+    # Its row is kept (it turns lost, then the reaper forgets it): the lost workers' history
+    # says what became of its jobs, whether the reaper or its supervisor took them back.
+    count_taken_back(process_id, requeued=len(done.retried) + len(done.released),
+                     failed=len(done.failed))
     return done

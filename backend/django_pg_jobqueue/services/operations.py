@@ -1,6 +1,8 @@
 """Operator transitions, used alike by the Python API (`django_pg_jobqueue.cancel`, `.retry`),
 the REST API, the admin and the UI: cancel, retry, and the edit of a job that has not started
 (its priority, its run time, run it now)."""
+import json
+
 from .. import conf, db, sql
 from ..arguments import check_int, check_run_at
 from ..db import atomic as queue_atomic
@@ -17,11 +19,13 @@ from ..states import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     RETRYABLE_BY_OPERATOR,
+    AuditTarget,
     EventKind,
+    OperatorAction,
     Status,
     parse_job_id,
 )
-from . import dependencies
+from . import audit_log, dependencies
 from .bulk_retry import retry_jobs
 from .preparing import check_api_priority, check_api_run_time
 
@@ -50,6 +54,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
                 cur.execute(sql.NOTIFY_OUTCOMES, [str(job.pk)])
             if job.has_dependants:
                 dependencies.settle([job.pk])
+            audit_log.record(OperatorAction.CANCEL, AuditTarget.JOB, job.pk, actor=actor,
+                             data={"status": job.status})
         elif job.status == Status.RUNNING:
             if job.cancel_requested_at is None:
                 Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(
@@ -58,6 +64,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
                 JobEvent.objects.create(job=job, kind=EventKind.CANCEL_REQUESTED,
                                         attempt=job.attempts, worker_id=job.locked_by,
                                         message=f"cancel requested{_by(actor)}")
+                audit_log.record(OperatorAction.CANCEL, AuditTarget.JOB, job.pk, actor=actor,
+                                 data={"status": job.status})
         else:
             raise InvalidTransition(job.pk, "cancel", job.status)
     job.refresh_from_db()
@@ -149,4 +157,9 @@ def _edit(job_id, *, priority, run_at, run_now: bool, actor: str) -> Job:
             if not status:
                 raise JobNotFound(job_id)
             raise InvalidTransition(parsed, "run_now" if run_now else "edit", status[0][0])
+        changed = rows[0][2]  # jsonb, as text: Django's connections load no JSON
+        changed = json.loads(changed) if isinstance(changed, str) else changed
+        if changed:  # as its event: nothing changed, nothing recorded
+            audit_log.record(OperatorAction.RUN_NOW if run_now else OperatorAction.EDIT,
+                             AuditTarget.JOB, parsed, actor=actor, data=changed)
     return Job.objects.get(pk=parsed)

@@ -12,45 +12,60 @@ leaves a phantom paused queue behind. A queue exists when (`queue_exists`):
 A setting that no longer says anything (resumed, no limit) for a queue that nothing else makes
 exist is removed: that is how a phantom queue left by an older version disappears.
 """
-from django.db import transaction
-
 from .. import conf, db, sql
 from ..catalogue import queue_exists
+from ..db import atomic as queue_atomic
 from ..exceptions import QueueNotFound
 from ..models import QueueSetting, TxNow
+from ..states import AuditTarget, OperatorAction
+from . import audit_log
+
+# What a queue without a setting row is: running, no limit.
+_NO_SETTING = {"paused": False, "concurrency_limit": None}
 
 
-def _update_queue(queue: str, **fields) -> QueueSetting:
-    with transaction.atomic():
+def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> QueueSetting:
+    """Write the queue's setting and, if it changed, the audit log's entry (old and new values
+    of what changed), in one transaction on the queue's database."""
+    with queue_atomic():
         if not queue_exists(queue):
             raise QueueNotFound(queue)
+        before = QueueSetting.objects.select_for_update().filter(queue=queue).first()
         setting, _ = QueueSetting.objects.update_or_create(
             queue=queue, defaults={**fields, "updated_at": TxNow()})
         setting.refresh_from_db()
+        old = {name: getattr(before, name) if before else _NO_SETTING[name] for name in fields}
+        changed = {name: [old[name], value] for name, value in fields.items()
+                   if old[name] != value}
+        if changed:
+            audit_log.record(action, AuditTarget.QUEUE, queue, actor=actor, data=changed)
         if (not setting.paused and setting.concurrency_limit is None
                 and not queue_exists(queue, setting_counts=False)):
             setting.delete()  # says nothing, for a queue nothing else makes exist
     return setting
 
 
-def pause_queue(queue: str) -> QueueSetting:
-    """Workers stop claiming `queue`'s jobs. QueueNotFound (a LookupError) if it does not exist."""
-    return _update_queue(queue, paused=True)
+def pause_queue(queue: str, *, actor: str = "") -> QueueSetting:
+    """Workers stop claiming `queue`'s jobs. QueueNotFound (a LookupError) if it does not exist.
+    `actor`: who did it, for the audit log."""
+    return _update_queue(queue, OperatorAction.PAUSE_QUEUE, actor, paused=True)
 
 
-def resume_queue(queue: str) -> QueueSetting:
+def resume_queue(queue: str, *, actor: str = "") -> QueueSetting:
     """Workers claim `queue`'s jobs again, woken at commit (a NOTIFY of the queue, as an
     enqueue sends) rather than at their next poll. QueueNotFound if it does not exist."""
-    with transaction.atomic():
-        setting = _update_queue(queue, paused=False)
+    with queue_atomic():
+        setting = _update_queue(queue, OperatorAction.RESUME_QUEUE, actor, paused=False)
         if conf.get().LISTEN_NOTIFY:
             db.fetch_all(sql.NOTIFY_QUEUE, [sql.NOTIFY_CHANNEL, queue])
     return setting
 
 
-def set_queue_limit(queue: str, concurrency_limit: int | None) -> QueueSetting:
+def set_queue_limit(queue: str, concurrency_limit: int | None, *,
+                    actor: str = "") -> QueueSetting:
     """At most `concurrency_limit` jobs of this queue run at once across all workers (None: no
     limit). QueueNotFound if the queue does not exist."""
     if concurrency_limit is not None and concurrency_limit < 1:
         raise ValueError("concurrency_limit must be at least 1, or None for no limit")
-    return _update_queue(queue, concurrency_limit=concurrency_limit)
+    return _update_queue(queue, OperatorAction.SET_QUEUE_LIMIT, actor,
+                         concurrency_limit=concurrency_limit)

@@ -6,6 +6,7 @@ from .. import conf, middleware, sql
 from ..db import queue_connection
 from . import dependencies
 from .claiming import _claimed
+from .workers import count_reaped
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
 
@@ -31,6 +32,7 @@ def reap(*, limit: int = 500) -> dict[str, int]:
                 "retry_max": c.RETRY_MAX_SECONDS, "retry_jitter": c.RETRY_JITTER,
             })
             rows = cur.fetchall()
+        count_reaped([row[:3] for row in rows])  # the lost workers' history says so
         finished = [row[0] for row in rows if row[1] not in ("queued", "released")]
         if finished:  # failed for good or cancelled: the jobs waiting for them next
             dependencies.settle(finished)

@@ -15,7 +15,8 @@ row true to what happened.
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
 from ..models import Job, JobEvent
-from ..states import EventKind, Status, parse_job_id
+from ..states import AuditTarget, EventKind, OperatorAction, Status, parse_job_id
+from . import audit_log
 from .enqueuing import enqueue
 
 
@@ -35,4 +36,6 @@ def rerun(job_id, *, actor: str = "") -> Job:
         by = f" by {actor}" if actor else ""
         JobEvent.objects.filter(job_id=copy.pk, kind=EventKind.CREATED).update(
             message=f"re-run of job #{original.pk}{by}", data={"rerun_of": original.pk})
+        audit_log.record(OperatorAction.RERUN, AuditTarget.JOB, original.pk, actor=actor,
+                         data={"copy": copy.pk})
     return copy

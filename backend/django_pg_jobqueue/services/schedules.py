@@ -23,7 +23,8 @@ from ..exceptions import ScheduleInvalid
 from ..models import Job, JobEvent
 from ..periodic import PeriodicEntry
 from ..periodic import entry as periodic_entry
-from ..states import EventKind
+from ..states import AuditTarget, EventKind, OperatorAction
+from . import audit_log
 from .enqueuing import enqueue_or_get
 
 
@@ -68,24 +69,30 @@ def run_schedule(name: str, *, actor: str = "") -> Job:
         JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CREATED).update(
             message=f"run now: periodic schedule {name!r}{by}",
             data={"schedule": name, "run_now": True})
+        audit_log.record(OperatorAction.RUN_SCHEDULE, AuditTarget.SCHEDULE, name, actor=actor,
+                         data={"job": job.pk})
     return job
 
 
-def _set_paused(name: str, statement: str) -> bool:
+def _set_paused(name: str, statement: str, action: OperatorAction, actor: str) -> bool:
     periodic_entry(name)
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(statement, [name])
-        return cur.fetchone() is not None
+        changed = cur.fetchone() is not None
+        if changed:  # a pause of a paused schedule changes nothing: no entry
+            audit_log.record(action, AuditTarget.SCHEDULE, name, actor=actor)
+        return changed
 
 
-def pause_schedule(name: str) -> bool:
-    """Pause schedule `name`; True if it was running (False: already paused)."""
-    return _set_paused(name, sql.PAUSE_SCHEDULE_IF_RUNNING)
+def pause_schedule(name: str, *, actor: str = "") -> bool:
+    """Pause schedule `name`; True if it was running (False: already paused). `actor`: who
+    did it, for the audit log."""
+    return _set_paused(name, sql.PAUSE_SCHEDULE_IF_RUNNING, OperatorAction.PAUSE_SCHEDULE, actor)
 
 
-def resume_schedule(name: str) -> bool:
+def resume_schedule(name: str, *, actor: str = "") -> bool:
     """Resume schedule `name`; True if it was paused (False: it was not)."""
-    return _set_paused(name, sql.RESUME_SCHEDULE_IF_PAUSED)
+    return _set_paused(name, sql.RESUME_SCHEDULE_IF_PAUSED, OperatorAction.RESUME_SCHEDULE, actor)
 
 
 def record_schedules() -> list[str]:

@@ -38,14 +38,49 @@ def adopt_prefetched(items: list[tuple[int, object, str]]) -> set[int]:
     return {row[0] for row in rows}
 
 
+# How long a forgotten lost worker stays in the workers page's history (job_lost_workers).
+LOST_WORKERS_KEPT_SECONDS = 24 * 3600
+
+
 def forget_lost_workers(*, silent_seconds: float) -> int:
-    """Delete the rows of worker processes silent longer than `silent_seconds` whose threads
-    no running job names any more; return how many."""
+    """Move the rows of worker processes silent longer than `silent_seconds` whose threads
+    no running job names any more to the lost workers' history (pruning entries older than
+    LOST_WORKERS_KEPT_SECONDS); return how many."""
     with queue_connection().cursor() as cur:
-        cur.execute(sql.FORGET_LOST_WORKERS, {"silent_seconds": float(silent_seconds)})
-        if cur.rowcount:
-            log.info("forgot %d lost worker process(es): silent and holding no job", cur.rowcount)
-        return cur.rowcount
+        cur.execute(sql.FORGET_LOST_WORKERS, {"silent_seconds": float(silent_seconds),
+                                              "kept_seconds": float(LOST_WORKERS_KEPT_SECONDS)})
+        forgotten = cur.fetchone()[0]
+        if forgotten:
+            log.info("forgot %d lost worker process(es): silent and holding no job", forgotten)
+        return forgotten
+
+
+def count_reaped(rows) -> None:
+    """Count, on each worker process's row, the jobs the reaper took back from its threads:
+    `rows` are (job id, new status, locked_by) of the reap ("queued" and "released":
+    requeued; "failed": failed for good; a cancel that won is neither)."""
+    counts: dict[str, list[int]] = {}
+    for _, status, locked_by in rows:
+        if not locked_by or status not in ("queued", "released", "failed"):
+            continue
+        process = locked_by.rsplit("-", 1)[0]
+        pair = counts.setdefault(process, [0, 0])
+        pair[status == "failed"] += 1
+    if counts:
+        _count(list(counts), [c[0] for c in counts.values()], [c[1] for c in counts.values()])
+
+
+def count_taken_back(process_id: str, *, requeued: int, failed: int) -> None:
+    """Count, on a dead process's row, the jobs its supervisor took back at once
+    (lifecycle.settle_dead_process): requeued (retried or released) and failed for good."""
+    if requeued or failed:
+        _count([process_id], [requeued], [failed])
+
+
+def _count(ids: list[str], requeued: list[int], failed: list[int]) -> None:
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.COUNT_REAPED_BY_PROCESS,
+                    {"ids": ids, "requeued": requeued, "failed": failed})
 
 
 def take_leadership(role: str, holder: str, lease_seconds: float) -> bool:

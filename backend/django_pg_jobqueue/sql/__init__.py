@@ -13,7 +13,7 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
   wake-up) and the test helpers' shortcuts;
 - reads: read models (the job list's search, a job's links, the event feed, schedules' jobs,
   throughput, metrics, the dashboard, queue_status, the health check);
-- audit: audit_jobs' invariant checks;
+- audit: audit_jobs' invariant checks; audit_log: the operator actions' log;
 - workers: worker processes' rows (heartbeat, stopped and lost workers), the maintenance
   leader's lease and the stager;
 - waits: durable waits (a running job parked until a time or a signal) and signals sent;
@@ -33,6 +33,7 @@ token. All times come from the database clock, `now()`.
 """
 # ruff: noqa: F403 (each module's public names are the package's)
 from .audit import *
+from .audit_log import *
 from .claim import *
 from .dependencies import *
 from .enqueue import *

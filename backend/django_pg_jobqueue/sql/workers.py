@@ -55,12 +55,42 @@ REMOVE_STOPPED_WORKERS = "DELETE FROM job_workers WHERE id = ANY(%(ids)s::text[]
 
 # A worker process's row is kept while it is lost (silent, shown as lost with what it held)
 # and forgotten once it has been silent longer than %(silent_seconds)s and no running job names
-# one of its threads any longer (the reaper requeued them). Run by the reaper.
+# one of its threads any longer (the reaper requeued them). Run by the reaper. The row moves
+# to job_lost_workers (the workers page's recently lost), with what the reaper did with its
+# jobs, in the same statement; entries forgotten more than %(kept_seconds)s ago go.
+# Returns how many rows were forgotten.
 FORGET_LOST_WORKERS = """
-DELETE FROM job_workers w
-WHERE w.heartbeat_at < now() - make_interval(secs => %(silent_seconds)s)
-  AND NOT EXISTS (SELECT 1 FROM jobs j
-                  WHERE j.status = 'running' AND j.locked_by LIKE w.id || '-%%')
+WITH gone AS (
+    DELETE FROM job_workers w
+    WHERE w.heartbeat_at < now() - make_interval(secs => %(silent_seconds)s)
+      AND NOT EXISTS (SELECT 1 FROM jobs j
+                      WHERE j.status = 'running' AND j.locked_by LIKE w.id || '-%%')
+    RETURNING w.*
+),
+kept AS (
+    INSERT INTO job_lost_workers (worker_id, hostname, pid, supervisor_pid, threads,
+                                  started_at, last_heartbeat_at, forgotten_at, jobs_done,
+                                  jobs_requeued, jobs_failed)
+    SELECT id, hostname, pid, supervisor_pid, threads, started_at, heartbeat_at, now(),
+           jobs_done, jobs_requeued, jobs_failed
+    FROM gone
+),
+pruned AS (
+    DELETE FROM job_lost_workers
+    WHERE forgotten_at < now() - make_interval(secs => %(kept_seconds)s)
+)
+SELECT count(*) FROM gone
+"""
+
+# What the reaper (services.reap: leases expired) or a supervisor (settle_dead_process: a
+# child died) did with the jobs of each process: counted on the process's row, so that its
+# lost-worker entry says how many jobs were requeued and failed. A process whose row is gone
+# already is not counted.
+COUNT_REAPED_BY_PROCESS = """
+UPDATE job_workers w
+SET jobs_requeued = w.jobs_requeued + c.requeued, jobs_failed = w.jobs_failed + c.failed
+FROM unnest(%(ids)s::text[], %(requeued)s::int[], %(failed)s::int[]) AS c(id, requeued, failed)
+WHERE w.id = c.id
 """
 
 # --- the maintenance leader: one lease row per role (worker/leader.py) -----------------------

@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: operator actions, newest first
+         * @description Every action an operator took through the API, the admin, the dashboard or the Python API that changed something: who (`actor`), what (`action`), on what (`target_kind`, `target`), when (`at`) and with what (`data`). Each is recorded in the transaction that did it. Filters are exact and combine. Paginated (`page`, `page_size`). Needs view_auditlogentry (superusers have it; JOB_API_PUBLIC_READ does not open it).
+         */
+        get: operations["v1_audit_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/csrf/": {
         parameters: {
             query?: never;
@@ -599,25 +619,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers/lost/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Worker processes lost in the last day, newest first
+         * @description A process that stops beating is listed by GET workers/ as lost until the reaper has taken back the jobs it held; then it moves here, with when it was last seen, when it was forgotten and how many of its jobs were requeued or failed. Kept for a day; at most the latest 50.
+         */
+        get: operations["v1_workers_lost_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
          * @description * `cancel` - cancel
-         *     * `retry` - retry
-         *     * `rerun` - rerun
-         *     * `run_now` - run_now
-         *     * `delete` - delete
-         * @enum {string}
-         */
-        ActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "delete";
-        /**
-         * @description * `cancel` - cancel
          *     * `run` - run
          * @enum {string}
          */
         AfterFailureEnum: "cancel" | "run";
+        /** @description One operator action. */
+        AuditLogEntry: {
+            id: number;
+            /**
+             * Format: date-time
+             * @description When: the time of the transaction that did it.
+             */
+            at: string;
+            /** @description Who: the user's name ("" : code that named no one). */
+            actor: string;
+            /**
+             * @description What: the service's name (cancel, retry, rerun, run_now, edit, delete, pause_queue, resume_queue, set_queue_limit, run_schedule, pause_schedule, resume_schedule).
+             *
+             *     * `cancel` - cancel
+             *     * `retry` - retry
+             *     * `rerun` - rerun
+             *     * `run_now` - run_now
+             *     * `edit` - edit
+             *     * `delete` - delete
+             *     * `pause_queue` - pause_queue
+             *     * `resume_queue` - resume_queue
+             *     * `set_queue_limit` - set_queue_limit
+             *     * `run_schedule` - run_schedule
+             *     * `pause_schedule` - pause_schedule
+             *     * `resume_schedule` - resume_schedule
+             */
+            action: components["schemas"]["AuditLogEntryActionEnum"];
+            target_kind: components["schemas"]["TargetKindEnum"];
+            /** @description A job's id, a queue's or a schedule's name. */
+            target: string;
+            /**
+             * @description What changed: a queue's `paused` or `concurrency_limit` as [old, new], an edited job's `priority` or `available_at` as [old, new], a cancelled job's `status` before, a re-run's `copy`, a run-now schedule's `job`, a deleted job's `events`, a bulk retry's `bulk` and `filter`.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description * `cancel` - cancel
+         *     * `retry` - retry
+         *     * `rerun` - rerun
+         *     * `run_now` - run_now
+         *     * `edit` - edit
+         *     * `delete` - delete
+         *     * `pause_queue` - pause_queue
+         *     * `resume_queue` - resume_queue
+         *     * `set_queue_limit` - set_queue_limit
+         *     * `run_schedule` - run_schedule
+         *     * `pause_schedule` - pause_schedule
+         *     * `resume_schedule` - resume_schedule
+         * @enum {string}
+         */
+        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "run_schedule" | "pause_schedule" | "resume_schedule";
         BulkCreated: {
             count: number;
             jobs: components["schemas"]["JobEnqueued"][];
@@ -762,6 +849,15 @@ export interface components {
             readonly debounce_key: string | null;
         };
         /**
+         * @description * `cancel` - cancel
+         *     * `retry` - retry
+         *     * `rerun` - rerun
+         *     * `run_now` - run_now
+         *     * `delete` - delete
+         * @enum {string}
+         */
+        JobActionActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "delete";
+        /**
          * @description The job list's filter parameters (GET /api/v1/jobs/), as an object; the list's own
          *     filter set (api/filters.py JobFilter) applies them, so both select the same jobs.
          */
@@ -802,7 +898,7 @@ export interface components {
              *     * `run_now` - run_now
              *     * `delete` - delete
              */
-            action: components["schemas"]["ActionEnum"];
+            action: components["schemas"]["JobActionActionEnum"];
             /** @description These jobs (1 to 1,000 ids). Not with `filter` or `all`. */
             ids?: number[];
             /** @description Every job matching these list filters (all of them), at least one of them given: `{}` is a 400 (send `"all": true` to mean every job). Processed in batches by id, each its own short transaction. Not with `ids`. */
@@ -1173,6 +1269,33 @@ export interface components {
             username: string;
             password: string;
         };
+        /** @description A worker process that went silent and was forgotten once its jobs were taken back. */
+        LostWorker: {
+            /** @description host-pid, as it was listed while alive. */
+            worker_id: string;
+            hostname: string;
+            pid: number;
+            supervisor_pid: number | null;
+            threads: number;
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its last heartbeat: when it was last seen.
+             */
+            last_heartbeat_at: string;
+            /**
+             * Format: date-time
+             * @description When it left the list of workers: the reaper had taken back every job it held.
+             */
+            forgotten_at: string;
+            /** @description Attempts its threads finished before. */
+            jobs_done: number;
+            /** @description Jobs it held that the reaper put back in the queue once their leases expired. */
+            jobs_requeued: number;
+            /** @description Jobs it held that the reaper failed for good (no attempt left). */
+            jobs_failed: number;
+        };
         Metrics: {
             /** Format: date-time */
             generated_at: string;
@@ -1209,6 +1332,21 @@ export interface components {
         };
         /** @enum {unknown} */
         NullEnum: null;
+        PaginatedAuditLogEntryList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["AuditLogEntry"][];
+        };
         PaginatedJobList: {
             /** @example 123 */
             count: number;
@@ -1395,6 +1533,13 @@ export interface components {
          * @enum {string}
          */
         StateEnum: "alive" | "lost";
+        /**
+         * @description * `job` - job
+         *     * `queue` - queue
+         *     * `schedule` - schedule
+         * @enum {string}
+         */
+        TargetKindEnum: "job" | "queue" | "schedule";
         Throughput: {
             range: string;
             bucket_seconds: number;
@@ -1500,6 +1645,8 @@ export interface components {
             delete: boolean;
             /** @description Set a queue's concurrency limit (change_queuesetting). */
             change_queue: boolean;
+            /** @description Read the audit log, who did what (view_auditlogentry). */
+            view_audit_log: boolean;
         };
         /** @description The jobs by the states an operator filters by (`?state=`): queued split in three. */
         _CountsByState: {
@@ -1694,6 +1841,85 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    v1_audit_list: {
+        parameters: {
+            query?: {
+                /** @description Only this action. */
+                action?: "cancel" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_limit";
+                /** @description Exactly this user's actions ("" : code's). */
+                actor?: string;
+                /** @description Which field to use when ordering the results. */
+                ordering?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /** @description Only actions on this target (a job's id, a queue's or a schedule's name; with `target_kind` to tell a queue from a schedule of the same name). */
+                target?: string;
+                /** @description Only actions on jobs, on queues or on schedules. */
+                target_kind?: "job" | "queue" | "schedule";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditLogEntryList"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3735,6 +3961,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Worker"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_workers_lost_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LostWorker"][];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

@@ -24,6 +24,7 @@ export type ThroughputRange = NonNullable<ThroughputParams["range"]>;
 export type Schedule = Schemas["Schedule"];
 export type ScheduleTick = Schemas["ScheduleTick"];
 export type Worker = Schemas["Worker"];
+export type LostWorker = Schemas["LostWorker"];
 export type RetryMatching = Schemas["JobRetryMatchingRequest"];
 export type RetryMatchingResult = Schemas["JobRetryMatchingResult"];
 export type JobActions = Schemas["JobActionRequest"];
@@ -31,6 +32,11 @@ export type JobActionFilter = Schemas["JobActionFilterRequest"];
 export type JobActionResult = Schemas["JobActionResult"];
 export type BulkAction = JobActions["action"];
 export type JobStatus = Job["status"];
+export type AuditLogEntry = Schemas["AuditLogEntry"];
+export type AuditLogPage = Schemas["PaginatedAuditLogEntryList"];
+/** The audit log's query parameters (filters and page), as the API declares them. */
+export type AuditLogParams = NonNullable<paths["/api/v1/audit/"]["get"]["parameters"]["query"]>;
+export type AuditAction = AuditLogEntry["action"];
 
 export type WorkerProcess = Metrics["workers"]["processes"][number];
 export type ThroughputPoint = Metrics["throughput"][number];

@@ -2,9 +2,9 @@
 import { type Query, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
-import type { Worker } from "./types";
+import type { LostWorker, Worker } from "./types";
 
-export const workerKeys = { all: ["workers"] as const };
+export const workerKeys = { all: ["workers"] as const, lost: ["workers", "lost"] as const };
 
 // Asked again this long after a live process would turn lost (the server's `lost_in_seconds`):
 // the request then lands just after the server calls it lost, not up to a refresh later.
@@ -32,5 +32,14 @@ export function workersOptions(intervalMs = 2000) {
     ...poll,
     refetchInterval: (query: Query<Worker[], Error, Worker[], readonly unknown[]>) =>
       nextWorkersPoll(poll.refetchInterval(query), query.state.error ? undefined : query.state.data),
+  });
+}
+
+/** Processes lost in the last day, forgotten once the reaper took their jobs back (`workers/lost/`). */
+export function lostWorkersOptions(intervalMs = 10_000) {
+  return queryOptions({
+    queryKey: workerKeys.lost,
+    queryFn: ({ signal }) => api.get<LostWorker[]>("workers/lost/", { signal }),
+    ...polling<LostWorker[]>(intervalMs),
   });
 }

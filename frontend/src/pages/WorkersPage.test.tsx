@@ -1,6 +1,6 @@
 import { screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Worker } from "../api/types";
+import type { LostWorker, Worker } from "../api/types";
 import { expectCardLabels } from "../test/cards";
 import { worker } from "../test/factories";
 import { renderWithClient } from "../test/render";
@@ -21,10 +21,13 @@ const lost = worker({
 });
 
 /** The workers page, the API answering `rows`. */
-function renderWorkers(rows: Worker[]) {
+function renderWorkers(rows: Worker[], lostRows: LostWorker[] = []) {
   vi.stubGlobal(
     "fetch",
-    vi.fn(async () => new Response(JSON.stringify(rows), { status: 200 })),
+    vi.fn(
+      async (url: string) =>
+        new Response(JSON.stringify(url.includes("workers/lost/") ? lostRows : rows), { status: 200 }),
+    ),
   );
   renderWithClient(<WorkersPage />);
 }
@@ -81,5 +84,37 @@ describe("formatMemory and groupWorkers", () => {
       ["vm-1 · supervisor 4240", 2],
       ["vm-2", 1],
     ]);
+  });
+
+  it("lists the processes lost in the last day, with when last seen and what became of their jobs", async () => {
+    const gone = (id: string, requeued: number, failed: number): LostWorker => ({
+      worker_id: id,
+      hostname: "vm-1",
+      pid: 4250,
+      supervisor_pid: null,
+      threads: 4,
+      started_at: "2026-01-01T00:00:00Z",
+      last_heartbeat_at: new Date(Date.now() - 120_000).toISOString(),
+      forgotten_at: new Date(Date.now() - 60_000).toISOString(),
+      jobs_done: 12,
+      jobs_requeued: requeued,
+      jobs_failed: failed,
+    });
+    renderWorkers([alive], [gone("vm-1-4250", 3, 1), gone("vm-1-4251", 0, 0)]);
+    const table = await screen.findByTestId("lost-workers-table");
+    expect(screen.getByRole("heading", { name: "Recently lost" })).toBeInTheDocument();
+    const row = (id: string) => table.querySelector<HTMLElement>(`tr[data-lost-worker="${id}"]`)!;
+    expect(within(row("vm-1-4250")).getByTestId("lost-worker-jobs")).toHaveTextContent(
+      "3 requeued, 1 failed (no attempt left)",
+    );
+    expect(row("vm-1-4250")).toHaveTextContent("2 min 00 s ago");
+    expect(within(row("vm-1-4251")).getByTestId("lost-worker-jobs")).toHaveTextContent("held none");
+    expectCardLabels(table);
+  });
+
+  it("shows no lost section when none was lost in the last day", async () => {
+    renderWorkers([alive]);
+    await screen.findByText("vm-1-4242");
+    expect(screen.queryByTestId("lost-workers-table")).toBeNull();
   });
 });

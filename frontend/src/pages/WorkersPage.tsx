@@ -1,9 +1,13 @@
-/** The workers page's route: every worker process, polled; views/WorkersView.tsx renders them. */
+/**
+ * The workers page's route: every worker process, polled, and those lost in the last day;
+ * views/WorkersView.tsx renders them.
+ */
 import { useQuery } from "@tanstack/react-query";
-import { workersOptions } from "../api/workers";
+import { lostWorkersOptions, workersOptions } from "../api/workers";
 import { WorkersView } from "../views/WorkersView";
 
 export function WorkersPage() {
   const workers = useQuery(workersOptions());
-  return <WorkersView workers={workers} />;
+  const lost = useQuery(lostWorkersOptions());
+  return <WorkersView workers={workers} lost={lost} />;
 }

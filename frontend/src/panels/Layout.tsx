@@ -71,6 +71,11 @@ export function Layout({ user }: { user: User }) {
           <NavLink to="/schedules">Periodic jobs</NavLink>
           <NavLink to="/workers">Workers</NavLink>
           {user.can.create && <NavLink to="/jobs/new">Create job</NavLink>}
+          {user.can.view_audit_log && (
+            <NavLink to="/audit" title="Who cancelled, retried, edited, deleted or paused what, and when">
+              Audit log
+            </NavLink>
+          )}
           <NavLink to="/queues" end title="Every queue: what it holds and runs, its limit, paused or not">
             Queues
           </NavLink>

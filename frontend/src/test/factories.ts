@@ -19,6 +19,7 @@ export const CAN_ALL: User["can"] = {
   run_now: true,
   delete: true,
   change_queue: true,
+  view_audit_log: true,
 };
 
 /** A user who may only look. */
@@ -31,6 +32,7 @@ export const CAN_VIEW: User["can"] = {
   run_now: false,
   delete: false,
   change_queue: false,
+  view_audit_log: false,
 };
 
 /** An operator who may do everything (not staff); `can` merges into CAN_ALL. */

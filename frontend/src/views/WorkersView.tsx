@@ -1,9 +1,9 @@
 /**
  * The workers page as its route (pages/WorkersPage.tsx) loaded it: the processes grouped by
- * host and supervisor, one table a group (cards on a phone).
+ * host and supervisor, one table a group (cards on a phone), then those lost in the last day.
  */
 import { Link } from "react-router";
-import type { Worker } from "../api/types";
+import type { LostWorker, Worker } from "../api/types";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { formatRelative, formatTimestamp, useNow } from "../lib/time";
 import { placeJobs } from "../lib/workers";
@@ -27,7 +27,7 @@ export function groupWorkers(rows: Worker[]): [string, Worker[]][] {
 }
 
 /** Every worker process: its threads and queues, what it runs, memory, jobs done, started, last beat. */
-export function WorkersView({ workers }: { workers: Loaded<Worker[]> }) {
+export function WorkersView({ workers, lost }: { workers: Loaded<Worker[]>; lost: Loaded<LostWorker[]> }) {
   const rows = workers.data ?? [];
   return (
     <>
@@ -56,7 +56,64 @@ export function WorkersView({ workers }: { workers: Loaded<Worker[]> }) {
           groupWorkers(rows).map(([group, members]) => <WorkersTable key={group} title={group} rows={members} />)
         )}
       </section>
+      {(lost.data ?? []).length > 0 && <LostWorkersTable rows={lost.data!} />}
     </>
+  );
+}
+
+/** Processes forgotten once the reaper took their jobs back: the last day's, newest first. */
+function LostWorkersTable({ rows }: { rows: LostWorker[] }) {
+  const now = useNow(10_000);
+  return (
+    <section className="panel" aria-labelledby="lost-workers-title" style={{ marginTop: 14 }}>
+      <header>
+        <h2 id="lost-workers-title">Recently lost</h2>
+        <span className="faint">In the last day, once the reaper took their jobs back</span>
+      </header>
+      <div className="table-wrap">
+        <table data-testid="lost-workers-table" className="cards">
+          <thead>
+            <tr>
+              <th>Process</th>
+              <th>Last seen</th>
+              <th>Gone from the list</th>
+              <th>Its jobs</th>
+              <th>Jobs done</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((w) => (
+              <tr key={`${w.worker_id}-${w.forgotten_at}`} data-lost-worker={w.worker_id}>
+                <td className="mono card-title">
+                  {w.worker_id}
+                  <div className="sub">
+                    pid {w.pid}, {w.threads} thread{w.threads === 1 ? "" : "s"}
+                    {w.supervisor_pid !== null && `, supervisor ${w.supervisor_pid}`}
+                  </div>
+                </td>
+                <td className="nowrap card-time" data-label="Last seen" title={formatTimestamp(w.last_heartbeat_at)}>
+                  {formatRelative(w.last_heartbeat_at, now)}
+                </td>
+                <td className="nowrap" data-label="Gone from the list" title={formatTimestamp(w.forgotten_at)}>
+                  {formatRelative(w.forgotten_at, now)}
+                </td>
+                <td data-label="Its jobs" data-testid="lost-worker-jobs">
+                  {w.jobs_requeued === 0 && w.jobs_failed === 0 ? (
+                    <span className="faint">held none</span>
+                  ) : (
+                    <>
+                      {w.jobs_requeued} requeued
+                      {w.jobs_failed > 0 && <>, {w.jobs_failed} failed (no attempt left)</>}
+                    </>
+                  )}
+                </td>
+                <td data-label="Jobs done">{w.jobs_done}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
   );
 }
 
