@@ -16,6 +16,8 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - audit: audit_jobs' invariant checks;
 - workers: worker processes' rows (heartbeat, stopped and lost workers), the maintenance
   leader's lease and the stager;
+- rates: a rate limit checked or acquired from Python, its old starts pruned, its use read
+  (the claim counts its starts itself, in claim);
 - maintenance: pruning, job_events' partitions, the history's guard, connection sessions'
   set-up and reset.
 
@@ -38,6 +40,7 @@ from .enqueue import *
 from .lifecycle import *
 from .maintenance import *
 from .operations import *
+from .rates import *
 from .reads import *
 from .workers import *
 from .workflows import *
