@@ -242,7 +242,7 @@ def test_the_use_of_each_limit_is_read_for_the_metrics():
     ({"max_starts": 0}, "rate_limit_max_starts_positive"),
     ({"period_seconds": 0}, "rate_limit_period_within_bounds"),
     ({"period_seconds": 86401}, "rate_limit_period_within_bounds"),
-    ({"kind": "tenant"}, "rate_limit_kind_known"),
+    ({"kind": "job"}, "rate_limit_kind_known"),
 ])
 def test_the_database_refuses_an_impossible_limit(changes, constraint):
     from django.db import IntegrityError, transaction
