@@ -280,6 +280,14 @@ class QueueConf:
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
         at one rate.""")
+    RATE_LIMIT_POLL_SECONDS: float = setting(0.05, check_id=116, rule=number(0, above=True),
+                                             group="workers", doc="""
+        How often an idle lane claims again while a rate limit applies to its claims and it
+        found jobs within the limit's longest period (docs/how-to/rate-limits.md): a full
+        window holds jobs back without a notification saying when it frees, so the lane looks
+        again this soon (plus a jitter up to half of it) rather than backing off. Each look is
+        one claim under the limits' lock; a larger value costs fewer claims and leaves more of
+        the allowed rate unused.""")
     FETCH_COOLDOWN_SECONDS: float = setting(0.25, check_id=93, rule=number(0), group="workers",
                                             doc="""
         How long a worker's lane waits before it claims again on a notification, after a claim

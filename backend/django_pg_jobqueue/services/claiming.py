@@ -77,6 +77,12 @@ def _rate_limits_for(queues) -> tuple[list[RateLimitRow], bool, bool]:
     return (rates, any(r[0] != "key" for r in rates), any(r[0] == "key" for r in rates))
 
 
+def rate_window(queues: list[str] | tuple[str, ...] | None) -> float:
+    """The longest period of the rate limits a claim over `queues` counts against (0: none);
+    cached like queue_limits()."""
+    return max((r[3] for r in _rate_limits_for(queues)[0]), default=0.0)
+
+
 def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
     """Whether a claim over `queues` (None: every queue) runs under a concurrency or rate
     limit: a limit on one of those queues, or on any job type or key. Cached like
