@@ -687,6 +687,24 @@ class QueueConf:
             raise ImproperlyConfigured("; ".join(p.message for p in found))
         return self
 
+    def declared_rate_limits(self) -> list[tuple[str, str, int, float]]:
+        """JOB_RATE_LIMITS as (kind, name, max_starts, period_seconds)."""
+        rows = []
+        for entry in self.RATE_LIMITS:
+            kind = next(k for k in RATE_LIMIT_KINDS if k in entry)
+            rows.append((kind, entry[kind], int(entry["max_starts"]),
+                         float(entry["period_seconds"])))
+        return rows
+
+    def rate_limits_in_force(self, set_at_run_time) -> list[tuple[str, str, int, float]]:
+        """The rate limits in force: those set at run time (`set_at_run_time`: rows of
+        job_rate_limits), and those JOB_RATE_LIMITS declares for a queue, type or key that has
+        none set; in (kind, name) order."""
+        merged = {(r[0], r[1]): r for r in self.declared_rate_limits()}
+        merged.update({(kind, name): (kind, name, int(m), float(p))
+                       for kind, name, m, p in set_at_run_time})
+        return sorted(merged.values())
+
     def retention(self, status: str):
         """How long finished jobs of `status` are kept (a timedelta), or None: forever."""
         return parse_retention(getattr(self, f"RETENTION_{str(status).upper()}"))

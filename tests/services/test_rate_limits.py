@@ -10,9 +10,11 @@ from django.test import override_settings
 
 from django_pg_jobqueue import enqueue, rate_limit, remove_rate_limit, services, set_rate_limit
 from django_pg_jobqueue.exceptions import InvalidJobArgument, QueueNotFound
+from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job, RateStart
+from django_pg_jobqueue.selectors import rate_limits
 from django_pg_jobqueue.services import claiming
-from django_pg_jobqueue.services.rate_limits import prune_rate_starts, rate_limit_use
+from django_pg_jobqueue.services.rate_limits import prune_rate_starts
 from django_pg_jobqueue.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -235,7 +237,7 @@ def test_the_use_of_each_limit_is_read_for_the_metrics():
     starts_ago("type:noop", 1, weight=2)
     starts_ago("key:customer:1", 1)
     starts_ago("key:customer:1", 11)  # out of its window
-    assert rate_limit_use() == [("key:customer:1", 2, 10.0, 1), ("type:noop", 5, 60.0, 2)]
+    assert snapshot().rate_use == [("key:customer:1", 2, 10.0, 1), ("type:noop", 5, 60.0, 2)]
 
 
 @pytest.mark.parametrize("changes, constraint", [
@@ -253,3 +255,15 @@ def test_the_database_refuses_an_impossible_limit(changes, constraint):
     with pytest.raises(IntegrityError) as error, transaction.atomic():
         RateLimit.objects.filter(kind="type", name="noop").update(**changes)
     assert constraint in str(error.value)
+
+
+def test_the_limits_in_force_say_which_were_set_and_which_declared():
+    with override_settings(JOB_RATE_LIMITS=[{"type": "noop", "max_starts": 1, "period_seconds": 2},
+                                            {"queue": "default", "max_starts": 5,
+                                             "period_seconds": 1}]):
+        set_rate_limit(type="noop", max_starts=3, period_seconds=1)
+        assert rate_limits() == [
+            {"kind": "queue", "name": "default", "max_starts": 5, "period_seconds": 1.0,
+             "source": "declared"},
+            {"kind": "type", "name": "noop", "max_starts": 3, "period_seconds": 1.0,
+             "source": "set"}]

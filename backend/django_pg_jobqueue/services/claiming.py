@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .. import conf, db, sql
+from ..catalogue import RateLimitRow
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..registry import registry
@@ -18,7 +19,6 @@ _limits_lock = threading.Lock()
 _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
 # Rate limits as claims read them: (kind, name, max_starts, period_seconds), those set at run
 # time (job_rate_limits, read with the queue limits) over those JOB_RATE_LIMITS declares.
-RateLimitRow = tuple[str, str, int, float]
 _rate_limits: list[RateLimitRow] = []
 
 
@@ -37,29 +37,12 @@ def _refresh_probes() -> tuple[dict[str, int], bool]:
     raw, waiting, raw_rates = db.fetch_all(sql.CLAIM_PROBES, {})[0]
     limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
     rates = json.loads(raw_rates) if isinstance(raw_rates, str) else raw_rates
-    merged = merge_rate_limits((k, n, int(m), float(p)) for k, n, m, p in rates)
+    merged = conf.get().rate_limits_in_force(rates)
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
         _rate_limits = merged
     note_keyed_jobs(bool(waiting))
     return limits, bool(waiting)
-
-
-def merge_rate_limits(set_at_run_time) -> list[RateLimitRow]:
-    """The rate limits in force: those set at run time, and those JOB_RATE_LIMITS declares
-    for a queue, type or key that has none set."""
-    merged = {(kind, name): (kind, name, m, p) for kind, name, m, p in declared_rate_limits()}
-    merged.update({(kind, name): (kind, name, m, p) for kind, name, m, p in set_at_run_time})
-    return sorted(merged.values())
-
-
-def declared_rate_limits() -> list[RateLimitRow]:
-    """JOB_RATE_LIMITS as (kind, name, max_starts, period_seconds)."""
-    rows = []
-    for entry in conf.get().RATE_LIMITS:
-        kind = next(k for k in ("queue", "type", "key") if k in entry)
-        rows.append((kind, entry[kind], int(entry["max_starts"]), float(entry["period_seconds"])))
-    return rows
 
 
 def rate_limits() -> list[RateLimitRow]:

@@ -4,8 +4,8 @@ of a concurrency key (a key, or every key with a prefix: `customer:*`).
 The claim enforces them (sql.CLAIM_LIMITED, sql.CLAIM_KEYED: each start is written to the
 starts log, job_rate_starts, by the statement that claims the job); this module sets them at
 run time (`set_rate_limit`, `remove_rate_limit`: the API and the admin call these), checks
-and consumes them from Python outside a job (`rate_limit(...).try_acquire()`), reads their
-use for the metrics and prunes starts no window counts any more. Workers re-read the limits
+and consumes them from Python outside a job (`rate_limit(...).try_acquire()`) and prunes
+starts no window counts any more (their use is read by selectors.rate_limit_use). Workers re-read the limits
 at most once a second (services/claiming.py), so a new limit holds within a second.
 """
 from dataclasses import dataclass
@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from .. import db, sql
-from ..catalogue import queue_exists
+from ..catalogue import RateLimitRow, queue_exists, rate_limits_in_force
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidJobArgument, QueueNotFound
 from ..models import RateLimit, TxNow
 from ..states import MAX_RATE_WEIGHT, rate_limit_problem
-from .claiming import RateLimitRow, declared_rate_limits, forget_cached_limits, merge_rate_limits
+from .claiming import forget_cached_limits
 
 
 def _scope(queue: str | None, type: str | None, key: str | None) -> tuple[str, str]:  # noqa: A002
@@ -67,12 +67,6 @@ def remove_rate_limit(*, queue: str | None = None, type: str | None = None,  # n
     deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
     forget_cached_limits()
     return bool(deleted)
-
-
-def current_rate_limits() -> list[RateLimitRow]:
-    """The limits in force now, read afresh: those set at run time over those declared."""
-    return merge_rate_limits(
-        RateLimit.objects.values_list("kind", "name", "max_starts", "period_seconds"))
 
 
 def limit_for(kind: str, name: str, limits: list[RateLimitRow]) -> RateLimitRow | None:
@@ -126,7 +120,7 @@ class RateLimiter:
         if isinstance(weight, bool) or not isinstance(weight, int) or not (
                 1 <= weight <= MAX_RATE_WEIGHT):
             raise InvalidJobArgument("weight", f"must be a whole number from 1 to {MAX_RATE_WEIGHT}")
-        limit = limit_for(self.kind, self.name, current_rate_limits())
+        limit = limit_for(self.kind, self.name, rate_limits_in_force())
         if limit is None:
             return RateDecision(True, 0, None, None, None, 0.0)
         _, _, max_starts, period_seconds = limit
@@ -155,22 +149,10 @@ def rate_limit(key: str | None = None, *, queue: str | None = None,
     return RateLimiter(kind, name)
 
 
-def rate_limit_use() -> list[tuple[str, int, float, int]]:
-    """(scope, max_starts, period_seconds, weight used in its window) for each queue and type
-    limit, and each key with starts in the longest period: for /metrics."""
-    limits = current_rate_limits()
-    if not limits:
-        return []
-    return [(scope, int(m), float(p), int(used)) for scope, m, p, used in db.fetch_all(
-        sql.RATE_USE, {"rate_kinds": [r[0] for r in limits], "rate_names": [r[1] for r in limits],
-                       "rate_max": [r[2] for r in limits], "rate_periods": [r[3] for r in limits],
-                       "longest": max(r[3] for r in limits)})]
-
-
 def prune_rate_starts(*, batch_size: int = 10_000) -> int:
     """Delete the starts older than the longest period of any limit (all of them when no
     limit is left): no window counts them. Returns how many."""
-    limits = current_rate_limits()
+    limits = rate_limits_in_force()
     keep = max((r[3] for r in limits), default=0.0)
     deleted = 0
     while True:
@@ -182,6 +164,5 @@ def prune_rate_starts(*, batch_size: int = 10_000) -> int:
             return deleted
 
 
-__all__ = ["RateDecision", "RateLimiter", "current_rate_limits", "declared_rate_limits",
-           "limit_for", "prune_rate_starts", "rate_limit", "rate_limit_use", "remove_rate_limit",
-           "set_rate_limit"]
+__all__ = ["RateDecision", "RateLimiter", "limit_for", "prune_rate_starts", "rate_limit",
+           "remove_rate_limit", "set_rate_limit"]

@@ -47,6 +47,9 @@ DELETE FROM job_rate_starts WHERE id IN (
     LIMIT %(batch_size)s)
 """
 
+# The rate limits set at run time, for the metrics (which merge in JOB_RATE_LIMITS).
+METRICS_RATE_LIMITS = "SELECT kind, name, max_starts, period_seconds FROM job_rate_limits"
+
 # The weight each scope used in its window, for /metrics: (scope, max_starts, period_seconds,
 # used) for every scope with a start in the longest period, and every queue or type limit.
 # The limits come as parallel arrays (the claim's), a key's scope matched as the claim does.
