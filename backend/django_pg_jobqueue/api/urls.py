@@ -18,6 +18,7 @@ from .metrics import MetricsView, ThroughputView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
+from .rate_limits import RateLimitViewSet
 from .schedules import ScheduleViewSet
 from .workers import WorkerListView
 
@@ -27,6 +28,7 @@ app_name = "django_pg_jobqueue_api"
 router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
+router.register("rate-limits", RateLimitViewSet, basename="rate-limit")
 
 
 def schedule(method: str, action: str):
