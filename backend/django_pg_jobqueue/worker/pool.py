@@ -213,8 +213,9 @@ class Lane(threading.Thread):
                 if burst:
                     pool.more_work(self.spec.queues)
                 if not policy.backlog and not len(self.prefetched):
+                    rate_window = self._rate_window()  # on the lane's connection, while it has it
                     self._return_connection()  # idle: back to the pool until woken
-                    self.wake.wait(policy.idle_wait(rate_window=self._rate_window()))
+                    self.wake.wait(policy.idle_wait(rate_window=rate_window))
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
