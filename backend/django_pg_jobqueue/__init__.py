@@ -4,7 +4,8 @@
     from django_pg_jobqueue import aenqueue  # in async code: await aenqueue(...)
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
-pause_queue, resume_queue, set_queue_limit. Waiting for a job's outcome: wait(job) and, in
+pause_queue, resume_queue, set_queue_limit, set_rate_limit, remove_rate_limit; a rate limit
+checked or consumed outside a job: rate_limit("customer:42").try_acquire(). Waiting for a job's outcome: wait(job) and, in
 async code, await await_result(job) (JobFailed, WaitTimeout).
 
 Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are
@@ -26,20 +27,24 @@ if TYPE_CHECKING:
         enqueue,
         enqueue_many,
         pause_queue,
+        rate_limit,
+        remove_rate_limit,
         resume_queue,
         retry,
         send_signal,
         set_queue_limit,
+        set_rate_limit,
     )
     from .tasks.options import task_options
     from .waiting import await_result, wait
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
-           "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
+           "pause_queue", "resume_queue", "set_queue_limit", "set_rate_limit",
+           "remove_rate_limit", "rate_limit", "handler", "task_options",
            "PermanentError", "JobContext", "RetryPolicy", "wait", "await_result", "JobFailed",
            "WaitTimeout", "send_signal", "SignalTimedOut"]
-_SERVICES = frozenset(__all__[:10]) | {"send_signal"}  # resolved from .services
+_SERVICES = frozenset(__all__[:13]) | {"send_signal"}  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:

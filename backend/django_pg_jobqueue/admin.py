@@ -33,13 +33,14 @@ from .models import (
     JobSignal,
     LostWorker,
     QueueSetting,
+    RateLimit,
     ScheduleSetting,
     WorkerProcess,
 )
 from .registry import registry
-from .services import job_actions, queues
+from .services import job_actions, queues, rate_limits
 from .services import schedules as schedule_services
-from .states import TERMINAL
+from .states import TERMINAL, rate_limit_problem
 
 try:
     from django.contrib.admin.options import ActionLocation  # Django 6.1+
@@ -400,6 +401,50 @@ class QueueSettingAdmin(admin.ModelAdmin):
     def resume(self, request, queryset):
         _each_named(self, request, queryset.values_list("queue", flat=True), queues.resume_queue,
                     "Resumed.")
+
+
+class RateLimitForm(forms.ModelForm):
+    class Meta:
+        model = RateLimit
+        fields = ["kind", "name", "max_starts", "period_seconds"]
+
+    def clean(self):
+        # The service's own rules, shown on the form (a queue must exist, as for its setting).
+        data = super().clean()
+        problem = rate_limit_problem(data.get("kind"), data.get("name"), data.get("max_starts"),
+                                     data.get("period_seconds"))
+        if problem is not None:
+            raise forms.ValidationError(f"{problem[0]} must be {problem[1]}")
+        if data["kind"] == "queue" and not queues.queue_exists(data["name"]):
+            raise forms.ValidationError(str(QueueNotFound(data["name"])))
+        return data
+
+
+@admin.register(RateLimit)
+class RateLimitAdmin(admin.ModelAdmin):
+    """Rate limits set at run time (those JOB_RATE_LIMITS declares are not rows: a row here
+    for the same scope replaces one); saved and deleted through the same services as the API."""
+
+    form = RateLimitForm
+    list_display = ["kind", "name", "max_starts", "period_seconds", "updated_at"]
+    list_editable = ["max_starts", "period_seconds"]
+    fields = ["kind", "name", "max_starts", "period_seconds", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The scope is the key: set once.
+        return ["kind", "name", "updated_at"] if obj else ["updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        fresh = rate_limits.set_rate_limit(**{obj.kind: obj.name}, max_starts=obj.max_starts,
+                                           period_seconds=obj.period_seconds)
+        obj.pk, obj.updated_at = fresh.pk, fresh.updated_at
+
+    def delete_model(self, request, obj):
+        rate_limits.remove_rate_limit(**{obj.kind: obj.name})
+
+    def delete_queryset(self, request, queryset):
+        for kind, name in queryset.values_list("kind", "name"):
+            rate_limits.remove_rate_limit(**{kind: name})
 
 
 @admin.register(ScheduleSetting)

@@ -4,7 +4,9 @@
   `queue_exists`: declared, holding jobs, or with a setting), which the operator's writes and
   the API's bounds check against;
 - the job types (`job_types`: registered handlers and Django tasks, with the defaults a job of
-  each gets and whether the API may create it; `creatable_types`).
+  each gets and whether the API may create it; `creatable_types`);
+- the rate limits in force (`rate_limits_in_force`: JOB_RATE_LIMITS, and over them those set
+  at run time).
 
 It reads the registry, the task options and the periodic declarations, and counts rows; it
 writes nothing.
@@ -12,7 +14,7 @@ writes nothing.
 from django.conf import settings
 
 from . import conf, periodic
-from .models import Job, QueueSetting
+from .models import Job, QueueSetting, RateLimit
 from .registry import registry
 
 
@@ -97,6 +99,17 @@ def _task_types(settings) -> list[dict]:
             "creatable": path in settings.API_CREATABLE_TASKS,
         })
     return types
+
+
+# A rate limit: (kind: "queue", "type" or "key", name or key pattern, max_starts, period_seconds).
+RateLimitRow = tuple[str, str, int, float]
+
+
+def rate_limits_in_force() -> list[RateLimitRow]:
+    """The rate limits in force now (conf's rate_limits_in_force), read afresh (the claim
+    caches them a second)."""
+    return conf.get().rate_limits_in_force(
+        RateLimit.objects.values_list("kind", "name", "max_starts", "period_seconds"))
 
 
 def creatable_types() -> list[str]:

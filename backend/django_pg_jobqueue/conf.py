@@ -24,9 +24,12 @@ from .durations import parse_retention
 from .states import (
     MAX_DELAY_SECONDS,
     MAX_QUEUE_NAME_LENGTH,
+    MAX_RATE_WEIGHT,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_RE,
+    RATE_LIMIT_KINDS,
+    rate_limit_problem,
 )
 
 PREFIX = "JOB_"
@@ -165,6 +168,33 @@ def task_path_list(value) -> str | None:
             "(e.g. ['myapp.tasks.send_welcome'])")
 
 
+def rate_limit_list(value) -> str | None:
+    """A list of rate limits, each {"queue"|"type"|"key": name, "max_starts": n,
+    "period_seconds": s}."""
+    allowed = ('a list of dicts, each naming one "queue", "type" or "key" (a key or a prefix '
+               'ending in "*") with "max_starts" and "period_seconds"')
+    if not isinstance(value, (list, tuple)):
+        return allowed
+    for entry in value:
+        kinds = [k for k in RATE_LIMIT_KINDS if isinstance(entry, dict) and k in entry]
+        if (not isinstance(entry, dict) or len(kinds) != 1
+                or set(entry) != {kinds[0], "max_starts", "period_seconds"}):
+            return f"{allowed}; not {entry!r}"
+        problem = rate_limit_problem(kinds[0], entry[kinds[0]], entry["max_starts"],
+                                     entry["period_seconds"])
+        if problem is not None:
+            return f"{allowed}; in {entry!r}, {problem[0]} must be {problem[1]}"
+    return None
+
+
+def rate_weight_map(value) -> str | None:
+    if isinstance(value, dict) and all(
+            isinstance(t, str) and isinstance(w, int) and not isinstance(w, bool)
+            and 1 <= w <= MAX_RATE_WEIGHT for t, w in value.items()):
+        return None
+    return f"a dict of job type names to whole numbers from 1 to {MAX_RATE_WEIGHT}"
+
+
 def conninfo(value) -> str | None:
     """'' (not set), or a libpq connection string or URL that psycopg can parse."""
     if value == "":
@@ -258,6 +288,14 @@ class QueueConf:
         which notifies their queues every `JOB_POLL_INTERVAL_SECONDS`; so the wait bounds only
         what a lost notification can cost. Set it equal to `JOB_POLL_INTERVAL_SECONDS` to poll
         at one rate.""")
+    RATE_LIMIT_POLL_SECONDS: float = setting(0.05, check_id=116, rule=number(0, above=True),
+                                             group="workers", doc="""
+        How often an idle lane claims again while a rate limit applies to its claims and it
+        found jobs within the limit's longest period (docs/how-to/rate-limits.md): a full
+        window holds jobs back without a notification saying when it frees, so the lane looks
+        again this soon (plus a jitter up to half of it) rather than backing off. Each look is
+        one claim under the limits' lock; a larger value costs fewer claims and leaves more of
+        the allowed rate unused.""")
     FETCH_COOLDOWN_SECONDS: float = setting(0.25, check_id=93, rule=number(0), group="workers",
                                             doc="""
         How long a worker's lane waits before it claims again on a notification, after a claim
@@ -422,6 +460,21 @@ class QueueConf:
         `max_attempts`, `timeout_seconds`. Each tick is enqueued once, whichever worker process gets
         there first. `manage.py check` reports a malformed value (`django_pg_jobqueue.E200`)
         and each bad entry (`django_pg_jobqueue.E201`).""")
+
+    RATE_LIMITS: tuple = setting(
+        (), check_id=114, rule=rate_limit_list, group="producers", type_doc="list of dicts",
+        hash=False,
+        doc="""
+        Rate limits declared in code: `[{"type": "email_send", "max_starts": 20,
+        "period_seconds": 1}, {"key": "customer:*", "max_starts": 2, "period_seconds": 1},
+        {"queue": "reports", "max_starts": 100, "period_seconds": 60}]`: at most `max_starts`
+        jobs start in any sliding `period_seconds`, enforced in the claim across every worker
+        (docs/how-to/rate-limits.md). A limit set at run time (`set_rate_limit`, the API, the
+        admin) for the same queue, type or key replaces the declared one.""")
+    RATE_WEIGHTS: dict = setting(dict, check_id=115, rule=rate_weight_map, group="producers",  # noqa: RUF009
+                                 hash=False, type_doc="dict of str to int", doc="""
+        What one start of a job type weighs against its rate limits, `{"report_generate":
+        5}`: a job type not named weighs 1.""")
 
     MAX_AFTER: int = setting(100, check_id=95, rule=whole(1, maximum=10000), group="producers",
                              doc="""
@@ -655,6 +708,24 @@ class QueueConf:
         if found:
             raise ImproperlyConfigured("; ".join(p.message for p in found))
         return self
+
+    def declared_rate_limits(self) -> list[tuple[str, str, int, float]]:
+        """JOB_RATE_LIMITS as (kind, name, max_starts, period_seconds)."""
+        rows = []
+        for entry in self.RATE_LIMITS:
+            kind = next(k for k in RATE_LIMIT_KINDS if k in entry)
+            rows.append((kind, entry[kind], int(entry["max_starts"]),
+                         float(entry["period_seconds"])))
+        return rows
+
+    def rate_limits_in_force(self, set_at_run_time) -> list[tuple[str, str, int, float]]:
+        """The rate limits in force: those set at run time (`set_at_run_time`: rows of
+        job_rate_limits), and those JOB_RATE_LIMITS declares for a queue, type or key that has
+        none set; in (kind, name) order."""
+        merged = {(r[0], r[1]): r for r in self.declared_rate_limits()}
+        merged.update({(kind, name): (kind, name, int(m), float(p))
+                       for kind, name, m, p in set_at_run_time})
+        return sorted(merged.values())
 
     def retention(self, status: str):
         """How long finished jobs of `status` are kept (a timedelta), or None: forever."""

@@ -181,6 +181,11 @@ class Engine(Protocol):
         """Whether a claim over `queues` (None: every queue) runs under a concurrency limit."""
         ...
 
+    def rate_window(self, queues: list[str] | tuple[str, ...] | None) -> float:
+        """The longest period of the rate limits a claim over `queues` counts against (0:
+        none), for the lane's wake policy."""
+        ...
+
     def pin_claim_planner_settings(self) -> bool:
         """Pin the claim's planner settings to this thread's session (a busy lane's: one
         statement per claim from then on); whether they are pinned."""
@@ -316,6 +321,9 @@ class PostgresEngine:
 
     def limits_apply(self, queues) -> bool:
         return claiming.limits_apply(queues)
+
+    def rate_window(self, queues) -> float:
+        return claiming.rate_window(queues)
 
     def pin_claim_planner_settings(self) -> bool:
         return claiming.pin_claim_planner_settings()

@@ -16,6 +16,9 @@ default, itself exposed as `jobqueue_metrics_window_seconds`):
 - jobqueue_workers_alive, jobqueue_worker_threads_alive   from job_workers heartbeats
 - jobqueue_workers_lost, jobqueue_stuck_handlers           the same rows: silent ones, stuck handlers
 - jobqueue_queue_paused{queue}, jobqueue_queue_concurrency_limit{queue}   job_queue_settings
+- jobqueue_rate_limit_max_starts{scope}, jobqueue_rate_limit_period_seconds{scope},
+  jobqueue_rate_limit_used{scope}              each rate limit in force and its window's use
+                                               (job_rate_limits, JOB_RATE_LIMITS, job_rate_starts)
 - jobqueue_waiting_for_handler{type}           queued jobs a worker without a handler for
                                                their type gave back (docs/how-to/deploy.md)
 - jobqueue_processed_recent{type,outcome}      attempts that ended: succeeded, failed,
@@ -30,7 +33,7 @@ The windowed figures are gauges, not counters: events are pruned with their jobs
 count derived from them could only grow. Use them as they are (`jobqueue_processed_recent /
 jobqueue_metrics_window_seconds` is a rate per second), not with rate().
 
-Cost. Six short queries, run under SET LOCAL statement_timeout
+Cost. Six short queries (eight under rate limits), run under SET LOCAL statement_timeout
 (JOB_METRICS_STATEMENT_TIMEOUT_MS); a scrape that would take longer answers 503. The depth
 and age queries read only queued rows (the claim's partial index); the window query reads
 the window's events through the BRIN index on job_events.created_at and joins each to its
@@ -138,6 +141,8 @@ class Snapshot:
     run: dict = field(default_factory=dict)           # (type, outcome) -> Histogram
     wait: dict = field(default_factory=dict)          # type -> Histogram
     waiting_for_handler: dict = field(default_factory=dict)  # type -> queued, given back
+    # (scope, max_starts, period_seconds, weight used in its window) per rate limit in force
+    rate_use: list = field(default_factory=list)
 
     @property
     def workers_alive(self) -> list[Worker]:
@@ -166,6 +171,13 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
                         for r in cur.fetchall()]
         cur.execute(sql.METRICS_QUEUE_SETTINGS)
         snap.queue_settings = cur.fetchall()
+        cur.execute(sql.METRICS_RATE_LIMITS)
+        if limits := c.rate_limits_in_force(cur.fetchall()):
+            cur.execute(sql.RATE_USE, {
+                "rate_kinds": [r[0] for r in limits], "rate_names": [r[1] for r in limits],
+                "rate_max": [r[2] for r in limits], "rate_periods": [r[3] for r in limits],
+                "longest": max(r[3] for r in limits)})
+            snap.rate_use = [(s, int(m), float(p), int(u)) for s, m, p, u in cur.fetchall()]
         cur.execute(sql.metrics_window(RUN_BUCKETS, WAIT_BUCKETS), {"window": window})
         n_run = len(RUN_BUCKETS)
         for row in cur.fetchall():
@@ -259,6 +271,16 @@ def families(snap: Snapshot):
     yield _gauge("jobqueue_queue_concurrency_limit",
                  "Most jobs of the queue running at once, across all workers.", ["queue"],
                  [((q,), lim) for q, _, lim in snap.queue_settings if lim is not None])
+    yield _gauge("jobqueue_rate_limit_max_starts",
+                 "A rate limit: most starts (weights summed) in any sliding period, by scope "
+                 "(queue:<name>, type:<name>, key:<key>).", ["scope"],
+                 [((s,), m) for s, m, _, _ in snap.rate_use])
+    yield _gauge("jobqueue_rate_limit_period_seconds", "A rate limit's period, by scope.",
+                 ["scope"], [((s,), p) for s, _, p, _ in snap.rate_use])
+    yield _gauge("jobqueue_rate_limit_used",
+                 "The weight of the starts in a rate limit's window now, by scope (a key's: "
+                 "while it has starts in the longest period).", ["scope"],
+                 [((s,), u) for s, _, _, u in snap.rate_use])
     yield _gauge("jobqueue_waiting_for_handler",
                  "Queued jobs that a worker without a handler for their type gave back: they "
                  "wait for a worker that has one.", ["type"],

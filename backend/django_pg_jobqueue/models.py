@@ -26,10 +26,12 @@ from .states import (
     AFTER_FAILURE_CHOICES,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
+    MAX_RATE_PERIOD_SECONDS,
     MAX_UNIQUE_KEY_STORED_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     AuditTarget,
+    RATE_LIMIT_KINDS,
     EventKind,
     OperatorAction,
     Status,
@@ -548,6 +550,55 @@ class QueueSetting(models.Model):
                 condition=Q(concurrency_limit__isnull=True) | Q(concurrency_limit__gte=1),
                 name="queue_concurrency_limit_positive",
             )
+        ]
+
+
+class RateLimit(models.Model):
+    """A rate limit (services/rate_limits.py): at most `max_starts` job starts (their weights
+    summed) in any `period_seconds`, sliding, for a queue, a job type, or the jobs whose
+    concurrency key matches `name` (a key, or a prefix ending in `*`). Read by the claim
+    (sql.CLAIM_LIMITED, CLAIM_KEYED), which records each start in RateStart."""
+
+    kind = models.CharField(max_length=5, choices=[(k, k) for k in RATE_LIMIT_KINDS])
+    name = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH)
+    max_starts = models.PositiveIntegerField()
+    period_seconds = models.FloatField()
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_rate_limits"
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=("kind", "name"), name="rate_limit_one_per_scope"),
+            models.CheckConstraint(condition=Q(kind__in=RATE_LIMIT_KINDS),
+                                   name="rate_limit_kind_known"),
+            models.CheckConstraint(condition=Q(max_starts__gte=1),
+                                   name="rate_limit_max_starts_positive"),
+            models.CheckConstraint(condition=Q(period_seconds__gt=0)
+                                   & Q(period_seconds__lte=MAX_RATE_PERIOD_SECONDS),
+                                   name="rate_limit_period_within_bounds"),
+        ]
+
+
+class RateStart(models.Model):
+    """One start counted against a rate limit's window: the claim inserts one per claimed job
+    and limit it falls under, `rate_limit(...).try_acquire()` one per acquisition; the
+    pruner deletes those older than the longest period. `scope` is `queue:<name>`,
+    `type:<name>` or `key:<key>`."""
+
+    id = models.BigAutoField(primary_key=True)
+    scope = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH + 10)
+    started_at = models.DateTimeField()
+    weight = models.IntegerField()
+
+    class Meta:
+        db_table = "job_rate_starts"
+        ordering = ["id"]
+        indexes = [
+            # A limit's window: the claim's sums.
+            models.Index(fields=["scope", "started_at"], name="job_rate_starts_window_idx"),
+            # The recent starts of every key (the keyed claim's full keys), and the pruning.
+            models.Index(fields=["started_at"], name="job_rate_starts_started_at_idx"),
         ]
 
 

@@ -12,7 +12,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import conf, keys, periodic, sql
-from .catalogue import declared_queues, queue_exists
+from .catalogue import declared_queues, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import JobNotFound, QueueNotFound
 from .feed import event_ids_after
@@ -552,3 +552,13 @@ def pending_migrations() -> list[str]:
     if not plan:
         _migrations_current_at[:] = [fingerprint]
     return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+
+
+def rate_limits() -> list[dict]:
+    """The rate limits in force (GET rate-limits/): each with whether it was set at run time
+    (`set`) or is JOB_RATE_LIMITS's (`declared`)."""
+    declared = {(r[0], r[1]): r for r in conf.get().declared_rate_limits()}
+    return [{"kind": kind, "name": name, "max_starts": m, "period_seconds": p,
+             "source": "declared" if declared.get((kind, name)) == (kind, name, m, p) else "set"}
+            for kind, name, m, p in rate_limits_in_force()]
+

@@ -71,6 +71,31 @@ MAX_EXPIRES_IN_SECONDS = 366 * 86400
 # of one key run at once (services/claiming.py, docs/how-to/concurrency-keys.md).
 MAX_CONCURRENCY_KEY_LENGTH = 200
 MAX_CONCURRENCY_KEY_LIMIT = 1000
+# Rate limits (services/rate_limits.py, docs/how-to/rate-limits.md): what one limits (a queue,
+# a job type, the jobs of a concurrency key or key prefix), its longest period (a day: the
+# starts log keeps one row per start for as long as the longest period), the most one start
+# may weigh.
+RATE_LIMIT_KINDS = ("queue", "type", "key")
+MAX_RATE_PERIOD_SECONDS = 86400
+MAX_RATE_WEIGHT = 1_000_000
+
+
+def rate_limit_problem(kind, name, max_starts, period_seconds) -> tuple[str, str] | None:
+    """What is wrong with a rate limit, as (the argument, what it must be), or None: one rule
+    for the setting (JOB_RATE_LIMITS), the service and the API."""
+    if kind not in RATE_LIMIT_KINDS:
+        return "kind", "one of " + ", ".join(repr(k) for k in RATE_LIMIT_KINDS)
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_CONCURRENCY_KEY_LENGTH:
+        return "name", f"a non-empty str of at most {MAX_CONCURRENCY_KEY_LENGTH} characters"
+    if kind != "key" and name.endswith("*"):
+        return "name", "a queue's or a type's name: only a key limit takes a prefix ending in '*'"
+    if isinstance(max_starts, bool) or not isinstance(max_starts, int) or not (
+            1 <= max_starts <= MAX_RATE_WEIGHT):
+        return "max_starts", f"a whole number from 1 to {MAX_RATE_WEIGHT}"
+    if isinstance(period_seconds, bool) or not isinstance(period_seconds, (int, float)) or not (
+            0 < period_seconds <= MAX_RATE_PERIOD_SECONDS):
+        return "period_seconds", f"a number of seconds above 0, at most {MAX_RATE_PERIOD_SECONDS}"
+    return None
 # How deeply the JSON the queue stores may nest: a payload's objects and arrays, a handler's
 # result, a log line's data (PostgreSQL's jsonb parser and Python's json module both recurse,
 # and how deep Python's encoder goes before RecursionError differs between versions; a value

@@ -137,6 +137,34 @@ def test_queue_settings_are_editable_through_the_services(staff_operator):
     assert not setting.paused
 
 
+def test_rate_limits_are_set_and_removed_in_the_admin_through_the_services(make_user):
+    from django_pg_jobqueue.models import RateLimit
+    from django_pg_jobqueue.services import claiming
+
+    client = Client()
+    client.force_login(make_user("limits", perms=["view_ratelimit", "add_ratelimit",
+                                                  "change_ratelimit", "delete_ratelimit"],
+                                 is_staff=True))
+    add = "/admin/django_pg_jobqueue/ratelimit/add/"
+    try:
+        response = client.post(add, {"kind": "key", "name": "customer:*", "max_starts": "2",
+                                     "period_seconds": "1"})
+        assert response.status_code == 302
+        limit = RateLimit.objects.get(kind="key", name="customer:*")
+        assert (limit.max_starts, limit.period_seconds) == (2, 1.0)
+        refused = client.post(add, {"kind": "type", "name": "no*", "max_starts": "2",
+                                    "period_seconds": "1"})
+        assert refused.status_code == 200 and "only a key limit takes a prefix" in refused.content.decode()
+        refused = client.post(add, {"kind": "queue", "name": "nope", "max_starts": "2",
+                                    "period_seconds": "1"})
+        assert refused.status_code == 200 and "no queue named" in refused.content.decode()
+        client.post("/admin/django_pg_jobqueue/ratelimit/", {
+            "action": "delete_selected", "_selected_action": [limit.pk], "post": "yes"})
+        assert not RateLimit.objects.exists()
+    finally:
+        claiming.forget_cached_limits()
+
+
 def test_the_admin_index_names_worker_processes_in_plain_english(make_user):
     client = Client()
     client.force_login(make_user("boss", perms=["view_workerprocess"], is_staff=True))

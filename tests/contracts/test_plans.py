@@ -25,6 +25,13 @@ N = 20_000
 TOKEN = uuid.UUID(int=1)
 IDS = list(range(1, 33))
 
+# The rate limits the limited claims take (services/claiming.py): none, and some of each kind
+# (an empty array is bound as text[], cast by the statement).
+NO_RATES = dict(rate_kinds=[], rate_names=[], rate_max=[], rate_periods=[],
+                weight_types=[], weight_values=[])
+RATES = dict(rate_kinds=["type", "queue", "key"], rate_names=["noop", "default", "customer:*"],
+             rate_max=[20, 100, 2], rate_periods=[1.0, 60.0, 1.0], weight_types=["noop"],
+             weight_values=[2])
 # Each hot statement with parameters like the worker's; `planner`: runs under the claim's
 # planner settings.
 STATEMENTS = {
@@ -35,14 +42,28 @@ STATEMENTS = {
                             lease_seconds=30.0, queues=["default"]), True),
     "claim_limited": (sql.CLAIM_LIMITED.format(queue_filter=""), dict(
         limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
-        limit_kinds=["queue"], limit_names=["default"], limit_values=[8], window=320), True),
+        limit_kinds=["queue"], limit_names=["default"], limit_values=[8], window=320,
+        **NO_RATES), True),
+    # Under rate limits: a type's and a queue's window summed, the starts written.
+    "claim_rate_limited": (sql.CLAIM_LIMITED.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        limit_kinds=["queue"], limit_names=["other"], limit_values=[8], window=320,
+        **RATES), True),
     # Jobs with a concurrency key: their own claim, on indexes of keyed rows only.
     "keyed_claim_lock_keys": (sql.CLAIM_KEYED_LOCK_KEYS.format(queue_filter=""), dict(
         window=320, lock_class=sql.KEYED_LOCK_CLASS), True),
     "keyed_claim": (sql.CLAIM_KEYED.format(queue_filter=""), dict(
         keys=["customer:1", "customer:2"], limit=32,
         worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
-        limit_kinds=["queue"], limit_names=["default"], limit_values=[8]), True),
+        limit_kinds=["queue"], limit_names=["default"], limit_values=[8], **NO_RATES), True),
+    # Under key rate limits: full keys passed over, each key's window summed.
+    "keyed_claim_lock_keys_rated": (sql.CLAIM_KEYED_LOCK_KEYS_RATED.format(queue_filter=""), dict(
+        window=320, lock_class=sql.KEYED_LOCK_CLASS, key_rate_names=["customer:*"],
+        key_rate_max=[2], key_rate_periods=[1.0], key_period_max=1.0), True),
+    "keyed_claim_rated": (sql.CLAIM_KEYED.format(queue_filter=""), dict(
+        keys=["customer:1", "customer:2"], limit=32,
+        worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        limit_kinds=["queue"], limit_names=["default"], limit_values=[8], **RATES), True),
     "complete_many": (sql.COMPLETE_MANY, dict(
         batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
     "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
@@ -83,7 +104,7 @@ def _pg_type(value) -> str:
     if isinstance(value, uuid.UUID):
         return "uuid"
     if isinstance(value, list):
-        return _pg_type(value[0]) + "[]"
+        return (_pg_type(value[0]) if value else "text") + "[]"
     return "text"
 
 
@@ -115,7 +136,7 @@ def explain(statement: str, params: dict, *, generic: bool, planner: bool) -> st
 
 def problems(name: str, plan: str) -> list[str]:
     found = [f"Seq Scan on {t}" for t in re.findall(r"Seq Scan on (\w+)", plan)
-             if t in ("jobs", "job_events")]
+             if t in ("jobs", "job_events", "job_rate_starts")]
     if name.startswith("claim"):
         if re.search(r"Bitmap Heap Scan on jobs\b(?! r)", plan):
             found.append("a bitmap scan of the backlog")
@@ -125,10 +146,12 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("not walking jobs_claim_order_idx")
     if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
         found.append("not walking jobs_queued_expiry_idx")
-    if name == "keyed_claim_lock_keys" and "jobs_keyed_claim_order_idx" not in plan:
+    if "rate" in name and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):
+        found.append("not reading the rate limits' windows on their index")
+    if name.startswith("keyed_claim_lock_keys") and "jobs_keyed_claim_order_idx" not in plan:
         found.append("not walking jobs_keyed_claim_order_idx")
     # Either index of the waiting keyed rows: which one depends on how many the statistics say.
-    if name == "keyed_claim" and not re.search(r"using jobs_(key|keyed)_claim_order_idx on jobs\b", plan):
+    if name in ("keyed_claim", "keyed_claim_rated") and not re.search(r"using jobs_(key|keyed)_claim_order_idx on jobs\b", plan):
         found.append("not walking an index of the waiting keyed rows")
     return found
 
@@ -152,13 +175,14 @@ def fresh_tables(db):
     transaction rolls back."""
     with connection.cursor() as cur:
         cur.execute("CREATE SCHEMA plan_probe")
-        for table in ("jobs", "job_events", "job_queue_settings"):
+        for table in ("jobs", "job_events", "job_queue_settings", "job_rate_starts"):
             cur.execute(f"CREATE TABLE plan_probe.{table} (LIKE public.{table} INCLUDING ALL)")
         cur.execute("ALTER TABLE plan_probe.jobs SET (fillfactor = 70)")
         # LIKE names the copied indexes itself: give them the originals' names.
         cur.execute("SELECT schemaname, indexname, indexdef FROM pg_indexes"
                     " WHERE schemaname IN ('public', 'plan_probe')"
-                    " AND tablename IN ('jobs', 'job_events', 'job_queue_settings')")
+                    " AND tablename IN ('jobs', 'job_events', 'job_queue_settings',"
+                    " 'job_rate_starts')")
         by_shape: dict[tuple, dict[str, str]] = {}
         for schema, name, definition in cur.fetchall():
             # A partitioned table's own indexes read "ON ONLY" (job_events, migration 0007);

@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, QueueSetting, WorkerProcess
+from django_pg_jobqueue.services import claiming
 from django_pg_jobqueue.services.lifecycle import Completion
 
 
@@ -115,6 +116,26 @@ def test_metrics_after_a_known_workload(client, workload):
             if k[0] == "jobqueue_claim_wait_seconds_recent_bucket" and ("type", "noop") in k[1]}
     assert wait["0.005"] == 2 and wait["10.0"] == 2 and wait["30.0"] == 3 and wait["+Inf"] == 3
     assert 19.5 <= value(m, "jobqueue_claim_wait_seconds_recent_gsum", type="noop") <= 20.5
+
+
+@pytest.mark.django_db
+def test_each_rate_limit_in_force_shows_its_window_use(client):
+    with override_settings(JOB_RATE_LIMITS=[{"queue": "default", "max_starts": 100,
+                                             "period_seconds": 60}]):
+        services.set_rate_limit(type="noop", max_starts=2, period_seconds=1)
+        services.set_rate_limit(key="customer:*", max_starts=5, period_seconds=10)
+        services.enqueue("noop")
+        services.enqueue("noop", concurrency_key="customer:1", concurrency_key_limit=10)
+        try:
+            services.claim(worker_ids=["w1", "w2"])
+            m = scrape(client)
+        finally:  # the claim's cache of the limits must not outlive their rows
+            claiming.forget_cached_limits()
+    assert value(m, "jobqueue_rate_limit_max_starts", scope="type:noop") == 2
+    assert value(m, "jobqueue_rate_limit_period_seconds", scope="key:customer:1") == 10
+    assert value(m, "jobqueue_rate_limit_used", scope="type:noop") == 2
+    assert value(m, "jobqueue_rate_limit_used", scope="queue:default") == 2
+    assert value(m, "jobqueue_rate_limit_used", scope="key:customer:1") == 1
 
 
 @pytest.mark.django_db

@@ -94,6 +94,22 @@ def test_the_idle_poll_backs_off_while_notifications_arrive(clock):
     assert p.idle_wait() == 1.0
 
 
+def test_under_a_rate_limit_a_lane_that_found_jobs_looks_again_soon_without_backing_off(clock):
+    p = policy(clock, listening=lambda: True, poll_interval_max=5.0, rate_poll=0.1)
+    p.next_step()
+    claim(p, asked=8, found=3)  # the window filled up: jobs wait, no notification will say so
+    waits = []
+    for _ in range(4):
+        waits.append(p.idle_wait(rate_window=1.0))
+        clock.advance(waits[-1])
+        p.next_step()
+        claim(p, asked=8, found=0)
+    assert waits == [pytest.approx(0.15)] * 4  # the rate poll and its jitter, no doubling
+    clock.advance(2.0)  # past the limit's period and a poll interval since jobs were found
+    assert p.idle_wait(rate_window=1.0) >= 1.0  # an idle lane's back-off again
+    assert p.idle_wait() >= 1.0  # and without rate limits, the idle poll as before
+
+
 def test_the_idle_poll_adds_its_jitter(clock):
     p = policy(clock, poll_jitter=0.1)
     p.next_step()

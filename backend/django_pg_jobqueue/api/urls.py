@@ -19,6 +19,7 @@ from .metrics import MetricsView, ThroughputView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
+from .rate_limits import RateLimitViewSet
 from .schedules import ScheduleViewSet
 from .workers import LostWorkerListView, WorkerListView
 
@@ -29,6 +30,7 @@ router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("audit", AuditLogViewSet, basename="audit")
+router.register("rate-limits", RateLimitViewSet, basename="rate-limit")
 
 
 def schedule(method: str, action: str):

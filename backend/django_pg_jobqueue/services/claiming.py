@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .. import conf, db, sql
+from ..catalogue import RateLimitRow
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..registry import registry
@@ -16,6 +17,9 @@ from ..registry import registry
 _LIMITS_TTL = 1.0
 _limits_lock = threading.Lock()
 _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
+# Rate limits as claims read them: (kind, name, max_starts, period_seconds), those set at run
+# time (job_rate_limits, read with the queue limits) over those JOB_RATE_LIMITS declares.
+_rate_limits: list[RateLimitRow] = []
 
 
 def queue_limits() -> dict[str, int]:
@@ -29,28 +33,54 @@ def queue_limits() -> dict[str, int]:
 def _refresh_probes() -> tuple[dict[str, int], bool]:
     """Read the queues' limits and whether keyed jobs wait, in one statement
     (sql.CLAIM_PROBES), and cache both."""
-    global _queue_limits
-    raw, waiting = db.fetch_all(sql.CLAIM_PROBES, {})[0]
+    global _queue_limits, _rate_limits
+    raw, waiting, raw_rates = db.fetch_all(sql.CLAIM_PROBES, {})[0]
     limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
+    rates = json.loads(raw_rates) if isinstance(raw_rates, str) else raw_rates
+    merged = conf.get().rate_limits_in_force(rates)
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
+        _rate_limits = merged
     note_keyed_jobs(bool(waiting))
     return limits, bool(waiting)
 
 
+def rate_limits() -> list[RateLimitRow]:
+    """The rate limits in force, cached like queue_limits()."""
+    queue_limits()  # refreshes both when stale
+    with _limits_lock:
+        return list(_rate_limits)
+
+
+def _rate_limits_for(queues) -> tuple[list[RateLimitRow], bool, bool]:
+    """The rate limits a claim over `queues` counts against, whether a queue's or a type's is
+    among them (then it takes CLAIM_LIMIT_LOCK_KEY), and whether a key's is."""
+    rates = [r for r in rate_limits()
+             if r[0] != "queue" or queues is None or r[1] in queues]
+    return (rates, any(r[0] != "key" for r in rates), any(r[0] == "key" for r in rates))
+
+
+def rate_window(queues: list[str] | tuple[str, ...] | None) -> float:
+    """The longest period of the rate limits a claim over `queues` counts against (0: none);
+    cached like queue_limits()."""
+    return max((r[3] for r in _rate_limits_for(queues)[0]), default=0.0)
+
+
 def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
-    """Whether a claim over `queues` (None: every queue) runs under a concurrency limit: a
-    limit on one of those queues, or on any job type. Cached like queue_limits()."""
-    if registry.type_limits():
+    """Whether a claim over `queues` (None: every queue) runs under a concurrency or rate
+    limit: a limit on one of those queues, or on any job type or key. Cached like
+    queue_limits()."""
+    if registry.type_limits() or _rate_limits_for(queues)[0]:
         return True
     limited = queue_limits()
     return bool(limited) and (queues is None or any(q in limited for q in queues))
 
 
 def forget_cached_limits() -> None:
-    global _queue_limits
+    global _queue_limits, _rate_limits
     with _limits_lock:
         _queue_limits = (0.0, {})
+        _rate_limits = []
 
 
 # Whether jobs with a concurrency key wait (sql.CLAIM_PROBES, with the queue limits), asked at most once a
@@ -125,29 +155,45 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     }
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]
+    rates, global_rates, key_rates = _rate_limits_for(queues)
     keyed: list[ClaimedJob] = []
     if keyed_jobs_waiting():  # jobs with a concurrency key first, within their limits
-        keyed = _claim_keyed(worker_ids, queue_filter, params, limits)
+        keyed = _claim_keyed(worker_ids, queue_filter, params | _rate_params(rates), limits,
+                             locked=bool(limits) or global_rates,
+                             key_rates=[r for r in rates if r[0] == "key"] if key_rates else [])
         if len(keyed) == len(worker_ids):
             return keyed
         rest = list(worker_ids[len(keyed):])  # the keyed rows took the first ids, in order
         params.update(limit=len(rest), worker_ids=json.dumps(rest))
-    return keyed + _claim_unkeyed(queue_filter, params, limits)
+    if global_rates:
+        params.update(_rate_params(rates))
+    return keyed + _claim_unkeyed(queue_filter, params, limits, locked=bool(limits) or global_rates)
 
 
-def _claim_unkeyed(queue_filter: str, params: dict, limits: list) -> list[ClaimedJob]:
-    if not limits and _pinned(queue_connection()):  # a lane's: one statement
+def _rate_params(rates: list[RateLimitRow]) -> dict:
+    """The rate limits and the types' weights as sql.CLAIM_LIMITED and CLAIM_KEYED take them."""
+    weights = conf.get().RATE_WEIGHTS if rates else {}
+    return {"rate_kinds": [r[0] for r in rates], "rate_names": [r[1] for r in rates],
+            "rate_max": [r[2] for r in rates], "rate_periods": [r[3] for r in rates],
+            "weight_types": list(weights), "weight_values": list(weights.values())}
+
+
+def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
+                   locked: bool) -> list[ClaimedJob]:
+    """`locked`: a concurrency or rate limit of a queue or a type applies (sql.CLAIM_LIMITED,
+    under CLAIM_LIMIT_LOCK_KEY); else sql.CLAIM, exactly as without limits."""
+    if not locked and _pinned(queue_connection()):  # a lane's: one statement
         rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
         return _claimed(rows)
     # One short transaction: the planner settings that keep the claim on its index whatever
     # the statistics say (sql.CLAIM_PLANNER_SETTINGS), then, under limits, the advisory lock.
     nested = queue_connection().in_atomic_block  # a caller's transaction (a test's, drain's)
     with queue_atomic():
-        if not limits:
+        if not locked:
             saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
             rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
         else:
-            params.update(
+            params = _rate_params([]) | params | dict(
                 limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
                 limit_values=[l[2] for l in limits], window=max(100, 10 * params["limit"]),
             )
@@ -161,24 +207,32 @@ def _claim_unkeyed(queue_filter: str, params: dict, limits: list) -> list[Claime
 
 
 def _claim_keyed(worker_ids: list[str], queue_filter: str, params: dict,
-                 limits: list) -> list[ClaimedJob]:
-    """Claim jobs with a concurrency key, never more running per key than its limit: one
-    short transaction, the keys locked by the first statement and claimed by the second
-    (sql.CLAIM_KEYED_LOCK_KEYS and sql.CLAIM_KEYED say why that holds across processes)."""
+                 limits: list, *, locked: bool, key_rates: list) -> list[ClaimedJob]:
+    """Claim jobs with a concurrency key, never more running per key than its limit (nor
+    more starts per window than its rate limit): one short transaction, the keys locked by
+    the first statement and claimed by the second (sql.CLAIM_KEYED_LOCK_KEYS and
+    sql.CLAIM_KEYED say why that holds across processes). `locked`: a concurrency or rate
+    limit of a queue or type applies, which counts keyed jobs too."""
     keyed_params = dict(params, window=max(100, 10 * len(worker_ids)),
                         lock_class=sql.KEYED_LOCK_CLASS,
                         limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],
                         limit_values=[l[2] for l in limits])
+    lock_keys = sql.CLAIM_KEYED_LOCK_KEYS
+    if key_rates:  # keys whose window is full are passed over
+        lock_keys = sql.CLAIM_KEYED_LOCK_KEYS_RATED
+        keyed_params.update(key_rate_names=[r[1] for r in key_rates],
+                            key_rate_max=[r[2] for r in key_rates],
+                            key_rate_periods=[r[3] for r in key_rates],
+                            key_period_max=max(r[3] for r in key_rates))
     nested = queue_connection().in_atomic_block
     with queue_atomic():
         saved = None
-        if limits:  # queue or type limits count keyed jobs too: one claimer at a time
+        if locked:  # queue or type limits count keyed jobs too: one claimer at a time
             saved = db.fetch_all(sql.CLAIM_PREAMBLE_LIMITED,
                                  {"lock_key": sql.CLAIM_LIMIT_LOCK_KEY})[0]
         elif not _pinned(queue_connection()):
             saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
-        keys = db.fetch_all(
-            sql.CLAIM_KEYED_LOCK_KEYS.format(queue_filter=queue_filter), keyed_params)[0][0]
+        keys = db.fetch_all(lock_keys.format(queue_filter=queue_filter), keyed_params)[0][0]
         rows = []
         if keys:
             keyed_params["keys"] = list(keys)

@@ -27,6 +27,7 @@ from ..db import queue_connection
 from ..durations import parse_duration
 from ..states import TERMINAL, Status
 from . import partitions
+from .rate_limits import prune_rate_starts
 
 
 def parse_statuses(statuses: Iterable[str]) -> list[Status]:
@@ -102,7 +103,8 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
                        should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
     """Apply JOB_RETENTION_SUCCEEDED / _FAILED / _CANCELLED: each status its own age.
 
-    A status whose retention is off is kept forever (and left out of the counts)."""
+    A status whose retention is off is kept forever (and left out of the counts). The rate
+    limits' starts older than the longest period go too (`rate_starts`, when there were any)."""
     c = conf.get()
     batch_size = batch_size or c.PRUNE_BATCH_SIZE
     counts: dict[str, int] = {"events": 0}
@@ -122,4 +124,6 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
                     should_stop=should_stop, drop_partitions=False)
         counts[status.value] = one[status.value]
         counts["events"] += one["events"]
+    if not dry_run and (starts := prune_rate_starts()):  # past every rate limit's window
+        counts["rate_starts"] = starts
     return dict(sorted(counts.items(), key=lambda kv: kv[0] == "events"))

@@ -17,6 +17,8 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - workers: worker processes' rows (heartbeat, stopped and lost workers), the maintenance
   leader's lease and the stager;
 - waits: durable waits (a running job parked until a time or a signal) and signals sent;
+- rates: a rate limit checked or acquired from Python, its old starts pruned, its use read
+  (the claim counts its starts itself, in claim);
 - maintenance: pruning, job_events' partitions, the history's guard, connection sessions'
   set-up and reset.
 
@@ -40,6 +42,7 @@ from .enqueue import *
 from .lifecycle import *
 from .maintenance import *
 from .operations import *
+from .rates import *
 from .reads import *
 from .waits import *
 from .workers import *

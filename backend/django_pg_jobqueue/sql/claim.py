@@ -67,7 +67,7 @@ CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
     f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
     for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))
 
-_CLAIM_TAIL = """claimed AS (
+_CLAIM_UPDATE = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
         locked_by = %(worker_ids)s::jsonb ->> (picked.n - 1)::int,  -- a JSON array of ids
@@ -92,9 +92,22 @@ events AS (
                               'wait_seconds', round(extract(epoch FROM now() - available_at)::numeric, 4)),
            now()
     FROM claimed
-)
+)"""
+_CLAIM_RETURN = """
 SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th worker id
 """
+_CLAIM_TAIL = _CLAIM_UPDATE + _CLAIM_RETURN
+# Under rate limits: the same, and each claimed job's starts written to the starts log, one row
+# per rate limit it counted against (`picked`'s queue_scope, type_scope and key_scope), at the
+# claim's now(), which is also the job's started_at.
+_CLAIM_TAIL_COUNTING_STARTS = _CLAIM_UPDATE + """,
+rate_starts AS (
+    INSERT INTO job_rate_starts (scope, started_at, weight)
+    SELECT s.scope, now(), p.weight
+    FROM claimed c JOIN picked p ON p.id = c.id,
+         LATERAL (VALUES (p.queue_scope), (p.type_scope), (p.key_scope)) AS s(scope)
+    WHERE s.scope IS NOT NULL
+)""" + _CLAIM_RETURN
 
 CLAIM = """
 WITH picked AS (
@@ -125,7 +138,21 @@ CLAIM_LIMIT_LOCK_KEY = 7_300_416_001
 
 # The pieces CLAIM_LIMITED and CLAIM_KEYED share, written once. The limits (parallel arrays:
 # %(limit_kinds)s 'queue' or 'type', %(limit_names)s its name, %(limit_values)s its limit),
-# each with its running jobs now (n): CTEs `limits` and `limited_running`.
+# each with its running jobs now (n): CTEs `limits` and `limited_running`. The rate limits
+# (%(rate_kinds)s 'queue', 'type' or 'key', %(rate_names)s a name or key pattern,
+# %(rate_max)s its most starts, %(rate_periods)s its period), the queues' and types' each
+# with the weight of its starts in the sliding window (now() - period, now()] (`rate_used`;
+# keys: CLAIM_KEYED's `key_rate`); a type's weight per start (%(weight_types)s,
+# %(weight_values)s; 1 if not listed): `rate_weights`.
+#
+# Why a sliding window is exact here: every claim that counts starts holds the lock of what it
+# counts (CLAIM_LIMIT_LOCK_KEY for queues and types, its key's lock for a key), so claims of one
+# limit take turns, and each statement's snapshot, taken after the lock, sees every start
+# committed before. Each start is stamped with its claim's now() (the transaction's start,
+# also the job's started_at) and the claim counts every start later than now() - period. Take
+# any window (t - period, t] and the last claim, in lock order, of those whose starts fall in
+# it: its now() <= t, so every other start in the window is later than its now() - period and
+# was counted, with its own, within the limit.
 _LIMITED_RUNNING = """limits AS (
     SELECT * FROM unnest(%(limit_kinds)s::text[], %(limit_names)s::text[], %(limit_values)s::int[])
         AS l(kind, name, max_running)
@@ -136,28 +163,64 @@ limited_running AS (
              WHERE r.status = 'running'
                AND CASE l.kind WHEN 'queue' THEN r.queue = l.name ELSE r.type = l.name END) AS n
     FROM limits l
+),""" + """
+rate_limits AS (
+    SELECT * FROM unnest(%(rate_kinds)s::text[], %(rate_names)s::text[], %(rate_max)s::int[],
+                         %(rate_periods)s::float8[])
+        AS rl(kind, name, max_starts, period_seconds)
+),
+rate_used AS (
+    SELECT rl.kind, rl.name, rl.max_starts,
+           (SELECT COALESCE(sum(s.weight), 0) FROM job_rate_starts s
+             WHERE s.scope = rl.kind || ':' || rl.name
+               AND s.started_at > now() - make_interval(secs => rl.period_seconds)) AS used
+    FROM rate_limits rl WHERE rl.kind <> 'key'
+),
+rate_weights AS (
+    SELECT * FROM unnest(%(weight_types)s::text[], %(weight_values)s::int[]) AS w(type, weight)
 )"""
 # Each candidate's rank within its queue and within its type, in claim order (CTE `ranked`,
 # from `candidates` c; {key_rank}: another rank, or nothing).
+# The weight of the starts before it, its own included, within its queue and type (queue_weight,
+# type_weight) for the rate limits.
 _RANKED = """ranked AS (
     SELECT c.*,{key_rank}
            row_number() OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
                                                             c.created_at, c.id) AS queue_rank,
            row_number() OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
-                                                           c.created_at, c.id) AS type_rank
-    FROM candidates c
+                                                           c.created_at, c.id) AS type_rank,
+           sum(c.weight) OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
+                                                             c.created_at, c.id) AS queue_weight,
+           sum(c.weight) OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
+                                                            c.created_at, c.id) AS type_weight
+    FROM (SELECT c.*, COALESCE((SELECT w.weight FROM rate_weights w WHERE w.type = c.type), 1)
+                      AS weight
+          FROM candidates c OFFSET 0) c  -- OFFSET 0: each weight looked up once
 )"""
 # The ranked candidates that fit: the n-th of a queue (of a type) only if its running jobs + n
-# stay within the queue's (the type's) limit, up to %(limit)s in claim order, numbered n for
-# _CLAIM_TAIL (CTE `picked`; {join} and {condition}: another limit's, or nothing).
+# stay within the queue's (the type's) limit, and the weight of the window's starts + its
+# queue_weight (type_weight) within the queue's (the type's) rate limit; up to %(limit)s in
+# claim order, numbered n for _CLAIM_TAIL, with the scopes each start counts against for
+# _CLAIM_TAIL_COUNTING_STARTS (CTE `picked`; {join} and {condition}: another limit's, or
+# nothing; {key_scope}: the key's scope, or NULL). A candidate passed over still counts in the
+# ranks of those behind it: a batch may take fewer than fit, never more.
 _PICKED_WITHIN_LIMITS = """picked AS (
-    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n
+    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n,
+           weight, queue_scope, type_scope, key_scope
     FROM (
-        SELECT r.* FROM ranked r{join}
+        SELECT r.*,
+               CASE WHEN rq.max_starts IS NOT NULL THEN 'queue:' || r.queue END AS queue_scope,
+               CASE WHEN rt.max_starts IS NOT NULL THEN 'type:' || r.type END AS type_scope,
+               {key_scope}::text AS key_scope
+        FROM ranked r{join}
         LEFT JOIN limited_running q ON q.kind = 'queue' AND q.name = r.queue
         LEFT JOIN limited_running t ON t.kind = 'type' AND t.name = r.type
+        LEFT JOIN rate_used rq ON rq.kind = 'queue' AND rq.name = r.queue
+        LEFT JOIN rate_used rt ON rt.kind = 'type' AND rt.name = r.type
         WHERE {condition}(q.max_running IS NULL OR q.n + r.queue_rank <= q.max_running)
           AND (t.max_running IS NULL OR t.n + r.type_rank <= t.max_running)
+          AND (rq.max_starts IS NULL OR rq.used + r.queue_weight <= rq.max_starts)
+          AND (rt.max_starts IS NULL OR rt.used + r.type_weight <= rt.max_starts)
         ORDER BY r.priority DESC, r.available_at, r.created_at, r.id
         LIMIT %(limit)s
     ) allowed
@@ -176,12 +239,16 @@ candidates AS (
       AND NOT EXISTS (
           SELECT 1 FROM limited_running l WHERE l.n >= l.max_running
              AND CASE l.kind WHEN 'queue' THEN l.name = jobs.queue ELSE l.name = jobs.type END)
+      AND NOT EXISTS (  -- a queue or type whose window is full: its jobs leave the window to others
+          SELECT 1 FROM rate_used u WHERE u.used >= u.max_starts
+             AND CASE u.kind WHEN 'queue' THEN u.name = jobs.queue ELSE u.name = jobs.type END)
     ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
     LIMIT %(window)s
     FOR UPDATE SKIP LOCKED
 ),
 """ + _RANKED.format(key_rank="") + """,
-""" + _PICKED_WITHIN_LIMITS.format(join="", condition="") + _CLAIM_TAIL
+""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL") + (
+    _CLAIM_TAIL_COUNTING_STARTS)
 
 # --- claim of jobs with a concurrency key ----------------------------------------------------
 # A job with a concurrency key runs only while fewer than its concurrency_key_limit jobs with
@@ -207,27 +274,56 @@ candidates AS (
 # A hash collision between two keys only makes their claims take turns; their limits stay apart.
 KEYED_LOCK_CLASS = 730_041_600
 
-CLAIM_KEYED_LOCK_KEYS = """
+_CLAIM_KEYED_LOCK_KEYS = """
 WITH running AS (
     SELECT concurrency_key AS k, count(*) AS n FROM jobs
     WHERE status = 'running' AND concurrency_key IS NOT NULL
     GROUP BY concurrency_key
-),
+),{rate_ctes}
 waiting AS (
     SELECT concurrency_key AS k FROM jobs
-    WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {queue_filter}
+    WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {{queue_filter}}
       AND (expires_at IS NULL OR expires_at > now())  -- not expired
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
       AND NOT EXISTS (
           SELECT 1 FROM running WHERE running.k = jobs.concurrency_key
-             AND running.n >= jobs.concurrency_key_limit)
+             AND running.n >= jobs.concurrency_key_limit){rate_filter}
     ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
     LIMIT %(window)s
 ),
 keys AS (SELECT DISTINCT k FROM waiting OFFSET 0)  -- OFFSET 0: each key tried once, here
 SELECT ARRAY(SELECT k FROM keys WHERE pg_try_advisory_xact_lock(%(lock_class)s::int, hashtext(k)))
 """
+CLAIM_KEYED_LOCK_KEYS = _CLAIM_KEYED_LOCK_KEYS.format(rate_ctes="", rate_filter="")
+# The limit of a key (`k.k`) among the key rate limits of CTE `key_limits`: the one naming it,
+# else the longest prefix (a name ending in `*`) it starts with.
+_KEY_RATE_LIMIT = """LATERAL (
+        SELECT kl.max_starts, kl.period_seconds FROM key_limits kl
+        WHERE kl.name = k.k OR (right(kl.name, 1) = '*' AND starts_with(k.k, left(kl.name, -1)))
+        ORDER BY kl.name = k.k DESC, length(kl.name) DESC
+        LIMIT 1
+    ) m"""
+# While key rate limits exist (%(key_rate_names)s, %(key_rate_max)s, %(key_rate_periods)s):
+# a key whose window is full is passed over like a key whose slots are full, so that its
+# backlog does not hold back the keys behind it. Its starts are read once, from the starts of
+# the longest key period (%(key_period_max)s), on job_rate_starts_started_at_idx.
+CLAIM_KEYED_LOCK_KEYS_RATED = _CLAIM_KEYED_LOCK_KEYS.format(rate_ctes="""
+key_limits AS (
+    SELECT * FROM unnest(%(key_rate_names)s::text[], %(key_rate_max)s::int[],
+                         %(key_rate_periods)s::float8[]) AS kl(name, max_starts, period_seconds)
+),
+key_starts AS MATERIALIZED (
+    SELECT substr(scope, 5) AS k, started_at, weight FROM job_rate_starts
+    WHERE started_at > now() - make_interval(secs => %(key_period_max)s) AND scope LIKE 'key:%%'
+),
+full_keys AS (
+    SELECT k.k FROM (SELECT DISTINCT k FROM key_starts) k, """ + _KEY_RATE_LIMIT + """
+    WHERE (SELECT sum(ks.weight) FROM key_starts ks
+            WHERE ks.k = k.k AND ks.started_at > now() - make_interval(secs => m.period_seconds))
+          >= m.max_starts
+),""", rate_filter="""
+      AND NOT EXISTS (SELECT 1 FROM full_keys f WHERE f.k = jobs.concurrency_key)""")
 
 CLAIM_KEYED = """
 WITH running AS (
@@ -236,6 +332,16 @@ WITH running AS (
     FROM unnest(%(keys)s::text[]) AS k
 ),
 """ + _LIMITED_RUNNING + """,
+key_limits AS (
+    SELECT name, max_starts, period_seconds FROM rate_limits WHERE kind = 'key'
+),
+key_rate AS MATERIALIZED (  -- each key's rate limit if it has one, and its window's weight
+    SELECT k.k, m.max_starts,
+           (SELECT COALESCE(sum(s.weight), 0) FROM job_rate_starts s
+             WHERE s.scope = 'key:' || k.k
+               AND s.started_at > now() - make_interval(secs => m.period_seconds)) AS used
+    FROM unnest(%(keys)s::text[]) AS k(k), """ + _KEY_RATE_LIMIT + """
+),
 candidates AS (
     SELECT c.* FROM running, LATERAL (
         SELECT id, queue, type, concurrency_key, concurrency_key_limit, priority, available_at,
@@ -253,17 +359,28 @@ candidates AS (
 ),
 """ + _RANKED.format(key_rank="""
            row_number() OVER (PARTITION BY c.concurrency_key
-                              ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_rank,""") + """,
+                              ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_rank,
+           sum(c.weight) OVER (PARTITION BY c.concurrency_key
+                               ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_weight,""") + """,
 """ + _PICKED_WITHIN_LIMITS.format(
-    join="\n        JOIN running k ON k.k = r.concurrency_key",
-    condition="k.n + r.key_rank <= r.concurrency_key_limit\n          AND ") + _CLAIM_TAIL
+    join="\n        JOIN running k ON k.k = r.concurrency_key"
+         "\n        LEFT JOIN key_rate kr ON kr.k = r.concurrency_key",
+    condition="k.n + r.key_rank <= r.concurrency_key_limit\n"
+              "          AND (kr.max_starts IS NULL OR kr.used + r.key_weight <= kr.max_starts)\n"
+              "          AND ",
+    key_scope="CASE WHEN kr.max_starts IS NOT NULL THEN 'key:' || r.concurrency_key END",
+) + _CLAIM_TAIL_COUNTING_STARTS
 
 # --- queue limits and waiting keyed jobs, as claims read them (cached a second) ------------
-# The two facts a claim reads at most once a second per process (services/claiming.py), in one
-# statement: the queues' concurrency limits and whether any job with a concurrency key waits.
+# The facts a claim reads at most once a second per process (services/claiming.py), in one
+# statement: the queues' concurrency limits, whether any job with a concurrency key waits, and
+# the rate limits set at run time (job_rate_limits).
 # An idle worker's backed-off poll refreshes both: one transaction, not two.
 CLAIM_PROBES = """
 SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
           FROM job_queue_settings WHERE concurrency_limit IS NOT NULL),
-       EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL)
+       EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL),
+       (SELECT COALESCE(jsonb_agg(jsonb_build_array(kind, name, max_starts, period_seconds)),
+                        '[]'::jsonb)
+          FROM job_rate_limits)
 """

@@ -101,7 +101,7 @@ class Lane(threading.Thread):
         self.policy = WakePolicy(
             poll_interval=pool.poll_interval, poll_interval_max=pool.poll_interval_max,
             poll_jitter=pool.poll_jitter, fetch_cooldown=pool.fetch_cooldown,
-            wake_jitter=pool.wake_jitter, listening=pool.listening)
+            wake_jitter=pool.wake_jitter, rate_poll=pool.rate_poll, listening=pool.listening)
 
     # While there is a backlog, a lane woken by the first executor to free up waits
     # this long for more to free up, so that it claims (and the completer completes) in
@@ -219,8 +219,9 @@ class Lane(threading.Thread):
                 if burst:
                     pool.more_work(self.spec.queues)
                 if not policy.backlog and not len(self.prefetched):
+                    rate_window = self._rate_window()  # on the lane's connection, while it has it
                     self._return_connection()  # idle: back to the pool until woken
-                    self.wake.wait(policy.idle_wait())
+                    self.wake.wait(policy.idle_wait(rate_window=rate_window))
         finally:
             try:
                 self._release_prefetched(self.prefetched.take_all(), "worker shutting down")
@@ -275,6 +276,13 @@ class Lane(threading.Thread):
         except Exception:  # noqa: BLE001 - cannot tell (the database is away): do not prefetch
             return True
 
+    def _rate_window(self) -> float:
+        """The longest period of the rate limits this lane's claims count against (0: none)."""
+        try:
+            return self.pool.engine.rate_window(self.spec.queues)
+        except Exception:  # noqa: BLE001 - cannot tell (the database is away): back off as usual
+            return 0.0
+
     def matches(self, queue_name: str | None) -> bool:
         return queue_name is None or self.spec.queues is None or queue_name in self.spec.queues
 
@@ -298,6 +306,7 @@ class WorkerPool:
         self.prefetch = c.PREFETCH if prefetch is None else prefetch
         self.shutdown_grace = c.SHUTDOWN_GRACE_SECONDS if shutdown_grace is None else shutdown_grace
         self.fetch_cooldown = c.FETCH_COOLDOWN_SECONDS
+        self.rate_poll = c.RATE_LIMIT_POLL_SECONDS
         # By default only a supervised child jitters its notified claims: a lone process
         # would pay it on every pickup (a millisecond on average) for no claim it saves alone.
         self.wake_jitter = (c.WAKE_JITTER_SECONDS if c.WAKE_JITTER_SECONDS is not None

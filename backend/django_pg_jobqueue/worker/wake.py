@@ -33,6 +33,12 @@ The rules, each for a reason the fleet benchmark measured (bench/fleet.py):
   no concurrency limit and nothing prefetched). A notification does not say how many jobs
   wait: if the claim comes back full there are more (a burst), if not the lane is done
   without a second claim to find that out.
+- **rate limits**: while a rate limit applies to the lane's claims and its last claim that
+  found jobs is less than the limit's longest period ago (plus a poll interval), an idle lane
+  polls every JOB_RATE_LIMIT_POLL_SECONDS, with a jitter up to half that, and does not back
+  off: a claim under a full window finds nothing though jobs wait, and no notification says
+  when the window frees, so the lane looks again soon after. Past that period it backs off
+  as any idle lane.
 - **burst hand-off**: a claim that comes back full, of more than one job or in a backlog, is a
   burst: the lane asks its supervisor once per burst to wake another process of the host for
   it (worker/relay.py); a claim that is not full ends the burst.
@@ -73,13 +79,15 @@ class Claim:
 class WakePolicy:
     def __init__(self, *, poll_interval: float, poll_interval_max: float = 0.0,
                  poll_jitter: float = 0.0, fetch_cooldown: float = 0.0,
-                 wake_jitter: float = 0.0, listening: Callable[[], bool] = lambda: False,
+                 wake_jitter: float = 0.0, rate_poll: float = 0.05,
+                 listening: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic,
                  uniform: Callable[[float, float], float] = random.uniform):
         self.poll_interval = poll_interval
         self.poll_interval_max = max(poll_interval, poll_interval_max)
         self.poll_jitter, self.fetch_cooldown, self.wake_jitter = (poll_jitter, fetch_cooldown,
                                                                    wake_jitter)
+        self.rate_poll = rate_poll
         self.listening = listening  # whether notifications arrive (the LISTEN connection is up)
         self.clock, self.uniform = clock, uniform
         self._lock = threading.Lock()
@@ -93,6 +101,7 @@ class WakePolicy:
         self._found_last = False  # the last claim found jobs
         self._told_host = False  # the lane asked for help with the current burst
         self._next_poll_at = 0.0  # when an idle lane polls anyway
+        self._found_at = -math.inf  # when a claim last found jobs
         self.empty_polls = 0  # claims in a row that found nothing (the idle back-off)
         self.backlog = False  # the last claim came back full: claim again without waiting
 
@@ -166,6 +175,8 @@ class WakePolicy:
             if claim.may_cool_down and not found and not self._found_last:
                 self._missed_at = self.clock()  # another process took it: cool down
         self._found_last = found > 0
+        if found:
+            self._found_at = self.clock()
         full = found == asked
         tell = False
         if full and (asked > 1 or self.backlog):  # a burst, not one job: share it out
@@ -179,9 +190,14 @@ class WakePolicy:
             self.empty_polls = 0
         return tell
 
-    def idle_wait(self) -> float:
+    def idle_wait(self, *, rate_window: float = 0.0) -> float:
         """After a claim that left the lane idle: how long it sleeps before it polls again,
-        unless woken (the module docstring's idle poll interval)."""
+        unless woken (the module docstring's idle poll interval; `rate_window`: the longest
+        period of the rate limits the lane's claims count against, 0 for none)."""
+        if rate_window > 0 and self.clock() - self._found_at <= rate_window + self.poll_interval:
+            wait = self.rate_poll + self.uniform(0, self.rate_poll / 2)
+            self._next_poll_at = self.clock() + wait
+            return wait
         wait = self.poll_interval
         if self.empty_polls > 1 and self.listening():
             wait = min(self.poll_interval_max,

@@ -502,6 +502,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rate-limits/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The rate limits in force
+         * @description Each limit: at most `max_starts` jobs (their weights summed, JOB_RATE_WEIGHTS) start in any sliding `period_seconds`, across every worker, enforced inside the claim. Those set at run time replace those JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics.
+         */
+        get: operations["v1_rate_limits_list"];
+        put?: never;
+        /**
+         * Set a rate limit
+         * @description At most `max_starts` jobs of the queue, of the type, or with the concurrency key start in any sliding `period_seconds`; replaces that scope's limit. Workers see it within a second. Name exactly one of queue, type, key; a queue must exist (404 otherwise). Needs change_queuesetting, as a queue's concurrency limit does.
+         */
+        post: operations["v1_rate_limits_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rate-limits/remove/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove a rate limit set at run time
+         * @description The limit JOB_RATE_LIMITS declares for that scope, if any, holds again. Name exactly one of queue, type, key.
+         */
+        post: operations["v1_rate_limits_remove_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/schedules/": {
         parameters: {
             query?: never;
@@ -1423,6 +1467,72 @@ export interface components {
             /** @description Live worker processes (a heartbeat in the last 15 s) that claim from this queue. */
             workers: components["schemas"]["_QueueWorker"][];
         };
+        /** @description A rate limit in force: at most `max_starts` starts in any sliding `period_seconds`. */
+        RateLimit: {
+            /**
+             * @description What it limits: a queue, a job type, or the jobs of a concurrency key.
+             *
+             *     * `queue` - queue
+             *     * `type` - type
+             *     * `key` - key
+             */
+            kind: components["schemas"]["RateLimitKindEnum"];
+            /** @description The queue's or type's name, or the key (a prefix ending in `*` gives each key it matches a window of its own). */
+            name: string;
+            /** @description Most starts (weights summed) per period. */
+            max_starts: number;
+            /** Format: double */
+            period_seconds: number;
+            /**
+             * @description `set` at run time (this API, the admin, set_rate_limit) or `declared` by JOB_RATE_LIMITS.
+             *
+             *     * `set` - set
+             *     * `declared` - declared
+             */
+            source: components["schemas"]["RateLimitSourceEnum"];
+        };
+        /**
+         * @description * `queue` - queue
+         *     * `type` - type
+         *     * `key` - key
+         * @enum {string}
+         */
+        RateLimitKindEnum: "queue" | "type" | "key";
+        RateLimitRemoved: {
+            /** @description Whether a limit set at run time was removed. */
+            removed: boolean;
+        };
+        /** @description Refuses unknown and read-only fields in the request body, naming each. */
+        RateLimitScopeRequest: {
+            /** @description The queue (name exactly one of queue, type, key). */
+            queue?: string;
+            /** @description The job type (name exactly one of queue, type, key). */
+            type?: string;
+            /** @description The key or prefix (name exactly one of queue, type, key). */
+            key?: string;
+        };
+        /** @description Refuses unknown and read-only fields in the request body, naming each. */
+        RateLimitSetRequest: {
+            /** @description A queue: every job of it (name exactly one of queue, type, key). */
+            queue?: string;
+            /** @description A job type (or a Django task's path) (name exactly one of queue, type, key). */
+            type?: string;
+            /** @description A concurrency key, or a prefix ending in `*` (name exactly one of queue, type, key). */
+            key?: string;
+            /** @description Most starts (weights summed) per period. */
+            max_starts: number;
+            /**
+             * Format: double
+             * @description The sliding period, at most a day.
+             */
+            period_seconds: number;
+        };
+        /**
+         * @description * `set` - set
+         *     * `declared` - declared
+         * @enum {string}
+         */
+        RateLimitSourceEnum: "set" | "declared";
         /**
          * @description * `not_found` - not_found
          *     * `invalid_transition` - invalid_transition
@@ -1477,7 +1587,7 @@ export interface components {
              *     * `settings` - settings
              *     * `decorator` - decorator
              */
-            source: components["schemas"]["SourceEnum"];
+            source: components["schemas"]["ScheduleSourceEnum"];
             /** @description false: workers skip it; `problems` says why. */
             valid: boolean;
             problems: string[];
@@ -1493,6 +1603,12 @@ export interface components {
             /** @description The job of the latest tick (null: not enqueued, e.g. no worker ran then, or it was pruned). */
             last_job: components["schemas"]["_LastJob"] | null;
         };
+        /**
+         * @description * `settings` - settings
+         *     * `decorator` - decorator
+         * @enum {string}
+         */
+        ScheduleSourceEnum: "settings" | "decorator";
         /** @description One job of a schedule: a tick's, or a run-now one. */
         ScheduleTick: {
             /**
@@ -1521,12 +1637,6 @@ export interface components {
             /** @description Whether the job was parked waiting for this signal and is now queued to run at once; false: kept until its handler waits for it. */
             woke: boolean;
         };
-        /**
-         * @description * `settings` - settings
-         *     * `decorator` - decorator
-         * @enum {string}
-         */
-        SourceEnum: "settings" | "decorator";
         /**
          * @description * `alive` - alive
          *     * `lost` - lost
@@ -3629,6 +3739,180 @@ export interface operations {
             };
             /** @description No such job or queue (or page). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_rate_limits_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimit"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_rate_limits_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RateLimitSetRequest"];
+            };
+        };
+        responses: {
+            /** @description The limit, as set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimit"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_rate_limits_remove_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RateLimitScopeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitRemoved"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

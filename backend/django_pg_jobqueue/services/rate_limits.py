@@ -1,0 +1,168 @@
+"""Rate limits: at most N job starts per sliding period, for a queue, a job type, or the jobs
+of a concurrency key (a key, or every key with a prefix: `customer:*`).
+
+The claim enforces them (sql.CLAIM_LIMITED, sql.CLAIM_KEYED: each start is written to the
+starts log, job_rate_starts, by the statement that claims the job); this module sets them at
+run time (`set_rate_limit`, `remove_rate_limit`: the API and the admin call these), checks
+and consumes them from Python outside a job (`rate_limit(...).try_acquire()`) and prunes
+starts no window counts any more (their use is read by selectors.rate_limit_use). Workers re-read the limits
+at most once a second (services/claiming.py), so a new limit holds within a second.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from .. import db, sql
+from ..catalogue import RateLimitRow, queue_exists, rate_limits_in_force
+from ..db import atomic as queue_atomic
+from ..exceptions import InvalidJobArgument, QueueNotFound
+from ..models import RateLimit, TxNow
+from ..states import MAX_RATE_WEIGHT, rate_limit_problem
+from .claiming import forget_cached_limits
+
+
+def _scope(queue: str | None, type: str | None, key: str | None) -> tuple[str, str]:  # noqa: A002
+    given = [(kind, name) for kind, name in (("queue", queue), ("type", type), ("key", key))
+             if name is not None]
+    if len(given) != 1:
+        raise InvalidJobArgument("scope", "name exactly one of queue, type or key")
+    return given[0]
+
+
+def _check(kind: str, name: str, max_starts, period_seconds) -> None:
+    problem = rate_limit_problem(kind, name, max_starts, period_seconds)
+    if problem is not None:
+        argument, rule = problem
+        raise InvalidJobArgument(kind if argument == "name" else argument, f"must be {rule}")
+
+
+def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
+                   key: str | None = None, max_starts: int,
+                   period_seconds: float) -> RateLimit:
+    """At most `max_starts` jobs (their weights summed, JOB_RATE_WEIGHTS) of `queue`, of job
+    type `type`, or with concurrency key `key` (a key, or a prefix ending in `*`: each key
+    it matches has a window of its own) start in any `period_seconds`, across every worker.
+    Replaces that scope's limit, set or declared (JOB_RATE_LIMITS). InvalidJobArgument names
+    a bad argument; QueueNotFound if the queue does not exist."""
+    kind, name = _scope(queue, type, key)
+    _check(kind, name, max_starts, period_seconds)
+    with transaction.atomic():
+        if kind == "queue" and not queue_exists(name):
+            raise QueueNotFound(name)
+        limit, _ = RateLimit.objects.update_or_create(
+            kind=kind, name=name, defaults={"max_starts": max_starts,
+                                            "period_seconds": float(period_seconds),
+                                            "updated_at": TxNow()})
+        limit.refresh_from_db()
+    forget_cached_limits()  # this process: at once; the others within a second
+    return limit
+
+
+def remove_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
+                      key: str | None = None) -> bool:
+    """Remove the limit set at run time for that scope (one JOB_RATE_LIMITS declares holds
+    again); whether there was one."""
+    kind, name = _scope(queue, type, key)
+    deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
+    forget_cached_limits()
+    return bool(deleted)
+
+
+def limit_for(kind: str, name: str, limits: list[RateLimitRow]) -> RateLimitRow | None:
+    """The limit of a queue or type named `name`, or of the key `name`: the one naming that
+    key, else the longest prefix (`customer:*`) it starts with, as the claim picks it."""
+    if kind != "key":
+        return next((r for r in limits if r[0] == kind and r[1] == name), None)
+    keyed = [r for r in limits if r[0] == "key" and (
+        r[1] == name or (r[1].endswith("*") and name.startswith(r[1][:-1])))]
+    return max(keyed, key=lambda r: (r[1] == name, len(r[1])), default=None)
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """What `RateLimiter.try_acquire()` / `check()` answered.
+
+    `allowed`: the weight fit (try_acquire: and was counted); `used`: the window's weight
+    before this call; `max_starts` and `period_seconds`: the limit (None: no limit applies,
+    always allowed); `retry_at`: when enough of the window's starts will have left it for
+    the weight to fit (None when allowed); `retry_in_seconds`: from now, by the database's
+    clock (0 when allowed)."""
+
+    allowed: bool
+    used: int
+    max_starts: int | None
+    period_seconds: float | None
+    retry_at: datetime | None
+    retry_in_seconds: float
+
+
+class RateLimiter:
+    """A rate limit seen from outside a job: `rate_limit("customer:42")`,
+    `rate_limit(queue="emails")`, `rate_limit(type="email_send")`. Shares its window with
+    the claim: a start acquired here counts against the jobs' starts, and theirs against it."""
+
+    def __init__(self, kind: str, name: str):
+        self.kind, self.name = kind, name
+
+    def __repr__(self) -> str:
+        return f"rate_limit({self.kind}={self.name!r})"
+
+    def try_acquire(self, weight: int = 1) -> RateDecision:
+        """Count `weight` against the window if it fits, now; never waits for room."""
+        return self._decide(weight, consume=True)
+
+    def check(self, weight: int = 1) -> RateDecision:
+        """Whether `weight` would fit now, counting nothing."""
+        return self._decide(weight, consume=False)
+
+    def _decide(self, weight: int, *, consume: bool) -> RateDecision:
+        if isinstance(weight, bool) or not isinstance(weight, int) or not (
+                1 <= weight <= MAX_RATE_WEIGHT):
+            raise InvalidJobArgument("weight", f"must be a whole number from 1 to {MAX_RATE_WEIGHT}")
+        limit = limit_for(self.kind, self.name, rate_limits_in_force())
+        if limit is None:
+            return RateDecision(True, 0, None, None, None, 0.0)
+        _, _, max_starts, period_seconds = limit
+        if weight > max_starts:
+            raise InvalidJobArgument(
+                "weight", f"must be at most the limit's max_starts ({max_starts}): it never fits")
+        with queue_atomic():
+            if self.kind == "key":
+                db.fetch_all(sql.RATE_LOCK_KEY, {"key": self.name})
+            else:
+                db.fetch_all(sql.RATE_LOCK_GLOBAL, {})
+            allowed, used, retry_at, now = db.fetch_all(sql.RATE_ACQUIRE, {
+                "scope": f"{self.kind}:{self.name}", "period_seconds": float(period_seconds),
+                "weight": weight, "max_starts": max_starts, "consume": consume})[0]
+        wait = max(0.0, (retry_at - now) / timedelta(seconds=1)) if retry_at else 0.0
+        return RateDecision(bool(allowed), int(used), max_starts, period_seconds, retry_at, wait)
+
+
+def rate_limit(key: str | None = None, *, queue: str | None = None,
+               type: str | None = None) -> RateLimiter:  # noqa: A002
+    """The rate limit of a concurrency key (`rate_limit("customer:42")`), a queue or a job
+    type, to check or consume outside a job. Name exactly one; InvalidJobArgument otherwise."""
+    kind, name = _scope(queue, type, key)
+    if not isinstance(name, str) or not name:
+        raise InvalidJobArgument(kind, "must be a non-empty str")
+    return RateLimiter(kind, name)
+
+
+def prune_rate_starts(*, batch_size: int = 10_000) -> int:
+    """Delete the starts older than the longest period of any limit (all of them when no
+    limit is left): no window counts them. Returns how many."""
+    limits = rate_limits_in_force()
+    keep = max((r[3] for r in limits), default=0.0)
+    deleted = 0
+    while True:
+        with queue_atomic(), db.queue_connection().cursor() as cur:
+            cur.execute(sql.PRUNE_RATE_STARTS, {"keep_seconds": keep, "batch_size": batch_size})
+            count = cur.rowcount
+        deleted += count
+        if count < batch_size:
+            return deleted
+
+
+__all__ = ["RateDecision", "RateLimiter", "limit_for", "prune_rate_starts", "rate_limit",
+           "remove_rate_limit", "set_rate_limit"]
