@@ -1,9 +1,10 @@
 """A running worker pool never starts a job past its expires_at: the claim passes it over and
 the maintenance leader's reaper pass ends it, with its `expired` event, while jobs without a
 deadline (and with one still ahead) run."""
-import time
+from datetime import timedelta
 
 import pytest
+from django.db.models.functions import Now
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, JobEvent
@@ -18,7 +19,9 @@ def test_a_pool_never_runs_a_job_that_expired_while_its_queue_was_paused(worker_
     plain = services.enqueue("noop", {"n": 3}, queue="late")
     services.pause_queue("late")
     worker_pool(threads=2)
-    time.sleep(0.5)  # past the first job's deadline, its queue still paused
+    # Past the first job's deadline, its queue still paused: the deadline moved into the past,
+    # as the database's clock would.
+    Job.objects.filter(pk=doomed.pk).update(expires_at=Now() - timedelta(seconds=1))
     services.resume_queue("late")
     wait_for(lambda: Job.objects.filter(pk__in=[on_time.pk, plain.pk], status="succeeded"
                                         ).count() == 2, message="the others ran")
