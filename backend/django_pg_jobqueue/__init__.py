@@ -4,7 +4,8 @@
     from django_pg_jobqueue import aenqueue  # in async code: await aenqueue(...)
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
-pause_queue, resume_queue, set_queue_limit. Waiting for a job's outcome: wait(job) and, in
+pause_queue, resume_queue, set_queue_limit. Batches with callbacks: enqueue_batch, cancel_batch,
+batch_progress. Waiting for a job's outcome: wait(job) and, in
 async code, await await_result(job) (JobFailed, WaitTimeout).
 
 Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are
@@ -18,12 +19,15 @@ if TYPE_CHECKING:
     from .exceptions import JobFailed, PermanentError, WaitTimeout
     from .registry import handler
     from .retries import RetryPolicy
+    from .selectors import batch_progress
     from .services import (
         aenqueue,
         aenqueue_many,
         cancel,
+        cancel_batch,
         delete,
         enqueue,
+        enqueue_batch,
         enqueue_many,
         pause_queue,
         resume_queue,
@@ -35,10 +39,10 @@ if TYPE_CHECKING:
 
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
-           "pause_queue", "resume_queue", "set_queue_limit", "handler", "task_options",
-           "PermanentError", "JobContext", "RetryPolicy", "wait", "await_result", "JobFailed",
-           "WaitTimeout"]
-_SERVICES = frozenset(__all__[:10])  # resolved from .services
+           "pause_queue", "resume_queue", "set_queue_limit", "enqueue_batch", "cancel_batch",
+           "handler", "task_options", "PermanentError", "JobContext", "RetryPolicy", "wait",
+           "await_result", "JobFailed", "WaitTimeout", "batch_progress"]
+_SERVICES = frozenset(__all__[:12])  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:
@@ -54,6 +58,10 @@ def __getattr__(name: str) -> Any:
         from .tasks.options import task_options
 
         return task_options
+    if name == "batch_progress":
+        from .selectors import batch_progress
+
+        return batch_progress
     if name in ("wait", "await_result"):
         from . import waiting
 

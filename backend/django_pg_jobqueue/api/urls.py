@@ -9,6 +9,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .auth import CsrfView, LoginView, LogoutView, MeView
+from .batches import BatchViewSet
 from .events import EventFeedView
 from .health import HealthView
 from .jobs.actions import JobActionsView
@@ -27,6 +28,7 @@ app_name = "django_pg_jobqueue_api"
 router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
+router.register("batches", BatchViewSet, basename="batch")
 
 
 def schedule(method: str, action: str):

@@ -21,7 +21,7 @@ from ..states import (
     Status,
     parse_job_id,
 )
-from . import dependencies
+from . import batches, dependencies
 from .bulk_retry import retry_jobs
 from .preparing import check_api_bounds
 
@@ -40,6 +40,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
     with queue_atomic():
         job = _locked(job_id)
+        # A member's cancel may finish its batch: settled after the commit, which it must see.
+        batch_id = job.batch_id if job.status in (Status.QUEUED, Status.WAITING) else None
         if job.status in (Status.QUEUED, Status.WAITING):
             Job.objects.filter(pk=job.pk, status=job.status).update(
                 status=Status.CANCELLED, finished_at=Now(), updated_at=Now(),
@@ -60,6 +62,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
                                         message=f"cancel requested{_by(actor)}")
         else:
             raise InvalidTransition(job.pk, "cancel", job.status)
+    if batch_id is not None:
+        batches.settle_after([batch_id])
     job.refresh_from_db()
     return job
 
