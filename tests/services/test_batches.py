@@ -195,3 +195,14 @@ def test_settles_racing_on_threads_finish_the_batch_once(monkeypatch):
     assert won == [batch.id]
     assert sorted(callbacks()) == ["complete", "failure"]
     assert Job.objects.filter(type="batch_callback").count() == 2
+
+
+def test_jobs_outside_a_batch_never_reach_the_batches_statements(monkeypatch):
+    calls = []
+    monkeypatch.setattr(batches, "settle", lambda ids: calls.append(list(ids)) or [])
+    services.enqueue_many(members(5, fail={2}))  # not a batch: succeed, and fail for good
+    drain("batch_member")
+    assert calls == []
+    batch = services.enqueue_batch(members(2, fail={1}))
+    drain("batch_member")
+    assert calls == [[batch.id], [batch.id]]  # after each member's outcome

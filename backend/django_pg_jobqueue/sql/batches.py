@@ -33,13 +33,13 @@ done AS (
     WHERE b.id IN (SELECT id FROM candidates) AND b.finished_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM jobs u WHERE u.batch_id = b.id AND u.""" + _UNFINISHED + """)
 ),
-counts AS (
-    SELECT done.id,
-           count(j.id) FILTER (WHERE j.status = 'succeeded') AS succeeded,
-           count(j.id) FILTER (WHERE j.status = 'failed') AS failed,
-           count(j.id) FILTER (WHERE j.status = 'cancelled') AS cancelled
-    FROM done LEFT JOIN jobs j ON j.batch_id = done.id
-    GROUP BY done.id
+counts AS (  -- LATERAL: each finished batch's own members (jobs_batch_idx), never all of them
+    SELECT done.id, m.succeeded, m.failed, m.cancelled
+    FROM done CROSS JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+               count(*) FILTER (WHERE j.status = 'failed') AS failed,
+               count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
+        FROM jobs j WHERE j.batch_id = done.id) AS m
 )
 UPDATE job_batches b
 SET finished_at = now(), succeeded = c.succeeded, failed = c.failed, cancelled = c.cancelled,
@@ -48,6 +48,14 @@ FROM counts c
 WHERE b.id = c.id AND b.finished_at IS NULL
 RETURNING b.id, b.total, b.succeeded, b.failed, b.cancelled, b.callbacks, b.pass_results,
           b.cancelled_at IS NOT NULL
+"""
+# Of these batches (%(ids)s), those unfinished with no member left unfinished: a probe in
+# autocommit (one round trip, no transaction) before FINISH_BATCHES_IF_DONE, which re-checks
+# it under the row lock; after most members' outcomes it finds one left and ends there.
+BATCHES_DONE_NOW = """
+SELECT b.id FROM job_batches b
+WHERE b.id = ANY(%(ids)s::bigint[]) AND b.finished_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM jobs u WHERE u.batch_id = b.id AND u.""" + _UNFINISHED + """)
 """
 # These batches (%(ids)s).
 BATCHES_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
