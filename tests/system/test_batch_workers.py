@@ -8,9 +8,9 @@ import time
 import pytest
 
 from django_pg_jobqueue import batch_progress, services
-from django_pg_jobqueue.models import Job, JobBatch
+from django_pg_jobqueue.models import Job, JobBatch, JobEvent, WorkerProcess
 from tests.handlers import batch_handlers  # noqa: F401  (registers the handlers in this process)
-from tests.utils import spawn_workers, stop_workers, wait_until_jobs
+from tests.utils import spawn_workers, stop_workers, wait_for, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -24,11 +24,15 @@ CALLBACKS = {"on_complete": {"type": "batch_callback", "payload": {"tag": "compl
 
 
 def drain_batch(size: int, fail: set[int]) -> tuple[JobBatch, dict[str, Job]]:
-    batch = services.enqueue_batch(
-        [{"type": "batch_member", "payload": {"n": i, "fail": i in fail}} for i in range(size)],
-        pass_results=True, **CALLBACKS)
     workers = [spawn_workers("--threads", "4", env=ENV) for _ in range(3)]
     try:
+        # Every process up before the batch exists, so that all three share its members and
+        # race to finish the last ones (another process's start-up: its heartbeat row).
+        wait_for(lambda: WorkerProcess.objects.count() == 3, timeout=60,
+                 message="three worker processes up")
+        batch = services.enqueue_batch(
+            [{"type": "batch_member", "payload": {"n": i, "fail": i in fail, "seconds": 0.01}}
+             for i in range(size)], pass_results=True, **CALLBACKS)
         wait_until_jobs(("succeeded", "failed"), count=size, batch_id=batch.id,
                         timeout=60 + size / 5, message="the batch's members")
         wait_until_jobs("succeeded", count=2, type="batch_callback", timeout=30,
@@ -39,6 +43,11 @@ def drain_batch(size: int, fail: set[int]) -> tuple[JobBatch, dict[str, Job]]:
         stop_workers(*workers)
     found = list(Job.objects.filter(type="batch_callback"))
     assert len(found) == 2, [j.payload.get("tag") for j in found]
+    # The three processes shared the members (each process's worker ids: <host>-<pid>-<n>),
+    # so each finished some of them and settled the batch after them.
+    finishers = (JobEvent.objects.filter(job__batch_id=batch.id, kind__in=["succeeded", "failed"])
+                 .values_list("worker_id", flat=True))
+    assert len({worker_id.rsplit("-", 1)[0] for worker_id in finishers}) == 3
     batch.refresh_from_db()
     return batch, {job.payload["tag"]: job for job in found}
 
