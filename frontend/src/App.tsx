@@ -3,6 +3,7 @@ import { Navigate, Route, Routes, useLocation } from "react-router";
 import { meOptions } from "./api/auth";
 import { Layout } from "./panels/Layout";
 import { ErrorState, Loading } from "./components/States";
+import { BatchPage } from "./pages/BatchPage";
 import { CreateJobPage } from "./pages/CreateJobPage";
 import { FailedJobsPage } from "./pages/FailedJobsPage";
 import { JobDetailPage } from "./pages/JobDetailPage";
@@ -29,6 +30,7 @@ export function App() {
         <Route path="workers" element={<WorkersPage />} />
         <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:name" element={<QueuePage />} />
+        <Route path="batches/:id" element={<BatchPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>
