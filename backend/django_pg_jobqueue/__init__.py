@@ -5,7 +5,8 @@
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
 pause_queue, resume_queue, set_queue_limit, set_rate_limit, remove_rate_limit; a rate limit
-checked or consumed outside a job: rate_limit("customer:42").try_acquire(). Waiting for a job's outcome: wait(job) and, in
+checked or consumed outside a job: rate_limit("customer:42").try_acquire(). Batches with
+callbacks: enqueue_batch, cancel_batch, batch_progress. Waiting for a job's outcome: wait(job) and, in
 async code, await await_result(job) (JobFailed, WaitTimeout).
 
 Names are resolved lazily so that `import django_pg_jobqueue` works before Django's apps are
@@ -19,12 +20,15 @@ if TYPE_CHECKING:
     from .exceptions import JobFailed, PermanentError, SignalTimedOut, WaitTimeout
     from .registry import handler
     from .retries import RetryPolicy
+    from .selectors import batch_progress
     from .services import (
         aenqueue,
         aenqueue_many,
         cancel,
+        cancel_batch,
         delete,
         enqueue,
+        enqueue_batch,
         enqueue_many,
         pause_queue,
         rate_limit,
@@ -41,10 +45,11 @@ if TYPE_CHECKING:
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
            "pause_queue", "resume_queue", "set_queue_limit", "set_rate_limit",
-           "remove_rate_limit", "rate_limit", "handler", "task_options",
-           "PermanentError", "JobContext", "RetryPolicy", "wait", "await_result", "JobFailed",
-           "WaitTimeout", "send_signal", "SignalTimedOut"]
-_SERVICES = frozenset(__all__[:13]) | {"send_signal"}  # resolved from .services
+           "remove_rate_limit", "rate_limit", "enqueue_batch", "cancel_batch", "handler",
+           "task_options", "PermanentError", "JobContext", "RetryPolicy", "wait",
+           "await_result", "JobFailed", "WaitTimeout", "send_signal", "SignalTimedOut",
+           "batch_progress"]
+_SERVICES = frozenset(__all__[:15]) | {"send_signal"}  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:
@@ -60,6 +65,10 @@ def __getattr__(name: str) -> Any:
         from .tasks.options import task_options
 
         return task_options
+    if name == "batch_progress":
+        from .selectors import batch_progress
+
+        return batch_progress
     if name in ("wait", "await_result"):
         from . import waiting
 

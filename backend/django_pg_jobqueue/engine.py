@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from . import periodic, services
-from .services import claiming, dependencies, pruning, schedules, waits
+from .services import batches, claiming, dependencies, pruning, schedules, waits
 from .services.claiming import ClaimedJob
 from .services.lifecycle import Completion, unknown_type_error
 
@@ -199,6 +199,11 @@ class Engine(Protocol):
         """Settle jobs waiting on dependencies that no completion settled: their new statuses."""
         ...
 
+    def settle_batches(self) -> list[int]:
+        """Finish the batches whose members all finished that no outcome finished (enqueueing
+        their callbacks): their ids."""
+        ...
+
     def prune_by_retention(self, *, batch_size: int,
                            should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
         """Delete finished jobs past their retention, in batches: counts by kind."""
@@ -333,6 +338,9 @@ class PostgresEngine:
 
     def settle_waiting(self) -> dict[int, str]:
         return dependencies.settle_waiting()
+
+    def settle_batches(self) -> list[int]:
+        return batches.settle_unfinished()
 
     def prune_by_retention(self, **kwargs) -> dict[str, int]:
         return pruning.prune_by_retention(**kwargs)

@@ -32,6 +32,14 @@ class ScheduleNotFound(JobError, LookupError):
         super().__init__(f"no periodic schedule named {name!r}")
 
 
+class BatchNotFound(JobError, LookupError):
+    """No batch of that id (services.enqueue_batch's): HTTP 404."""
+
+    def __init__(self, batch_id: object):
+        self.batch_id = batch_id
+        super().__init__(f"no batch {batch_id!r}")
+
+
 class ScheduleInvalid(JobError):
     """The schedule cannot enqueue a job (its `problems`): HTTP 409."""
 

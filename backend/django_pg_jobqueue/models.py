@@ -167,6 +167,11 @@ class Job(models.Model):
     # pending), and so does an operator's retry.
     debounce_key = models.CharField(max_length=MAX_UNIQUE_KEY_STORED_LENGTH, null=True,
                                     blank=True)
+    # The batch this job is a member of (services/batches.py), NULL for most jobs: set in the
+    # enqueue's transaction, never changed. No foreign key in the database (a constraint
+    # trigger on the hottest table for a column that never changes after the enqueue).
+    batch = models.ForeignKey("JobBatch", on_delete=models.DO_NOTHING, db_constraint=False,
+                              null=True, blank=True, related_name="jobs", db_index=False)
 
     objects = JobQuerySet.as_manager()
 
@@ -303,6 +308,14 @@ class Job(models.Model):
             # only, so jobs without one write nothing to it.
             models.Index("expires_at", name="jobs_queued_expiry_idx",
                          condition=Q(status="queued", expires_at__isnull=False)),
+            # Batches (services/batches.py): both hold members of batches only, so a job outside
+            # a batch writes neither. The first lists and counts a batch's members; the
+            # second holds its unfinished ones, so that "is anything of the batch left?", asked
+            # after each member's outcome, is one probe however large the batch is.
+            models.Index("batch", "id", name="jobs_batch_idx", condition=Q(batch__isnull=False)),
+            models.Index("batch", name="jobs_batch_unfinished_idx",
+                         condition=Q(batch__isnull=False)
+                         & ~Q(status__in=["succeeded", "failed", "cancelled"])),
             # Not here, as Django's GinIndex would make every host add django.contrib.postgres
             # to INSTALLED_APPS: the job search's trigram index jobs_last_error_trgm_idx
             # (migration 0012, sql.SEARCH_TEXT_MATCHES). The payload's is on JobSearchText.
@@ -410,6 +423,53 @@ class JobSearchText(models.Model):
 
     def __str__(self) -> str:
         return f"search text of job {self.job_id}"
+
+
+class JobBatch(models.Model):
+    """A batch of jobs enqueued together (services.enqueue_batch), and what to enqueue once
+    every member finished: its callbacks.
+
+    While the batch runs, its progress is read from its members (selectors.batch_progress).
+    `finished_at` is set once, by the one statement that finds no member unfinished
+    (sql.FINISH_BATCHES_IF_DONE, guarded by `finished_at IS NULL`), in the same transaction
+    that enqueues the callbacks: whichever worker wins that update enqueues them, and no
+    other can. The counts are frozen then; a member retried later does not reopen the batch."""
+
+    id = models.BigAutoField(primary_key=True)
+    total = models.IntegerField()  # the members the enqueue created
+    # {"on_complete" | "on_success" | "on_failure": {type, queue, priority, max_attempts,
+    # timeout_seconds, retry_policy, payload}}: each callback's job, resolved at the enqueue.
+    callbacks = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
+    pass_results = models.BooleanField(default=False, db_default=False)
+    created_at = models.DateTimeField(db_default=Now())
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The members' outcomes when the batch finished (NULL before).
+    succeeded = models.IntegerField(null=True, blank=True)
+    failed = models.IntegerField(null=True, blank=True)
+    cancelled = models.IntegerField(null=True, blank=True)
+    # {"on_complete": job id, ...}: the callbacks enqueued when it finished.
+    callback_jobs = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        db_table = "job_batches"
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True)
+                | Q(succeeded__isnull=False, failed__isnull=False, cancelled__isnull=False,
+                    callback_jobs__isnull=False),
+                name="job_batch_finished_has_counts",
+            ),
+        ]
+        indexes = [
+            # The sweep (services/batches.py): unfinished batches only.
+            models.Index("id", name="job_batches_unfinished_idx",
+                         condition=Q(finished_at__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.id}"
 
 
 class JobStep(models.Model):

@@ -5,6 +5,7 @@ Each list or detail read is a fixed number of queries, whatever the number of ro
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import BooleanField, Count, Q
 from django.db.models.expressions import RawSQL
@@ -14,11 +15,20 @@ from django.utils import timezone
 from . import conf, keys, periodic, sql
 from .catalogue import declared_queues, queue_exists, rate_limits_in_force
 from .db import queue_connection
-from .exceptions import JobNotFound, QueueNotFound
+from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
 from .feed import event_ids_after
 from .metrics import lost_after, worker_lost
-from .models import AuditLogEntry, Job, JobEvent, LostWorker, QueueSetting, TxNow, WorkerProcess
-from .states import EventKind, State, Status, parse_job_id
+from .models import (
+    AuditLogEntry,
+    Job,
+    JobBatch,
+    JobEvent,
+    LostWorker,
+    QueueSetting,
+    TxNow,
+    WorkerProcess,
+)
+from .states import BATCH_CALLBACKS, EventKind, State, Status, parse_job_id
 
 DETAIL_EVENTS = 50
 # The running jobs a job's detail names as holding its concurrency key, at most.
@@ -562,3 +572,47 @@ def rate_limits() -> list[dict]:
              "source": "declared" if declared.get((kind, name)) == (kind, name, m, p) else "set"}
             for kind, name, m, p in rate_limits_in_force()]
 
+
+# --- batches (services/batches.py) ------------------------------------------------------------
+def get_batch(batch_id) -> JobBatch:
+    """The batch, or BatchNotFound."""
+    parsed = parse_job_id(batch_id)
+    batch = JobBatch.objects.filter(pk=parsed).first() if parsed is not None else None
+    if batch is None:
+        raise BatchNotFound(batch_id)
+    return batch
+
+
+def batch_progress(batch_id) -> dict[str, Any]:
+    """Where a batch is: {"id", "total", "succeeded", "failed", "cancelled", "running",
+    "pending" (queued or waiting), "done" (finished members), "finished" (whether its
+    callbacks were enqueued), "finished_at", "cancelled_at", "created_at", "callbacks"
+    (which are set), "callback_jobs" ({name: job id} once finished)}. Counted from the
+    members while it runs; once finished, the counts frozen when it finished. Raises
+    BatchNotFound."""
+    batch = get_batch(batch_id)
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.BATCH_STATUS_COUNTS, [batch.id])
+        counts = dict(cur.fetchall())
+    out: dict[str, Any] = {
+        "id": batch.id, "total": batch.total, "created_at": batch.created_at,
+        "cancelled_at": batch.cancelled_at, "finished_at": batch.finished_at,
+        "finished": batch.finished_at is not None,
+        "callbacks": [name for name in BATCH_CALLBACKS if name in batch.callbacks],
+        "callback_jobs": batch.callback_jobs or {},
+        "pass_results": batch.pass_results,
+        "running": counts.get("running", 0),
+        "pending": counts.get("queued", 0) + counts.get("waiting", 0),
+    }
+    if batch.finished_at is not None:
+        out.update(succeeded=batch.succeeded, failed=batch.failed, cancelled=batch.cancelled)
+    else:
+        out.update(succeeded=counts.get("succeeded", 0), failed=counts.get("failed", 0),
+                   cancelled=counts.get("cancelled", 0))
+    out["done"] = out["succeeded"] + out["failed"] + out["cancelled"]
+    return out
+
+
+def batch_members(batch_id) -> list[Job]:
+    """The batch's members, in the order enqueued."""
+    return list(Job.objects.filter(batch_id=get_batch(batch_id).id).order_by("id"))

@@ -152,6 +152,9 @@ QUEUED_STATES = frozenset({State.AVAILABLE, State.SCHEDULED, State.RETRYABLE})
 
 TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
 RETRYABLE_BY_OPERATOR = frozenset({Status.FAILED, Status.CANCELLED})
+# A batch's callbacks (services/batches.py), in the order they are enqueued when it finishes:
+# on_complete always, on_success when every member succeeded, on_failure when one did not.
+BATCH_CALLBACKS = ("on_complete", "on_success", "on_failure")
 
 
 # The worker id a prefetch buffer claims jobs under: `<process id>-prefetch` (worker/prefetch.py).

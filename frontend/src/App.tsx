@@ -4,6 +4,7 @@ import { meOptions } from "./api/auth";
 import { Layout } from "./panels/Layout";
 import { ErrorState, Loading } from "./components/States";
 import { AuditLogPage } from "./pages/AuditLogPage";
+import { BatchPage } from "./pages/BatchPage";
 import { CreateJobPage } from "./pages/CreateJobPage";
 import { FailedJobsPage } from "./pages/FailedJobsPage";
 import { JobDetailPage } from "./pages/JobDetailPage";
@@ -31,6 +32,7 @@ export function App() {
         <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:name" element={<QueuePage />} />
         <Route path="audit" element={<AuditLogPage />} />
+        <Route path="batches/:id" element={<BatchPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

@@ -3,7 +3,7 @@
     {"code": "invalid", "detail": "a sentence for people", "errors": {"field": ["..."]}}
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
-views stay three lines: JobNotFound, QueueNotFound and ScheduleNotFound -> 404,
+views stay three lines: JobNotFound, QueueNotFound, ScheduleNotFound and BatchNotFound -> 404,
 InvalidTransition, IdempotencyConflict and ScheduleInvalid -> 409,
 UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 (on `type` or
 `payload`), a database that does not answer -> 503.
@@ -19,6 +19,7 @@ from rest_framework.settings import api_settings as host_api_settings
 from rest_framework.views import set_rollback
 
 from ..exceptions import (
+    BatchNotFound,
     IdempotencyConflict,
     InvalidJobArgument,
     InvalidTransition,
@@ -117,6 +118,8 @@ def _translate(exc):
         return exceptions.NotFound(str(exc), code="queue_not_found")
     if isinstance(exc, ScheduleNotFound):
         return exceptions.NotFound(str(exc), code="schedule_not_found")
+    if isinstance(exc, BatchNotFound):
+        return exceptions.NotFound(str(exc), code="batch_not_found")
     if isinstance(exc, ScheduleInvalid):
         return Conflict(str(exc), code="schedule_invalid")
     if isinstance(exc, InvalidTransition):

@@ -109,6 +109,9 @@ class JobFilter(django_filters.FilterSet):
         help_text=("Exact concurrency key: the jobs that share it (e.g. customer:42): a key "
                    "given to `enqueue()` from Python, or one you sent to the API yourself "
                    "(an API user's keys are their own)."))
+    batch = IntegerFilter(field_name="batch_id", lookup_expr="exact", min_value=1,
+                          max_value=2**63 - 1,
+                          help_text="The members of a batch (by its id; jobs_batch_idx serves it).")
     schedule = django_filters.CharFilter(
         method="filter_schedule", max_length=200,
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "

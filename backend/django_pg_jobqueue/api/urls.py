@@ -10,6 +10,7 @@ from rest_framework.routers import SimpleRouter
 
 from .audit import AuditLogViewSet
 from .auth import CsrfView, LoginView, LogoutView, MeView
+from .batches import BatchViewSet
 from .events import EventFeedView
 from .health import HealthView
 from .jobs.actions import JobActionsView
@@ -31,6 +32,7 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("audit", AuditLogViewSet, basename="audit")
 router.register("rate-limits", RateLimitViewSet, basename="rate-limit")
+router.register("batches", BatchViewSet, basename="batch")
 
 
 def schedule(method: str, action: str):

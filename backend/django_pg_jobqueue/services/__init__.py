@@ -4,6 +4,7 @@ Each function is one transition of the state machine in `django_pg_jobqueue.stat
 its event in one transaction. Worker-side writes present the lease token of their claim and
 raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTransition`.
 """
+from .batches import cancel_batch, enqueue_batch
 from .claiming import ClaimedJob, claim
 from .deleting import delete
 from .enqueuing import (
@@ -68,4 +69,5 @@ __all__ = [
     "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
     "dependency_results", "recorded_steps", "record_step", "park", "signal_state", "send_signal",
+    "enqueue_batch", "cancel_batch",
 ]

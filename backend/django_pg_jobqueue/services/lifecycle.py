@@ -18,7 +18,7 @@ from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..retries import RetryPolicy
 from ..states import PREFETCH_WORKER_SUFFIX
-from . import dependencies
+from . import batches, dependencies
 from .workers import count_taken_back
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
@@ -75,6 +75,9 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
     settling = [row[0] for row in rows if row[3]]
     if settling:  # a statement of its own: it must see the edges of enqueues it waited for
         dependencies.settle(settling)
+    batched = [row[4] for row in rows if row[4] is not None]
+    if batched:  # after the commit of the outcomes: the last member's finds none unfinished
+        batches.settle_after(batched)
     done = [row[:3] for row in rows if row[1] != "busy"]
     refused: list[Completion] = []
     if len(rows) < len(completions):  # a row for each completion, written or busy: none refused
@@ -127,6 +130,8 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
         raise LeaseLost(job_id, lease_token, "fail")
     if row[5] and row[1] != "queued":  # failed for good, or cancelled: its dependants next
         dependencies.settle([job_id])
+    if row[6] is not None and row[1] != "queued":  # a member finished: its batch may be done
+        batches.settle_after([row[6]])
     return row[1], row[3]
 
 

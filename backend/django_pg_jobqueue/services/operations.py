@@ -25,7 +25,7 @@ from ..states import (
     Status,
     parse_job_id,
 )
-from . import audit_log, dependencies
+from . import audit_log, batches, dependencies
 from .bulk_retry import retry_jobs
 from .preparing import check_api_priority, check_api_run_time
 
@@ -44,6 +44,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
     with queue_atomic():
         job = _locked(job_id)
+        # A member's cancel may finish its batch: settled after the commit, which it must see.
+        batch_id = job.batch_id if job.status in (Status.QUEUED, Status.WAITING) else None
         if job.status in (Status.QUEUED, Status.WAITING):
             Job.objects.filter(pk=job.pk, status=job.status).update(
                 status=Status.CANCELLED, finished_at=Now(), updated_at=Now(),
@@ -68,6 +70,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
                                  data={"status": job.status})
         else:
             raise InvalidTransition(job.pk, "cancel", job.status)
+    if batch_id is not None:
+        batches.settle_after([batch_id])
     job.refresh_from_db()
     return job
 

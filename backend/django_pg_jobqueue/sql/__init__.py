@@ -9,6 +9,7 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - enqueue: new jobs with their events, keys given up by jobs that no longer count, the
   job-creation throttle's counter;
 - dependencies: jobs enqueued after others (block, settle, sweep);
+- batches: batches of jobs (members, the finish that enqueues the callbacks, sweep, cancel);
 - operator: an operator's writes (retry, delete, schedules' pause and resume, a queue's
   wake-up) and the test helpers' shortcuts;
 - reads: read models (the job list's search, a job's links, the event feed, schedules' jobs,
@@ -36,6 +37,7 @@ token. All times come from the database clock, `now()`.
 # ruff: noqa: F403 (each module's public names are the package's)
 from .audit import *
 from .audit_log import *
+from .batches import *
 from .claim import *
 from .dependencies import *
 from .enqueue import *

@@ -113,7 +113,8 @@ done AS (
     FROM input JOIN free ON free.id = input.id
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
-              extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants
+              extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
+              j.batch_id
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -127,10 +128,11 @@ notified AS (  -- one NOTIFY for the batch, its finished ids in the payload (OUT
 )
 -- run_seconds as float8: a numeric comes back a Decimal, whose loading doubled the cost of
 -- reading this statement's rows in the worker (the event keeps its rounded numeric).
-SELECT id, status, run_seconds::float8, has_dependants FROM done  -- dependants: settle them next
+-- dependants and batch (NULL for most jobs): settle them next (services/lifecycle.py)
+SELECT id, status, run_seconds::float8, has_dependants, batch_id FROM done
 WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 UNION ALL
-SELECT j.id, 'busy', NULL, false  -- the worker completes these alone
+SELECT j.id, 'busy', NULL, false, NULL  -- the worker completes these alone
 """ + _BUSY_LEASES
 
 # --- fail: retry with backoff, or fail for good ----------------------------------------------
@@ -162,7 +164,8 @@ upd AS (
     FROM decision d
     WHERE j.id = d.id
     RETURNING j.id, j.status, j.attempts, d.delay, d.policy, d.gives_up,
-              extract(epoch FROM now() - d.started_at) AS run_seconds, j.has_dependants
+              extract(epoch FROM now() - d.started_at) AS run_seconds, j.has_dependants,
+              j.batch_id
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -184,7 +187,7 @@ notified AS (  -- an outcome (failed for good, cancelled) wakes its waiters (OUT
     """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status <> 'queued') AS o") + """
 )
 SELECT id, status, attempts, CASE WHEN status = 'queued' THEN delay END AS delay_seconds,
-       gives_up, has_dependants
+       gives_up, has_dependants, batch_id
 FROM upd
 WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """

@@ -47,6 +47,10 @@ class Reaper(ServiceThread):
         # completion settled (services/dependencies.py).
         for status in self.engine.settle_waiting().values():
             counts[f"waiting_{status}"] = counts.get(f"waiting_{status}", 0) + 1
+        # So does the batches' sweep: batches whose last member's settle was missed.
+        finished = len(self.engine.settle_batches())
+        if finished:
+            counts["batches_finished"] = finished
         # A lost worker's row stays (the workers page shows it lost, with what it held)
         # until it has been silent past the liveness window and the reap freed its jobs.
         self.engine.forget_lost_workers(silent_seconds=WORKER_ALIVE_SECONDS)

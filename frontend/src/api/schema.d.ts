@@ -115,6 +115,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/batches/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A batch's progress
+         * @description Its members counted by outcome (succeeded, failed, cancelled, done) and by what is left (running, pending), read from the members while it runs; whether it finished, and then the callbacks it enqueued. Its members: GET jobs/?batch=<id>.
+         */
+        get: operations["v1_batches_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/batches/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a batch
+         * @description Its pending members (queued or waiting) are cancelled at once, with the jobs that wait for them; running members go on (cancel them one by one to stop them). Once those finish, the batch finishes with on_failure and on_complete. Cancelling a finished or cancelled batch changes nothing.
+         */
+        post: operations["v1_batches_cancel_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/": {
         parameters: {
             query?: never;
@@ -749,10 +789,51 @@ export interface components {
          * @enum {string}
          */
         AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "run_schedule" | "pause_schedule" | "resume_schedule";
+        /** @description A batch's progress: its members counted by outcome, and its callbacks. */
+        Batch: {
+            id: number;
+            /** @description Its members (the jobs its enqueue created). */
+            total: number;
+            succeeded: number;
+            /** @description Members that failed for good. */
+            failed: number;
+            cancelled: number;
+            /** @description Finished members: succeeded + failed + cancelled. */
+            done: number;
+            running: number;
+            /** @description Members not started yet: queued or waiting. */
+            pending: number;
+            /** @description Every member finished and the callbacks were enqueued (exactly once). The counts are then those of that moment; a member retried later does not change them. */
+            finished: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the batch was cancelled (its pending members cancelled), or null.
+             */
+            cancelled_at: string | null;
+            /** @description The callbacks the batch has. */
+            callbacks: components["schemas"]["CallbacksEnum"][];
+            /** @description Once finished: the job id of each callback enqueued, by name. */
+            callback_jobs: {
+                [key: string]: number;
+            };
+            /** @description Whether the callbacks are given the members' results. */
+            pass_results: boolean;
+        };
         BulkCreated: {
             count: number;
             jobs: components["schemas"]["JobEnqueued"][];
         };
+        /**
+         * @description * `on_complete` - on_complete
+         *     * `on_success` - on_success
+         *     * `on_failure` - on_failure
+         * @enum {string}
+         */
+        CallbacksEnum: "on_complete" | "on_success" | "on_failure";
         Csrf: {
             /** @description Send it back in the X-CSRFToken header. */
             csrf_token: string;
@@ -891,6 +972,8 @@ export interface components {
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
+            /** @description The id of the batch the job is a member of (GET batches/{id}/), or null. */
+            readonly batch: number | null;
         };
         /**
          * @description * `cancel` - cancel
@@ -1112,6 +1195,8 @@ export interface components {
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
+            /** @description The id of the batch the job is a member of (GET batches/{id}/), or null. */
+            readonly batch: number | null;
             readonly last_traceback: string | null;
             readonly request_fingerprint: string | null;
             /**
@@ -1215,6 +1300,8 @@ export interface components {
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
+            /** @description The id of the batch the job is a member of (GET batches/{id}/), or null. */
+            readonly batch: number | null;
             /** @description False: no job was created; this is the job that holds the idempotency key or the unique key. */
             created: boolean;
         };
@@ -2167,6 +2254,123 @@ export interface operations {
             };
         };
     };
+    v1_batches_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The batch id; one that is not a positive integer is a 404. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_batches_cancel_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The batch id; one that is not a positive integer is a 404. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch, as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_events_retrieve: {
         parameters: {
             query?: {
@@ -2267,6 +2471,8 @@ export interface operations {
     v1_jobs_list: {
         parameters: {
             query?: {
+                /** @description The members of a batch (by its id; jobs_batch_idx serves it). */
+                batch?: number;
                 /** @description Exact concurrency key: the jobs that share it (e.g. customer:42): a key given to `enqueue()` from Python, or one you sent to the API yourself (an API user's keys are their own). */
                 concurrency_key?: string;
                 /** @description ISO 8601; created at or after. */

@@ -18,6 +18,7 @@ export type Metrics = Schemas["Metrics"];
 export type User = Schemas["User"];
 export type Queue = Schemas["Queue"];
 export type QueueDetail = Schemas["QueueDetail"];
+export type Batch = Schemas["Batch"];
 export type Throughput = Schemas["Throughput"];
 export type ThroughputParams = NonNullable<paths["/api/v1/metrics/throughput/"]["get"]["parameters"]["query"]>;
 export type ThroughputRange = NonNullable<ThroughputParams["range"]>;

@@ -4,6 +4,7 @@
  * mounted with one line in views/JobDetailView.tsx.
  */
 import type { ReactNode } from "react";
+import { Link } from "react-router";
 import type { JobDetail } from "../api/types";
 import { leaseSummary } from "../lib/jobView";
 import { formatDuration, formatRelative, formatTimestamp, useNow } from "../lib/time";
@@ -178,6 +179,7 @@ export function AllFields({ job }: { job: JobDetail }) {
     ["request_fingerprint", job.request_fingerprint ?? "—"],
     ["concurrency_key", job.concurrency_key ?? "—"],
     ["concurrency_key_limit", job.concurrency_key_limit ?? "—"],
+    ["batch", job.batch ? <Link to={`/batches/${job.batch}`}>batch #{job.batch}</Link> : "—"],
     ["unique_key", job.unique_key ?? "—"],
     ["unique_states", Array.isArray(job.unique_states) ? job.unique_states.join(", ") : "—"],
     ["idempotency_expires_at", formatTimestamp(job.idempotency_expires_at)],

@@ -44,6 +44,9 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
     result = AnyJSONField(allow_null=True)
     progress = ProgressSerializer(source="*")
     is_finished = serializers.SerializerMethodField()
+    batch = serializers.IntegerField(
+        source="batch_id", allow_null=True, read_only=True,
+        help_text="The id of the batch the job is a member of (GET batches/{id}/), or null.")
 
     class Meta:
         model = Job
@@ -54,7 +57,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
             "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
-            "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key",
+            "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key", "batch",
         ]
         read_only_fields = fields
 

@@ -1,0 +1,21 @@
+"""Handlers of the batches' tests. Worker subprocesses import this module through
+JOB_EXTRA_HANDLER_MODULES."""
+import time
+
+from django_pg_jobqueue import PermanentError
+from django_pg_jobqueue.registry import handler
+
+
+@handler("batch_member", max_attempts=2,
+         description="Test handler: returns payload.n after payload.seconds; payload.fail "
+                     "fails for good.")
+def batch_member(ctx, payload):
+    time.sleep(payload.get("seconds", 0))  # a job's own work: spreads a batch over workers
+    if payload.get("fail"):
+        raise PermanentError(f"member {payload.get('n')} fails for good")
+    return payload.get("n")
+
+
+@handler("batch_callback", description="Test handler: returns the batch it was given.")
+def batch_callback(ctx, payload):
+    return payload
