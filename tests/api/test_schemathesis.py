@@ -54,6 +54,11 @@ def _with_registered_types(raw: dict) -> dict:
     # every link depended on the draws (they differ between Python versions).
     props["queue"]["enum"] = ["default", None]
     props["after"]["maxItems"] = 0
+    # The enqueue policies refuse most combinations a generator draws (a debounce with a run
+    # time, an expiry not after the start, ...): left out here, they have their own tests
+    # (tests/api/test_api_enqueue_policies.py), and the run reaches the links.
+    for name in ("debounce", "throttle", "expires_at", "expires_in_seconds"):
+        props.pop(name, None)
     return raw
 
 
