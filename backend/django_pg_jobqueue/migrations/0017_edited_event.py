@@ -8,6 +8,8 @@ backwards puts the old list back (and fails while an `edited` event exists).
 """
 from django.db import migrations, models
 
+from ._frozen import replace_event_kind_check
+
 # Frozen: what this migration runs, copied from states.py when it was frozen, so that
 # editing that module cannot change a migration that has already run.
 EVENT_KINDS = ["created", "claimed", "lease_renewed", "progress", "log", "succeeded", "failed",
@@ -17,23 +19,13 @@ EVENT_KINDS = ["created", "claimed", "lease_renewed", "progress", "log", "succee
 OLD_EVENT_KINDS = EVENT_KINDS[:-1]
 
 
-def _replace_check(values: list[str]) -> list[str]:
-    """Swap job_events' CHECK (kind IN values) in one ALTER TABLE, NOT VALID, then validate."""
-    listed = ", ".join(f"'{v}'::text" for v in values)
-    return [
-        "ALTER TABLE job_events DROP CONSTRAINT IF EXISTS job_event_kind_known, ADD CONSTRAINT"
-        f" job_event_kind_known CHECK (kind::text = ANY (ARRAY[{listed}])) NOT VALID",
-        "ALTER TABLE job_events VALIDATE CONSTRAINT job_event_kind_known",
-    ]
-
-
 class Migration(migrations.Migration):
     atomic = False
     dependencies = [("django_pg_jobqueue", "0016_search_side_table")]
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(_replace_check(EVENT_KINDS), _replace_check(OLD_EVENT_KINDS)),
+                migrations.RunSQL(replace_event_kind_check(EVENT_KINDS), replace_event_kind_check(OLD_EVENT_KINDS)),
             ],
             state_operations=[
                 migrations.AlterField(

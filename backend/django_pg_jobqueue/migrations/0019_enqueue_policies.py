@@ -17,6 +17,8 @@ from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 from django.db.models import Q
 
+from ._frozen import replace_event_kind_check
+
 # Frozen: what this migration runs, copied from the live modules (states.py, models.py) when
 # it was frozen, so that editing them cannot change a migration that has already run.
 EVENT_KINDS = ["created", "claimed", "lease_renewed", "progress", "log", "succeeded", "failed",
@@ -28,16 +30,6 @@ DEBOUNCE_INDEX_ADD = (
     "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_debounce_key_unique ON jobs "
     "(debounce_key) WHERE (debounce_key IS NOT NULL AND status = 'queued')")
 DEBOUNCE_INDEX_DROP = "DROP INDEX CONCURRENTLY IF EXISTS job_debounce_key_unique"
-
-
-def _replace_check(values: list[str]) -> list[str]:
-    """Swap job_events' CHECK (kind IN values) in one ALTER TABLE, NOT VALID, then validate."""
-    listed = ", ".join(f"'{v}'::text" for v in values)
-    return [
-        "ALTER TABLE job_events DROP CONSTRAINT IF EXISTS job_event_kind_known, ADD CONSTRAINT"
-        f" job_event_kind_known CHECK (kind::text = ANY (ARRAY[{listed}])) NOT VALID",
-        "ALTER TABLE job_events VALIDATE CONSTRAINT job_event_kind_known",
-    ]
 
 
 class Migration(migrations.Migration):
@@ -66,7 +58,7 @@ class Migration(migrations.Migration):
         ),
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(_replace_check(EVENT_KINDS), _replace_check(OLD_EVENT_KINDS)),
+                migrations.RunSQL(replace_event_kind_check(EVENT_KINDS), replace_event_kind_check(OLD_EVENT_KINDS)),
             ],
             state_operations=[
                 migrations.AlterField(

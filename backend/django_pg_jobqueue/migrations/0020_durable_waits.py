@@ -11,22 +11,14 @@ import django.db.models.deletion
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
+from ._frozen import replace_event_kind_check
+
 # Frozen: what this migration runs, copied from states.py when it was frozen.
 EVENT_KINDS = ["created", "claimed", "lease_renewed", "progress", "log", "succeeded", "failed",
                "retry_scheduled", "lease_expired", "lease_lost", "timed_out", "released",
                "snoozed", "cancel_requested", "cancelled", "retried", "blocked", "unblocked",
                "edited", "expired", "parked", "signalled"]
 OLD_EVENT_KINDS = EVENT_KINDS[:-2]
-
-
-def _replace_check(values: list[str]) -> list[str]:
-    """Swap job_events' CHECK (kind IN values) in one ALTER TABLE, NOT VALID, then validate."""
-    listed = ", ".join(f"'{v}'::text" for v in values)
-    return [
-        "ALTER TABLE job_events DROP CONSTRAINT IF EXISTS job_event_kind_known, ADD CONSTRAINT"
-        f" job_event_kind_known CHECK (kind::text = ANY (ARRAY[{listed}])) NOT VALID",
-        "ALTER TABLE job_events VALIDATE CONSTRAINT job_event_kind_known",
-    ]
 
 
 class Migration(migrations.Migration):
@@ -53,7 +45,7 @@ class Migration(migrations.Migration):
         ),
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(_replace_check(EVENT_KINDS), _replace_check(OLD_EVENT_KINDS)),
+                migrations.RunSQL(replace_event_kind_check(EVENT_KINDS), replace_event_kind_check(OLD_EVENT_KINDS)),
             ],
             state_operations=[
                 migrations.AlterField(
