@@ -431,7 +431,7 @@ class JobBatch(models.Model):
 
     While the batch runs, its progress is read from its members (selectors.batch_progress).
     `finished_at` is set once, by the one statement that finds no member unfinished
-    (sql.FINISH_BATCHES_IF_DONE, guarded by `finished_at IS NULL`), in the same transaction
+    (sql.FINISH_BATCHES, guarded by `finished_at IS NULL`), in the same transaction
     that enqueues the callbacks: whichever worker wins that update enqueues them, and no
     other can. The counts are frozen then; a member retried later does not reopen the batch."""
 

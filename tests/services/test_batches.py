@@ -4,7 +4,10 @@ always, on_success only when every member succeeded, on_failure when one did not
 batch's counts and, when asked, its members' results; progress counted from the members;
 cancelling a batch cancels its pending members; bad arguments refused before anything is
 written; the finish guarded so that a second settle enqueues nothing."""
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from django_pg_jobqueue import batch_progress, services
 from django_pg_jobqueue.exceptions import BatchNotFound, InvalidJobArgument
@@ -206,3 +209,49 @@ def test_jobs_outside_a_batch_never_reach_the_batches_statements(monkeypatch):
     batch = services.enqueue_batch(members(2, fail={1}))
     drain("batch_member")
     assert calls == [[batch.id], [batch.id]]  # after each member's outcome
+
+
+# Every way a member ends finishes its batch at once, through the one hook every outcome
+# writer calls (services/finishing.py), not at the reaper's next sweep: the sweep is switched
+# off in these tests so that only the hook can have finished it.
+@pytest.fixture
+def no_sweep(monkeypatch):
+    monkeypatch.setattr(batches, "settle_unfinished", lambda **_: [])
+
+
+def test_a_member_that_expires_unstarted_finishes_its_batch(no_sweep):
+    batch = services.enqueue_batch([{"type": "batch_member", "payload": {"n": 0},
+                                     "expires_in_seconds": 30}], **CALLBACKS)
+    Job.objects.filter(batch_id=batch.id).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.expire_overdue() == 1
+    assert set(callbacks()) == {"complete", "failure"}
+
+
+def test_a_member_cancelled_because_its_dependency_was_finishes_its_batch(no_sweep):
+    outside = services.enqueue("batch_member", {"n": 99})
+    batch = services.enqueue_batch([{"type": "batch_member", "payload": {"n": 0},
+                                     "after": [outside.id]}], **CALLBACKS)
+    services.cancel(outside.id)  # cascades to the member, which was the batch's last
+    assert Job.objects.get(batch_id=batch.id).status == "cancelled"
+    found = callbacks()
+    assert set(found) == {"complete", "failure"}
+    assert found["failure"].payload["batch"]["cancelled"] == 1
+
+
+def test_a_member_released_at_shutdown_after_its_cancel_was_asked_finishes_its_batch(no_sweep):
+    services.enqueue_batch(members(1), **CALLBACKS)
+    [claimed] = services.claim(worker_ids=["w-1"], types=["batch_member"])
+    services.cancel(claimed.id)  # running: a cancel request
+    services.release_many([(claimed.id, claimed.lease_token, "w-1")])
+    assert Job.objects.get(pk=claimed.id).status == "cancelled"
+    assert set(callbacks()) == {"complete", "failure"}
+
+
+def test_a_member_failed_because_no_worker_knows_its_type_finishes_its_batch(no_sweep, settings):
+    settings.JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS = 0
+    batch = services.enqueue_batch([{"type": "batch_member", "payload": {"n": 0}}], **CALLBACKS)
+    [claimed] = services.claim(worker_ids=["w-1"], types=["batch_member"])
+    status = services.release_unknown_type(claimed.id, claimed.lease_token, worker_id="w-1",
+                                           job_type="batch_member")
+    assert status == "failed" and Job.objects.get(batch_id=batch.id).status == "failed"
+    assert set(callbacks()) == {"complete", "failure"}

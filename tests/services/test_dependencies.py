@@ -8,6 +8,7 @@ from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.models import Job, JobDependency, JobEvent
 from django_pg_jobqueue.services.dependencies import settle_waiting
 from django_pg_jobqueue.services.pruning import prune
+from django_pg_jobqueue.states import Status
 from django_pg_jobqueue.worker.reaper import Reaper
 from tests.utils import spawn_workers, wait_until_jobs
 
@@ -301,3 +302,22 @@ def test_no_final_job_is_lost_when_many_workers_finish_its_group_at_once():
     for final in finals:
         assert JobEvent.objects.filter(job_id=final.id, kind="unblocked").count() == 1
         assert JobEvent.objects.filter(job_id=final.id, kind="claimed").count() == 1
+
+
+def test_the_dependants_of_a_job_ended_by_a_release_are_settled_at_once(settings):
+    # Failed for good because no worker knows its type, or cancelled as it was given back at a
+    # shutdown after its cancel was asked: the jobs waiting for it are cancelled by the
+    # release itself (services/finishing.py), not left to the reaper's sweep.
+    settings.JOB_UNKNOWN_TYPE_FAIL_AFTER_SECONDS = 0
+    unknown = services.enqueue("noop", {"n": "a"})
+    asked = services.enqueue("noop", {"n": "b"})
+    after_unknown = services.enqueue("noop", {"n": "c"}, after=[unknown.id])
+    after_asked = services.enqueue("noop", {"n": "d"}, after=[asked.id])
+    first, second = services.claim(worker_ids=["w-1", "w-2"], job_ids=[unknown.id, asked.id])
+    held = {first.id: first, second.id: second}
+    services.release_unknown_type(unknown.id, held[unknown.id].lease_token, worker_id="w-1",
+                                  job_type="noop")
+    services.cancel(asked.id)
+    services.release_many([(asked.id, held[asked.id].lease_token, "w-2")])
+    assert Job.objects.get(pk=after_unknown.id).status == Status.CANCELLED
+    assert Job.objects.get(pk=after_asked.id).status == Status.CANCELLED

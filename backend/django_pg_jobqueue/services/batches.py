@@ -3,11 +3,12 @@ member finished: `on_complete` always, `on_success` when every member succeeded,
 when one did not (failed for good, was cancelled, or was deleted before the batch finished).
 
 Who finishes a batch (docs/how-to/batches.md): `settle`, called right after a member's outcome
-committed by whatever wrote it (the worker's completion and failure, whose statements return
-the member's batch; the reaper; an operator's cancel of a job or of the batch), and by each
+committed by whatever wrote it (services/finishing.py's hook, which every outcome writer
+calls: the worker's completion and failure, whose statements return the member's batch, its
+releases, the reaper, the expiry sweep, an operator's cancel of a job or of the batch), and by each
 worker's reaper as a sweep (`settle_unfinished`), which catches what none of those finished (a
 worker that died between an outcome and its settle). Every finish is one guarded statement
-(sql.FINISH_BATCHES_IF_DONE) in the transaction that enqueues the callbacks: exactly once.
+(sql.FINISH_BATCHES and its variants) in the transaction that enqueues the callbacks: exactly once.
 """
 import json
 import logging
@@ -99,7 +100,7 @@ def enqueue_batch(jobs: list[dict], *, on_complete=None, on_success=None, on_fai
         for job in created:
             job.batch_id = batch.id
         if not created:  # nothing to wait for: finished now, its callbacks enqueued
-            _finish(sql.FINISH_BATCHES_IF_DONE.format(candidates=sql.BATCHES_THESE),
+            _finish(sql.FINISH_BATCHES,
                     {"ids": [batch.id]})
             batch.refresh_from_db()
     batch.members = [job for job, _ in members]
@@ -114,7 +115,7 @@ def settle(batch_ids) -> list[int]:
         ids = [row[0] for row in db.fetch_all(sql.BATCHES_DONE_NOW, {"ids": ids})]
     if not ids:
         return []
-    return _finish(sql.FINISH_BATCHES_IF_DONE.format(candidates=sql.BATCHES_THESE), {"ids": ids})
+    return _finish(sql.FINISH_BATCHES, {"ids": ids})
 
 
 def settle_after(batch_ids) -> None:
@@ -128,12 +129,14 @@ def settle_after(batch_ids) -> None:
                       sorted(set(batch_ids)))
 
 
-def settle_of_jobs(job_ids: list[int]) -> list[int]:
-    """`settle` the batches of these jobs (which just finished)."""
-    if not job_ids:
-        return []
-    return _finish(sql.FINISH_BATCHES_IF_DONE.format(candidates=sql.BATCHES_OF_JOBS),
-                   {"ids": list(job_ids)})
+def settle_after_jobs(job_ids: list[int]) -> None:
+    """`settle_after` for the batches of these jobs (which just finished), looked up from
+    them: for the outcome writers whose statements do not return the batch."""
+    try:
+        _finish(sql.FINISH_BATCHES_OF_JOBS, {"ids": list(job_ids)})
+    except Exception:  # noqa: BLE001 - the sweep catches what this missed
+        log.exception("settling the batches of jobs %s failed; the reaper's sweep will finish "
+                      "them", sorted(set(job_ids))[:20])
 
 
 def settle_unfinished(*, limit: int = 100) -> list[int]:
@@ -141,7 +144,7 @@ def settle_unfinished(*, limit: int = 100) -> list[int]:
     statement, until none is left. Returns the ids finished."""
     out: list[int] = []
     while True:
-        finished = _finish(sql.FINISH_BATCHES_IF_DONE.format(candidates=sql.BATCHES_SWEEP),
+        finished = _finish(sql.FINISH_BATCHES_SWEEP,
                            {"limit": limit})
         out.extend(finished)
         if len(finished) < limit:
@@ -220,7 +223,11 @@ def cancel_batch(batch_id, *, actor: str = "") -> JobBatch:
         if not rows:
             raise BatchNotFound(batch_id)
         settling = [row[2] for row in rows if row[3]]
-        if settling:
-            dependencies.settle(settling)
+        # The jobs waiting for them, in the cancel's transaction (as cancel's); those this
+        # cancels may be members of other batches (services/finishing.py's cascade).
+        cascaded = [job_id for job_id, status in dependencies.settle(settling).items()
+                    if status == "cancelled"] if settling else []
     settle_after([parsed])  # after the commit: it must see the cancels
+    if cascaded:
+        settle_after_jobs(cascaded)
     return JobBatch.objects.get(pk=parsed)

@@ -9,7 +9,7 @@ Who moves a job in and out of `waiting` (docs/how-to/dependencies.md):
 - out: `settle`, called by whatever finished a dependency (the completion, a failure for good,
   a cancel, the reaper) right after it, and by each worker's reaper as a sweep
   (`settle_waiting`), which catches what none of those settled (a worker that died between
-  its completion and the settle). Every move is one guarded statement (sql.SETTLE_WAITING).
+  its completion and the settle). Every move is one guarded statement (sql.SETTLE_DEPENDANTS and its variants).
 """
 import json
 from numbers import Integral
@@ -129,7 +129,7 @@ def settle(dependency_ids: list[int]) -> dict[int, str]:
     out: dict[int, str] = {}
     ids = list(dependency_ids)
     while ids:
-        rows = db.fetch_all(sql.SETTLE_WAITING.format(candidates=sql.SETTLE_BY_DEPENDENCY),
+        rows = db.fetch_all(sql.SETTLE_DEPENDANTS,
                             {"ids": ids, "notify": conf.get().LISTEN_NOTIFY})
         out.update((row[0], row[1]) for row in rows)
         ids = [row[0] for row in rows if row[1] == "cancelled"]
@@ -139,7 +139,7 @@ def settle(dependency_ids: list[int]) -> dict[int, str]:
 def settle_jobs(job_ids: list[int]) -> dict[int, str]:
     """Settle these waiting jobs now (a retry just put them back in `waiting`: a job they wait
     for may have finished while the retry ran), and the dependants of those cancelled."""
-    rows = db.fetch_all(sql.SETTLE_WAITING.format(candidates=sql.SETTLE_THESE),
+    rows = db.fetch_all(sql.SETTLE_THESE_WAITING,
                         {"ids": list(job_ids), "notify": conf.get().LISTEN_NOTIFY})
     out = {row[0]: row[1] for row in rows}
     cancelled = [row[0] for row in rows if row[1] == "cancelled"]
@@ -153,7 +153,7 @@ def settle_waiting(*, limit: int = 500) -> dict[int, str]:
     `limit` of them per statement, until none is left. Returns {job id: new status}."""
     out: dict[int, str] = {}
     while True:
-        rows = db.fetch_all(sql.SETTLE_WAITING.format(candidates=sql.SETTLE_SWEEP),
+        rows = db.fetch_all(sql.SETTLE_WAITING_SWEEP,
                             {"limit": limit, "notify": conf.get().LISTEN_NOTIFY})
         out.update((row[0], row[1]) for row in rows)
         cancelled = [row[0] for row in rows if row[1] == "cancelled"]

@@ -8,7 +8,7 @@ enqueue-policies.md says why it is not the claim's work."""
 from .. import db, sql
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
-from . import dependencies
+from .finishing import after_ended
 
 
 def expire_overdue(*, limit: int = 500) -> int:
@@ -19,9 +19,9 @@ def expire_overdue(*, limit: int = 500) -> int:
     while True:
         rows = _expire_batch(limit)
         total += len(rows)
-        dependants = [job_id for job_id, has_dependants in rows if has_dependants]
-        if dependants:  # cancelled: the jobs waiting for them next (as a cancel settles them)
-            dependencies.settle(dependants)
+        if rows:  # cancelled: the jobs waiting for them next (as a cancel settles them), and
+            after_ended([job_id for job_id, _ in rows],  # their batches
+                        with_dependants=[job_id for job_id, has_dependants in rows if has_dependants])
         if len(rows) < limit:
             return total
 

@@ -18,7 +18,7 @@ from ..db import queue_connection
 from ..exceptions import LeaseLost
 from ..retries import RetryPolicy
 from ..states import PREFETCH_WORKER_SUFFIX
-from . import batches, dependencies
+from .finishing import after_ended
 from .workers import count_taken_back
 
 log = logging.getLogger("django_pg_jobqueue.lifecycle")
@@ -72,12 +72,11 @@ def complete_many(completions: list[Completion]) -> tuple[list[tuple[int, str, f
                  else str(lease_token))
         rows_json.append(f'[{int(c.job_id)},"{token}",{worker_ids[c.worker_id]},{result}]')
     rows = db.fetch_all(sql.COMPLETE_MANY, {"batch": "[" + ",".join(rows_json) + "]"})
-    settling = [row[0] for row in rows if row[3]]
-    if settling:  # a statement of its own: it must see the edges of enqueues it waited for
-        dependencies.settle(settling)
-    batched = [row[4] for row in rows if row[4] is not None]
-    if batched:  # after the commit of the outcomes: the last member's finds none unfinished
-        batches.settle_after(batched)
+    # After the commit of the outcomes, each a statement of its own: it must see the edges of
+    # enqueues it waited for, and the last member of a batch finds none unfinished.
+    after_ended([row[0] for row in rows if row[1] != "busy"],
+                with_dependants=[row[0] for row in rows if row[3]],
+                batch_ids=[row[4] for row in rows if row[4] is not None])
     done = [row[:3] for row in rows if row[1] != "busy"]
     refused: list[Completion] = []
     if len(rows) < len(completions):  # a row for each completion, written or busy: none refused
@@ -128,10 +127,8 @@ def fail(job_id: int, lease_token, *, worker_id: str, error: str, traceback: str
         record_lease_lost(job_id, lease_token, worker_id, "fail",
                           f"late failure discarded: the lease was lost ({error[:200]})")
         raise LeaseLost(job_id, lease_token, "fail")
-    if row[5] and row[1] != "queued":  # failed for good, or cancelled: its dependants next
-        dependencies.settle([job_id])
-    if row[6] is not None and row[1] != "queued":  # a member finished: its batch may be done
-        batches.settle_after([row[6]])
+    if row[1] != "queued":  # failed for good, or cancelled: its dependants and batch next
+        after_ended([job_id], with_dependants=[job_id] if row[5] else [], batch_ids=[row[6]])
     return row[1], row[3]
 
 
@@ -162,6 +159,8 @@ def release_unknown_type(job_id: int, lease_token, *, worker_id: str, job_type: 
         row = cur.fetchone()
     if row is None:
         raise LeaseLost(job_id, lease_token, "release")
+    if row[1] != "queued":  # failed for good (no worker knows its type), or cancelled
+        after_ended([job_id])
     return row[1]
 
 
@@ -176,7 +175,9 @@ def _requeue_uncharged(items: list[tuple[int, uuid.UUID, str]], *, kind: str, me
     }
     with queue_connection().cursor() as cur:
         cur.execute(sql.REQUEUE_UNCHARGED, params)
-        return [row[0] for row in cur.fetchall()]
+        rows = cur.fetchall()
+    after_ended([row[0] for row in rows if row[1] == "cancelled"])  # its cancel was requested
+    return [row[0] for row in rows]
 
 
 def release_many(items: list[tuple[int, uuid.UUID, str]], *, message: str = "worker shutting down") -> list[int]:

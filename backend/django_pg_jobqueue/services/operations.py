@@ -25,8 +25,9 @@ from ..states import (
     Status,
     parse_job_id,
 )
-from . import audit_log, batches, dependencies
+from . import audit_log
 from .bulk_retry import retry_jobs
+from .finishing import settle_batches, settle_dependants
 from .preparing import check_api_priority, check_api_run_time
 
 
@@ -44,8 +45,10 @@ def cancel(job_id, *, actor: str = "") -> Job:
     records `cancelled` when the handler stops. Finished jobs raise InvalidTransition."""
     with queue_atomic():
         job = _locked(job_id)
-        # A member's cancel may finish its batch: settled after the commit, which it must see.
+        # A member's cancel (or a dependant's it cascades to) may finish its batch: settled
+        # after the commit, which it must see.
         batch_id = job.batch_id if job.status in (Status.QUEUED, Status.WAITING) else None
+        cascaded: list[int] = []
         if job.status in (Status.QUEUED, Status.WAITING):
             Job.objects.filter(pk=job.pk, status=job.status).update(
                 status=Status.CANCELLED, finished_at=Now(), updated_at=Now(),
@@ -54,8 +57,8 @@ def cancel(job_id, *, actor: str = "") -> Job:
                                     message=f"cancelled while {job.status}{_by(actor)}")
             with db.queue_connection().cursor() as cur:  # its waiters wake at commit
                 cur.execute(sql.NOTIFY_OUTCOMES, [str(job.pk)])
-            if job.has_dependants:
-                dependencies.settle([job.pk])
+            if job.has_dependants:  # in the cancel's transaction: they end with it
+                cascaded = settle_dependants([job.pk])
             audit_log.record(OperatorAction.CANCEL, AuditTarget.JOB, job.pk, actor=actor,
                              data={"status": job.status})
         elif job.status == Status.RUNNING:
@@ -70,8 +73,7 @@ def cancel(job_id, *, actor: str = "") -> Job:
                                  data={"status": job.status})
         else:
             raise InvalidTransition(job.pk, "cancel", job.status)
-    if batch_id is not None:
-        batches.settle_after([batch_id])
+    settle_batches(batch_ids=[batch_id], cascaded=cascaded)
     job.refresh_from_db()
     return job
 

@@ -4,8 +4,8 @@ import logging
 
 from .. import conf, middleware, sql
 from ..db import queue_connection
-from . import batches, dependencies
 from .claiming import _claimed
+from .finishing import after_ended
 from .workers import count_reaped
 
 log = logging.getLogger("django_pg_jobqueue.reaper")
@@ -35,8 +35,7 @@ def reap(*, limit: int = 500) -> dict[str, int]:
         count_reaped([row[:3] for row in rows])  # the lost workers' history says so
         finished = [row[0] for row in rows if row[1] not in ("queued", "released")]
         if finished:  # failed for good or cancelled: the jobs waiting for them next
-            dependencies.settle(finished)
-            batches.settle_of_jobs(finished)  # and their batches, if they were the last
+            after_ended(finished)  # and their batches, if they were the last
         for row in rows:
             job_id, status, locked_by, error = row[:4]
             counts[status] = counts.get(status, 0) + 1

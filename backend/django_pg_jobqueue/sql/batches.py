@@ -16,7 +16,8 @@ UPDATE jobs SET batch_id = %(batch_id)s WHERE id = ANY(%(ids)s::bigint[]) AND ba
 """
 
 # --- finish -----------------------------------------------------------------------------------
-# Finish each candidate batch (`{candidates}`: a query of `id`s) that has no member left
+# Finish each candidate batch (`{candidates}`: a query of `id`s; the three named statements
+# after the candidates below fill it) that has no member left
 # unfinished: its counts frozen, finished_at set. The guard `finished_at IS NULL` is the one
 # writer of this transition: two workers that finished the last two members and settle at once
 # both find the batch done, but the second's UPDATE waits for the first's row lock and then
@@ -26,7 +27,7 @@ UPDATE jobs SET batch_id = %(batch_id)s WHERE id = ANY(%(ids)s::bigint[]) AND ba
 # at all and the batch stays unfinished for the sweep. Each settle runs after the outcome it
 # follows committed, in a new snapshot: the member whose outcome commits last always finds
 # the others finished. `missing`: members deleted before the batch finished.
-FINISH_BATCHES_IF_DONE = """
+_FINISH_BATCHES_IF_DONE = """
 WITH candidates AS ({candidates}),
 done AS (
     SELECT b.id FROM job_batches b
@@ -50,7 +51,7 @@ RETURNING b.id, b.total, b.succeeded, b.failed, b.cancelled, b.callbacks, b.pass
           b.cancelled_at IS NOT NULL
 """
 # Of these batches (%(ids)s), those unfinished with no member left unfinished: a probe in
-# autocommit (one round trip, no transaction) before FINISH_BATCHES_IF_DONE, which re-checks
+# autocommit (one round trip, no transaction) before FINISH_BATCHES, which re-checks
 # it under the row lock; after most members' outcomes it finds one left and ends there.
 BATCHES_DONE_NOW = """
 SELECT b.id FROM job_batches b
@@ -58,11 +59,11 @@ WHERE b.id = ANY(%(ids)s::bigint[]) AND b.finished_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM jobs u WHERE u.batch_id = b.id AND u.""" + _UNFINISHED + """)
 """
 # These batches (%(ids)s).
-BATCHES_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
+_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
 # The batches of these jobs (%(ids)s), after their outcomes: for the rarer ways a member
 # finishes (the reaper's, an operator's cancel), not the worker's completion and failure,
 # whose statements return the batch id themselves.
-BATCHES_OF_JOBS = """
+_OF_JOBS = """
 SELECT DISTINCT batch_id AS id FROM jobs
 WHERE id = ANY(%(ids)s::bigint[]) AND batch_id IS NOT NULL
 """
@@ -71,12 +72,17 @@ WHERE id = ANY(%(ids)s::bigint[]) AND batch_id IS NOT NULL
 # died between a member's outcome and the settle, two last members finished in transactions
 # that could not see each other (an operator's cancel), a member that failed on a path that
 # does not settle (a release at shutdown of a cancelled job, a type no worker knows).
-BATCHES_SWEEP = """
+_SWEEP = """
     SELECT b.id FROM job_batches b
     WHERE b.finished_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM jobs u WHERE u.batch_id = b.id AND u.""" + _UNFINISHED + """)
     ORDER BY b.id LIMIT %(limit)s
 """
+# The statements services/batches.py runs: finish these batches, the batches of these jobs,
+# or the sweep's.
+FINISH_BATCHES = _FINISH_BATCHES_IF_DONE.format(candidates=_THESE)
+FINISH_BATCHES_OF_JOBS = _FINISH_BATCHES_IF_DONE.format(candidates=_OF_JOBS)
+FINISH_BATCHES_SWEEP = _FINISH_BATCHES_IF_DONE.format(candidates=_SWEEP)
 # The callbacks a finished batch enqueued (%(jobs)s: {"on_complete": id, ...}).
 SET_BATCH_CALLBACK_JOBS = "UPDATE job_batches SET callback_jobs = %(jobs)s::jsonb WHERE id = %(id)s"
 

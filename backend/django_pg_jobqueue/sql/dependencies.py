@@ -58,8 +58,9 @@ SELECT id FROM blocked
 # job that failed for good, was cancelled or no longer exists, the reason in its `cancelled`
 # event. Set-based and idempotent: the guard status = 'waiting' is re-checked on the locked
 # row, so two settles of one job (two dependencies finishing at once, the sweep) move it once.
-# {candidates}: SETTLE_BY_DEPENDENCY or SETTLE_SWEEP, a query of `id`s of jobs to consider.
-SETTLE_WAITING = """
+# {candidates}: a query of `id`s of jobs to consider; the three named statements at the end
+# of this section (SETTLE_DEPENDANTS, SETTLE_THESE_WAITING, SETTLE_WAITING_SWEEP) fill it.
+_SETTLE_WAITING = """
 WITH candidates AS ({candidates}),
 verdict AS (
     SELECT e.job_id AS id,
@@ -115,18 +116,18 @@ ORDER BY e.depends_on_id LIMIT 1
 """
 # These waiting jobs (%(ids)s), just retried into waiting: a dependency that finished while
 # the retry ran is settled at once rather than at the next sweep.
-SETTLE_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
+_THESE = "SELECT unnest(%(ids)s::bigint[]) AS id"
 # The waiting dependants of these jobs (%(ids)s), after they finished.
-SETTLE_BY_DEPENDENCY = (
+_BY_DEPENDENCY = (
     "SELECT job_id AS id FROM job_dependencies WHERE depends_on_id = ANY(%(ids)s::bigint[])"
 )
 # The sweep (each worker's reaper): waiting jobs that can be settled now (every job they wait
 # for finished or is gone, or one they must not outlive failed or was cancelled), oldest
-# first, up to %(limit)s: exactly those SETTLE_WAITING moves, so a full batch always makes
+# first, up to %(limit)s: exactly those _SETTLE_WAITING moves, so a full batch always makes
 # progress. It catches what no completion settled: a worker that died between its completion
 # and the settle, a job the reaper failed or a shutdown cancelled. Walks jobs_waiting_idx:
 # its cost is the waiting jobs, not the table.
-SETTLE_SWEEP = """
+_SWEEP = """
     SELECT w.id FROM jobs w
     WHERE w.status = 'waiting'
       AND (NOT EXISTS (
@@ -138,3 +139,8 @@ SETTLE_SWEEP = """
                  AND (d.id IS NULL OR d.status IN ('failed', 'cancelled'))))
     ORDER BY w.id LIMIT %(limit)s
 """
+# The statements services/dependencies.py runs: settle the dependants of jobs that just
+# finished, these waiting jobs, or the sweep's.
+SETTLE_DEPENDANTS = _SETTLE_WAITING.format(candidates=_BY_DEPENDENCY)
+SETTLE_THESE_WAITING = _SETTLE_WAITING.format(candidates=_THESE)
+SETTLE_WAITING_SWEEP = _SETTLE_WAITING.format(candidates=_SWEEP)
