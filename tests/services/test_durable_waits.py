@@ -81,6 +81,20 @@ def test_a_signal_wakes_a_job_parked_for_it_and_no_other(running):
     assert event.data == {"signal": "approved", "woke": True}
 
 
+def test_a_signal_the_job_no_longer_waits_for_does_not_cut_its_next_park_short(running):
+    # It waited for "approved", was run again by an operator's run-now, and now sleeps: a late
+    # "approved" is kept (the handler may read it) but must not wake the sleep.
+    job = running()
+    services.park(job.id, job.lease_token, worker_id="w-1", signal="approved")
+    services.run_now(job.id)
+    [again] = services.claim(worker_ids=["w-1"], job_ids=[job.id])
+    until = timezone.now() + timedelta(hours=2)
+    services.park(job.id, again.lease_token, worker_id="w-1", until=until)
+    assert send_signal(job.id, "approved", 3) is False
+    assert Job.objects.get(pk=job.id).available_at == until
+    assert services.signal_state(job.id, "approved").sent is True
+
+
 def test_a_wait_times_out_from_its_first_wait_and_a_later_signal_is_refused(running):
     job = running()
     services.park(job.id, job.lease_token, worker_id="w-1", signal="approved",

@@ -13,7 +13,8 @@ NOTIFY_QUEUE = "SELECT pg_notify(%s, %s)"
 # --- operator edit: a queued or waiting job's priority or run time --------------------------
 # One job, locked and re-checked in the statement: a job a worker claimed (or that finished)
 # meanwhile is not edited, whatever the caller read before. NULL leaves a field as it is;
-# %(run_now)s makes it runnable now (a delayed one; a due one keeps its time). The `edited`
+# %(run_now)s makes it runnable now (a delayed one; a due one keeps its time), and ends a
+# durable wait it was parked in (its signal no longer awaited: sql/waits.py). The `edited`
 # event names what changed, old and new, and who changed it; nothing changed, no event. A job
 # that became runnable wakes its queue's idle workers at commit (as an enqueue does) when
 # %(notify)s. Returns (id, status, changed) or nothing: not queued or waiting (then which:
@@ -58,6 +59,11 @@ notified AS (
     FROM changes
     WHERE %(notify)s AND status = 'queued' AND available_at <= now()
       AND old_available_at > now()
+),
+unawaited AS (  -- run now ends a durable wait: a signal sent later must not wake a later park
+    UPDATE job_signals s SET awaited_at = NULL
+    FROM changes c
+    WHERE %(run_now)s AND s.job_id = c.id AND s.awaited_at IS NOT NULL AND s.sent_at IS NULL
 )
 SELECT id, status, changed, (SELECT queues FROM notified) FROM changes
 """
