@@ -436,15 +436,16 @@ class RateLimitAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         fresh = rate_limits.set_rate_limit(**{obj.kind: obj.name}, max_starts=obj.max_starts,
-                                           period_seconds=obj.period_seconds)
+                                           period_seconds=obj.period_seconds,
+                                           actor=request.user.get_username())
         obj.pk, obj.updated_at = fresh.pk, fresh.updated_at
 
     def delete_model(self, request, obj):
-        rate_limits.remove_rate_limit(**{obj.kind: obj.name})
+        rate_limits.remove_rate_limit(**{obj.kind: obj.name}, actor=request.user.get_username())
 
     def delete_queryset(self, request, queryset):
         for kind, name in queryset.values_list("kind", "name"):
-            rate_limits.remove_rate_limit(**{kind: name})
+            rate_limits.remove_rate_limit(**{kind: name}, actor=request.user.get_username())
 
 
 @admin.register(ScheduleSetting)

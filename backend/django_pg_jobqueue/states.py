@@ -203,13 +203,19 @@ class OperatorAction(StrEnum):
     RUN_SCHEDULE = "run_schedule"
     PAUSE_SCHEDULE = "pause_schedule"
     RESUME_SCHEDULE = "resume_schedule"
+    SET_RATE_LIMIT = "set_rate_limit"
+    REMOVE_RATE_LIMIT = "remove_rate_limit"
+    CANCEL_BATCH = "cancel_batch"
 
 
 class AuditTarget(StrEnum):
-    """What an audit log entry's `target` names: a job's id, a queue's or a schedule's name."""
+    """What an audit log entry's `target` names: a job's id, a queue's or a schedule's name,
+    a rate limit's scope (`type:email_send`, `key:customer:*`), a batch's id."""
     JOB = "job"
     QUEUE = "queue"
     SCHEDULE = "schedule"
+    RATE_LIMIT = "rate_limit"
+    BATCH = "batch"
 
 # (from, to) -> the transition's name. The name is the verb used by the service, the event
 # kind that records it, the API action and the admin action.

@@ -113,6 +113,24 @@ def test_queue_actions_record_the_setting_old_and_new():
     ]
 
 
+def test_rate_limit_changes_and_a_batch_cancel_are_recorded():
+    services.set_rate_limit(type="noop", max_starts=5, period_seconds=1, actor="alice")
+    services.set_rate_limit(type="noop", max_starts=5, period_seconds=1, actor="alice")  # same
+    services.set_rate_limit(type="noop", max_starts=9, period_seconds=2, actor="bob")
+    assert services.remove_rate_limit(type="noop", actor="carol") is True
+    assert services.remove_rate_limit(type="noop", actor="carol") is False  # none: nothing
+    batch = services.enqueue_batch([{"type": "noop"}, {"type": "noop"}])
+    services.cancel_batch(batch.id, actor="dave")
+    assert _entries() == [
+        ("alice", "set_rate_limit", "rate_limit", "type:noop",
+         {"max_starts": [None, 5], "period_seconds": [None, 1.0]}),
+        ("bob", "set_rate_limit", "rate_limit", "type:noop",
+         {"max_starts": [5, 9], "period_seconds": [1.0, 2.0]}),
+        ("carol", "remove_rate_limit", "rate_limit", "type:noop", {}),
+        ("dave", "cancel_batch", "batch", str(batch.id), {"cancelled": 2}),
+    ]
+
+
 def test_bulk_actions_record_each_job_once():
     jobs = [services.enqueue("noop") for _ in range(3)]
     outcome = bulk_actions.apply_to_ids("cancel", [j.id for j in jobs] * 2, actor="alice")

@@ -99,7 +99,8 @@ class RateLimitViewSet(JobQueueViewSet):
     def create(self, request):
         serializer = RateLimitSetSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        limit = services.set_rate_limit(**serializer.validated_data)
+        limit = services.set_rate_limit(**serializer.validated_data,
+                                        actor=request.user.get_username())
         return Response(RateLimitSerializer({
             "kind": limit.kind, "name": limit.name, "max_starts": limit.max_starts,
             "period_seconds": limit.period_seconds, "source": "set"}).data)
@@ -115,5 +116,6 @@ class RateLimitViewSet(JobQueueViewSet):
     def remove(self, request):
         serializer = RateLimitScopeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        removed = services.remove_rate_limit(**serializer.validated_data)
+        removed = services.remove_rate_limit(**serializer.validated_data,
+                                             actor=request.user.get_username())
         return Response(RateLimitRemovedSerializer({"removed": removed}).data)

@@ -21,3 +21,14 @@ def replace_event_kind_check(values: list[str]) -> list[str]:
         f" job_event_kind_known CHECK (kind::text = ANY (ARRAY[{listed}])) NOT VALID",
         "ALTER TABLE job_events VALIDATE CONSTRAINT job_event_kind_known",
     ]
+
+
+def replace_check_in(table: str, constraint: str, column: str, values: list[str]) -> list[str]:
+    """Swap `table`'s CHECK (`column` IN values) named `constraint` in one ALTER TABLE, NOT
+    VALID, then validate: online, as replace_event_kind_check."""
+    listed = ", ".join(f"'{v}'::text" for v in values)
+    return [
+        f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {constraint}, ADD CONSTRAINT"
+        f" {constraint} CHECK ({column}::text = ANY (ARRAY[{listed}])) NOT VALID",
+        f"ALTER TABLE {table} VALIDATE CONSTRAINT {constraint}",
+    ]

@@ -20,8 +20,8 @@ from ..db import atomic as queue_atomic
 from ..exceptions import BatchNotFound, InvalidJobArgument, JobArgumentTypeError
 from ..models import JobBatch
 from ..states import BATCH_CALLBACKS as CALLBACKS
-from ..states import parse_job_id
-from . import dependencies
+from ..states import AuditTarget, OperatorAction, parse_job_id
+from . import audit_log, dependencies
 from .enqueuing import enqueue_many_or_get
 from .inserting import insert
 from .preparing import NewJob, prepare_item
@@ -222,6 +222,9 @@ def cancel_batch(batch_id, *, actor: str = "") -> JobBatch:
         rows = db.fetch_all(sql.CANCEL_BATCH_PENDING, {"id": parsed, "message": message})
         if not rows:
             raise BatchNotFound(batch_id)
+        cancelled = [row[2] for row in rows if row[2] is not None]
+        audit_log.record(OperatorAction.CANCEL_BATCH, AuditTarget.BATCH, parsed, actor=actor,
+                         data={"cancelled": len(cancelled)})
         settling = [row[2] for row in rows if row[3]]
         # The jobs waiting for them, in the cancel's transaction (as cancel's); those this
         # cancels may be members of other batches (services/finishing.py's cascade).

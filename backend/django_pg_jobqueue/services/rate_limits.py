@@ -11,14 +11,13 @@ at most once a second (services/claiming.py), so a new limit holds within a seco
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
-
 from .. import db, sql
 from ..catalogue import RateLimitRow, queue_exists, rate_limits_in_force
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidJobArgument, QueueNotFound
 from ..models import RateLimit, TxNow
-from ..states import MAX_RATE_WEIGHT, rate_limit_problem
+from ..states import MAX_RATE_WEIGHT, AuditTarget, OperatorAction, rate_limit_problem
+from . import audit_log
 from .claiming import forget_cached_limits
 
 
@@ -39,32 +38,45 @@ def _check(kind: str, name: str, max_starts, period_seconds) -> None:
 
 def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
                    key: str | None = None, max_starts: int,
-                   period_seconds: float) -> RateLimit:
+                   period_seconds: float, actor: str = "") -> RateLimit:
     """At most `max_starts` jobs (their weights summed, JOB_RATE_WEIGHTS) of `queue`, of job
     type `type`, or with concurrency key `key` (a key, or a prefix ending in `*`: each key
     it matches has a window of its own) start in any `period_seconds`, across every worker.
     Replaces that scope's limit, set or declared (JOB_RATE_LIMITS). InvalidJobArgument names
-    a bad argument; QueueNotFound if the queue does not exist."""
+    a bad argument; QueueNotFound if the queue does not exist. The audit log records it
+    (`actor`: who, for an operator's change)."""
     kind, name = _scope(queue, type, key)
     _check(kind, name, max_starts, period_seconds)
-    with transaction.atomic():
+    with queue_atomic():
         if kind == "queue" and not queue_exists(name):
             raise QueueNotFound(name)
+        old = RateLimit.objects.filter(kind=kind, name=name).values_list(
+            "max_starts", "period_seconds").first()
         limit, _ = RateLimit.objects.update_or_create(
             kind=kind, name=name, defaults={"max_starts": max_starts,
                                             "period_seconds": float(period_seconds),
                                             "updated_at": TxNow()})
         limit.refresh_from_db()
+        if old != (limit.max_starts, limit.period_seconds):  # as a queue's limit: a change only
+            audit_log.record(OperatorAction.SET_RATE_LIMIT, AuditTarget.RATE_LIMIT, f"{kind}:{name}",
+                             actor=actor, data={
+                                 "max_starts": [old[0] if old else None, limit.max_starts],
+                                 "period_seconds": [old[1] if old else None,
+                                                    limit.period_seconds]})
     forget_cached_limits()  # this process: at once; the others within a second
     return limit
 
 
 def remove_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
-                      key: str | None = None) -> bool:
+                      key: str | None = None, actor: str = "") -> bool:
     """Remove the limit set at run time for that scope (one JOB_RATE_LIMITS declares holds
-    again); whether there was one."""
+    again); whether there was one. The audit log records a removal (`actor`: who)."""
     kind, name = _scope(queue, type, key)
-    deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
+    with queue_atomic():
+        deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
+        if deleted:
+            audit_log.record(OperatorAction.REMOVE_RATE_LIMIT, AuditTarget.RATE_LIMIT,
+                             f"{kind}:{name}", actor=actor)
     forget_cached_limits()
     return bool(deleted)
 

@@ -758,6 +758,9 @@ export interface components {
              *     * `run_schedule` - run_schedule
              *     * `pause_schedule` - pause_schedule
              *     * `resume_schedule` - resume_schedule
+             *     * `set_rate_limit` - set_rate_limit
+             *     * `remove_rate_limit` - remove_rate_limit
+             *     * `cancel_batch` - cancel_batch
              */
             action: components["schemas"]["AuditLogEntryActionEnum"];
             target_kind: components["schemas"]["TargetKindEnum"];
@@ -786,9 +789,12 @@ export interface components {
          *     * `run_schedule` - run_schedule
          *     * `pause_schedule` - pause_schedule
          *     * `resume_schedule` - resume_schedule
+         *     * `set_rate_limit` - set_rate_limit
+         *     * `remove_rate_limit` - remove_rate_limit
+         *     * `cancel_batch` - cancel_batch
          * @enum {string}
          */
-        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "run_schedule" | "pause_schedule" | "resume_schedule";
+        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch";
         /** @description A batch's progress: its members counted by outcome, and its callbacks. */
         Batch: {
             id: number;
@@ -1734,9 +1740,11 @@ export interface components {
          * @description * `job` - job
          *     * `queue` - queue
          *     * `schedule` - schedule
+         *     * `rate_limit` - rate_limit
+         *     * `batch` - batch
          * @enum {string}
          */
-        TargetKindEnum: "job" | "queue" | "schedule";
+        TargetKindEnum: "job" | "queue" | "schedule" | "rate_limit" | "batch";
         Throughput: {
             range: string;
             bucket_seconds: number;
@@ -2046,7 +2054,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only this action. */
-                action?: "cancel" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_limit";
+                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_limit" | "set_rate_limit";
                 /** @description Exactly this user's actions ("" : code's). */
                 actor?: string;
                 /** @description Which field to use when ordering the results. */
@@ -2058,7 +2066,7 @@ export interface operations {
                 /** @description Only actions on this target (a job's id, a queue's or a schedule's name; with `target_kind` to tell a queue from a schedule of the same name). */
                 target?: string;
                 /** @description Only actions on jobs, on queues or on schedules. */
-                target_kind?: "job" | "queue" | "schedule";
+                target_kind?: "batch" | "job" | "queue" | "rate_limit" | "schedule";
             };
             header?: never;
             path?: never;

@@ -66,6 +66,26 @@ describe("the audit log page", () => {
     expectCardLabels(table);
   });
 
+  it("names rate limits by their scope and links a cancelled batch to its page", async () => {
+    fakeAuditApi([
+      entry(5, {
+        action: "set_rate_limit",
+        target_kind: "rate_limit",
+        target: "type:email_send",
+        data: { max_starts: [null, 20], period_seconds: [null, 1] },
+      }),
+      entry(4, { action: "cancel_batch", target_kind: "batch", target: "7", data: { cancelled: 3 } }),
+    ]);
+    renderWithClient(<AuditLogPage />, { user: user(), at: "/audit", path: "/audit" });
+    const table = await screen.findByTestId("audit-table");
+    const row = (id: number) => table.querySelector<HTMLElement>(`tr[data-entry="${id}"]`)!;
+    expect(row(5)).toHaveTextContent("Set rate limit");
+    expect(row(5)).toHaveTextContent("rate limit type:email_send");
+    expect(row(5)).toHaveTextContent("starts: none → 20");
+    expect(row(4)).toHaveTextContent("Cancelled batch");
+    expect(within(row(4)).getByRole("link", { name: "batch #7" })).toHaveAttribute("href", "/batches/7");
+  });
+
   it("filters by who, action and target through the address", async () => {
     const asked = fakeAuditApi([entry(1)]);
     renderWithClient(<AuditLogPage />, { user: user(), at: "/audit?action=cancel", path: "/audit" });

@@ -29,23 +29,31 @@ export const ACTION_LABELS: Record<AuditAction, string> = {
   run_schedule: "Ran schedule now",
   pause_schedule: "Paused schedule",
   resume_schedule: "Resumed schedule",
+  set_rate_limit: "Set rate limit",
+  remove_rate_limit: "Removed rate limit",
+  cancel_batch: "Cancelled batch",
 };
 
 const TARGET_KINDS: [string, string][] = [
   ["job", "Jobs"],
   ["queue", "Queues"],
   ["schedule", "Periodic schedules"],
+  ["rate_limit", "Rate limits"],
+  ["batch", "Batches"],
 ];
 
 const FIELD_LABELS: Record<string, string> = {
   paused: "paused",
   concurrency_limit: "limit",
+  max_starts: "starts",
+  period_seconds: "per (s)",
   priority: "priority",
   available_at: "run at",
 };
 
 function shown(field: string, value: unknown): string {
-  if (value === null || value === undefined) return field === "concurrency_limit" ? "none" : "—";
+  if (value === null || value === undefined)
+    return field === "concurrency_limit" || field === "max_starts" || field === "period_seconds" ? "none" : "—";
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (field === "available_at" && typeof value === "string") return formatTimestamp(value);
   return String(value);
@@ -86,6 +94,8 @@ function Target({ entry }: { entry: AuditLogEntry }) {
     return entry.action === "delete" ? <span>job #{target}</span> : <Link to={`/jobs/${target}`}>job #{target}</Link>;
   }
   if (kind === "queue") return <Link to={`/queues/${encodeURIComponent(target)}`}>queue {target}</Link>;
+  if (kind === "batch") return <Link to={`/batches/${target}`}>batch #{target}</Link>;
+  if (kind === "rate_limit") return <span>rate limit {target}</span>;
   return <Link to="/schedules">schedule {target}</Link>;
 }
 
