@@ -115,3 +115,13 @@ def rate_limits_in_force() -> list[RateLimitRow]:
 def creatable_types() -> list[str]:
     """The job types the API may create (what GET /api/v1/job-types/ marks creatable)."""
     return [t["name"] for t in job_types() if t["creatable"]]
+
+
+def limit_for(kind: str, name: str, limits: list[RateLimitRow]) -> RateLimitRow | None:
+    """The limit of a queue or type named `name`, or of the key `name`: the one naming that
+    key, else the longest prefix (`customer:*`) it starts with, as the claim picks it."""
+    if kind != "key":
+        return next((r for r in limits if r[0] == kind and r[1] == name), None)
+    keyed = [r for r in limits if r[0] == "key" and (
+        r[1] == name or (r[1].endswith("*") and name.startswith(r[1][:-1])))]
+    return max(keyed, key=lambda r: (r[1] == name, len(r[1])), default=None)

@@ -172,12 +172,7 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
         cur.execute(sql.METRICS_QUEUE_SETTINGS)
         snap.queue_settings = cur.fetchall()
         cur.execute(sql.METRICS_RATE_LIMITS)
-        if limits := c.rate_limits_in_force(cur.fetchall()):
-            cur.execute(sql.RATE_USE, {
-                "rate_kinds": [r[0] for r in limits], "rate_names": [r[1] for r in limits],
-                "rate_max": [r[2] for r in limits], "rate_periods": [r[3] for r in limits],
-                "longest": max(r[3] for r in limits)})
-            snap.rate_use = [(s, int(m), float(p), int(u)) for s, m, p, u in cur.fetchall()]
+        snap.rate_use = read_rate_use(cur, c.rate_limits_in_force(cur.fetchall()))
         cur.execute(sql.metrics_window(RUN_BUCKETS, WAIT_BUCKETS), {"window": window})
         n_run = len(RUN_BUCKETS)
         for row in cur.fetchall():
@@ -340,3 +335,16 @@ def metrics_view(request):
         return HttpResponse(f"metrics unavailable: {type(exc).__name__}: {exc}\n".encode(),
                             status=503, content_type="text/plain")
     return HttpResponse(body, content_type=CONTENT_TYPE)
+
+
+def read_rate_use(cur, limits) -> list[tuple[str, int, float, int]]:
+    """The weight each scope used in its sliding window now (sql.RATE_USE): (scope, max_starts,
+    period_seconds, used) for every queue or type limit of `limits` (rate_limits_in_force's
+    rows) and every key with a start in the longest period; [] without limits."""
+    if not limits:
+        return []
+    cur.execute(sql.RATE_USE, {
+        "rate_kinds": [r[0] for r in limits], "rate_names": [r[1] for r in limits],
+        "rate_max": [r[2] for r in limits], "rate_periods": [r[3] for r in limits],
+        "longest": max(r[3] for r in limits)})
+    return [(s, int(m), float(p), int(u)) for s, m, p, u in cur.fetchall()]

@@ -13,11 +13,11 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import conf, keys, periodic, sql
-from .catalogue import declared_queues, queue_exists, rate_limits_in_force
+from .catalogue import declared_queues, limit_for, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
 from .feed import event_ids_after
-from .metrics import lost_after, worker_lost
+from .metrics import lost_after, read_rate_use, worker_lost
 from .models import (
     AuditLogEntry,
     Job,
@@ -564,13 +564,42 @@ def pending_migrations() -> list[str]:
     return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
 
 
+# How many of a key limit's keys `rate_limits` lists by name (the busiest).
+RATE_KEYS_SHOWN = 10
+
+
 def rate_limits() -> list[dict]:
     """The rate limits in force (GET rate-limits/): each with whether it was set at run time
-    (`set`) or is JOB_RATE_LIMITS's (`declared`)."""
+    (`set`) or is JOB_RATE_LIMITS's (`declared`), and its use now: `used`, the weight started
+    in its sliding window (for a key prefix, its busiest key's), and for a key limit `keys`,
+    its busiest keys (up to RATE_KEYS_SHOWN, each {key, used}) and `keys_in_window`, how many
+    keys it counts starts for now. One read of the starts log (sql.RATE_USE, as /metrics)."""
     declared = {(r[0], r[1]): r for r in conf.get().declared_rate_limits()}
-    return [{"kind": kind, "name": name, "max_starts": m, "period_seconds": p,
-             "source": "declared" if declared.get((kind, name)) == (kind, name, m, p) else "set"}
-            for kind, name, m, p in rate_limits_in_force()]
+    limits = rate_limits_in_force()
+    with queue_connection().cursor() as cur:
+        use = read_rate_use(cur, limits)
+    used: dict[tuple[str, str], int] = {}
+    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for scope, _, _, weight in use:
+        kind, _, name = scope.partition(":")
+        limit = limit_for(kind, name, limits)
+        if limit is None:
+            continue
+        if kind == "key":
+            keys.setdefault((limit[0], limit[1]), []).append((name, weight))
+        used[(limit[0], limit[1])] = max(used.get((limit[0], limit[1]), 0), weight)
+    out = []
+    for kind, name, m, p in limits:
+        row: dict[str, Any] = {
+            "kind": kind, "name": name, "max_starts": m, "period_seconds": p,
+            "source": "declared" if declared.get((kind, name)) == (kind, name, m, p) else "set",
+            "used": used.get((kind, name), 0)}
+        if kind == "key":
+            busiest = sorted(keys.get((kind, name), []), key=lambda k: (-k[1], k[0]))
+            row["keys"] = [{"key": k, "used": u} for k, u in busiest[:RATE_KEYS_SHOWN]]
+            row["keys_in_window"] = len(busiest)
+        out.append(row)
+    return out
 
 
 # --- batches (services/batches.py) ------------------------------------------------------------

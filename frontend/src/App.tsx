@@ -14,6 +14,7 @@ import { NotFoundPage } from "./pages/NotFoundPage";
 import { OverviewPage } from "./pages/OverviewPage";
 import { QueuePage } from "./pages/QueuePage";
 import { QueuesPage } from "./pages/QueuesPage";
+import { RateLimitsPage } from "./pages/RateLimitsPage";
 import { SchedulesPage } from "./pages/SchedulesPage";
 import { WorkersPage } from "./pages/WorkersPage";
 
@@ -32,6 +33,7 @@ export function App() {
         <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:name" element={<QueuePage />} />
         <Route path="audit" element={<AuditLogPage />} />
+        <Route path="rate-limits" element={<RateLimitsPage />} />
         <Route path="batches/:id" element={<BatchPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>

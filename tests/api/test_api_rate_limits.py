@@ -66,3 +66,22 @@ def test_an_operator_may_read_the_limits_but_not_set_them(operator_client):
     assert operator_client.post(URL, body, format="json").status_code == 403
     assert operator_client.post(URL + "remove/", {"type": "noop"},
                                 format="json").status_code == 403
+
+
+def test_the_list_says_each_limit_s_use_now_and_a_key_limit_s_busiest_keys(configurer):
+    services.set_rate_limit(key="customer:*", max_starts=5, period_seconds=60)
+    services.set_rate_limit(type="noop", max_starts=3, period_seconds=60)
+    services.set_rate_limit(queue="default", max_starts=9, period_seconds=60)
+    services.enqueue("noop")  # the queue exists
+    for key, times in (("customer:42", 2), ("customer:7", 1)):
+        for _ in range(times):
+            assert services.rate_limit(key).try_acquire().allowed
+    assert services.rate_limit(type="noop").try_acquire(weight=2).allowed
+    listed = {(l["kind"], l["name"]): l for l in configurer.get(URL).json()}
+    assert listed[("type", "noop")]["used"] == 2
+    assert listed[("queue", "default")]["used"] == 0
+    key_limit = listed[("key", "customer:*")]
+    assert key_limit["used"] == 2  # its busiest key's window
+    assert key_limit["keys"] == [{"key": "customer:42", "used": 2}, {"key": "customer:7", "used": 1}]
+    assert key_limit["keys_in_window"] == 2
+    assert "keys" not in listed[("type", "noop")]

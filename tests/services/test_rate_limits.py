@@ -264,6 +264,6 @@ def test_the_limits_in_force_say_which_were_set_and_which_declared():
         set_rate_limit(type="noop", max_starts=3, period_seconds=1)
         assert rate_limits() == [
             {"kind": "queue", "name": "default", "max_starts": 5, "period_seconds": 1.0,
-             "source": "declared"},
+             "source": "declared", "used": 0},
             {"kind": "type", "name": "noop", "max_starts": 3, "period_seconds": 1.0,
-             "source": "set"}]
+             "source": "set", "used": 0}]

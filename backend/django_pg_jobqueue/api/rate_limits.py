@@ -14,6 +14,11 @@ from .permissions import CHANGE_QUEUE, VIEW, JobPermission
 from .schema import errors, extend_schema
 
 
+class RateKeyUseSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    used = serializers.IntegerField(help_text="The weight started in the key's window now.")
+
+
 class RateLimitSerializer(serializers.Serializer):
     """A rate limit in force: at most `max_starts` starts in any sliding `period_seconds`."""
 
@@ -27,6 +32,13 @@ class RateLimitSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=["set", "declared"], help_text=(
         "`set` at run time (this API, the admin, set_rate_limit) or `declared` by "
         "JOB_RATE_LIMITS."))
+    used = serializers.IntegerField(required=False, help_text=(
+        "The weight started in the sliding window ending now (for a key prefix, its busiest "
+        "key's); `max_starts - used` more may start now. In the list only."))
+    keys = RateKeyUseSerializer(many=True, required=False, help_text=(
+        "A key limit's busiest keys now (up to 10), each with its window's use. In the list only."))
+    keys_in_window = serializers.IntegerField(required=False, help_text=(
+        "A key limit: how many keys have starts in their windows now. In the list only."))
 
 
 def _scope_field(what: str):
@@ -54,6 +66,7 @@ class RateLimitRemovedSerializer(serializers.Serializer):
 
 _EXAMPLE = {"kind": "type", "name": "email_send", "max_starts": 20, "period_seconds": 1.0,
             "source": "set"}
+_LISTED = {**_EXAMPLE, "used": 12}
 
 
 class RateLimitViewSet(JobQueueViewSet):
@@ -70,8 +83,11 @@ class RateLimitViewSet(JobQueueViewSet):
                     "JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics.",
         responses={200: OpenApiResponse(RateLimitSerializer(many=True), examples=[
             OpenApiExample("limits", response_only=True, value=[
-                _EXAMPLE, {"kind": "key", "name": "customer:*", "max_starts": 2,
-                           "period_seconds": 1.0, "source": "declared"}])]),
+                _LISTED, {"kind": "key", "name": "customer:*", "max_starts": 2,
+                          "period_seconds": 1.0, "source": "declared", "used": 2,
+                          "keys": [{"key": "customer:42", "used": 2},
+                                   {"key": "customer:7", "used": 1}],
+                          "keys_in_window": 2}])]),
             **errors(401, 403, 503)},
     )
     def list(self, request):

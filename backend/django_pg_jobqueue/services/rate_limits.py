@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .. import db, sql
-from ..catalogue import RateLimitRow, queue_exists, rate_limits_in_force
+from ..catalogue import limit_for, queue_exists, rate_limits_in_force
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidJobArgument, QueueNotFound
 from ..models import RateLimit, TxNow
@@ -79,16 +79,6 @@ def remove_rate_limit(*, queue: str | None = None, type: str | None = None,  # n
                              f"{kind}:{name}", actor=actor)
     forget_cached_limits()
     return bool(deleted)
-
-
-def limit_for(kind: str, name: str, limits: list[RateLimitRow]) -> RateLimitRow | None:
-    """The limit of a queue or type named `name`, or of the key `name`: the one naming that
-    key, else the longest prefix (`customer:*`) it starts with, as the claim picks it."""
-    if kind != "key":
-        return next((r for r in limits if r[0] == kind and r[1] == name), None)
-    keyed = [r for r in limits if r[0] == "key" and (
-        r[1] == name or (r[1].endswith("*") and name.startswith(r[1][:-1])))]
-    return max(keyed, key=lambda r: (r[1] == name, len(r[1])), default=None)
 
 
 @dataclass(frozen=True)

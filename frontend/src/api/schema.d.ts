@@ -1560,6 +1560,11 @@ export interface components {
             /** @description Live worker processes (a heartbeat in the last 15 s) that claim from this queue. */
             workers: components["schemas"]["_QueueWorker"][];
         };
+        RateKeyUse: {
+            key: string;
+            /** @description The weight started in the key's window now. */
+            used: number;
+        };
         /** @description A rate limit in force: at most `max_starts` starts in any sliding `period_seconds`. */
         RateLimit: {
             /**
@@ -1583,6 +1588,12 @@ export interface components {
              *     * `declared` - declared
              */
             source: components["schemas"]["RateLimitSourceEnum"];
+            /** @description The weight started in the sliding window ending now (for a key prefix, its busiest key's); `max_starts - used` more may start now. In the list only. */
+            used?: number;
+            /** @description A key limit's busiest keys now (up to 10), each with its window's use. In the list only. */
+            keys?: components["schemas"]["RateKeyUse"][];
+            /** @description A key limit: how many keys have starts in their windows now. In the list only. */
+            keys_in_window?: number;
         };
         /**
          * @description * `queue` - queue

@@ -44,3 +44,5 @@ export type ThroughputPoint = Metrics["throughput"][number];
 
 /** The job list's query parameters, exactly as the API declares them. */
 export type JobListParams = NonNullable<paths["/api/v1/jobs/"]["get"]["parameters"]["query"]>;
+export type RateLimit = Schemas["RateLimit"];
+export type RateLimitSet = Schemas["RateLimitSetRequest"];

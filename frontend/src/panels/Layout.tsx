@@ -76,6 +76,9 @@ export function Layout({ user }: { user: User }) {
               Audit log
             </NavLink>
           )}
+          <NavLink to="/rate-limits" title="How many jobs may start per period, by queue, type or key, and the use now">
+            Rate limits
+          </NavLink>
           <NavLink to="/queues" end title="Every queue: what it holds and runs, its limit, paused or not">
             Queues
           </NavLink>
