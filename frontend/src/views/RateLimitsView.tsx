@@ -170,7 +170,7 @@ export function RateLimitsView({
         </div>
         <LiveIndicator isError={limits.isError} error={limits.error} isFetching={limits.isFetching} />
       </div>
-      <section className="panel" aria-labelledby="rate-limits-title">
+      <section className="panel" aria-labelledby="rate-limits-title" style={{ marginBottom: 14 }}>
         <header>
           <h2 id="rate-limits-title">
             {limits.data ? `${all.length} limit${all.length === 1 ? "" : "s"} in force` : "Limits in force"}
