@@ -53,7 +53,7 @@ from django.http import HttpResponse
 
 from . import conf, sql
 from .db import atomic as queue_atomic
-from .db import queue_connection
+from .db import queue_connection, read_target
 
 # The classic text format, which every Prometheus version reads (generate_latest writes it).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -143,6 +143,9 @@ class Snapshot:
     waiting_for_handler: dict = field(default_factory=dict)  # type -> queued, given back
     # (scope, max_starts, period_seconds, weight used in its window) per rate limit in force
     rate_use: list = field(default_factory=list)
+    # JOB_READ_DATABASE's alias, whether the reads go there now, and its lag (None: not
+    # configured; lag None: it does not answer)
+    read_replica: tuple[str, bool, float | None] | None = None
 
     @property
     def workers_alive(self) -> list[Worker]:
@@ -154,6 +157,9 @@ def snapshot(*, window_seconds: float | None = None) -> Snapshot:
     c = conf.get()
     window = float(window_seconds or c.METRICS_WINDOW_SECONDS)
     snap = Snapshot(window_seconds=window, max_queue_depth=c.MAX_QUEUE_DEPTH)
+    if c.READ_DATABASE:  # checked at most once a second per process, as the reads check it
+        target = read_target()
+        snap.read_replica = (c.READ_DATABASE, target.alias is not None, target.lag)
     with queue_atomic(), queue_connection().cursor() as cur:
         cur.execute(sql.STATEMENT_TIMEOUT_LOCAL,
                     [str(int(c.METRICS_STATEMENT_TIMEOUT_MS))])
@@ -276,6 +282,16 @@ def families(snap: Snapshot):
                  "The weight of the starts in a rate limit's window now, by scope (a key's: "
                  "while it has starts in the longest period).", ["scope"],
                  [((s,), u) for s, _, _, u in snap.rate_use])
+    if snap.read_replica is not None:
+        replica, used, lag = snap.read_replica
+        yield _gauge("jobqueue_read_replica_in_use",
+                     "1 while the API's and dashboard's reads go to JOB_READ_DATABASE; 0 while it "
+                     "is left aside (down, or more than JOB_READ_MAX_LAG_SECONDS behind).",
+                     ["alias"], [((replica,), 1 if used else 0)])
+        yield _gauge("jobqueue_read_replica_lag_seconds",
+                     "How far JOB_READ_DATABASE's replay is behind the primary (absent while it "
+                     "does not answer).", ["alias"],
+                     [((replica,), lag)] if lag is not None else [])
     yield _gauge("jobqueue_waiting_for_handler",
                  "Queued jobs that a worker without a handler for their type gave back: they "
                  "wait for a worker that has one.", ["type"],

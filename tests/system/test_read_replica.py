@@ -78,6 +78,17 @@ def test_the_api_reads_from_the_replica_and_leaves_it_aside_when_stale_or_down(t
             assert status == 201, body
             return json.loads(body)["id"]
 
+        def replica_gauges() -> dict[str, float]:
+            # /metrics says whether the reads use the replica and how far behind it is.
+            status, _, body = http(server.base.removesuffix("/api") + "/metrics")
+            assert status == 200, body
+            found = {}
+            for line in body.splitlines():
+                for name in ("jobqueue_read_replica_in_use", "jobqueue_read_replica_lag_seconds"):
+                    if line.startswith(name + "{"):
+                        found[name] = float(line.rsplit(" ", 1)[1])
+            return found
+
         def listed():
             status, headers, body = http(server.base + "/v1/jobs/?page_size=100", headers=auth)
             assert status == 200, body
@@ -91,6 +102,9 @@ def test_the_api_reads_from_the_replica_and_leaves_it_aside_when_stale_or_down(t
             assert first in ids
             assert headers["X-Job-Read-From"] == "replica"
             assert float(headers["X-Job-Read-Lag"]) >= 0
+            gauges = replica_gauges()
+            assert gauges["jobqueue_read_replica_in_use"] == 1
+            assert gauges["jobqueue_read_replica_lag_seconds"] >= 0
             # The health check answers for the primary, the database that takes the writes.
             assert "X-Job-Read-From" not in http(server.base + "/health/")[1]
 
@@ -117,6 +131,9 @@ def test_the_api_reads_from_the_replica_and_leaves_it_aside_when_stale_or_down(t
             assert {first, second} <= ids
             assert "behind" in headers["X-Job-Read-Fallback"]
             assert float(headers["X-Job-Read-Lag"]) > 1
+            gauges = replica_gauges()
+            assert gauges["jobqueue_read_replica_in_use"] == 0
+            assert gauges["jobqueue_read_replica_lag_seconds"] > 1
 
             replica.execute("SELECT pg_wal_replay_resume()")
             wait_replayed(primary, replica)
