@@ -35,8 +35,8 @@ def server_connections():
 
     def sessions() -> set[int]:
         return {pid for (pid,) in admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-            [WORKER_APP]).fetchall()}
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
+            [WORKER_APP, s["NAME"]]).fetchall()}  # another suite's workers on the server: not ours
 
     # Sessions of this process that an earlier test left open (they took the worker's name
     # while its pool ran) are not this test's pool: counted out, so that the count is the
