@@ -16,7 +16,7 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from django_pg_jobqueue import JobFailed, WaitTimeout, await_result, services, wait, waiting
+from django_pg_jobqueue import JobFailed, WaitTimeout, await_result, services, testing, wait, waiting
 from django_pg_jobqueue.models import Job, JobEvent
 from tests.handlers import wait_handlers  # noqa: F401  (registers the handlers in this process)
 from tests.utils import REPO, spawn_workers, stop_workers, worker_database_url
@@ -142,6 +142,33 @@ def test_a_cancelled_job_raises_job_failed(first_read):
     services.cancel(job.id)
     waiter.join(10)
     assert isinstance(out["error"], JobFailed) and out["error"].status == "cancelled"
+
+
+@pytest.mark.parametrize("ending", ["dependency_cancelled", "lease_expired", "released_cancelled"])
+def test_every_writer_that_ends_a_job_wakes_its_waiters(first_read, ending):
+    # Not only completion and failure: a cancel cascaded from a dependency, the reaper failing
+    # a job with no attempt left, a release at shutdown of a job whose cancel was asked. Woken
+    # by the outcome's NOTIFY: well before the waiter's own recheck would have read it.
+    first = services.enqueue("wait_echo", {})
+    job = (services.enqueue("wait_echo", {}, after=[first.id]) if ending == "dependency_cancelled"
+           else services.enqueue("wait_echo", {}, max_attempts=1))
+    claimed = (None if ending == "dependency_cancelled"
+               else services.claim(worker_ids=["test-1-0"], job_ids=[job.id])[0])
+    waiter, out = _run_in_thread(wait, job.id, timeout=30)
+    assert first_read.wait(10)
+    started = time.monotonic()
+    if ending == "dependency_cancelled":
+        services.cancel(first.id)
+    elif ending == "lease_expired":
+        testing.expire_lease(job.id)
+        services.reap()
+    else:
+        services.cancel(job.id)  # running: a cancel request
+        services.release_many([(job.id, claimed.lease_token, "test-1-0")])
+    waiter.join(30)
+    assert time.monotonic() - started < waiting.RECHECK_SECONDS / 2
+    assert isinstance(out["error"], JobFailed)
+    assert out["error"].status == ("failed" if ending == "lease_expired" else "cancelled")
 
 
 def test_a_timeout_raises_and_changes_nothing():

@@ -3,6 +3,7 @@ enqueue, the settling of waiting jobs once what they wait for finished, and the 
 catches what no completion settled.
 """
 from .enqueue import NOTIFY_CHANNEL
+from .lifecycle import OUTCOMES_NOTIFY
 
 # --- job dependencies (services/dependencies.py) ----------------------------------------------
 # A job enqueued after=[...] is inserted queued, then, in the same transaction (no worker can
@@ -104,8 +105,13 @@ notified AS (
     SELECT count(pg_notify('""" + NOTIFY_CHANNEL + """', queue)) AS queues
     FROM (SELECT DISTINCT queue FROM settled WHERE status = 'queued') AS q
     WHERE %(notify)s
+),
+outcomes AS (  -- those cancelled: their waiters wake (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM settled WHERE status = 'cancelled') AS o") + """
 )
-SELECT s.id, s.status, (SELECT queues FROM notified) FROM settled s ORDER BY s.id
+SELECT s.id, s.status, (SELECT queues FROM notified) FROM settled s
+WHERE (SELECT count(*) FROM outcomes) >= 0  -- evaluated once, so that the NOTIFY is sent
+ORDER BY s.id
 """
 # Why a retry refused this job (services.retry): the first job it waits for, and must not
 # outlive (on_failure 'cancel'), that failed, was cancelled or is gone (status NULL).

@@ -216,8 +216,12 @@ events AS (
            worker_id, %(message)s,
            jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s), now()
     FROM upd
+),
+notified AS (  -- a cancel that won: the outcome's waiters wake (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status IN ('succeeded', 'failed', 'cancelled')) AS o") + """
 )
 SELECT id, status FROM upd
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """
 
 # --- release a job whose type this worker does not know (a rolling deploy) ------------------
@@ -265,8 +269,12 @@ events AS (
                                                     THEN %(delay_seconds)s::float8 END),
            now()
     FROM upd
+),
+notified AS (  -- failed for good or cancelled: the outcome's waiters wake (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status IN ('succeeded', 'failed', 'cancelled')) AS o") + """
 )
 SELECT id, status FROM upd
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """
 
 # --- renew: extend every lease a worker process holds, in one statement ----------------------
@@ -418,6 +426,9 @@ events AS (
                                                     THEN round(delay::numeric, 3) END),
            now()
     FROM upd WHERE NOT released
+),
+notified AS (  -- failed for good or cancelled: the outcome's waiters wake (OUTCOMES_NOTIFY)
+    """ + OUTCOMES_NOTIFY.format(rows="(SELECT id FROM upd WHERE status IN ('succeeded', 'failed', 'cancelled')) AS o") + """
 )
 SELECT id, CASE WHEN released THEN 'released' ELSE status END, locked_by, last_error,
        -- the attempt that expired, as claimed (services.ClaimedJob's fields, in its order),
@@ -425,6 +436,7 @@ SELECT id, CASE WHEN released THEN 'released' ELSE status END, locked_by, last_e
        id, type, queue, payload, priority, attempts, max_attempts, lease_token, timeout_seconds,
        available_at, created_at, started_at, lease_expires_at, locked_by
 FROM upd
+WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIFY is sent
 """
 
 # --- worker health: stuck handlers, prefetched jobs' real owner, a dead process's jobs -------
