@@ -284,3 +284,24 @@ def test_the_newest_job_of_each_periodic_schedule_survives_pruning_so_a_restart_
     # and finds it already there: it does not run twice.
     assert daily.latest_tick(datetime(2030, 1, 3, 12, tzinfo=UTC)) == ticks[2]
     assert enqueue_tick(daily, ticks[2]) is False
+
+
+@pytest.mark.django_db
+@override_settings(JOB_RETENTION_SUCCEEDED="7d", JOB_RETENTION_FAILED="30d",
+                   JOB_RETENTION_CANCELLED="30d")
+def test_a_batch_goes_once_its_members_did_and_it_finished_past_the_shortest_retention():
+    from django_pg_jobqueue.models import JobBatch
+    from django_pg_jobqueue.testing import drain
+
+    gone, kept, recent = (services.enqueue_batch([{"type": "noop"}, {"type": "noop"}])
+                          for _ in range(3))
+    drain("noop")
+    ten_days_ago = timezone.now() - timedelta(days=10)
+    for batch in (gone, kept):
+        JobBatch.objects.filter(pk=batch.id).update(finished_at=ten_days_ago)
+        Job.objects.filter(batch_id=batch.id).update(finished_at=ten_days_ago)
+    Job.objects.filter(batch_id=kept.id).update(status="failed")  # kept 30 days: so is its batch
+    counts = prune_by_retention()
+    assert counts["succeeded"] == 2 and counts["batches"] == 1
+    assert set(JobBatch.objects.values_list("id", flat=True)) >= {kept.id, recent.id}
+    assert not JobBatch.objects.filter(pk=gone.id).exists()

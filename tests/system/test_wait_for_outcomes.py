@@ -16,7 +16,15 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from django_pg_jobqueue import JobFailed, WaitTimeout, await_result, services, testing, wait, waiting
+from django_pg_jobqueue import (
+    JobFailed,
+    WaitTimeout,
+    await_result,
+    services,
+    testing,
+    wait,
+    waiting,
+)
 from django_pg_jobqueue.models import Job, JobEvent
 from tests.handlers import wait_handlers  # noqa: F401  (registers the handlers in this process)
 from tests.utils import REPO, spawn_workers, stop_workers, worker_database_url

@@ -104,7 +104,9 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
     """Apply JOB_RETENTION_SUCCEEDED / _FAILED / _CANCELLED: each status its own age.
 
     A status whose retention is off is kept forever (and left out of the counts). The rate
-    limits' starts older than the longest period go too (`rate_starts`, when there were any)."""
+    limits' starts older than the longest period go too (`rate_starts`, when there were any),
+    and batches with no member left that finished longer ago than the shortest retention in
+    force (`batches`: prune_finished_batches)."""
     c = conf.get()
     batch_size = batch_size or c.PRUNE_BATCH_SIZE
     counts: dict[str, int] = {"events": 0}
@@ -126,4 +128,21 @@ def prune_by_retention(statuses: Iterable[str] = (Status.SUCCEEDED, Status.FAILE
         counts["events"] += one["events"]
     if not dry_run and (starts := prune_rate_starts()):  # past every rate limit's window
         counts["rate_starts"] = starts
+    if not dry_run and ages and (gone := prune_finished_batches(min(ages.values()),
+                                                                batch_size=batch_size)):
+        counts["batches"] = gone
     return dict(sorted(counts.items(), key=lambda kv: kv[0] == "events"))
+
+
+def prune_finished_batches(age_seconds: float, *, batch_size: int = 1000) -> int:
+    """Delete batches that finished more than `age_seconds` ago and have no member left (their
+    members were pruned, or deleted), `batch_size` per statement; how many. A batch keeps its
+    row, and its page, while any member is kept."""
+    total = 0
+    while True:
+        with queue_connection().cursor() as cur:
+            cur.execute(sql.PRUNE_FINISHED_BATCHES, {"age": float(age_seconds),
+                                                     "limit": int(batch_size)})
+            total += cur.rowcount
+            if cur.rowcount < batch_size:
+                return total

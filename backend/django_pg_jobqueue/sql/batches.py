@@ -97,6 +97,19 @@ FROM (SELECT id, result, coalesce(sum(octet_length(result)) OVER (), 0) AS total
 ORDER BY id
 """
 
+# --- prune -------------------------------------------------------------------------------------
+# The pruner (services/pruning.py): batches that finished more than %(age)s seconds ago and
+# have no member left (each was pruned with its own retention, or deleted), up to %(limit)s,
+# oldest first along the primary key (batches finish about in the order they were made);
+# a member's row is found by jobs_batch_idx. A batch with a member kept stays, readable.
+PRUNE_FINISHED_BATCHES = """
+DELETE FROM job_batches WHERE id IN (
+    SELECT b.id FROM job_batches b
+    WHERE b.finished_at < now() - make_interval(secs => %(age)s)
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.batch_id = b.id)
+    ORDER BY b.id LIMIT %(limit)s)
+"""
+
 # --- progress ---------------------------------------------------------------------------------
 # A batch's members counted by status (jobs_batch_idx).
 BATCH_STATUS_COUNTS = "SELECT status, count(*) FROM jobs WHERE batch_id = %s GROUP BY status"
