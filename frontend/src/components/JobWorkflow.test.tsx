@@ -23,7 +23,12 @@ describe("JobWorkflow", () => {
   it("draws dependencies left, the job centre, dependants right, each linking to its job with its state", () => {
     render(
       <JobWorkflow
-        job={{ ...centre, batch: 7, dependencies: [link(1, "succeeded"), link(2, "failed")], dependants: [link(9, null)] }}
+        job={{
+          ...centre,
+          batch: 7,
+          dependencies: [link(1, "succeeded"), link(2, "failed")],
+          dependants: [link(9, null)],
+        }}
       />,
       { wrapper: MemoryRouter },
     );

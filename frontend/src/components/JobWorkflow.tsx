@@ -141,7 +141,15 @@ export function JobWorkflow({ job }: { job: Centre & Pick<JobDetail, "dependenci
             {job.batch != null ? `; it is a member of batch #${job.batch}` : ""}.
           </desc>
           <defs>
-            <marker id="workflow-arrow" viewBox="0 0 10 10" refX={9} refY={5} markerWidth={7} markerHeight={7} orient="auto">
+            <marker
+              id="workflow-arrow"
+              viewBox="0 0 10 10"
+              refX={9}
+              refY={5}
+              markerWidth={7}
+              markerHeight={7}
+              orient="auto"
+            >
               <path d="M0,0 L10,5 L0,10 z" fill="var(--muted)" />
             </marker>
           </defs>
