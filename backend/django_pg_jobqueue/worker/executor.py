@@ -331,8 +331,8 @@ class JobRunner:
                                             ready[0].job.id)
                 finally:
                     left = self._tidy(baseline)  # as for one job: before any outcome's write
-            except BaseException as exc:  # noqa: BLE001 - the whole chunk's failure
-                raised = exc
+            except BaseException as failure:  # noqa: BLE001 - the whole chunk's failure
+                raised = failure
             for held, (result, exc) in zip(ready, chunk_outcomes(answer, raised, len(ready)),
                                            strict=True):
                 settled[held.job.id] = self._settle(held.job, held, result, exc, left)
