@@ -178,8 +178,6 @@ class JobRunner:
             raise
         finally:
             self.current = None
-            if self.chunk:  # a chunk handler's job (_run)
-                self.chunk, self.chunk_keys = [], set()
 
     def run_chunk(self, spec: HandlerSpec, items: list[tuple[ClaimedJob, Held | None]], *,
                   claim_more=None, stopping: threading.Event | None = None) -> list[RunResult]:
@@ -266,8 +264,7 @@ class JobRunner:
             spec = registry.get(DJANGO_TASK_TYPE)  # a Django task's job, typed by its path
         if spec is None:
             return self._release_unknown_type(job)
-        if spec.chunk_size:  # a chunk handler given one job (drain; a chunk of one)
-            self.chunk, self.chunk_keys = [held], {id(held)}
+        if spec.chunk_size:  # a chunk handler given one job (drain): a chunk of one
             return self._run_chunk(spec, [held])[0]
         self.policy = spec.retry_policy
         started = time.monotonic()
