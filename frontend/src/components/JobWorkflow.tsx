@@ -76,7 +76,8 @@ function Node({ node, current = false }: { node: Placed; current?: boolean }) {
       <text x={node.x + 10} y={node.y + 18} fontSize={13} fontWeight={current ? 700 : 500} fill="currentColor">
         #{node.id} {truncate(node.type ?? "(pruned)", 18)}
       </text>
-      <text x={node.x + 10} y={node.y + 35} fontSize={12} fill={colour}>
+      <circle cx={node.x + 14} cy={node.y + 31} r={4} fill={colour} />
+      <text x={node.x + 24} y={node.y + 35} fontSize={12} fill="currentColor">
         {node.status ?? "pruned"}
       </text>
     </g>
@@ -129,8 +130,9 @@ export function JobWorkflow({ job }: { job: Centre & Pick<JobDetail, "dependenci
       </header>
       <div style={{ overflowX: "auto" }}>
         <svg
-          role="img"
-          aria-labelledby="workflow-desc"
+          role="group"
+          aria-labelledby="workflow-title"
+          aria-describedby="workflow-desc"
           data-testid="workflow-graph"
           width={g.width}
           height={g.height}
@@ -185,7 +187,7 @@ export function JobWorkflow({ job }: { job: Centre & Pick<JobDetail, "dependenci
                   width={NODE_W}
                   height={NODE_H / 1.4}
                   rx={6}
-                  fill="none"
+                  fill="var(--panel)"
                   stroke="var(--muted)"
                   strokeDasharray="4 3"
                 />
