@@ -8,8 +8,11 @@ action and a finished job's delete page both go through `services.deleting.delet
 statement refuses any other job; the delete page of an unfinished job is a 403. Events are
 read-only. Queue settings (pause, concurrency limit) are the one editable model.
 """
+import json
+
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import get_deleted_objects
 from django.db.models import Q
@@ -38,7 +41,7 @@ from .models import (
     WorkerProcess,
 )
 from .registry import registry
-from .services import job_actions, queues, rate_limits
+from .services import job_actions, queues, rate_limits, send_signal
 from .services import schedules as schedule_services
 from .states import TERMINAL, rate_limit_problem
 
@@ -150,6 +153,17 @@ class ReadOnlyAdmin:
         return False
 
 
+class JobActionForm(helpers.ActionForm):
+    """The change list's action bar, with what the send-signal action sends."""
+
+    signal_name = forms.CharField(
+        required=False, max_length=200, label="Signal name",
+        help_text="For “Send a signal”: the name the handler waits for (ctx.wait_for_signal).")
+    signal_data = forms.CharField(
+        required=False, label="Signal data (JSON)",
+        help_text="For “Send a signal”: any JSON value; empty sends null.")
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     # Compact cells (short times, the lease in one column): every column fits beside the
@@ -164,7 +178,8 @@ class JobAdmin(admin.ModelAdmin):
     show_full_result_count = False  # no second COUNT(*) over a big table
     # One admin action per job_actions.ACTIONS entry, "<name>_jobs" (below the class);
     # delete_jobs adds Django's confirmation page.
-    actions = [f"{name}_jobs" for name in job_actions.ACTIONS]
+    actions = [f"{name}_jobs" for name in job_actions.ACTIONS] + ["send_signal_jobs"]
+    action_form = JobActionForm
     inlines = [JobEventInline, JobSignalInline]
     fieldsets = [
         (None, {"fields": ["id", "type", "queue", "status", "priority", "payload", "result",
@@ -290,6 +305,26 @@ class JobAdmin(admin.ModelAdmin):
         if refused:
             shown = "; ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")
             self.message_user(request, f"{len(refused)} refused: {shown}", messages.WARNING)
+
+    # The API's POST jobs/{id}/signal/, for each selected job: the same service, under the
+    # same permission (run_now's, as the API's signal action).
+    @admin.action(description="Send a signal (name and JSON data above) to the selected jobs",
+                  permissions=[job_actions.ACTIONS["run_now"].admin_permission])
+    def send_signal_jobs(self, request, queryset):
+        name = request.POST.get("signal_name", "")
+        raw = request.POST.get("signal_data", "").strip()
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError as exc:
+            self.message_user(request, f"Signal not sent: its data is not JSON ({exc}).",
+                              messages.ERROR)
+            return
+
+        def send(job_id, *, actor: str) -> None:
+            send_signal(job_id, name, data, actor=actor)
+
+        self._apply(request, queryset.values_list("id", flat=True), send,
+                    f"Sent signal {name!r} to")
 
     def delete_jobs(self, request, queryset):
         """Django's confirmation page, then `delete_queryset` (the service), for the finished

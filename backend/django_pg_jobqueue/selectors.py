@@ -23,6 +23,7 @@ from .models import (
     Job,
     JobBatch,
     JobEvent,
+    JobSignal,
     LostWorker,
     QueueSetting,
     TxNow,
@@ -141,7 +142,22 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     (job.concurrency_key_running, job.concurrency_key_wait,
      job.concurrency_key_holders) = concurrency_key_wait(job)
     job.locked_by_state, job.locked_by_last_seen_at = lease_owner_state(job.locked_by)
+    # A query only for a queued job that parked (its `parked` event), or whose history is
+    # longer than the events read.
+    job.awaiting_signal = None
+    if job.status == Status.QUEUED and (len(latest) >= events
+                                        or any(e.kind == EventKind.PARKED for e in latest)):
+        job.awaiting_signal = awaiting_signal(job)
     return JobDetail(job=job, events=latest, dependencies=dependencies, dependants=dependants)
+
+
+def awaiting_signal(job: Job) -> str | None:
+    """The name of the signal a queued job is parked waiting for (`ctx.wait_for_signal`),
+    not sent yet and whose wait has not timed out; None otherwise. One query."""
+    return (JobSignal.objects.filter(job_id=job.pk, awaited_at__isnull=False,
+                                     sent_at__isnull=True)
+            .filter(Q(timeout_at__isnull=True) | Q(timeout_at__gt=Now()))
+            .order_by("-awaited_at").values_list("name", flat=True).first())
 
 
 def lease_owner_state(locked_by: str | None) -> tuple[str | None, datetime | None]:

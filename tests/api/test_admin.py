@@ -238,3 +238,35 @@ def test_the_change_page_shows_the_job_s_signals_read_only(staff_operator):
     formset = page.context["inline_admin_formsets"][1].formset
     assert [form.instance.name for form in formset.forms] == ["approved-by-ann"]
     assert not formset.can_delete
+
+
+def test_the_send_signal_action_sends_the_named_signal_through_the_service(staff_operator):
+    from django_pg_jobqueue.models import JobSignal
+
+    job = services.enqueue("noop", {})
+    response = staff_operator.post(CHANGELIST, {
+        "action": "send_signal_jobs", "_selected_action": [job.id],
+        "signal_name": "approved", "signal_data": '{"by": "ann"}'}, follow=True)
+    assert "Sent signal &#x27;approved&#x27; to 1 job(s)." in response.content.decode()
+    assert JobSignal.objects.get(job_id=job.id, name="approved").data == {"by": "ann"}
+    assert JobEvent.objects.get(job_id=job.id, kind="signalled").data["actor"] == "ops"
+    again = staff_operator.post(CHANGELIST, {
+        "action": "send_signal_jobs", "_selected_action": [job.id],
+        "signal_name": "approved", "signal_data": ""}, follow=True)
+    assert "1 refused" in again.content.decode()  # each name is sent once, as in the API
+    bad = staff_operator.post(CHANGELIST, {
+        "action": "send_signal_jobs", "_selected_action": [job.id],
+        "signal_name": "other", "signal_data": "{nope"}, follow=True)
+    assert "its data is not JSON" in bad.content.decode()
+    assert not JobSignal.objects.filter(job_id=job.id, name="other").exists()
+
+
+def test_viewers_have_no_send_signal_action(staff_viewer):
+    from django_pg_jobqueue.models import JobSignal
+
+    job = services.enqueue("noop", {})
+    page = staff_viewer.get(CHANGELIST)
+    assert page.context["action_form"] is None  # no action at all without change_job
+    staff_viewer.post(CHANGELIST, {"action": "send_signal_jobs", "_selected_action": [job.id],
+                                   "signal_name": "approved"})
+    assert not JobSignal.objects.exists()

@@ -52,3 +52,17 @@ def test_a_signal_needs_change_job(client_for, viewer):
     response = client_for(viewer).post(_url(job.id), {"name": "a"}, format="json")
     assert response.status_code == 403
     assert not JobSignal.objects.exists()
+
+
+def test_the_job_detail_names_the_signal_a_parked_job_waits_for_until_it_is_sent(
+        operator_client, custom_handler):
+    from django_pg_jobqueue.testing import drain
+
+    custom_handler("approval", lambda ctx, payload: ctx.wait_for_signal("approved"))
+    job = services.enqueue("approval", {})
+    assert operator_client.get(f"/api/v1/jobs/{job.id}/").json()["awaiting_signal"] is None
+    drain("approval")  # parks it
+    assert operator_client.get(f"/api/v1/jobs/{job.id}/").json()["awaiting_signal"] == "approved"
+    assert operator_client.post(_url(job.id), {"name": "approved", "data": 1},
+                                format="json").json()["woke"] is True
+    assert operator_client.get(f"/api/v1/jobs/{job.id}/").json()["awaiting_signal"] is None

@@ -78,9 +78,11 @@ def test_the_old_names_are_refused_everywhere_naming_the_argument(old_name, oper
 def test_the_per_type_and_per_task_options_are_enqueues_words():
     queue_options = {"priority", "queue", "max_attempts", "timeout_seconds", "idempotency_key",
                      "retry_policy"}
-    assert _keywords(handler) - {"name", "concurrency", "description", "payload_example"} \
+    assert _keywords(handler) - {"name", "concurrency", "description", "payload_example",
+                                 "chunk_size", "chunk_wait_seconds"} \
         <= queue_options & ENQUEUE_NAMES
-    # `concurrency` is a per-type (and per-task) limit, not one job's: @handler's word.
+    # `concurrency` is a per-type (and per-task) limit, not one job's: @handler's word; so is
+    # how many of the type's jobs one call takes (a chunk handler's chunk_size, its wait).
     assert _keywords(task_options) - {"concurrency"} <= ENQUEUE_NAMES
     # QueueTask.using: Django's own words (queue_name, run_after, backend) plus enqueue()'s.
     django_words = {"self", "priority", "queue_name", "run_after", "backend"}

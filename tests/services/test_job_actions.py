@@ -16,7 +16,8 @@ def test_every_surface_offers_exactly_the_registered_actions():
     names = list(job_actions.ACTIONS)
     assert names == ["cancel", "retry", "rerun", "run_now", "delete"]
     assert list(JobActionSerializer().fields["action"].choices) == names
-    assert JobAdmin.actions == [f"{n}_jobs" for n in names]
+    # And the admin's send-signal action, which takes a name and data: not an ACTIONS entry.
+    assert JobAdmin.actions == [f"{n}_jobs" for n in names] + ["send_signal_jobs"]
     assert ACTION_PERMISSIONS == {n: a.perm for n, a in job_actions.ACTIONS.items()}
     from django_pg_jobqueue.api.auth import _Can
 

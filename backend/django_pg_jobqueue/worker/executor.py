@@ -53,7 +53,7 @@ from ..conf import DJANGO_TASK_TYPE
 from ..db import WORKER_ALIAS, queue_connection, savepointed, worker_connection
 from ..engine import ClaimedJob, Completion, Engine, default_engine
 from ..exceptions import JobCancelled, LeaseLost, Park, PermanentError, Snooze
-from ..registry import is_task_job, registry
+from ..registry import HandlerSpec, is_task_job, registry
 from ..retries import RetryPolicy
 from . import forks, hygiene
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
@@ -63,6 +63,9 @@ from .unknown_types import UnknownTypes
 
 log = logging.getLogger("django_pg_jobqueue.worker")
 
+# How often a chunk handler's executor, holding fewer jobs than its chunk_size, claims again
+# while its chunk_wait_seconds run (a tenth of the wait, within 10 ms to this).
+CHUNK_POLL_SECONDS = 0.1
 WRITE_ATTEMPTS = 3  # tries of a write the database refuses (an outage is waited out instead)
 MAX_SNOOZE_SECONDS = 366 * 24 * 3600
 # Why a job whose handler left a transaction open failed (hygiene.tidy names what was open).
@@ -92,6 +95,30 @@ class RunResult:
 
 
 _LOST = object()
+
+
+class ChunkAnswerInvalid(Exception):
+    """A chunk handler's answer is not a list with one item per job it was given: each of
+    its jobs fails for good (reason `bad_result`), as for a result that cannot be stored."""
+
+
+def chunk_outcomes(answer: object, raised: BaseException | None, n: int
+                   ) -> list[tuple[object, BaseException | None]]:
+    """Each of a chunk's `n` jobs' (result, exception), from its handler's one call: a call
+    that raised is every job's failure; else the answer is a list (or tuple) of `n` items, in
+    the order of the jobs given, each the job's result or an exception instance, which is
+    that job's as if its own handler had raised it (retried by its policy; PermanentError,
+    ctx.snooze's Snooze and a durable wait's Park too)."""
+    if raised is not None:
+        return [(None, raised)] * n
+    if not isinstance(answer, list | tuple) or len(answer) != n:
+        got = (f"a {type(answer).__name__} of {len(answer)}"
+               if isinstance(answer, list | tuple) else f"{type(answer).__name__}")
+        invalid = ChunkAnswerInvalid(f"a chunk handler returns a list of one item per job "
+                                     f"it was given ({n}), not {got}")
+        return [(None, invalid)] * n
+    return [(None, item) if isinstance(item, BaseException) else (item, None)
+            for item in answer]
 
 
 def _task_policy(job: ClaimedJob) -> RetryPolicy | None:
@@ -131,20 +158,15 @@ class JobRunner:
         # it up to date): if not, and the handler opened none, there is nothing to tidy.
         self.may_hold_connection = keep_callers_transaction
         self.current: Held | None = None
+        # A chunk handler's jobs while it runs (run_chunk), and their Held objects' ids.
+        self.chunk: list[Held] = []
+        self.chunk_keys: set[int] = set()
         self.policy: RetryPolicy | None = None  # the running job's type's retry policy
         self.errors = RateLimitedLog(log)
 
     def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
-        if held is None:
-            held = Held.of(job, self.worker_id, owner=self.owner, engine=self.engine)
-            held.running_since = time.monotonic()
-            self.current = held
-            self.held.add(held)
-        else:  # prefetched: held (and renewed) since the claim; from now on it is this runner's
-            held.running_since = time.monotonic()
-            self.current = held
-            held.owner = self.owner
-            job.worker_id = held.ctx.worker_id = self.worker_id
+        held = self._hold(job, held)
+        self.current = held
         self.policy = None
         try:
             return self._run(job, held)
@@ -152,13 +174,83 @@ class JobRunner:
             # A fault of ours (not the handler's: those are outcomes). The job may have no
             # outcome written: stop renewing it, so that its lease expires and the reaper
             # requeues it, rather than hold it forever.
+            self._drop_unsettled([held], exc)
+            raise
+        finally:
+            self.current = None
+
+    def run_chunk(self, spec: HandlerSpec, items: list[tuple[ClaimedJob, Held | None]], *,
+                  claim_more=None, stopping: threading.Event | None = None) -> list[RunResult]:
+        """The pipeline for a chunk handler's jobs (all of `spec`'s type), in one call of its
+        handler: each job held, started, and then settled on its own by the same outcome path
+        as a single job's (`_settle`), in the order given. `claim_more(n)`: up to n more
+        jobs of the type, claimed for this runner (the executor's, through its engine),
+        asked until the chunk is full or `spec.chunk_wait_seconds` have passed (`stopping`
+        set: at once); the jobs held meanwhile are renewed."""
+        helds = [self._hold(job, held) for job, held in items]
+        self.chunk, self.chunk_keys = helds, {id(h) for h in helds}
+        self.current = helds[0]  # the stuck watch's and the supervisor's view: its first job
+        self.policy = None
+        try:
+            if claim_more is not None:
+                self._gather(spec, helds, claim_more, stopping or threading.Event())
+            for held in helds:
+                self.stats.claimed(held.job)
+            return self._run_chunk(spec, helds)
+        except BaseException as exc:
+            self._drop_unsettled(helds, exc)  # as in run(): a fault of ours
+            raise
+        finally:
+            self.current, self.chunk, self.chunk_keys = None, [], set()
+
+    def _gather(self, spec: HandlerSpec, helds: list[Held], claim_more,
+                stopping: threading.Event) -> None:
+        """Fill the chunk `helds` up to spec.chunk_size with jobs claim_more finds, asking
+        again every CHUNK_POLL_SECONDS (at most) until chunk_wait_seconds have passed since
+        the chunk's first job. Each job claimed is held at once (its lease renewed)."""
+        size, wait = spec.chunk_size or 1, spec.chunk_wait_seconds
+        deadline = time.monotonic() + wait
+        pause = min(CHUNK_POLL_SECONDS, max(wait / 10, 0.01))
+        while len(helds) < size and not stopping.is_set():
+            more = claim_more(size - len(helds))
+            for job in more:
+                held = self._hold(job, None)
+                helds.append(held)
+                self.chunk_keys.add(id(held))
+            remaining = deadline - time.monotonic()
+            if len(helds) >= size or remaining <= 0:
+                return
+            if not more:
+                stopping.wait(min(pause, remaining))
+
+    def running(self) -> list[Held]:
+        """The jobs this runner runs now: its chunk's, or its one job (or none)."""
+        current = self.current
+        return list(self.chunk) or ([current] if current is not None else [])
+
+    def owns(self, held: Held) -> bool:
+        """Whether `held` is a job this runner runs now (the watchdog's question)."""
+        return self.current is held or id(held) in self.chunk_keys
+
+    def _hold(self, job: ClaimedJob, held: Held | None) -> Held:
+        """`job` held by this runner from now on (renewed while it is its owner's)."""
+        if held is None:
+            held = Held.of(job, self.worker_id, owner=self.owner, engine=self.engine)
+            held.running_since = time.monotonic()
+            self.held.add(held)
+        else:  # prefetched: held (and renewed) since the claim; from now on it is this runner's
+            held.running_since = time.monotonic()
+            held.owner = self.owner
+            job.worker_id = held.ctx.worker_id = self.worker_id
+        return held
+
+    def _drop_unsettled(self, helds: list[Held], exc: BaseException) -> None:
+        for held in helds:
+            job = held.job
             if held.owner is self.owner and self.held.discard(job.id, job.lease_token):
                 log.error("job=%s: unexpected error (%s) before its outcome was written; no "
                           "longer renewing it: the reaper takes it at lease expiry", job.id,
                           storable.describe_exception(exc), extra=self._log_fields(job))
-            raise
-        finally:
-            self.current = None
 
     def _run(self, job: ClaimedJob, held: Held) -> RunResult:
         ctx = held.ctx
@@ -172,10 +264,14 @@ class JobRunner:
             spec = registry.get(DJANGO_TASK_TYPE)  # a Django task's job, typed by its path
         if spec is None:
             return self._release_unknown_type(job)
+        if spec.chunk_size:  # a chunk handler given one job (drain): a chunk of one
+            return self._run_chunk(spec, [held])[0]
         self.policy = spec.retry_policy
         started = time.monotonic()
         left: list[str] = []  # transactions the handler left open (rolled back)
         baseline = hygiene.baseline() if self.keep_callers_transaction else None
+        result: object = None
+        raised: BaseException | None = None
         try:
             if ctx.stop_reason is not None:  # cancelled or lost while it waited in a prefetch
                 raise JobCancelled(ctx.stop_reason)
@@ -192,19 +288,71 @@ class JobRunner:
                 # hold locks our writes wait for (its own job row's), and its writes in it
                 # are lost, so the job cannot be a success.
                 left = self._tidy(baseline)
-        except Snooze as snooze:
+        except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
+            raised = exc
+        outcome = self._settle(job, held, result, raised, left)
+        if debug and raised is None:
+            log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
+                      extra=self._log_fields(job))
+        return outcome
+
+    def _run_chunk(self, spec: HandlerSpec, helds: list[Held]) -> list[RunResult]:
+        """Start each job (one cancelled or lost while it waited is settled without running),
+        call the handler once with the rest, `spec.run(ctxs, payloads)`, and settle each job
+        by its item of the answer (chunk_outcomes)."""
+        self.policy = spec.retry_policy
+        settled: dict[int, RunResult] = {}
+        ready: list[Held] = []
+        for held in helds:
+            job = held.job
+            if held.ctx.stop_reason is not None:
+                settled[job.id] = self._settle(job, held, None,
+                                               JobCancelled(held.ctx.stop_reason), [])
+                continue
+            if held.recorded_worker_id != self.worker_id:
+                unstarted = self._adopt(job, held)
+                if unstarted is not None:
+                    settled[job.id] = unstarted
+                    continue
+            self.stats.started(job)
+            ready.append(held)
+        if ready:
+            baseline = hygiene.baseline() if self.keep_callers_transaction else None
+            answer: object = None
+            raised: BaseException | None = None
+            left: list[str] = []
+            try:
+                try:
+                    answer = forks.run_here(lambda: spec.run([h.ctx for h in ready],
+                                                             [h.job.payload for h in ready]),
+                                            ready[0].job.id)
+                finally:
+                    left = self._tidy(baseline)  # as for one job: before any outcome's write
+            except BaseException as failure:  # noqa: BLE001 - the whole chunk's failure
+                raised = failure
+            for held, (result, exc) in zip(ready, chunk_outcomes(answer, raised, len(ready)),
+                                           strict=True):
+                settled[held.job.id] = self._settle(held.job, held, result, exc, left)
+        return [settled[h.job.id] for h in helds]
+
+    def _settle(self, job: ClaimedJob, held: Held, result: object, exc: BaseException | None,
+                left: list[str]) -> RunResult:
+        """Record one job's outcome: what its handler returned for it (`result`) or raised
+        (`exc`), with the transactions it left open (`left`). The one outcome path, for a
+        single job's handler and for each job of a chunk's."""
+        if isinstance(exc, Snooze):
             if left:
                 return self._fail_left_open(job, left)
-            if isinstance(snooze, Park):
-                return self._park(job, snooze)
-            return self._snooze(job, snooze)
-        except LeaseLost:
+            if isinstance(exc, Park):
+                return self._park(job, exc)
+            return self._snooze(job, exc)
+        if isinstance(exc, LeaseLost):
             self.held.discard(job.id, job.lease_token)
             self._record_lost(job, "progress",
                               "a fenced write from the handler was refused; it stopped")
             return RunResult("lease_lost")
-        except JobCancelled as exc:
-            reason = ctx.stop_reason or "cancelled"
+        if isinstance(exc, JobCancelled):
+            reason = held.ctx.stop_reason or "cancelled"
             if reason == "cancelled":
                 # The fail statement sees cancel_requested_at and ends the job cancelled.
                 return self._fail(job, "cancelled while running", None, permanent=True,
@@ -215,11 +363,13 @@ class JobRunner:
             log.info("handler stopped job=%s reason=%s", job.id, reason,
                      extra=self._log_fields(job))
             return RunResult("stopped", reason=reason)
-        except PermanentError as exc:
+        if isinstance(exc, ChunkAnswerInvalid):
+            return self._fail(job, str(exc), None, permanent=True, reason="bad_result", exc=exc)
+        if isinstance(exc, PermanentError):
             return self._fail(job, self._and_left(storable.describe_exception(exc), left),
                               storable.format_traceback(exc), permanent=True, reason="permanent",
                               exc=exc)
-        except BaseException as exc:  # noqa: BLE001 - every exception a handler raises is its job's
+        if exc is not None:
             return self._fail(job, self._and_left(storable.describe_exception(exc), left),
                               storable.format_traceback(exc), exc=exc)
         if left:
@@ -227,13 +377,11 @@ class JobRunner:
         # The handler returned: what fails from here on is ours to classify, not its.
         try:
             result_json = storable.encode_result(result)
-        except storable.UnstorableResult as exc:
-            return self._fail(job, str(exc), None, permanent=True, reason="bad_result", exc=exc)
+        except storable.UnstorableResult as unstorable:
+            return self._fail(job, str(unstorable), None, permanent=True, reason="bad_result",
+                              exc=unstorable)
         status = self.complete(Completion(job.id, job.lease_token, self.worker_id, None, job.type,
                                           job.attempt, result_json), held)
-        if debug:
-            log.debug("handler returned job=%s in %.4fs", job.id, time.monotonic() - started,
-                      extra=self._log_fields(job))
         return RunResult(status or "submitted")
 
     def _adopt(self, job: ClaimedJob, held: Held) -> RunResult | None:
@@ -488,7 +636,7 @@ class Executor(threading.Thread):
 
     def owns(self, held: Held) -> bool:
         """Whether this thread is alive and running `held` (the watchdog's question)."""
-        return self.runner.current is held and self.is_alive()
+        return self.runner.owns(held) and self.is_alive()
 
     def assign(self, job: ClaimedJob, held: Held | None = None) -> None:
         """Run `job` next; `held` is given for a prefetched job, already held by the lane."""
@@ -518,7 +666,7 @@ class Executor(threading.Thread):
                         if self.report is not None:
                             self.report.set_running(self.index, job.id)
                         try:
-                            self.runner.run(job, held)
+                            self._run(job, held)
                         finally:
                             if self.report is not None:
                                 self.report.set_running(self.index, 0)
@@ -546,6 +694,42 @@ class Executor(threading.Thread):
                     self.lane.wake.set()
         finally:
             connections.close_all()  # this thread's: the queue's and any its handlers opened
+
+    def _run(self, job: ClaimedJob, held: Held | None) -> None:
+        """Run `job`: alone, or for a chunk handler's type as the first of a chunk, which
+        this thread fills with the prefetched jobs of the type, then by claiming more of it
+        (run_chunk, _claim_more)."""
+        spec = registry.get(job.type)
+        if spec is None or not spec.chunk_size:
+            self.runner.run(job, held)
+            return
+        items = [(job, held)] + [(h.job, h) for h in self.lane.prefetched.take_type(
+            spec.name, (spec.chunk_size or 1) - 1)]
+        self.runner.run_chunk(spec, items, stopping=self.pool.stopping,
+                              claim_more=lambda n: self._claim_more(spec, n))
+
+    def _claim_more(self, spec: HandlerSpec, wanted: int) -> list[ClaimedJob]:
+        """Up to `wanted` runnable jobs of a chunk handler's type in this thread's lane's
+        queues, claimed for this thread through the pool's engine (nothing, on an error: the
+        chunk runs with what it has)."""
+        pool = self.pool
+        granted = pool.reserve_claims(wanted)  # --max-jobs-per-process counts them too
+        if not granted:
+            return []
+        jobs: list[ClaimedJob] = []
+        try:
+            with worker_connection():
+                jobs = pool.engine.claim(
+                    worker_ids=[self.worker_id] * granted, types=[spec.name],
+                    queues=list(self.lane.spec.queues) if self.lane.spec.queues else None,
+                    lease_seconds=pool.lease_seconds)
+        except CONNECTION_ERRORS as exc:
+            self.runner.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
+        except Exception:  # noqa: BLE001 - the chunk runs with the jobs it holds
+            log.exception("executor %s: claiming more of a chunk failed", self.worker_id)
+        finally:
+            pool.return_claims(granted - len(jobs))
+        return jobs
 
     def _take_prefetched(self) -> Held | None:
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):

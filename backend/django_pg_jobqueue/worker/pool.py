@@ -481,8 +481,8 @@ class WorkerPool:
         deadline = time.monotonic() + grace
         while self.busy_executors() and time.monotonic() < deadline:
             time.sleep(0.05)
-        running = [(e.current, e.runner.policy) for e in self.busy_executors()
-                   if e.current is not None]
+        running = [(h, e.runner.policy) for e in self.busy_executors()
+                   for h in e.runner.running()]
         leftovers = [h for h, _ in running]
         if leftovers:
             for h in leftovers:

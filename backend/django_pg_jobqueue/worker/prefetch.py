@@ -70,6 +70,19 @@ class Prefetched:
                 self.depth = min(self.limit, max(1, self.depth * 2))
             return held, len(self._waiting) <= self.depth // 2
 
+    def take_type(self, job_type: str, wanted: int) -> list[Held]:
+        """Up to `wanted` prefetched jobs of `job_type`, oldest first (a chunk handler's
+        executor fills its chunk with them before it claims more)."""
+        if wanted <= 0:
+            return []
+        with self._lock:
+            out = [held for _, held in self._waiting if held.job.type == job_type][:wanted]
+            if out:
+                taken = {id(held) for held in out}
+                self._waiting = deque(item for item in self._waiting if id(item[1]) not in taken)
+                self._members -= taken
+        return out
+
     def ran(self, seconds: float) -> None:
         """A thread of this lane ran a job for `seconds` (the running mean the cap follows)."""
         with self._lock:

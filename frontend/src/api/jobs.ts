@@ -18,8 +18,10 @@ import type {
   JobEvent,
   JobListParams,
   JobPage,
+  JobSignal,
   RetryMatching,
   RetryMatchingResult,
+  SignalSent,
 } from "./types";
 
 export const jobKeys = {
@@ -137,6 +139,15 @@ export const jobMutations = {
     mutationFn: ({ id, body }: { id: number; body: JobEdit }) => api.patch<Job>(`jobs/${id}/`, body),
     onSuccess: (job: Job) => applyAnswer(queryClient, job),
     onSettled: (_job: Job | undefined, _error: unknown, { id }: { id: number; body: JobEdit }) =>
+      invalidateJob(queryClient, id),
+  }),
+  /**
+   * POST jobs/{id}/signal/: the signal a job's durable wait (`ctx.wait_for_signal`) returns;
+   * a job parked for it runs again at once (`woke`). 409 for a finished job or a name sent before.
+   */
+  signal: (queryClient: QueryClient) => ({
+    mutationFn: ({ id, body }: { id: number; body: JobSignal }) => api.post<SignalSent>(`jobs/${id}/signal/`, body),
+    onSettled: (_answer: SignalSent | undefined, _error: unknown, { id }: { id: number; body: JobSignal }) =>
       invalidateJob(queryClient, id),
   }),
   /**

@@ -1248,6 +1248,8 @@ export interface components {
              * @description The lease owner's process's last heartbeat; null when unknown or not held.
              */
             readonly locked_by_last_seen_at: string | null;
+            /** @description The name of the signal this queued job is parked waiting for (`ctx.wait_for_signal(name)`; POST jobs/{id}/signal/ sends it), or null. */
+            readonly awaiting_signal: string | null;
         };
         /**
          * @description A job as an enqueue returns it: `created` false when it is an existing job (an

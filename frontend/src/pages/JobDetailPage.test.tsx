@@ -1,4 +1,4 @@
-import { act, screen, waitFor, within } from "@testing-library/react";
+import { act, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -61,6 +61,7 @@ function fakeJobApi() {
     reruns: 0,
     runNows: 0,
     edits: [] as unknown[],
+    signals: [] as unknown[],
   };
   vi.stubGlobal(
     "fetch",
@@ -93,6 +94,12 @@ function fakeJobApi() {
         api.detail = detail({ ...api.detail, ...body });
         const { events: _events, ...job } = api.detail;
         return json(job);
+      }
+      if (url.pathname.endsWith("/jobs/7/signal/") && init?.method === "POST") {
+        const body = JSON.parse(String(init.body)) as { name: string };
+        api.signals.push(body);
+        api.detail = detail({ ...api.detail, awaiting_signal: null, available_at: at(0) });
+        return json({ job_id: 7, name: body.name, woke: true });
       }
       if (url.pathname.endsWith("/jobs/7/rerun/") && init?.method === "POST") {
         api.reruns += 1;
@@ -364,5 +371,38 @@ describe("a job that has not started", () => {
     await userEvent.click(within(form).getByRole("button", { name: "Save" }));
     await waitFor(() => expect(api.edits).toEqual([{ priority: 5 }, { priority: -7 }]));
     await waitFor(() => expect(screen.queryByRole("form", { name: "Edit job #7" })).toBeNull());
+  });
+});
+
+describe("a job parked on a signal", () => {
+  const parked = () =>
+    detail({
+      status: "queued",
+      locked_by: null,
+      lease_expires_at: null,
+      awaiting_signal: "approved",
+      events: [event(1, "created", -10), event(2, "parked", -5)],
+    });
+
+  it("offers Send signal only while the job waits for one", async () => {
+    fakeJobApi();
+    renderJob();
+    await screen.findByRole("button", { name: "Cancel" });
+    expect(screen.queryByRole("button", { name: "Send signal" })).toBeNull();
+  });
+
+  it("sends the signal it waits for with its JSON data, and says the job runs again", async () => {
+    const api = fakeJobApi();
+    api.detail = parked();
+    api.feed = api.detail.events;
+    renderJob();
+    await userEvent.click(await screen.findByRole("button", { name: "Send signal" }));
+    const form = screen.getByRole("form", { name: "Send a signal to job #7" });
+    expect(within(form).getByLabelText("Signal name")).toHaveValue("approved");
+    fireEvent.change(within(form).getByLabelText("Data (JSON)"), { target: { value: '{"by": "ann"}' } });
+    await userEvent.click(within(form).getByRole("button", { name: "Send signal" }));
+    await waitFor(() => expect(api.signals).toEqual([{ name: "approved", data: { by: "ann" } }]));
+    expect(await screen.findByTestId("signal-outcome")).toHaveTextContent("it runs again now");
+    await waitFor(() => expect(screen.queryByRole("button", { name: "Send signal" })).toBeNull());
   });
 });

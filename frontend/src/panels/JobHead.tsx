@@ -10,6 +10,7 @@ import { useUser } from "../lib/useUser";
 import { InlineConfirm } from "../components/Confirm";
 import { JobEditBar } from "../components/JobEditBar";
 import { Notice } from "../components/Notice";
+import { SignalForm } from "../components/SignalForm";
 import { StatusBadge } from "../components/StatusBadge";
 
 /** What the create form hands the job page in the router's state. */
@@ -33,6 +34,8 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
   const runNow = useMutation(jobMutations.runNow(queryClient));
   const edit = useMutation(jobMutations.edit(queryClient));
   const [editing, setEditing] = useState(false);
+  const signal = useMutation(jobMutations.signal(queryClient));
+  const [signalling, setSignalling] = useState(false);
   const [confirmingDelete, setConfirmingDelete] = useState(false);
   const deleteButton = useRef<HTMLButtonElement>(null);
   const navigate = useNavigate();
@@ -146,6 +149,19 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
               Edit
             </button>
           )}
+          {user.can.run_now && job.awaiting_signal && (
+            <button
+              type="button"
+              aria-expanded={signalling}
+              title={`Send the signal “${job.awaiting_signal}” this job waits for`}
+              onClick={() => {
+                signal.reset();
+                setSignalling(!signalling);
+              }}
+            >
+              Send signal
+            </button>
+          )}
           {user.can.delete && isFinished(job) && (
             <button
               ref={deleteButton}
@@ -190,6 +206,22 @@ export function JobHead({ job, created, live }: { job: JobDetail; created: Creat
           onSave={(body) => edit.mutate({ id: job.id, body }, { onSuccess: () => setEditing(false) })}
           onClose={() => setEditing(false)}
         />
+      )}
+      {signalling && job.awaiting_signal && (
+        <SignalForm
+          jobId={job.id}
+          awaiting={job.awaiting_signal}
+          busy={signal.isPending}
+          error={signal.isError ? (signal.error as Error).message : null}
+          onSend={(body) => signal.mutate({ id: job.id, body }, { onSuccess: () => setSignalling(false) })}
+          onClose={() => setSignalling(false)}
+        />
+      )}
+      {signal.isSuccess && (
+        <div className="notice info" role="status" data-testid="signal-outcome">
+          Signal “{signal.data.name}” sent to job #{job.id}
+          {signal.data.woke ? ": it runs again now." : "; it is kept until the job waits for it."}
+        </div>
       )}
       {runNow.isError && (
         <div className="notice error" role="alert" data-testid="run-now-outcome">

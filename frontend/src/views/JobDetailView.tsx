@@ -8,6 +8,7 @@ import type { JobDetail, JobEvent } from "../api/types";
 import { ConcurrencyKey } from "../components/ConcurrencyKey";
 import { EventsTimeline } from "../components/EventsTimeline";
 import { JobDependencies } from "../components/JobDependencies";
+import { JobWorkflow } from "../components/JobWorkflow";
 import { AllFields, AttemptsPanel, LastErrorPanel, LeasePanel, RunFacts } from "../components/JobPanels";
 import { NextAttempt } from "../components/NextAttempt";
 import { ProgressBar } from "../components/Progress";
@@ -65,6 +66,7 @@ export function JobDetailView({
         </Panel>
       </div>
 
+      <JobWorkflow job={job} />
       <JobDependencies dependencies={job.dependencies} dependants={job.dependants} />
 
       <div className="grid grid-2">

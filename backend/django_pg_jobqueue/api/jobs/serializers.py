@@ -133,6 +133,10 @@ class JobDetailSerializer(JobSerializer):
     locked_by_last_seen_at = ISODateTimeField(allow_null=True, read_only=True, help_text=(
         "The lease owner's process's last heartbeat; null when unknown or not held."))
 
+    awaiting_signal = serializers.CharField(allow_null=True, read_only=True, help_text=(
+        "The name of the signal this queued job is parked waiting for "
+        "(`ctx.wait_for_signal(name)`; POST jobs/{id}/signal/ sends it), or null."))
+
     dependencies = JobLinkSerializer(
         many=True,
         help_text="The jobs this one waits for (enqueued after them), in id order.")
@@ -147,7 +151,8 @@ class JobDetailSerializer(JobSerializer):
                                               "dependencies", "dependants",
                                               "concurrency_key_running", "concurrency_key_wait",
                                               "concurrency_key_holders",
-                                              "locked_by_state", "locked_by_last_seen_at"]
+                                              "locked_by_state", "locked_by_last_seen_at",
+                                              "awaiting_signal"]
         read_only_fields = fields
 
     @extend_schema_field(NextAttemptSerializer(allow_null=True))
