@@ -206,6 +206,12 @@ def queue_subsets(queues: int) -> list[str]:
     return [",".join(f"q{i}" for i in range(p, queues, PROCS)) for p in range(PROCS)]
 
 
+# Every worker process this run started, kept as each starts: a SIGTERM that lands while
+# start() is still starting them (before it returned its list) must not orphan those already
+# running; main's finally stops whatever is left here before it drops the database.
+STARTED: list = []
+
+
 def start(url: str, queues: int, logdir: str) -> list:
     import subprocess
 
@@ -218,6 +224,7 @@ def start(url: str, queues: int, logdir: str) -> list:
             [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
              "--threads", str(THREADS), *(["--queues", subset] if subset else [])],
             env=worker_env(url), stdout=logf, stderr=subprocess.STDOUT, cwd=REPO))
+        STARTED.append(out[-1])
     return out
 
 
@@ -428,6 +435,9 @@ def main() -> int:
 
         connection.close()
     finally:
+        from bench.ours import stop_workers
+
+        stop_workers([p for p in STARTED if p.poll() is None])
         drop_db(base, db)
     facts = server_facts(base)
     out = {"mode": mode, "sizes": m, "workers": f"{PROCS} processes x run_job_workers --threads "

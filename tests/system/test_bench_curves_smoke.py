@@ -79,3 +79,19 @@ def test_curves_drops_its_database_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert _databases(db) == []
+    # Nor a worker process it started: each would poll a database that is gone, forever.
+    assert _workers_of(db) == [], out.text()[-2000:]
+
+
+def _workers_of(db: str) -> list[int]:
+    """The live run_job_workers processes whose DATABASE_URL names `db` (Linux's /proc)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if b"run_job_workers" in cmdline and f"/{db}".encode() in environ:
+            found.append(int(pid))
+    return found
