@@ -7,7 +7,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from ... import selectors, services
+from ... import conf, db, selectors, services, shards
 from ...exceptions import JobNotFound
 from ...services.deleting import delete as delete_job
 from ..base import JobQueueGenericViewSet, JobQueueOrderingFilter
@@ -68,6 +68,15 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
     # SCHEMA_COERCE_PATH_PK on (DRF's default).
     lookup_url_kwarg = "id"
     lookup_value_regex = "[^/]+"
+
+    def dispatch(self, request, *args, **kwargs):
+        # With JOB_SHARDS, a job's routes (its page, events, cancel, retry, ...) run on the
+        # database its id names (shards.py); its shard has no replica.
+        job_id = selectors.parse_job_id(kwargs["id"]) if "id" in kwargs else None
+        if job_id is None or not conf.get().SHARDS:
+            return super().dispatch(request, *args, **kwargs)
+        with db.on_database(shards.alias_for_job_id(job_id)):
+            return super().dispatch(request, *args, **kwargs)
 
     def get_queryset(self):
         return selectors.job_list()
