@@ -24,7 +24,7 @@ SHARDS = {"shard_b": {"number": 1, "queues": ["emails", "reports*"]},
           "shard_c": {"number": 2, "queues": ["video", "thumbs"]}}
 QUEUES = {"default": ["default", "billing"], "shard_b": ["emails", "reports.daily"],
           "shard_c": ["video", "thumbs"]}
-PER_QUEUE = 40
+PER_QUEUE = 25
 
 SETTINGS = """
 from config.settings import *  # noqa: F403
@@ -54,6 +54,13 @@ items += [{{"type": "shard_record", "queue": "billing", "payload": {{"then": "em
 jobs = enqueue_many(items)
 one = enqueue("shard_record", {{"single": True}}, queue="thumbs")
 jobs.append(one)
+# A batch over two shards whose items wait for earlier items of their own shard.
+chained = enqueue_many([
+    {{"type": "shard_record", "queue": "video"}}, {{"type": "shard_record", "queue": "emails"}},
+    {{"type": "shard_record", "queue": "emails", "after": [{{"item": 1}}]}},
+    {{"type": "shard_record", "queue": "thumbs", "after": [{{"item": 0}}]}}])
+assert [j.status for j in chained] == ["queued", "queued", "waiting", "waiting"]
+jobs.extend(chained)
 out = {{"ids": {{}}}}
 for job in jobs:
     out["ids"].setdefault(shards.alias_for_queue(job.queue), []).append(job.id)
@@ -84,7 +91,7 @@ cancelled = client.post(f"/api/v1/jobs/{{one.id}}/cancel/")
 retried = client.post(f"/api/v1/jobs/{{one.id}}/retry/")
 out["api"] = [page.status_code, page.json()["queue"], cancelled.status_code,
               cancelled.json()["status"], retried.status_code, retried.json()["status"],
-              client.get(f"/api/v1/jobs/{{one.id + 1}}/").status_code]
+              client.get(f"/api/v1/jobs/{{one.id + 10000}}/").status_code]
 print(json.dumps(out))
 """
 
@@ -124,8 +131,13 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
                    PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
                    JOB_EXTRA_HANDLER_MODULES="tests.handlers.shard_handlers",
                    ALLOWED_HOSTS="testserver", SHARD_LEDGER=str(ledger), PYTHONUNBUFFERED="1")
-        migrated = [_manage(env, "migrate", "--no-input", *database)
-                    for database in ([], ["--database", "shard_b"], ["--database", "shard_c"])]
+        # The three databases migrate at once (each its own process): the test's longest step.
+        migrations = [subprocess.Popen(
+            [sys.executable, str(REPO / "manage.py"), "migrate", "--no-input", *database],
+            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for database in ([], ["--database", "shard_b"], ["--database", "shard_c"])]
+        migrated = [proc.communicate(timeout=180)[0] for proc in migrations]
+        assert [proc.returncode for proc in migrations] == [0, 0, 0], migrated
         assert "shard_b: job ids 17592186044416 to 35184372088831 (shard 1), set" in migrated[1]
         assert "shard_c: job ids 35184372088832 to 52776558133247 (shard 2), set" in migrated[2]
         # Again: already set, nothing changes.
@@ -135,7 +147,8 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
             queues=QUEUES, per_queue=PER_QUEUE)).strip().splitlines()[-1])
         ids = {alias: set(found) for alias, found in enqueued["ids"].items()}
         assert {alias: len(found) for alias, found in ids.items()} == {
-            "default": 2 * PER_QUEUE + 5, "shard_b": 2 * PER_QUEUE, "shard_c": 2 * PER_QUEUE + 1}
+            "default": 2 * PER_QUEUE + 5, "shard_b": 2 * PER_QUEUE + 2,
+            "shard_c": 2 * PER_QUEUE + 3}
         assert max(ids["default"]) < 2**44 <= min(ids["shard_b"])
         assert max(ids["shard_b"]) < 2 * 2**44 <= min(ids["shard_c"])
         assert [e[0] for e in enqueued["after_errors"]] == ["after", "after", "after"]

@@ -237,12 +237,18 @@ def _insert_by_shard(prepared: list[NewJob], may_name_jobs: bool,
             stack.enter_context(transaction.atomic(using=target))
         for target, indexes in groups.items():
             local = {index: position for position, index in enumerate(indexes)}
-            group = [dataclasses.replace(prepared[i], after=[
-                ("item", local[ref[1]]) if isinstance(ref, tuple) else ref
-                for ref in prepared[i].after]) if prepared[i].after else prepared[i]
-                for i in indexes]
+            group = [_renumbered(prepared[i], local) for i in indexes]
             with db.on_database(target):
                 for index, result in zip(indexes, insert(group, may_name_jobs=may_name_jobs),
                                          strict=True):
                     results[index] = result
     return results
+
+
+def _renumbered(new: NewJob, local: dict[int, int]) -> NewJob:
+    """`new` with the items its `after` names renumbered within its shard's group (`local`:
+    the batch's index of each of the group's items -> its index in the group)."""
+    if not new.after:
+        return new
+    return dataclasses.replace(new, after=[
+        ("item", local[ref[1]]) if isinstance(ref, tuple) else ref for ref in new.after])
