@@ -42,9 +42,9 @@ ENQUEUE = """
 import json
 from django.contrib.auth.models import User
 from django.test import Client
-from django_pg_jobqueue import enqueue, enqueue_many, shards
+from django_pg_jobqueue import enqueue, enqueue_many, pause_queue, resume_queue, shards
 from django_pg_jobqueue.exceptions import InvalidJobArgument
-from django_pg_jobqueue.models import Job
+from django_pg_jobqueue.models import Job, QueueSetting
 
 queues = {queues!r}
 items = [{{"type": "shard_record", "queue": q, "payload": {{"n": n}}}}
@@ -92,20 +92,32 @@ retried = client.post(f"/api/v1/jobs/{{one.id}}/retry/")
 out["api"] = [page.status_code, page.json()["queue"], cancelled.status_code,
               cancelled.json()["status"], retried.status_code, retried.json()["status"],
               client.get(f"/api/v1/jobs/{{one.id + 10000}}/").status_code]
+# A shard's queue is paused and resumed in its own database.
+pause_queue("video")
+out["paused"] = [list(QueueSetting.objects.using(alias).filter(paused=True)
+                      .values_list("queue", flat=True))
+                 for alias in ("default", "shard_b", "shard_c")]
+resume_queue("video")
 print(json.dumps(out))
 """
 
-# After the drain: each database's jobs by status and its leader.
+# After the drain: each database's jobs by status, its leader and its audit (audit_jobs's,
+# which `audit_jobs --shard` runs; here in one process for the three).
 COUNT = """
 import json
 from django.db.models import Count
+from django_pg_jobqueue import db
+from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, LeaderLease
 out = {{}}
 for alias in ("default", "shard_b", "shard_c"):
+    with db.on_database(alias):
+        report = audit()
     out[alias] = {{"statuses": dict(Job.objects.using(alias).values_list("status")
                                    .annotate(n=Count("id"))),
                   "queues": sorted(set(Job.objects.using(alias).values_list("queue", flat=True))),
-                  "leaders": list(LeaderLease.objects.using(alias).values_list("holder", flat=True))}}
+                  "leaders": list(LeaderLease.objects.using(alias).values_list("holder", flat=True)),
+                  "audit": [report.ok, len(report.notices), report.format()]}}
 print(json.dumps(out))
 """
 
@@ -155,6 +167,7 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert "own shard" in enqueued["after_errors"][0][1]
         assert enqueued["after_errors"][2][2] == 1  # the item that names another shard's
         assert enqueued["api"] == [200, "thumbs", 200, "cancelled", 200, "queued", 404]
+        assert enqueued["paused"] == [[], [], ["video"]]
 
         expected = {alias: len(found) for alias, found in ids.items()}
         expected["shard_b"] += 5  # the follow-ups the billing jobs enqueue into "emails"
@@ -189,5 +202,6 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
             assert counted[alias]["statuses"] == {"succeeded": expected[alias]}, alias
             assert counted[alias]["queues"] == sorted(names), alias
             assert len(counted[alias]["leaders"]) == 1, alias
-            _manage(env, "audit_jobs", "--strict",
-                    *([] if alias == "default" else ["--shard", alias]))
+            assert counted[alias]["audit"][:2] == [True, 0], counted[alias]["audit"][2]
+        # The command, on one shard.
+        _manage(env, "audit_jobs", "--strict", "--shard", "shard_c")  # exits 0: clean

@@ -1,7 +1,8 @@
 """Shards by queue: each shard's range of job ids, set on its `jobs` identity so that an id
 names its shard (shards.py). Run after `migrate` on each database of JOB_SHARDS and on
 JOB_DATABASE (apps.py's post_migrate hook), and checked when a worker starts on a shard;
-and an operator's action on a job run on its shard (`on_job_shard`).
+and an operator's action on a job or a queue run on its shard (`on_job_shard`,
+`on_queue_shard`).
 """
 import functools
 from collections.abc import Callable
@@ -65,15 +66,32 @@ def check_ids(alias: str) -> None:
             f"run `manage.py migrate --database {alias}`.")
 
 
-def on_job_shard(service: Callable[..., T]) -> Callable[..., T]:
-    """`service(job_id, ...)` (an operator's action on one job) run on the database that holds
-    the job, told by its id (JOB_SHARDS); without shards, called as it is."""
-    @functools.wraps(service)
-    def on_its_shard(job_id, *args, **kwargs):
-        if not conf.get().SHARDS:
-            return service(job_id, *args, **kwargs)
-        parsed = parse_job_id(getattr(job_id, "pk", job_id))
-        with db.on_database(None if parsed is None else shards.alias_for_job_id(parsed)):
-            return service(job_id, *args, **kwargs)
+def _routed(database_of: Callable[[object], str | None]):
+    """A decorator: `service(first, ...)` run on `database_of(first)` (None: where it is) when
+    JOB_SHARDS is set; without shards, called as it is, at no cost."""
+    def decorator(service: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(service)
+        def on_its_shard(first, *args, **kwargs):
+            if not conf.get().SHARDS:
+                return service(first, *args, **kwargs)
+            with db.on_database(database_of(first)):
+                return service(first, *args, **kwargs)
 
-    return on_its_shard
+        return on_its_shard
+
+    return decorator
+
+
+def _job_database(job_id) -> str | None:
+    parsed = parse_job_id(getattr(job_id, "pk", job_id))
+    return None if parsed is None else shards.alias_for_job_id(parsed)
+
+
+def _queue_database(queue) -> str | None:
+    return shards.alias_for_queue(queue) if isinstance(queue, str) else None
+
+
+# An operator's action on one job (cancel, retry, ...), run on the database its id names.
+on_job_shard = _routed(_job_database)
+# An operator's action on a queue (pause, resume, limit), run on the database that holds it.
+on_queue_shard = _routed(_queue_database)
