@@ -106,7 +106,7 @@ print(json.dumps(out))
 COUNT = """
 import json
 from django.db.models import Count
-from django_pg_jobqueue import db
+from django_pg_jobqueue import db, wait
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.models import Job, LeaderLease
 out = {{}}
@@ -118,6 +118,8 @@ for alias in ("default", "shard_b", "shard_c"):
                   "queues": sorted(set(Job.objects.using(alias).values_list("queue", flat=True))),
                   "leaders": list(LeaderLease.objects.using(alias).values_list("holder", flat=True)),
                   "audit": [report.ok, len(report.notices), report.format()]}}
+# wait() reads a shard's job in its shard (it succeeded: None, the handler's result).
+out["waited"] = [wait({waited}, timeout=10)]
 print(json.dumps(out))
 """
 
@@ -196,8 +198,9 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert set(ran) >= ids["default"] | ids["shard_b"] | ids["shard_c"]
         assert len(ran) == sum(expected.values())
 
-        counted = json.loads(_manage(env, "shell", "-c", COUNT.format()).strip()
-                             .splitlines()[-1])
+        counted = json.loads(_manage(env, "shell", "-c", COUNT.format(
+            waited=max(ids["shard_c"]))).strip().splitlines()[-1])
+        assert counted["waited"] == [None]
         for alias, names in QUEUES.items():
             assert counted[alias]["statuses"] == {"succeeded": expected[alias]}, alias
             assert counted[alias]["queues"] == sorted(names), alias
