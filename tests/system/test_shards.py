@@ -92,6 +92,11 @@ retried = client.post(f"/api/v1/jobs/{{one.id}}/retry/")
 out["api"] = [page.status_code, page.json()["queue"], cancelled.status_code,
               cancelled.json()["status"], retried.status_code, retried.json()["status"],
               client.get(f"/api/v1/jobs/{{one.id + 10000}}/").status_code]
+# The list of one shard (not merged: JOB_DATABASE's by default).
+listed = {{shard: client.get(f"/api/v1/jobs/?shard={{shard}}&page_size=100&queue=video")
+          for shard in ("shard_c", "default", "nope")}}
+out["listed"] = [listed["shard_c"].json()["count"], listed["default"].json()["count"],
+                 listed["nope"].status_code, list(listed["nope"].json()["errors"])]
 # A shard's queue is paused and resumed in its own database.
 pause_queue("video")
 out["paused"] = [list(QueueSetting.objects.using(alias).filter(paused=True)
@@ -170,6 +175,7 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert enqueued["after_errors"][2][2] == 1  # the item that names another shard's
         assert enqueued["api"] == [200, "thumbs", 200, "cancelled", 200, "queued", 404]
         assert enqueued["paused"] == [[], [], ["video"]]
+        assert enqueued["listed"] == [PER_QUEUE + 1, 0, 400, ["shard"]]
 
         expected = {alias: len(found) for alias, found in ids.items()}
         expected["shard_b"] += 5  # the follow-ups the billing jobs enqueue into "emails"
