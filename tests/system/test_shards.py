@@ -109,7 +109,9 @@ print(json.dumps(out))
 # After the drain: each database's jobs by status, its leader and its audit (audit_jobs's,
 # which `audit_jobs --shard` runs; here in one process for the three).
 COUNT = """
+import io
 import json
+from django.core.management import call_command
 from django.db.models import Count
 from django_pg_jobqueue import db, wait
 from django_pg_jobqueue.audit import audit
@@ -125,6 +127,12 @@ for alias in ("default", "shard_b", "shard_c"):
                   "audit": [report.ok, len(report.notices), report.format()]}}
 # wait() reads a shard's job in its shard (it succeeded: None, the handler's result).
 out["waited"] = [wait({waited}, timeout=10)]
+# The commands of one shard: audit_jobs (raises on a violation) and queue_status.
+call_command("audit_jobs", "--strict", shard="shard_c", stdout=io.StringIO())
+status = io.StringIO()
+call_command("queue_status", shard="shard_b", stdout=status)
+out["status"] = [line.split()[0] for line in status.getvalue().splitlines()
+                 if line.startswith("  emails ") or line.startswith("  video ")]
 print(json.dumps(out))
 """
 
@@ -207,10 +215,9 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         counted = json.loads(_manage(env, "shell", "-c", COUNT.format(
             waited=max(ids["shard_c"]))).strip().splitlines()[-1])
         assert counted["waited"] == [None]
+        assert counted["status"] == ["emails"]  # shard_b's queues only
         for alias, names in QUEUES.items():
             assert counted[alias]["statuses"] == {"succeeded": expected[alias]}, alias
             assert counted[alias]["queues"] == sorted(names), alias
             assert len(counted[alias]["leaders"]) == 1, alias
             assert counted[alias]["audit"][:2] == [True, 0], counted[alias]["audit"][2]
-        # The command, on one shard.
-        _manage(env, "audit_jobs", "--strict", "--shard", "shard_c")  # exits 0: clean

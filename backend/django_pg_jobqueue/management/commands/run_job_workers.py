@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue import conf, db
 from django_pg_jobqueue.logformat import configure_worker_logging
+from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
 from django_pg_jobqueue.services.shards import check_ids
 from django_pg_jobqueue.worker.pool import parse_queues
 from django_pg_jobqueue.worker.process import run_worker_process
@@ -42,10 +43,9 @@ class Command(BaseCommand):
                             help="do not run the reaper in this process (default: run it)")
         parser.add_argument("--no-listen", action="store_true",
                             help="poll only; no LISTEN/NOTIFY (default: JOB_LISTEN_NOTIFY)")
-        parser.add_argument("--shard", default=None, metavar="ALIAS",
-                            help="work the queues of this shard of JOB_SHARDS, in its "
-                                 "database: its jobs, its own maintenance leader and listener "
-                                 "(default: JOB_DATABASE's queues)")
+        add_shard_argument(parser, "work this shard of JOB_SHARDS: its queues, in its "
+                                   "database, with its own maintenance leader and listener "
+                                   "(default: JOB_DATABASE's queues)")
         parser.add_argument("--processes", type=int, default=None,
                             help="run a supervisor and this many worker processes, each with "
                                  "--threads threads, restarted when one exits or is killed; "
@@ -72,9 +72,7 @@ class Command(BaseCommand):
         c = conf.get()
         shard = opts["shard"]
         if shard is not None:
-            if shard not in c.SHARDS:
-                raise CommandError(f"--shard {shard!r} is not a shard of JOB_SHARDS ("
-                                   + (", ".join(repr(a) for a in c.SHARDS) or "none") + ")")
+            on_shard(shard)  # refuses a name JOB_SHARDS does not hold
             try:
                 check_ids(shard)
             except ImproperlyConfigured as exc:
