@@ -233,8 +233,9 @@ def _insert_by_shard(prepared: list[NewJob], may_name_jobs: bool,
             return insert(prepared, may_name_jobs=may_name_jobs)
     results: list[tuple[Job, bool]] = [None] * len(prepared)  # type: ignore[list-item]
     with ExitStack() as stack:
-        for target in groups:
-            stack.enter_context(transaction.atomic(using=target))
+        for target in groups:  # the database this thread works on: on its own connection
+            stack.enter_context(transaction.atomic(
+                using=db.alias() if target == db.home_alias() else target))
         for target, indexes in groups.items():
             local = {index: position for position, index in enumerate(indexes)}
             group = [_renumbered(prepared[i], local) for i in indexes]
