@@ -17,11 +17,11 @@ from ..states import parse_job_id
 T = TypeVar("T")
 
 
-def _state(alias: str) -> tuple[int, int, int | None]:
+def _state(alias: str) -> tuple[str, int, int, int | None]:
     with connections[alias].cursor() as cur:
         cur.execute(sql.SHARD_ID_RANGE)
-        seqmin, seqmax, max_id = cur.fetchone()
-    return int(seqmin), int(seqmax), max_id
+        sequence, seqmin, seqmax, max_id = cur.fetchone()
+    return sequence, int(seqmin), int(seqmax), max_id
 
 
 def _number(alias: str) -> int:
@@ -38,7 +38,7 @@ def prepare_ids(alias: str) -> str:
     queue, whose ids would name another shard."""
     number = _number(alias)
     first, last = shards.id_range(number)
-    seqmin, seqmax, max_id = _state(alias)
+    sequence, seqmin, seqmax, max_id = _state(alias)
     if number == 0:
         first = seqmin  # JOB_DATABASE's ids go on as they were: only bounded above
     if (seqmin, seqmax) == (first, last):
@@ -50,7 +50,7 @@ def prepare_ids(alias: str) -> str:
             "database, or drain and empty this one first.")
     restart = None if number == 0 else (first if max_id is None else max_id + 1)
     with connections[alias].cursor() as cur:
-        cur.execute(sql.set_shard_id_range(first, last, restart))
+        cur.execute(sql.set_shard_id_range(sequence, first, last, restart))
     return f"{alias}: job ids {first} to {last} (shard {number}), set"
 
 
@@ -59,7 +59,7 @@ def check_ids(alias: str) -> None:
     shard whose ids start at 1 would hand out JOB_DATABASE's ids."""
     number = _number(alias)
     first, last = shards.id_range(number)
-    seqmin, seqmax, _ = _state(alias)
+    _, seqmin, seqmax, _ = _state(alias)
     if (seqmin, seqmax) != (first, last):
         raise ImproperlyConfigured(
             f"the jobs of shard {alias!r} do not have their ids' range ({first} to {last}): "
