@@ -277,7 +277,8 @@ def shard_map(value) -> str | None:
         if number in numbers:
             return f"{allowed}; {alias!r} and {numbers[number]!r} both have number {number}"
         numbers[number] = alias
-        if (not isinstance(queues, (list, tuple)) or not queues
+        # No queue: a shard being retired, kept for the jobs it still holds (found by id).
+        if (not isinstance(queues, (list, tuple))
                 or not all(_shard_pattern_ok(q) for q in queues)):
             return f"{allowed}; {alias!r} has queues {queues!r}"
         for pattern in queues:
