@@ -1,4 +1,20 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def prepare_shard_ids(sender, using, verbosity=1, **kwargs) -> None:
+    """After `migrate` on a database of JOB_SHARDS (or JOB_DATABASE, with shards set): bound
+    its job ids to its shard's range, so that an id names its shard (services/shards.py)."""
+    from . import conf  # here: loaded with the app, before the models
+
+    settings = conf.get()
+    if not settings.SHARDS or (using != settings.DATABASE and using not in settings.SHARDS):
+        return
+    from .services.shards import prepare_ids
+
+    message = prepare_ids(using)
+    if verbosity:
+        print(f"  Job shard ids: {message}")
 
 
 class JobQueueConfig(AppConfig):
@@ -16,6 +32,7 @@ class JobQueueConfig(AppConfig):
 
         from . import conf
 
+        post_migrate.connect(prepare_shard_ids, sender=self)
         # Handlers: every installed app's handlers.py (ours included), then the modules
         # JOB_EXTRA_HANDLER_MODULES names.
         autodiscover_modules("handlers")

@@ -10,6 +10,12 @@ value's form, E001 and up):
     E404  JOB_READ_DATABASE is set but DATABASE_ROUTERS lacks JobQueueRouter, or names
           JOB_DATABASE itself: the API's raw reads would go to the replica and its model reads
           to the primary, one page mixing two moments;
+    E405  JOB_SHARDS is set but DATABASE_ROUTERS lacks JobQueueRouter: the queue's models
+          (the API's pages, the admin) would read and write the default database whatever
+          a job's shard;
+    E406  JOB_SHARDS with JOB_TRANSACTION_POOLER and LISTEN: JOB_LISTEN_DATABASE_URL is one
+          direct connection, to JOB_DATABASE; a shard's workers would listen through the
+          pooler (not supported yet);
     W401  a cache in CACHES is Django's database cache and its table does not exist: every
           read of that cache fails, the login throttle's among them (the admin's login answers
           500). A warning, not an error, so that `migrate` (which runs the checks) still runs
@@ -59,8 +65,7 @@ def check_read_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]
     replica = values.get("READ_DATABASE", "")
     if not replica or conf.read_database_alias(replica) is not None:
         return []  # unset, or malformed (conf's own check says so)
-    routers = [r if isinstance(r, str) else f"{type(r).__module__}.{type(r).__name__}"
-               for r in getattr(settings, "DATABASE_ROUTERS", [])]
+    routers = _routers()
     if replica == values.get("DATABASE", "default"):
         problem = (f"JOB_READ_DATABASE names {replica!r}, which is JOB_DATABASE itself.",
                    "Name the alias of a streaming replica of JOB_DATABASE, or leave it empty.")
@@ -73,6 +78,35 @@ def check_read_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]
         return []
     return [checks.Error(problem[0], hint=problem[1], obj="JOB_READ_DATABASE",
                          id="django_pg_jobqueue.E404")]
+
+
+def _routers() -> list[str]:
+    return [r if isinstance(r, str) else f"{type(r).__module__}.{type(r).__name__}"
+            for r in getattr(settings, "DATABASE_ROUTERS", [])]
+
+
+@checks.register("django_pg_jobqueue")
+def check_shards(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    values = conf.configured()
+    shards = values.get("SHARDS", {})
+    if not shards or conf.shard_map(shards) is not None:
+        return []  # unset, or malformed (conf's own check, E122, says so)
+    found: list[checks.CheckMessage] = []
+    if ROUTER not in _routers():
+        found.append(checks.Error(
+            "JOB_SHARDS is set but DATABASE_ROUTERS does not list JobQueueRouter: the "
+            "queue's models would read and write one database whatever a job's shard, and "
+            "`migrate --database <shard>` would not create the queue's tables there.",
+            hint=f'DATABASE_ROUTERS = ["{ROUTER}"] (before routers of your own).',
+            obj="JOB_SHARDS", id="django_pg_jobqueue.E405"))
+    if values.get("TRANSACTION_POOLER") and values.get("LISTEN_NOTIFY", True):
+        found.append(checks.Error(
+            "JOB_SHARDS with JOB_TRANSACTION_POOLER: JOB_LISTEN_DATABASE_URL reaches "
+            "JOB_DATABASE only, and a shard's workers cannot LISTEN through the pooler.",
+            hint="Set JOB_LISTEN_NOTIFY = False (the workers poll), or leave the pooler "
+                 "out of the shards' connections.",
+            obj="JOB_SHARDS", id="django_pg_jobqueue.E406"))
+    return found
 
 
 @checks.register("django_pg_jobqueue")

@@ -227,6 +227,69 @@ def read_database_alias(value) -> str | None:
     return problem and f"{problem}, or '' (reads stay on JOB_DATABASE)"
 
 
+# Shards by queue (JOB_SHARDS): a shard's number is the top bits of its jobs' ids, so that an
+# id names its shard without a lookup (shards.py). Ids are below 2**53 (a JavaScript number
+# holds them exactly): 44 bits of id per shard, shard numbers 1 to 511 (0 is JOB_DATABASE).
+SHARD_ID_BITS = 44
+MAX_SHARD_NUMBER = (2**53 - 1) >> SHARD_ID_BITS
+
+
+def shard_patterns_overlap(a: str, b: str) -> bool:
+    """Whether a queue name could match both patterns (a name, or a prefix ending in "*")."""
+    if a.endswith("*") and b.endswith("*"):
+        return a[:-1].startswith(b[:-1]) or b[:-1].startswith(a[:-1])
+    if a.endswith("*"):
+        return b.startswith(a[:-1])
+    if b.endswith("*"):
+        return a.startswith(b[:-1])
+    return a == b
+
+
+def _shard_pattern_ok(pattern) -> bool:
+    name = pattern[:-1] if isinstance(pattern, str) and pattern.endswith("*") else pattern
+    return isinstance(name, str) and len(name) <= MAX_QUEUE_NAME_LENGTH and (
+        name == "" and pattern == "*" or QUEUE_NAME_RE.fullmatch(name) is not None)
+
+
+def shard_map(value) -> str | None:
+    """{alias: {"number": n, "queues": [name or "prefix*", ...]}}: each alias in DATABASES
+    and not JOB_DATABASE, numbers distinct, no queue name matched by two shards."""
+    allowed = ('a dict of DATABASES aliases to {"number": 1 to '
+               f'{MAX_SHARD_NUMBER}, "queues": [queue names, or prefixes ending in "*"]}}')
+    if not isinstance(value, dict):
+        return allowed
+    aliases = getattr(settings, "DATABASES", {})
+    home = getattr(settings, PREFIX + "DATABASE", "default")
+    numbers: dict[int, str] = {}
+    patterns: list[tuple[str, str]] = []
+    for alias, entry in value.items():
+        if alias not in aliases:
+            return f"{allowed}; {alias!r} is not an alias of DATABASES"
+        if alias == home:
+            return (f"{allowed}; {alias!r} is JOB_DATABASE, which holds every queue no shard "
+                    "names")
+        if not isinstance(entry, dict) or set(entry) != {"number", "queues"}:
+            return f"{allowed}; not {entry!r} for {alias!r}"
+        number, queues = entry["number"], entry["queues"]
+        if (not isinstance(number, int) or isinstance(number, bool)
+                or not 1 <= number <= MAX_SHARD_NUMBER):
+            return f"{allowed}; {alias!r} has number {number!r}"
+        if number in numbers:
+            return f"{allowed}; {alias!r} and {numbers[number]!r} both have number {number}"
+        numbers[number] = alias
+        # No queue: a shard being retired, kept for the jobs it still holds (found by id).
+        if (not isinstance(queues, (list, tuple))
+                or not all(_shard_pattern_ok(q) for q in queues)):
+            return f"{allowed}; {alias!r} has queues {queues!r}"
+        for pattern in queues:
+            for other_alias, other in patterns:
+                if other_alias != alias and shard_patterns_overlap(pattern, other):
+                    return (f"{allowed}; {pattern!r} of {alias!r} and {other!r} of "
+                            f"{other_alias!r} overlap: a queue would belong to both")
+            patterns.append((alias, pattern))
+    return None
+
+
 def cache_alias(value) -> str | None:
     if isinstance(value, str) and value in getattr(settings, "CACHES", {}):
         return None
@@ -673,6 +736,18 @@ class QueueConf:
                                           group="database", doc="""
         How stale, in seconds, a page read from `JOB_READ_DATABASE` may be: a replica
         further behind than this is left aside until it catches up.""")
+    SHARDS: dict = setting(dict, check_id=122, rule=shard_map, group="database",  # noqa: RUF009
+                           hash=False, type_doc="dict", doc="""
+        Shards by queue: `{"shard_b": {"number": 1, "queues": ["emails", "reports*"]}}` puts
+        the queues named (a name, or a prefix ending in `*`) in the database of the
+        `DATABASES` alias `shard_b`, a whole queue of its own (its jobs, events, leader and
+        listener); every other queue stays in `JOB_DATABASE`. `number` (1 to 511, never
+        reused) is the top bits of the shard's job ids, so that an id names its shard:
+        `manage.py migrate --database shard_b` sets its ids' range up. `enqueue()` sends a job
+        to its queue's shard, `run_job_workers --shard shard_b` works one shard, and the API's
+        job pages, cancel and retry find a job's shard from its id. Needs
+        `JobQueueRouter` in `DATABASE_ROUTERS`; see docs/how-to/scaling.md, "Shards by
+        queue". Empty (the default): one database.""")
     TRANSACTION_POOLER: bool = setting(False, check_id=40, rule=boolean, group="database", doc="""
         True when the queue's database connection goes through a transaction-mode pooler
         (PgBouncer `pool_mode = transaction`): prepared statements are off whatever

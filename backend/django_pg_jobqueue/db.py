@@ -44,9 +44,53 @@ _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
 
 def alias() -> str:
-    """The DATABASES alias this thread's queue statements go to: JOB_DATABASE, the worker's
-    pooled alias inside `worker_connection()`, or the replica inside `reading()`."""
-    return getattr(_thread, "alias", None) or conf.get().DATABASE
+    """The DATABASES alias this thread's queue statements go to: the queue's database
+    (`home_alias()`), the worker's pooled alias inside `worker_connection()`, or the replica
+    inside `reading()`."""
+    return getattr(_thread, "alias", None) or home_alias()
+
+
+# Shards by queue (JOB_SHARDS, shards.py): the queue's database is JOB_DATABASE, unless this
+# process works a shard (`run_job_workers --shard`: `serve_shard`) or this block writes or
+# reads a job of another one (`on_database`).
+_process_home: str | None = None
+
+
+def home_alias() -> str:
+    """The alias of the queue's database on this thread: the shard of `on_database()`, the
+    shard this process serves (`serve_shard`), else JOB_DATABASE. The router sends the
+    queue's models there."""
+    return getattr(_thread, "home", None) or _process_home or conf.get().DATABASE
+
+
+def serve_shard(shard_alias: str | None) -> None:
+    """Make `shard_alias` this process's queue database (a worker of one shard); None:
+    JOB_DATABASE again."""
+    global _process_home
+    _process_home = shard_alias
+
+
+def serving_shard() -> bool:
+    """Whether this process works a shard rather than JOB_DATABASE."""
+    return _process_home is not None
+
+
+@contextmanager
+def on_database(target: str | None):
+    """Run this block's queue statements, transactions and models on `target` (a shard's
+    alias; None or the current one: no change). Outside a worker pool's connection and the
+    replica: a shard is a database of its own, reached through its own DATABASES entry."""
+    if target is None or target == home_alias():
+        yield
+        return
+    saved = (getattr(_thread, "alias", None), getattr(_thread, "read_alias", None),
+             getattr(_thread, "home", None))
+    _thread.alias = _thread.read_alias = None
+    _thread.home = target
+    try:
+        yield
+    finally:
+        _thread.alias, _thread.read_alias, _thread.home = saved
 
 
 def model_read_alias() -> str | None:
@@ -109,6 +153,9 @@ def reading(target: ReadTarget | None = None):
     """Send this block's reads of the queue (raw statements and the models) to the replica of
     `read_target()`; a block that writes must not run inside. Yields the target."""
     target = read_target() if target is None else target
+    if getattr(_thread, "home", None) is not None:  # a shard's: JOB_READ_DATABASE is not its
+        yield ReadTarget(None, None, "the job's shard has no replica")
+        return
     if target.alias is None or getattr(_thread, "alias", None) is not None:
         yield target
         return
@@ -129,7 +176,7 @@ def listen_connection_params(application_name: str) -> dict:
     producers' waits for outcomes): JOB_LISTEN_DATABASE_URL when set (a direct connection,
     past a transaction pooler), otherwise the parameters of the queue's DATABASES entry."""
     c = conf.get()
-    if c.LISTEN_DATABASE_URL:
+    if c.LISTEN_DATABASE_URL and home_alias() == c.DATABASE:  # a shard's listens directly
         params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
     else:
         params = queue_connection().get_connection_params()
@@ -234,7 +281,7 @@ def open_worker_pool(size: int) -> None:
             # connection it discards; the worker's loops report the outage already, at a
             # bounded rate. A project that sets this logger's level keeps its own.
             pool_log.setLevel(logging.ERROR)
-        base = connections.settings[conf.get().DATABASE]
+        base = connections.settings[home_alias()]
         _pool_settings = {
             **base,
             # Connections go back to the pool after each unit of work; the broken ones are

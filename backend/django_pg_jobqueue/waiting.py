@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 from asgiref.sync import sync_to_async
 
-from . import conf, db, sql
+from . import conf, db, shards, sql
 from .exceptions import JobFailed, JobNotFound, WaitTimeout
 
 log = logging.getLogger("django_pg_jobqueue.waiting")
@@ -141,13 +141,29 @@ def _job_id(job: Any) -> int:
         raise JobNotFound(job_id) from None
 
 
-def _listening() -> bool:
-    return conf.get().LISTEN_NOTIFY
+def _shard_of(job_id: int) -> str | None:
+    """The shard of JOB_SHARDS that holds the job, or None: JOB_DATABASE."""
+    settings = conf.get()
+    if not settings.SHARDS:
+        return None
+    alias = shards.alias_for_job_id(job_id)
+    return None if alias == settings.DATABASE else alias
+
+
+def _listening(job_id: int) -> bool:
+    """Whether the process's LISTEN hears the job's outcome: not a shard's job (the listener
+    is JOB_DATABASE's), which is read again every POLL_SECONDS instead."""
+    return conf.get().LISTEN_NOTIFY and _shard_of(job_id) is None
 
 
 def _read(job_id: int) -> tuple[bool, Any]:
     """(finished, result) of the job, read in one autocommit statement; raises JobFailed for a
     job that failed for good or was cancelled, JobNotFound for one that does not exist."""
+    with db.on_database(_shard_of(job_id)):
+        return _read_here(job_id)
+
+
+def _read_here(job_id: int) -> tuple[bool, Any]:
     connection = db.queue_connection()
     if connection.in_atomic_block:
         raise RuntimeError(
@@ -189,7 +205,7 @@ def wait(job: Any, *, timeout: float | None = None) -> Any:
     job_id = _job_id(job)
     deadline = None if timeout is None else time.monotonic() + timeout
     woken = threading.Event()
-    listening = _listening()
+    listening = _listening(job_id)
     if listening:
         _listener.register(job_id, woken.set)
     try:
@@ -216,7 +232,7 @@ async def await_result(job: Any, *, timeout: float | None = None) -> Any:
         loop.call_soon_threadsafe(woken.set)
 
     read = sync_to_async(_read, thread_sensitive=False)
-    listening = await sync_to_async(_listening)()
+    listening = await sync_to_async(_listening)(job_id)
     if listening:
         _listener.register(job_id, wake)
     try:

@@ -88,9 +88,11 @@ def enqueue_batch(jobs: list[dict], *, on_complete=None, on_success=None, on_fai
     callbacks = {name: _callback(name, spec, from_api=from_api, key_scope=key_scope)
                  for name, spec in zip(CALLBACKS, (on_complete, on_success, on_failure),
                                        strict=True) if spec is not None}
-    with queue_atomic():
+    # With JOB_SHARDS, a batch and its members are JOB_DATABASE's (one_database), whichever
+    # shard's worker enqueues it.
+    with db.on_database(conf.get().DATABASE if conf.get().SHARDS else None), queue_atomic():
         members = enqueue_many_or_get(list(jobs), from_api=from_api, key_scope=key_scope,
-                                      may_name_jobs=may_name_jobs)
+                                      may_name_jobs=may_name_jobs, one_database="jobs")
         created = [job for job, was_created in members if was_created]
         batch = JobBatch.objects.create(total=len(created), callbacks=callbacks,
                                         pass_results=pass_results)

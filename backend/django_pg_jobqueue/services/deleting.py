@@ -10,8 +10,10 @@ from ..db import queue_connection
 from ..exceptions import InvalidTransition, JobNotFound
 from ..states import AuditTarget, OperatorAction, parse_job_id
 from . import audit_log
+from .shards import on_job_shard
 
 
+@on_job_shard
 def delete(job_id, *, actor: str = "") -> int:
     """Delete the finished job `job_id` and every one of its events, in one transaction.
     Returns how many events went with it. The job's history goes with it: the audit log's

@@ -7,17 +7,21 @@ The NOTIFY that wakes idle workers is transactional too: PostgreSQL delivers it 
 The public half lives here; the work is in two steps: `preparing.py` checks and resolves each
 job's arguments (the pure checks are `arguments.py`'s), `inserting.py` writes the rows.
 """
+import dataclasses
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
+from django.db import transaction
 
+from .. import conf, db, shards
 from ..exceptions import (
     InvalidJobArgument,
 )
 from ..models import Job
 from ..retries import RetryPolicy
 from .inserting import insert
-from .preparing import prepare, prepare_item
+from .preparing import NewJob, prepare, prepare_item
 
 
 def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool = False,
@@ -31,8 +35,26 @@ def enqueue_or_get(job_type: str, payload: dict | None = None, *, from_api: bool
     user's scope (keys.py), under which their unique and concurrency keys are stored.
     `may_name_jobs` False (an API user who may not see jobs): a job id in `after` is refused
     as one that does not exist."""
-    return insert([prepare(job_type, payload, from_api=from_api, key_scope=key_scope,
-                             **options)], may_name_jobs=may_name_jobs)[0]
+    new = prepare(job_type, payload, from_api=from_api, key_scope=key_scope, **options)
+    if not conf.get().SHARDS:
+        return insert([new], may_name_jobs=may_name_jobs)[0]
+    target = shards.alias_for_queue(new.queue)
+    _check_after_in_shard(new, target, [])
+    with db.on_database(target):
+        return insert([new], may_name_jobs=may_name_jobs)[0]
+
+
+def _check_after_in_shard(new: NewJob, target: str, targets: list[str]) -> None:
+    """A job waits only for jobs of its own shard (JOB_SHARDS): each id of its `after`, and
+    each earlier item it names (`targets`: the items' databases), must be in `target`."""
+    for ref in new.after or ():
+        where = targets[ref[1]] if isinstance(ref, tuple) else shards.alias_for_job_id(ref)
+        if where != target:
+            named = f"item {ref[1]}" if isinstance(ref, tuple) else f"job {ref}"
+            raise InvalidJobArgument(
+                "after", f"{named} is in database {where!r} (JOB_SHARDS) and this job's queue "
+                         f"{new.queue!r} in {target!r}: a job can wait only for jobs of its "
+                         "own shard")
 
 
 def enqueue(type: str, payload: dict | None = None, *, priority: int | None = None,
@@ -164,10 +186,12 @@ async def aenqueue_many(jobs: list[dict]) -> list[Job]:
 
 
 def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False, key_scope: str = "",
-                        may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
+                        may_name_jobs: bool = True,
+                        one_database: str | None = None) -> list[tuple[Job, bool]]:
     """As `enqueue_many`, each job with whether it was created (False: an idempotent replay,
     the job an earlier enqueue with its key created, or the holder of its unique key).
-    `may_name_jobs`: as `enqueue_or_get`'s."""
+    `may_name_jobs`: as `enqueue_or_get`'s. `one_database`: with JOB_SHARDS, the argument
+    named when an item's queue is not in JOB_DATABASE (a batch's jobs must all be)."""
     prepared = []
     queues_seen: dict[str, bool] = {}  # the API's bounds: each queue looked up once
     for index, item in enumerate(jobs):
@@ -177,4 +201,55 @@ def enqueue_many_or_get(jobs: list[dict], *, from_api: bool = False, key_scope: 
             raise exc.at(index) from None
     if not prepared:
         return []
-    return insert(prepared, may_name_jobs=may_name_jobs)
+    if not conf.get().SHARDS:
+        return insert(prepared, may_name_jobs=may_name_jobs)
+    return _insert_by_shard(prepared, may_name_jobs, one_database)
+
+
+def _insert_by_shard(prepared: list[NewJob], may_name_jobs: bool,
+                     one_database: str | None) -> list[tuple[Job, bool]]:
+    """enqueue_many with JOB_SHARDS: each shard's items in one statement on its database, all
+    in one transaction per database, committed one database after the other (all or nothing
+    within each database; a commit that fails after another database's leaves that one's
+    jobs). `one_database`: the argument to name when the items must all be in JOB_DATABASE's
+    queues (a batch's)."""
+    targets = [shards.alias_for_queue(new.queue) for new in prepared]
+    home = conf.get().DATABASE
+    for index, (new, target) in enumerate(zip(prepared, targets, strict=True)):
+        if one_database is not None and target != home:
+            raise InvalidJobArgument(one_database, f"queue {new.queue!r} is in shard "
+                                                   f"{target!r} (JOB_SHARDS): the jobs of a "
+                                                   "batch must all be in JOB_DATABASE's "
+                                                   "queues").at(index)
+        try:
+            _check_after_in_shard(new, target, targets)
+        except InvalidJobArgument as exc:
+            raise exc.at(index) from None
+    groups: dict[str, list[int]] = {}
+    for index, target in enumerate(targets):
+        groups.setdefault(target, []).append(index)
+    if len(groups) == 1:
+        with db.on_database(targets[0]):
+            return insert(prepared, may_name_jobs=may_name_jobs)
+    results: list[tuple[Job, bool]] = [None] * len(prepared)  # type: ignore[list-item]
+    with ExitStack() as stack:
+        for target in groups:  # the database this thread works on: on its own connection
+            stack.enter_context(transaction.atomic(
+                using=db.alias() if target == db.home_alias() else target))
+        for target, indexes in groups.items():
+            local = {index: position for position, index in enumerate(indexes)}
+            group = [_renumbered(prepared[i], local) for i in indexes]
+            with db.on_database(target):
+                for index, result in zip(indexes, insert(group, may_name_jobs=may_name_jobs),
+                                         strict=True):
+                    results[index] = result
+    return results
+
+
+def _renumbered(new: NewJob, local: dict[int, int]) -> NewJob:
+    """`new` with the items its `after` names renumbered within its shard's group (`local`:
+    the batch's index of each of the group's items -> its index in the group)."""
+    if not new.after:
+        return new
+    return dataclasses.replace(new, after=[
+        ("item", local[ref[1]]) if isinstance(ref, tuple) else ref for ref in new.after])

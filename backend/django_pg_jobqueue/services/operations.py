@@ -29,6 +29,7 @@ from . import audit_log
 from .bulk_retry import retry_jobs
 from .finishing import settle_batches, settle_dependants
 from .preparing import check_api_priority, check_api_run_time
+from .shards import on_job_shard
 
 
 def _locked(job_id) -> Job:
@@ -38,6 +39,7 @@ def _locked(job_id) -> Job:
         raise JobNotFound(job_id) from None
 
 
+@on_job_shard
 def cancel(job_id, *, actor: str = "") -> Job:
     """Cancel a job: a queued (or waiting) one ends at once (cancelled), and so do the jobs
     that wait for it (unless enqueued with after_failure="run"); a running one gets
@@ -78,6 +80,7 @@ def cancel(job_id, *, actor: str = "") -> Job:
     return job
 
 
+@on_job_shard
 def retry(job_id, *, actor: str = "") -> Job:
     """Put a failed or cancelled job back in the queue, runnable now, and wake idle workers
     (bulk_retry.retry_jobs: the one statement of every retry). Attempts already spent stay
@@ -121,6 +124,7 @@ def _by(actor: str) -> str:
     return f" by {actor}" if actor else ""
 
 
+@on_job_shard
 def edit(job_id, *, priority=None, run_at=None, actor: str = "", from_api: bool = False) -> Job:
     """Change a job that has not started: its `priority` and its run time (`run_at`, a
     timezone-aware datetime: when it may run; a time in the past means now). Only a queued or
@@ -141,6 +145,7 @@ def edit(job_id, *, priority=None, run_at=None, actor: str = "", from_api: bool 
     return _edit(job_id, priority=priority, run_at=run_at, run_now=False, actor=actor)
 
 
+@on_job_shard
 def run_now(job_id, *, actor: str = "") -> Job:
     """Make a delayed job runnable now (a queued one runs at the next claim; a waiting one as
     soon as what it waits for is done). A job already due is left as it is. Only a queued or

@@ -19,6 +19,7 @@ from ..exceptions import QueueNotFound
 from ..models import QueueSetting, TxNow
 from ..states import AuditTarget, OperatorAction
 from . import audit_log
+from .shards import on_queue_shard
 
 # What a queue without a setting row is: running, no limit.
 _NO_SETTING = {"paused": False, "concurrency_limit": None}
@@ -45,12 +46,14 @@ def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> Q
     return setting
 
 
+@on_queue_shard
 def pause_queue(queue: str, *, actor: str = "") -> QueueSetting:
     """Workers stop claiming `queue`'s jobs. QueueNotFound (a LookupError) if it does not exist.
     `actor`: who did it, for the audit log."""
     return _update_queue(queue, OperatorAction.PAUSE_QUEUE, actor, paused=True)
 
 
+@on_queue_shard
 def resume_queue(queue: str, *, actor: str = "") -> QueueSetting:
     """Workers claim `queue`'s jobs again, woken at commit (a NOTIFY of the queue, as an
     enqueue sends) rather than at their next poll. QueueNotFound if it does not exist."""
@@ -61,6 +64,7 @@ def resume_queue(queue: str, *, actor: str = "") -> QueueSetting:
     return setting
 
 
+@on_queue_shard
 def set_queue_limit(queue: str, concurrency_limit: int | None, *,
                     actor: str = "") -> QueueSetting:
     """At most `concurrency_limit` jobs of this queue run at once across all workers (None: no

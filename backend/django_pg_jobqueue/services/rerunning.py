@@ -18,8 +18,10 @@ from ..models import Job, JobEvent
 from ..states import AuditTarget, EventKind, OperatorAction, Status, parse_job_id
 from . import audit_log
 from .enqueuing import enqueue
+from .shards import on_job_shard
 
 
+@on_job_shard
 def rerun(job_id, *, actor: str = "") -> Job:
     """Enqueue a copy of succeeded job `job_id` and return the copy. JobNotFound for no such
     job, InvalidTransition for a job that did not succeed (retry a failed or cancelled one)."""

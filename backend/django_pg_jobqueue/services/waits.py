@@ -19,6 +19,7 @@ from ..exceptions import (
     SignalWaitTimedOut,
 )
 from ..states import TERMINAL, parse_job_id
+from .shards import on_job_shard
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def park(job_id: int, lease_token, *, worker_id: str, until: datetime | None = N
     return rows[0][0]
 
 
+@on_job_shard
 def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
     """Send signal `name` with `data` (any JSON value, under a payload's rules) to a job that
     has not finished. It is kept (one per job and name) until the job's handler waits for it

@@ -20,6 +20,7 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - waits: durable waits (a running job parked until a time or a signal) and signals sent;
 - rates: a rate limit checked or acquired from Python, its old starts pruned, its use read
   (the claim counts its starts itself, in claim);
+- shards: a shard's range of job ids (JOB_SHARDS);
 - maintenance: pruning, job_events' partitions, the history's guard, connection sessions'
   set-up and reset.
 
@@ -46,6 +47,7 @@ from .maintenance import *
 from .operations import *
 from .rates import *
 from .reads import *
+from .shards import *
 from .waits import *
 from .workers import *
 from .workflows import *

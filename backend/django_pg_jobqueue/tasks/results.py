@@ -152,9 +152,13 @@ def load_result(result_id: str) -> TaskResult:
         job_id = int(result_id)
     except (TypeError, ValueError):
         raise TaskResultDoesNotExist(result_id) from None
-    from ..models import Job  # this module loads with TASKS' backend, maybe before models
+    # Here: this module loads with TASKS' backend, maybe before the models.
+    from .. import conf, db, shards
+    from ..models import Job
 
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None or not is_task_job(job.type, job.payload):
-        raise TaskResultDoesNotExist(result_id)
-    return build_result(job, result_events(job_id))
+    # With JOB_SHARDS, the job is read in the shard its id names.
+    with db.on_database(shards.alias_for_job_id(job_id) if conf.get().SHARDS else None):
+        job = Job.objects.filter(pk=job_id).first()
+        if job is None or not is_task_job(job.type, job.payload):
+            raise TaskResultDoesNotExist(result_id)
+        return build_result(job, result_events(job_id))

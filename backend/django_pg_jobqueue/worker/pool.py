@@ -362,7 +362,10 @@ class WorkerPool:
         elif use_listen:
             self.listener = Listener(self.wake)
         self.pruner = Pruner(engine=self.engine) if Pruner.enabled() else None
-        self.periodic = PeriodicEnqueuer(engine=self.engine)  # each tick once, whichever pool wins
+        # Each tick once, whichever pool wins; the schedules are JOB_DATABASE's workers' (a
+        # tick goes to its queue's shard through enqueue, JOB_SHARDS).
+        self.periodic = (None if db.serving_shard()
+                         else PeriodicEnqueuer(engine=self.engine))
         self.stager = Stager(self.poll_interval, engine=self.engine)
         # The loops one process per database runs (worker/leader.py): elected with the
         # renewer's heartbeat; the renewer itself runs everywhere (its leases are its own).
@@ -418,9 +421,9 @@ class WorkerPool:
         forks.install()  # a handler's forked child never runs the worker's code (forks.py)
         connection_created.connect(_set_session_limits)
         db.open_worker_pool(self.db_pool_size)
-        log.info("worker pool %s starting: %s, lease %ss", self.process_id,
+        log.info("worker pool %s starting: %s, lease %ss, database %s", self.process_id,
                  ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
-                           for s in self.lane_specs), self.lease_seconds)
+                           for s in self.lane_specs), self.lease_seconds, db.home_alias())
         self.completer.start()
         self.starter.start()
         for e in self.executors:

@@ -89,6 +89,8 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
         signal.signal(signal.SIGINT, on_signal)
     else:  # Ctrl-C reaches the whole process group: the supervisor alone answers it
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pool_options = dict(pool_options)
+    db.serve_shard(pool_options.pop("shard", None))  # run_job_workers --shard
     pool = WorkerPool(**pool_options,
                       max_jobs=supervised.max_jobs if supervised else None,
                       supervisor_pid=supervised.supervisor_pid if supervised else None,

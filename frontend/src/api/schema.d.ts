@@ -2516,6 +2516,8 @@ export interface operations {
                 schedule?: string;
                 /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, in every job (trigram indexes serve it). A value of 1 or 2 characters that is not a job id is a 400 (`search needs at least 3 characters`). */
                 search?: string;
+                /** @description With shards by queue (JOB_SHARDS): list the jobs of this database, a shard's alias or JOB_DATABASE's (the default); another name is a 400 naming `shard`. The lists of several shards are not merged. */
+                shard?: string;
                 /**
                  * @description One state or several, comma-separated (any of them): scheduled,retryable. available: queued and due now; scheduled: queued, due later, never attempted; retryable: queued, due later after a failed attempt (its backoff); running, succeeded, failed, cancelled: that status. With `status` too, a job must match both.
                  *

@@ -2,12 +2,18 @@
 serializes; the exception handler (api/exceptions.py) turns domain errors into
 404/409/400/503. Enqueueing (POST jobs/, jobs/bulk/) is jobs/enqueue.py's, the dead letter's
 retry (POST jobs/retry/) jobs/retry.py's; bulk actions are their own view (jobs/actions.py)."""
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema_view,
+)
 from rest_framework import mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from ... import selectors, services
+from ... import conf, db, selectors, services, shards
 from ...exceptions import JobNotFound
 from ...services.deleting import delete as delete_job
 from ..base import JobQueueGenericViewSet, JobQueueOrderingFilter
@@ -25,6 +31,21 @@ from .serializers import (
     SignalSerializer,
 )
 
+SHARD = OpenApiParameter(
+    "shard", str, description=(
+        "With shards by queue (JOB_SHARDS): list the jobs of this database, a shard's alias "
+        "or JOB_DATABASE's (the default); another name is a 400 naming `shard`. The lists "
+        "of several shards are not merged."))
+
+
+def _shard_alias(request) -> str | None:
+    """The alias a list's `?shard=` names when it is a shard of JOB_SHARDS (None:
+    JOB_DATABASE's)."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    shard = request.GET.get("shard")
+    return shard if shard and shard in conf.get().SHARDS else None
+
 
 def _job_id(value) -> int:
     job_id = selectors.parse_job_id(value)
@@ -38,6 +59,7 @@ def _job_id(value) -> int:
         summary="List jobs", tags=["jobs"],
         description="Filtered, ordered and paginated. `ordering` takes one of the listed "
                     "fields, `-` for descending (default `-id`, newest first).",
+        parameters=[SHARD],
         responses={200: JobSerializer(many=True), **errors(400, 401, 403, 404, 503)},
     ),
     retrieve=extend_schema(
@@ -68,6 +90,25 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
     # SCHEMA_COERCE_PATH_PK on (DRF's default).
     lookup_url_kwarg = "id"
     lookup_value_regex = "[^/]+"
+
+    def dispatch(self, request, *args, **kwargs):
+        # With JOB_SHARDS, a job's routes (its page, events, cancel, retry, ...) run on the
+        # database its id names (shards.py); its shard has no replica.
+        # The list's `?shard=` runs it on that shard.
+        if not conf.get().SHARDS:
+            return super().dispatch(request, *args, **kwargs)
+        job_id = selectors.parse_job_id(kwargs["id"]) if "id" in kwargs else None
+        target = _shard_alias(request) if job_id is None else shards.alias_for_job_id(job_id)
+        with db.on_database(target):
+            return super().dispatch(request, *args, **kwargs)
+
+    def list(self, request, *args, **kwargs):
+        shard = request.query_params.get("shard")
+        if shard is not None and shard != conf.get().DATABASE and _shard_alias(request) is None:
+            known = [conf.get().DATABASE, *conf.get().SHARDS]
+            raise ValidationError({"shard": [f"must be one of {', '.join(known)}; got "
+                                             f"{shard[:40]!r}."]})
+        return super().list(request, *args, **kwargs)
 
     def get_queryset(self):
         return selectors.job_list()

@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue.audit import audit
+from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
 
 
 class Command(BaseCommand):
@@ -22,12 +23,15 @@ class Command(BaseCommand):
                             help="violations listed per check (default 20)")
         parser.add_argument("--json", action="store_true",
                             help="print the report as JSON (default: text)")
+        add_shard_argument(parser, "audit the jobs of this shard of JOB_SHARDS (default: "
+                                   "JOB_DATABASE's)")
         parser.add_argument("--strict", action="store_true",
                             help="exit 1 on notices too (two attempts of a job under way at "
                                  "once), not only on violations (default: off)")
 
     def handle(self, *args, **opts):
-        report = audit(stale_after_seconds=opts["stale_after"], job_ids=opts["job_ids"])
+        with on_shard(opts["shard"]):
+            report = audit(stale_after_seconds=opts["stale_after"], job_ids=opts["job_ids"])
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
         else:

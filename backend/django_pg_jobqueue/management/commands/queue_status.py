@@ -3,6 +3,7 @@ from django.db import DatabaseError
 
 from django_pg_jobqueue import sql
 from django_pg_jobqueue.db import queue_connection
+from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
 from django_pg_jobqueue.metrics import OUTCOMES, snapshot
 from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.states import Status
@@ -17,10 +18,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--running", type=int, default=5, metavar="N",
                             help="running jobs listed per worker process (default: 5)")
+        add_shard_argument(parser, "report on this shard of JOB_SHARDS (default: JOB_DATABASE)")
 
     def handle(self, *args, **opts):
         try:
-            self.report(opts["running"])
+            with on_shard(opts["shard"]):
+                self.report(opts["running"])
         except DatabaseError as exc:
             raise CommandError(f"database unavailable: {exc}") from exc
 

@@ -1,9 +1,12 @@
 import sys
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from django_pg_jobqueue import conf
+from django_pg_jobqueue import conf, db
 from django_pg_jobqueue.logformat import configure_worker_logging
+from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
+from django_pg_jobqueue.services.shards import check_ids
 from django_pg_jobqueue.worker.pool import parse_queues
 from django_pg_jobqueue.worker.process import run_worker_process
 from django_pg_jobqueue.worker.supervisor import Supervisor
@@ -40,6 +43,9 @@ class Command(BaseCommand):
                             help="do not run the reaper in this process (default: run it)")
         parser.add_argument("--no-listen", action="store_true",
                             help="poll only; no LISTEN/NOTIFY (default: JOB_LISTEN_NOTIFY)")
+        add_shard_argument(parser, "work this shard of JOB_SHARDS: its queues, in its "
+                                   "database, with its own maintenance leader and listener "
+                                   "(default: JOB_DATABASE's queues)")
         parser.add_argument("--processes", type=int, default=None,
                             help="run a supervisor and this many worker processes, each with "
                                  "--threads threads, restarted when one exits or is killed; "
@@ -64,6 +70,14 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         c = conf.get()
+        shard = opts["shard"]
+        if shard is not None:
+            on_shard(shard)  # refuses a name JOB_SHARDS does not hold
+            try:
+                check_ids(shard)
+            except ImproperlyConfigured as exc:
+                raise CommandError(str(exc)) from exc
+            db.serve_shard(shard)  # this process (a supervisor too): its listener, its beats
         configure_worker_logging(c.WORKER_LOG_LEVEL, c.LOG_FORMAT)
         pool_options = dict(
             threads=opts["threads"], queues=opts["queues"], lease_seconds=opts["lease_seconds"],
@@ -72,6 +86,8 @@ class Command(BaseCommand):
             prefetch=opts["prefetch"],
             listen=False if opts["no_listen"] else None,
         )
+        if shard is not None:
+            pool_options["shard"] = shard
         max_jobs, max_memory = opts["max_jobs_per_process"], opts["max_memory_per_process"]
         if opts["processes"] is None and max_jobs is None and max_memory is None:
             run_worker_process(pool_options, stdout=self.stdout)  # today's single process
