@@ -14,7 +14,7 @@ from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job, RateStart
 from django_pg_jobqueue.selectors import rate_limits
 from django_pg_jobqueue.services import claiming
-from django_pg_jobqueue.services.rate_limits import prune_rate_starts
+from django_pg_jobqueue.services.rate_limits import RATE_STARTS_SLACK_SECONDS, prune_rate_starts
 from django_pg_jobqueue.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -223,12 +223,15 @@ def test_a_weight_that_can_never_fit_is_refused():
 
 # -- upkeep and metrics ---------------------------------------------------------------------
 
-def test_pruning_keeps_the_starts_of_the_longest_period_only():
+def test_pruning_keeps_the_starts_of_the_longest_period_and_a_slack_for_late_claims():
+    # A claim whose transaction began a while ago (it waited for the limit's lock) still counts
+    # from its own start: a start just past the period is kept for it.
     set_rate_limit(type="noop", max_starts=5, period_seconds=60)
+    starts_ago("type:noop", 60 + RATE_STARTS_SLACK_SECONDS + 1)
     starts_ago("type:noop", 61)
     starts_ago("type:noop", 30)
     assert prune_rate_starts() == 1
-    assert RateStart.objects.count() == 1
+    assert RateStart.objects.count() == 2
 
 
 def test_the_use_of_each_limit_is_read_for_the_metrics():

@@ -151,11 +151,20 @@ def rate_limit(key: str | None = None, *, queue: str | None = None,
     return RateLimiter(kind, name)
 
 
+# How much longer than the longest period a start is kept. A claim counts the starts later
+# than its own now() - period, and its now() is its transaction's start, which may be well
+# before the pruner's clock: the claim waited for the limit's lock behind other claims (a
+# loaded machine: seconds). A start the pruner deleted by its clock while such a claim still
+# had to count it would let that claim start more than the limit (seen: 28 in a window of 20).
+RATE_STARTS_SLACK_SECONDS = 300.0
+
+
 def prune_rate_starts(*, batch_size: int = 10_000) -> int:
-    """Delete the starts older than the longest period of any limit (all of them when no
-    limit is left): no window counts them. Returns how many."""
+    """Delete the starts older than the longest period of any limit, and
+    RATE_STARTS_SLACK_SECONDS more (all but those when no limit is left): no claim counts
+    them. Returns how many."""
     limits = rate_limits_in_force()
-    keep = max((r[3] for r in limits), default=0.0)
+    keep = max((r[3] for r in limits), default=0.0) + RATE_STARTS_SLACK_SECONDS
     deleted = 0
     while True:
         with queue_atomic(), db.queue_connection().cursor() as cur:
