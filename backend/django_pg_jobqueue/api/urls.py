@@ -14,6 +14,7 @@ from .batches import BatchViewSet
 from .events import EventFeedView
 from .health import HealthView
 from .jobs.actions import JobActionsView
+from .jobs.suggestions import JobSuggestionsView
 from .jobs.types import JobTypeListView
 from .jobs.views import JobViewSet
 from .metrics import MetricsView, ThroughputView
@@ -44,6 +45,7 @@ def schedule(method: str, action: str):
 v1 = [
     # Before the router's routes, whose `jobs/{id}/` would take `jobs/actions/`.
     path("jobs/actions/", JobActionsView.as_view(), name="job-actions"),
+    path("jobs/suggestions/", JobSuggestionsView.as_view(), name="job-suggestions"),
     *router.urls,
     path("events/", EventFeedView.as_view(), name="event-feed"),
     path("job-types/", JobTypeListView.as_view(), name="job-types"),

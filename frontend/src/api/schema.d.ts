@@ -418,6 +418,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/suggestions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distinct queues, types or concurrency keys by prefix
+         * @description For a filter's autocompletion: the distinct values of `field` among the jobs kept that start with `prefix`, in order, at most `limit` (10; 50 at most). Each value is one probe of the field's index, so the answer costs the same however many jobs there are; a walk past values without the prefix stops after 10 probes per value asked for, so under a database collation other than C a value may be missed. Concurrency keys are the ones given from Python and your own (as you sent them), never another API user's.
+         */
+        get: operations["v1_jobs_suggestions_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/metrics/": {
         parameters: {
             query?: never;
@@ -1009,6 +1029,8 @@ export interface components {
             schedule?: string;
             /** @description As the list's search: an id, a key, or text in any job (3+ characters). */
             search?: string;
+            /** @description As the list's payload filter: `path:value`, the jobs whose payload contains it (`customer_id:42`). */
+            payload?: string;
         };
         /**
          * @description An action on the given jobs (`ids`), on every job matching `filter`, or on every job
@@ -1370,6 +1392,12 @@ export interface components {
          * @enum {string}
          */
         JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "waiting";
+        JobSuggestions: {
+            field: string;
+            prefix: string;
+            /** @description Distinct values in the jobs kept, in order (at most `limit`). */
+            values: string[];
+        };
         JobType: {
             name: string;
             description: string;
@@ -2485,6 +2513,8 @@ export interface operations {
                 page?: number;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description The jobs whose payload contains a value: `path:value`, the path one key or several joined by dots, the value JSON (`42`, `true`, `"42"` for the string) or else the text itself. `customer_id:42` is the payload containment `payload @> {"customer_id": 42}`; `customer.city:Lyon` is `{"customer": {"city": "Lyon"}}`. A GIN index serves it, for every job however old. */
+                payload?: string;
                 /** @description Exact priority. */
                 priority?: number;
                 priority_max?: number;
@@ -3488,6 +3518,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobRetryMatchingResult"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_jobs_suggestions_retrieve: {
+        parameters: {
+            query: {
+                /**
+                 * @description What to suggest: queue, type or concurrency_key.
+                 *
+                 *     * `queue` - queue
+                 *     * `type` - type
+                 *     * `concurrency_key` - concurrency_key
+                 */
+                field: "queue" | "type" | "concurrency_key";
+                /** @description At most this many values. */
+                limit?: number;
+                /** @description The values start with this text (case-sensitive); empty: the first ones. */
+                prefix?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSuggestions"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */
