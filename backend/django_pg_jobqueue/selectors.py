@@ -331,6 +331,36 @@ def throughput(*, range: str = "15m", queue: str | None = None, type: str | None
             "points": points}
 
 
+LATENCY_PERCENTILES = ("p50", "p95", "p99")
+
+
+def latency(*, range: str = "1h", queue: str | None = None, type: str | None = None,
+            by_queue: bool = False) -> dict:
+    """Wait and run time percentiles (p50, p95, p99, in seconds) per bucket over `range` (as
+    throughput's), from the jobs that finished in it (succeeded or failed, their last
+    attempt: sql.LATENCY), every bucket present, oldest first; only `queue`'s / `type`'s jobs
+    when given. One series for all of them, or with `by_queue` one per queue that finished
+    jobs in the range (`queue` names it). ValueError naming `range` for another value. One
+    query."""
+    if range not in THROUGHPUT_RANGES:
+        raise ValueError(f"range must be one of {', '.join(THROUGHPUT_RANGES)}; got {range!r}")
+    bucket_seconds, buckets = THROUGHPUT_RANGES[range]
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.LATENCY, {"bucket": timedelta(seconds=bucket_seconds), "buckets": buckets,
+                                  "queue": queue, "type": type, "by_queue": by_queue})
+        rows = cur.fetchall()
+    series: dict[str | None, list[dict]] = {}
+    for name, at, jobs, *figures in rows:
+        point: dict[str, Any] = {"at": at, "jobs": jobs}
+        for kind, values in (("wait", figures[:3]), ("run", figures[3:])):
+            for label, value in zip(LATENCY_PERCENTILES, values):
+                point[f"{kind}_{label}_seconds"] = value
+        series.setdefault(name, []).append(point)
+    return {"range": range, "bucket_seconds": bucket_seconds, "queue": queue, "type": type,
+            "by": "queue" if by_queue else None,
+            "series": [{"queue": name, "points": points} for name, points in series.items()]}
+
+
 def queue_detail(name: str) -> dict:
     """One queue for its page: `queue_get(name)`, its jobs counted by every status, and the live
     worker processes that claim from it (they list it, or every queue: "*"), each with how

@@ -17,7 +17,7 @@ from .jobs.actions import JobActionsView
 from .jobs.suggestions import JobSuggestionsView
 from .jobs.types import JobTypeListView
 from .jobs.views import JobViewSet
-from .metrics import MetricsView, ThroughputView
+from .metrics import LatencyView, MetricsView, ThroughputView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
@@ -58,6 +58,7 @@ v1 = [
     path("schedules/<str:name>/ticks/", schedule("get", "ticks"), name="schedule-ticks"),
     path("metrics/", MetricsView.as_view(), name="api-metrics"),
     path("metrics/throughput/", ThroughputView.as_view(), name="api-throughput"),
+    path("metrics/latency/", LatencyView.as_view(), name="api-latency"),
     path("auth/csrf/", CsrfView.as_view(), name="auth-csrf"),
     path("auth/login/", LoginView.as_view(), name="auth-login"),
     path("auth/logout/", LogoutView.as_view(), name="auth-logout"),

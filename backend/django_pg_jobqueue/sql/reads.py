@@ -191,6 +191,53 @@ LEFT JOIN per_bucket p ON p.bucket = b.bucket
 ORDER BY b.bucket
 """
 
+# --- latency: wait and run time percentiles per bucket, for a range, a queue and a type ------
+# Each finished job (succeeded or failed) that ran is one sample, in the bucket of its
+# finished_at, from its last attempt: its wait, started_at - available_at (from when it was due
+# to its claim, as its `claimed` event's wait_seconds says), and its run, finished_at -
+# started_at. p50, p95 and p99 by percentile_cont (interpolated between samples), and the
+# samples' count. Every bucket of the range is present (NULL percentiles without samples),
+# oldest first, named by its start, as THROUGHPUT's. jobs_status_finished_idx (status,
+# finished_at) serves the range: the cost is the range's finished jobs, not the table. NULL
+# queue / type: every one. %(by_queue)s true: one series per queue that has samples in the
+# range (its name first in each row), else one for all (NULL first).
+LATENCY = """
+WITH bounds AS (
+    SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
+),
+range AS (
+    SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
+    FROM bounds
+),
+samples AS (
+    SELECT CASE WHEN %(by_queue)s THEN j.queue END AS series,
+           date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
+           greatest(extract(epoch FROM j.started_at - j.available_at), 0) AS wait,
+           greatest(extract(epoch FROM j.finished_at - j.started_at), 0) AS run
+    FROM jobs j, range r
+    WHERE j.status IN ('succeeded', 'failed') AND j.finished_at >= r.first_bucket
+      AND j.started_at IS NOT NULL
+      AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+      AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+),
+per_bucket AS (
+    SELECT series, bucket, count(*) AS jobs,
+           percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY wait) AS wait,
+           percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY run) AS run
+    FROM samples GROUP BY series, bucket
+),
+series AS (
+    SELECT DISTINCT series FROM per_bucket
+    UNION SELECT NULL WHERE NOT %(by_queue)s
+)
+SELECT s.series, b.bucket, coalesce(p.jobs, 0),
+       p.wait[1], p.wait[2], p.wait[3], p.run[1], p.run[2], p.run[3]
+FROM series s CROSS JOIN range r
+CROSS JOIN generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
+LEFT JOIN per_bucket p ON p.series IS NOT DISTINCT FROM s.series AND p.bucket = b.bucket
+ORDER BY s.series, b.bucket
+"""
+
 # --- tracing: the producer's trace context, read back from the job's created event --------
 # (tracing.py). The first `created` event of the job, by its index (job_id, id).
 CREATED_EVENT_TRACE = """

@@ -458,6 +458,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/metrics/latency/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Wait and run time percentiles per bucket, over a range
+         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue.
+         */
+        get: operations["v1_metrics_latency_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/metrics/throughput/": {
         parameters: {
             query?: never;
@@ -1416,6 +1436,14 @@ export interface components {
             /** @description Whether the API (and the dashboard's create form) may create jobs of this type: JOB_API_CREATABLE_TYPES, or for django_task JOB_API_CREATABLE_TASKS. */
             creatable: boolean;
         };
+        Latency: {
+            range: string;
+            bucket_seconds: number;
+            queue: string | null;
+            type: string | null;
+            by: string | null;
+            series: components["schemas"]["_LatencySeries"][];
+        };
         /**
          * @description * `alive` - alive
          *     * `lost` - lost
@@ -1915,6 +1943,51 @@ export interface components {
              * @description When it finished (null: not yet).
              */
             finished_at: string | null;
+        };
+        _LatencyBucket: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            at: string;
+            /** @description Jobs that finished in the bucket (the samples). */
+            jobs: number;
+            /**
+             * Format: double
+             * @description Median wait: from when the job was due to its claim.
+             */
+            wait_p50_seconds: number | null;
+            /**
+             * Format: double
+             * @description 95th percentile of the wait.
+             */
+            wait_p95_seconds: number | null;
+            /**
+             * Format: double
+             * @description 99th percentile of the wait.
+             */
+            wait_p99_seconds: number | null;
+            /**
+             * Format: double
+             * @description Median run time: from its claim to its finish.
+             */
+            run_p50_seconds: number | null;
+            /**
+             * Format: double
+             * @description 95th percentile of the run time.
+             */
+            run_p95_seconds: number | null;
+            /**
+             * Format: double
+             * @description 99th percentile of the run time.
+             */
+            run_p99_seconds: number | null;
+        };
+        _LatencySeries: {
+            /** @description Its queue (with by=queue), or null. */
+            queue: string | null;
+            /** @description Every bucket of the range, oldest first. */
+            points: components["schemas"]["_LatencyBucket"][];
         };
         _PriorityDepth: {
             priority: number;
@@ -3641,6 +3714,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Metrics"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_metrics_latency_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description queue: a series per queue that finished jobs in the range (the queues page's sparklines); without it, one series.
+                 *
+                 *     * `queue` - queue
+                 */
+                by?: "queue" | "";
+                /** @description Only this queue's jobs. */
+                queue?: string;
+                /**
+                 * @description 15m and 1h: per minute; 24h: per 30 minutes.
+                 *
+                 *     * `15m` - 15m
+                 *     * `1h` - 1h
+                 *     * `24h` - 24h
+                 */
+                range?: "15m" | "1h" | "24h";
+                /** @description Only this type's jobs. */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Latency"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
