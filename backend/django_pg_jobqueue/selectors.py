@@ -128,7 +128,10 @@ def distinct_values(field: str, *, prefix: str = "", limit: int = SUGGESTIONS_DE
         for start in walks:
             cur.execute(sql.DISTINCT_VALUES[field], {
                 "prefix": start, "limit": limit, "steps": limit * SUGGESTION_STEPS_PER_VALUE})
-            values.update(keys.unscoped(value) or "" for (value,) in cur.fetchall())
+            found = [value for (value,) in cur.fetchall()]
+            # A key as its sender wrote it; a queue or type as it is (a queue may hold ':').
+            values.update((keys.unscoped(v) or "") if field == "concurrency_key" else v
+                          for v in found)
     return sorted(values)[:limit]
 
 

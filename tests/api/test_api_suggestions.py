@@ -93,3 +93,8 @@ def test_a_bad_parameter_is_a_400_naming_it(operator_client, params, field):
 def test_it_needs_view_job(client_for, make_user):
     assert client_for(make_user("nobody")).get(URL, {"field": "queue"}).status_code == 403
     assert client_for(None).get(URL, {"field": "queue"}).status_code in (401, 403)
+
+
+def test_a_queue_named_like_an_api_key_is_suggested_as_it_is(operator_client):
+    services.enqueue("noop", queue="api:1:x")
+    assert suggested(operator_client, "queue", "api") == ["api:1:x"]
