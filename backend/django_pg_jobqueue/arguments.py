@@ -131,6 +131,50 @@ def check_json_value(value, argument: str) -> None:
     check_json(value, [], 0, argument)
 
 
+# The job list's payload filter (`?payload=customer_id:42`): the longest term it takes.
+MAX_PAYLOAD_FILTER_LENGTH = 500
+
+
+def check_payload_filter(term) -> dict:
+    """The JSON object a job's payload must contain for the job list's `payload` filter,
+    from one term `path:value`: `customer_id:42` is `{"customer_id": 42}`, and
+    `customer.address.city:Lyon` is `{"customer": {"address": {"city": "Lyon"}}}`. The path is
+    one key or several joined by dots (a key holds no `.` or `:`); the value is read as JSON
+    (`42`, `true`, `null`, `"42"` for the string, `["a"]` for an array holding "a") and,
+    when it is not JSON, as the text itself. InvalidJobArgument naming `payload` otherwise:
+    no colon, an empty key or value, a term over MAX_PAYLOAD_FILTER_LENGTH characters, or a
+    value PostgreSQL's jsonb could not hold (NUL, lone surrogates, NaN, infinities)."""
+    if not isinstance(term, str):
+        raise type_error("payload", "a string (path:value)", term)
+    term = term.strip()
+    if len(term) > MAX_PAYLOAD_FILTER_LENGTH:
+        raise InvalidJobArgument(
+            "payload", f"is {len(term)} characters long; at most {MAX_PAYLOAD_FILTER_LENGTH}")
+    path, colon, text = term.partition(":")
+    if not colon:
+        raise InvalidJobArgument(
+            "payload", f"must be path:value, such as customer_id:42; got {term!r}")
+    keys = path.strip().split(".")
+    if any(not key.strip() for key in keys):
+        raise InvalidJobArgument(
+            "payload", f"has an empty key in its path {path.strip()!r}: write keys joined by "
+                       "dots, such as customer.id:42")
+    text = text.strip()
+    if not text:
+        raise InvalidJobArgument(
+            "payload", f"has no value after the colon: {term!r} (write \"\" for an empty "
+                       "string)")
+    try:
+        value = json.loads(text)
+    except ValueError:  # not JSON (a JSONDecodeError, or a number of too many digits): text
+        value = text
+    contained: object = value
+    for key in reversed([key.strip() for key in keys]):
+        contained = {key: contained}
+    check_json_value(contained, "payload")
+    return contained  # type: ignore[return-value]
+
+
 def validate_payload(payload) -> tuple[dict, str]:
     """The payload as stored (a dict) and its JSON text; InvalidJobArgument if refused."""
     if payload is None:

@@ -400,7 +400,9 @@ class JobSearchText(models.Model):
     claim and the completion, which rewrite the job row (each a non-HOT update: status is
     indexed), do not add the payload's trigrams to a GIN index again; its trigram index
     job_search_text_trgm_idx (migration 0016) is written once per job. A job whose payload is
-    `{}` has no row: no search of 3 characters or more can match it.
+    `{}` has no row: no search of 3 characters or more can match it. The text is always the
+    payload's JSON: the payload filter's index job_search_text_payload_idx casts it to jsonb
+    (migration 0025), so a write of text that is not JSON fails.
 
     No foreign key in the database, as for job_dependencies: its check would cost each enqueued
     row a probe of `jobs` and a lock of the new job's row (bench/search_indexes.py: 13 % more
@@ -419,7 +421,9 @@ class JobSearchText(models.Model):
         db_table = "job_search_text"
         verbose_name = "job search text"
         verbose_name_plural = "job search texts"
-        # Not here, as on Job: its trigram index job_search_text_trgm_idx (migration 0016).
+        # Not here, as on Job: its trigram index job_search_text_trgm_idx (migration 0016),
+        # and the payload filter's GIN index job_search_text_payload_idx on
+        # `payload_text::jsonb` (migration 0025, sql.PAYLOAD_CONTAINS).
 
     def __str__(self) -> str:
         return f"search text of job {self.job_id}"

@@ -3,6 +3,7 @@
 Each list or detail read is a fixed number of queries, whatever the number of rows
 (`tests/api/test_api_list.py` and `tests/api/test_api_detail.py` pin them with django_assert_num_queries).
 """
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,7 +13,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import conf, keys, periodic, sql
+from . import arguments, conf, keys, periodic, sql
 from .catalogue import declared_queues, limit_for, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
@@ -88,6 +89,51 @@ def text_search(value: str) -> Q:
         raise ValueError(f"value must have at least {SEARCH_MIN_TEXT_CHARS} characters")
     pattern = _like_pattern(value)
     return Q(RawSQL(sql.SEARCH_TEXT_MATCHES, (pattern, pattern), output_field=BooleanField()))
+
+
+def payload_contains(term: str) -> Q:
+    """The jobs whose payload contains what `term` names (`customer_id:42`: a payload with
+    `"customer_id": 42` among its keys), as a Q for the job list: JSONB containment, served by
+    job_search_text_payload_idx (sql.PAYLOAD_CONTAINS). InvalidJobArgument naming `payload`
+    for a term arguments.check_payload_filter refuses."""
+    contained = arguments.check_payload_filter(term)
+    return Q(RawSQL(sql.PAYLOAD_CONTAINS, (json.dumps(contained),), output_field=BooleanField()))
+
+
+# The filter bar's suggestions (distinct_values): the fields, and how many values at most.
+SUGGESTION_FIELDS = ("queue", "type", "concurrency_key")
+SUGGESTIONS_DEFAULT_LIMIT = 10
+SUGGESTIONS_MAX_LIMIT = 50
+# The most index probes one walk makes, per value asked for (sql.DISTINCT_VALUES).
+SUGGESTION_STEPS_PER_VALUE = 10
+
+
+def distinct_values(field: str, *, prefix: str = "", limit: int = SUGGESTIONS_DEFAULT_LIMIT,
+                    key_scope: str = "") -> list[str]:
+    """The distinct values of `field` (queue, type or concurrency_key) that start with
+    `prefix`, in order, at most `limit`: each a probe of the field's index, never a pass over
+    the jobs (sql.DISTINCT_VALUES). Concurrency keys are Python's global keys and, with
+    `key_scope` (an API user's, keys.user_scope), that user's own keys as they sent them;
+    never another user's. ValueError naming `field` or `limit` for another value."""
+    if field not in SUGGESTION_FIELDS:
+        raise ValueError(f"field must be one of {', '.join(SUGGESTION_FIELDS)}; got {field!r}")
+    if not 1 <= limit <= SUGGESTIONS_MAX_LIMIT:
+        raise ValueError(f"limit must be from 1 to {SUGGESTIONS_MAX_LIMIT}; got {limit!r}")
+    walks = [prefix]
+    if field == "concurrency_key":
+        walks = [] if prefix.startswith(keys.PREFIX) else [prefix]
+        if key_scope:
+            walks.append(key_scope + prefix)
+    values: set[str] = set()
+    with queue_connection().cursor() as cur:
+        for start in walks:
+            cur.execute(sql.DISTINCT_VALUES[field], {
+                "prefix": start, "limit": limit, "steps": limit * SUGGESTION_STEPS_PER_VALUE})
+            found = [value for (value,) in cur.fetchall()]
+            # A key as its sender wrote it; a queue or type as it is (a queue may hold ':').
+            values.update((keys.unscoped(v) or "") if field == "concurrency_key" else v
+                          for v in found)
+    return sorted(values)[:limit]
 
 
 def job_get(job_id) -> Job:
@@ -302,6 +348,36 @@ def throughput(*, range: str = "15m", queue: str | None = None, type: str | None
         points = [{"at": at, "succeeded": ok, "failed": bad} for at, ok, bad in cur.fetchall()]
     return {"range": range, "bucket_seconds": bucket_seconds, "queue": queue, "type": type,
             "points": points}
+
+
+LATENCY_PERCENTILES = ("p50", "p95", "p99")
+
+
+def latency(*, range: str = "1h", queue: str | None = None, type: str | None = None,
+            by_queue: bool = False) -> dict:
+    """Wait and run time percentiles (p50, p95, p99, in seconds) per bucket over `range` (as
+    throughput's), from the jobs that finished in it (succeeded or failed, their last
+    attempt: sql.LATENCY), every bucket present, oldest first; only `queue`'s / `type`'s jobs
+    when given. One series for all of them, or with `by_queue` one per queue that finished
+    jobs in the range (`queue` names it). ValueError naming `range` for another value. One
+    query."""
+    if range not in THROUGHPUT_RANGES:
+        raise ValueError(f"range must be one of {', '.join(THROUGHPUT_RANGES)}; got {range!r}")
+    bucket_seconds, buckets = THROUGHPUT_RANGES[range]
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.LATENCY, {"bucket": timedelta(seconds=bucket_seconds), "buckets": buckets,
+                                  "queue": queue, "type": type, "by_queue": by_queue})
+        rows = cur.fetchall()
+    series: dict[str | None, list[dict]] = {}
+    for name, at, jobs, *figures in rows:
+        point: dict[str, Any] = {"at": at, "jobs": jobs}
+        for kind, values in (("wait", figures[:3]), ("run", figures[3:])):
+            for label, value in zip(LATENCY_PERCENTILES, values):
+                point[f"{kind}_{label}_seconds"] = value
+        series.setdefault(name, []).append(point)
+    return {"range": range, "bucket_seconds": bucket_seconds, "queue": queue, "type": type,
+            "by": "queue" if by_queue else None,
+            "series": [{"queue": name, "points": points} for name, points in series.items()]}
 
 
 def queue_detail(name: str) -> dict:

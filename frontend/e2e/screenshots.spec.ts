@@ -119,7 +119,7 @@ for (const colorScheme of ["light", "dark"] as const) {
       const name = (page: string) => `${page}-${colorScheme}-${size}`;
 
       test("every page", async ({ page, backend }) => {
-        // Twelve pages, each pictured and checked by axe-core: on a shared, loaded machine
+        // Fourteen pages, each pictured and checked by axe-core: on a shared, loaded machine
         // that takes longer than one page's test is given.
         test.setTimeout(300_000);
         await page.goto("/");
@@ -133,6 +133,14 @@ for (const colorScheme of ["light", "dark"] as const) {
         await expect(page.locator("[data-testid=jobs-table] tbody tr").first()).toBeVisible();
         await settle(page);
         await pictures(page, name("jobs"), size === "1440");
+
+        // The payload filter applied (the job created with {hello: "world"}), the key field's
+        // suggestions under it.
+        await page.goto("/jobs?payload=hello:world");
+        await expect(page.locator("[data-testid=jobs-table] tbody tr").first()).toBeVisible();
+        await expect(page.getByLabel("Payload")).toHaveValue("hello:world");
+        await settle(page);
+        await pictures(page, name("jobs-payload"), size === "1440");
 
         await page.goto(`/jobs/${running}`);
         await waitForStatus(page, "running");
@@ -166,6 +174,12 @@ for (const colorScheme of ["light", "dark"] as const) {
         await expect(page.locator("[data-testid=workers-table] tbody tr").first()).toBeVisible();
         await settle(page);
         await pictures(page, name("workers"), size === "1440");
+
+        // Every queue, each with its sparkline of p95 waits over the last hour.
+        await page.goto("/queues");
+        await expect(page.locator("[data-testid=queue-sparkline] [role=img]").first()).toBeVisible();
+        await settle(page);
+        await pictures(page, name("queues"), size === "1440");
 
         await page.goto(`/queues/${encodeURIComponent(backend.queue)}`);
         await expect(page.locator("[data-testid=queue-workers] tbody tr").first()).toBeVisible();

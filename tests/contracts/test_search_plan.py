@@ -124,3 +124,28 @@ def test_the_search_is_served_by_the_trigram_indexes():
 @pytest.mark.timeout(1200)
 def test_the_search_reads_a_bounded_number_of_pages_at_a_million_jobs():
     check_search_plan(1_000_000)
+
+
+def test_the_payload_filter_is_served_by_the_containment_index():
+    """`?payload=path:value` reads job_search_text_payload_idx (GIN, jsonb_path_ops, on the side
+    table's copy of the payload), never a pass over `jobs` or the side table: its page and its
+    count read a bounded number of pages for a value few jobs hold."""
+    rows = 20_000
+    with connection.cursor() as cur:
+        cur.execute(GENERATE_JOBS, [rows])
+        cur.execute(COPY_SEARCH_TEXT)
+        cur.execute("SELECT gin_clean_pending_list('job_search_text_payload_idx'::regclass)")
+        cur.execute("ANALYZE jobs, job_search_text")
+    for params, expected in [({"payload": "order:1234"}, 1),
+                             ({"payload": 'sku:"A-996"'}, rows // 997),
+                             ({"payload": 'sku:"A-996"', "status": "failed"}, 0)]:
+        qs = _searched(params)
+        for label, plan in [("page", _explain(qs.order_by("-id")[:25])),
+                            ("count", _explain(qs.order_by()))]:
+            nodes = list(_nodes(plan))
+            shown = json.dumps(plan, indent=1)[:4000]
+            assert not any(n["Node Type"] == "Seq Scan" for n in nodes), (label, shown)
+            assert "job_search_text_payload_idx" in {n.get("Index Name") for n in nodes}, shown
+            assert _pages_read(plan) <= MAX_PAGES_READ + PAGES_PER_PAYLOAD_MATCH * expected, (
+                label, params, _pages_read(plan), shown)
+        assert qs.count() == expected, params

@@ -64,6 +64,8 @@ def _requests():
         ("queue resume", "change", lambda c: c.post(f"/api/v1/queues/{queue()}/resume/"), 200),
         ("queue detail", "read", lambda c: c.get(f"/api/v1/queues/{queue()}/"), 200),
         ("throughput", "read", lambda c: c.get("/api/v1/metrics/throughput/"), 200),
+        ("latency", "read", lambda c: c.get("/api/v1/metrics/latency/"), 200),
+        ("suggestions", "read", lambda c: c.get("/api/v1/jobs/suggestions/?field=queue"), 200),
         # The limit is configuration: change_queuesetting (tests/api/test_api_queue_page.py).
         ("queue limit", "queue_setting", lambda c: c.patch(f"/api/v1/queues/{queue()}/",
                                                     {"concurrency_limit": 2}, format="json"), 200),

@@ -98,7 +98,8 @@ def test_audit_reports_a_row_left_behind_a_missing_one_and_a_different_one():
         cur.execute("DELETE FROM job_events WHERE job_id = %s", [gone])
         cur.execute("DELETE FROM jobs WHERE id = %s", [gone])  # not the library's statement
         cur.execute("DELETE FROM job_search_text WHERE job_id = %s", [missing])
-        cur.execute("UPDATE job_search_text SET payload_text = 'x' WHERE job_id = %s",
+        # Still JSON: job_search_text_payload_idx casts the text to jsonb (migration 0025).
+        cur.execute("""UPDATE job_search_text SET payload_text = '{"n": 99}' WHERE job_id = %s""",
                     [different])
     report = audit()
     found = {(v.job_id, v.message.split(" ")[0]) for v in report.violations

@@ -10,11 +10,14 @@ from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from .. import keys
+from ..arguments import MAX_PAYLOAD_FILTER_LENGTH, check_payload_filter
+from ..exceptions import InvalidJobArgument
 from ..models import STATUS_IN_UNIQUE_STATES, Job
 from ..selectors import (
     SEARCH_MIN_TEXT_CHARS,
     in_states,
     parse_job_id,
+    payload_contains,
     text_search,
 )
 from ..states import (
@@ -64,6 +67,15 @@ def _searchable(value: str) -> None:
         raise forms.ValidationError(
             f"search needs at least {SEARCH_MIN_TEXT_CHARS} characters (or a job id); "
             f"got {value!r}.", code="too_short")
+
+
+def _payload_term(value: str) -> None:
+    """A payload filter the selector would refuse is a 400 naming `payload`, with its reason."""
+    if value.strip():
+        try:
+            check_payload_filter(value)
+        except InvalidJobArgument as error:
+            raise forms.ValidationError(error.detail, code="invalid") from None
 
 
 # Filters that take several values, comma-separated in one parameter.
@@ -116,6 +128,14 @@ class JobFilter(django_filters.FilterSet):
         method="filter_schedule", max_length=200,
         help_text=("The jobs a periodic schedule enqueued (by its name: their idempotency key is "
                    "`periodic:<name>:<tick>`). Give `type` too for an index to serve it."))
+    payload = django_filters.CharFilter(
+        method="filter_payload", max_length=MAX_PAYLOAD_FILTER_LENGTH, validators=[_payload_term],
+        help_text=("The jobs whose payload contains a value: `path:value`, the path one key or "
+                   "several joined by dots, the value JSON (`42`, `true`, `\"42\"` for the "
+                   "string) or else the text itself. `customer_id:42` is the payload "
+                   "containment `payload @> {\"customer_id\": 42}`; `customer.city:Lyon` is "
+                   "`{\"customer\": {\"city\": \"Lyon\"}}`. A GIN index serves it, for every "
+                   "job however old."))
     search = django_filters.CharFilter(
         method="filter_search", max_length=MAX_IDEMPOTENCY_KEY_LENGTH, validators=[_searchable],
         help_text=(f"A job id, an exact idempotency key, or (from {SEARCH_MIN_TEXT_CHARS} "
@@ -167,6 +187,11 @@ class JobFilter(django_filters.FilterSet):
             match |= Q(concurrency_key=keys.scoped(
                 key_scope(user), value, MAX_CONCURRENCY_KEY_LENGTH))
         return queryset.filter(match) if match else queryset.none()
+
+    def filter_payload(self, queryset, name, value):
+        if not value.strip():
+            return queryset
+        return queryset.filter(payload_contains(value))
 
     def filter_search(self, queryset, name, value):
         value = value.strip()

@@ -1,5 +1,5 @@
-"""GET /api/v1/metrics/ and metrics/throughput/: queue figures for dashboards, and the
-schema-only shapes they answer with."""
+"""GET /api/v1/metrics/, metrics/throughput/ and metrics/latency/: queue figures for
+dashboards, and the schema-only shapes they answer with."""
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -127,6 +127,44 @@ class ThroughputSerializer(serializers.Serializer):
     points = _ThroughputBucket(many=True, help_text="Every bucket of the range, oldest first.")
 
 
+class LatencyQuerySerializer(ThroughputQuerySerializer):
+    range = serializers.ChoiceField(choices=["15m", "1h", "24h"], default="1h", help_text=(
+        "15m and 1h: per minute; 24h: per 30 minutes."))
+    by = serializers.ChoiceField(
+        choices=["queue"], required=False, allow_blank=True,
+        help_text="queue: a series per queue that finished jobs in the range (the queues page's "
+                  "sparklines); without it, one series.")
+
+
+def _seconds(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, help_text=help_text)
+
+
+class _LatencyBucket(serializers.Serializer):
+    at = ISODateTimeField(help_text="The bucket's start.")
+    jobs = serializers.IntegerField(help_text="Jobs that finished in the bucket (the samples).")
+    wait_p50_seconds = _seconds("Median wait: from when the job was due to its claim.")
+    wait_p95_seconds = _seconds("95th percentile of the wait.")
+    wait_p99_seconds = _seconds("99th percentile of the wait.")
+    run_p50_seconds = _seconds("Median run time: from its claim to its finish.")
+    run_p95_seconds = _seconds("95th percentile of the run time.")
+    run_p99_seconds = _seconds("99th percentile of the run time.")
+
+
+class _LatencySeries(serializers.Serializer):
+    queue = serializers.CharField(allow_null=True, help_text="Its queue (with by=queue), or null.")
+    points = _LatencyBucket(many=True, help_text="Every bucket of the range, oldest first.")
+
+
+class LatencySerializer(serializers.Serializer):
+    range = serializers.CharField()
+    bucket_seconds = serializers.IntegerField()
+    queue = serializers.CharField(allow_null=True)
+    type = serializers.CharField(allow_null=True)
+    by = serializers.CharField(allow_null=True)
+    series = _LatencySeries(many=True)
+
+
 class MetricsSerializer(serializers.Serializer):
     generated_at = ISODateTimeField()
     counts_by_status = _CountsByStatus()
@@ -174,3 +212,26 @@ class ThroughputView(JobQueueAPIView):
         query = ThroughputQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         return Response(ThroughputSerializer(selectors.throughput(**query.validated_data)).data)
+
+
+class LatencyView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Wait and run time percentiles per bucket, over a range", tags=["metrics"],
+        operation_id="v1_metrics_latency_retrieve",
+        description="p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to "
+                    "claim) and of the run time (claim to finish), in seconds, of the jobs that "
+                    "succeeded or failed in each bucket (their last attempt), with their count; "
+                    "null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` "
+                    "and `type` narrow it; `by=queue` answers a series per queue.",
+        parameters=[LatencyQuerySerializer],
+        responses={200: LatencySerializer, **errors(400, 401, 403, 503)},
+    )
+    def get(self, request):
+        query = LatencyQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = dict(query.validated_data)
+        data["by_queue"] = data.pop("by", "") == "queue"
+        return Response(LatencySerializer(selectors.latency(**data)).data)

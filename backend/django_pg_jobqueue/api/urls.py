@@ -14,9 +14,10 @@ from .batches import BatchViewSet
 from .events import EventFeedView
 from .health import HealthView
 from .jobs.actions import JobActionsView
+from .jobs.suggestions import JobSuggestionsView
 from .jobs.types import JobTypeListView
 from .jobs.views import JobViewSet
-from .metrics import MetricsView, ThroughputView
+from .metrics import LatencyView, MetricsView, ThroughputView
 from .not_found import api_not_found
 from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
@@ -44,6 +45,7 @@ def schedule(method: str, action: str):
 v1 = [
     # Before the router's routes, whose `jobs/{id}/` would take `jobs/actions/`.
     path("jobs/actions/", JobActionsView.as_view(), name="job-actions"),
+    path("jobs/suggestions/", JobSuggestionsView.as_view(), name="job-suggestions"),
     *router.urls,
     path("events/", EventFeedView.as_view(), name="event-feed"),
     path("job-types/", JobTypeListView.as_view(), name="job-types"),
@@ -56,6 +58,7 @@ v1 = [
     path("schedules/<str:name>/ticks/", schedule("get", "ticks"), name="schedule-ticks"),
     path("metrics/", MetricsView.as_view(), name="api-metrics"),
     path("metrics/throughput/", ThroughputView.as_view(), name="api-throughput"),
+    path("metrics/latency/", LatencyView.as_view(), name="api-latency"),
     path("auth/csrf/", CsrfView.as_view(), name="auth-csrf"),
     path("auth/login/", LoginView.as_view(), name="auth-login"),
     path("auth/logout/", LogoutView.as_view(), name="auth-logout"),

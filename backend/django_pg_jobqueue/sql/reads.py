@@ -84,6 +84,69 @@ SEARCH_TEXT_MATCHES = (
     " OR last_error ILIKE %s)"
 )
 
+# --- the payload filter: jobs whose payload contains a JSON object --------------------------
+# `?payload=customer_id:42` (arguments.check_payload_filter) as `payload @> '{"customer_id": 42}'`,
+# read from the side table's copy of the payload: job_search_text_payload_idx (migration 0025),
+# a GIN jsonb_path_ops index on `payload_text::jsonb`, serves the containment. Not an index on
+# `jobs.payload`: every claim and completion rewrites the job row (status is indexed, so neither
+# is a HOT update) and would write the payload's GIN entries again each time, as the trigram
+# index did before migration 0016 (docs/explanation/performance.md); the side table's row is
+# written once, at enqueue. A job whose payload is `{}` has no row and needs none: no filter
+# names an empty object. AND-ed with the list's other filters as a semi-join (`id IN`), so the
+# planner may start from either side. A boolean expression for the list's ORM query (RawSQL);
+# its one parameter: the object's JSON text.
+PAYLOAD_CONTAINS = (
+    "id IN (SELECT job_id FROM job_search_text WHERE payload_text::jsonb @> %s::jsonb)"
+)
+
+# --- the filter bar's suggestions: distinct queues, types and concurrency keys by prefix -------
+# A skip scan as JOB_QUEUE_NAMES, from the first value at or after the prefix: each step is one
+# probe of the column's index (jobs_queue_status_idx, jobs_type_status_idx,
+# jobs_concurrency_key_idx) for the next distinct value, so the cost is at most %(steps)s probes
+# whatever the table holds. The walk stops after %(limit)s values with the prefix or %(steps)s
+# values in all: under a collation other than "C" the values with a prefix need not be next to
+# each other in the index's order (punctuation is weighed last), so it walks on past a value
+# without it, up to the bound. For concurrency keys it also skips the keys of API users
+# (`api:<user id>:...`, keys.py) in one probe, never returns one (the reader's own are looked
+# up apart, under their scope), and keeps to the keyed rows of the partial index.
+_VALUES_WALK = """
+WITH RECURSIVE walk(value, step, found) AS (
+    (SELECT {column}, 1, ({matches})::int FROM jobs
+     WHERE {column} >= %(prefix)s{keyed} ORDER BY {column} LIMIT 1)
+    UNION ALL
+    SELECT next.value, w.step + 1, w.found + ({next_matches})::int
+    FROM walk w, LATERAL (
+        SELECT j.{column} AS value FROM jobs j
+        WHERE j.{column} > {after}{keyed_j} ORDER BY j.{column} LIMIT 1
+    ) next
+    WHERE w.step < %(steps)s AND w.found < %(limit)s
+)
+SELECT value FROM walk WHERE {final_matches} ORDER BY value LIMIT %(limit)s
+"""
+
+
+def _values_walk(column: str) -> str:
+    keyed = column == "concurrency_key"
+    # A value the walk returns: it has the prefix and, for a key, it is not an API user's
+    # unless the prefix names that user's scope.
+    matches = ("starts_with({v}, %(prefix)s) AND (starts_with(%(prefix)s, 'api:') "
+               "OR NOT starts_with({v}, 'api:'))" if keyed else "starts_with({v}, %(prefix)s)")
+    return _VALUES_WALK.format(
+        column=column,
+        matches=matches.format(v=column),
+        next_matches=matches.format(v="next.value"),
+        final_matches=matches.format(v="value"),
+        keyed=" AND concurrency_key IS NOT NULL" if keyed else "",
+        keyed_j=" AND j.concurrency_key IS NOT NULL" if keyed else "",
+        # Past every `api:` key in one probe: "api;" is the first text after them (";"
+        # follows ":"), unless the prefix is in an API user's scope.
+        after=("CASE WHEN starts_with(w.value, 'api:') AND NOT starts_with(%(prefix)s, 'api:')"
+               " THEN 'api;' ELSE w.value END" if keyed else "w.value"),
+    )
+
+
+DISTINCT_VALUES = {column: _values_walk(column) for column in ("queue", "type", "concurrency_key")}
+
 # --- periodic schedules: each schedule's jobs ------------------------------------------------
 # A schedule's jobs, newest first: its ticks' and its run-now jobs (their idempotency keys are
 # `periodic:<name>:<tick>` and `periodic:<name>:manual:<id>`). jobs_periodic_schedule_idx
@@ -126,6 +189,53 @@ SELECT b.bucket, coalesce(p.succeeded, 0), coalesce(p.failed, 0)
 FROM range r, generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
 LEFT JOIN per_bucket p ON p.bucket = b.bucket
 ORDER BY b.bucket
+"""
+
+# --- latency: wait and run time percentiles per bucket, for a range, a queue and a type ------
+# Each finished job (succeeded or failed) that ran is one sample, in the bucket of its
+# finished_at, from its last attempt: its wait, started_at - available_at (from when it was due
+# to its claim, as its `claimed` event's wait_seconds says), and its run, finished_at -
+# started_at. p50, p95 and p99 by percentile_cont (interpolated between samples), and the
+# samples' count. Every bucket of the range is present (NULL percentiles without samples),
+# oldest first, named by its start, as THROUGHPUT's. jobs_status_finished_idx (status,
+# finished_at) serves the range: the cost is the range's finished jobs, not the table. NULL
+# queue / type: every one. %(by_queue)s true: one series per queue that has samples in the
+# range (its name first in each row), else one for all (NULL first).
+LATENCY = """
+WITH bounds AS (
+    SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
+),
+range AS (
+    SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
+    FROM bounds
+),
+samples AS (
+    SELECT CASE WHEN %(by_queue)s THEN j.queue END AS series,
+           date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
+           greatest(extract(epoch FROM j.started_at - j.available_at), 0) AS wait,
+           greatest(extract(epoch FROM j.finished_at - j.started_at), 0) AS run
+    FROM jobs j, range r
+    WHERE j.status IN ('succeeded', 'failed') AND j.finished_at >= r.first_bucket
+      AND j.started_at IS NOT NULL
+      AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+      AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+),
+per_bucket AS (
+    SELECT series, bucket, count(*) AS jobs,
+           percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY wait) AS wait,
+           percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY run) AS run
+    FROM samples GROUP BY series, bucket
+),
+series AS (
+    SELECT DISTINCT series FROM per_bucket
+    UNION SELECT NULL WHERE NOT %(by_queue)s
+)
+SELECT s.series, b.bucket, coalesce(p.jobs, 0),
+       p.wait[1], p.wait[2], p.wait[3], p.run[1], p.run[2], p.run[3]
+FROM series s CROSS JOIN range r
+CROSS JOIN generate_series(r.first_bucket, r.last_bucket, %(bucket)s::interval) AS b(bucket)
+LEFT JOIN per_bucket p ON p.series IS NOT DISTINCT FROM s.series AND p.bucket = b.bucket
+ORDER BY s.series, b.bucket
 """
 
 # --- tracing: the producer's trace context, read back from the job's created event --------

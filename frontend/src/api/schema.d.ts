@@ -418,6 +418,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/suggestions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distinct queues, types or concurrency keys by prefix
+         * @description For a filter's autocompletion: the distinct values of `field` among the jobs kept that start with `prefix`, in order, at most `limit` (10; 50 at most). Each value is one probe of the field's index, so the answer costs the same however many jobs there are; a walk past values without the prefix stops after 10 probes per value asked for, so under a database collation other than C a value may be missed. Concurrency keys are the ones given from Python and your own (as you sent them), never another API user's.
+         */
+        get: operations["v1_jobs_suggestions_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/metrics/": {
         parameters: {
             query?: never;
@@ -430,6 +450,26 @@ export interface paths {
          * @description Counts by status; queued depth by priority and queue; the oldest runnable job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and p95 run time and retry rate over the last 15 minutes; succeeded/failed per minute (15 points); active worker processes with the jobs they run.
          */
         get: operations["v1_metrics_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metrics/latency/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Wait and run time percentiles per bucket, over a range
+         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue.
+         */
+        get: operations["v1_metrics_latency_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1015,6 +1055,8 @@ export interface components {
             schedule?: string;
             /** @description As the list's search: an id, a key, or text in any job (3+ characters). */
             search?: string;
+            /** @description As the list's payload filter: `path:value`, the jobs whose payload contains it (`customer_id:42`). */
+            payload?: string;
         };
         /**
          * @description An action on the given jobs (`ids`), on every job matching `filter`, or on every job
@@ -1378,6 +1420,12 @@ export interface components {
          * @enum {string}
          */
         JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "waiting";
+        JobSuggestions: {
+            field: string;
+            prefix: string;
+            /** @description Distinct values in the jobs kept, in order (at most `limit`). */
+            values: string[];
+        };
         JobType: {
             name: string;
             description: string;
@@ -1395,6 +1443,14 @@ export interface components {
             };
             /** @description Whether the API (and the dashboard's create form) may create jobs of this type: JOB_API_CREATABLE_TYPES, or for django_task JOB_API_CREATABLE_TASKS. */
             creatable: boolean;
+        };
+        Latency: {
+            range: string;
+            bucket_seconds: number;
+            queue: string | null;
+            type: string | null;
+            by: string | null;
+            series: components["schemas"]["_LatencySeries"][];
         };
         /**
          * @description * `alive` - alive
@@ -1908,6 +1964,51 @@ export interface components {
              * @description When it finished (null: not yet).
              */
             finished_at: string | null;
+        };
+        _LatencyBucket: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            at: string;
+            /** @description Jobs that finished in the bucket (the samples). */
+            jobs: number;
+            /**
+             * Format: double
+             * @description Median wait: from when the job was due to its claim.
+             */
+            wait_p50_seconds: number | null;
+            /**
+             * Format: double
+             * @description 95th percentile of the wait.
+             */
+            wait_p95_seconds: number | null;
+            /**
+             * Format: double
+             * @description 99th percentile of the wait.
+             */
+            wait_p99_seconds: number | null;
+            /**
+             * Format: double
+             * @description Median run time: from its claim to its finish.
+             */
+            run_p50_seconds: number | null;
+            /**
+             * Format: double
+             * @description 95th percentile of the run time.
+             */
+            run_p95_seconds: number | null;
+            /**
+             * Format: double
+             * @description 99th percentile of the run time.
+             */
+            run_p99_seconds: number | null;
+        };
+        _LatencySeries: {
+            /** @description Its queue (with by=queue), or null. */
+            queue: string | null;
+            /** @description Every bucket of the range, oldest first. */
+            points: components["schemas"]["_LatencyBucket"][];
         };
         _PriorityDepth: {
             priority: number;
@@ -2506,6 +2607,8 @@ export interface operations {
                 page?: number;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description The jobs whose payload contains a value: `path:value`, the path one key or several joined by dots, the value JSON (`42`, `true`, `"42"` for the string) or else the text itself. `customer_id:42` is the payload containment `payload @> {"customer_id": 42}`; `customer.city:Lyon` is `{"customer": {"city": "Lyon"}}`. A GIN index serves it, for every job however old. */
+                payload?: string;
                 /** @description Exact priority. */
                 priority?: number;
                 priority_max?: number;
@@ -3551,6 +3654,74 @@ export interface operations {
             };
         };
     };
+    v1_jobs_suggestions_retrieve: {
+        parameters: {
+            query: {
+                /**
+                 * @description What to suggest: queue, type or concurrency_key.
+                 *
+                 *     * `queue` - queue
+                 *     * `type` - type
+                 *     * `concurrency_key` - concurrency_key
+                 */
+                field: "queue" | "type" | "concurrency_key";
+                /** @description At most this many values. */
+                limit?: number;
+                /** @description The values start with this text (case-sensitive); empty: the first ones. */
+                prefix?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSuggestions"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_metrics_retrieve: {
         parameters: {
             query?: never;
@@ -3566,6 +3737,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Metrics"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_metrics_latency_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description queue: a series per queue that finished jobs in the range (the queues page's sparklines); without it, one series.
+                 *
+                 *     * `queue` - queue
+                 */
+                by?: "queue" | "";
+                /** @description Only this queue's jobs. */
+                queue?: string;
+                /**
+                 * @description 15m and 1h: per minute; 24h: per 30 minutes.
+                 *
+                 *     * `15m` - 15m
+                 *     * `1h` - 1h
+                 *     * `24h` - 24h
+                 */
+                range?: "15m" | "1h" | "24h";
+                /** @description Only this type's jobs. */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Latency"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

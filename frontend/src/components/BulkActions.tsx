@@ -40,7 +40,7 @@ const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
 /** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
 export function toActionFilter(values: FilterValues): JobActionFilter {
   const out: Record<string, string | number> = {};
-  for (const key of ["status", "state", "type", "queue", "priority", "search", "schedule"] as const) {
+  for (const key of ["status", "state", "type", "queue", "priority", "search", "payload", "schedule"] as const) {
     const value = values[key]?.toString().trim();
     if (!value) continue;
     out[key] = key === "priority" && /^-?\d+$/.test(value) ? Number(value) : value;

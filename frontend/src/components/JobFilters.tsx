@@ -14,12 +14,22 @@ export type FilterValues = {
   ordering?: string;
   /** Exact concurrency key: the jobs that share it (`customer:42`). */
   concurrency_key?: string;
+  /** What the payload contains: `path:value` (`customer_id:42`, `customer.city:Lyon`). */
+  payload?: string;
   /** The periodic schedule that enqueued the jobs (from the periodic jobs page; no field). */
   schedule?: string;
 };
 
-/** What the filters offer to choose from, as the route loaded it: job types and queues. */
-export type FilterChoices = { types: string[]; queues: string[] };
+/**
+ * What the filters offer to choose from, as the route loaded it: job types and queues, and the
+ * concurrency keys starting with what the key field holds (`suggestKeys` is told what is typed).
+ */
+export type FilterChoices = {
+  types: string[];
+  queues: string[];
+  concurrencyKeys?: string[];
+  suggestKeys?: (typed: string) => void;
+};
 
 export const ORDERINGS: [string, string][] = [
   ["-id", "Newest first"],
@@ -124,6 +134,8 @@ function TextField({
   invalid,
   list,
   inputMode,
+  placeholder = "any",
+  wide = false,
   children,
 }: {
   id: string;
@@ -133,17 +145,20 @@ function TextField({
   invalid: boolean;
   list?: string;
   inputMode?: "numeric";
+  placeholder?: string;
+  /** As wide as its hint (the search box's width), rather than a short field's. */
+  wide?: boolean;
   /** What goes with the box (its list of choices). */
   children?: ReactNode;
 }) {
   return (
-    <div className="field">
+    <div className={wide ? "field wide" : "field"}>
       <label htmlFor={id}>{label}</label>
       <input
         id={id}
         value={value}
         aria-invalid={invalid || undefined}
-        placeholder="any"
+        placeholder={placeholder}
         list={list}
         inputMode={inputMode}
         onChange={(e) => onChange(e.target.value)}
@@ -179,6 +194,7 @@ export function JobFilters({
     priority: values.priority ?? "",
     search: values.search ?? "",
     concurrency_key: values.concurrency_key ?? "",
+    payload: values.payload ?? "",
   };
   const [text, setText] = useState(applied);
   const [appliedKey, setAppliedKey] = useState(JSON.stringify(applied));
@@ -267,8 +283,32 @@ export function JobFilters({
             )}
           </div>
         )}
+        {show("payload") && (
+          <TextField
+            {...field("payload")}
+            id="f-payload"
+            label="Payload"
+            placeholder="path:value, e.g. customer_id:42"
+            wide
+          />
+        )}
         {show("concurrency_key") && (
-          <TextField {...field("concurrency_key")} id="f-concurrency-key" label="Concurrency key" />
+          <TextField
+            {...field("concurrency_key")}
+            onChange={(value) => {
+              setText({ ...text, concurrency_key: value });
+              choices.suggestKeys?.(value);
+            }}
+            id="f-concurrency-key"
+            label="Concurrency key"
+            list="f-concurrency-key-list"
+          >
+            <datalist id="f-concurrency-key-list" data-testid="concurrency-key-choices">
+              {(choices.concurrencyKeys ?? []).map((k) => (
+                <option key={k} value={k} />
+              ))}
+            </datalist>
+          </TextField>
         )}
         {show("ordering") && (
           <FilterSelect
@@ -306,6 +346,7 @@ export const FILTER_LABELS: Record<keyof FilterValues, string> = {
   priority: "Priority",
   search: "Search",
   concurrency_key: "Concurrency key",
+  payload: "Payload",
   ordering: "Order",
   schedule: "Schedule",
 };

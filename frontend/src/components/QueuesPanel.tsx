@@ -1,6 +1,7 @@
 import { Link } from "react-router";
 import type { QueueAction } from "../api/queues";
-import type { Queue } from "../api/types";
+import type { LatencyPoint, Queue } from "../api/types";
+import { Sparkline } from "./LatencyChart";
 import type { Loaded, Mutation } from "../views/types";
 import { Empty, ErrorState, Loading } from "./States";
 
@@ -23,6 +24,7 @@ export function QueuesPanel({
   maxDepth,
   title = "Queues",
   allLimits = false,
+  sparklines,
 }: {
   queues: Loaded<Queue[]>;
   toggle: Mutation<QueueAction> | null;
@@ -30,6 +32,8 @@ export function QueuesPanel({
   title?: string;
   /** The limit column even when no queue has a limit (the queues page). */
   allLimits?: boolean;
+  /** Each queue's percentiles per minute over the last hour (the queues page): a wait p95 column. */
+  sparklines?: Record<string, LatencyPoint[]>;
 }) {
   const all = sortQueues(queues.data ?? []);
   const shown = all;
@@ -63,6 +67,7 @@ export function QueuesPanel({
                     <th className="num">Runnable</th>
                     <th className="num">Running</th>
                     {limits && <th>Limit</th>}
+                    {sparklines && <th>Wait p95, last hour</th>}
                     <th>State</th>
                   </tr>
                 </thead>
@@ -106,6 +111,16 @@ export function QueuesPanel({
                             ) : (
                               `${q.concurrency_limit} at once`
                             )}
+                          </td>
+                        )}
+                        {sparklines && (
+                          <td data-label="Wait p95, last hour" data-testid="queue-sparkline">
+                            <Sparkline
+                              points={sparklines[q.name] ?? []}
+                              kind="wait"
+                              pct="p95"
+                              name={`Queue ${q.name}`}
+                            />
                           </td>
                         )}
                         <td className="nowrap card-status">

@@ -14,6 +14,7 @@ const KEYS = [
   "ordering",
   "schedule",
   "concurrency_key",
+  "payload",
 ] as const;
 
 /**
@@ -90,6 +91,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
     search: values.search?.trim() || undefined,
     schedule: values.schedule || undefined,
     concurrency_key: values.concurrency_key?.trim() || undefined,
+    payload: values.payload?.trim() || undefined,
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,
     page_size: pageSize,

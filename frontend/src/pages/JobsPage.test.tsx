@@ -20,6 +20,16 @@ function fakeApi(requested: URL[]) {
     if (url.pathname.endsWith("/queues/")) {
       return new Response(JSON.stringify([queue("emails"), queue("reports")]), { status: 200 });
     }
+    if (url.pathname.endsWith("/jobs/suggestions/")) {
+      const field = url.searchParams.get("field")!;
+      const prefix = url.searchParams.get("prefix") ?? "";
+      const kept: Record<string, string[]> = {
+        type: ["noop", "retired_type"],
+        concurrency_key: ["customer:1", "customer:2", "tenant-7"],
+      };
+      const values = (kept[field] ?? []).filter((v) => v.startsWith(prefix));
+      return new Response(JSON.stringify({ field, prefix, values }), { status: 200 });
+    }
     const errors: Record<string, string[]> = {};
     const status = url.searchParams.get("status");
     if (
@@ -30,6 +40,10 @@ function fakeApi(requested: URL[]) {
     }
     const priority = url.searchParams.get("priority");
     if (priority !== null && !/^-?\d+$/.test(priority)) errors.priority = ["Enter a whole number."];
+    const payload = url.searchParams.get("payload");
+    if (payload !== null && !payload.includes(":")) {
+      errors.payload = [`must be path:value, such as customer_id:42; got '${payload}'`];
+    }
     if (Object.keys(errors).length) {
       return new Response(JSON.stringify({ code: "invalid", detail: "invalid", errors }), { status: 400 });
     }
@@ -195,6 +209,67 @@ describe("the concurrency key filter", () => {
   it("reads the key from the address", async () => {
     renderAt("/jobs?concurrency_key=tenant-7");
     expect(await screen.findByLabelText("Concurrency key")).toHaveValue("tenant-7");
+  });
+});
+
+describe("the concurrency key's suggestions", () => {
+  it("offers the keys starting with what is typed, asked once typing pauses, not per keystroke", async () => {
+    const requested = renderAt("/jobs");
+    await userEvent.type(await screen.findByLabelText("Concurrency key"), "cust");
+    const choices = () =>
+      [...screen.getByTestId("concurrency-key-choices").querySelectorAll("option")].map((o) => o.value);
+    await waitFor(() => expect(choices()).toEqual(["customer:1", "customer:2"]));
+    expect(screen.getByLabelText("Concurrency key")).toHaveAttribute("list", "f-concurrency-key-list");
+    const asked = requested
+      .filter((u) => u.pathname.endsWith("/jobs/suggestions/") && u.searchParams.get("field") === "concurrency_key")
+      .map((u) => u.searchParams.get("prefix"));
+    expect(asked).toEqual(["cust"]);
+  });
+
+  it("asks for none before the key field is used", async () => {
+    const requested = renderAt("/jobs");
+    await screen.findByText("No jobs match");
+    expect(requested.some((u) => u.searchParams.get("field") === "concurrency_key")).toBe(false);
+  });
+});
+
+describe("the type filter", () => {
+  it("offers the registered types and those the jobs kept still carry", async () => {
+    renderAt("/jobs");
+    const select = await screen.findByLabelText("Type");
+    await waitFor(() =>
+      expect([...select.querySelectorAll("option")].map((o) => o.value)).toEqual(["", "noop", "retired_type"]),
+    );
+  });
+});
+
+describe("the payload filter", () => {
+  it("asks the list for the jobs whose payload holds path:value, once applied, and keeps it in the address", async () => {
+    const requested = renderAt("/jobs");
+    await userEvent.type(await screen.findByLabelText("Payload"), "customer_id:42");
+    await userEvent.click(screen.getByRole("button", { name: "Apply" }));
+    await waitFor(() =>
+      expect(new URL(screen.getByTestId("where").textContent!, "http://test").searchParams.get("payload")).toBe(
+        "customer_id:42",
+      ),
+    );
+    await waitFor(() =>
+      expect(
+        requested
+          .filter((u) => u.pathname.endsWith("/jobs/"))
+          .at(-1)!
+          .searchParams.get("payload"),
+      ).toBe("customer_id:42"),
+    );
+  });
+
+  it("shows the API's refusal of a term it cannot read, named, with a way to clear it", async () => {
+    renderAt("/jobs?payload=customer_id");
+    const problem = await screen.findByTestId("filter-problem");
+    expect(problem).toHaveTextContent("Payload “customer_id”: must be path:value");
+    expect(screen.getByLabelText("Payload")).toHaveAttribute("aria-invalid", "true");
+    await userEvent.click(within(problem).getByRole("button", { name: "Clear payload" }));
+    await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs$/));
   });
 });
 

@@ -3,11 +3,30 @@ import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Queue } from "../api/types";
 import { expectCardLabels } from "../test/cards";
-import { CAN_VIEW, queue, user } from "../test/factories";
+import { CAN_VIEW, latencyPoint, queue, user } from "../test/factories";
 import { renderWithClient } from "../test/render";
 import { QueuesPage } from "./QueuesPage";
 
-/** The queues endpoint: the list, and pause and resume changing it. */
+/** Each queue's wait over the last hour (by=queue): emails waited, reports finished none. */
+const LATENCY = {
+  range: "1h",
+  bucket_seconds: 60,
+  queue: null,
+  type: null,
+  by: "queue",
+  series: [
+    {
+      queue: "emails",
+      points: [
+        latencyPoint("2026-12-05T10:00:00Z", 2, { wait_p95_seconds: 4 }),
+        latencyPoint("2026-12-05T10:01:00Z"),
+        latencyPoint("2026-12-05T10:02:00Z", 1, { wait_p95_seconds: 1.5 }),
+      ],
+    },
+  ],
+};
+
+/** The queues endpoint: the list, and pause and resume changing it; the sparklines' percentiles. */
 function fakeQueuesApi(initial: Queue[]) {
   let queues = initial;
   const posted: string[] = [];
@@ -21,6 +40,7 @@ function fakeQueuesApi(initial: Queue[]) {
         queues = queues.map((x) => (x.name === name ? { ...x, paused: url.endsWith("/pause/") } : x));
         return new Response(JSON.stringify(queues.find((x) => x.name === name)), { status: 200 });
       }
+      if (url.includes("/metrics/latency/")) return new Response(JSON.stringify(LATENCY), { status: 200 });
       return new Response(JSON.stringify(queues), { status: 200 });
     }),
   );
@@ -30,6 +50,20 @@ function fakeQueuesApi(initial: Queue[]) {
 afterEach(() => vi.unstubAllGlobals());
 
 describe("the queues page", () => {
+  it("draws each queue's wait p95 over the last hour, with its latest value, and says when none finished", async () => {
+    fakeQueuesApi([queue("emails", { queued: 1, runnable: 1 }), queue("reports")]);
+    renderWithClient(<QueuesPage />, { user: user(), at: "/queues", path: "/queues" });
+    const table = await screen.findByTestId("queues-table");
+    expect(within(table).getByRole("columnheader", { name: "Wait p95, last hour" })).toBeInTheDocument();
+    const cell = (name: string) =>
+      within(table.querySelector<HTMLElement>(`tr[data-queue="${name}"]`)!).getByTestId("queue-sparkline");
+    expect(await within(cell("emails")).findByRole("img")).toHaveAccessibleName(
+      "Queue emails: wait p95 up to 4.0 s, latest 1.5 s",
+    );
+    expect(cell("emails")).toHaveTextContent("1.5 s");
+    expect(cell("reports")).toHaveTextContent("no jobs finished");
+  });
+
   it("lists every queue with what it holds and runs, its limit (none said as such) and whether it is paused", async () => {
     fakeQueuesApi([
       queue("emails", { queued: 5, runnable: 3, running: 1 }),

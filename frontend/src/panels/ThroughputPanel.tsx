@@ -23,7 +23,7 @@ export const RANGES: readonly { value: ThroughputRange; label: string; per: stri
 ];
 
 /** "12:30" for a bucket; with the day when the range spans one. */
-function bucketLabel(iso: string, range: ThroughputRange): string {
+export function bucketLabel(iso: string, range: ThroughputRange): string {
   const d = new Date(iso);
   const time = d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false });
   return range === "24h" ? `${d.toLocaleDateString(undefined, { weekday: "short" })} ${time}` : time;

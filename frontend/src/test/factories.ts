@@ -2,7 +2,7 @@
  * Whole API answers for component and page tests, with the fields a test cares about
  * overridden: a user and their permissions, jobs, events, queues, workers, metrics.
  */
-import type { Job, JobEvent, Metrics, Queue, User, Worker, WorkerProcess } from "../api/types";
+import type { Job, JobEvent, LatencyPoint, Metrics, Queue, User, Worker, WorkerProcess } from "../api/types";
 import type { Loaded } from "../views/types";
 
 export function loaded<T>(data: T): Loaded<T> {
@@ -93,6 +93,19 @@ export function jobEvent(id: number, kind: string, extra: Partial<JobEvent> = {}
 /** A queue with nothing in it and nothing set on it. */
 export function queue(name: string, extra: Partial<Queue> = {}): Queue {
   return { name, paused: false, concurrency_limit: null, queued: 0, runnable: 0, running: 0, ...extra };
+}
+
+/** A bucket of GET metrics/latency/: `jobs` finished in it, each percentile as given (none: null). */
+export function latencyPoint(at: string, jobs = 0, figures: Partial<LatencyPoint> = {}): LatencyPoint {
+  const none = {
+    wait_p50_seconds: null,
+    wait_p95_seconds: null,
+    wait_p99_seconds: null,
+    run_p50_seconds: null,
+    run_p95_seconds: null,
+    run_p99_seconds: null,
+  };
+  return { at, jobs, ...none, ...figures };
 }
 
 /** A process of the workers page: alive, beating every 2 s, running job #42 on its thread 3. */

@@ -32,12 +32,15 @@ export function OverviewView({
   activity,
   queues,
   throughput,
+  latency,
 }: {
   metrics: Loaded<Metrics>;
   activity: Loaded<ActivityFeed>;
   queues: OverviewQueues;
   /** The throughput chart. */
   throughput: ReactNode;
+  /** The wait and run time percentiles, beside it. */
+  latency?: ReactNode;
 }) {
   return (
     <>
@@ -58,7 +61,7 @@ export function OverviewView({
       ) : metrics.isError && !metrics.data ? (
         <ErrorState error={metrics.error} onRetry={() => void metrics.refetch()} />
       ) : (
-        <MetricsView m={metrics.data!} queues={queues} throughput={throughput} activity={activity} />
+        <MetricsView m={metrics.data!} queues={queues} throughput={throughput} latency={latency} activity={activity} />
       )}
     </>
   );
@@ -71,11 +74,13 @@ function MetricsView({
   m,
   queues,
   throughput,
+  latency,
   activity,
 }: {
   m: Metrics;
   queues: OverviewQueues;
   throughput: ReactNode;
+  latency?: ReactNode;
   activity: Loaded<ActivityFeed>;
 }) {
   const c = m.counts_by_status;
@@ -141,6 +146,10 @@ function MetricsView({
 
       <div className="grid grid-2" style={{ marginBottom: 14 }}>
         {throughput}
+        {latency}
+      </div>
+
+      <div className="grid grid-2" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="finished-title">
           <header>
             <h2 id="finished-title">Finished and run time</h2>
@@ -186,9 +195,6 @@ function MetricsView({
             <dd>{m.run_time_seconds.sample_size} jobs finished in 15 min</dd>
           </dl>
         </section>
-      </div>
-
-      <div className="grid grid-2" style={{ marginBottom: 14 }}>
         <section className="panel" aria-labelledby="priority-title">
           <header>
             <h2 id="priority-title">Queued by priority</h2>
@@ -217,6 +223,9 @@ function MetricsView({
             </div>
           )}
         </section>
+      </div>
+
+      <div style={{ marginBottom: 14 }}>
         <QueuesPanel queues={queues.list} toggle={queues.toggle} maxDepth={m.queued.max_depth} />
       </div>
 

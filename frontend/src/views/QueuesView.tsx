@@ -4,7 +4,7 @@
  * whether it is paused, each linked to its own page (cards on a phone).
  */
 import type { QueueAction } from "../api/queues";
-import type { Queue } from "../api/types";
+import type { Latency, Queue } from "../api/types";
 import { QueuesPanel } from "../components/QueuesPanel";
 import { LiveIndicator } from "../components/States";
 import type { Loaded, Mutation } from "./types";
@@ -12,10 +12,13 @@ import type { Loaded, Mutation } from "./types";
 export function QueuesView({
   queues,
   toggle,
+  latency,
 }: {
   queues: Loaded<Queue[]>;
   /** Pause and resume (null: the user may not). */
   toggle: Mutation<QueueAction> | null;
+  /** Each queue's percentiles over the last hour (by=queue), for the sparklines; none yet. */
+  latency?: Latency;
 }) {
   const count = queues.data?.length;
   return (
@@ -32,6 +35,7 @@ export function QueuesView({
         toggle={toggle}
         maxDepth={null}
         allLimits
+        sparklines={latency ? Object.fromEntries(latency.series.map((s) => [s.queue ?? "", s.points])) : undefined}
         title={count === undefined ? "Queues" : `${count.toLocaleString()} queue${count === 1 ? "" : "s"}`}
       />
     </>

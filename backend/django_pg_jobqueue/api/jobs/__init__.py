@@ -6,4 +6,5 @@
     retry.py        POST jobs/retry/: the dead letter's bulk retry
     actions.py      POST jobs/actions/: any operator action on many jobs
     types.py        GET job-types/: the registered types and their defaults
+    suggestions.py  GET jobs/suggestions/: distinct queues, types, concurrency keys by prefix
 """

@@ -61,6 +61,9 @@ class JobActionFilterSerializer(StrictSerializer):
                                      help_text="The jobs this periodic schedule enqueued.")
     search = serializers.CharField(required=False, allow_blank=True,
                                    help_text="As the list's search: an id, a key, or text in any job (3+ characters).")
+    payload = serializers.CharField(required=False, allow_blank=True, help_text=(
+        "As the list's payload filter: `path:value`, the jobs whose payload contains it "
+        "(`customer_id:42`)."))
 
 
 class JobActionSerializer(StrictSerializer):
