@@ -24,6 +24,7 @@ from .exceptions import DirectJobCreation
 from .states import (
     AFTER_FAILURE_CANCEL,
     AFTER_FAILURE_CHOICES,
+    MAX_AGING_SECONDS,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
     MAX_RATE_PERIOD_SECONDS,
@@ -157,6 +158,10 @@ class Job(models.Model):
     concurrency_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
                                        blank=True)
     concurrency_key_limit = models.SmallIntegerField(null=True, blank=True)
+    # Fair shares (docs/how-to/fairness.md): in a queue whose setting says `fair`, claims
+    # take jobs round-robin across these keys (sql.CLAIM_FAIR). NULL: no key.
+    fairness_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
+                                    blank=True)
     # Enqueue policies (docs/how-to/enqueue-policies.md). A job still queued at expires_at is
     # never claimed (sql.CLAIM's filter) and the reaper's sweep ends it cancelled with an
     # `expired` event (sql.EXPIRE_QUEUED_PAST_DEADLINE). NULL: it never expires.
@@ -300,6 +305,14 @@ class Job(models.Model):
                 "concurrency_key", F("priority").desc(), "available_at", "created_at", "id",
                 name="jobs_key_claim_order_idx",
                 condition=Q(status="queued", concurrency_key__isnull=False),
+            ),
+            # Fair shares (sql.CLAIM_FAIR): each key's queued jobs in a fair queue, in claim
+            # order within a priority. Holds rows with a fairness key only, so jobs without
+            # one write nothing to it.
+            models.Index(
+                "queue", "fairness_key", F("priority").desc(), "available_at", "created_at",
+                "id", name="jobs_fair_claim_order_idx",
+                condition=Q(status="queued", fairness_key__isnull=False),
             ),
             # The jobs list filtered by key (?concurrency_key=), newest first.
             models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
@@ -600,6 +613,12 @@ class QueueSetting(models.Model):
     queue = models.CharField(max_length=100, primary_key=True)
     paused = models.BooleanField(default=False, db_default=False)
     concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
+    # Fair shares: claims take this queue's jobs round-robin across their fairness keys.
+    fair = models.BooleanField(default=False, db_default=False)
+    # Priority aging: a queued job's effective priority rises by one every aging_seconds it
+    # waited, up to aging_max_priority (NULL: PRIORITY_MAX). NULL: no aging.
+    aging_seconds = models.FloatField(null=True, blank=True)
+    aging_max_priority = models.SmallIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
@@ -609,7 +628,18 @@ class QueueSetting(models.Model):
             models.CheckConstraint(
                 condition=Q(concurrency_limit__isnull=True) | Q(concurrency_limit__gte=1),
                 name="queue_concurrency_limit_positive",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(aging_seconds__isnull=True)
+                | Q(aging_seconds__gt=0, aging_seconds__lte=MAX_AGING_SECONDS),
+                name="queue_aging_seconds_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(aging_max_priority__isnull=True)
+                | Q(aging_seconds__isnull=False, aging_max_priority__gte=PRIORITY_MIN,
+                    aging_max_priority__lte=PRIORITY_MAX),
+                name="queue_aging_max_priority_in_range",
+            ),
         ]
 
 
