@@ -439,13 +439,13 @@ def check_fairness_key(key) -> str | None:
     return check_text_key("fairness_key", key, MAX_CONCURRENCY_KEY_LENGTH)
 
 
-def check_aging(aging_seconds, max_priority) -> tuple[float | None, int | None]:
+def check_aging(aging_seconds, aging_max_priority) -> tuple[float | None, int | None]:
     """A queue's priority aging: `aging_seconds` (above 0, at most MAX_AGING_SECONDS, or
-    None: off) and its cap `max_priority` (PRIORITY_MIN to PRIORITY_MAX, or None:
+    None: off) and its cap `aging_max_priority` (PRIORITY_MIN to PRIORITY_MAX, or None:
     PRIORITY_MAX; only with aging)."""
     if aging_seconds is None:
-        if max_priority is not None:
-            raise InvalidJobArgument("max_priority", "needs aging_seconds")
+        if aging_max_priority is not None:
+            raise InvalidJobArgument("aging_max_priority", "needs aging_seconds")
         return None, None
     if isinstance(aging_seconds, timedelta):
         aging_seconds = aging_seconds.total_seconds()
@@ -455,9 +455,10 @@ def check_aging(aging_seconds, max_priority) -> tuple[float | None, int | None]:
     if not (math.isfinite(aging_seconds) and 0 < aging_seconds <= MAX_AGING_SECONDS):
         raise InvalidJobArgument("aging_seconds", f"must be above 0 and at most "
                                                   f"{MAX_AGING_SECONDS}, not {aging_seconds!r}")
-    if max_priority is not None:
-        max_priority = check_int("max_priority", max_priority, PRIORITY_MIN, PRIORITY_MAX)
-    return float(aging_seconds), max_priority
+    if aging_max_priority is not None:
+        aging_max_priority = check_int("aging_max_priority", aging_max_priority, PRIORITY_MIN,
+                                       PRIORITY_MAX)
+    return float(aging_seconds), aging_max_priority
 
 
 def check_creatable(job_type: str) -> None:

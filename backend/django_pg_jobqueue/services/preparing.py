@@ -15,12 +15,12 @@ from django.utils import timezone
 from .. import catalogue, conf, keys, periodic
 from ..arguments import (
     check_concurrency_key,
-    check_fairness_key,
     check_creatable,
     check_creatable_task,
     check_debounce,
     check_delay,
     check_expiry,
+    check_fairness_key,
     check_idempotency_key,
     check_int,
     check_queue,

@@ -85,11 +85,11 @@ def set_queue_fairness(queue: str, fair: bool, *, actor: str = "") -> QueueSetti
 
 
 def set_queue_aging(queue: str, aging_seconds: float | None, *,
-                    max_priority: int | None = None, actor: str = "") -> QueueSetting:
+                    aging_max_priority: int | None = None, actor: str = "") -> QueueSetting:
     """A queued job of this queue counts as one priority higher for every `aging_seconds` it
-    has been due, up to `max_priority` (None: PRIORITY_MAX), never below its own; None turns
+    has been due, up to `aging_max_priority` (None: PRIORITY_MAX), never below its own; None turns
     aging off. QueueNotFound if the queue does not exist; InvalidJobArgument naming the
     argument for a bad value (docs/how-to/fairness.md)."""
-    aging_seconds, max_priority = check_aging(aging_seconds, max_priority)
+    aging_seconds, aging_max_priority = check_aging(aging_seconds, aging_max_priority)
     return _update_queue(queue, OperatorAction.SET_QUEUE_AGING, actor,
-                         aging_seconds=aging_seconds, aging_max_priority=max_priority)
+                         aging_seconds=aging_seconds, aging_max_priority=aging_max_priority)
