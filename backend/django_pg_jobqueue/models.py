@@ -17,7 +17,7 @@ from contextvars import ContextVar
 
 from django.db import models
 from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db.models.functions import Cast, Now
 from django.db.models.lookups import Exact
 
 from .exceptions import DirectJobCreation
@@ -306,12 +306,14 @@ class Job(models.Model):
                 name="jobs_key_claim_order_idx",
                 condition=Q(status="queued", concurrency_key__isnull=False),
             ),
-            # Fair shares (sql.CLAIM_FAIR): each key's queued jobs in a fair queue, in claim
+            # Fair shares (sql.CLAIM_FAIR): each key's queued jobs in a fair queue, in due
             # order within a priority. Holds rows with a fairness key only, so jobs without
-            # one write nothing to it.
+            # one write nothing to it. The priority as an int: the fair claim looks it up as
+            # `priority::int`, which jobs_claim_order_idx cannot serve, so no statistics can
+            # send a key's lookup down that index instead (a walk of the whole backlog).
             models.Index(
-                "queue", "fairness_key", F("priority").desc(), "available_at", "created_at",
-                "id", name="jobs_fair_claim_order_idx",
+                "queue", "fairness_key", Cast("priority", models.IntegerField()), "available_at",
+                "created_at", "id", name="jobs_fair_claim_order_idx",
                 condition=Q(status="queued", fairness_key__isnull=False),
             ),
             # The jobs list filtered by key (?concurrency_key=), newest first.

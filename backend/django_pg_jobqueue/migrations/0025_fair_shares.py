@@ -17,6 +17,7 @@ order until every worker runs this release).
 """
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
+from django.db.models.functions import Cast
 
 # Frozen: every OperatorAction at this migration (states.py), the union of the earlier lists.
 ACTIONS = ["cancel", "retry", "rerun", "run_now", "edit", "delete", "pause_queue",
@@ -63,7 +64,7 @@ class Migration(migrations.Migration):
         ),
         AddIndexConcurrently(
             model_name='job',
-            index=models.Index(models.F('queue'), models.F('fairness_key'), models.OrderBy(models.F('priority'), descending=True), models.F('available_at'), models.F('created_at'), models.F('id'), condition=models.Q(('fairness_key__isnull', False), ('status', 'queued')), name='jobs_fair_claim_order_idx'),
+            index=models.Index(models.F('queue'), models.F('fairness_key'), Cast('priority', models.IntegerField()), models.F('available_at'), models.F('created_at'), models.F('id'), condition=models.Q(('fairness_key__isnull', False), ('status', 'queued')), name='jobs_fair_claim_order_idx'),
         ),
         migrations.AddConstraint(
             model_name='auditlogentry',

@@ -22,8 +22,9 @@ _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
 # time (job_rate_limits, read with the queue limits) over those JOB_RATE_LIMITS declares.
 _rate_limits: list[RateLimitRow] = []
 # The queues that are fair or age their jobs (sql.CLAIM_FAIR), read with the queue limits:
-# {queue: (fair, aging_seconds or None, aging_max_priority or None)}.
-_fair_queues: dict[str, tuple[bool, float | None, int | None]] = {}
+# {queue: (fair, aging_seconds or None, aging_max_priority or None, whether a job without a
+# fairness key waits in it)}.
+_fair_queues: dict[str, tuple[bool, float | None, int | None, bool]] = {}
 
 
 def queue_limits() -> dict[str, int]:
@@ -42,7 +43,7 @@ def _refresh_probes() -> tuple[dict[str, int], bool]:
     limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
     rates = json.loads(raw_rates) if isinstance(raw_rates, str) else raw_rates
     merged = conf.get().rate_limits_in_force(rates)
-    fair = {q: (bool(f), a, m) for q, f, a, m in
+    fair = {q: (bool(f), a, m, bool(unkeyed)) for q, f, a, m, unkeyed in
             (json.loads(raw_fair) if isinstance(raw_fair, str) else raw_fair)}
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
@@ -83,9 +84,10 @@ def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
     return bool(limited) and (queues is None or any(q in limited for q in queues))
 
 
-def fair_queues() -> dict[str, tuple[bool, float | None, int | None]]:
+def fair_queues() -> dict[str, tuple[bool, float | None, int | None, bool]]:
     """The queues that are fair or age their jobs, {queue: (fair, aging_seconds,
-    aging_max_priority)}; cached like queue_limits()."""
+    aging_max_priority, a job without a fairness key waits in it)}; cached like
+    queue_limits()."""
     queue_limits()  # refreshes them all when stale
     with _limits_lock:
         return dict(_fair_queues)
@@ -97,8 +99,13 @@ def _fair_params(queues) -> dict | None:
     covered = {q: v for q, v in fair_queues().items() if queues is None or q in queues}
     if not covered:
         return None
-    aging = [(q, a, m) for q, (_, a, m) in covered.items() if a is not None]
-    return {"fair_queues": [q for q, (fair, _, _) in covered.items() if fair],
+    aging = [(q, a, m) for q, (_, a, m, _) in covered.items() if a is not None]
+    fair = [q for q, (is_fair, _, _, _) in covered.items() if is_fair]
+    # Rows without a turn of their own to look for (sql.CLAIM_FAIR): the claim covers a queue
+    # that is not fair, or a fair queue with a job without a key waiting.
+    unkeyed = (queues is None or any(q not in fair for q in queues)
+               or any(covered[q][3] for q in fair))
+    return {"fair_queues": fair, "unkeyed": unkeyed,
             "aging_queues": [q for q, _, _ in aging],
             "aging_seconds": [float(a) for _, a, _ in aging],
             "aging_caps": [m for _, _, m in aging], "priority_max": PRIORITY_MAX}
