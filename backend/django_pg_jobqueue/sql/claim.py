@@ -233,7 +233,9 @@ picked AS (
     SELECT id, row_number() OVER () AS n
     FROM (
         SELECT l.id FROM (SELECT id, o FROM ordered ORDER BY o) o, LATERAL (
-            SELECT id FROM jobs WHERE jobs.id = o.id AND status = 'queued'
+            -- IS NOT DISTINCT FROM: the same test as `=` here (status is never NULL), which no
+            -- partial index of queued rows matches, so the primary key serves the lookup
+            SELECT id FROM jobs WHERE jobs.id = o.id AND status IS NOT DISTINCT FROM 'queued'
             FOR UPDATE SKIP LOCKED) l
         ORDER BY o.o  -- the subquery's order: each row locked as the LIMIT asks for it
         LIMIT %(limit)s
