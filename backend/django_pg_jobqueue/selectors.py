@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Count, Q
+from django.db.models import BooleanField, Count, Exists, OuterRef, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -129,8 +129,16 @@ def job_links(job: Job) -> tuple[list[dict], list[dict]]:
 
 
 def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
-    """The job and its latest `events` events, oldest first: two queries."""
-    job = job_get(job_id)
+    """The job and its latest `events` events, oldest first: two queries (a third for a
+    queued job of a fair or aging queue: fairness_wait)."""
+    pk = parse_job_id(job_id)
+    # With the job, whether its queue is fair or ages its jobs: no query more for the others.
+    ordered = QueueSetting.objects.filter(queue=OuterRef("queue")).filter(
+        Q(fair=True) | Q(aging_seconds__isnull=False))
+    job = (Job.objects.filter(pk=pk).annotate(queue_ordered=Exists(ordered)).first()
+           if pk is not None else None)
+    if job is None:
+        raise JobNotFound(job_id)
     latest = list(
         JobEvent.objects.filter(job_id=job.pk).select_related(None).order_by("-id")[:events]
     )
@@ -195,8 +203,9 @@ def fairness_wait(job: Job) -> str:
     claim orders it: its key's turn ("fair shares: key tenant:a takes turns with 2 other
     keys; 3 of its jobs come first") and its effective priority under aging ("aging:
     counts as priority 7 now: 2, +1 per 30 s due, up to 100"); "" for any other job. One
-    query, only for a queued job."""
-    if job.status != Status.QUEUED:
+    query, only for a queued job whose queue is fair or ages its jobs (job_detail annotates
+    `queue_ordered`; without it, the query says)."""
+    if job.status != Status.QUEUED or not getattr(job, "queue_ordered", True):
         return ""
     params = {"queue": job.queue, "key": job.fairness_key, "priority": job.priority,
               "available_at": job.available_at, "created_at": job.created_at, "id": job.pk,

@@ -70,6 +70,15 @@ def test_jobs_without_a_key_share_one_turn():
     assert keys_in_claim_order(claim(4, queues=["fair"])) == ["tenant:a", "-", "tenant:a", "-"]
 
 
+def test_a_job_without_a_key_enqueued_here_is_claimed_at_once_not_after_the_probe():
+    backlog(a=2, b=0, c=0)
+    set_queue_fairness("fair", True)
+    assert keys_in_claim_order(claim(1, queues=["fair"])) == ["tenant:a"]  # probe: none keyless
+    enqueue("noop", queue="fair")
+    claimed = services.claim(worker_ids=WORKERS[:2], queues=["fair"])  # the probe not re-read
+    assert keys_in_claim_order(claimed) == ["tenant:a", "-"]
+
+
 def test_priority_still_comes_first_and_turns_are_taken_within_a_priority():
     backlog(a=3, b=0, c=0)
     enqueue("noop", queue="fair", fairness_key="tenant:b", priority=5)

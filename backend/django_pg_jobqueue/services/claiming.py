@@ -111,6 +111,21 @@ def _fair_params(queues) -> dict | None:
             "aging_caps": [m for _, _, m in aging], "priority_max": PRIORITY_MAX}
 
 
+def fair_queues_known() -> bool:
+    """Whether this process has seen a queue that is fair or ages its jobs (no refresh)."""
+    return bool(_fair_queues)
+
+
+def note_unkeyed_jobs(queues: set[str]) -> None:
+    """This process just enqueued jobs without a fairness key into `queues`: its next claim
+    looks for them in those that are fair, without waiting for the probe (sql.CLAIM_FAIR's
+    %(unkeyed)s). Costs nothing while no queue is fair or ages its jobs."""
+    with _limits_lock:
+        for queue in queues & _fair_queues.keys():
+            fair, aging_seconds, aging_max, _ = _fair_queues[queue]
+            _fair_queues[queue] = (fair, aging_seconds, aging_max, True)
+
+
 def forget_cached_limits() -> None:
     global _queue_limits, _rate_limits, _fair_queues
     with _limits_lock:
@@ -223,9 +238,9 @@ def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
     """`locked`: a concurrency or rate limit of a queue or a type applies (sql.CLAIM_LIMITED,
     under CLAIM_LIMIT_LOCK_KEY); else, with `fair` (a queue of the claim is fair or ages its
     jobs), sql.CLAIM_FAIR; else sql.CLAIM, exactly as without limits."""
-    plain = (sql.CLAIM_FAIR if fair else sql.CLAIM).format(queue_filter=queue_filter)
+    statement = (sql.CLAIM_FAIR if fair else sql.CLAIM).format(queue_filter=queue_filter)
     if not locked and _pinned(queue_connection()):  # a lane's: one statement
-        rows = db.fetch_all(plain, params)
+        rows = db.fetch_all(statement, params)
         return _claimed(rows)
     # One short transaction: the planner settings that keep the claim on its index whatever
     # the statistics say (sql.CLAIM_PLANNER_SETTINGS), then, under limits, the advisory lock.
@@ -233,7 +248,7 @@ def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
     with queue_atomic():
         if not locked:
             saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
-            rows = db.fetch_all(plain, params)
+            rows = db.fetch_all(statement, params)
         else:
             params = _rate_params([]) | params | dict(
                 limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],

@@ -148,6 +148,8 @@ def _keyed(new: NewJob) -> bool:
 def insert(new_jobs: list[NewJob], *, may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     if any(new.concurrency_key is not None for new in new_jobs):
         claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
+    if claiming.fair_queues_known():  # and for jobs without a fairness key in a fair queue
+        claiming.note_unkeyed_jobs({new.queue for new in new_jobs if new.fairness_key is None})
     if any(new.debounce_key is not None for new in new_jobs):
         if len(new_jobs) == 1:
             return [_insert_debounced(new_jobs[0])]
