@@ -37,10 +37,10 @@ def statements(url):
 def insert_one_params(_=1):
     """sql.ENQUEUE_ONE's parameters for a no-op job: type, queue, payload, priority,
     max_attempts, timeout, run_at, delay, idempotency key, fingerprint, key expiry, unique key,
-    unique states, retry policy, concurrency key and its limit, expiry (at, in seconds), trace
-    carrier."""
+    unique states, retry policy, concurrency key and its limit, fairness key, expiry (at, in
+    seconds), trace carrier."""
     return ("noop", "default", "{}", 0, 3, 600, None, 0.0, None, None, None, None, None, None,
-            None, None, None, None, "{}")
+            None, None, None, None, None, "{}")
 
 
 def insert_many_params(k):

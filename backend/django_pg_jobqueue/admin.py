@@ -21,6 +21,7 @@ from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from . import selectors
+from .arguments import check_aging
 from .exceptions import (
     InvalidJobArgument,
     InvalidTransition,
@@ -390,7 +391,17 @@ class AuditLogEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 class QueueSettingForm(forms.ModelForm):
     class Meta:
         model = QueueSetting
-        fields = ["queue", "paused", "concurrency_limit"]
+        fields = ["queue", "paused", "concurrency_limit", "fair", "aging_seconds",
+                  "aging_max_priority"]
+
+    def clean(self):
+        # The service's own rules for aging, shown on the form.
+        data = super().clean()
+        try:
+            check_aging(data.get("aging_seconds"), data.get("aging_max_priority"))
+        except InvalidJobArgument as error:
+            raise forms.ValidationError({error.argument: error.detail}) from error
+        return data
 
     def clean_queue(self):
         # A setting only for a queue that exists: a typo must not make a phantom queue.
@@ -411,9 +422,11 @@ def _each_named(model_admin, request, names, service, message: str) -> None:
 @admin.register(QueueSetting)
 class QueueSettingAdmin(admin.ModelAdmin):
     form = QueueSettingForm
-    list_display = ["queue", "paused", "concurrency_limit", "updated_at"]
-    list_editable = ["paused", "concurrency_limit"]
-    fields = ["queue", "paused", "concurrency_limit", "updated_at"]
+    list_display = ["queue", "paused", "concurrency_limit", "fair", "aging_seconds",
+                    "aging_max_priority", "updated_at"]
+    list_editable = ["paused", "concurrency_limit", "fair"]
+    fields = ["queue", "paused", "concurrency_limit", "fair", "aging_seconds",
+              "aging_max_priority", "updated_at"]
     actions = ["pause", "resume"]
 
     def get_readonly_fields(self, request, obj=None):
@@ -424,7 +437,10 @@ class QueueSettingAdmin(admin.ModelAdmin):
         # Through the same services as the API and the CLI.
         actor = request.user.get_username()
         (queues.pause_queue if obj.paused else queues.resume_queue)(obj.queue, actor=actor)
-        fresh = queues.set_queue_limit(obj.queue, obj.concurrency_limit, actor=actor)
+        queues.set_queue_limit(obj.queue, obj.concurrency_limit, actor=actor)
+        queues.set_queue_aging(obj.queue, obj.aging_seconds,
+                               aging_max_priority=obj.aging_max_priority, actor=actor)
+        fresh = queues.set_queue_fairness(obj.queue, obj.fair, actor=actor)
         obj.updated_at = fresh.updated_at
 
     @admin.action(description="Pause the selected queues", permissions=["change"])

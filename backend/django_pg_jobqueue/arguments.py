@@ -27,6 +27,7 @@ from .exceptions import (
 )
 from .retries import InvalidRetryPolicy, RetryPolicy
 from .states import (
+    MAX_AGING_SECONDS,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
@@ -38,6 +39,8 @@ from .states import (
     MAX_UNIQUE_KEY_LENGTH,
     MAX_UNIQUE_KEY_STORED_LENGTH,
     MAX_UNIQUE_PERIOD_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     QUEUE_NAME_RE,
     RUN_AT_MIN,
     Status,
@@ -469,6 +472,37 @@ def check_concurrency_key(key, limit) -> tuple[str | None, int | None]:
     limit = check_int("concurrency_key_limit", 1 if limit is None else limit, 1,
                        MAX_CONCURRENCY_KEY_LIMIT)
     return key, limit
+
+
+def check_fairness_key(key) -> str | None:
+    """A fairness key (1 to MAX_CONCURRENCY_KEY_LENGTH characters, not all blank: a tenant,
+    a customer), or None. enqueue(), the API and the Tasks backend check with it. The key as
+    named; an API user's is then stored under their scope (keys.py)."""
+    if key is None:
+        return None
+    return check_text_key("fairness_key", key, MAX_CONCURRENCY_KEY_LENGTH)
+
+
+def check_aging(aging_seconds, aging_max_priority) -> tuple[float | None, int | None]:
+    """A queue's priority aging: `aging_seconds` (above 0, at most MAX_AGING_SECONDS, or
+    None: off) and its cap `aging_max_priority` (PRIORITY_MIN to PRIORITY_MAX, or None:
+    PRIORITY_MAX; only with aging)."""
+    if aging_seconds is None:
+        if aging_max_priority is not None:
+            raise InvalidJobArgument("aging_max_priority", "needs aging_seconds")
+        return None, None
+    if isinstance(aging_seconds, timedelta):
+        aging_seconds = aging_seconds.total_seconds()
+    if isinstance(aging_seconds, bool) or not isinstance(aging_seconds, (int, float)):
+        raise type_error("aging_seconds", "a number of seconds, a timedelta or None",
+                         aging_seconds)
+    if not (math.isfinite(aging_seconds) and 0 < aging_seconds <= MAX_AGING_SECONDS):
+        raise InvalidJobArgument("aging_seconds", f"must be above 0 and at most "
+                                                  f"{MAX_AGING_SECONDS}, not {aging_seconds!r}")
+    if aging_max_priority is not None:
+        aging_max_priority = check_int("aging_max_priority", aging_max_priority, PRIORITY_MIN,
+                                       PRIORITY_MAX)
+    return float(aging_seconds), aging_max_priority
 
 
 def check_creatable(job_type: str) -> None:

@@ -17,13 +17,14 @@ from contextvars import ContextVar
 
 from django.db import models
 from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db.models.functions import Cast, Now
 from django.db.models.lookups import Exact
 
 from .exceptions import DirectJobCreation
 from .states import (
     AFTER_FAILURE_CANCEL,
     AFTER_FAILURE_CHOICES,
+    MAX_AGING_SECONDS,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
     MAX_RATE_PERIOD_SECONDS,
@@ -157,6 +158,10 @@ class Job(models.Model):
     concurrency_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
                                        blank=True)
     concurrency_key_limit = models.SmallIntegerField(null=True, blank=True)
+    # Fair shares (docs/how-to/fairness.md): in a queue whose setting says `fair`, claims
+    # take jobs round-robin across these keys (sql.CLAIM_FAIR). NULL: no key.
+    fairness_key = models.CharField(max_length=MAX_CONCURRENCY_KEY_LENGTH, null=True,
+                                    blank=True)
     # Enqueue policies (docs/how-to/enqueue-policies.md). A job still queued at expires_at is
     # never claimed (sql.CLAIM's filter) and the reaper's sweep ends it cancelled with an
     # `expired` event (sql.EXPIRE_QUEUED_PAST_DEADLINE). NULL: it never expires.
@@ -301,6 +306,16 @@ class Job(models.Model):
                 name="jobs_key_claim_order_idx",
                 condition=Q(status="queued", concurrency_key__isnull=False),
             ),
+            # Fair shares (sql.CLAIM_FAIR): each key's queued jobs in a fair queue, in due
+            # order within a priority. Holds rows with a fairness key only, so jobs without
+            # one write nothing to it. The priority as an int: the fair claim looks it up as
+            # `priority::int`, which jobs_claim_order_idx cannot serve, so no statistics can
+            # send a key's lookup down that index instead (a walk of the whole backlog).
+            models.Index(
+                "queue", "fairness_key", Cast("priority", models.IntegerField()), "available_at",
+                "created_at", "id", name="jobs_fair_claim_order_idx",
+                condition=Q(status="queued", fairness_key__isnull=False),
+            ),
             # The jobs list filtered by key (?concurrency_key=), newest first.
             models.Index("concurrency_key", "id", name="jobs_concurrency_key_idx",
                          condition=Q(concurrency_key__isnull=False)),
@@ -402,7 +417,7 @@ class JobSearchText(models.Model):
     job_search_text_trgm_idx (migration 0016) is written once per job. A job whose payload is
     `{}` has no row: no search of 3 characters or more can match it. The text is always the
     payload's JSON: the payload filter's index job_search_text_payload_idx casts it to jsonb
-    (migration 0025), so a write of text that is not JSON fails.
+    (migration 0026), so a write of text that is not JSON fails.
 
     No foreign key in the database, as for job_dependencies: its check would cost each enqueued
     row a probe of `jobs` and a lock of the new job's row (bench/search_indexes.py: 13 % more
@@ -423,7 +438,7 @@ class JobSearchText(models.Model):
         verbose_name_plural = "job search texts"
         # Not here, as on Job: its trigram index job_search_text_trgm_idx (migration 0016),
         # and the payload filter's GIN index job_search_text_payload_idx on
-        # `payload_text::jsonb` (migration 0025, sql.PAYLOAD_CONTAINS).
+        # `payload_text::jsonb` (migration 0026, sql.PAYLOAD_CONTAINS).
 
     def __str__(self) -> str:
         return f"search text of job {self.job_id}"
@@ -604,6 +619,12 @@ class QueueSetting(models.Model):
     queue = models.CharField(max_length=100, primary_key=True)
     paused = models.BooleanField(default=False, db_default=False)
     concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
+    # Fair shares: claims take this queue's jobs round-robin across their fairness keys.
+    fair = models.BooleanField(default=False, db_default=False)
+    # Priority aging: a queued job's effective priority rises by one every aging_seconds it
+    # waited, up to aging_max_priority (NULL: PRIORITY_MAX). NULL: no aging.
+    aging_seconds = models.FloatField(null=True, blank=True)
+    aging_max_priority = models.SmallIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
@@ -613,7 +634,18 @@ class QueueSetting(models.Model):
             models.CheckConstraint(
                 condition=Q(concurrency_limit__isnull=True) | Q(concurrency_limit__gte=1),
                 name="queue_concurrency_limit_positive",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(aging_seconds__isnull=True)
+                | Q(aging_seconds__gt=0, aging_seconds__lte=MAX_AGING_SECONDS),
+                name="queue_aging_seconds_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(aging_max_priority__isnull=True)
+                | Q(aging_seconds__isnull=False, aging_max_priority__gte=PRIORITY_MIN,
+                    aging_max_priority__lte=PRIORITY_MAX),
+                name="queue_aging_max_priority_in_range",
+            ),
         ]
 
 

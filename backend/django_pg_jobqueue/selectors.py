@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Count, Q
+from django.db.models import BooleanField, Count, Exists, OuterRef, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -30,7 +30,14 @@ from .models import (
     TxNow,
     WorkerProcess,
 )
-from .states import BATCH_CALLBACKS, EventKind, State, Status, parse_job_id
+from .states import (
+    BATCH_CALLBACKS,
+    PRIORITY_MAX,
+    EventKind,
+    State,
+    Status,
+    parse_job_id,
+)
 
 DETAIL_EVENTS = 50
 # The running jobs a job's detail names as holding its concurrency key, at most.
@@ -169,8 +176,16 @@ def job_links(job: Job) -> tuple[list[dict], list[dict]]:
 
 
 def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
-    """The job and its latest `events` events, oldest first: two queries."""
-    job = job_get(job_id)
+    """The job and its latest `events` events, oldest first: two queries (a third for a
+    queued job of a fair or aging queue: fairness_wait)."""
+    pk = parse_job_id(job_id)
+    # With the job, whether its queue is fair or ages its jobs: no query more for the others.
+    ordered = QueueSetting.objects.filter(queue=OuterRef("queue")).filter(
+        Q(fair=True) | Q(aging_seconds__isnull=False))
+    job = (Job.objects.filter(pk=pk).annotate(queue_ordered=Exists(ordered)).first()
+           if pk is not None else None)
+    if job is None:
+        raise JobNotFound(job_id)
     latest = list(
         JobEvent.objects.filter(job_id=job.pk).select_related(None).order_by("-id")[:events]
     )
@@ -187,6 +202,7 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
         dependencies, dependants = job_links(job)
     (job.concurrency_key_running, job.concurrency_key_wait,
      job.concurrency_key_holders) = concurrency_key_wait(job)
+    job.fairness_wait = fairness_wait(job)
     job.locked_by_state, job.locked_by_last_seen_at = lease_owner_state(job.locked_by)
     # A query only for a queued job that parked (its `parked` event), or whose history is
     # longer than the events read.
@@ -239,6 +255,47 @@ def concurrency_key_wait(job: Job) -> tuple[int | None, str, list[int]]:
         return running, "", list(holders)
     return running, (f"waiting: {running} of {job.concurrency_key_limit} running for key "
                      f"{keys.unscoped(job.concurrency_key)}"), list(holders)
+
+
+FAIRNESS_COUNT_CAP = 1000  # fairness_wait counts keys and jobs ahead up to this many
+
+
+def fairness_wait(job: Job) -> str:
+    """For a queued job of a fair queue or an aging queue (docs/how-to/fairness.md), how the
+    claim orders it: its key's turn ("fair shares: key tenant:a takes turns with 2 other
+    keys; 3 of its jobs come first") and its effective priority under aging ("aging:
+    counts as priority 7 now: 2, +1 per 30 s due, up to 100"); "" for any other job. One
+    query, only for a queued job whose queue is fair or ages its jobs (job_detail annotates
+    `queue_ordered`; without it, the query says)."""
+    if job.status != Status.QUEUED or not getattr(job, "queue_ordered", True):
+        return ""
+    params = {"queue": job.queue, "key": job.fairness_key, "priority": job.priority,
+              "available_at": job.available_at, "created_at": job.created_at, "id": job.pk,
+              "cap": FAIRNESS_COUNT_CAP}
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.FAIRNESS_WAIT, params)
+        row = cur.fetchone()
+    if row is None:
+        return ""
+    fair, aging_seconds, aging_max, now, ahead, others = row
+    parts = []
+    if fair and job.fairness_key is not None:
+        parts.append(f"fair shares: key {keys.unscoped(job.fairness_key)} takes turns with "
+                     f"{_at_least(others)} other key{'s' if others != 1 else ''}; "
+                     f"{_at_least(ahead)} of its jobs come first")
+    elif fair:
+        parts.append("fair shares: the jobs without a fairness key share one turn")
+    if aging_seconds is not None:
+        cap = PRIORITY_MAX if aging_max is None else aging_max
+        waited = max(0.0, (now - job.available_at).total_seconds())
+        effective = max(job.priority, min(cap, job.priority + int(waited // aging_seconds)))
+        parts.append(f"aging: counts as priority {effective} now: {job.priority}, +1 per "
+                     f"{aging_seconds:g} s due, up to {cap}")
+    return "; ".join(parts)
+
+
+def _at_least(count: int) -> str:
+    return f"{count}+" if count >= FAIRNESS_COUNT_CAP else str(count)
 
 
 @dataclass
@@ -302,7 +359,8 @@ def queues(name: str | None = None) -> list[dict]:
     grouped by queue (a pass over the jobs table, like metrics' counts by status) and the
     settings.
 
-    [{"name", "paused", "concurrency_limit", "queued", "runnable", "running"}, ...]
+    [{"name", "paused", "concurrency_limit", "fair", "aging_seconds", "aging_max_priority",
+      "queued", "runnable", "running"}, ...]
     """
     jobs = Job.objects.all() if name is None else Job.objects.filter(queue=name)
     counts = {
@@ -324,6 +382,9 @@ def queues(name: str | None = None) -> list[dict]:
             "name": queue,
             "paused": setting.paused if setting else False,
             "concurrency_limit": setting.concurrency_limit if setting else None,
+            "fair": setting.fair if setting else False,
+            "aging_seconds": setting.aging_seconds if setting else None,
+            "aging_max_priority": setting.aging_max_priority if setting else None,
             "queued": count.get("queued", 0),
             "runnable": count.get("runnable", 0),
             "running": count.get("running", 0),
@@ -409,6 +470,8 @@ def queue_get(name: str) -> dict:
     """One queue as `queues()` shows it; a queue without jobs or a setting has zeros."""
     found = queues(name)
     return found[0] if found else {"name": name, "paused": False, "concurrency_limit": None,
+                                   "fair": False, "aging_seconds": None,
+                                   "aging_max_priority": None,
                                    "queued": 0, "runnable": 0, "running": 0}
 
 

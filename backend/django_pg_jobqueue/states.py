@@ -78,6 +78,8 @@ MAX_CONCURRENCY_KEY_LIMIT = 1000
 RATE_LIMIT_KINDS = ("queue", "type", "key")
 MAX_RATE_PERIOD_SECONDS = 86400
 MAX_RATE_WEIGHT = 1_000_000
+# Priority aging (QueueSetting.aging_seconds): one step of priority per at most a day waited.
+MAX_AGING_SECONDS = 86400
 
 
 def rate_limit_problem(kind, name, max_starts, period_seconds) -> tuple[str, str] | None:
@@ -200,6 +202,8 @@ class OperatorAction(StrEnum):
     PAUSE_QUEUE = "pause_queue"
     RESUME_QUEUE = "resume_queue"
     SET_QUEUE_LIMIT = "set_queue_limit"
+    SET_QUEUE_FAIRNESS = "set_queue_fairness"
+    SET_QUEUE_AGING = "set_queue_aging"
     RUN_SCHEDULE = "run_schedule"
     PAUSE_SCHEDULE = "pause_schedule"
     RESUME_SCHEDULE = "resume_schedule"

@@ -31,11 +31,11 @@ Mapping to Django's model:
 - `get_result(id)` returns the result as `enqueue` did, later fields filled in: its `task` is
   the task as enqueued (`run_after` kept, options left unset stay None), so
   `get_result(r.id) == r` until the task starts.
-- Retries, timeouts, uniqueness and concurrency keys, which Django does not define:
+- Retries, timeouts, uniqueness, concurrency keys and fairness keys, which Django does not define:
   `@task_options(max_attempts=5, timeout_seconds=30, concurrency_key=...)` for every enqueue of
   a task (a registry by module path, so the `@task` stays importable and runnable under any
   backend), and per enqueue `.using(max_attempts=..., timeout_seconds=..., idempotency_key=...,
-  concurrency_key=...)` of `task_class` (`QueueTask`). Django 6.1 and
+  concurrency_key=..., fairness_key=...)` of `task_class` (`QueueTask`). Django 6.1 and
   the backport also pass `@task(max_attempts=5, timeout_seconds=30)` on to `QueueTask`; Django 6.0's
   `@task` refuses them, and so does every other backend's task class.
 - errors: one `TaskError` per failed attempt, with the exception's class path and traceback.

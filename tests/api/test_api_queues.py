@@ -20,6 +20,10 @@ def operator(queue_operator):
     return queue_operator
 
 
+# A queue that is not fair and does not age its jobs (docs/how-to/fairness.md).
+PLAIN = {"fair": False, "aging_seconds": None, "aging_max_priority": None}
+
+
 def _row(body, name):
     [row] = [q for q in body if q["name"] == name]
     return row
@@ -40,13 +44,13 @@ def test_list_shows_every_queue_with_jobs_or_a_setting_with_its_counts(operator_
 
     assert response.status_code == 200
     assert response.json() == [
-        {"name": "emails", "paused": False, "concurrency_limit": None,
+        {"name": "emails", "paused": False, "concurrency_limit": None, **PLAIN,
          "queued": 2, "runnable": 1, "running": 0},
-        {"name": "idle", "paused": True, "concurrency_limit": 3,
+        {"name": "idle", "paused": True, "concurrency_limit": 3, **PLAIN,
          "queued": 0, "runnable": 0, "running": 0},
-        {"name": "old", "paused": False, "concurrency_limit": None,
+        {"name": "old", "paused": False, "concurrency_limit": None, **PLAIN,
          "queued": 0, "runnable": 0, "running": 0},
-        {"name": "reports", "paused": False, "concurrency_limit": None,
+        {"name": "reports", "paused": False, "concurrency_limit": None, **PLAIN,
          "queued": 1, "runnable": 1, "running": 1},
     ]
 
@@ -75,7 +79,7 @@ def test_pause_stops_claims_from_that_queue_and_resume_restores_them(operator_cl
     paused = operator_client.post(f"{QUEUES}reports/pause/")
 
     assert paused.status_code == 200, paused.json()
-    assert paused.json() == {"name": "reports", "paused": True, "concurrency_limit": None,
+    assert paused.json() == {"name": "reports", "paused": True, "concurrency_limit": None, **PLAIN,
                              "queued": 1, "runnable": 1, "running": 0}
     assert QueueSetting.objects.get(queue="reports").paused
     claimed = services.claim(worker_ids=["w-1", "w-2"])

@@ -64,6 +64,16 @@ STATEMENTS = {
         keys=["customer:1", "customer:2"], limit=32,
         worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
         limit_kinds=["queue"], limit_names=["default"], limit_values=[8], **RATES), True),
+    # Fair shares and aging (sql.CLAIM_FAIR): each key's head on the fair index, locked by id.
+    "fair_claim": (sql.CLAIM_FAIR.format(queue_filter="AND queue = ANY(%(queues)s::text[])"), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        queues=["default"], fair_queues=["default"], aging_queues=[], aging_seconds=[],
+        aging_caps=[], priority_max=100, unkeyed=False), True),
+    # ... with aging, and the rows without a key's turn looked for too.
+    "fair_claim_aging": (sql.CLAIM_FAIR.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        fair_queues=["default"], aging_queues=["default"], aging_seconds=[30.0],
+        aging_caps=[50], priority_max=100, unkeyed=True), True),
     "complete_many": (sql.COMPLETE_MANY, dict(
         batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
     "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
@@ -144,6 +154,15 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("a sort of the backlog")
         if "Index Scan using jobs_claim_order_idx" not in plan:
             found.append("not walking jobs_claim_order_idx")
+    if name.startswith("fair_claim"):
+        if re.search(r"Bitmap Heap Scan on jobs\b", plan):
+            found.append("a bitmap scan of the backlog")
+        if "jobs_fair_claim_order_idx" not in plan:
+            found.append("not walking jobs_fair_claim_order_idx")
+        if re.search(r"Filter: .*\(fairness_key\)::text = ", plan):
+            found.append("a key's jobs filtered out of another index, not looked up on theirs")
+        if not re.search(r"Index Cond: \(id = ordered\.id\)", plan):
+            found.append("not locking the picked rows one by one by id")
     if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
         found.append("not walking jobs_queued_expiry_idx")
     if "rate" in name and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):
@@ -205,6 +224,19 @@ def fill(n: int = N) -> None:
     for start in range(0, n, 1000):
         services.enqueue_many([{"type": "noop", "payload": {"i": start + i}}
                                for i in range(min(1000, n - start))])
+
+
+def test_fair_claim_plans_on_a_backlog_of_many_keys_never_analysed(fresh_tables):
+    # One tenant's long backlog and many small ones, in a fair queue: each key's head is
+    # looked up on the fair index, not found by walking the backlog.
+    for start in range(0, N, 2000):
+        services.enqueue_many([{"type": "noop", "fairness_key": "tenant:big"}] * 2000)
+    services.enqueue_many([{"type": "noop", "fairness_key": f"tenant:{k}", "priority": k % 3}
+                           for k in range(200)])
+    assert_plans_on_indexes("many keys, never analysed", only=lambda n: n.startswith("fair"))
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE plan_probe.jobs")
+    assert_plans_on_indexes("many keys, analysed", only=lambda n: n.startswith("fair"))
 
 
 def test_the_probe_tables_are_the_ones_explained(fresh_tables):

@@ -31,7 +31,8 @@ ONE_OF_EACH = {"type": "noop", "payload": {"n": 1}, "priority": 3, "queue": "voc
                "max_attempts": 2, "timeout_seconds": 7,
                "retry_policy": {"delays_seconds": [1, 5]}, "unique": {"key": "vocabulary"},
                "after": [], "after_failure": "cancel", "concurrency_key": "customer:42",
-               "concurrency_key_limit": 1, "expires_at": None, "expires_in_seconds": 3600,
+               "concurrency_key_limit": 1, "fairness_key": "tenant:a", "expires_at": None,
+               "expires_in_seconds": 3600,
                # each refused beside unique (tests/services/test_enqueue_policies.py)
                "debounce": None, "throttle": None}
 

@@ -27,3 +27,10 @@ def build_report(n):
 def plain(n):
     """No key of its own: `.using(concurrency_key=...)` gives one per call."""
     return n
+
+
+@task_options(fairness_key=lambda tenant: f"tenant:{tenant}")
+@task()
+def tenant_export(tenant):
+    """Takes turns with other tenants' exports in a fair queue: the key from its argument."""
+    return tenant

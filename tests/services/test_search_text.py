@@ -98,7 +98,7 @@ def test_audit_reports_a_row_left_behind_a_missing_one_and_a_different_one():
         cur.execute("DELETE FROM job_events WHERE job_id = %s", [gone])
         cur.execute("DELETE FROM jobs WHERE id = %s", [gone])  # not the library's statement
         cur.execute("DELETE FROM job_search_text WHERE job_id = %s", [missing])
-        # Still JSON: job_search_text_payload_idx casts the text to jsonb (migration 0025).
+        # Still JSON: job_search_text_payload_idx casts the text to jsonb (migration 0026).
         cur.execute("""UPDATE job_search_text SET payload_text = '{"n": 99}' WHERE job_id = %s""",
                     [different])
     report = audit()

@@ -183,6 +183,35 @@ def test_bad_task_concurrency_keys_are_refused_as_enqueue_refuses_them(kwargs, a
 
 
 @pytest.mark.django_db
+def test_a_tasks_fairness_key_is_made_from_its_arguments_or_given_by_using(keyed):
+    def fairness_key(result):
+        return Job.objects.get(pk=int(result.id)).fairness_key
+
+    assert fairness_key(keyed.tenant_export.enqueue("acme")) == "tenant:acme"
+    assert fairness_key(keyed.tenant_export.using(fairness_key="tenant:vip").enqueue("x")) == (
+        "tenant:vip")
+    result = keyed.plain.using(fairness_key="tenant:b").enqueue(1)
+    assert fairness_key(result) == "tenant:b"
+    assert keyed.plain.get_result(result.id).task == result.task  # the task as enqueued
+    assert fairness_key(keyed.plain.enqueue(1)) is None
+
+
+@pytest.mark.django_db
+def test_a_bad_task_fairness_key_is_refused_as_enqueue_refuses_it(keyed):
+    from django_pg_jobqueue.tasks_compat import InvalidTask
+
+    with pytest.raises(InvalidJobArgument) as caught:
+        task_options(fairness_key=" ")
+    assert caught.value.argument == "fairness_key"
+    with pytest.raises(InvalidTask, match="fairness_key: must have 1 to 200 characters"):
+        keyed.plain.using(fairness_key=" ").enqueue(1)
+    with pytest.raises(InvalidJobArgument) as caught:
+        keyed.tenant_export.enqueue("x" * 300)
+    assert caught.value.argument == "fairness_key"
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_bad_key_from_using_or_from_the_tasks_function_is_refused_and_nothing_is_stored(keyed):
     from django_pg_jobqueue.tasks_compat import InvalidTask
 

@@ -1,5 +1,5 @@
-"""/api/v1/queues/: list named queues, one queue's page, pause, resume and the concurrency
-limit; the queue's shapes beside them."""
+"""/api/v1/queues/: list named queues, one queue's page, pause, resume, the concurrency
+limit, fair shares and priority aging; the queue's shapes beside them."""
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.decorators import action
@@ -23,6 +23,13 @@ class QueueSerializer(serializers.Serializer):
     concurrency_limit = serializers.IntegerField(
         allow_null=True, help_text="At most this many of its jobs run at once across every "
                                    "worker (null: no limit).")
+    fair = serializers.BooleanField(help_text="Claims take its jobs round-robin across their "
+                                              "fairness keys (docs/how-to/fairness.md).")
+    aging_seconds = serializers.FloatField(
+        allow_null=True, help_text="A queued job counts one priority higher per this many "
+                                   "seconds it has been due (null: no aging).")
+    aging_max_priority = serializers.IntegerField(
+        allow_null=True, help_text="The highest priority aging raises a job to (null: 100).")
     queued = serializers.IntegerField(help_text="Queued jobs, due now or later.")
     runnable = serializers.IntegerField(help_text="Queued jobs that are due now.")
     running = serializers.IntegerField()
@@ -37,6 +44,15 @@ class QueueUpdateSerializer(StrictSerializer):
         min_value=1, max_value=MAX_CONCURRENCY_LIMIT, allow_null=True,
         help_text="At most this many of the queue's jobs run at once across every worker; "
                   "null removes the limit.")
+    fair = serializers.BooleanField(
+        help_text="True: claims take the queue's jobs round-robin across their fairness keys.")
+    aging_seconds = serializers.FloatField(
+        allow_null=True, help_text="Raise a queued job's effective priority by one per this "
+                                   "many seconds it has been due (above 0, at most a day); "
+                                   "null turns aging off. Sets aging_max_priority with it.")
+    aging_max_priority = serializers.IntegerField(
+        allow_null=True, help_text="The cap of aging (-100 to 100; null or left out: 100). "
+                                   "Needs aging_seconds.")
 
 
 class _QueueWorker(serializers.Serializer):
@@ -66,7 +82,8 @@ def _queue_name(value) -> str:
     return serializer.validated_data["name"]
 
 
-_QUEUE_EXAMPLE = {"name": "reports", "paused": False, "concurrency_limit": 2, "queued": 120,
+_QUEUE_EXAMPLE = {"name": "reports", "paused": False, "concurrency_limit": 2, "fair": False,
+                  "aging_seconds": None, "aging_max_priority": None, "queued": 120,
                   "runnable": 118, "running": 2}
 
 
@@ -94,7 +111,8 @@ class QueueViewSet(JobQueueViewSet):
                     "resumed or limited).",
         responses={200: OpenApiResponse(QueueSerializer(many=True), examples=[OpenApiExample(
             "queues", response_only=True, value=[
-                {"name": "default", "paused": False, "concurrency_limit": None, "queued": 3,
+                {"name": "default", "paused": False, "concurrency_limit": None, "fair": True,
+                 "aging_seconds": 30.0, "aging_max_priority": None, "queued": 3,
                  "runnable": 3, "running": 1},
                 {**_QUEUE_EXAMPLE, "paused": True}])]),
             **errors(401, 403, 503)},
@@ -115,15 +133,21 @@ class QueueViewSet(JobQueueViewSet):
         return Response(QueueDetailSerializer(selectors.queue_detail(_queue_name(name))).data)
 
     @extend_schema(
-        summary="Set a queue's concurrency limit", tags=["queues"], parameters=[QUEUE_NAME],
+        summary="Set a queue's concurrency limit, fair shares and aging", tags=["queues"],
+        parameters=[QUEUE_NAME],
         description="At most `concurrency_limit` of the queue's jobs run at once, across every "
                     "worker process, enforced inside the claim; null removes the limit. "
+                    "`fair`: claims take turns by fairness key; `aging_seconds` and "
+                    "`aging_max_priority`: priority aging (docs/how-to/fairness.md); a bad "
+                    "value is a 400 naming the field, and nothing changes. "
                     "Workers see the change within a second. The queue must exist (see pause). "
                     "An empty body changes nothing. Needs change_queuesetting (the admin's "
                     "permission for queue settings), not change_job.",
         request=QueueUpdateSerializer,
         examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
-                  OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None})],
+                  OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None}),
+                  OpenApiExample("fair, aging", request_only=True,
+                                 value={"fair": True, "aging_seconds": 30})],
         responses={200: _queue_response("The queue, as it is now."),
                    **errors(400, 401, 403, 404, 503)},
     )
@@ -131,9 +155,17 @@ class QueueViewSet(JobQueueViewSet):
         name = _queue_name(name)
         serializer = QueueUpdateSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        if "concurrency_limit" in serializer.validated_data:  # an empty patch changes nothing
-            services.set_queue_limit(name, serializer.validated_data["concurrency_limit"],
-                                     actor=request.user.get_username())
+        data, actor = serializer.validated_data, request.user.get_username()
+        # An empty patch changes nothing. Aging first: the one the service may refuse, so
+        # that a refused body changes nothing.
+        if "aging_seconds" in data or "aging_max_priority" in data:
+            services.set_queue_aging(name, data.get("aging_seconds"),
+                                     aging_max_priority=data.get("aging_max_priority"),
+                                     actor=actor)
+        if "concurrency_limit" in data:
+            services.set_queue_limit(name, data["concurrency_limit"], actor=actor)
+        if "fair" in data:
+            services.set_queue_fairness(name, data["fair"], actor=actor)
         return Response(QueueSerializer(selectors.queue_get(name)).data)
 
     @extend_schema(

@@ -11,6 +11,7 @@ from ..catalogue import RateLimitRow
 from ..db import atomic as queue_atomic
 from ..db import queue_connection
 from ..registry import registry
+from ..states import PRIORITY_MAX
 
 # Queue limits live in job_queue_settings and may change at run time; each process re-reads
 # them at most once a second, so a new limit holds within a second.
@@ -20,6 +21,10 @@ _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
 # Rate limits as claims read them: (kind, name, max_starts, period_seconds), those set at run
 # time (job_rate_limits, read with the queue limits) over those JOB_RATE_LIMITS declares.
 _rate_limits: list[RateLimitRow] = []
+# The queues that are fair or age their jobs (sql.CLAIM_FAIR), read with the queue limits:
+# {queue: (fair, aging_seconds or None, aging_max_priority or None, whether a job without a
+# fairness key waits in it)}.
+_fair_queues: dict[str, tuple[bool, float | None, int | None, bool]] = {}
 
 
 def queue_limits() -> dict[str, int]:
@@ -33,14 +38,17 @@ def queue_limits() -> dict[str, int]:
 def _refresh_probes() -> tuple[dict[str, int], bool]:
     """Read the queues' limits and whether keyed jobs wait, in one statement
     (sql.CLAIM_PROBES), and cache both."""
-    global _queue_limits, _rate_limits
-    raw, waiting, raw_rates = db.fetch_all(sql.CLAIM_PROBES, {})[0]
+    global _queue_limits, _rate_limits, _fair_queues
+    raw, waiting, raw_rates, raw_fair = db.fetch_all(sql.CLAIM_PROBES, {})[0]
     limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
     rates = json.loads(raw_rates) if isinstance(raw_rates, str) else raw_rates
     merged = conf.get().rate_limits_in_force(rates)
+    fair = {q: (bool(f), a, m, bool(unkeyed)) for q, f, a, m, unkeyed in
+            (json.loads(raw_fair) if isinstance(raw_fair, str) else raw_fair)}
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
         _rate_limits = merged
+        _fair_queues = fair
     note_keyed_jobs(bool(waiting))
     return limits, bool(waiting)
 
@@ -76,11 +84,54 @@ def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
     return bool(limited) and (queues is None or any(q in limited for q in queues))
 
 
+def fair_queues() -> dict[str, tuple[bool, float | None, int | None, bool]]:
+    """The queues that are fair or age their jobs, {queue: (fair, aging_seconds,
+    aging_max_priority, a job without a fairness key waits in it)}; cached like
+    queue_limits()."""
+    queue_limits()  # refreshes them all when stale
+    with _limits_lock:
+        return dict(_fair_queues)
+
+
+def _fair_params(queues) -> dict | None:
+    """sql.CLAIM_FAIR's parameters for a claim over `queues` (None: every queue), or None
+    when no queue of them is fair or ages its jobs: then the claim is sql.CLAIM, unchanged."""
+    covered = {q: v for q, v in fair_queues().items() if queues is None or q in queues}
+    if not covered:
+        return None
+    aging = [(q, a, m) for q, (_, a, m, _) in covered.items() if a is not None]
+    fair = [q for q, (is_fair, _, _, _) in covered.items() if is_fair]
+    # Rows without a turn of their own to look for (sql.CLAIM_FAIR): the claim covers a queue
+    # that is not fair, or a fair queue with a job without a key waiting.
+    unkeyed = (queues is None or any(q not in fair for q in queues)
+               or any(covered[q][3] for q in fair))
+    return {"fair_queues": fair, "unkeyed": unkeyed,
+            "aging_queues": [q for q, _, _ in aging],
+            "aging_seconds": [float(a) for _, a, _ in aging],
+            "aging_caps": [m for _, _, m in aging], "priority_max": PRIORITY_MAX}
+
+
+def fair_queues_known() -> bool:
+    """Whether this process has seen a queue that is fair or ages its jobs (no refresh)."""
+    return bool(_fair_queues)
+
+
+def note_unkeyed_jobs(queues: set[str]) -> None:
+    """This process just enqueued jobs without a fairness key into `queues`: its next claim
+    looks for them in those that are fair, without waiting for the probe (sql.CLAIM_FAIR's
+    %(unkeyed)s). Costs nothing while no queue is fair or ages its jobs."""
+    with _limits_lock:
+        for queue in queues & _fair_queues.keys():
+            fair, aging_seconds, aging_max, _ = _fair_queues[queue]
+            _fair_queues[queue] = (fair, aging_seconds, aging_max, True)
+
+
 def forget_cached_limits() -> None:
-    global _queue_limits, _rate_limits
+    global _queue_limits, _rate_limits, _fair_queues
     with _limits_lock:
         _queue_limits = (0.0, {})
         _rate_limits = []
+        _fair_queues = {}
 
 
 # Whether jobs with a concurrency key wait (sql.CLAIM_PROBES, with the queue limits), asked at most once a
@@ -167,7 +218,11 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         params.update(limit=len(rest), worker_ids=json.dumps(rest))
     if global_rates:
         params.update(_rate_params(rates))
-    return keyed + _claim_unkeyed(queue_filter, params, limits, locked=bool(limits) or global_rates)
+    locked = bool(limits) or global_rates
+    fair = None if locked else _fair_params(queues)
+    if fair is not None:
+        params.update(fair)
+    return keyed + _claim_unkeyed(queue_filter, params, limits, locked=locked, fair=fair is not None)
 
 
 def _rate_params(rates: list[RateLimitRow]) -> dict:
@@ -179,11 +234,13 @@ def _rate_params(rates: list[RateLimitRow]) -> dict:
 
 
 def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
-                   locked: bool) -> list[ClaimedJob]:
+                   locked: bool, fair: bool = False) -> list[ClaimedJob]:
     """`locked`: a concurrency or rate limit of a queue or a type applies (sql.CLAIM_LIMITED,
-    under CLAIM_LIMIT_LOCK_KEY); else sql.CLAIM, exactly as without limits."""
+    under CLAIM_LIMIT_LOCK_KEY); else, with `fair` (a queue of the claim is fair or ages its
+    jobs), sql.CLAIM_FAIR; else sql.CLAIM, exactly as without limits."""
+    statement = (sql.CLAIM_FAIR if fair else sql.CLAIM).format(queue_filter=queue_filter)
     if not locked and _pinned(queue_connection()):  # a lane's: one statement
-        rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
+        rows = db.fetch_all(statement, params)
         return _claimed(rows)
     # One short transaction: the planner settings that keep the claim on its index whatever
     # the statistics say (sql.CLAIM_PLANNER_SETTINGS), then, under limits, the advisory lock.
@@ -191,7 +248,7 @@ def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
     with queue_atomic():
         if not locked:
             saved = db.fetch_all(sql.CLAIM_PREAMBLE, {})[0]
-            rows = db.fetch_all(sql.CLAIM.format(queue_filter=queue_filter), params)
+            rows = db.fetch_all(statement, params)
         else:
             params = _rate_params([]) | params | dict(
                 limit_kinds=[l[0] for l in limits], limit_names=[l[1] for l in limits],

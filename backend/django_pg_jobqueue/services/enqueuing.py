@@ -64,7 +64,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
             retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
             after: list | None = None, after_failure: str | None = None,
             concurrency_key: str | None = None, concurrency_key_limit: int | None = None,
-            debounce: dict | None = None, throttle: dict | None = None,
+            fairness_key: str | None = None, debounce: dict | None = None, throttle: dict | None = None,
             expires_at: datetime | None = None,
             expires_in_seconds: float | timedelta | None = None) -> Job:
     """Enqueue one job of a registered type and return it (the row as stored), its `created`
@@ -107,6 +107,9 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
       (1 to 1000, default 1): at most that many jobs with this key run at once, across every
       worker; the others wait, without holding back jobs of other keys
       (docs/how-to/concurrency-keys.md).
+    - `fairness_key` (1 to 200 characters, e.g. "tenant:a"): in a fair queue, claims take
+      jobs round-robin across keys, so one key's backlog does not hold back the others
+      (docs/how-to/fairness.md).
     - Enqueue policies (docs/how-to/enqueue-policies.md), each a dict of `key` (or `fields`,
       as `unique`'s) and `period_seconds` (above 0, at most a year): `debounce`: while the
       job of this type and key has not started, an enqueue replaces its payload and pushes
@@ -131,7 +134,7 @@ def enqueue(type: str, payload: dict | None = None, *, priority: int | None = No
         max_attempts=max_attempts, timeout_seconds=timeout_seconds,
         retry_policy=retry_policy, unique=unique, after=after, after_failure=after_failure,
         concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
-        debounce=debounce, throttle=throttle, expires_at=expires_at,
+        fairness_key=fairness_key, debounce=debounce, throttle=throttle, expires_at=expires_at,
         expires_in_seconds=expires_in_seconds,
     )
     return job
@@ -145,8 +148,8 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
                    retry_policy: RetryPolicy | dict | None = None, unique: dict | None = None,
                    after: list | None = None, after_failure: str | None = None,
                    concurrency_key: str | None = None,
-                   concurrency_key_limit: int | None = None, debounce: dict | None = None,
-                   throttle: dict | None = None, expires_at: datetime | None = None,
+                   concurrency_key_limit: int | None = None, fairness_key: str | None = None,
+                   debounce: dict | None = None, throttle: dict | None = None, expires_at: datetime | None = None,
                    expires_in_seconds: float | timedelta | None = None) -> Job:
     """`enqueue()` for async code (an async view, an async handler): the same arguments, the
     same checks and the same exceptions, because it is `enqueue()`, run by
@@ -162,7 +165,7 @@ async def aenqueue(type: str, payload: dict | None = None, *, priority: int | No
         max_attempts=max_attempts, timeout_seconds=timeout_seconds, retry_policy=retry_policy,
         unique=unique, after=after, after_failure=after_failure,
         concurrency_key=concurrency_key, concurrency_key_limit=concurrency_key_limit,
-        debounce=debounce, throttle=throttle, expires_at=expires_at,
+        fairness_key=fairness_key, debounce=debounce, throttle=throttle, expires_at=expires_at,
         expires_in_seconds=expires_in_seconds)
 
 

@@ -36,12 +36,13 @@ _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
 (_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
  _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES,
- _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT, _EXPIRES_AT, _DEBOUNCE_KEY) = (
+ _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT, _FAIRNESS_KEY, _EXPIRES_AT, _DEBOUNCE_KEY) = (
     _JOB_FIELDS.index(name) for name in (
         "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
         "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
         "retry_policy", "idempotency_expires_at", "unique_key", "unique_states",
-        "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key"))
+        "concurrency_key", "concurrency_key_limit", "fairness_key", "expires_at",
+        "debounce_key"))
 
 
 def _plain_init() -> bool:
@@ -71,6 +72,7 @@ def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datet
     values[_UNIQUE_STATES] = new.unique_states
     values[_CONCURRENCY_KEY] = new.concurrency_key
     values[_CONCURRENCY_KEY_LIMIT] = new.concurrency_key_limit
+    values[_FAIRNESS_KEY] = new.fairness_key
     values[_EXPIRES_AT] = expires_at
     values[_DEBOUNCE_KEY] = new.debounce_key
     if not plain_init:
@@ -146,6 +148,8 @@ def _keyed(new: NewJob) -> bool:
 def insert(new_jobs: list[NewJob], *, may_name_jobs: bool = True) -> list[tuple[Job, bool]]:
     if any(new.concurrency_key is not None for new in new_jobs):
         claiming.note_keyed_jobs(True)  # this process's next claim looks for keyed jobs
+    if claiming.fair_queues_known():  # and for jobs without a fairness key in a fair queue
+        claiming.note_unkeyed_jobs({new.queue for new in new_jobs if new.fairness_key is None})
     if any(new.debounce_key is not None for new in new_jobs):
         if len(new_jobs) == 1:
             return [_insert_debounced(new_jobs[0])]
@@ -188,7 +192,7 @@ def _insert_one(new: NewJob) -> tuple[Job, bool]:
         new.fingerprint, new.key_ttl_seconds, new.unique_key,
         None if new.unique_states is None else json.dumps(new.unique_states),
         json.dumps(new.retry_policy) if new.retry_policy is not None else None,
-        new.concurrency_key, new.concurrency_key_limit, new.expires_at,
+        new.concurrency_key, new.concurrency_key_limit, new.fairness_key, new.expires_at,
         new.expires_in_seconds, tracing.carrier_json(),
     )
     if keyed:  # no transaction needed: the release is guarded, the index arbitrates
@@ -222,7 +226,8 @@ def _insert_debounced(new: NewJob) -> tuple[Job, bool]:
         "timeout_seconds": new.timeout_seconds, "period": new.debounce_seconds,
         "retry_policy": json.dumps(new.retry_policy) if new.retry_policy is not None else None,
         "concurrency_key": new.concurrency_key,
-        "concurrency_key_limit": new.concurrency_key_limit, "expires_at": new.expires_at,
+        "concurrency_key_limit": new.concurrency_key_limit,
+        "fairness_key": new.fairness_key, "expires_at": new.expires_at,
         "expires_in": new.expires_in_seconds, "debounce_key": new.debounce_key,
         "trace": tracing.carrier_json(),
     })
@@ -259,6 +264,8 @@ def _row(new: NewJob) -> str:
     if new.concurrency_key is not None:
         row["concurrency_key"] = new.concurrency_key
         row["concurrency_key_limit"] = new.concurrency_key_limit
+    if new.fairness_key is not None:
+        row["fairness_key"] = new.fairness_key
     if new.expires_at is not None:  # validated: aware, so the ISO text has an offset
         row["expires_at"] = new.expires_at.isoformat()
     if new.expires_in_seconds is not None:

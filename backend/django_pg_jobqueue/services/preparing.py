@@ -20,6 +20,7 @@ from ..arguments import (
     check_debounce,
     check_delay,
     check_expiry,
+    check_fairness_key,
     check_idempotency_key,
     check_int,
     check_queue,
@@ -69,6 +70,8 @@ class NewJob:
     after_failure: str = "cancel"
     concurrency_key: str | None = None
     concurrency_key_limit: int | None = None
+    # Fair shares (docs/how-to/fairness.md): in a fair queue, claims go round-robin across keys.
+    fairness_key: str | None = None
     # Enqueue policies (docs/how-to/enqueue-policies.md): a deadline (one of the two: an
     # instant, or seconds from the insert's now()), and a debounce key with its quiet period
     # (a throttle is a unique key with a period: unique_key, unique_period_seconds).
@@ -147,7 +150,7 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
              delay_seconds=None, idempotency_key=None, max_attempts=None, timeout_seconds=None,
              retry_policy=None, unique=None, after=None, after_failure=None,
              from_api: bool = False, key_scope: str = "",
-             concurrency_key=None, concurrency_key_limit=None,
+             concurrency_key=None, concurrency_key_limit=None, fairness_key=None,
              debounce=None, throttle=None, expires_at=None, expires_in_seconds=None,
              index: int | None = None, queues_seen: dict[str, bool] | None = None) -> NewJob:
     """Every argument of one job checked and resolved against the type's defaults.
@@ -204,6 +207,8 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
                                                                     concurrency_key_limit)
     # An API user's key is theirs (keys.py): it never holds back another user's jobs.
     stored_concurrency_key = keys.scoped(key_scope, concurrency_key, MAX_CONCURRENCY_KEY_LENGTH)
+    fairness_key = check_fairness_key(fairness_key)
+    stored_fairness_key = keys.scoped(key_scope, fairness_key, MAX_CONCURRENCY_KEY_LENGTH)
     policy = check_retry_policy(retry_policy)
     unique_key = unique_states = unique_period = None
     if unique is not None:
@@ -252,6 +257,8 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         if concurrency_key is not None:  # only then: fingerprints stored before still match
             request.update(concurrency_key=concurrency_key,
                            concurrency_key_limit=concurrency_key_limit)
+        if fairness_key is not None:  # only then: fingerprints stored before still match
+            request["fairness_key"] = fairness_key
         fingerprint = _fingerprint(request)
         # A periodic schedule's keys never expire: they are how each tick runs once
         # (periodic.py; the pruner keeps the newest for the same reason).
@@ -265,7 +272,7 @@ def prepare(job_type, payload=None, *, priority=None, queue=None, run_at=None,
         key_ttl_seconds=key_ttl, unique_key=unique_key, unique_states=unique_states,
         unique_period_seconds=unique_period, after=after, after_failure=after_failure,
         concurrency_key=stored_concurrency_key, concurrency_key_limit=concurrency_key_limit,
-        expires_at=expires_at, expires_in_seconds=expires_in, debounce_key=debounce_key,
+        fairness_key=stored_fairness_key, expires_at=expires_at, expires_in_seconds=expires_in, debounce_key=debounce_key,
         debounce_seconds=debounce_seconds,
     )
 
@@ -306,8 +313,8 @@ def _check_expires_after_start(expires_at: datetime | None, expires_in: float | 
 _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                               "max_attempts", "timeout_seconds", "retry_policy", "unique",
                               "after", "after_failure", "concurrency_key",
-                              "concurrency_key_limit", "debounce", "throttle", "expires_at",
-                              "expires_in_seconds"})
+                              "concurrency_key_limit", "fairness_key", "debounce", "throttle",
+                              "expires_at", "expires_in_seconds"})
 
 
 def prepare_item(item, from_api: bool = False, key_scope: str = "",

@@ -1,4 +1,5 @@
-"""Queue settings: pause, resume and the global concurrency limit of a named queue.
+"""Queue settings: pause, resume, the global concurrency limit, fair shares and priority aging
+of a named queue.
 
 Workers read them inside the claim (paused queues are skipped) and re-read limits at most
 once a second, so a change holds across every worker process within a poll interval.
@@ -13,6 +14,7 @@ A setting that no longer says anything (resumed, no limit) for a queue that noth
 exist is removed: that is how a phantom queue left by an older version disappears.
 """
 from .. import conf, db, sql
+from ..arguments import check_aging, type_error
 from ..catalogue import queue_exists
 from ..db import atomic as queue_atomic
 from ..exceptions import QueueNotFound
@@ -22,7 +24,8 @@ from . import audit_log
 from .shards import on_queue_shard
 
 # What a queue without a setting row is: running, no limit.
-_NO_SETTING = {"paused": False, "concurrency_limit": None}
+_NO_SETTING = {"paused": False, "concurrency_limit": None, "fair": False,
+               "aging_seconds": None, "aging_max_priority": None}
 
 
 def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> QueueSetting:
@@ -40,8 +43,8 @@ def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> Q
                    if old[name] != value}
         if changed:
             audit_log.record(action, AuditTarget.QUEUE, queue, actor=actor, data=changed)
-        if (not setting.paused and setting.concurrency_limit is None
-                and not queue_exists(queue, setting_counts=False)):
+        says_nothing = all(getattr(setting, name) == value for name, value in _NO_SETTING.items())
+        if says_nothing and not queue_exists(queue, setting_counts=False):
             setting.delete()  # says nothing, for a queue nothing else makes exist
     return setting
 
@@ -73,3 +76,24 @@ def set_queue_limit(queue: str, concurrency_limit: int | None, *,
         raise ValueError("concurrency_limit must be at least 1, or None for no limit")
     return _update_queue(queue, OperatorAction.SET_QUEUE_LIMIT, actor,
                          concurrency_limit=concurrency_limit)
+
+
+def set_queue_fairness(queue: str, fair: bool, *, actor: str = "") -> QueueSetting:
+    """Claims take this queue's jobs round-robin across their fairness keys (True), or in
+    plain claim order (False). QueueNotFound if the queue does not exist;
+    InvalidJobArgument naming `fair` for anything but a bool. Workers follow within a second
+    (docs/how-to/fairness.md)."""
+    if not isinstance(fair, bool):
+        raise type_error("fair", "True or False", fair)
+    return _update_queue(queue, OperatorAction.SET_QUEUE_FAIRNESS, actor, fair=fair)
+
+
+def set_queue_aging(queue: str, aging_seconds: float | None, *,
+                    aging_max_priority: int | None = None, actor: str = "") -> QueueSetting:
+    """A queued job of this queue counts as one priority higher for every `aging_seconds` it
+    has been due, up to `aging_max_priority` (None: PRIORITY_MAX), never below its own; None turns
+    aging off. QueueNotFound if the queue does not exist; InvalidJobArgument naming the
+    argument for a bad value (docs/how-to/fairness.md)."""
+    aging_seconds, aging_max_priority = check_aging(aging_seconds, aging_max_priority)
+    return _update_queue(queue, OperatorAction.SET_QUEUE_AGING, actor,
+                         aging_seconds=aging_seconds, aging_max_priority=aging_max_priority)

@@ -1,6 +1,7 @@
 """The claim: queued -> running, one statement a batch (services/claiming.py).
 
-CLAIM takes any queued job; CLAIM_LIMITED, while a queue or a job type has a concurrency
+CLAIM takes any queued job; CLAIM_FAIR, while a queue it covers is fair or ages its jobs,
+the same in the order of fair shares and priority aging; CLAIM_LIMITED, while a queue or a job type has a concurrency
 limit, takes only what fits under them; CLAIM_KEYED_LOCK_KEYS and CLAIM_KEYED take jobs that
 have a concurrency key. Every variant runs under CLAIM_PLANNER_SETTINGS (why: below), and
 CLAIM_PROBES tells services/claiming.py which variants it needs.
@@ -122,6 +123,122 @@ WITH picked AS (
         ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
+    ) AS locked
+),
+""" + _CLAIM_TAIL
+
+# --- the fair claim: fair shares and priority aging (docs/how-to/fairness.md) ----------------
+# Used instead of CLAIM (never instead of CLAIM_LIMITED or CLAIM_KEYED) while a queue the claim
+# covers is fair (job_queue_settings.fair) or ages its jobs (aging_seconds); CLAIM itself stays
+# as it is, so a queue that uses neither pays nothing. Two changes of order, both within a
+# queue:
+# - Fair shares: within one (effective) priority, the jobs of a fair queue take turns by
+#   fairness key: the n-th job of every key before the (n+1)-th of any (`turn`), so a key with
+#   one job waits behind at most one job of each other key, however long their backlogs. The
+#   keyless jobs of a fair queue share one turn, and so do the jobs of a queue that is not
+#   fair (in a claim over several queues).
+# - Priority aging: a job of an aging queue counts as priority + one per aging_seconds it has
+#   been due, up to the queue's cap (never below its own priority): `eff`.
+# Order: eff DESC, turn, then the usual due time, creation, id.
+#
+# How it stays cheap on a long backlog: no window over every queued row. Each fair queue's
+# (key, priority) pairs with a job queued (`fair_groups`) and the distinct priorities in use
+# (`priorities`) are found by skip scans (one index probe each, on jobs_fair_claim_order_idx
+# and jobs_claim_order_idx); then each pair, and each priority for the rows without a key's
+# turn, gives its first %(limit)s rows in due order by an index range scan (a prefix of
+# equalities; a key's priority compared as `priority::int`, the fair index's column, which no
+# other index has, so no statistics can send that lookup down jobs_claim_order_idx). Within
+# one such group eff and turn both follow the due order, so those rows hold every row the
+# batch can take from it. Cost: two probes per (key, priority) pair, reading up to %(limit)s
+# rows each, and a sort of what they read.
+# Pitfall: the rows without a turn of their own (jobs of a queue that is not fair, and a fair
+# queue's jobs without a key) are found on jobs_claim_order_idx, past a fair queue's keyed rows
+# of the same priority due before them: a walk of its backlog. So that a lane over fair queues
+# whose jobs are all keyed never walks it, that part runs only with %(unkeyed)s: the claim
+# covers a queue that is not fair, or a fair queue in which CLAIM_PROBES (once a second) found
+# a job without a key waiting. Keep a fair queue's jobs keyed, and its lanes to fair queues.
+#
+# Locking: the candidates are read without locks, ordered, and only then locked one by one
+# in that order (a primary-key probe each), FOR UPDATE SKIP LOCKED, up to %(limit)s: a row
+# another claimer took meanwhile is skipped (the lock re-checks `status = 'queued'` on its
+# newest version), so no claimer waits on another, and no row is locked that the batch does
+# not take.
+CLAIM_FAIR = """
+WITH RECURSIVE aging AS (
+    SELECT * FROM unnest(%(aging_queues)s::text[], %(aging_seconds)s::float8[],
+                         %(aging_caps)s::int[]) AS a(queue, seconds, cap)
+),
+priorities(p) AS (
+    (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT nxt.p FROM priorities pr, LATERAL (
+        SELECT priority AS p FROM jobs WHERE status = 'queued' AND priority < pr.p
+        ORDER BY priority DESC LIMIT 1) nxt
+),
+fair_groups(queue, k, p) AS (
+    SELECT q.queue, f.k, f.p FROM unnest(%(fair_queues)s::text[]) AS q(queue), LATERAL (
+        SELECT fairness_key AS k, priority::int AS p FROM jobs
+        WHERE status = 'queued' AND fairness_key IS NOT NULL AND queue = q.queue
+        ORDER BY fairness_key, priority::int LIMIT 1) f
+    UNION ALL
+    SELECT g.queue, nxt.k, nxt.p FROM fair_groups g, LATERAL (
+        SELECT fairness_key AS k, priority::int AS p FROM jobs
+        WHERE status = 'queued' AND fairness_key IS NOT NULL AND queue = g.queue
+          AND (fairness_key, priority::int) > (g.k, g.p)
+        ORDER BY fairness_key, priority::int LIMIT 1) nxt
+),
+candidates AS (
+    SELECT c.*, g.k AS share FROM fair_groups g, LATERAL (
+        SELECT id, queue, priority, available_at, created_at FROM jobs
+        WHERE status = 'queued' AND queue = g.queue AND fairness_key = g.k
+          AND priority::int = g.p AND available_at <= now() {queue_filter}
+          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY available_at, created_at, id
+        LIMIT %(limit)s
+    ) c
+    UNION ALL
+    SELECT c.*, NULL FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see below
+        SELECT id, queue, priority, available_at, created_at FROM jobs
+        WHERE status = 'queued' AND priority = pr.p AND available_at <= now() {queue_filter}
+          AND (fairness_key IS NULL OR queue <> ALL(%(fair_queues)s::text[]))  -- no turn
+          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+        ORDER BY available_at, created_at, id
+        LIMIT %(limit)s
+    ) c
+    WHERE %(unkeyed)s
+),
+aged AS (
+    SELECT c.*, CASE WHEN a.seconds IS NULL THEN c.priority
+                     ELSE GREATEST(c.priority, LEAST(COALESCE(a.cap, %(priority_max)s),
+                         c.priority + floor(extract(epoch FROM now() - c.available_at)
+                                            / a.seconds)::int)) END AS eff
+    FROM candidates c LEFT JOIN aging a ON a.queue = c.queue
+),
+ordered AS (
+    SELECT id, row_number() OVER (ORDER BY eff DESC, turn, available_at, created_at, id) AS o
+    FROM (
+        -- COLLATE "C": the partition only groups equal names, which needs no locale's order
+        SELECT *, row_number() OVER (PARTITION BY queue COLLATE "C", eff, share COLLATE "C"
+                                     ORDER BY available_at, created_at, id) AS turn
+        FROM aged
+    ) t
+),
+picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        SELECT l.id FROM (SELECT id, o FROM ordered ORDER BY o) o, LATERAL (
+            -- IS NOT DISTINCT FROM: the same test as `=` here (status is never NULL), which no
+            -- partial index of queued rows matches, so the primary key serves the lookup
+            SELECT id FROM jobs WHERE jobs.id = o.id AND status IS NOT DISTINCT FROM 'queued'
+            FOR UPDATE SKIP LOCKED) l
+        ORDER BY o.o  -- the subquery's order: each row locked as the LIMIT asks for it
+        LIMIT %(limit)s
     ) AS locked
 ),
 """ + _CLAIM_TAIL
@@ -373,8 +490,12 @@ candidates AS (
 
 # --- queue limits and waiting keyed jobs, as claims read them (cached a second) ------------
 # The facts a claim reads at most once a second per process (services/claiming.py), in one
-# statement: the queues' concurrency limits, whether any job with a concurrency key waits, and
-# the rate limits set at run time (job_rate_limits).
+# statement: the queues' concurrency limits, whether any job with a concurrency key waits,
+# the rate limits set at run time (job_rate_limits), and the queues that are fair or age
+# their jobs (CLAIM_FAIR's, as [queue, fair, aging_seconds, aging_max_priority, whether a job
+# without a fairness key waits in it]). That last probe walks a fair queue's queued rows (on
+# jobs_queue_status_idx) until it finds one without a key: once a second per worker process,
+# so that a claim never has to (CLAIM_FAIR's %(unkeyed)s).
 # An idle worker's backed-off poll refreshes both: one transaction, not two.
 CLAIM_PROBES = """
 SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
@@ -382,5 +503,11 @@ SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
        EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND concurrency_key IS NOT NULL),
        (SELECT COALESCE(jsonb_agg(jsonb_build_array(kind, name, max_starts, period_seconds)),
                         '[]'::jsonb)
-          FROM job_rate_limits)
+          FROM job_rate_limits),
+       (SELECT COALESCE(jsonb_agg(jsonb_build_array(
+                   queue, fair, aging_seconds, aging_max_priority,
+                   fair AND EXISTS (SELECT 1 FROM jobs WHERE status = 'queued'
+                                       AND jobs.queue = qs.queue AND fairness_key IS NULL))),
+                        '[]'::jsonb)
+          FROM job_queue_settings qs WHERE fair OR aging_seconds IS NOT NULL)
 """

@@ -15,7 +15,8 @@ _INSERT_INTO_JOBS = """INSERT INTO jobs (type, queue, payload, status, priority,
                       max_attempts, timeout_seconds, available_at, created_at, updated_at,
                       progress_message, idempotency_key, request_fingerprint,
                       idempotency_expires_at, unique_key, unique_states, retry_policy,
-                      concurrency_key, concurrency_key_limit, expires_at, debounce_key)"""
+                      concurrency_key, concurrency_key_limit, fairness_key, expires_at,
+                      debounce_key)"""
 
 
 # The payload's searchable text (the job list's `?search=`, SEARCH_TEXT_MATCHES) goes to the
@@ -46,7 +47,7 @@ WITH ins AS (
     VALUES (%s::text, %s::text, %s::jsonb, 'queued', %s::smallint, 0, %s::int, %s::int,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), now(), now(),
             '', %s::text, %s::text, now() + make_interval(secs => %s::float8), %s::text,
-            %s::jsonb, %s::jsonb, %s::text, %s::smallint,
+            %s::jsonb, %s::jsonb, %s::text, %s::smallint, %s::text,
             COALESCE(%s::timestamptz, now() + make_interval(secs => %s::float8)), NULL)
     {on_conflict}
     RETURNING id, queue, priority, payload, available_at, created_at, expires_at
@@ -66,17 +67,18 @@ WITH ins AS (
            COALESCE(run_at, now() + make_interval(secs => COALESCE(delay, 0))), now(), now(),
            '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
            unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit,
-           COALESCE(expires_at, now() + make_interval(secs => expires_in)), NULL
+           fairness_key, COALESCE(expires_at, now() + make_interval(secs => expires_in)), NULL
     FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
             type text, queue text, payload jsonb, priority smallint, max_attempts int,
             timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
             fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
             retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint,
-            expires_at timestamptz, expires_in float8))
+            fairness_key text, expires_at timestamptz, expires_in float8))
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
                                  run_at, delay, idempotency_key, fingerprint, key_ttl,
                                  unique_key, unique_states, retry_policy, concurrency_key,
-                                 concurrency_key_limit, expires_at, expires_in, n)
+                                 concurrency_key_limit, fairness_key, expires_at, expires_in,
+                                 n)
     ORDER BY n
     {on_conflict}
     RETURNING id, queue, priority, payload, idempotency_key, available_at, created_at,
@@ -131,7 +133,7 @@ WITH ins AS (
             %(priority)s::smallint, 0, %(max_attempts)s::int, %(timeout_seconds)s::int,
             now() + make_interval(secs => %(period)s::float8), now(), now(), '', NULL, NULL,
             NULL, NULL, NULL, %(retry_policy)s::jsonb, %(concurrency_key)s::text,
-            %(concurrency_key_limit)s::smallint,
+            %(concurrency_key_limit)s::smallint, %(fairness_key)s::text,
             COALESCE(%(expires_at)s::timestamptz,
                      now() + make_interval(secs => %(expires_in)s::float8)),
             %(debounce_key)s::text)

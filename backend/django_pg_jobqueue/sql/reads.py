@@ -12,6 +12,24 @@ SELECT count(*), coalesce((array_agg(id ORDER BY id))[1:%(holders)s], '{}')
 FROM jobs WHERE status = 'running' AND concurrency_key = %(key)s
 """
 
+# Why a queued job of a fair or aging queue waits (selectors.fairness_wait), one index probe
+# each on jobs_fair_claim_order_idx: its queue's settings, the database's now(), how many jobs
+# of its fairness key (at its priority) come before it in due order (at most %(cap)s counted),
+# and how many other keys of its queue have a job queued (at most %(cap)s counted).
+FAIRNESS_WAIT = """
+SELECT qs.fair, qs.aging_seconds, qs.aging_max_priority, now(),
+       (SELECT count(*) FROM (
+            SELECT 1 FROM jobs WHERE status = 'queued' AND queue = %(queue)s
+               AND fairness_key = %(key)s AND priority = %(priority)s
+               AND (available_at, created_at, id) < (%(available_at)s, %(created_at)s, %(id)s)
+            LIMIT %(cap)s) ahead),
+       (SELECT count(*) FROM (
+            SELECT DISTINCT fairness_key FROM jobs WHERE status = 'queued' AND queue = %(queue)s
+               AND fairness_key IS NOT NULL AND fairness_key IS DISTINCT FROM %(key)s
+            LIMIT %(cap)s) others)
+FROM job_queue_settings qs WHERE qs.queue = %(queue)s
+"""
+
 # The job detail's two lists in one round trip: what it waits for ('after'), and the first
 # %(limit)s of what waits for it ('before'). Each side walks one index of job_dependencies.
 JOB_LINKS = """
@@ -86,7 +104,7 @@ SEARCH_TEXT_MATCHES = (
 
 # --- the payload filter: jobs whose payload contains a JSON object --------------------------
 # `?payload=customer_id:42` (arguments.check_payload_filter) as `payload @> '{"customer_id": 42}'`,
-# read from the side table's copy of the payload: job_search_text_payload_idx (migration 0025),
+# read from the side table's copy of the payload: job_search_text_payload_idx (migration 0026),
 # a GIN jsonb_path_ops index on `payload_text::jsonb`, serves the containment. Not an index on
 # `jobs.payload`: every claim and completion rewrites the job row (status is indexed, so neither
 # is a HOT update) and would write the payload's GIN entries again each time, as the trigram

@@ -12,7 +12,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from .. import services
-from ..arguments import check_concurrency_key, check_json_value
+from ..arguments import check_concurrency_key, check_fairness_key, check_json_value
 from ..db import queue_connection
 from ..exceptions import (
     InvalidJobArgument,
@@ -61,6 +61,10 @@ class QueueBackend(BaseTaskBackend):
                 check_concurrency_key("-" if key is None else key, limit)
             except InvalidJobArgument as exc:
                 raise InvalidTask(str(exc)) from None
+        try:  # enqueue()'s rules
+            check_fairness_key(getattr(task, "fairness_key", None))
+        except InvalidJobArgument as exc:
+            raise InvalidTask(str(exc)) from None
         if not _is_queue_name(task.queue_name):
             raise InvalidTask(f"queue_name must have 1 to {MAX_QUEUE_NAME_LENGTH} characters: "
                               "ASCII letters, digits and _ . : -")
@@ -126,6 +130,8 @@ class QueueBackend(BaseTaskBackend):
             if task.concurrency_key is not None or task.concurrency_key_limit is not None:
                 enqueued.update(concurrency_key=task.concurrency_key,
                                 concurrency_key_limit=task.concurrency_key_limit)
+            if task.fairness_key is not None:
+                enqueued["fairness_key"] = task.fairness_key
         options = options_for(task, args, kwargs)
         payload = {"task": task.module_path, "args": args, "kwargs": kwargs,
                    "backend": self.alias, "enqueued": enqueued}
@@ -136,6 +142,7 @@ class QueueBackend(BaseTaskBackend):
             idempotency_key=getattr(task, "idempotency_key", None),
             concurrency_key=options.concurrency_key,
             concurrency_key_limit=options.concurrency_key_limit,
+            fairness_key=options.fairness_key,
         )
         if not created:  # an idempotent replay: the existing task's result, as it is now
             return self.get_result(str(job.id))

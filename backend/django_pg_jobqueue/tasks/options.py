@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .. import conf
-from ..arguments import check_concurrency_key
+from ..arguments import check_concurrency_key, check_fairness_key
 from ..exceptions import (
     InvalidJobArgument,
     JobArgumentTypeError,
@@ -46,6 +46,9 @@ class TaskOptions:
     # arguments (called at enqueue) returning one or None; with its limit (None: 1).
     concurrency_key: str | Callable[..., str | None] | None = None
     concurrency_key_limit: int | None = None
+    # Each job's fairness key (docs/how-to/fairness.md): a str, or a function of the task's
+    # arguments returning one or None.
+    fairness_key: str | Callable[..., str | None] | None = None
 
 
 # module path of the task's function -> its options. Keyed by path, not by Task object: the
@@ -68,7 +71,9 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
                  retry_policy: RetryPolicy | dict | None = None,
                  concurrency: int | None = None,
                  concurrency_key: str | Callable[..., str | None] | None = None,
-                 concurrency_key_limit: int | None = None) -> Callable[[_T], _T]:
+                 concurrency_key_limit: int | None = None,
+                 fairness_key: str | Callable[..., str | None] | None = None,
+                 ) -> Callable[[_T], _T]:
     """The queue's options for a Django task, in a way every Tasks backend accepts.
 
         @task_options(max_attempts=5, timeout_seconds=30)
@@ -91,6 +96,8 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
     a str for every job of the task, or a function called at enqueue with the task's arguments
     that returns the key (or None: no key), e.g.
     `concurrency_key=lambda customer_id, **kwargs: f"customer:{customer_id}"`.
+    `fairness_key`: the job's fairness key, as `enqueue(fairness_key=...)` gives one (in a
+    fair queue, claims take turns by key; docs/how-to/fairness.md), a str or such a function.
     A bad value raises `InvalidJobArgument` naming it, at import time (a key a function returns,
     at enqueue).
     """
@@ -104,6 +111,8 @@ def task_options(*, max_attempts: int | None = None, timeout_seconds: int | None
                                                         MAX_TIMEOUT_SECONDS),
                           retry_policy=policy,
                           concurrency=_check_option("concurrency", concurrency, 10_000),
+                          fairness_key=(fairness_key if callable(fairness_key)
+                                        else check_fairness_key(fairness_key)),
                           **_declared_key(concurrency_key, concurrency_key_limit))
 
     def decorate(obj: _T) -> _T:
@@ -151,7 +160,8 @@ def options_for(task: Task, args: list | None = None,
     (`.using()`, `@task(...)` where Django passes them), else `@task_options(...)`'s, else none
     (the settings' defaults apply). The concurrency key is `.using()`'s (with its limit), else
     `@task_options`' (a function's called with the arguments); a limit alone in `.using()`
-    overrides the declared key's."""
+    overrides the declared key's. The fairness key likewise: `.using()`'s, else
+    `@task_options`' (a function's called with the arguments, its answer checked)."""
     declared = _TASK_OPTIONS.get(task.module_path, TaskOptions())
     own_attempts = getattr(task, "max_attempts", None)
     own_timeout = getattr(task, "timeout_seconds", None)
@@ -163,10 +173,16 @@ def options_for(task: Task, args: list | None = None,
             key = key(*(args or []), **(kwargs or {}))
         if key is not None and limit is None:
             limit = declared.concurrency_key_limit
+    fairness_key = getattr(task, "fairness_key", None)
+    if fairness_key is None and declared.fairness_key is not None:
+        fairness_key = declared.fairness_key
+        if callable(fairness_key):
+            fairness_key = fairness_key(*(args or []), **(kwargs or {}))
     return TaskOptions(
         max_attempts=declared.max_attempts if own_attempts is None else own_attempts,
         timeout_seconds=declared.timeout_seconds if own_timeout is None else own_timeout,
-        retry_policy=declared.retry_policy, concurrency_key=key, concurrency_key_limit=limit)
+        retry_policy=declared.retry_policy, concurrency_key=key, concurrency_key_limit=limit,
+        fairness_key=fairness_key)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,12 +203,15 @@ class QueueTask(Task):
     # At most concurrency_key_limit (None: 1) of the jobs with this key run at once.
     concurrency_key: str | None = None
     concurrency_key_limit: int | None = None
+    # In a fair queue, claims take turns by this key (docs/how-to/fairness.md).
+    fairness_key: str | None = None
 
     def using(self, *, priority: int | None = None, queue_name: str | None = None,
               run_after: datetime | None = None, backend: str | None = None,
               max_attempts: int | None = None, timeout_seconds: int | None = None,
               idempotency_key: str | None = None, concurrency_key: str | None = None,
-              concurrency_key_limit: int | None = None) -> "QueueTask":
+              concurrency_key_limit: int | None = None,
+              fairness_key: str | None = None) -> "QueueTask":
         """Create a new Task with modified defaults (Django's, and this queue's)."""
         task = Task.using(self, priority=priority, queue_name=queue_name,
                           run_after=run_after, backend=backend)
@@ -207,6 +226,8 @@ class QueueTask(Task):
             changes["concurrency_key"] = concurrency_key
         if concurrency_key_limit is not None:
             changes["concurrency_key_limit"] = concurrency_key_limit
+        if fairness_key is not None:
+            changes["fairness_key"] = fairness_key
         return replace(task, **changes) if changes else task
 
 

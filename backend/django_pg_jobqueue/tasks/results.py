@@ -87,7 +87,8 @@ def _task_for(job: Any, task: Task | None = None) -> Task:
                           timeout_seconds=enqueued.get("timeout_seconds"),
                           idempotency_key=job.idempotency_key,
                           concurrency_key=enqueued.get("concurrency_key"),
-                          concurrency_key_limit=enqueued.get("concurrency_key_limit"))
+                          concurrency_key_limit=enqueued.get("concurrency_key_limit"),
+                          fairness_key=enqueued.get("fairness_key"))
     elif isinstance(task, QueueTask):
         values.update(max_attempts=job.max_attempts, timeout_seconds=job.timeout_seconds,
                       idempotency_key=job.idempotency_key)

@@ -536,8 +536,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a queue's concurrency limit
-         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing. Needs change_queuesetting (the admin's permission for queue settings), not change_job.
+         * Set a queue's concurrency limit, fair shares and aging
+         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. `fair`: claims take turns by fairness key; `aging_seconds` and `aging_max_priority`: priority aging (docs/how-to/fairness.md); a bad value is a 400 naming the field, and nothing changes. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing. Needs change_queuesetting (the admin's permission for queue settings), not change_job.
          */
         patch: operations["v1_queues_partial_update"];
         trace?: never;
@@ -795,6 +795,8 @@ export interface components {
              *     * `pause_queue` - pause_queue
              *     * `resume_queue` - resume_queue
              *     * `set_queue_limit` - set_queue_limit
+             *     * `set_queue_fairness` - set_queue_fairness
+             *     * `set_queue_aging` - set_queue_aging
              *     * `run_schedule` - run_schedule
              *     * `pause_schedule` - pause_schedule
              *     * `resume_schedule` - resume_schedule
@@ -826,6 +828,8 @@ export interface components {
          *     * `pause_queue` - pause_queue
          *     * `resume_queue` - resume_queue
          *     * `set_queue_limit` - set_queue_limit
+         *     * `set_queue_fairness` - set_queue_fairness
+         *     * `set_queue_aging` - set_queue_aging
          *     * `run_schedule` - run_schedule
          *     * `pause_schedule` - pause_schedule
          *     * `resume_schedule` - resume_schedule
@@ -834,7 +838,7 @@ export interface components {
          *     * `cancel_batch` - cancel_batch
          * @enum {string}
          */
-        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch";
+        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "set_queue_fairness" | "set_queue_aging" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch";
         /** @description A batch's progress: its members counted by outcome, and its callbacks. */
         Batch: {
             id: number;
@@ -1015,6 +1019,7 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            readonly fairness_key: string | null;
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
@@ -1174,6 +1179,8 @@ export interface components {
             concurrency_key?: string | null;
             /** @description How many jobs with concurrency_key may run at once. Default: 1. Needs concurrency_key. */
             concurrency_key_limit?: number | null;
+            /** @description E.g. tenant:a: in a fair queue, claims take jobs round-robin across keys, so one key's backlog does not hold back the others' jobs. */
+            fairness_key?: string | null;
             /** @description While the job of this type and key has not started, a new one replaces its payload and pushes its start to period_seconds from now: a burst runs once, with the last payload (answers 200, `created: false`). Not with run_at, delay_seconds, idempotency_key, unique, throttle or after. */
             debounce?: components["schemas"]["PolicyOptionsRequest"] | null;
             /** @description At most one job of this type and key per period_seconds: later ones answer 200 with the first job and `created: false`. Not with unique. (Not the API's job-creation throttle, JOB_API_THROTTLE_*.) */
@@ -1240,6 +1247,7 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            readonly fairness_key: string | null;
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
@@ -1277,6 +1285,8 @@ export interface components {
             concurrency_key_wait: string;
             /** @description The ids of the running jobs that hold this job's concurrency key (the first 10, in id order; the job itself when it runs); empty without a key. */
             concurrency_key_holders: number[];
+            /** @description How the claim orders this queued job in a fair or aging queue, e.g. "fair shares: key tenant:a takes turns with 2 other keys; 3 of its jobs come first" or "aging: counts as priority 7 now: 2, +1 per 30 s due, up to 100"; empty otherwise. */
+            fairness_wait: string;
             /**
              * @description The lease owner's worker process: alive, lost (silent for more than two of its heartbeat intervals: it held the job when it died; the reaper requeues the job when its lease expires), or unknown (no heartbeat from it yet, or its row is gone); null when no one holds the job.
              *
@@ -1347,6 +1357,7 @@ export interface components {
             readonly has_dependants: boolean;
             readonly concurrency_key: string | null;
             readonly concurrency_key_limit: number | null;
+            readonly fairness_key: string | null;
             /** Format: date-time */
             readonly expires_at: string | null;
             readonly debounce_key: string | null;
@@ -1571,6 +1582,15 @@ export interface components {
         PatchedQueueUpdateRequest: {
             /** @description At most this many of the queue's jobs run at once across every worker; null removes the limit. */
             concurrency_limit?: number | null;
+            /** @description True: claims take the queue's jobs round-robin across their fairness keys. */
+            fair?: boolean;
+            /**
+             * Format: double
+             * @description Raise a queued job's effective priority by one per this many seconds it has been due (above 0, at most a day); null turns aging off. Sets aging_max_priority with it.
+             */
+            aging_seconds?: number | null;
+            /** @description The cap of aging (-100 to 100; null or left out: 100). Needs aging_seconds. */
+            aging_max_priority?: number | null;
         };
         /** @description `debounce` or `throttle` of a new job: enqueue()'s dict (services/preparing.py checks it). */
         PolicyOptionsRequest: {
@@ -1595,6 +1615,15 @@ export interface components {
             paused: boolean;
             /** @description At most this many of its jobs run at once across every worker (null: no limit). */
             concurrency_limit: number | null;
+            /** @description Claims take its jobs round-robin across their fairness keys (docs/how-to/fairness.md). */
+            fair: boolean;
+            /**
+             * Format: double
+             * @description A queued job counts one priority higher per this many seconds it has been due (null: no aging).
+             */
+            aging_seconds: number | null;
+            /** @description The highest priority aging raises a job to (null: 100). */
+            aging_max_priority: number | null;
             /** @description Queued jobs, due now or later. */
             queued: number;
             /** @description Queued jobs that are due now. */
@@ -1608,6 +1637,15 @@ export interface components {
             paused: boolean;
             /** @description At most this many of its jobs run at once across every worker (null: no limit). */
             concurrency_limit: number | null;
+            /** @description Claims take its jobs round-robin across their fairness keys (docs/how-to/fairness.md). */
+            fair: boolean;
+            /**
+             * Format: double
+             * @description A queued job counts one priority higher per this many seconds it has been due (null: no aging).
+             */
+            aging_seconds: number | null;
+            /** @description The highest priority aging raises a job to (null: 100). */
+            aging_max_priority: number | null;
             /** @description Queued jobs, due now or later. */
             queued: number;
             /** @description Queued jobs that are due now. */
@@ -2168,7 +2206,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only this action. */
-                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_limit" | "set_rate_limit";
+                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_aging" | "set_queue_fairness" | "set_queue_limit" | "set_rate_limit";
                 /** @description Exactly this user's actions ("" : code's). */
                 actor?: string;
                 /** @description Which field to use when ordering the results. */

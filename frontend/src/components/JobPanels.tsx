@@ -179,6 +179,8 @@ export function AllFields({ job }: { job: JobDetail }) {
     ["request_fingerprint", job.request_fingerprint ?? "—"],
     ["concurrency_key", job.concurrency_key ?? "—"],
     ["concurrency_key_limit", job.concurrency_key_limit ?? "—"],
+    ["fairness_key", job.fairness_key ?? "—"],
+    ["fairness_wait", job.fairness_wait || "—"],
     ["batch", job.batch ? <Link to={`/batches/${job.batch}`}>batch #{job.batch}</Link> : "—"],
     ["unique_key", job.unique_key ?? "—"],
     ["unique_states", Array.isArray(job.unique_states) ? job.unique_states.join(", ") : "—"],

@@ -321,6 +321,30 @@ describe("a queued job waiting for its concurrency key", () => {
   });
 });
 
+describe("a queued job of a fair queue", () => {
+  it("says in the Progress card how its turn is taken, and shows its key among all fields", async () => {
+    const api = fakeJobApi();
+    const wait = "fair shares: key tenant:a takes turns with 2 other keys; 3 of its jobs come first";
+    api.detail = detail({
+      status: "queued",
+      attempts: 0,
+      started_at: null,
+      locked_by: null,
+      lease_expires_at: null,
+      lease_token: null,
+      fairness_key: "tenant:a",
+      fairness_wait: wait,
+      events: [event(1, "created", -10)],
+    });
+    api.feed = api.detail.events;
+    renderJob();
+    const message = await screen.findByTestId("progress-message");
+    expect(message).toHaveTextContent(`Waiting for a worker, in turn: ${wait}.`);
+    const fields = screen.getByTestId("job-fields");
+    expect(fields).toHaveTextContent("fairness_keytenant:a");
+  });
+});
+
 /** The job, queued and delayed an hour: it may run now or be edited. */
 const delayed = () =>
   detail({

@@ -15,6 +15,9 @@ const detail = (extra: Partial<QueueDetail> = {}): QueueDetail => ({
   name: "media",
   paused: false,
   concurrency_limit: null,
+  fair: false,
+  aging_seconds: null,
+  aging_max_priority: null,
   queued: 4,
   runnable: 3,
   running: 1,
@@ -141,6 +144,13 @@ describe("the queue page", { timeout: 15_000 }, () => {
     expect(screen.getByRole("alert")).toHaveTextContent("a whole number, 1 or more");
     expect(screen.getByRole("button", { name: "Save" })).toBeDisabled();
     expect(calls.some((c) => c.method === "PATCH")).toBe(false);
+  });
+
+  it("says how the claim orders the queue: plain, or fair shares and aging", async () => {
+    renderQueue(userWith(), detail({ fair: true, aging_seconds: 30 }));
+    expect(await screen.findByTestId("queue-claim-order")).toHaveTextContent(
+      "turns by fairness key; aging +1 priority per 30 s waited, up to 100",
+    );
   });
 
   it("shows the limit read-only without change_queuesetting, and no pause without change_job", async () => {

@@ -92,7 +92,18 @@ export function jobEvent(id: number, kind: string, extra: Partial<JobEvent> = {}
 
 /** A queue with nothing in it and nothing set on it. */
 export function queue(name: string, extra: Partial<Queue> = {}): Queue {
-  return { name, paused: false, concurrency_limit: null, queued: 0, runnable: 0, running: 0, ...extra };
+  return {
+    name,
+    paused: false,
+    concurrency_limit: null,
+    fair: false,
+    aging_seconds: null,
+    aging_max_priority: null,
+    queued: 0,
+    runnable: 0,
+    running: 0,
+    ...extra,
+  };
 }
 
 /** A bucket of GET metrics/latency/: `jobs` finished in it, each percentile as given (none: null). */

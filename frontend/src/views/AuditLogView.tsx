@@ -26,6 +26,8 @@ export const ACTION_LABELS: Record<AuditAction, string> = {
   pause_queue: "Paused queue",
   resume_queue: "Resumed queue",
   set_queue_limit: "Set queue limit",
+  set_queue_fairness: "Set queue fairness",
+  set_queue_aging: "Set queue aging",
   run_schedule: "Ran schedule now",
   pause_schedule: "Paused schedule",
   resume_schedule: "Resumed schedule",
@@ -47,13 +49,21 @@ const FIELD_LABELS: Record<string, string> = {
   concurrency_limit: "limit",
   max_starts: "starts",
   period_seconds: "per (s)",
+  fair: "fair",
+  aging_seconds: "aging every (s)",
+  aging_max_priority: "aging cap",
   priority: "priority",
   available_at: "run at",
 };
 
 function shown(field: string, value: unknown): string {
   if (value === null || value === undefined)
-    return field === "concurrency_limit" || field === "max_starts" || field === "period_seconds" ? "none" : "—";
+    return field === "concurrency_limit" ||
+      field === "max_starts" ||
+      field === "period_seconds" ||
+      field === "aging_seconds"
+      ? "none"
+      : "—";
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (field === "available_at" && typeof value === "string") return formatTimestamp(value);
   return String(value);

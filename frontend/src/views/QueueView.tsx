@@ -168,6 +168,8 @@ function QueueBody({
             <dd>
               <LimitEditor q={q} canChange={can.changeLimit} save={limit} />
             </dd>
+            <dt>Claim order</dt>
+            <dd data-testid="queue-claim-order">{claimOrder(q)}</dd>
           </dl>
         </section>
         {throughput}
@@ -182,6 +184,15 @@ function QueueBody({
       </section>
     </>
   );
+}
+
+/** How the claim orders the queue's jobs: fair shares and priority aging, if set. */
+export function claimOrder(q: QueueDetail): string {
+  const parts = [q.fair ? "turns by fairness key" : "priority, then oldest first"];
+  if (q.aging_seconds !== null) {
+    parts.push(`aging +1 priority per ${q.aging_seconds} s waited, up to ${q.aging_max_priority ?? 100}`);
+  }
+  return parts.join("; ");
 }
 
 function LimitEditor({ q, canChange, save }: { q: QueueDetail; canChange: boolean; save: LimitSave }) {

@@ -169,6 +169,10 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY_KEY_LIMIT,
         help_text="How many jobs with concurrency_key may run at once. Default: 1. Needs "
                   "concurrency_key.")
+    fairness_key = StrictCharField(
+        required=False, allow_null=True, max_length=MAX_CONCURRENCY_KEY_LENGTH,
+        help_text="E.g. tenant:a: in a fair queue, claims take jobs round-robin across keys, "
+                  "so one key's backlog does not hold back the others' jobs.")
     debounce = PolicyOptionsSerializer(
         required=False, allow_null=True,
         help_text="While the job of this type and key has not started, a new one replaces its "
@@ -207,7 +211,7 @@ class JobCreateSerializer(SharedFieldsMixin, StrictSerializer):
         options = {name: data.get(name) for name in (
             "priority", "queue", "run_at", "delay_seconds", "idempotency_key", "max_attempts",
             "timeout_seconds", "retry_policy", "after", "after_failure", "concurrency_key",
-            "concurrency_key_limit", "expires_at", "expires_in_seconds")}
+            "concurrency_key_limit", "fairness_key", "expires_at", "expires_in_seconds")}
         for name in ("unique", "debounce", "throttle"):
             options[name] = _unique_option(data.get(name))
         return {"job_type": data["type"], "payload": data.get("payload", {}), **options}
@@ -236,7 +240,8 @@ class JobBulkCreateSerializer(StrictSerializer):
             item = {"type": data["type"], "payload": data.get("payload", {})}
             for name in ("priority", "queue", "run_at", "delay_seconds", "idempotency_key",
                          "max_attempts", "timeout_seconds", "retry_policy", "concurrency_key",
-                         "concurrency_key_limit", "expires_at", "expires_in_seconds"):
+                         "concurrency_key_limit", "fairness_key", "expires_at",
+                         "expires_in_seconds"):
                 if data.get(name) is not None:
                     item[name] = data[name]
             for name in ("unique", "debounce", "throttle"):

@@ -57,7 +57,8 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
             "progress", "progress_percent", "progress_message", "last_error",
             "idempotency_key", "cancel_requested_at", "is_finished",
             "idempotency_expires_at", "unique_key", "unique_states", "has_dependants",
-            "concurrency_key", "concurrency_key_limit", "expires_at", "debounce_key", "batch",
+            "concurrency_key", "concurrency_key_limit", "fairness_key", "expires_at",
+            "debounce_key", "batch",
         ]
         read_only_fields = fields
 
@@ -67,7 +68,7 @@ class JobSerializer(SharedFieldsMixin, JobQueueModelSerializer):
     def to_representation(self, instance):
         data = super().to_representation(instance)
         # Keys as their client sent them, without the API user's scope (keys.py).
-        for name in ("idempotency_key", "concurrency_key"):
+        for name in ("idempotency_key", "concurrency_key", "fairness_key"):
             if name in data:
                 data[name] = unscoped(data[name])
         return data
@@ -123,6 +124,11 @@ class JobDetailSerializer(JobSerializer):
         child=serializers.IntegerField(), help_text=(
             "The ids of the running jobs that hold this job's concurrency key (the first 10, "
             "in id order; the job itself when it runs); empty without a key."))
+    fairness_wait = serializers.CharField(
+        help_text="How the claim orders this queued job in a fair or aging queue, e.g. "
+                  "\"fair shares: key tenant:a takes turns with 2 other keys; 3 of its jobs "
+                  "come first\" or \"aging: counts as priority 7 now: 2, +1 per 30 s due, up "
+                  "to 100\"; empty otherwise.")
 
     locked_by_state = serializers.ChoiceField(
         choices=["alive", "lost", "unknown"], allow_null=True, read_only=True, help_text=(
@@ -150,7 +156,7 @@ class JobDetailSerializer(JobSerializer):
                                               "waiting_for_handler", "unknown_type_at", "events",
                                               "dependencies", "dependants",
                                               "concurrency_key_running", "concurrency_key_wait",
-                                              "concurrency_key_holders",
+                                              "concurrency_key_holders", "fairness_wait",
                                               "locked_by_state", "locked_by_last_seen_at",
                                               "awaiting_signal"]
         read_only_fields = fields
