@@ -44,9 +44,15 @@ def insert_one_params(_=1):
 
 
 def insert_many_params(k):
-    row = {"type": "noop", "queue": "default", "payload": {}, "priority": 0,
-           "max_attempts": 3, "timeout_seconds": 600}
-    return {"rows": json.dumps([row] * k), "trace": "{}"}
+    """sql.ENQUEUE_MANY's parameters for k no-op jobs: an array per column the jobs set, the
+    others NULL (as services/inserting.py sends them)."""
+    from django_pg_jobqueue import sql
+
+    params = dict.fromkeys(sql.ENQUEUE_MANY_COLUMNS)
+    params.update(type=["noop"] * k, queue=["default"] * k, payload=["{}"] * k,
+                  priority=[0] * k, max_attempts=[3] * k, timeout_seconds=[600] * k,
+                  trace="{}")
+    return params
 
 
 def batch_json(rows):

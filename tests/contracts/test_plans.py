@@ -98,6 +98,14 @@ STATEMENTS = {
     # The expiry sweep (the reaper's pass): queued jobs with a deadline only, on their index,
     # under the claim's planner settings (services/expiring.py).
     "expire_overdue": (sql.EXPIRE_QUEUED_PAST_DEADLINE, dict(limit=500), True),
+    # A keyed batch (its arbiter probes the key indexes) of 32 jobs, a column or two set
+    # beside the five every job sends: the batch expanded in input order, never sorted.
+    "enqueue_many": (sql.ENQUEUE_MANY[True, True], dict(
+        type=["noop"] * 32, queue=["default"] * 32, payload=["{}"] * 32, priority=[0] * 32,
+        max_attempts=[3] * 32, timeout_seconds=[600] * 32, run_at=None, delay=[5.0] * 32,
+        idempotency_key=[f"k{i}" for i in IDS], fingerprint=["f"] * 32, key_ttl=None,
+        unique_key=None, unique_states=None, retry_policy=None, concurrency_key=None,
+        concurrency_key_limit=None, expires_at=None, expires_in=None, trace="{}"), False),
     # The history's guard (sql.HISTORY_GUARD_FUNCTIONS) reads a transition table, which only
     # exists inside its trigger, so it is not EXPLAINed here: over one job it is a primary-key
     # lookup; over a batch, a LATERAL ... LIMIT 1 probe per job, planned again at every call.
@@ -127,7 +135,7 @@ def explain(statement: str, params: dict, *, generic: bool, planner: bool) -> st
             names.append(m.group(1))
         return f"${names.index(m.group(1)) + 1}"
 
-    text = re.sub(r"%\((\w+)\)s", placeholder, statement)
+    text = re.sub(r"%\((\w+)\)[sb]", placeholder, statement)
     types = ", ".join(_pg_type(params[n]) for n in names)
     with connection.cursor() as cur:
         cur.execute("SAVEPOINT plan_probe")
@@ -163,6 +171,8 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("a key's jobs filtered out of another index, not looked up on theirs")
         if not re.search(r"Index Cond: \(id = ordered\.id\)", plan):
             found.append("not locking the picked rows one by one by id")
+    if name == "enqueue_many" and re.search(r"Sort Key: input\.", plan):
+        found.append("a sort of the batch's input")
     if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
         found.append("not walking jobs_queued_expiry_idx")
     if "rate" in name and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):

@@ -29,6 +29,16 @@ def test_claim_complete_and_enqueue_are_prepared_once_per_connection():
                for s in statements) == 1
 
 
+def test_a_batch_of_one_shape_is_prepared_once_whatever_its_values():
+    # The columns a batch sends are its shape: these three send the same ones (type, queue,
+    # payload, priority, max_attempts, delay), whatever their sizes and values.
+    for size, delay in ((3, 1.0), (50, 2.5), (7, 600.0)):
+        services.enqueue_many([{"type": "noop", "payload": {"i": i}, "priority": i % 5,
+                                "delay_seconds": delay} for i in range(size)])
+    assert sum("INSERT INTO jobs" in s and "WITH ORDINALITY" in s
+               for s in prepared_statements()) == 1
+
+
 def test_the_setting_turns_preparing_off(settings):
     settings.JOB_PREPARED_STATEMENTS = False
     connection.close()

@@ -106,3 +106,48 @@ def test_a_batch_built_while_a_post_init_receiver_listens_still_sends_the_signal
     assert seen == [j.pk for j in jobs]
     for job in jobs:
         assert_as_stored(job)
+
+
+# Every column of the batch's insert, each set by one item of the batch and left out by the
+# others: an int TTL beside float delays and deadlines, JSON columns, a deadline as an instant.
+EACH_OPTION = [
+    {"priority": -3, "queue": "alpha"},
+    {"run_at": timezone.now() + timedelta(minutes=7)},
+    {"delay_seconds": 12.5},
+    {"idempotency_key": "each-option-1"},
+    {"unique": {"key": "each-option", "states": ["queued", "running", "failed"]}},
+    {"throttle": {"key": "each-option", "period_seconds": 60}},
+    {"retry_policy": {"delays_seconds": [1, 5]}},
+    {"concurrency_key": "customer:7", "concurrency_key_limit": 3},
+    {"expires_at": timezone.now() + timedelta(hours=2)},
+    {"expires_in_seconds": timedelta(minutes=90)},
+    {"max_attempts": 7, "timeout_seconds": 200_000},
+    {},
+]
+# What two enqueues of the same arguments store differently: the row, and its clock.
+PER_JOB = {"id", "created_at", "updated_at", "available_at", "expires_at",
+           "idempotency_expires_at", "idempotency_key", "request_fingerprint", "unique_key"}
+
+
+def test_enqueue_many_stores_each_option_as_a_single_enqueue_does(settings):
+    settings.JOB_IDEMPOTENCY_KEY_TTL_SECONDS = 3600
+    items = [{"type": "noop", "payload": {"i": i}, **options}
+             for i, options in enumerate(EACH_OPTION)]
+    jobs = services.enqueue_many(items)
+    assert [j.payload["i"] for j in jobs] == list(range(len(items)))
+    for job in jobs:
+        assert_as_stored(job)
+    Job.objects.all().delete()
+    for item, batched in zip(items, jobs, strict=True):
+        alone = services.enqueue(**item)
+        assert_as_stored(alone)
+        assert ({f: getattr(batched, f) for f in FIELDS if f not in PER_JOB}
+                == {f: getattr(alone, f) for f in FIELDS if f not in PER_JOB})
+        for clock in ("available_at", "expires_at", "idempotency_expires_at"):
+            # The same offset from the row's own now() (an instant given: that instant).
+            offset = [None if getattr(j, clock) is None else getattr(j, clock) - j.created_at
+                      for j in (batched, alone)]
+            given = item.get("run_at" if clock == "available_at" else clock)
+            assert offset[0] == offset[1] or getattr(batched, clock) == getattr(alone, clock) == given
+        for column in ("idempotency_key", "unique_key", "request_fingerprint"):
+            assert (getattr(batched, column) is None) == (getattr(alone, column) is None)

@@ -240,43 +240,51 @@ def _insert_debounced(new: NewJob) -> tuple[Job, bool]:
                     _plain_init(), expires_at), True
 
 
-def _row(new: NewJob) -> str:
-    """One job as a row object of sql.ENQUEUE_MANY's input (JSON text), its NULL columns left
-    out. The payload goes in as the text validation encoded, not encoded again."""
-    row = {"type": new.type, "queue": new.queue, "priority": new.priority,
-           "max_attempts": new.max_attempts}
-    if new.timeout_seconds is not None:
-        row["timeout_seconds"] = new.timeout_seconds
-    if new.run_at is not None:  # validated: an aware datetime, so the ISO text has an offset
-        row["run_at"] = new.run_at.isoformat()
-    if new.delay_seconds:
-        row["delay"] = new.delay_seconds
-    if new.idempotency_key is not None:
-        row["idempotency_key"] = new.idempotency_key
-        row["fingerprint"] = new.fingerprint
-        if new.key_ttl_seconds is not None:
-            row["key_ttl"] = new.key_ttl_seconds
-    if new.unique_key is not None:
-        row["unique_key"] = new.unique_key
-        row["unique_states"] = new.unique_states
-    if new.retry_policy is not None:
-        row["retry_policy"] = new.retry_policy
-    if new.concurrency_key is not None:
-        row["concurrency_key"] = new.concurrency_key
-        row["concurrency_key_limit"] = new.concurrency_key_limit
-    if new.fairness_key is not None:
-        row["fairness_key"] = new.fairness_key
-    if new.expires_at is not None:  # validated: aware, so the ISO text has an offset
-        row["expires_at"] = new.expires_at.isoformat()
-    if new.expires_in_seconds is not None:
-        row["expires_in"] = new.expires_in_seconds
-    return f'{json.dumps(row)[:-1]},"payload":{new.payload_json}}}'
+def _sent(values: list) -> list | None:
+    """A column of sql.ENQUEUE_MANY as sent: NULL when no job of the batch sets it (unnest pads
+    it with NULLs), else the list."""
+    return None if values.count(None) == len(values) else values
+
+
+def _floats(values: list) -> list | None:
+    """A float8 column, as `_sent`: psycopg refuses an array that mixes int and float (a TTL
+    setting is an int, a validated delay a float)."""
+    if values.count(None) == len(values):
+        return None
+    return [None if v is None else float(v) for v in values]
+
+
+def _json(values: list) -> list | None:
+    """A jsonb column, as `_sent`: each value as its JSON text."""
+    if values.count(None) == len(values):
+        return None
+    return [None if v is None else json.dumps(v) for v in values]
+
+
+def _columns(jobs: list[NewJob]) -> dict:
+    """sql.ENQUEUE_MANY's parameters: one array per column, in input order, each value as
+    validation left it (the payload as the JSON text it encoded, not encoded again); the
+    columns no job sets, NULL."""
+    return dict(zip(sql.ENQUEUE_MANY_COLUMNS, (
+        [j.type for j in jobs], [j.queue for j in jobs], [j.payload_json for j in jobs],
+        [j.priority for j in jobs], [j.max_attempts for j in jobs],
+        _sent([j.timeout_seconds for j in jobs]), _sent([j.run_at for j in jobs]),
+        _floats([j.delay_seconds or None for j in jobs]),
+        _sent([j.idempotency_key for j in jobs]), _sent([j.fingerprint for j in jobs]),
+        _floats([j.key_ttl_seconds for j in jobs]), _sent([j.unique_key for j in jobs]),
+        _json([j.unique_states for j in jobs]), _json([j.retry_policy for j in jobs]),
+        _sent([j.concurrency_key for j in jobs]),
+        _sent([j.concurrency_key_limit for j in jobs]), _sent([j.fairness_key for j in jobs]),
+        _sent([j.expires_at for j in jobs]),
+        _floats([j.expires_in_seconds for j in jobs]),
+    ), strict=True))
 
 
 def _insert_many(new_jobs: list[NewJob]) -> list[tuple[Job, bool]]:
     keyed = any(_keyed(j) for j in new_jobs)
     statement = sql.ENQUEUE_MANY[keyed, conf.get().LISTEN_NOTIFY]
-    params = {"rows": f"[{','.join(_row(j) for j in new_jobs)}]", "trace": tracing.carrier_json()}
+    params = _columns(new_jobs)
+    params["trace"] = tracing.carrier_json()
     # One statement is atomic by itself. Only a batch with idempotency keys needs a
     # transaction around it, so that a conflicting key found afterwards undoes the batch.
     with queue_atomic() if keyed else nullcontext():

@@ -57,9 +57,18 @@ WITH ins AS (
 SELECT id, available_at, created_at, expires_at {notify} FROM ins
 """
 
-# Many jobs: one JSON array of row objects (a key left out is NULL), expanded in input order.
-# One jsonb parameter is far cheaper to send than ten parallel arrays (psycopg dumps arrays
-# element by element in Python), and the payloads travel as JSON inside it, encoded once.
+# Many jobs: one array per column, expanded in parallel by unnest in input order (WITH
+# ORDINALITY, whose order the planner knows: the input is never sorted). No document of rows
+# is built for the server to parse, as a JSON one was: the arrays travel in binary
+# (`%(name)b`), psycopg packing each element as its column's binary value, and the server
+# parses only the payloads (each the JSON text validation encoded, cast to jsonb). A column
+# no job of the batch sets comes as NULL, which unnest pads with NULLs to the length of
+# `type` (always set): a batch of plain jobs sends five or six arrays, not nineteen, and a
+# NULL column reads as `_INSERT_ONE`'s NULL parameter does (no run_at, a delay of 0, no key,
+# no deadline). Each combination of columns sent (and of an int column's width: psycopg
+# sends a timeout above 32,767 s as int4, below as int2) is its own prepared statement,
+# psycopg keying them by their parameters' types, as ENQUEUE_ONE's are: an application's
+# few shapes of batch, each prepared once per connection.
 _INSERT_MANY = """
 WITH ins AS (
     """ + _INSERT_INTO_JOBS + """
@@ -68,12 +77,13 @@ WITH ins AS (
            '', idempotency_key, fingerprint, now() + make_interval(secs => key_ttl),
            unique_key, unique_states, retry_policy, concurrency_key, concurrency_key_limit,
            fairness_key, COALESCE(expires_at, now() + make_interval(secs => expires_in)), NULL
-    FROM ROWS FROM (jsonb_to_recordset(%(rows)s::jsonb) AS (
-            type text, queue text, payload jsonb, priority smallint, max_attempts int,
-            timeout_seconds int, run_at timestamptz, delay float8, idempotency_key text,
-            fingerprint text, key_ttl float8, unique_key text, unique_states jsonb,
-            retry_policy jsonb, concurrency_key text, concurrency_key_limit smallint,
-            fairness_key text, expires_at timestamptz, expires_in float8))
+    FROM unnest(%(type)b::text[], %(queue)b::text[], %(payload)b::jsonb[],
+                %(priority)b::smallint[], %(max_attempts)b::int[], %(timeout_seconds)b::int[],
+                %(run_at)b::timestamptz[], %(delay)b::float8[], %(idempotency_key)b::text[],
+                %(fingerprint)b::text[], %(key_ttl)b::float8[], %(unique_key)b::text[],
+                %(unique_states)b::jsonb[], %(retry_policy)b::jsonb[],
+                %(concurrency_key)b::text[], %(concurrency_key_limit)b::smallint[],
+                %(fairness_key)b::text[], %(expires_at)b::timestamptz[], %(expires_in)b::float8[])
         WITH ORDINALITY AS input(type, queue, payload, priority, max_attempts, timeout_seconds,
                                  run_at, delay, idempotency_key, fingerprint, key_ttl,
                                  unique_key, unique_states, retry_policy, concurrency_key,
@@ -90,6 +100,13 @@ SELECT id, idempotency_key, available_at, created_at, unique_key, expires_at FRO
 {notify_once}
 ORDER BY id
 """
+# sql.ENQUEUE_MANY's array parameters, in the statement's order: services/inserting.py sends
+# one list (or NULL) under each name.
+ENQUEUE_MANY_COLUMNS = ("type", "queue", "payload", "priority", "max_attempts",
+                        "timeout_seconds", "run_at", "delay", "idempotency_key", "fingerprint",
+                        "key_ttl", "unique_key", "unique_states", "retry_policy",
+                        "concurrency_key", "concurrency_key_limit", "fairness_key", "expires_at",
+                        "expires_in")
 
 # Only a keyed insert (an idempotency key or a unique key) has an arbiter: ON CONFLICT makes
 # every row a speculative insertion (an extra WAL record per row) even when its key is NULL.
