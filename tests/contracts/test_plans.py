@@ -105,7 +105,7 @@ STATEMENTS = {
         max_attempts=[3] * 32, timeout_seconds=[600] * 32, run_at=None, delay=[5.0] * 32,
         idempotency_key=[f"k{i}" for i in IDS], fingerprint=["f"] * 32, key_ttl=None,
         unique_key=None, unique_states=None, retry_policy=None, concurrency_key=None,
-        concurrency_key_limit=None, expires_at=None, expires_in=None, trace="{}"), False),
+        concurrency_key_limit=None, fairness_key=None, expires_at=None, expires_in=None, trace="{}"), False),
     # The history's guard (sql.HISTORY_GUARD_FUNCTIONS) reads a transition table, which only
     # exists inside its trigger, so it is not EXPLAINed here: over one job it is a primary-key
     # lookup; over a batch, a LATERAL ... LIMIT 1 probe per job, planned again at every call.
