@@ -3,7 +3,7 @@
  * job and waited for by another is drawn in the centre, its dependency on the left and its
  * dependant on the right, each node with its state and a link to its page.
  */
-import { type Job, expect, test, waitForStatus } from "./fixtures";
+import { type Job, expect, shot, test, waitForStatus } from "./fixtures";
 
 test("a job's workflow graph shows its dependency and its dependant, each linking to its page", async ({
   page,
@@ -38,6 +38,8 @@ test("a job's workflow graph shows its dependency and its dependant, each linkin
   ]);
   expect(left).toBeLessThan(centre);
   expect(centre).toBeLessThan(right);
+  await graph.scrollIntoViewIfNeeded();
+  await shot(page, "job-workflow-light-1440", { fullPage: false });
 
   await dependant.click();
   await page.waitForURL(new RegExp(`/jobs/${last.id}$`));
