@@ -68,6 +68,10 @@ CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
     f"set_config('{name}', (%(values)s::text[])[{i + 1}], true)"
     for i, (name, _) in enumerate(CLAIM_PLANNER_SETTINGS))
 
+# The expiry predicate every claim's candidates carry (the comment above says why it costs
+# no plan change), one fragment so that the variants cannot drift apart.
+_NOT_EXPIRED = "(expires_at IS NULL OR expires_at > now())  -- not expired"
+
 _CLAIM_UPDATE = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
@@ -116,7 +120,7 @@ WITH picked AS (
     FROM (
         SELECT id FROM jobs
         WHERE status = 'queued' AND available_at <= now() {queue_filter}
-          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -192,7 +196,7 @@ candidates AS (
         SELECT id, queue, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND queue = g.queue AND fairness_key = g.k
           AND priority::int = g.p AND available_at <= now() {queue_filter}
-          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -204,7 +208,7 @@ candidates AS (
         SELECT id, queue, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND priority = pr.p AND available_at <= now() {queue_filter}
           AND (fairness_key IS NULL OR queue <> ALL(%(fair_queues)s::text[]))  -- no turn
-          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -349,7 +353,7 @@ WITH """ + _LIMITED_RUNNING + """,
 candidates AS (
     SELECT id, queue, type, priority, available_at, created_at FROM jobs
     WHERE status = 'queued' AND available_at <= now() {queue_filter}
-      AND (expires_at IS NULL OR expires_at > now())  -- not expired
+      AND """ + _NOT_EXPIRED + """
       AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
@@ -400,7 +404,7 @@ WITH running AS (
 waiting AS (
     SELECT concurrency_key AS k FROM jobs
     WHERE status = 'queued' AND concurrency_key IS NOT NULL AND available_at <= now() {{queue_filter}}
-      AND (expires_at IS NULL OR expires_at > now())  -- not expired
+      AND """ + _NOT_EXPIRED + """
       AND NOT EXISTS (
           SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
       AND NOT EXISTS (
@@ -465,7 +469,7 @@ candidates AS (
                created_at
         FROM jobs
         WHERE status = 'queued' AND concurrency_key = running.k AND available_at <= now()
-          AND (expires_at IS NULL OR expires_at > now())  -- not expired
+          AND """ + _NOT_EXPIRED + """
           {queue_filter}
           AND NOT EXISTS (
               SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
