@@ -220,12 +220,33 @@ def start(url: str, queues: int, logdir: str) -> list:
     out = []
     for p, subset in enumerate(queue_subsets(queues)):
         logf = open(os.path.join(logdir, f"worker-{p}.log"), "ab")
-        out.append(subprocess.Popen(
-            [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
-             "--threads", str(THREADS), *(["--queues", subset] if subset else [])],
-            env=worker_env(url), stdout=logf, stderr=subprocess.STDOUT, cwd=REPO))
-        STARTED.append(out[-1])
+        # A SIGTERM while a worker starts waits until it is held here: its handler, run inside
+        # Popen (after the fork, before Popen returns), would leave a worker nothing holds.
+        # (Not by blocking the signal: the worker would inherit the mask and never stop.)
+        _TERM["starting"] = True
+        try:
+            out.append(subprocess.Popen(
+                [sys.executable, os.path.join(REPO, "manage.py"), "run_job_workers",
+                 "--threads", str(THREADS), *(["--queues", subset] if subset else [])],
+                env=worker_env(url), stdout=logf, stderr=subprocess.STDOUT, cwd=REPO))
+            STARTED.append(out[-1])
+        finally:
+            _TERM["starting"] = False
+        if _TERM["pending"]:
+            sys.exit(143)
     return out
+
+
+_TERM = {"starting": False, "pending": False}
+
+
+def _on_sigterm(*_) -> None:
+    """SIGTERM ends the run like Ctrl-C (main's finally stops the workers and drops the
+    database), once no worker is half started."""
+    if _TERM["starting"]:
+        _TERM["pending"] = True
+        return
+    sys.exit(143)
 
 
 def drain_once(url: str, point: dict, n: int, logdir: str, deadline: float):
@@ -412,7 +433,7 @@ def main() -> int:
         REPO, "docs", "_static", "bench") if mode == "full" else os.path.join(
         results_dir, "curves-quick"))
     # SIGTERM ends the run like Ctrl-C: through the finally below, which drops the database.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     deadline = started + m["max_minutes"] * 60
     url = create_db(base, db)

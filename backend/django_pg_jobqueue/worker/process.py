@@ -74,7 +74,12 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
     stop = threading.Event()
 
     def on_signal(signum, frame):
-        if stop.is_set():
+        # Set before anything else: a second signal can run this handler again in the middle
+        # of the first's log line (Python runs handlers between bytecodes), and must find the
+        # stop already under way, not start it a second time.
+        second = stop.is_set()
+        stop.set()
+        if second:
             if supervised is not None:
                 log.info("received %s again: already stopping gracefully",
                          signal.Signals(signum).name)
@@ -82,7 +87,6 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
             log.warning("second signal: exiting at once")
             os._exit(1)
         log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
-        stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     if supervised is None:
