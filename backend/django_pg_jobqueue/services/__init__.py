@@ -4,7 +4,7 @@ Each function is one transition of the state machine in `django_pg_jobqueue.stat
 its event in one transaction. Worker-side writes present the lease token of their claim and
 raise `LeaseLost` when it no longer matches; operator actions raise `InvalidTransition`.
 """
-from .batches import cancel_batch, enqueue_batch
+from .batches import enqueue_batch
 from .claiming import ClaimedJob, claim
 from .deleting import delete
 from .enqueuing import (
@@ -32,7 +32,7 @@ from .lifecycle import (
     settle_dead_process,
     snooze,
 )
-from .operations import cancel, edit, retry, run_now
+from .operations import cancel, cancel_batch, edit, retry, run_now
 from .queues import (
     pause_queue,
     resume_queue,

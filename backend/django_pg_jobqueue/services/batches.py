@@ -17,11 +17,9 @@ from typing import Any
 
 from .. import conf, db, sql
 from ..db import atomic as queue_atomic
-from ..exceptions import BatchNotFound, InvalidJobArgument, JobArgumentTypeError
+from ..exceptions import InvalidJobArgument, JobArgumentTypeError
 from ..models import JobBatch
 from ..states import BATCH_CALLBACKS as CALLBACKS
-from ..states import AuditTarget, OperatorAction, parse_job_id
-from . import audit_log, dependencies
 from .enqueuing import enqueue_many_or_get
 from .inserting import insert
 from .preparing import NewJob, prepare_item
@@ -124,21 +122,22 @@ def settle_after(batch_ids) -> None:
     """`settle` after a member's outcome, in the process that wrote it: a failure here (the
     database gone for a moment) must not undo or hide an outcome already committed, so it is
     logged, and the sweep finishes the batch instead."""
-    try:
-        settle(batch_ids)
-    except Exception:  # noqa: BLE001 - the sweep catches what this missed
-        log.exception("settling batches %s failed; the reaper's sweep will finish them",
-                      sorted(set(batch_ids)))
+    ids = sorted({int(i) for i in batch_ids if i is not None})
+    _settle_logged(settle, ids, f"batches {ids}")
 
 
 def settle_after_jobs(job_ids: list[int]) -> None:
     """`settle_after` for the batches of these jobs (which just finished), looked up from
     them: for the outcome writers whose statements do not return the batch."""
+    _settle_logged(lambda ids: _finish(sql.FINISH_BATCHES_OF_JOBS, {"ids": ids}),
+                   list(job_ids), f"the batches of jobs {sorted(set(job_ids))[:20]}")
+
+
+def _settle_logged(settle_them, ids: list[int], what: str) -> None:
     try:
-        _finish(sql.FINISH_BATCHES_OF_JOBS, {"ids": list(job_ids)})
+        settle_them(ids)
     except Exception:  # noqa: BLE001 - the sweep catches what this missed
-        log.exception("settling the batches of jobs %s failed; the reaper's sweep will finish "
-                      "them", sorted(set(job_ids))[:20])
+        log.exception("settling %s failed; the reaper's sweep will finish them", what)
 
 
 def settle_unfinished(*, limit: int = 100) -> list[int]:
@@ -208,31 +207,3 @@ def _callback_job(spec: dict, summary: dict) -> NewJob:
                    timeout_seconds=spec["timeout_seconds"], retry_policy=spec["retry_policy"],
                    payload=payload, payload_json=json.dumps(payload, separators=(",", ":"),
                                                             ensure_ascii=False))
-
-
-def cancel_batch(batch_id, *, actor: str = "") -> JobBatch:
-    """Cancel a batch: its pending members (queued or waiting) end cancelled at once, and the
-    jobs that wait for them as `cancel` cancels a job's; its running members go on (cancel
-    them one by one to stop them). The batch then finishes once its running members have,
-    with `on_failure` (and `on_complete`). Cancelling a finished batch changes nothing.
-    Raises BatchNotFound."""
-    parsed = parse_job_id(batch_id)
-    if parsed is None:
-        raise BatchNotFound(batch_id)
-    message = "cancelled with its batch" + (f" by {actor}" if actor else "")
-    with queue_atomic():
-        rows = db.fetch_all(sql.CANCEL_BATCH_PENDING, {"id": parsed, "message": message})
-        if not rows:
-            raise BatchNotFound(batch_id)
-        cancelled = [row[2] for row in rows if row[2] is not None]
-        audit_log.record(OperatorAction.CANCEL_BATCH, AuditTarget.BATCH, parsed, actor=actor,
-                         data={"cancelled": len(cancelled)})
-        settling = [row[2] for row in rows if row[3]]
-        # The jobs waiting for them, in the cancel's transaction (as cancel's); those this
-        # cancels may be members of other batches (services/finishing.py's cascade).
-        cascaded = [job_id for job_id, status in dependencies.settle(settling).items()
-                    if status == "cancelled"] if settling else []
-    settle_after([parsed])  # after the commit: it must see the cancels
-    if cascaded:
-        settle_after_jobs(cascaded)
-    return JobBatch.objects.get(pk=parsed)

@@ -1,19 +1,21 @@
 """Operator transitions, used alike by the Python API (`django_pg_jobqueue.cancel`, `.retry`),
-the REST API, the admin and the UI: cancel, retry, and the edit of a job that has not started
-(its priority, its run time, run it now)."""
+the REST API, the admin and the UI: cancel (of a job, or of a batch's pending members), retry,
+and the edit of a job that has not started (its priority, its run time, run it now). What
+follows a cancel's commit (dependants, batches) is services/finishing.py's."""
 import json
 
 from .. import conf, db, sql
 from ..arguments import check_int, check_run_at
 from ..db import atomic as queue_atomic
 from ..exceptions import (
+    BatchNotFound,
     DependencyNotRetried,
     InvalidJobArgument,
     InvalidTransition,
     JobNotFound,
     UniqueKeyHeld,
 )
-from ..models import STATUS_IN_UNIQUE_STATES, Job, JobEvent
+from ..models import STATUS_IN_UNIQUE_STATES, Job, JobBatch, JobEvent
 from ..models import TxNow as Now
 from ..states import (
     PRIORITY_MAX,
@@ -78,6 +80,31 @@ def cancel(job_id, *, actor: str = "") -> Job:
     settle_batches(batch_ids=[batch_id], cascaded=cascaded)
     job.refresh_from_db()
     return job
+
+
+def cancel_batch(batch_id, *, actor: str = "") -> JobBatch:
+    """Cancel a batch: its pending members (queued or waiting) end cancelled at once, and the
+    jobs that wait for them as `cancel` cancels a job's; its running members go on (cancel
+    them one by one to stop them). The batch then finishes once its running members have,
+    with `on_failure` (and `on_complete`). Cancelling a finished batch changes nothing.
+    Raises BatchNotFound."""
+    parsed = parse_job_id(batch_id)
+    if parsed is None:
+        raise BatchNotFound(batch_id)
+    message = "cancelled with its batch" + _by(actor)
+    with queue_atomic():
+        rows = db.fetch_all(sql.CANCEL_BATCH_PENDING, {"id": parsed, "message": message})
+        if not rows:
+            raise BatchNotFound(batch_id)
+        cancelled = [row[2] for row in rows if row[2] is not None]
+        audit_log.record(OperatorAction.CANCEL_BATCH, AuditTarget.BATCH, parsed, actor=actor,
+                         data={"cancelled": len(cancelled)})
+        # The jobs waiting for them, in the cancel's transaction (as cancel's); those this
+        # cancels may be members of other batches.
+        settling = [row[2] for row in rows if row[3]]
+        cascaded = settle_dependants(settling) if settling else []
+    settle_batches(batch_ids=[parsed], cascaded=cascaded)  # after the commit: it must see them
+    return JobBatch.objects.get(pk=parsed)
 
 
 @on_job_shard
