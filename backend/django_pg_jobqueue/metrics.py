@@ -47,6 +47,7 @@ import functools
 import hmac
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.db import DatabaseError
 from django.http import HttpResponse
@@ -275,13 +276,13 @@ def families(snap: Snapshot):
     yield _gauge("jobqueue_rate_limit_max_starts",
                  "A rate limit: most starts (weights summed) in any sliding period, by scope "
                  "(queue:<name>, type:<name>, key:<key>).", ["scope"],
-                 [((s,), m) for s, m, _, _ in snap.rate_use])
+                 [((r.scope,), r.max_starts) for r in snap.rate_use])
     yield _gauge("jobqueue_rate_limit_period_seconds", "A rate limit's period, by scope.",
-                 ["scope"], [((s,), p) for s, _, p, _ in snap.rate_use])
+                 ["scope"], [((r.scope,), r.period_seconds) for r in snap.rate_use])
     yield _gauge("jobqueue_rate_limit_used",
                  "The weight of the starts in a rate limit's window now, by scope (a key's: "
                  "while it has starts in the longest period).", ["scope"],
-                 [((s,), u) for s, _, _, u in snap.rate_use])
+                 [((r.scope,), r.used) for r in snap.rate_use])
     if snap.read_replica is not None:
         replica, used, lag = snap.read_replica
         yield _gauge("jobqueue_read_replica_in_use",
@@ -353,14 +354,26 @@ def metrics_view(request):
     return HttpResponse(body, content_type=CONTENT_TYPE)
 
 
-def read_rate_use(cur, limits) -> list[tuple[str, int, float, int]]:
-    """The weight each scope used in its sliding window now (sql.RATE_USE): (scope, max_starts,
-    period_seconds, used) for every queue or type limit of `limits` (rate_limits_in_force's
-    rows) and every key with a start in the longest period; [] without limits."""
+class RateUse(NamedTuple):
+    """A scope's use of its rate limit now: `scope` ("queue:emails", "key:customer:42"),
+    `limit` (the name of the limit it counts against: for a key, the exact name or the
+    prefix it matched), the limit's `max_starts` and `period_seconds`, and `used`."""
+
+    scope: str
+    limit: str
+    max_starts: int
+    period_seconds: float
+    used: int
+
+
+def read_rate_use(cur, limits) -> list[RateUse]:
+    """The weight each scope used in its sliding window now (sql.RATE_USE), for every queue or
+    type limit of `limits` (rate_limits_in_force's rows) and every key with a start in the
+    longest period; [] without limits."""
     if not limits:
         return []
     cur.execute(sql.RATE_USE, {
         "rate_kinds": [r[0] for r in limits], "rate_names": [r[1] for r in limits],
         "rate_max": [r[2] for r in limits], "rate_periods": [r[3] for r in limits],
         "longest": max(r[3] for r in limits)})
-    return [(s, int(m), float(p), int(u)) for s, m, p, u in cur.fetchall()]
+    return [RateUse(s, n, int(m), float(p), int(u)) for s, n, m, p, u in cur.fetchall()]

@@ -14,7 +14,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import arguments, conf, keys, periodic, sql
-from .catalogue import declared_queues, limit_for, queue_exists, rate_limits_in_force
+from .catalogue import declared_queues, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
 from .feed import event_ids_after
@@ -735,14 +735,11 @@ def rate_limits() -> list[dict]:
         use = read_rate_use(cur, limits)
     used: dict[tuple[str, str], int] = {}
     keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for scope, _, _, weight in use:
-        kind, _, name = scope.partition(":")
-        limit = limit_for(kind, name, limits)
-        if limit is None:
-            continue
+    for row in use:
+        kind, _, name = row.scope.partition(":")
         if kind == "key":
-            keys.setdefault((limit[0], limit[1]), []).append((name, weight))
-        used[(limit[0], limit[1])] = max(used.get((limit[0], limit[1]), 0), weight)
+            keys.setdefault((kind, row.limit), []).append((name, row.used))
+        used[(kind, row.limit)] = max(used.get((kind, row.limit), 0), row.used)
     out = []
     for kind, name, m, p in limits:
         row: dict[str, Any] = {

@@ -240,7 +240,20 @@ def test_the_use_of_each_limit_is_read_for_the_metrics():
     starts_ago("type:noop", 1, weight=2)
     starts_ago("key:customer:1", 1)
     starts_ago("key:customer:1", 11)  # out of its window
-    assert snapshot().rate_use == [("key:customer:1", 2, 10.0, 1), ("type:noop", 5, 60.0, 2)]
+    assert snapshot().rate_use == [("key:customer:1", "customer:*", 2, 10.0, 1),
+                                   ("type:noop", "noop", 5, 60.0, 2)]
+
+
+def test_a_keys_use_counts_against_its_exact_limit_before_a_prefix():
+    set_rate_limit(key="customer:*", max_starts=2, period_seconds=10)
+    set_rate_limit(key="customer:vip", max_starts=9, period_seconds=10)
+    starts_ago("key:customer:vip", 1)
+    starts_ago("key:customer:7", 1)
+    assert [(r.scope, r.limit) for r in snapshot().rate_use] == [
+        ("key:customer:7", "customer:*"), ("key:customer:vip", "customer:vip")]
+    shown = {r["name"]: r for r in rate_limits()}
+    assert shown["customer:*"]["keys"] == [{"key": "customer:7", "used": 1}]
+    assert shown["customer:vip"]["keys"] == [{"key": "customer:vip", "used": 1}]
 
 
 @pytest.mark.parametrize("changes, constraint", [

@@ -50,28 +50,31 @@ DELETE FROM job_rate_starts WHERE id IN (
 # The rate limits set at run time, for the metrics (which merge in JOB_RATE_LIMITS).
 METRICS_RATE_LIMITS = "SELECT kind, name, max_starts, period_seconds FROM job_rate_limits"
 
-# The weight each scope used in its window, for /metrics: (scope, max_starts, period_seconds,
-# used) for every scope with a start in the longest period, and every queue or type limit.
-# The limits come as parallel arrays (the claim's), a key's scope matched as the claim does.
+# The weight each scope used in its window, for /metrics and GET rate-limits/: (scope, the
+# name of the limit it counts against, max_starts, period_seconds, used) for every scope with
+# a start in the longest period, and every queue or type limit. The limits come as parallel
+# arrays (the claim's), a key's scope matched to its limit as the claim does (an exact name
+# before the longest prefix).
 RATE_USE = """
 WITH rl AS (
     SELECT * FROM unnest(%(rate_kinds)s::text[], %(rate_names)s::text[], %(rate_max)s::int[],
                          %(rate_periods)s::float8[]) AS rl(kind, name, max_starts, period_seconds)
 ),
 scopes AS (
-    SELECT rl.kind || ':' || rl.name AS scope, rl.max_starts, rl.period_seconds
+    SELECT rl.kind || ':' || rl.name AS scope, rl.name AS limit_name, rl.max_starts,
+           rl.period_seconds
     FROM rl WHERE rl.kind <> 'key'
     UNION ALL
-    SELECT k.scope, m.max_starts, m.period_seconds
+    SELECT k.scope, m.name, m.max_starts, m.period_seconds
     FROM (SELECT DISTINCT scope FROM job_rate_starts
           WHERE started_at > now() - make_interval(secs => %(longest)s)
             AND scope LIKE 'key:%%') k,
-         LATERAL (SELECT max_starts, period_seconds FROM rl
+         LATERAL (SELECT name, max_starts, period_seconds FROM rl
                   WHERE rl.kind = 'key' AND (rl.name = substr(k.scope, 5) OR (
                       right(rl.name, 1) = '*' AND starts_with(substr(k.scope, 5), left(rl.name, -1))))
                   ORDER BY rl.name = substr(k.scope, 5) DESC, length(rl.name) DESC LIMIT 1) m
 )
-SELECT s.scope, s.max_starts, s.period_seconds,
+SELECT s.scope, s.limit_name, s.max_starts, s.period_seconds,
        (SELECT COALESCE(sum(weight), 0) FROM job_rate_starts r
          WHERE r.scope = s.scope
            AND r.started_at > now() - make_interval(secs => s.period_seconds))
