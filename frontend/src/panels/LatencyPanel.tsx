@@ -3,6 +3,7 @@ import { useSearchParams } from "react-router";
 import { latencyOptions } from "../api/metrics";
 import type { ThroughputRange } from "../api/types";
 import { LATENCY_KINDS, LatencyChart, type LatencyKind } from "../components/LatencyChart";
+import { SegmentedButtons } from "../components/SegmentedButtons";
 import { ErrorState, Loading } from "../components/States";
 import { RANGES, bucketLabel } from "./ThroughputPanel";
 
@@ -34,19 +35,7 @@ export function LatencyPanel({ queue: fixedQueue }: { queue?: string }) {
         <h2 id="latency-title">
           {what.label} p50, p95, p99 {rangeInfo.per}
         </h2>
-        <div className="actions" role="group" aria-label="Wait or run time">
-          {LATENCY_KINDS.map((k) => (
-            <button
-              key={k.value}
-              type="button"
-              className="small"
-              aria-pressed={kind === k.value}
-              onClick={() => setKind(k.value)}
-            >
-              {k.label}
-            </button>
-          ))}
-        </div>
+        <SegmentedButtons label="Wait or run time" choices={LATENCY_KINDS} value={kind} onChange={setKind} />
       </header>
       <p className="faint" style={{ margin: "0 0 8px" }}>
         {what.label} {what.what}, of the jobs that finished in each bucket

@@ -6,6 +6,7 @@ import { throughputOptions } from "../api/metrics";
 import { queuesOptions } from "../api/queues";
 import type { Throughput, ThroughputRange } from "../api/types";
 import { FilterSelect } from "../components/JobFilters";
+import { SegmentedButtons } from "../components/SegmentedButtons";
 import { Empty, ErrorState, Loading } from "../components/States";
 
 // The stylesheet's tokens, so the chart follows the light or dark theme.
@@ -59,19 +60,7 @@ export function ThroughputPanel({ queue: fixedQueue }: { queue?: string }) {
     <section className="panel" aria-labelledby="throughput-title" data-testid="throughput">
       <header>
         <h2 id="throughput-title">Throughput, jobs {per}</h2>
-        <div className="actions" role="group" aria-label="Throughput range">
-          {RANGES.map((r) => (
-            <button
-              key={r.value}
-              type="button"
-              className="small"
-              aria-pressed={range === r.value}
-              onClick={() => setRange(r.value)}
-            >
-              {r.label}
-            </button>
-          ))}
-        </div>
+        <SegmentedButtons label="Throughput range" choices={RANGES} value={range} onChange={setRange} />
       </header>
       <div className="filters" style={{ marginBottom: 8 }}>
         {fixedQueue === undefined && (
