@@ -88,15 +88,12 @@ class PriorityFilter(admin.SimpleListFilter):
         return queryset.filter(bucket) if bucket is not None else queryset
 
 
-class JobEventInline(admin.TabularInline):
-    """The job's latest events (JobAdmin.get_formset_kwargs narrows the queryset)."""
+class ReadOnlyInline(admin.TabularInline):
+    """A job's rows that nobody edits on its page (the queue's own writers make them)."""
 
-    model = JobEvent
-    fields = readonly_fields = ["id", "created_at", "kind", "attempt", "worker_id", "message", "data"]
     extra = 0
     can_delete = False
     show_change_link = False
-    verbose_name_plural = f"events (latest {INLINE_EVENTS}, oldest first)"
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -108,28 +105,24 @@ class JobEventInline(admin.TabularInline):
         return False
 
 
-class JobSignalInline(admin.TabularInline):
+class JobEventInline(ReadOnlyInline):
+    """The job's latest events (JobAdmin.get_formset_kwargs narrows the queryset)."""
+
+    model = JobEvent
+    fields = readonly_fields = ["id", "created_at", "kind", "attempt", "worker_id", "message", "data"]
+    verbose_name_plural = f"events (latest {INLINE_EVENTS}, oldest first)"
+
+
+class JobSignalInline(ReadOnlyInline):
     """The job's signals: sent (send_signal, the API) or awaited by its durable wait."""
 
     model = JobSignal
     fields = readonly_fields = ["name", "sent_at", "data", "awaited_at", "timeout_at"]
-    extra = 0
-    can_delete = False
-    show_change_link = False
     verbose_name_plural = "signals (sent, or awaited by the job's durable wait)"
 
     def has_view_permission(self, request, obj=None):
         # Part of the job, as its payload is: seen by whoever sees the job.
         return request.user.has_perm("django_pg_jobqueue.view_job")
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def _short_time(moment) -> str:
