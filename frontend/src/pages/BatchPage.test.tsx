@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Batch, User } from "../api/types";
 import { batchPercent } from "../views/BatchView";
 import { BatchPage } from "./BatchPage";
+import { fakeApi, reply } from "../test/fakeApi";
 import { user } from "../test/factories";
 import { renderWithClient } from "../test/render";
 
@@ -28,20 +29,13 @@ const batch = (extra: Partial<Batch> = {}): Batch => ({
 
 function renderBatch(who: User, state: { batch: Batch | null }) {
   const posts: string[] = [];
-  document.cookie = "csrftoken=t; path=/";
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: string, init?: RequestInit) => {
-      const path = new URL(input, "http://test").pathname;
-      if (path.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
-      if (path.endsWith("/cancel/") && init?.method === "POST") {
-        posts.push(path);
-        state.batch = { ...state.batch!, pending: 0, cancelled: 2, done: 8, cancelled_at: "2026-12-05T03:01:00Z" };
-      }
-      if (!state.batch) return new Response('{"code":"batch_not_found","detail":"no batch 7"}', { status: 404 });
-      return new Response(JSON.stringify(state.batch), { status: 200 });
-    }),
-  );
+  fakeApi(({ path, method }) => {
+    if (path.endsWith("/cancel/") && method === "POST") {
+      posts.push(path);
+      state.batch = { ...state.batch!, pending: 0, cancelled: 2, done: 8, cancelled_at: "2026-12-05T03:01:00Z" };
+    }
+    return state.batch ?? reply(404, { code: "batch_not_found", detail: "no batch 7" });
+  });
   renderWithClient(<BatchPage />, { user: who, at: "/batches/7", path: "/batches/:id" });
   return posts;
 }

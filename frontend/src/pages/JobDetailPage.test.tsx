@@ -3,6 +3,7 @@ import userEvent from "@testing-library/user-event";
 import { useLocation } from "react-router";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { JobDetail, JobEvent } from "../api/types";
+import { fakeApi, reply } from "../test/fakeApi";
 import { jobEvent, user } from "../test/factories";
 import { renderWithClient } from "../test/render";
 import { JobDetailPage } from "./JobDetailPage";
@@ -63,74 +64,60 @@ function fakeJobApi() {
     edits: [] as unknown[],
     signals: [] as unknown[],
   };
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: string, init?: RequestInit) => {
-      const url = new URL(input, "http://test");
-      const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200 });
-      if (url.pathname.endsWith("/auth/csrf/")) return json({ csrf_token: "x" });
-      if (url.pathname.endsWith("/jobs/7/cancel/") && init?.method === "POST") {
-        api.cancels += 1;
-        api.detail = detail({ ...api.detail, cancel_requested_at: at(1), updated_at: at(1) });
-        api.feed = [...api.feed, event(3, "cancel_requested", 1)];
-        api.detail.events = [...api.feed];
-        const { events: _events, ...job } = api.detail;
-        return json(job);
-      }
-      if (url.pathname.endsWith("/jobs/7/run_now/") && init?.method === "POST") {
-        api.runNows += 1;
-        api.detail = detail({ ...api.detail, available_at: at(0), updated_at: at(0) });
-        const { events: _events, ...job } = api.detail;
-        return json(job);
-      }
-      if (url.pathname.endsWith("/jobs/7/") && init?.method === "PATCH") {
-        const body = JSON.parse(String(init.body)) as { priority?: number };
-        api.edits.push(body);
-        if (body.priority !== undefined && body.priority > 0)
-          return new Response(
-            JSON.stringify({ code: "invalid", detail: "priority: must be at most 0 (JOB_API_MAX_PRIORITY), not 5" }),
-            { status: 400 },
-          );
-        api.detail = detail({ ...api.detail, ...body });
-        const { events: _events, ...job } = api.detail;
-        return json(job);
-      }
-      if (url.pathname.endsWith("/jobs/7/signal/") && init?.method === "POST") {
-        const body = JSON.parse(String(init.body)) as { name: string };
-        api.signals.push(body);
-        api.detail = detail({ ...api.detail, awaiting_signal: null, available_at: at(0) });
-        return json({ job_id: 7, name: body.name, woke: true });
-      }
-      if (url.pathname.endsWith("/jobs/7/rerun/") && init?.method === "POST") {
-        api.reruns += 1;
-        if (api.detail.status !== "succeeded")
-          return new Response(
-            JSON.stringify({ code: "invalid_transition", detail: "Only a succeeded job can be re-run." }),
-            {
-              status: 409,
-            },
-          );
-        const { events: _events, ...copy } = detail({ id: 8, status: "queued", attempts: 0, events: [] });
-        return new Response(JSON.stringify(copy), { status: 201 });
-      }
-      if (url.pathname.endsWith("/jobs/8/events/")) return json({ results: [], has_more: false, next_after: null });
-      if (url.pathname.endsWith("/jobs/8/"))
-        return json(detail({ id: 8, status: "queued", attempts: 0, locked_by: null, events: [] }));
-      if (url.pathname.endsWith("/jobs/7/") && init?.method === "DELETE") {
-        api.deletes += 1;
-        return new Response(null, { status: 204 });
-      }
-      if (url.pathname.endsWith("/jobs/7/events/")) {
-        const after = Number(url.searchParams.get("after") ?? 0);
-        return json({ results: api.feed.filter((e) => e.id > after), has_more: false, next_after: null });
-      }
-      if (url.pathname.endsWith("/jobs/7/")) {
-        api.detailReads += 1;
-        return json(api.detail);
-      }
-      return new Response("{}", { status: 404 });
-    }),
-  );
+  const job = () => {
+    const { events: _events, ...fields } = api.detail;
+    return fields;
+  };
+  fakeApi(({ path, params, method, body }) => {
+    if (path.endsWith("/jobs/7/cancel/") && method === "POST") {
+      api.cancels += 1;
+      api.detail = detail({ ...api.detail, cancel_requested_at: at(1), updated_at: at(1) });
+      api.feed = [...api.feed, event(3, "cancel_requested", 1)];
+      api.detail.events = [...api.feed];
+      return job();
+    }
+    if (path.endsWith("/jobs/7/run_now/") && method === "POST") {
+      api.runNows += 1;
+      api.detail = detail({ ...api.detail, available_at: at(0), updated_at: at(0) });
+      return job();
+    }
+    if (path.endsWith("/jobs/7/") && method === "PATCH") {
+      const edit = body as { priority?: number };
+      api.edits.push(edit);
+      if (edit.priority !== undefined && edit.priority > 0)
+        return reply(400, { code: "invalid", detail: "priority: must be at most 0 (JOB_API_MAX_PRIORITY), not 5" });
+      api.detail = detail({ ...api.detail, ...edit });
+      return job();
+    }
+    if (path.endsWith("/jobs/7/signal/") && method === "POST") {
+      const signal = body as { name: string };
+      api.signals.push(signal);
+      api.detail = detail({ ...api.detail, awaiting_signal: null, available_at: at(0) });
+      return { job_id: 7, name: signal.name, woke: true };
+    }
+    if (path.endsWith("/jobs/7/rerun/") && method === "POST") {
+      api.reruns += 1;
+      if (api.detail.status !== "succeeded")
+        return reply(409, { code: "invalid_transition", detail: "Only a succeeded job can be re-run." });
+      const { events: _events, ...copy } = detail({ id: 8, status: "queued", attempts: 0, events: [] });
+      return reply(201, copy);
+    }
+    if (path.endsWith("/jobs/8/events/")) return { results: [], has_more: false, next_after: null };
+    if (path.endsWith("/jobs/8/")) return detail({ id: 8, status: "queued", attempts: 0, locked_by: null, events: [] });
+    if (path.endsWith("/jobs/7/") && method === "DELETE") {
+      api.deletes += 1;
+      return new Response(null, { status: 204 });
+    }
+    if (path.endsWith("/jobs/7/events/")) {
+      const after = Number(params.get("after") ?? 0);
+      return { results: api.feed.filter((e) => e.id > after), has_more: false, next_after: null };
+    }
+    if (path.endsWith("/jobs/7/")) {
+      api.detailReads += 1;
+      return api.detail;
+    }
+    return undefined;
+  });
   return api;
 }
 
@@ -245,18 +232,29 @@ const succeeded = () =>
     events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
   });
 
+/** fakeJobApi with job 7 succeeded. */
+function succeededJobApi() {
+  const api = fakeJobApi();
+  api.detail = succeeded();
+  api.feed = api.detail.events;
+  return api;
+}
+
+/** While job 7 runs (its Cancel shown), the button `name` is not offered. */
+async function expectNotOfferedWhileRunning(name: string) {
+  fakeJobApi();
+  renderJob();
+  await screen.findByRole("button", { name: "Cancel" });
+  expect(screen.queryByRole("button", { name })).toBeNull();
+}
+
 describe("deleting a finished job", () => {
   it("is offered only once the job has finished", async () => {
-    fakeJobApi();
-    renderJob();
-    await screen.findByRole("button", { name: "Cancel" });
-    expect(screen.queryByRole("button", { name: "Delete" })).toBeNull();
+    await expectNotOfferedWhileRunning("Delete");
   });
 
   it("asks first; Keep it deletes nothing, Yes deletes and goes to the list saying so", async () => {
-    const api = fakeJobApi();
-    api.detail = succeeded();
-    api.feed = api.detail.events;
+    const api = succeededJobApi();
     renderJob();
     await userEvent.click(await screen.findByRole("button", { name: "Delete" }));
     const confirm = screen.getByTestId("confirm-delete");
@@ -274,16 +272,11 @@ describe("deleting a finished job", () => {
 
 describe("re-running a succeeded job", () => {
   it("is offered only for a succeeded job", async () => {
-    fakeJobApi();
-    renderJob();
-    await screen.findByRole("button", { name: "Cancel" });
-    expect(screen.queryByRole("button", { name: "Re-run" })).toBeNull();
+    await expectNotOfferedWhileRunning("Re-run");
   });
 
   it("enqueues a copy and goes to its page, which says it is a copy of the original", async () => {
-    const api = fakeJobApi();
-    api.detail = succeeded();
-    api.feed = api.detail.events;
+    const api = succeededJobApi();
     renderJob();
     await userEvent.click(await screen.findByRole("button", { name: "Re-run" }));
     const notice = await screen.findByTestId("rerun-notice");

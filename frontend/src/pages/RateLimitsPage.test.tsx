@@ -3,6 +3,7 @@ import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RateLimit, User } from "../api/types";
 import { expectCardLabels } from "../test/cards";
+import { fakeApi, reply } from "../test/fakeApi";
 import { user } from "../test/factories";
 import { renderWithClient } from "../test/render";
 import { formatPeriod } from "../views/RateLimitsView";
@@ -29,25 +30,13 @@ const LIMITS: RateLimit[] = [
 /** GET rate-limits/ answers `limits`; POSTs are recorded, and a set over 100,000 starts is refused. */
 function renderLimits(who: User, limits: RateLimit[] = LIMITS) {
   const posts: { path: string; body: unknown }[] = [];
-  document.cookie = "csrftoken=t; path=/";
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: string, init?: RequestInit) => {
-      const path = new URL(input, "http://test").pathname;
-      if (path.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
-      if (init?.method === "POST") {
-        const body = JSON.parse(String(init.body)) as Record<string, unknown>;
-        posts.push({ path, body });
-        if (Number(body.max_starts) > 100_000)
-          return new Response(
-            JSON.stringify({ code: "invalid", detail: "bad", errors: { max_starts: ["at most 100000"] } }),
-            { status: 400 },
-          );
-        return new Response(JSON.stringify(path.endsWith("/remove/") ? { removed: true } : limits[2]), { status: 200 });
-      }
-      return new Response(JSON.stringify(limits), { status: 200 });
-    }),
-  );
+  fakeApi(({ path, method, body }) => {
+    if (method !== "POST") return limits;
+    posts.push({ path, body });
+    if (Number((body as { max_starts?: unknown }).max_starts) > 100_000)
+      return reply(400, { code: "invalid", detail: "bad", errors: { max_starts: ["at most 100000"] } });
+    return path.endsWith("/remove/") ? { removed: true } : limits[2];
+  });
   renderWithClient(<RateLimitsPage />, { user: who, at: "/rate-limits", path: "/rate-limits" });
   return posts;
 }
