@@ -181,19 +181,23 @@ ORDER BY split_part(idempotency_key, ':', 2) DESC, id DESC
 LIMIT %s
 """
 
-# --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
-# Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
-# start. jobs_status_finished_idx (status, finished_at) serves the range: the cost is the
-# range's finished jobs, not the table. NULL queue / type: every one.
-THROUGHPUT = """
-WITH bounds AS (
+# The buckets of a chart's range (THROUGHPUT, LATENCY): `range` holds the first and last
+# bucket's starts, %(buckets)s buckets of %(bucket)s ending with the one now falls in.
+_BUCKET_RANGE = """WITH bounds AS (
     SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
 ),
 range AS (
     SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
     FROM bounds
 ),
-per_bucket AS (
+"""
+
+# --- throughput: succeeded and failed per bucket, for a range, a queue and a type -------------
+# Every bucket of the range is present (zeros too), oldest first; a bucket is named by its
+# start. jobs_status_finished_idx (status, finished_at) serves the range: the cost is the
+# range's finished jobs, not the table. NULL queue / type: every one.
+THROUGHPUT = """
+""" + _BUCKET_RANGE + """per_bucket AS (
     SELECT date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
            count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
            count(*) FILTER (WHERE j.status = 'failed') AS failed
@@ -220,14 +224,7 @@ ORDER BY b.bucket
 # queue / type: every one. %(by_queue)s true: one series per queue that has samples in the
 # range (its name first in each row), else one for all (NULL first).
 LATENCY = """
-WITH bounds AS (
-    SELECT date_bin(%(bucket)s::interval, now(), timestamptz '2000-01-01') AS last_bucket
-),
-range AS (
-    SELECT last_bucket - (%(buckets)s - 1) * %(bucket)s::interval AS first_bucket, last_bucket
-    FROM bounds
-),
-samples AS (
+""" + _BUCKET_RANGE + """samples AS (
     SELECT CASE WHEN %(by_queue)s THEN j.queue END AS series,
            date_bin(%(bucket)s::interval, j.finished_at, timestamptz '2000-01-01') AS bucket,
            greatest(extract(epoch FROM j.started_at - j.available_at), 0) AS wait,
