@@ -735,11 +735,11 @@ def rate_limits() -> list[dict]:
         use = read_rate_use(cur, limits)
     used: dict[tuple[str, str], int] = {}
     keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for row in use:
-        kind, _, name = row.scope.partition(":")
+    for scope_use in use:
+        kind, _, name = scope_use.scope.partition(":")
         if kind == "key":
-            keys.setdefault((kind, row.limit), []).append((name, row.used))
-        used[(kind, row.limit)] = max(used.get((kind, row.limit), 0), row.used)
+            keys.setdefault((kind, scope_use.limit), []).append((name, scope_use.used))
+        used[(kind, scope_use.limit)] = max(used.get((kind, scope_use.limit), 0), scope_use.used)
     out = []
     for kind, name, m, p in limits:
         row: dict[str, Any] = {
