@@ -144,11 +144,16 @@ def distinct_values(field: str, *, prefix: str = "", limit: int = SUGGESTIONS_DE
 
 
 def job_get(job_id) -> Job:
-    pk = parse_job_id(job_id)
-    job = Job.objects.filter(pk=pk).first() if pk is not None else None
-    if job is None:
-        raise JobNotFound(job_id)
-    return job
+    """The job, or JobNotFound (for an id that is not one too)."""
+    return _by_id(Job, job_id, JobNotFound)
+
+
+def _by_id(model, given_id, not_found):
+    pk = parse_job_id(given_id)
+    row = model.objects.filter(pk=pk).first() if pk is not None else None
+    if row is None:
+        raise not_found(given_id)
+    return row
 
 
 @dataclass
@@ -757,11 +762,7 @@ def rate_limits() -> list[dict]:
 # --- batches (services/batches.py) ------------------------------------------------------------
 def get_batch(batch_id) -> JobBatch:
     """The batch, or BatchNotFound."""
-    parsed = parse_job_id(batch_id)
-    batch = JobBatch.objects.filter(pk=parsed).first() if parsed is not None else None
-    if batch is None:
-        raise BatchNotFound(batch_id)
-    return batch
+    return _by_id(JobBatch, batch_id, BatchNotFound)
 
 
 def batch_progress(batch_id) -> dict[str, Any]:

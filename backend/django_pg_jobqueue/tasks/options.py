@@ -215,19 +215,11 @@ class QueueTask(Task):
         """Create a new Task with modified defaults (Django's, and this queue's)."""
         task = Task.using(self, priority=priority, queue_name=queue_name,
                           run_after=run_after, backend=backend)
-        changes: dict[str, Any] = {}
-        if max_attempts is not None:
-            changes["max_attempts"] = max_attempts
-        if timeout_seconds is not None:
-            changes["timeout_seconds"] = timeout_seconds
-        if idempotency_key is not None:
-            changes["idempotency_key"] = idempotency_key
-        if concurrency_key is not None:
-            changes["concurrency_key"] = concurrency_key
-        if concurrency_key_limit is not None:
-            changes["concurrency_key_limit"] = concurrency_key_limit
-        if fairness_key is not None:
-            changes["fairness_key"] = fairness_key
+        given: dict[str, Any] = {
+            "max_attempts": max_attempts, "timeout_seconds": timeout_seconds,
+            "idempotency_key": idempotency_key, "concurrency_key": concurrency_key,
+            "concurrency_key_limit": concurrency_key_limit, "fairness_key": fairness_key}
+        changes = {name: value for name, value in given.items() if value is not None}
         return replace(task, **changes) if changes else task
 
 
