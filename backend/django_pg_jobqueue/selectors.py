@@ -14,7 +14,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import arguments, conf, keys, periodic, sql
-from .catalogue import declared_queues, queue_exists, rate_limits_in_force
+from .catalogue import declared_queues, limit_for, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
 from .feed import event_ids_after
@@ -27,6 +27,7 @@ from .models import (
     JobSignal,
     LostWorker,
     QueueSetting,
+    RateLimit,
     TxNow,
     WorkerProcess,
 )
@@ -181,14 +182,15 @@ def job_links(job: Job) -> tuple[list[dict], list[dict]]:
 
 
 def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
-    """The job and its latest `events` events, oldest first: two queries (a third for a
-    queued job of a fair or aging queue: fairness_wait)."""
+    """The job and its latest `events` events, oldest first: two queries (more for a queued
+    job of a fair or aging queue, fairness_wait, or under a rate limit, rate_limit_wait)."""
     pk = parse_job_id(job_id)
     # With the job, whether its queue is fair or ages its jobs: no query more for the others.
     ordered = QueueSetting.objects.filter(queue=OuterRef("queue")).filter(
         Q(fair=True) | Q(aging_seconds__isnull=False))
-    job = (Job.objects.filter(pk=pk).annotate(queue_ordered=Exists(ordered)).first()
-           if pk is not None else None)
+    job = (Job.objects.filter(pk=pk).annotate(queue_ordered=Exists(ordered),
+                                              rate_limits_set=Exists(RateLimit.objects.all()))
+           .first() if pk is not None else None)
     if job is None:
         raise JobNotFound(job_id)
     latest = list(
@@ -208,6 +210,7 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     (job.concurrency_key_running, job.concurrency_key_wait,
      job.concurrency_key_holders) = concurrency_key_wait(job)
     job.fairness_wait = fairness_wait(job)
+    job.rate_limit_wait = rate_limit_wait(job)
     job.locked_by_state, job.locked_by_last_seen_at = lease_owner_state(job.locked_by)
     # A query only for a queued job that parked (its `parked` event), or whose history is
     # longer than the events read.
@@ -296,6 +299,43 @@ def fairness_wait(job: Job) -> str:
         effective = max(job.priority, min(cap, job.priority + int(waited // aging_seconds)))
         parts.append(f"aging: counts as priority {effective} now: {job.priority}, +1 per "
                      f"{aging_seconds:g} s due, up to {cap}")
+    return "; ".join(parts)
+
+
+def rate_limit_wait(job: Job) -> str:
+    """For a queued job that is due, the rate limits that hold it back now (its queue's, its
+    type's, its concurrency key's: docs/how-to/rate-limits.md), each with its window's use and
+    when the job's weight fits again: "rate limit of type email_send: 20 of 20 started in the
+    last 1 s; room for it in 0.4 s"; "" when none does (or it is not queued, or not due).
+    Queries only when a limit is declared (JOB_RATE_LIMITS) or set (job_detail annotates
+    `rate_limits_set`): the limits in force, then one read of the starts log."""
+    settings = conf.get()
+    if job.status != Status.QUEUED or not (settings.RATE_LIMITS
+                                           or getattr(job, "rate_limits_set", True)):
+        return ""
+    limits = rate_limits_in_force()
+    applying = [(kind, name, limit) for kind, name in (
+        ("queue", job.queue), ("type", job.type), ("key", job.concurrency_key))
+        if name is not None and (limit := limit_for(kind, name, limits)) is not None]
+    if not applying:
+        return ""
+    shown = {f"{kind}:{name}": f"{kind} {keys.unscoped(name) if kind == 'key' else name}"
+             for kind, name, _ in applying}
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.RATE_WAIT, {
+            "scopes": list(shown), "max_starts": [limit[2] for _, _, limit in applying],
+            "periods": [float(limit[3]) for _, _, limit in applying],
+            "weight": settings.RATE_WEIGHTS.get(job.type, 1)})
+        rows = cur.fetchall()
+    parts = []
+    for scope, max_starts, period, used, frees_at, now in rows:
+        if job.available_at > now:
+            return ""  # it waits for its time first
+        if frees_at is None:
+            continue  # room for it in this window
+        room = max(0.0, (frees_at - now).total_seconds())
+        parts.append(f"rate limit of {shown[scope]}: {used} of {max_starts} started in the last "
+                     f"{period:g} s; room for it in {room:.1f} s")
     return "; ".join(parts)
 
 

@@ -51,3 +51,23 @@ def test_unknown_job_is_404(operator_client, job_id):
                      operator_client.get(f"{JOBS}{job_id}/events/")):
         assert response.status_code == 404
         assert response.json()["code"] == "not_found"
+
+
+def test_a_queued_jobs_detail_reads_no_rate_limits_when_none_is_set(operator_client,
+                                                                    django_assert_num_queries):
+    job = services.enqueue("noop")
+    forget_all()
+    # token+user, user perms, group perms, the job (with whether a rate limit is set), events
+    with django_assert_num_queries(5):
+        body = operator_client.get(f"{JOBS}{job.id}/").json()
+    assert body["rate_limit_wait"] == ""
+
+
+def test_a_queued_jobs_detail_says_its_rate_limit_is_full(operator_client):
+    services.set_rate_limit(type="noop", max_starts=1, period_seconds=30)
+    services.enqueue("noop")
+    assert len(services.claim(worker_ids=["test-1-0"])) == 1  # its start fills the window
+    waiting = services.enqueue("noop")
+    body = operator_client.get(f"{JOBS}{waiting.id}/").json()
+    assert body["rate_limit_wait"].startswith(
+        "rate limit of type noop: 1 of 1 started in the last 30 s; room for it in ")

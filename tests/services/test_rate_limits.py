@@ -7,12 +7,13 @@ guarantees are in tests/system/test_rate_limits_workers.py."""
 import pytest
 from django.db import connection
 from django.test import override_settings
+from django.utils.timezone import now
 
 from django_pg_jobqueue import enqueue, rate_limit, remove_rate_limit, services, set_rate_limit
 from django_pg_jobqueue.exceptions import InvalidJobArgument, QueueNotFound
 from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job, RateStart
-from django_pg_jobqueue.selectors import rate_limits
+from django_pg_jobqueue.selectors import job_detail, rate_limits
 from django_pg_jobqueue.services import claiming
 from django_pg_jobqueue.services.rate_limits import RATE_STARTS_SLACK_SECONDS, prune_rate_starts
 from django_pg_jobqueue.states import Status
@@ -283,3 +284,42 @@ def test_the_limits_in_force_say_which_were_set_and_which_declared():
              "source": "declared", "used": 0},
             {"kind": "type", "name": "noop", "max_starts": 3, "period_seconds": 1.0,
              "source": "set", "used": 0}]
+
+
+# -- why a job waits ------------------------------------------------------------------------
+
+def test_a_queued_job_says_which_rate_limit_holds_it_back_and_when_it_fits():
+    set_rate_limit(type="noop", max_starts=2, period_seconds=60)
+    set_rate_limit(queue="default", max_starts=100, period_seconds=60)
+    starts_ago("type:noop", 50)
+    starts_ago("type:noop", 10)
+    job = enqueue("noop")
+    why = job_detail(job.id).job.rate_limit_wait
+    # The older start leaves the window 10 s from now; the queue's limit has room.
+    assert why.startswith("rate limit of type noop: 2 of 2 started in the last 60 s; room for it in ")
+    assert 9.0 <= float(why.rsplit(" ", 2)[1]) <= 10.0
+    assert "queue" not in why
+
+
+def test_a_keys_weighted_job_waits_until_enough_starts_leave():
+    set_rate_limit(key="customer:*", max_starts=3, period_seconds=60)
+    starts_ago("key:customer:42", 55)
+    starts_ago("key:customer:42", 30)
+    starts_ago("key:customer:7", 30, weight=3)  # another key's window
+    with override_settings(JOB_RATE_WEIGHTS={"noop": 2}):
+        job = enqueue("noop", concurrency_key="customer:42", concurrency_key_limit=100)
+        why = job_detail(job.id).job.rate_limit_wait
+    # 2 used + 2 > 3: the start 55 s ago must leave (in 5 s) for 1 + 2 to fit.
+    assert why.startswith("rate limit of key customer:42: 2 of 3 started in the last 60 s; room "
+                          "for it in ")
+    assert 4.0 <= float(why.rsplit(" ", 2)[1]) <= 5.0
+
+
+def test_no_rate_limit_wait_with_room_when_not_due_or_not_queued():
+    set_rate_limit(type="noop", max_starts=1, period_seconds=60)
+    assert job_detail(enqueue("noop").id).job.rate_limit_wait == ""  # room for it
+    starts_ago("type:noop", 1)
+    later = enqueue("noop", delay_seconds=30)
+    assert job_detail(later.id).job.rate_limit_wait == ""  # waits for its time first
+    Job.objects.filter(pk=later.pk).update(status=Status.SUCCEEDED, finished_at=now())
+    assert job_detail(later.id).job.rate_limit_wait == ""

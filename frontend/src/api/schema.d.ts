@@ -1287,6 +1287,8 @@ export interface components {
             concurrency_key_holders: number[];
             /** @description How the claim orders this queued job in a fair or aging queue, e.g. "fair shares: key tenant:a takes turns with 2 other keys; 3 of its jobs come first" or "aging: counts as priority 7 now: 2, +1 per 30 s due, up to 100"; empty otherwise. */
             fairness_wait: string;
+            /** @description Why this queued, due job waits for its rate limits (its queue's, its type's, its concurrency key's), each with its window's use and when the job fits again, e.g. "rate limit of type email_send: 20 of 20 started in the last 1 s; room for it in 0.4 s"; empty when none holds it back. */
+            rate_limit_wait: string;
             /**
              * @description The lease owner's worker process: alive, lost (silent for more than two of its heartbeat intervals: it held the job when it died; the reaper requeues the job when its lease expires), or unknown (no heartbeat from it yet, or its row is gone); null when no one holds the job.
              *

@@ -181,6 +181,7 @@ export function AllFields({ job }: { job: JobDetail }) {
     ["concurrency_key_limit", job.concurrency_key_limit ?? "—"],
     ["fairness_key", job.fairness_key ?? "—"],
     ["fairness_wait", job.fairness_wait || "—"],
+    ["rate_limit_wait", job.rate_limit_wait || "—"],
     ["batch", job.batch ? <Link to={`/batches/${job.batch}`}>batch #{job.batch}</Link> : "—"],
     ["unique_key", job.unique_key ?? "—"],
     ["unique_states", Array.isArray(job.unique_states) ? job.unique_states.join(", ") : "—"],

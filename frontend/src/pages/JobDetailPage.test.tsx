@@ -338,6 +338,28 @@ describe("a queued job of a fair queue", () => {
   });
 });
 
+describe("a queued job held back by a rate limit", () => {
+  it("says in the Progress card which limit is full and when it fits, not that it waits for a worker", async () => {
+    const api = fakeJobApi();
+    const wait = "rate limit of type sleep: 20 of 20 started in the last 1 s; room for it in 0.4 s";
+    api.detail = detail({
+      status: "queued",
+      attempts: 0,
+      started_at: null,
+      locked_by: null,
+      lease_expires_at: null,
+      lease_token: null,
+      rate_limit_wait: wait,
+      events: [event(1, "created", -10)],
+    });
+    api.feed = api.detail.events;
+    renderJob();
+    const message = await screen.findByTestId("progress-message");
+    expect(message).toHaveTextContent(`Waiting for its rate limit, not for a worker: ${wait}.`);
+    expect(screen.getByTestId("job-fields")).toHaveTextContent(`rate_limit_wait${wait}`);
+  });
+});
+
 /** The job, queued and delayed an hour: it may run now or be edited. */
 const delayed = () =>
   detail({

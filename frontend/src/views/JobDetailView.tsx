@@ -108,6 +108,7 @@ function queuedMessage(job: JobDetail): string {
     const holders = job.concurrency_key_holders.map((id) => `#${id}`).join(", ");
     return `Waiting for its concurrency key${holders ? ` (held by ${holders})` : ""}, not for a worker.`;
   }
+  if (job.rate_limit_wait) return `Waiting for its rate limit, not for a worker: ${job.rate_limit_wait}.`;
   if (job.fairness_wait) return `Waiting for a worker, in turn: ${job.fairness_wait}.`;
   return "Waiting for a worker.";
 }

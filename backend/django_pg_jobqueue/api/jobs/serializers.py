@@ -130,6 +130,12 @@ class JobDetailSerializer(JobSerializer):
                   "come first\" or \"aging: counts as priority 7 now: 2, +1 per 30 s due, up "
                   "to 100\"; empty otherwise.")
 
+    rate_limit_wait = serializers.CharField(
+        help_text="Why this queued, due job waits for its rate limits (its queue's, its type's, "
+                  "its concurrency key's), each with its window's use and when the job fits "
+                  "again, e.g. \"rate limit of type email_send: 20 of 20 started in the last "
+                  "1 s; room for it in 0.4 s\"; empty when none holds it back.")
+
     locked_by_state = serializers.ChoiceField(
         choices=["alive", "lost", "unknown"], allow_null=True, read_only=True, help_text=(
             "The lease owner's worker process: alive, lost (silent for more than two of its "
@@ -157,6 +163,7 @@ class JobDetailSerializer(JobSerializer):
                                               "dependencies", "dependants",
                                               "concurrency_key_running", "concurrency_key_wait",
                                               "concurrency_key_holders", "fairness_wait",
+                                              "rate_limit_wait",
                                               "locked_by_state", "locked_by_last_seen_at",
                                               "awaiting_signal"]
         read_only_fields = fields
