@@ -107,8 +107,9 @@ class Chaos(threading.Thread):
         finally:
             connection.close()
 
-    def _child_victim(self, busiest: bool = False) -> int:
-        """Supervised: a child process to hit (by pid), chosen as _victim chooses."""
+    def _child_victim(self, busiest: bool = False) -> int | None:
+        """Supervised: a child process to hit (by pid), chosen as _victim chooses; None when
+        no child beat in the last 5 s (all just recycled, or late on a loaded machine)."""
         with connection.cursor() as cur:
             cur.execute("SELECT locked_by, priority FROM jobs WHERE status = 'running'")
             rows = [(int(locked_by.rsplit("-", 2)[-2]), priority)
@@ -116,6 +117,8 @@ class Chaos(threading.Thread):
             cur.execute("SELECT pid FROM job_workers WHERE supervisor_pid IS NOT NULL"
                         " AND heartbeat_at > now() - interval '5 seconds'")
             alive = sorted(row[0] for row in cur.fetchall())
+        if not alive:
+            return None
         if busiest:
             held = Counter(pid for pid, _ in rows)
             return max(alive, key=lambda pid: (held[pid], self.rng.random()))
@@ -139,6 +142,8 @@ class Chaos(threading.Thread):
     def kill(self) -> None:
         if self.workers[0].children:  # the supervisor replaces it
             pid = self._child_victim()
+            if pid is None:  # no child to hit this time: no fault
+                return
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:  # it exited since its last beat (recycled): no fault
@@ -154,6 +159,8 @@ class Chaos(threading.Thread):
     def stop(self) -> None:
         pid = (self._child_victim(busiest=True) if self.workers[0].children
                else self._victim(busiest=True).pid)
+        if pid is None:  # no child to hit this time: no fault
+            return
         started = time.time()
         try:
             os.kill(pid, signal.SIGSTOP)
