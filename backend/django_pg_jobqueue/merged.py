@@ -2,75 +2,19 @@
 the job list merged in its order and paged with a cursor (keyset.py), the overview's figures
 summed, the queues and the workers of every database in one list.
 
-Each database is read in turn (`each`); one that does not answer (connection refused or timed
-out, or it went away mid-read) is reported with its error and the others still answer. A
-shard's connection waits at most SHARD_CONNECT_TIMEOUT_SECONDS to open, unless its DATABASES
-entry sets its own `OPTIONS["connect_timeout"]`. With JOB_SHARDS empty nothing here runs: the
-API reads JOB_DATABASE alone, as before.
+Each database is read in turn (fanout.each); one that does not answer is reported with its
+error and the others still answer. With JOB_SHARDS empty nothing here runs: the API reads
+JOB_DATABASE alone, as before.
 """
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import OperationalError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import conf, db, keyset, selectors, shards
-
-SHARD_CONNECT_TIMEOUT_SECONDS = 3
-
-
-@dataclass
-class Answer:
-    """One database's answer to a read: `value`, or `error` when it did not answer."""
-
-    alias: str
-    number: int
-    value: Any = None
-    error: str | None = None
-
-    @property
-    def up(self) -> bool:
-        return self.error is None
-
-
-def databases() -> list[str]:
-    """JOB_DATABASE, then the shards in JOB_SHARDS's order."""
-    return [conf.get().DATABASE, *shards.aliases()]
-
-
-def _bound_connect(alias: str) -> None:
-    """A shard's connection gives up opening after SHARD_CONNECT_TIMEOUT_SECONDS, unless its
-    DATABASES entry says otherwise (read by the backend at each connect)."""
-    if alias in conf.get().SHARDS:
-        options = connections[alias].settings_dict.setdefault("OPTIONS", {})
-        options.setdefault("connect_timeout", SHARD_CONNECT_TIMEOUT_SECONDS)
-
-
-def _reason(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return (text[0] if text else type(error).__name__)[:200]
-
-
-def each(read: Callable[[], Any]) -> list[Answer]:
-    """`read()` on each database in turn (its models and raw statements go there), with
-    each one's answer or error."""
-    answers = []
-    for alias in databases():
-        number = shards.number_of(alias)
-        try:
-            _bound_connect(alias)
-            with db.on_database(alias):
-                answers.append(Answer(alias, number, read()))
-        except (OperationalError, InterfaceError) as error:
-            # Its connection is broken: closed, so that the next request connects again.
-            try:
-                connections[alias].close()
-            except Exception:  # noqa: BLE001 (closing a dead connection may fail too)
-                pass
-            answers.append(Answer(alias, number, error=_reason(error)))
-    return answers
+from . import db, keyset, selectors, shards
+from .fanout import Answer, databases, each
 
 
 @dataclass

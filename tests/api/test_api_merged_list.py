@@ -1,8 +1,8 @@
 """The merged console (merged.py) in one process, without a second server
 (tests/system/test_merged_console.py runs three): with JOB_SHARDS empty the job list runs the
 same two statements as before and answers the same keys; with a shard whose server refuses
-connections, the list, the overview's figures, the queues and the workers answer from
-JOB_DATABASE and say the shard is down, its connection bounded by a connect timeout; the
+connections, the list, the overview's figures, the queues, the workers and /metrics answer
+from JOB_DATABASE and say the shard is down, its connection bounded by a connect timeout; the
 merged list pages by cursor (each job once) and refuses a page number or a cursor it did not
 give, naming the parameter."""
 import socket
@@ -13,7 +13,7 @@ from django.db import connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test.utils import CaptureQueriesContext
 
-from django_pg_jobqueue import merged, services
+from django_pg_jobqueue import fanout, services
 
 pytestmark = [pytest.mark.django_db,
               pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")]
@@ -73,9 +73,9 @@ def test_a_shard_that_refuses_is_reported_down_and_job_database_answers(
     assert (shard["alias"], shard["number"], shard["up"], shard["count"]) == (
         "shard_c", 2, False, None)
     assert shard["error"]
-    # The shard's connection gives up opening after merged.SHARD_CONNECT_TIMEOUT_SECONDS.
+    # The shard's connection gives up opening after fanout.SHARD_CONNECT_TIMEOUT_SECONDS.
     assert connections["shard_c"].settings_dict["OPTIONS"]["connect_timeout"] == (
-        merged.SHARD_CONNECT_TIMEOUT_SECONDS)
+        fanout.SHARD_CONNECT_TIMEOUT_SECONDS)
 
     metrics = operator_client.get("/api/v1/metrics/").json()
     assert metrics["counts_by_status"]["queued"] == 3
@@ -85,8 +85,20 @@ def test_a_shard_that_refuses_is_reported_down_and_job_database_answers(
         response = operator_client.get(path)
         assert response.status_code == 200
         assert response.headers["X-Job-Shards-Down"] == "shard_c"
+    # Prometheus: each sample names its database; the shard left out says so.
+    text = operator_client.get("/metrics").content.decode()
+    assert 'jobqueue_shard_up{shard="default"} 1.0' in text
+    assert 'jobqueue_shard_up{shard="shard_c"} 0.0' in text
+    assert 'jobqueue_queue_depth{queue="default",shard="default"} 3.0' in text
     # A shard's own list, asked for by name, is a 503 as before.
     assert operator_client.get(JOBS, {"shard": "shard_c"}).status_code == 503
+
+
+def test_without_shards_the_metrics_have_no_shard_label(operator_client):
+    services.enqueue("noop")
+    text = operator_client.get("/metrics").content.decode()
+    assert 'jobqueue_queue_depth{queue="default"} 1.0' in text
+    assert "shard" not in text
 
 
 def test_a_shard_s_own_connect_timeout_is_kept(operator_client, refused_shard):

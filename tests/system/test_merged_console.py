@@ -3,7 +3,8 @@ shards, each a throwaway cluster of its own (tests/clusters.py), started once fo
 and migrated at once. Without `?shard=`, the job list merges the three in its order with
 summed counts and pages by cursor; paging 100 jobs while another process keeps enqueueing
 into all three shows each job once and none of those that existed at the first page is
-skipped; the overview's figures, the queues and the workers are every database's; and a
+skipped; the overview's figures, the queues, the workers and /metrics (labelled by shard)
+are every database's; and a
 shard that was stopped is reported down, in a bounded time, while the others answer."""
 import json
 import os
@@ -83,6 +84,8 @@ status, queues, response = get("/api/v1/queues/")
 out["queues"] = [status, {q["name"]: q["queued"] for q in queues},
                  response.headers.get("X-Job-Shards-Down")]
 out["workers"] = get("/api/v1/workers/")[:2]
+out["prometheus"] = [line for line in client.get("/metrics").content.decode().splitlines()
+                     if line.startswith(("jobqueue_queue_depth{", "jobqueue_shard_up{"))]
 print(json.dumps(out))
 """
 
@@ -91,14 +94,14 @@ print(json.dumps(out))
 # so that an ascending order, whose new jobs come last, reaches its end); stops the adder.
 PAGER = """
 import pathlib
-from django_pg_jobqueue import merged
+from django_pg_jobqueue import fanout
 from django_pg_jobqueue.models import Job
 started = pathlib.Path({started!r})
 while not started.exists():
     time.sleep(0.02)
 out = {{}}
 for ordering in ("-id", "created_at", "priority"):
-    before = sorted(i for alias in merged.databases()
+    before = sorted(i for alias in fanout.databases()
                     for i in Job.objects.using(alias).values_list("id", flat=True))
     seen, pages, url = [], 0, None
     status, body, _ = get("/api/v1/jobs/", page_size=7, ordering=ordering)
@@ -111,7 +114,7 @@ for ordering in ("-id", "created_at", "priority"):
         time.sleep(0.02)
         response = client.get(body["next"])
         status, body = response.status_code, response.json()
-    after = sum(Job.objects.using(alias).count() for alias in merged.databases())
+    after = sum(Job.objects.using(alias).count() for alias in fanout.databases())
     out[ordering] = {{"before": before, "seen": seen, "pages": pages, "after": after}}
 pathlib.Path({stop!r}).touch()
 print(json.dumps(out))
@@ -142,6 +145,8 @@ status, queues, response = get("/api/v1/queues/")
 out["queues"] = [status, sorted(q["name"] for q in queues),
                  response.headers.get("X-Job-Shards-Down")]
 out["workers"] = [get("/api/v1/workers/")[0]]
+text = client.get("/metrics").content.decode()
+out["prometheus"] = [line for line in text.splitlines() if line.startswith("jobqueue_shard_up{")]
 # A job of the stopped shard: its own page is a 503, as before.
 out["detail"] = client.get(f"/api/v1/jobs/{DOWN_ID}/").status_code
 print(json.dumps(out))
@@ -216,6 +221,13 @@ def test_the_list_merges_every_database_in_its_order_with_summed_counts(console)
     assert out["queues"] == [200, {"default": 40, "emails": 20, "reports.daily": 15,
                                    "video": 25}, None]
     assert out["workers"] == [200, []]
+    assert sorted(out["prometheus"]) == sorted([
+        'jobqueue_queue_depth{queue="default",shard="default"} 40.0',
+        'jobqueue_queue_depth{queue="emails",shard="shard_b"} 20.0',
+        'jobqueue_queue_depth{queue="reports.daily",shard="shard_b"} 15.0',
+        'jobqueue_queue_depth{queue="video",shard="shard_c"} 25.0',
+        'jobqueue_shard_up{shard="default"} 1.0', 'jobqueue_shard_up{shard="shard_b"} 1.0',
+        'jobqueue_shard_up{shard="shard_c"} 1.0'])
 
 
 def test_paging_while_another_process_enqueues_shows_each_job_once_and_skips_none(console):
@@ -262,3 +274,6 @@ def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):
     assert out["queues"][2] == "shard_c"
     assert out["workers"] == [200]
     assert out["detail"] == 503
+    assert out["prometheus"] == ['jobqueue_shard_up{shard="default"} 1.0',
+                                 'jobqueue_shard_up{shard="shard_b"} 1.0',
+                                 'jobqueue_shard_up{shard="shard_c"} 0.0']
