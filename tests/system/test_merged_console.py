@@ -4,7 +4,8 @@ and migrated at once. Without `?shard=`, the job list merges the three in its or
 summed counts and pages by cursor; paging 100 jobs while another process keeps enqueueing
 into all three shows each job once and none of those that existed at the first page is
 skipped; the overview's figures, the queues, the workers and /metrics (labelled by shard)
-are every database's; and a
+are every database's; a queue
+moved to another shard by switch and drain (docs/how-to/scaling.md) loses no job; and a
 shard that was stopped is reported down, in a bounded time, while the others answer."""
 import json
 import os
@@ -15,7 +16,8 @@ from contextlib import ExitStack
 import pytest
 
 from tests.clusters import throwaway_primary
-from tests.utils import REPO
+from tests.handlers.chaos_handlers import Output
+from tests.utils import REPO, stop_gracefully
 
 pytestmark = pytest.mark.e2e
 
@@ -254,6 +256,66 @@ def test_paging_while_another_process_enqueues_shows_each_job_once_and_skips_non
         assert run["after"] > len(run["before"]), ordering
         assert run["pages"] >= len(run["before"]) // 7
     assert added > 0
+
+
+MOVED = """
+from console_settings import *  # noqa: F403
+
+JOB_SHARDS = {shards!r}
+"""
+MOVED_SHARDS = {"shard_b": {"number": 1, "queues": ["emails", "reports*", "moving"]},
+                "shard_c": SHARDS["shard_c"]}
+
+
+def test_a_queue_moved_to_another_shard_by_switch_and_drain_loses_no_job(console):
+    """docs/how-to/scaling.md's steps for `moving`, from JOB_DATABASE to shard_b: its new
+    jobs go to shard_b from the switch on (and wait there, the queue paused in shard_b, so
+    that the old ones run first), a producer not yet switched still adds to JOB_DATABASE,
+    whose worker drains them all; then the queue is resumed in shard_b. Every job runs once,
+    the old database's all before the new one's."""
+    tmp, ledger = console["tmp"], console["tmp"] / "moving-ledger"
+    (tmp / "console_settings_moved.py").write_text(MOVED.format(shards=MOVED_SHARDS))
+    old = {**console["env"], "JOB_EXTRA_HANDLER_MODULES": "tests.handlers.shard_handlers",
+           "SHARD_LEDGER": str(ledger)}
+    new = {**old, "DJANGO_SETTINGS_MODULE": "console_settings_moved"}
+    # Enqueues n jobs into `moving`, then pauses it (in the database JOB_SHARDS names for it:
+    # a queue exists in a database once it holds a job there, or a handler declares it).
+    enqueue = ("from django_pg_jobqueue import enqueue_many, pause_queue\n"
+               "jobs = enqueue_many([{{'type': 'shard_record', 'queue': 'moving'}}] * {n})\n"
+               "pause_queue('moving') if {pause} else None\n"
+               "print(json.dumps([j.id for j in jobs]))")
+    before = _shell(old, enqueue.format(pause=False, n=40), prelude=False)
+    # The switch: producers and workers get the new JOB_SHARDS; the queue waits in shard_b.
+    after = _shell(new, enqueue.format(pause=True, n=40), prelude=False)
+    late = _shell(old, enqueue.format(pause=False, n=10), prelude=False)
+    assert max(before + late) < 2**44 <= min(after) < 2 * 2**44
+    with ExitStack() as stack:
+        workers = {}
+        for alias in ("default", "shard_b"):
+            proc = subprocess.Popen(
+                [sys.executable, str(REPO / "manage.py"), "run_job_workers", "--threads", "4",
+                 *([] if alias == "default" else ["--shard", alias])], env=new, cwd=REPO,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True)
+            out = Output(proc)
+            stack.callback(stop_gracefully, proc, out)
+            workers[alias] = (proc, out)
+        # The drain: JOB_DATABASE's worker runs its `moving` jobs, the old and the late.
+        workers["default"][1].wait_for_line("shard job ran", count=50, timeout=90)
+        left = _shell(new, "from django_pg_jobqueue.models import Job\nprint(json.dumps("
+                           "Job.objects.using('default').filter(queue='moving')"
+                           ".exclude(status='succeeded').count()))", prelude=False)
+        assert left == 0
+        assert workers["shard_b"][1].matching("shard job ran") == []
+        _shell(new, "from django_pg_jobqueue import resume_queue\nresume_queue('moving')\n"
+                    "print(1)", prelude=False)
+        workers["shard_b"][1].wait_for_line("shard job ran", count=40, timeout=90)
+        for proc, out in workers.values():
+            assert stop_gracefully(proc, out) == 0, out.text()[-3000:]
+    ran = [int(line) for line in ledger.read_text().split()]
+    assert sorted(ran) == sorted(before + late + after)  # each once, none lost
+    assert set(ran[:50]) == set(before + late)  # the old database's all ran first
+    assert set(ran[50:]) == set(after)
 
 
 def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):
