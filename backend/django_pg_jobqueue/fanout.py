@@ -4,9 +4,13 @@
 db.on_database) and keeps each one's answer, or its error when it does not answer: the
 connection refused or timed out, or dropped mid-read. A shard's connection waits at most
 SHARD_CONNECT_TIMEOUT_SECONDS to open, unless its DATABASES entry sets its own
-`OPTIONS["connect_timeout"]` (a refused one fails at once). The console's merged reads
+`OPTIONS["connect_timeout"]` (a refused one fails at once), and a shard that failed is
+not tried again by this process for DOWN_RECHECK_SECONDS (reported down meanwhile, saying
+when it failed), so that a dashboard polling every few seconds does not wait for the
+timeout on each poll. The console's merged reads
 (merged.py) and GET /metrics (metrics.py) read through it.
 """
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +20,10 @@ from django.db import InterfaceError, OperationalError, connections
 from . import conf, db, shards
 
 SHARD_CONNECT_TIMEOUT_SECONDS = 3
+DOWN_RECHECK_SECONDS = 5.0
+
+# alias -> (time.monotonic() of its failure, its reason): the databases not tried again yet.
+_down: dict[str, tuple[float, str]] = {}
 
 
 @dataclass
@@ -56,6 +64,11 @@ def each(read: Callable[[], Any]) -> list[Answer]:
     answers = []
     for alias in databases():
         number = shards.number_of(alias)
+        failed = _down.get(alias) if alias in conf.get().SHARDS else None
+        if failed is not None and time.monotonic() - failed[0] < DOWN_RECHECK_SECONDS:
+            ago = time.monotonic() - failed[0]
+            answers.append(Answer(alias, number, error=f"{failed[1]} ({ago:.0f} s ago)"))
+            continue
         try:
             _bound_connect(alias)
             with db.on_database(alias):
@@ -66,5 +79,14 @@ def each(read: Callable[[], Any]) -> list[Answer]:
                 connections[alias].close()
             except Exception:  # noqa: BLE001 (closing a dead connection may fail too)
                 pass
+            if alias in conf.get().SHARDS:
+                _down[alias] = (time.monotonic(), _reason(error))
             answers.append(Answer(alias, number, error=_reason(error)))
+        else:
+            _down.pop(alias, None)
     return answers
+
+
+def forget_failures() -> None:
+    """Try every database at the next read (tests; a shard known to be back)."""
+    _down.clear()

@@ -2,7 +2,8 @@
 (tests/system/test_merged_console.py runs three): with JOB_SHARDS empty the job list runs the
 same two statements as before and answers the same keys; with a shard whose server refuses
 connections, the list, the overview's figures, the queues, the workers and /metrics answer
-from JOB_DATABASE and say the shard is down, its connection bounded by a connect timeout; the
+from JOB_DATABASE and say the shard is down, its connection bounded by a connect timeout and not
+tried again for a few seconds; the
 merged list pages by cursor (each job once) and refuses a page number or a cursor it did not
 give, naming the parameter."""
 import socket
@@ -42,7 +43,9 @@ def refused_shard(db, settings):
     settings.DATABASES = {**settings.DATABASES, "shard_c": entry}
     settings.DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
     settings.JOB_SHARDS = {"shard_c": {"number": 2, "queues": ["video"]}}
+    fanout.forget_failures()
     yield entry
+    fanout.forget_failures()
     connections["shard_c"].close()
     del connections.settings["shard_c"]
     if hasattr(connections._connections, "shard_c"):
@@ -99,6 +102,20 @@ def test_without_shards_the_metrics_have_no_shard_label(operator_client):
     text = operator_client.get("/metrics").content.decode()
     assert 'jobqueue_queue_depth{queue="default"} 1.0' in text
     assert "shard" not in text
+
+
+def test_a_shard_that_failed_is_not_tried_again_for_a_few_seconds(
+        operator_client, refused_shard, monkeypatch):
+    first = operator_client.get(JOBS).json()["shards"][1]["error"]
+    tried = []
+    monkeypatch.setattr(fanout, "_bound_connect", tried.append)
+    again = operator_client.get(JOBS).json()["shards"][1]
+    assert tried == ["default"] and not again["up"]
+    assert again["error"].startswith(first[:40]) and again["error"].endswith("s ago)")
+    # Past DOWN_RECHECK_SECONDS it is tried again.
+    monkeypatch.setattr(fanout, "DOWN_RECHECK_SECONDS", 0.0)
+    operator_client.get(JOBS)
+    assert tried == ["default", "default", "shard_c"]
 
 
 def test_a_shard_s_own_connect_timeout_is_kept(operator_client, refused_shard):
