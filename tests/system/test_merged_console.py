@@ -86,6 +86,11 @@ status, queues, response = get("/api/v1/queues/")
 out["queues"] = [status, {q["name"]: q["queued"] for q in queues},
                  response.headers.get("X-Job-Shards-Down")]
 out["workers"] = get("/api/v1/workers/")[:2]
+# One queue's page, and its pause, on the shard that holds it.
+status, page, _ = get("/api/v1/queues/video/")
+paused = client.post("/api/v1/queues/video/pause/").json()["paused"]
+client.post("/api/v1/queues/video/resume/")
+out["queue_page"] = [status, page["queued"], page["counts_by_status"]["queued"], paused]
 out["prometheus"] = [line for line in client.get("/metrics").content.decode().splitlines()
                      if line.startswith(("jobqueue_queue_depth{", "jobqueue_shard_up{"))]
 print(json.dumps(out))
@@ -223,6 +228,7 @@ def test_the_list_merges_every_database_in_its_order_with_summed_counts(console)
     assert out["queues"] == [200, {"default": 40, "emails": 20, "reports.daily": 15,
                                    "video": 25}, None]
     assert out["workers"] == [200, []]
+    assert out["queue_page"] == [200, 25, 25, True]
     assert sorted(out["prometheus"]) == sorted([
         'jobqueue_queue_depth{queue="default",shard="default"} 40.0',
         'jobqueue_queue_depth{queue="emails",shard="shard_b"} 20.0',

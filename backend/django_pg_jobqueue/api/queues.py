@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from .. import conf, merged, selectors, services
+from .. import conf, db, merged, selectors, services, shards
 from .base import JobQueueViewSet
 from .fields import ISODateTimeField, StrictSerializer, queue_name_field
 from .metrics import _CountsByStatus
@@ -103,6 +103,14 @@ class QueueViewSet(JobQueueViewSet):
                        "pause": CHANGE, "resume": CHANGE}
     lookup_field = "name"
     lookup_value_regex = "[^/]+"  # a bad name reaches the view and gets a 400, not a 404
+
+    def dispatch(self, request, *args, **kwargs):
+        # With JOB_SHARDS, one queue's routes (its page, pause, resume, settings) read and
+        # write the database that holds it (its shard's, else JOB_DATABASE).
+        if not conf.get().SHARDS or "name" not in kwargs:
+            return super().dispatch(request, *args, **kwargs)
+        with db.on_database(shards.alias_for_queue(kwargs["name"])):
+            return super().dispatch(request, *args, **kwargs)
 
     @extend_schema(
         summary="Every queue with jobs or a setting", tags=["queues"],
