@@ -29,6 +29,11 @@ default, itself exposed as `jobqueue_metrics_window_seconds`):
   jobqueue_expired_recent{type} (queued jobs not started by their expires_at, ended unrun)
 - jobqueue_run_seconds_recent{type,outcome}    gauge histogram: handler run time
 - jobqueue_claim_wait_seconds_recent{type}     gauge histogram: available_at -> claimed
+- jobqueue_shard_up{shard}                      with JOB_SHARDS only: 1 when the database answered
+With JOB_SHARDS, every family is read from each database (JOB_DATABASE and every shard) and
+each sample carries a `shard` label naming its database (`sum without (shard) (...)` adds
+them up); a database that does not answer is left out and its jobqueue_shard_up is 0
+(fanout.each). Without JOB_SHARDS, the labels are as listed, with no `shard`.
 The windowed figures are gauges, not counters: events are pruned with their jobs, so no
 count derived from them could only grow. Use them as they are (`jobqueue_processed_recent /
 jobqueue_metrics_window_seconds` is a rate per second), not with rate().
@@ -52,7 +57,7 @@ from typing import NamedTuple
 from django.db import DatabaseError
 from django.http import HttpResponse
 
-from . import conf, sql
+from . import conf, fanout, sql
 from .db import atomic as queue_atomic
 from .db import queue_connection, read_target
 
@@ -213,11 +218,34 @@ class QueueCollector:
         from prometheus_client.core import GaugeMetricFamily
 
         started = time.monotonic()
-        snap = snapshot(window_seconds=self.window_seconds)
-        yield from families(snap)
+        if conf.get().SHARDS:
+            yield from _by_shard(fanout.each(
+                lambda: list(families(snapshot(window_seconds=self.window_seconds)))))
+        else:
+            yield from families(snapshot(window_seconds=self.window_seconds))
         yield GaugeMetricFamily("jobqueue_scrape_duration_seconds",
                                 "Time this scrape spent reading the database.",
                                 value=time.monotonic() - started)
+
+
+def _by_shard(answers):
+    """Each database's families as one family a name, each sample labelled with its
+    database's `shard`, and jobqueue_shard_up for every database."""
+    from prometheus_client.core import Metric
+
+    merged: dict[str, Metric] = {}
+    for answer in answers:
+        for family in answer.value or []:
+            into = merged.get(family.name)
+            if into is None:
+                into = merged[family.name] = Metric(family.name, family.documentation,
+                                                    family.type)
+            into.samples += [s._replace(labels={**s.labels, "shard": answer.alias})
+                             for s in family.samples]
+    yield from merged.values()
+    yield _gauge("jobqueue_shard_up", "1 when the database (JOB_DATABASE or a shard of "
+                 "JOB_SHARDS) answered this scrape, 0 when it was left out.", ["shard"],
+                 [((a.alias,), 1 if a.up else 0) for a in answers])
 
 
 def _gauge(name, doc, labels=(), samples=()):

@@ -3,11 +3,12 @@ dashboards, and the schema-only shapes they answer with."""
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import selectors
+from .. import conf, merged, selectors
 from .base import JobQueueAPIView
 from .fields import ISODateTimeField, StrictSerializer, queue_name_field
 from .permissions import VIEW, JobPermission
 from .schema import errors, extend_schema
+from .shards import ShardStateSerializer
 
 
 class _Finished(serializers.Serializer):
@@ -177,6 +178,9 @@ class MetricsSerializer(serializers.Serializer):
         allow_null=True, help_text="Share of jobs finished in the last 15 minutes that took more than one attempt.")
     throughput = _ThroughputPoint(many=True, help_text="Succeeded and failed per minute, last 15 minutes, oldest first.")
     workers = _Workers()
+    shards = ShardStateSerializer(many=True, required=False, help_text=(
+        "With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it "
+        "answered; the figures are those of the ones that did."))
 
 
 class MetricsView(JobQueueAPIView):
@@ -188,11 +192,17 @@ class MetricsView(JobQueueAPIView):
         description="Counts by status; queued depth by priority and queue; the oldest runnable "
                     "job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and "
                     "p95 run time and retry rate over the last 15 minutes; succeeded/failed per "
-                    "minute (15 points); active worker processes with the jobs they run.",
+                    "minute (15 points); active worker processes with the jobs they run. "
+                    "With JOB_SHARDS, over every database: counts, depths, throughput and "
+                    "workers summed, the oldest runnable age the oldest, the mean run time "
+                    "and retry rate weighted by each database's finished jobs, p95 the highest "
+                    "database's (an upper bound); `shards` says which answered (a 503 only "
+                    "when none did).",
         responses={200: MetricsSerializer, **errors(401, 403, 503)},
     )
     def get(self, request):
-        return Response(MetricsSerializer(selectors.metrics()).data)
+        figures = merged.metrics() if conf.get().SHARDS else selectors.metrics()
+        return Response(MetricsSerializer(figures).data)
 
 
 class ThroughputView(JobQueueAPIView):

@@ -24,3 +24,23 @@ class JobPagination(PageNumberPagination):
             raise ValidationError({self.page_size_query_param: [
                 f"must be a whole number from 1 to {self.max_page_size}; got {raw[:40]!r}."]})
         return size
+
+
+class MergedJobPagination(JobPagination):
+    """The job list's: JobPagination, whose answer with JOB_SHARDS and no `?shard=` (the
+    merged list, api/jobs/views.py) also has `shards`; its schema says so."""
+
+    def get_paginated_response_schema(self, schema):
+        answer = super().get_paginated_response_schema(schema)
+        answer["properties"]["shards"] = {
+            "type": "array",
+            "description": "With JOB_SHARDS and no `shard` only: each database (JOB_DATABASE "
+                           "and every shard), whether it answered (`up`, else `error`), and "
+                           "its count of the matching jobs (null when down).",
+            "items": {"type": "object", "required": ["alias", "number", "up", "error", "count"],
+                      "properties": {"alias": {"type": "string"},
+                                     "number": {"type": "integer"},
+                                     "up": {"type": "boolean"},
+                                     "error": {"type": "string", "nullable": True},
+                                     "count": {"type": "integer", "nullable": True}}}}
+        return answer

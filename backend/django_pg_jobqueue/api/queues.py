@@ -5,12 +5,13 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from .. import selectors, services
+from .. import conf, db, merged, selectors, services, shards
 from .base import JobQueueViewSet
 from .fields import ISODateTimeField, StrictSerializer, queue_name_field
 from .metrics import _CountsByStatus
 from .permissions import CHANGE, CHANGE_QUEUE, VIEW, JobPermission
 from .schema import QUEUE_NAME, errors, extend_schema
+from .shards import with_down_header
 
 MAX_CONCURRENCY_LIMIT = 2**31 - 1  # the column is a PostgreSQL integer
 
@@ -103,12 +104,22 @@ class QueueViewSet(JobQueueViewSet):
     lookup_field = "name"
     lookup_value_regex = "[^/]+"  # a bad name reaches the view and gets a 400, not a 404
 
+    def dispatch(self, request, *args, **kwargs):
+        # With JOB_SHARDS, one queue's routes (its page, pause, resume, settings) read and
+        # write the database that holds it (its shard's, else JOB_DATABASE).
+        if not conf.get().SHARDS or "name" not in kwargs:
+            return super().dispatch(request, *args, **kwargs)
+        with db.on_database(shards.alias_for_queue(kwargs["name"])):
+            return super().dispatch(request, *args, **kwargs)
+
     @extend_schema(
         summary="Every queue with jobs or a setting", tags=["queues"],
         description="By name: paused or not, the concurrency limit (null: none), and its "
                     "queued (due now or later), runnable (due now) and running jobs. A queue "
                     "appears once it has a job (of any status) or a setting (it was paused, "
-                    "resumed or limited).",
+                    "resumed or limited). With JOB_SHARDS, every database's queues (a queue "
+                    "found in two, while it moves, has its counts summed); the "
+                    "X-Job-Shards-Down header names any database that did not answer.",
         responses={200: OpenApiResponse(QueueSerializer(many=True), examples=[OpenApiExample(
             "queues", response_only=True, value=[
                 {"name": "default", "paused": False, "concurrency_limit": None, "fair": True,
@@ -118,6 +129,9 @@ class QueueViewSet(JobQueueViewSet):
             **errors(401, 403, 503)},
     )
     def list(self, request):
+        if conf.get().SHARDS:
+            rows, answers = merged.queues()
+            return with_down_header(Response(QueueSerializer(rows, many=True).data), answers)
         return Response(QueueSerializer(selectors.queues(), many=True).data)
 
     @extend_schema(

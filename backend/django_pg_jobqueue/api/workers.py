@@ -4,11 +4,12 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import selectors
+from .. import conf, merged, selectors
 from .base import JobQueueAPIView
 from .fields import ISODateTimeField
 from .permissions import VIEW, JobPermission
 from .schema import errors, extend_schema
+from .shards import with_down_header
 
 
 class WorkerJobSerializer(serializers.Serializer):
@@ -48,6 +49,9 @@ class WorkerSerializer(serializers.Serializer):
         help_text="Handlers running past their timeout plus JOB_TIMEOUT_GRACE_SECONDS now.")
     running_jobs = WorkerJobSerializer(many=True, help_text="What its threads run (a lost "
                                                             "process's: what it held).")
+    shard = serializers.CharField(required=False, help_text=(
+        "With JOB_SHARDS only: the alias of the database it works (JOB_DATABASE's or a "
+        "shard's)."))
 
 
 class WorkerListView(JobQueueAPIView):
@@ -57,6 +61,9 @@ class WorkerListView(JobQueueAPIView):
     @extend_schema(
         summary="Worker processes, alive or lost, and what each runs", tags=["workers"],
         operation_id="v1_workers_list",
+        description="With JOB_SHARDS, the processes of every database, each naming its "
+                    "`shard`; the X-Job-Shards-Down header names any database that did not "
+                    "answer.",
         responses={200: OpenApiResponse(WorkerSerializer(many=True), examples=[OpenApiExample(
             "workers", response_only=True, value=[{
                 "id": "vm-1-4242", "hostname": "vm-1", "pid": 4242, "supervisor_pid": 4240,
@@ -72,6 +79,9 @@ class WorkerListView(JobQueueAPIView):
             **errors(401, 403, 503)},
     )
     def get(self, request):
+        if conf.get().SHARDS:
+            rows, answers = merged.workers()
+            return with_down_header(Response(WorkerSerializer(rows, many=True).data), answers)
         return Response(WorkerSerializer(selectors.worker_processes(), many=True).data)
 
 

@@ -52,6 +52,15 @@ export function jobListOptions(params: JobListParams, intervalMs = 3000) {
   });
 }
 
+/** The shards' aliases the merged list last named (its `shards`), from any list in the cache:
+ * a list of one shard does not name the others. Empty without shards. */
+export function knownShards(queryClient: QueryClient): string[] {
+  for (const [, page] of queryClient.getQueriesData<JobPage>({ queryKey: jobKeys.lists() })) {
+    if (page?.shards) return page.shards.map((s) => s.alias);
+  }
+  return [];
+}
+
 export function jobDetailOptions(id: number) {
   return queryOptions({
     queryKey: jobKeys.detail(id),

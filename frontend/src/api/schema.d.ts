@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * List jobs
-         * @description Filtered, ordered and paginated. `ordering` takes one of the listed fields, `-` for descending (default `-id`, newest first).
+         * @description Filtered, ordered and paginated. `ordering` takes one of the listed fields, `-` for descending (default `-id`, newest first). With JOB_SHARDS and no `shard`: every database's jobs merged in that order (ties by id), `count` summed, paged by `cursor` (`next`; `previous` is null, `page` past 1 a 400), and `shards` says which database answered, with its count; one that did not is left out, not a failure.
          */
         get: operations["v1_jobs_list"];
         put?: never;
@@ -447,7 +447,7 @@ export interface paths {
         };
         /**
          * Queue figures for dashboards
-         * @description Counts by status; queued depth by priority and queue; the oldest runnable job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and p95 run time and retry rate over the last 15 minutes; succeeded/failed per minute (15 points); active worker processes with the jobs they run.
+         * @description Counts by status; queued depth by priority and queue; the oldest runnable job's age; succeeded and failed in the last 1, 5 and 15 minutes; mean and p95 run time and retry rate over the last 15 minutes; succeeded/failed per minute (15 points); active worker processes with the jobs they run. With JOB_SHARDS, over every database: counts, depths, throughput and workers summed, the oldest runnable age the oldest, the mean run time and retry rate weighted by each database's finished jobs, p95 the highest database's (an upper bound); `shards` says which answered (a 503 only when none did).
          */
         get: operations["v1_metrics_retrieve"];
         put?: never;
@@ -507,7 +507,7 @@ export interface paths {
         };
         /**
          * Every queue with jobs or a setting
-         * @description By name: paused or not, the concurrency limit (null: none), and its queued (due now or later), runnable (due now) and running jobs. A queue appears once it has a job (of any status) or a setting (it was paused, resumed or limited).
+         * @description By name: paused or not, the concurrency limit (null: none), and its queued (due now or later), runnable (due now) and running jobs. A queue appears once it has a job (of any status) or a setting (it was paused, resumed or limited). With JOB_SHARDS, every database's queues (a queue found in two, while it moves, has its counts summed); the X-Job-Shards-Down header names any database that did not answer.
          */
         get: operations["v1_queues_list"];
         put?: never;
@@ -733,7 +733,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Worker processes, alive or lost, and what each runs */
+        /**
+         * Worker processes, alive or lost, and what each runs
+         * @description With JOB_SHARDS, the processes of every database, each naming its `shard`; the X-Job-Shards-Down header names any database that did not answer.
+         */
         get: operations["v1_workers_list"];
         put?: never;
         post?: never;
@@ -1522,6 +1525,8 @@ export interface components {
             /** @description Succeeded and failed per minute, last 15 minutes, oldest first. */
             throughput: components["schemas"]["_ThroughputPoint"][];
             workers: components["schemas"]["_Workers"];
+            /** @description With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the figures are those of the ones that did. */
+            shards?: components["schemas"]["ShardState"][];
         };
         /** @description When and why a queued job that already ran runs again. */
         NextAttempt: {
@@ -1569,6 +1574,14 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Job"][];
+            /** @description With JOB_SHARDS and no `shard` only: each database (JOB_DATABASE and every shard), whether it answered (`up`, else `error`), and its count of the matching jobs (null when down). */
+            shards?: {
+                alias: string;
+                number: number;
+                up: boolean;
+                error: string | null;
+                count: number | null;
+            }[];
         };
         /** @description PATCH /api/v1/jobs/{id}/: what may change on a job that has not started. */
         PatchedJobEditRequest: {
@@ -1823,6 +1836,16 @@ export interface components {
             /** @description The job and its outcome (status, times, last error). */
             job: components["schemas"]["_TickJob"];
         };
+        ShardState: {
+            /** @description Its DATABASES alias: JOB_DATABASE's or a shard's. */
+            alias: string;
+            /** @description Its shard number (0: JOB_DATABASE). */
+            number: number;
+            /** @description It answered; false: left out of the figures. */
+            up: boolean;
+            /** @description Why it did not answer. */
+            error: string | null;
+        };
         /** @description POST /api/v1/jobs/{id}/signal/: a signal for a job's durable wait. */
         SignalRequest: {
             /** @description The signal's name, as the handler waits for it (`ctx.wait_for_signal(name)`): 1 to 200 characters. */
@@ -1933,6 +1956,8 @@ export interface components {
             stuck_handlers: number;
             /** @description What its threads run (a lost process's: what it held). */
             running_jobs: components["schemas"]["WorkerJob"][];
+            /** @description With JOB_SHARDS only: the alias of the database it works (JOB_DATABASE's or a shard's). */
+            shard?: string;
         };
         WorkerJob: {
             id: number;
@@ -2641,6 +2666,8 @@ export interface operations {
                 created_after?: string;
                 /** @description ISO 8601; created before. */
                 created_before?: string;
+                /** @description With JOB_SHARDS and no `shard`: the page after the one whose `next` gave it (opaque; a cursor of another ordering, or not one the list gave, is a 400 naming `cursor`). Ignored otherwise. */
+                cursor?: string;
                 /** @description Which field to use when ordering the results. */
                 ordering?: string;
                 /** @description A page number within the paginated result set. */
@@ -2659,7 +2686,7 @@ export interface operations {
                 schedule?: string;
                 /** @description A job id, an exact idempotency key, or (from 3 characters) text in the payload or the last error, case-insensitive, in every job (trigram indexes serve it). A value of 1 or 2 characters that is not a job id is a 400 (`search needs at least 3 characters`). */
                 search?: string;
-                /** @description With shards by queue (JOB_SHARDS): list the jobs of this database, a shard's alias or JOB_DATABASE's (the default); another name is a 400 naming `shard`. The lists of several shards are not merged. */
+                /** @description With shards by queue (JOB_SHARDS): list the jobs of this database, a shard's alias or JOB_DATABASE's; another name is a 400 naming `shard`. Without it, the list merges every database (paged by `cursor`, not `page`). */
                 shard?: string;
                 /**
                  * @description One state or several, comma-separated (any of them): scheduled,retryable. available: queued and due now; scheduled: queued, due later, never attempted; retryable: queued, due later after a failed attempt (its backoff); running, succeeded, failed, cancelled: that status. With `status` too, a job must match both.

@@ -46,6 +46,11 @@ export type AuditLogPage = Schemas["PaginatedAuditLogEntryList"];
 export type AuditLogParams = NonNullable<paths["/api/v1/audit/"]["get"]["parameters"]["query"]>;
 export type AuditAction = AuditLogEntry["action"];
 
+/** One database of JOB_SHARDS (JOB_DATABASE's or a shard's) and whether it answered. */
+export type ShardState = Schemas["ShardState"];
+/** The merged job list's: a ShardState with its count of the matching jobs. */
+export type ShardCount = NonNullable<JobPage["shards"]>[number];
+
 export type WorkerProcess = Metrics["workers"]["processes"][number];
 export type ThroughputPoint = Metrics["throughput"][number];
 

@@ -111,6 +111,17 @@ describe("bulk actions in the jobs list", () => {
     await waitFor(() => expect(posted).toEqual([{ action: "cancel", ids: [1, 2] }]));
   });
 
+  it("offers only picked rows with shards: the filter would reach JOB_DATABASE's jobs only", async () => {
+    const posted = renderJobs("/jobs?shard=shard_b");
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    const bar = screen.getByTestId("bulk-actions");
+    expect(within(bar).queryByRole("button", { name: /^Select all/ })).toBeNull();
+    expect(within(bar).getByTestId("no-select-all")).toHaveTextContent("not offered with shards");
+    await userEvent.click(within(bar).getByRole("button", { name: "Cancel 2…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 2 jobs" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "cancel", ids: [1, 2] }]));
+  });
+
   it("Escape keeps the jobs", async () => {
     const posted = renderJobs();
     await userEvent.click(await screen.findByLabelText("Select job 2"));

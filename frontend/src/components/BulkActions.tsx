@@ -94,6 +94,7 @@ export function BulkActions({
   values,
   can,
   onOutcome,
+  sharded = false,
 }: {
   run: BulkRun;
   rows: Job[];
@@ -103,12 +104,17 @@ export function BulkActions({
   values: FilterValues;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
+  /** With shards (JOB_SHARDS): the actions endpoint's filter reaches JOB_DATABASE's jobs
+   * only, so only picked rows (found by id, on any shard) are offered. */
+  sharded?: boolean;
 }) {
   const { selected, setSelected: onSelect, allMatching, setAllMatching: onAllMatching } = selection;
   const filter = toActionFilter(values);
   // A concurrency key is a filter the actions endpoint cannot say: "every job matching" would
   // reach jobs the list does not show, so only picked rows are offered.
-  const matchingAllowed = !values.concurrency_key;
+  // With shards, the endpoint's filter would act on JOB_DATABASE's jobs only.
+  const refusedWith = values.concurrency_key ? "a concurrency key filter" : sharded ? "shards" : null;
+  const matchingAllowed = refusedWith === null;
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
   const count = allMatching ? matching : selected.size;
@@ -152,7 +158,7 @@ export function BulkActions({
         </span>
         {!allMatching && pageSelected && matching > rows.length && !matchingAllowed && (
           <span className="muted" data-testid="no-select-all">
-            Acting on every matching job is not offered with a concurrency key filter: pick rows.
+            Acting on every matching job is not offered with {refusedWith}: pick rows.
           </span>
         )}
         {!allMatching && pageSelected && matching > rows.length && matchingAllowed && (

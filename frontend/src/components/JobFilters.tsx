@@ -18,6 +18,8 @@ export type FilterValues = {
   payload?: string;
   /** The periodic schedule that enqueued the jobs (from the periodic jobs page; no field). */
   schedule?: string;
+  /** With shards (JOB_SHARDS): one database's jobs; unset, every database's, merged. */
+  shard?: string;
 };
 
 /**
@@ -349,6 +351,7 @@ export const FILTER_LABELS: Record<keyof FilterValues, string> = {
   payload: "Payload",
   ordering: "Order",
   schedule: "Schedule",
+  shard: "Shard",
 };
 
 export type FilterProblemItem = { field: keyof FilterValues; label: string; value: string; messages: string[] };

@@ -15,6 +15,7 @@ const KEYS = [
   "schedule",
   "concurrency_key",
   "payload",
+  "shard",
 ] as const;
 
 /**
@@ -34,6 +35,8 @@ export function useFilterParams(defaults: FilterValues = {}) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [params]);
   const page = Math.max(1, Number(params.get("page")) || 1);
+  // With shards, the merged list pages by cursor: the one its `next` gave.
+  const cursor = params.get("cursor") || undefined;
   // One of the offered sizes, else the page's own default.
   const askedSize = Number(params.get("page_size"));
   const pageSize = (PAGE_SIZES as readonly number[]).includes(askedSize) ? askedSize : undefined;
@@ -57,8 +60,20 @@ export function useFilterParams(defaults: FilterValues = {}) {
   const setPage = useCallback(
     (n: number) => {
       const p = new URLSearchParams(params);
+      p.delete("cursor");
       if (n <= 1) p.delete("page");
       else p.set("page", String(n));
+      setParams(p);
+    },
+    [params, setParams],
+  );
+  /** The merged list's page after `next` (undefined: its first page). */
+  const setCursor = useCallback(
+    (next: string | undefined) => {
+      const p = new URLSearchParams(params);
+      p.delete("page");
+      if (next) p.set("cursor", next);
+      else p.delete("cursor");
       setParams(p);
     },
     [params, setParams],
@@ -68,16 +83,22 @@ export function useFilterParams(defaults: FilterValues = {}) {
     (n: number) => {
       const p = new URLSearchParams(params);
       p.delete("page");
+      p.delete("cursor");
       p.set("page_size", String(n));
       setParams(p);
     },
     [params, setParams],
   );
-  return { values, page, pageSize, setValues, setPage, setPageSize };
+  return { values, page, cursor, pageSize, setValues, setPage, setCursor, setPageSize };
 }
 
 /** The filter form's strings as the API's typed list parameters. */
-export function toListParams(values: FilterValues, page: number, pageSize: number): JobListParams {
+export function toListParams(
+  values: FilterValues,
+  page: number,
+  pageSize: number,
+  cursor?: string,
+): JobListParams {
   const given = values.priority?.trim();
   const priority = given ? (/^-?\d+$/.test(given) ? Number(given) : given) : undefined;
   return {
@@ -95,5 +116,7 @@ export function toListParams(values: FilterValues, page: number, pageSize: numbe
     ordering: values.ordering || undefined,
     page: page > 1 ? page : undefined,
     page_size: pageSize,
+    ...(values.shard ? { shard: values.shard } : {}),
+    ...(cursor ? { cursor } : {}),
   };
 }

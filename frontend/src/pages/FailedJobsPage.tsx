@@ -25,14 +25,16 @@ export function FailedJobsPage() {
   const {
     values,
     page,
+    cursor,
     pageSize: asked,
     setValues,
     setPage,
+    setCursor,
     setPageSize,
   } = useFilterParams({ ordering: "-finished_at" });
   const pageSize = asked ?? PAGE_SIZE;
   const filters = { ...values, status: "failed" };
-  const jobs = useQuery(jobListOptions(toListParams(filters, page, pageSize), 4000));
+  const jobs = useQuery(jobListOptions(toListParams(filters, page, pageSize, cursor), 4000));
   const refused = jobs.isError ? filterProblems(jobs.error, filters) : null;
   const selection = useSelection(refused ? [] : (jobs.data?.results ?? []), values);
   // A job deleted from its page comes back here saying so.
@@ -58,7 +60,7 @@ export function FailedJobsPage() {
     <FailedJobsView
       jobs={jobs}
       tools={{ choices, bulk }}
-      place={{ values, setValues: setFilters, page, pageSize, setPage, setPageSize }}
+      place={{ values, setValues: setFilters, page, pageSize, setPage, setPageSize, cursor, setCursor }}
       filters={filters}
       refused={refused}
       pastEnd={pastEnd}

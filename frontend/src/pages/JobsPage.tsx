@@ -5,7 +5,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useLocation } from "react-router";
 import { isApiError } from "../api/client";
-import { jobActionsMutation, jobListOptions } from "../api/jobs";
+import { jobActionsMutation, jobListOptions, knownShards } from "../api/jobs";
 import { filterProblems } from "../components/JobFilters";
 import { toListParams, useFilterParams } from "../lib/useFilterParams";
 import { useSelection } from "../lib/useSelection";
@@ -18,9 +18,11 @@ const PAGE_SIZE = 25;
 export function JobsPage() {
   const user = useUser();
   const queryClient = useQueryClient();
-  const { values, page, pageSize: asked, setValues, setPage, setPageSize } = useFilterParams();
+  const { values, page, cursor, pageSize: asked, setValues, setPage, setCursor, setPageSize } = useFilterParams();
   const pageSize = asked ?? PAGE_SIZE;
-  const jobs = useQuery(jobListOptions(toListParams(values, page, pageSize)));
+  const jobs = useQuery(jobListOptions(toListParams(values, page, pageSize, cursor)));
+  // With shards: the aliases the merged list names (a list of one shard names none).
+  const shards = jobs.data?.shards?.map((s) => s.alias) ?? knownShards(queryClient);
   const pastEnd = isApiError(jobs.error, 404) && page > 1;
   const choices = useFilterChoices();
   const bulk = useMutation(jobActionsMutation(queryClient));
@@ -32,12 +34,13 @@ export function JobsPage() {
     <JobsView
       jobs={jobs}
       tools={{ choices, bulk }}
-      place={{ values, setValues, page, pageSize, setPage, setPageSize }}
+      place={{ values, setValues, page, pageSize, setPage, setPageSize, cursor, setCursor }}
       refused={refused}
       pastEnd={pastEnd}
       selection={selection}
       user={user}
       deleted={deleted}
+      shards={shards}
     />
   );
 }

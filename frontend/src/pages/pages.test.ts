@@ -87,6 +87,12 @@ describe("toListParams", () => {
     });
     expect(toListParams({ priority: " " }, 1, 50).priority).toBeUndefined();
   });
+
+  it("sends a shard and the merged list's cursor only when given", () => {
+    expect(toListParams({}, 1, 25)).not.toHaveProperty("shard");
+    expect(toListParams({}, 1, 25)).not.toHaveProperty("cursor");
+    expect(toListParams({ shard: "shard_b" }, 1, 25, "abc")).toMatchObject({ shard: "shard_b", cursor: "abc" });
+  });
 });
 
 describe("currentProgress", () => {

@@ -74,6 +74,7 @@ export function FailedJobsView({
             rows={rows}
             selection={selection}
             matching={jobs.data.count}
+            sharded={Boolean(jobs.data.shards || place.values.shard)}
             values={filters}
             can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
             onOutcome={setNotice}

@@ -1,11 +1,13 @@
 import { render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
-import { describe, expect, it } from "vitest";
-import type { Job } from "../api/types";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it, vi } from "vitest";
+import type { Job, JobPage } from "../api/types";
 import { expectCardLabels } from "../test/cards";
 import { job as factoryJob } from "../test/factories";
 import { FailedTable } from "./FailedJobsView";
-import { JobTable } from "./JobsView";
+import { JobListBody, JobTable, type ListPlace } from "./JobsView";
+import type { Loaded } from "./types";
 
 const job = (id: number, extra: Partial<Job>) =>
   factoryJob(id, {
@@ -56,5 +58,56 @@ describe("the job tables on a phone", () => {
       </MemoryRouter>,
     );
     expectCardLabels(screen.getByTestId("failed-table"));
+  });
+});
+
+describe("the merged list of every shard", () => {
+  const place = (setCursor: (c: string | undefined) => void, cursor?: string): ListPlace => ({
+    values: {},
+    setValues: () => {},
+    page: 1,
+    pageSize: 25,
+    setPage: () => {},
+    setPageSize: () => {},
+    cursor,
+    setCursor,
+  });
+  const loaded = (data: JobPage) => ({ data, isPending: false, isError: false, error: null }) as Loaded<JobPage>;
+
+  it("pages by the cursor of its next, not by page number", async () => {
+    const setCursor = vi.fn();
+    const page: JobPage = {
+      count: 60,
+      next: "http://testserver/api/v1/jobs/?cursor=abc",
+      previous: null,
+      results: rows,
+      shards: [
+        { alias: "default", number: 0, up: true, error: null, count: 40 },
+        { alias: "shard_b", number: 1, up: true, error: null, count: 20 },
+      ],
+    };
+    render(
+      <MemoryRouter>
+        <JobListBody jobs={loaded(page)} place={place(setCursor)} refused={null} pastEnd={false} empty="none">
+          {(shown) => <span>{shown.length} rows</span>}
+        </JobListBody>
+      </MemoryRouter>,
+    );
+    expect(screen.getByText("3 shown of 60, every shard merged")).toBeInTheDocument();
+    expect(screen.queryByText(/Page 1 of/)).toBeNull();
+    await userEvent.click(screen.getByRole("button", { name: "Next →" }));
+    expect(setCursor).toHaveBeenCalledWith("abc");
+  });
+
+  it("keeps the page number pager for one database's list", () => {
+    const page: JobPage = { count: 3, next: null, previous: null, results: rows };
+    render(
+      <MemoryRouter>
+        <JobListBody jobs={loaded(page)} place={place(() => {})} refused={null} pastEnd={false} empty="none">
+          {(shown) => <span>{shown.length} rows</span>}
+        </JobListBody>
+      </MemoryRouter>,
+    );
+    expect(screen.getByText("Page 1 of 1")).toBeInTheDocument();
   });
 });

@@ -10,10 +10,12 @@ import { BulkActions, type BulkRun } from "../components/BulkActions";
 import { type FilterChoices, FilterProblem, type FilterValues, JobFilters } from "../components/JobFilters";
 import { LeaseCountdown } from "../components/LeaseCountdown";
 import { Pager } from "../components/Pager";
+import { CursorPager, ShardFilter, ShardsDownNotice } from "../components/Shards";
 import { SelectAllHeader, SelectRowCell } from "../components/SelectionCells";
 import { Attempts, MiniProgress } from "../components/Progress";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
+import { nextCursor } from "../lib/cursor";
 import { formatRelative, useNow } from "../lib/time";
 import type { Selection } from "../lib/useSelection";
 import type { Loaded } from "./types";
@@ -26,6 +28,9 @@ export type ListPlace = {
   pageSize: number;
   setPage: (page: number) => void;
   setPageSize: (size: number) => void;
+  /** With shards, the merged list's cursor (undefined: its first page) and how to move it. */
+  cursor?: string;
+  setCursor?: (cursor: string | undefined) => void;
 };
 
 /** What the route hands a job list beside its rows: the filters' choices and the bulk actions. */
@@ -40,10 +45,13 @@ export function JobsView({
   selection,
   user,
   deleted,
+  shards = [],
 }: {
   jobs: Loaded<JobPage>;
   place: ListPlace;
   tools: ListTools;
+  /** With shards (JOB_SHARDS): their aliases, for the shard filter; empty without. */
+  shards?: readonly string[];
   /** The filters the API refused (?status=bogus), or null. */
   refused: { field: string }[] | null;
   /** A page past the end of the list was asked for. */
@@ -76,7 +84,9 @@ export function JobsView({
           Job #{deleted} deleted, with its events.
         </div>
       )}
+      <ShardsDownNotice shards={jobs.data?.shards} />
       <section className="panel">
+        <ShardFilter aliases={shards} value={values.shard} onChange={(shard) => setValues({ ...values, shard })} />
         <JobFilters
           values={values}
           onChange={setValues}
@@ -97,6 +107,7 @@ export function JobsView({
             rows={jobs.data!.results}
             selection={selection}
             matching={jobs.data!.count}
+            sharded={shards.length > 0 || Boolean(jobs.data!.shards || values.shard)}
             values={values}
             can={user.can}
           />
@@ -132,7 +143,7 @@ export function JobsView({
  */
 export function JobListBody({
   jobs,
-  place: { values, setValues, page, pageSize, setPage, setPageSize },
+  place: { values, setValues, page, pageSize, setPage, setPageSize, cursor, setCursor },
   refused,
   pastEnd,
   fixed,
@@ -159,12 +170,23 @@ export function JobListBody({
   }
   if (refused) return <FilterProblem error={jobs.error} values={values} onChange={setValues} fixed={fixed} />;
   if (jobs.isError && !jobs.data) return <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />;
-  const { results, count } = jobs.data!;
-  if (results.length === 0) return empty;
+  const { results, count, next, shards } = jobs.data!;
+  if (results.length === 0 && !cursor) return empty;
   return (
     <>
       {children(results)}
-      <Pager page={page} count={count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
+      {shards && setCursor ? (
+        <CursorPager
+          count={count}
+          shown={results.length}
+          atStart={!cursor}
+          hasNext={Boolean(next)}
+          onNext={() => setCursor(nextCursor(next))}
+          onFirst={() => setCursor(undefined)}
+        />
+      ) : (
+        <Pager page={page} count={count} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
+      )}
     </>
   );
 }

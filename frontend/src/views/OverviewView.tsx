@@ -12,6 +12,7 @@ import type { Metrics, Queue } from "../api/types";
 import { kindLabel } from "../components/EventsTimeline";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { QueuesPanel } from "../components/QueuesPanel";
+import { ShardsDownNotice } from "../components/Shards";
 import { MiniProgress } from "../components/Progress";
 import { StatusPill } from "../components/StatusBadge";
 import { placeJobs } from "../lib/workers";
@@ -51,6 +52,7 @@ export function OverviewView({
         </div>
         <LiveIndicator isError={metrics.isError} error={metrics.error} isFetching={metrics.isFetching} />
       </div>
+      <ShardsDownNotice shards={metrics.data?.shards} />
       {metrics.isError && metrics.data && (
         <ErrorState error={metrics.error} title="Showing the last figures; the latest poll failed" />
       )}

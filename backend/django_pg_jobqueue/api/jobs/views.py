@@ -12,15 +12,18 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from ... import conf, db, selectors, services, shards
+from ... import conf, db, keyset, merged, selectors, services, shards
 from ...exceptions import JobNotFound
 from ...services.deleting import delete as delete_job
 from ..base import JobQueueGenericViewSet, JobQueueOrderingFilter
 from ..events import EVENT_EXAMPLE, EVENT_PARAMS, EventPageSerializer, events_query
 from ..filters import JobFilter, JobFilterBackend
+from ..pagination import MergedJobPagination
 from ..permissions import ACTION_PERMISSIONS, ADD, VIEW, JobPermission
 from ..schema import JOB_ID, errors, extend_schema
+from ..shards import ShardCountSerializer
 from .enqueue import JobEnqueueMixin
 from .retry import JobRetryMatchingMixin
 from .serializers import (
@@ -34,8 +37,13 @@ from .serializers import (
 SHARD = OpenApiParameter(
     "shard", str, description=(
         "With shards by queue (JOB_SHARDS): list the jobs of this database, a shard's alias "
-        "or JOB_DATABASE's (the default); another name is a 400 naming `shard`. The lists "
-        "of several shards are not merged."))
+        "or JOB_DATABASE's; another name is a 400 naming `shard`. Without it, the list "
+        "merges every database (paged by `cursor`, not `page`)."))
+CURSOR = OpenApiParameter(
+    "cursor", str, description=(
+        "With JOB_SHARDS and no `shard`: the page after the one whose `next` gave it "
+        "(opaque; a cursor of another ordering, or not one the list gave, is a 400 naming "
+        "`cursor`). Ignored otherwise."))
 
 
 def _shard_alias(request) -> str | None:
@@ -58,8 +66,12 @@ def _job_id(value) -> int:
     list=extend_schema(
         summary="List jobs", tags=["jobs"],
         description="Filtered, ordered and paginated. `ordering` takes one of the listed "
-                    "fields, `-` for descending (default `-id`, newest first).",
-        parameters=[SHARD],
+                    "fields, `-` for descending (default `-id`, newest first). With JOB_SHARDS "
+                    "and no `shard`: every database's jobs merged in that order (ties by id), "
+                    "`count` summed, paged by `cursor` (`next`; `previous` is null, `page` "
+                    "past 1 a 400), and `shards` says which database answered, with its "
+                    "count; one that did not is left out, not a failure.",
+        parameters=[SHARD, CURSOR],
         responses={200: JobSerializer(many=True), **errors(400, 401, 403, 404, 503)},
     ),
     retrieve=extend_schema(
@@ -81,6 +93,7 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
                        "retry_matching": ACTION_PERMISSIONS["retry"],
                        "destroy": ACTION_PERMISSIONS["delete"]}
     serializer_class = JobSerializer
+    pagination_class = MergedJobPagination
     filter_backends = [JobFilterBackend, JobQueueOrderingFilter]
     filterset_class = JobFilter
     ordering_fields = ["id", "created_at", "updated_at", "available_at", "finished_at",
@@ -108,7 +121,28 @@ class JobViewSet(JobEnqueueMixin, JobRetryMatchingMixin, mixins.ListModelMixin,
             known = [conf.get().DATABASE, *conf.get().SHARDS]
             raise ValidationError({"shard": [f"must be one of {', '.join(known)}; got "
                                              f"{shard[:40]!r}."]})
+        if shard is None and conf.get().SHARDS:
+            return self.merged_list(request)
         return super().list(request, *args, **kwargs)
+
+    def merged_list(self, request):
+        """Every database's jobs, merged (merged.job_page), paged by `cursor`."""
+        if request.query_params.get("page", "1").strip() not in ("", "1"):
+            raise ValidationError({"page": ["with shards, the merged list pages by `cursor` "
+                                            "(its `next`); name a `shard` to page by number."]})
+        queryset = self.filter_queryset(self.get_queryset())
+        try:
+            page = merged.job_page(queryset, limit=self.paginator.get_page_size(request),
+                                   cursor=request.query_params.get("cursor") or None)
+        except keyset.BadCursor as error:
+            raise ValidationError({"cursor": [f"{error}."]}) from None
+        url = remove_query_param(request.build_absolute_uri(), "page")
+        return Response({
+            "count": page.count,
+            "next": page.next_cursor and replace_query_param(url, "cursor", page.next_cursor),
+            "previous": None,
+            "results": JobSerializer(page.rows, many=True).data,
+            "shards": ShardCountSerializer(page.databases, many=True).data})
 
     def get_queryset(self):
         return selectors.job_list()

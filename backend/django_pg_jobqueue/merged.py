@@ -1,0 +1,152 @@
+"""One console over every database of the queue (JOB_DATABASE and each shard of JOB_SHARDS):
+the job list merged in its order and paged with a cursor (keyset.py), the overview's figures
+summed, the queues and the workers of every database in one list.
+
+Each database is read in turn (fanout.each); one that does not answer is reported with its
+error and the others still answer. With JOB_SHARDS empty nothing here runs: the API reads
+JOB_DATABASE alone, as before.
+"""
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import OperationalError
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from . import db, keyset, selectors, shards
+from .fanout import Answer, databases, each
+
+
+@dataclass
+class JobPage:
+    rows: list
+    count: int  # the jobs matching the filters, summed over the databases that answered
+    next_cursor: str | None
+    databases: list[dict] = field(default_factory=list)
+
+
+def job_page(queryset: QuerySet, *, limit: int, cursor: str | None = None) -> JobPage:
+    """A page of `queryset` (filtered and ordered, not yet evaluated) over every database,
+    merged in its order: its first page, or the one after `cursor`. Two statements a
+    database: its rows after its position (one more than `limit`) and its count. Raises
+    keyset.BadCursor for a cursor that is not this list's."""
+    order = keyset.Order.parse(list(queryset.query.order_by) or ["-id"])
+    positions = keyset.decode(cursor, order, databases()) if cursor else {}
+    queryset = queryset.order_by(*order.order_by())
+
+    def read():
+        position = positions.get(db.home_alias())
+        rows = queryset.filter(order.after(position)) if position else queryset
+        return list(rows[:limit + 1]), queryset.count()
+
+    answers = each(read)
+    streams = {a.alias: a.value[0] for a in answers if a.up}
+    page = keyset.merge(order, streams, limit, positions)
+    return JobPage(
+        rows=[row for _, row in page.rows],
+        count=sum(a.value[1] for a in answers if a.up),
+        next_cursor=keyset.encode(order, page.positions) if page.more else None,
+        databases=[_state(a) | {"count": a.value[1] if a.up else None} for a in answers])
+
+
+def _state(answer: Answer) -> dict:
+    return {"alias": answer.alias, "number": answer.number, "up": answer.up,
+            "error": answer.error}
+
+
+def queues() -> tuple[list[dict], list[Answer]]:
+    """Every database's queues, by name; a queue found in two (while it moves between
+    shards) is one row with its counts summed and the settings of the database JOB_SHARDS
+    names for it."""
+    answers = each(selectors.queues)
+    rows: dict[str, dict] = {}
+    for answer in answers:
+        for row in answer.value or []:
+            seen = rows.get(row["name"])
+            if seen is None:
+                rows[row["name"]] = dict(row)
+                continue
+            home = shards.alias_for_queue(row["name"]) == answer.alias
+            merged = dict(row) if home else seen
+            for key in ("queued", "runnable", "running"):
+                merged[key] = seen[key] + row[key]
+            rows[row["name"]] = merged
+    return [rows[name] for name in sorted(rows)], answers
+
+
+def workers() -> tuple[list[dict], list[Answer]]:
+    """Every database's worker processes, each with its database's alias (`shard`)."""
+    answers = each(selectors.worker_processes)
+    rows = [row | {"shard": a.alias} for a in answers if a.up for row in a.value]
+    rows.sort(key=lambda r: (r["hostname"], r["id"]))
+    return rows, answers
+
+
+def _add(into: dict, more: dict, keys) -> None:
+    for key in keys:
+        into[key] += more[key]
+
+
+def metrics() -> dict:
+    """The overview's figures (selectors.metrics) over every database: counts and depths
+    summed, the oldest runnable job the oldest of all, the mean run time weighted by each
+    database's sample and the p95 the highest of theirs (an upper bound: percentiles do not
+    add), the retry rate over all the finished jobs, throughput summed by minute, the
+    workers of all; `shards` says which answered."""
+    answers = each(selectors.metrics)
+    up = [a.value for a in answers if a.up]
+    if not up:
+        raise OperationalError("no database of the queue answered: "
+                               + "; ".join(f"{a.alias}: {a.error}" for a in answers))
+    out = _copy(up[0])
+    for more in up[1:]:
+        _add(out["counts_by_status"], more["counts_by_status"], more["counts_by_status"])
+        _add(out["counts_by_state"], more["counts_by_state"], more["counts_by_state"])
+        _add(out["queued"], more["queued"], ("total", "runnable", "scheduled"))
+        for window in ("last_1m", "last_5m", "last_15m"):
+            _add(out["finished"][window], more["finished"][window], ("succeeded", "failed"))
+        ages = [a for a in (out["oldest_runnable_age_seconds"],
+                            more["oldest_runnable_age_seconds"]) if a is not None]
+        out["oldest_runnable_age_seconds"] = max(ages) if ages else None
+        _add(out["workers"], more["workers"], ("active", "lost", "threads", "busy_threads"))
+        out["workers"]["processes"] += more["workers"]["processes"]
+    by_priority: dict[int, int] = {}
+    by_queue: dict[str, dict] = {}
+    throughput: dict[Any, dict] = {}
+    for value in up:
+        for row in value["queued"]["by_priority"]:
+            by_priority[row["priority"]] = by_priority.get(row["priority"], 0) + row["count"]
+        for row in value["queued"]["by_queue"]:
+            seen = by_queue.setdefault(row["queue"], {**row, "count": 0})
+            seen["count"] += row["count"]
+            seen["paused"] = seen["paused"] or row["paused"]
+        for row in value["throughput"]:
+            seen = throughput.setdefault(row["minute"], {**row, "succeeded": 0, "failed": 0})
+            seen["succeeded"] += row["succeeded"]
+            seen["failed"] += row["failed"]
+    out["queued"]["by_priority"] = [{"priority": p, "count": n}
+                                    for p, n in sorted(by_priority.items(), reverse=True)]
+    out["queued"]["by_queue"] = [by_queue[q] for q in sorted(by_queue)]
+    out["throughput"] = [throughput[m] for m in sorted(throughput)]
+    samples = [(v["run_time_seconds"], v["retry_rate"]) for v in up]
+    total = sum(run["sample_size"] for run, _ in samples)
+    out["run_time_seconds"] = {
+        "mean": (round(sum(run["mean"] * run["sample_size"] for run, _ in samples
+                           if run["mean"] is not None) / total, 3) if total else None),
+        "p95": max((run["p95"] for run, _ in samples if run["p95"] is not None), default=None),
+        "sample_size": total}
+    out["retry_rate"] = (round(sum((rate or 0) * run["sample_size"] for run, rate in samples)
+                               / total, 4) if total else None)
+    out["generated_at"] = timezone.now()
+    out["shards"] = [_state(a) for a in answers]
+    return out
+
+
+def _copy(value: Any) -> Any:
+    """A copy of nested dicts and lists (their leaves shared), so that sums leave the first
+    database's answer as it was."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
