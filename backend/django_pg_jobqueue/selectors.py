@@ -28,6 +28,7 @@ from .models import (
     LostWorker,
     QueueSetting,
     TxNow,
+    WorkerOverride,
     WorkerProcess,
 )
 from .states import (
@@ -678,6 +679,12 @@ def worker_processes() -> list[dict]:
 
 
 LOST_WORKERS_LISTED = 50
+
+
+def worker_overrides() -> list[WorkerOverride]:
+    """Every host's overrides of its queues (services/worker_overrides.py), by host and queue:
+    the workers page shows them beside each host's processes."""
+    return list(WorkerOverride.objects.order_by("hostname", "queue"))
 
 
 def lost_workers() -> list[LostWorker]:
