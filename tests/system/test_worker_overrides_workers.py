@@ -15,13 +15,13 @@ from collections import defaultdict
 
 import pytest
 
-from django_pg_jobqueue import enqueue, enqueue_many
+from django_pg_jobqueue import enqueue, enqueue_many, services
 from django_pg_jobqueue.models import JobEvent
 from django_pg_jobqueue.services import remove_worker_override, set_worker_override
 from tests.handlers import serial_handlers  # noqa: F401  (registers `key_probe` in this process)
 from tests.handlers.chaos_handlers import Output
 from tests.system.test_concurrency_keys_workers import most_at_once
-from tests.utils import spawn_workers, wait_for, wait_until_jobs
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -92,16 +92,16 @@ def run_batch(n: int, seconds: float) -> dict[str, list[tuple[float, float]]]:
 
 def test_stop_on_one_host_then_one_thread_then_back(hosts):
     enqueue("key_probe", queue=QUEUE, payload={"seconds": 0})  # the queue exists
+    # The service knows a host by its workers' heartbeat rows; these two stand for the
+    # workers' first beats, so that A is stopped before its first claim (the workers' own
+    # rows, under their own ids, follow).
+    for host in ("host-a", "host-b"):
+        services.heartbeat(f"{host}-0", hostname=host, pid=0, threads=3, queues=[QUEUE])
+    set_worker_override(QUEUE, "host-a", stopped=True, actor="test")
     hosts.start("host-a")
     hosts.start("host-b")
-    from django_pg_jobqueue.models import WorkerProcess
-
-    # Both hosts listed: a worker's heartbeat row is what makes a host known to the service.
-    wait_for(lambda: set(WorkerProcess.objects.values_list("hostname", flat=True))
-             >= {"host-a", "host-b"}, timeout=30, message="both hosts' heartbeats")
 
     # Stopped on A: only B starts the queue's jobs.
-    set_worker_override(QUEUE, "host-a", stopped=True, actor="test")
     hosts.read("host-a", f"{QUEUE} stopped")
     runs = run_batch(30, 0.1)
     assert set(runs) == {"host-b"}, runs.keys()
