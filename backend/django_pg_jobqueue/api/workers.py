@@ -139,7 +139,9 @@ class WorkerOverrideSerializer(serializers.Serializer):
     updated_at = ISODateTimeField()
 
 
-class WorkerOverrideRequestSerializer(StrictSerializer):
+class WorkerOverrideSetSerializer(StrictSerializer):
+    """A host's override of a queue: threads, stopped, or both (one of them says something)."""
+
     threads = serializers.IntegerField(
         required=False, allow_null=True, default=None,
         help_text="0 to 10000: at most this many of the host's threads (in each of its worker "
@@ -192,7 +194,7 @@ class WorkerOverrideView(JobQueueAPIView):
                     "not exist, `host_not_found` for a host no live worker reports and with no "
                     "override. Setting the same again changes nothing. Needs "
                     "change_queuesetting.",
-        request=WorkerOverrideRequestSerializer,
+        request=WorkerOverrideSetSerializer,
         examples=[OpenApiExample("one thread", request_only=True, value={"threads": 1}),
                   OpenApiExample("stopped", request_only=True, value={"stopped": True})],
         responses={200: OpenApiResponse(WorkerOverrideSerializer, examples=[
@@ -200,7 +202,7 @@ class WorkerOverrideView(JobQueueAPIView):
             **errors(400, 401, 403, 404, 503)},
     )
     def put(self, request, hostname, queue):
-        serializer = WorkerOverrideRequestSerializer(data=request.data)
+        serializer = WorkerOverrideSetSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         row = services.set_worker_override(queue, hostname, **serializer.validated_data,
                                            actor=request.user.get_username())

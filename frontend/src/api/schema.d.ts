@@ -2001,8 +2001,8 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        /** @description Refuses unknown and read-only fields in the request body, naming each. */
-        WorkerOverrideRequestRequest: {
+        /** @description A host's override of a queue: threads, stopped, or both (one of them says something). */
+        WorkerOverrideSetRequest: {
             /** @description 0 to 10000: at most this many of the host's threads (in each of its worker processes) run the queue's jobs at once; null or left out: as its command line says. */
             threads?: number | null;
             /**
@@ -4871,7 +4871,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["WorkerOverrideRequestRequest"];
+                "application/json": components["schemas"]["WorkerOverrideSetRequest"];
             };
         };
         responses: {
