@@ -83,7 +83,7 @@ function QueueRow({
               placeholder="threads"
               value={value}
               onChange={(e) => setValue(e.target.value)}
-              style={{ width: "6em" }}
+              style={{ width: "7em" }}
             />
             <button type="submit" disabled={busy || value === ""}>
               Set threads
@@ -117,20 +117,21 @@ function AddQueue({ hostname, set }: { hostname: string; set: Mutation<OverrideI
   };
   return (
     <form className="inline-form" onSubmit={submit} aria-label={`Override another queue on ${hostname}`}>
+      <span className="faint">Another queue:</span>
       <input
         aria-label={`Queue on ${hostname}`}
         placeholder="queue"
         value={queue}
         onChange={(e) => setQueue(e.target.value)}
         required
-        style={{ width: "10em" }}
+        style={{ width: "12em" }}
       />
       <input
         type="number"
         min={0}
         step={1}
         aria-label={`Threads for the queue on ${hostname}`}
-        placeholder="threads (empty: stop)"
+        placeholder="threads"
         value={threads}
         onChange={(e) => setThreads(e.target.value)}
         style={{ width: "10em" }}
@@ -148,7 +149,7 @@ export function HostOverrides({ hostname, queues, threads, overrides, set, remov
   const failed = [set, remove].find((m) => m?.error && m.variables && m.variables.hostname === hostname);
   const fieldErrors = failed?.error instanceof ApiError ? failed.error.fieldErrors : {};
   return (
-    <div className="table-wrap" data-testid="host-overrides" data-host={hostname}>
+    <div className="table-wrap" data-testid="host-overrides" data-host={hostname} style={{ marginBottom: 14 }}>
       <h2 className="sub">Queues on {hostname}</h2>
       {failed?.error && (
         <div className="notice error" role="alert">

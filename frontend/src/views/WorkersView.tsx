@@ -102,10 +102,7 @@ export function WorkersView({
         <section className="panel" aria-labelledby="host-overrides-title" style={{ marginTop: 14 }}>
           <header>
             <h2 id="host-overrides-title">Queues per host</h2>
-            <span className="faint">
-              Cap a queue's threads or stop it on one host; its workers follow within one lease renewal (2 s by
-              default), running jobs finish
-            </span>
+            <span className="faint">Workers follow within one lease renewal (2 s by default); running jobs finish</span>
           </header>
           {hosts.map((h) => (
             <HostOverrides key={h.hostname} {...h} set={setOverride} remove={removeOverride} />
