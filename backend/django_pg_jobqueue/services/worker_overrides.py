@@ -44,6 +44,16 @@ def _host_exists(hostname: str) -> bool:
             or WorkerOverride.objects.filter(hostname=hostname).exists())
 
 
+def check_worker_override(queue, hostname, *, threads=None, stopped=False) -> None:
+    """What set_worker_override refuses, without writing: InvalidJobArgument naming the bad
+    argument, QueueNotFound, HostNotFound (the admin's form shows them)."""
+    _check(queue, hostname, threads, stopped)
+    if not queue_exists(queue):
+        raise QueueNotFound(queue)
+    if not _host_exists(hostname):
+        raise HostNotFound(hostname)
+
+
 def _fields(row: WorkerOverride | None) -> dict:
     return {"threads": row.threads if row else None, "stopped": row.stopped if row else False}
 
@@ -58,12 +68,8 @@ def set_worker_override(queue: str, hostname: str, *, threads: int | None = None
     QueueNotFound, HostNotFound if either does not exist. Setting what is already set changes
     nothing and records nothing; a change is recorded in the audit log (`actor`: who) with the
     host and the old and new values."""
-    _check(queue, hostname, threads, stopped)
     with queue_atomic():
-        if not queue_exists(queue):
-            raise QueueNotFound(queue)
-        if not _host_exists(hostname):
-            raise HostNotFound(hostname)
+        check_worker_override(queue, hostname, threads=threads, stopped=stopped)
         before = WorkerOverride.objects.select_for_update().filter(
             hostname=hostname, queue=queue).first()
         old, new = _fields(before), {"threads": threads, "stopped": stopped}
