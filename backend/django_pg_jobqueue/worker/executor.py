@@ -741,6 +741,8 @@ class Executor(threading.Thread):
     def _take_prefetched(self) -> Held | None:
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):
             return None
+        if self.pool.overrides.touches(self.lane.spec.queues):
+            return None  # the lane gives them back: the host's overrides may refuse them
         held, refill = self.lane.prefetched.take()
         if refill and not self.lane.wake.is_set():  # set already: the lane is due to
             self.lane.wake.set()                    # look, and set() would take its lock

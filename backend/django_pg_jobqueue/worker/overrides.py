@@ -71,7 +71,7 @@ def describe(overrides: Overrides) -> str:
 
 class HostOverrides:
     """This process's copy of its host's overrides, refreshed by the pool through its
-    engine; read by the lanes (under a lock: a lane reads while the renewer swaps)."""
+    engine (on the renewer's thread); read by the lanes and the executors."""
 
     def __init__(self, hostname: str, engine):
         self.hostname, self.engine = hostname, engine
@@ -90,8 +90,9 @@ class HostOverrides:
         return changed
 
     def current(self) -> Overrides:
-        with self._lock:
-            return self._current
+        # One reference, swapped whole by refresh() and never changed in place: read without
+        # the lock (an executor asks at the end of every job).
+        return self._current
 
     def touches(self, scope: Iterable[str] | None) -> bool:
         """Whether an override applies to a lane over `scope` (then it prefetches nothing)."""

@@ -152,6 +152,10 @@ class Lane(threading.Thread):
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
+                overridden = pool.overrides.touches(self.spec.queues)
+                if overridden and len(self.prefetched):  # they would start without asking
+                    self._release_prefetched(self.prefetched.take_all(),
+                                             "the host's queue overrides changed")
                 free = self._hand_out_prefetched(
                     [e for e in self.executors if e.idle and e.is_alive()])
                 stale = self.prefetched.stale()
@@ -161,10 +165,6 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                overridden = pool.overrides.touches(self.spec.queues)
-                if overridden and len(self.prefetched):  # they would start without asking
-                    self._release_prefetched(self.prefetched.take_all(),
-                                             "the host's queue overrides changed")
                 if overridden:
                     plan = self._plan(len(free))
                     free = free[:plan.limit] if plan is not None else free
@@ -444,6 +444,8 @@ class WorkerPool:
     def refresh_overrides(self) -> None:
         try:
             changed = self.overrides.refresh()
+        except CONNECTION_ERRORS:
+            return  # the database is away: the renewer says so; the last ones read hold
         except Exception:  # noqa: BLE001 - the last ones read stay in force until the next pass
             log.warning("host %s: could not read its queue overrides; keeping the last ones",
                         self.hostname, exc_info=True)
