@@ -40,7 +40,7 @@ autodoc_preserve_defaults = True
 # docs build offline).
 nitpick_ignore_regex = [
     ("py:class", r"(datetime|uuid|collections\.abc|typing|threading)\..*"),
-    ("py:class", r"django_pg_jobqueue\.models\.(Job|JobBatch|QueueSetting|RateLimit)"),
+    ("py:class", r"django_pg_jobqueue\.models\.(Job|JobBatch|QueueSetting|RateLimit|WorkerOverride)"),
     ("py:class", r"Job"),
     # Type aliases and type variables of the typed public API (not documented names).
     ("py:class", r"django_pg_jobqueue\.(registry\.HandlerFunc|tasks\.options\._T)"),

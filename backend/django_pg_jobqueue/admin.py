@@ -39,10 +39,11 @@ from .models import (
     QueueSetting,
     RateLimit,
     ScheduleSetting,
+    WorkerOverride,
     WorkerProcess,
 )
 from .registry import registry
-from .services import job_actions, queues, rate_limits, send_signal
+from .services import job_actions, queues, rate_limits, send_signal, worker_overrides
 from .services import schedules as schedule_services
 from .states import TERMINAL, rate_limit_problem
 
@@ -549,6 +550,55 @@ class ScheduleSettingAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     def resume(self, request, queryset):
         _each_named(self, request, queryset.values_list("name", flat=True),
                     schedule_services.resume_schedule, "Resumed: their next ticks are enqueued.")
+
+
+class WorkerOverrideForm(forms.ModelForm):
+    class Meta:
+        model = WorkerOverride
+        fields = ["hostname", "queue", "threads", "stopped"]
+
+    def clean(self):
+        # The service's own rules, shown on the form.
+        data = super().clean()
+        try:
+            worker_overrides.check_worker_override(
+                data.get("queue"), data.get("hostname"), threads=data.get("threads"),
+                stopped=bool(data.get("stopped")))
+        except InvalidJobArgument as exc:
+            raise forms.ValidationError(f"{exc.argument}: {exc.detail}") from exc
+        except LookupError as exc:  # QueueNotFound, HostNotFound
+            raise forms.ValidationError(str(exc)) from exc
+        return data
+
+
+@admin.register(WorkerOverride)
+class WorkerOverrideAdmin(admin.ModelAdmin):
+    """A host's overrides of its queues (docs/how-to/queues.md): saved and deleted through the
+    same services as the API, so the audit log records them."""
+
+    form = WorkerOverrideForm
+    list_display = ["hostname", "queue", "threads", "stopped", "actor", "updated_at"]
+    list_filter = ["stopped"]
+    fields = ["hostname", "queue", "threads", "stopped", "actor", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The host and the queue are the key: set once.
+        return ["hostname", "queue", "actor", "updated_at"] if obj else ["actor", "updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        fresh = worker_overrides.set_worker_override(
+            obj.queue, obj.hostname, threads=obj.threads, stopped=obj.stopped,
+            actor=request.user.get_username())
+        obj.pk, obj.actor, obj.updated_at = fresh.pk, fresh.actor, fresh.updated_at
+
+    def delete_model(self, request, obj):
+        worker_overrides.remove_worker_override(obj.queue, obj.hostname,
+                                                actor=request.user.get_username())
+
+    def delete_queryset(self, request, queryset):
+        for queue, hostname in queryset.values_list("queue", "hostname"):
+            worker_overrides.remove_worker_override(queue, hostname,
+                                                    actor=request.user.get_username())
 
 
 @admin.register(LostWorker)

@@ -27,11 +27,13 @@ from .exceptions import (
 )
 from .retries import InvalidRetryPolicy, RetryPolicy
 from .states import (
+    HOSTNAME_RE,
     MAX_AGING_SECONDS,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_EXPIRES_IN_SECONDS,
+    MAX_HOSTNAME_LENGTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_PAYLOAD_DEPTH,
     MAX_POLICY_PERIOD_SECONDS,
@@ -212,6 +214,18 @@ def check_queue(queue) -> str:
             "queue", f"{queue[:120]!r} is not a queue name: use 1 to {MAX_QUEUE_NAME_LENGTH} "
                      "ASCII letters, digits and _ . : -")
     return str(queue)
+
+
+def check_hostname(hostname, argument: str = "hostname") -> str:
+    """A worker host's name, as `run_job_workers` reports it (job_workers.hostname) and a
+    host's override names it: 1 to MAX_HOSTNAME_LENGTH letters, digits and _ . : -."""
+    if not isinstance(hostname, str):
+        raise type_error(argument, "a str", hostname)
+    if not (0 < len(hostname) <= MAX_HOSTNAME_LENGTH and HOSTNAME_RE.fullmatch(hostname)):
+        raise InvalidJobArgument(
+            argument, f"{hostname[:120]!r} is not a host name: use 1 to {MAX_HOSTNAME_LENGTH} "
+                      "ASCII letters, digits and _ . : -")
+    return hostname
 
 
 def check_run_at(run_at) -> datetime | None:

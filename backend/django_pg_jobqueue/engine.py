@@ -50,8 +50,8 @@ class Engine(Protocol):
 
     def claim(self, *, worker_ids: list[str], queues: list[str] | None = None,
               lease_seconds: float | None = None, types: list[str] | None = None,
-              job_ids: list[int] | None = None,
-              exclude_types: list[str] | None = None) -> list[ClaimedJob]:
+              job_ids: list[int] | None = None, exclude_types: list[str] | None = None,
+              exclude_queues: list[str] | None = None) -> list[ClaimedJob]:
         """Up to len(worker_ids) runnable jobs, the i-th leased to worker_ids[i]."""
         ...
 
@@ -244,6 +244,11 @@ class Engine(Protocol):
         """The database's clock (a durable sleep's end is judged on it)."""
         ...
 
+    def worker_overrides(self, hostname: str) -> dict[str, tuple[int | None, bool]]:
+        """{queue: (threads or None, stopped)}: host `hostname`'s overrides of its queues
+        (services/worker_overrides.py), read on each renewal pass (worker/overrides.py)."""
+        ...
+
 
 class PostgresEngine:
     """The engine over this app's PostgreSQL tables: each method is the service of the same
@@ -368,6 +373,9 @@ class PostgresEngine:
 
     def database_now(self) -> datetime:
         return waits.database_now()
+
+    def worker_overrides(self, hostname) -> dict[str, tuple[int | None, bool]]:
+        return services.host_overrides(hostname)
 
 
 _default = PostgresEngine()

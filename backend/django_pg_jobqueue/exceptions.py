@@ -24,6 +24,19 @@ class QueueNotFound(JobError, LookupError):
             "into it.")
 
 
+class HostNotFound(JobError, LookupError):
+    """No worker host of that name: no live worker process reports it (job_workers) and it
+    has no override. Overriding a queue on it is refused (HTTP 404), as for a queue that does
+    not exist, so that a typo leaves no override nobody reads."""
+
+    def __init__(self, hostname: str):
+        self.hostname = hostname
+        super().__init__(
+            f"no worker host named {hostname!r}: no worker process reports it (the workers "
+            "page lists those that do) and it has no override. Start its workers first, or "
+            "check the name (run_job_workers --hostname sets it).")
+
+
 class ScheduleNotFound(JobError, LookupError):
     """No periodic schedule of that name (JOB_PERIODIC or @periodic): HTTP 404."""
 

@@ -27,6 +27,8 @@ from .states import (
     MAX_AGING_SECONDS,
     MAX_CONCURRENCY_KEY_LENGTH,
     MAX_CONCURRENCY_KEY_LIMIT,
+    MAX_HOSTNAME_LENGTH,
+    MAX_OVERRIDE_THREADS,
     MAX_RATE_PERIOD_SECONDS,
     MAX_UNIQUE_KEY_STORED_LENGTH,
     PRIORITY_MAX,
@@ -647,6 +649,41 @@ class QueueSetting(models.Model):
                 name="queue_aging_max_priority_in_range",
             ),
         ]
+
+
+class WorkerOverride(models.Model):
+    """One host's override of how it runs one queue (services/worker_overrides.py, the only
+    writer): `threads`, at most this many of the host's executor threads run the queue's
+    jobs at once (NULL: as its command line says); `stopped`, the host claims none of them
+    (running ones finish). Each worker process of the host (`hostname`, as job_workers names
+    it) reads its host's rows on its renewal pass (worker/overrides.py). A row says something:
+    removing the override is deleting the row."""
+
+    id = models.BigAutoField(primary_key=True)
+    hostname = models.CharField(max_length=MAX_HOSTNAME_LENGTH)
+    queue = models.CharField(max_length=100)
+    threads = models.IntegerField(null=True, blank=True)
+    stopped = models.BooleanField(default=False, db_default=False)
+    actor = models.CharField(max_length=150, blank=True, default="", db_default="")
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "job_worker_overrides"
+        ordering = ["hostname", "queue"]
+        constraints = [
+            models.UniqueConstraint(fields=("hostname", "queue"),
+                                    name="worker_override_one_per_host_queue"),
+            models.CheckConstraint(condition=Q(threads__isnull=True)
+                                   | Q(threads__gte=0, threads__lte=MAX_OVERRIDE_THREADS),
+                                   name="worker_override_threads_in_range"),
+            models.CheckConstraint(condition=Q(threads__isnull=False) | Q(stopped=True),
+                                   name="worker_override_says_something"),
+            models.CheckConstraint(condition=~Q(hostname="") & ~Q(queue=""),
+                                   name="worker_override_names_host_and_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue} on {self.hostname}"
 
 
 class RateLimit(models.Model):

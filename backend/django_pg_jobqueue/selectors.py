@@ -29,6 +29,7 @@ from .models import (
     QueueSetting,
     RateLimit,
     TxNow,
+    WorkerOverride,
     WorkerProcess,
 )
 from .states import (
@@ -723,6 +724,12 @@ def worker_processes() -> list[dict]:
 
 
 LOST_WORKERS_LISTED = 50
+
+
+def worker_overrides() -> list[WorkerOverride]:
+    """Every host's overrides of its queues (services/worker_overrides.py), by host and queue:
+    the workers page shows them beside each host's processes."""
+    return list(WorkerOverride.objects.order_by("hostname", "queue"))
 
 
 def lost_workers() -> list[LostWorker]:

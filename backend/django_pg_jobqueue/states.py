@@ -80,6 +80,12 @@ MAX_RATE_PERIOD_SECONDS = 86400
 MAX_RATE_WEIGHT = 1_000_000
 # Priority aging (QueueSetting.aging_seconds): one step of priority per at most a day waited.
 MAX_AGING_SECONDS = 86400
+# A host's override of a queue's threads (services/worker_overrides.py): at most this many of
+# the host's threads may run the queue's jobs at once (0: none, as if stopped on that host).
+MAX_OVERRIDE_THREADS = 10_000
+# A host's name as its workers report it (job_workers.hostname) and overrides name it.
+MAX_HOSTNAME_LENGTH = 200
+HOSTNAME_RE = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 def rate_limit_problem(kind, name, max_starts, period_seconds) -> tuple[str, str] | None:
@@ -210,6 +216,8 @@ class OperatorAction(StrEnum):
     SET_RATE_LIMIT = "set_rate_limit"
     REMOVE_RATE_LIMIT = "remove_rate_limit"
     CANCEL_BATCH = "cancel_batch"
+    SET_WORKER_OVERRIDE = "set_worker_override"
+    REMOVE_WORKER_OVERRIDE = "remove_worker_override"
 
 
 class AuditTarget(StrEnum):

@@ -223,7 +223,9 @@ export async function startBackend(): Promise<{ info: BackendInfo; stop: () => P
         info.queue,
         `${info.queue}-lost`,
         info.idleQueue,
-        ...["nav", "pick", "all", "states", "keyed", "pages", "index", "audit"].map((s) => `${info.idleQueue}-${s}`),
+        ...["nav", "pick", "all", "states", "keyed", "pages", "index", "audit", "hosts"].map(
+          (s) => `${info.idleQueue}-${s}`,
+        ),
         // The many queues of the screenshot run and the sidebar spec (a real deployment's count).
         ...Array.from({ length: 11 }, (_, i) => `${info.idleQueue}-q${i + 1}`),
         ...Array.from({ length: 11 }, (_, i) => `${info.idleQueue}-side-${String(i + 1).padStart(2, "0")}`),

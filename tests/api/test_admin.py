@@ -165,6 +165,31 @@ def test_rate_limits_are_set_and_removed_in_the_admin_through_the_services(make_
         claiming.forget_cached_limits()
 
 
+def test_host_overrides_are_set_and_removed_in_the_admin_through_the_service(make_user):
+    from django_pg_jobqueue.models import AuditLogEntry, WorkerOverride
+
+    services.heartbeat("vm-1-100", hostname="vm-1", pid=100, threads=4, queues=["*"])
+    services.enqueue("noop", queue="reports")
+    client = Client()
+    client.force_login(make_user("hosts", perms=[f"{verb}_workeroverride" for verb in
+                                                 ("view", "add", "change", "delete")],
+                                 is_staff=True))
+    add = "/admin/django_pg_jobqueue/workeroverride/add/"
+    response = client.post(add, {"hostname": "vm-1", "queue": "reports", "threads": "1"})
+    assert response.status_code == 302
+    row = WorkerOverride.objects.get()
+    assert (row.threads, row.stopped, row.actor) == (1, False, "hosts")
+    refused = client.post(add, {"hostname": "vm-9", "queue": "reports", "stopped": "on"})
+    assert refused.status_code == 200 and "no worker host named" in refused.content.decode()
+    refused = client.post(add, {"hostname": "vm-1", "queue": "media", "threads": ""})
+    assert refused.status_code == 200 and "threads: give threads" in refused.content.decode()
+    client.post("/admin/django_pg_jobqueue/workeroverride/", {
+        "action": "delete_selected", "_selected_action": [row.pk], "post": "yes"})
+    assert not WorkerOverride.objects.exists()
+    assert list(AuditLogEntry.objects.values_list("action", flat=True).order_by("id")) == [
+        "set_worker_override", "remove_worker_override"]
+
+
 def test_the_admin_index_names_worker_processes_in_plain_english(make_user):
     client = Client()
     client.force_login(make_user("boss", perms=["view_workerprocess"], is_staff=True))

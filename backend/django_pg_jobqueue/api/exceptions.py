@@ -3,7 +3,7 @@
     {"code": "invalid", "detail": "a sentence for people", "errors": {"field": ["..."]}}
 
 `errors` is present on validation failures only. Domain errors map to statuses here, so that
-views stay three lines: JobNotFound, QueueNotFound, ScheduleNotFound and BatchNotFound -> 404,
+views stay three lines: JobNotFound, QueueNotFound, HostNotFound, ScheduleNotFound and BatchNotFound -> 404,
 InvalidTransition, IdempotencyConflict and ScheduleInvalid -> 409,
 UnknownJobType -> 400 (on the `type` field), NotCreatable -> 400 (on `type` or
 `payload`), a database that does not answer -> 503.
@@ -20,6 +20,7 @@ from rest_framework.views import set_rollback
 
 from ..exceptions import (
     BatchNotFound,
+    HostNotFound,
     IdempotencyConflict,
     InvalidJobArgument,
     InvalidTransition,
@@ -116,6 +117,8 @@ def _translate(exc):
         return exceptions.NotFound(f"job {exc.args[0]} not found" if exc.args else "job not found")
     if isinstance(exc, QueueNotFound):
         return exceptions.NotFound(str(exc), code="queue_not_found")
+    if isinstance(exc, HostNotFound):
+        return exceptions.NotFound(str(exc), code="host_not_found")
     if isinstance(exc, ScheduleNotFound):
         return exceptions.NotFound(str(exc), code="schedule_not_found")
     if isinstance(exc, BatchNotFound):

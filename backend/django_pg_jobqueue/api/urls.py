@@ -23,7 +23,12 @@ from .openapi import RedocView, SchemaView, SwaggerUIView
 from .queues import QueueViewSet
 from .rate_limits import RateLimitViewSet
 from .schedules import ScheduleViewSet
-from .workers import LostWorkerListView, WorkerListView
+from .workers import (
+    LostWorkerListView,
+    WorkerListView,
+    WorkerOverrideListView,
+    WorkerOverrideView,
+)
 
 # The dashboard finds the API wherever the host mounts it by reversing these names.
 app_name = "django_pg_jobqueue_api"
@@ -52,6 +57,9 @@ v1 = [
     path("schedules/", schedule("get", "list"), name="schedules"),
     path("workers/", WorkerListView.as_view(), name="workers"),
     path("workers/lost/", LostWorkerListView.as_view(), name="workers-lost"),
+    path("workers/overrides/", WorkerOverrideListView.as_view(), name="worker-overrides"),
+    path("workers/hosts/<str:hostname>/queues/<str:queue>/", WorkerOverrideView.as_view(),
+         name="worker-override"),
     path("schedules/<str:name>/run/", schedule("post", "run"), name="schedule-run"),
     path("schedules/<str:name>/pause/", schedule("post", "pause"), name="schedule-pause"),
     path("schedules/<str:name>/resume/", schedule("post", "resume"), name="schedule-resume"),

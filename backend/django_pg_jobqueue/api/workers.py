@@ -1,13 +1,18 @@
 """GET /api/v1/workers/: every worker process, alive or lost, with what its threads run (the
-dashboard's workers page). Read-only; the view permission, like the job list."""
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+dashboard's workers page). Read-only; the view permission, like the job list.
+
+A host's overrides of its queues (services/worker_overrides.py): GET workers/overrides/ lists
+them (view permission); PUT and DELETE workers/hosts/{hostname}/queues/{queue}/ set and remove
+one (change_queuesetting, as a queue's limit)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from .. import conf, merged, selectors
+from .. import conf, merged, selectors, services
 from .base import JobQueueAPIView
-from .fields import ISODateTimeField
-from .permissions import VIEW, JobPermission
+from .fields import ISODateTimeField, StrictSerializer
+from .permissions import CHANGE_QUEUE, VIEW, JobPermission
 from .schema import errors, extend_schema
 from .shards import with_down_header
 
@@ -127,3 +132,100 @@ class LostWorkerListView(JobQueueAPIView):
     )
     def get(self, request):
         return Response(LostWorkerSerializer(selectors.lost_workers(), many=True).data)
+
+
+class WorkerOverrideSerializer(serializers.Serializer):
+    """A host's override of how it runs one queue."""
+
+    hostname = serializers.CharField(help_text="The host, as its workers report it.")
+    queue = serializers.CharField()
+    threads = serializers.IntegerField(
+        allow_null=True, help_text="At most this many of the host's threads (in each of its "
+                                   "worker processes) run the queue's jobs at once; 0: none; "
+                                   "null: as its command line says.")
+    stopped = serializers.BooleanField(help_text="The host claims none of the queue's jobs; "
+                                                 "running ones finish.")
+    actor = serializers.CharField(help_text="Who set it last.")
+    updated_at = ISODateTimeField()
+
+
+class WorkerOverrideSetSerializer(StrictSerializer):
+    """A host's override of a queue: threads, stopped, or both (one of them says something)."""
+
+    threads = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text="0 to 10000: at most this many of the host's threads (in each of its worker "
+                  "processes) run the queue's jobs at once; null or left out: as its command "
+                  "line says.")
+    stopped = serializers.BooleanField(
+        required=False, default=False,
+        help_text="True: the host claims none of the queue's jobs (running ones finish).")
+
+
+_OVERRIDE_EXAMPLE = {"hostname": "vm-1", "queue": "reports", "threads": 1, "stopped": False,
+                     "actor": "ops", "updated_at": "2026-01-01T02:10:00Z"}
+_HOST_AND_QUEUE = [
+    OpenApiParameter("hostname", OpenApiTypes.STR, OpenApiParameter.PATH,
+                     description="The host, as the workers list names it."),
+    OpenApiParameter("queue", OpenApiTypes.STR, OpenApiParameter.PATH,
+                     description="The queue's name."),
+]
+
+
+class WorkerOverrideListView(JobQueueAPIView):
+    permission_classes = [JobPermission]
+    job_permission = VIEW
+
+    @extend_schema(
+        summary="Every host's overrides of its queues", tags=["workers"],
+        operation_id="v1_workers_overrides_list",
+        responses={200: OpenApiResponse(WorkerOverrideSerializer(many=True), examples=[
+            OpenApiExample("overrides", response_only=True, value=[_OVERRIDE_EXAMPLE])]),
+            **errors(401, 403, 503)},
+    )
+    def get(self, request):
+        return Response(WorkerOverrideSerializer(selectors.worker_overrides(), many=True).data)
+
+
+class WorkerOverrideView(JobQueueAPIView):
+    """One host's override of one queue: PUT sets it, DELETE removes it."""
+
+    permission_classes = [JobPermission]
+    job_permission = CHANGE_QUEUE
+
+    @extend_schema(
+        summary="Set a host's threads for a queue, or stop the queue on that host",
+        tags=["workers"], operation_id="v1_workers_override_set", parameters=_HOST_AND_QUEUE,
+        description="Replaces the host's override of the queue. Its worker processes read it "
+                    "after each lease renewal pass (every min(lease / 3, 2 s)) and follow "
+                    "from their next claim: running jobs finish. 400 names a bad field "
+                    "(`threads` out of 0..10000, both `threads` null and `stopped` false: "
+                    "DELETE removes an override); 404 `queue_not_found` for a queue that does "
+                    "not exist, `host_not_found` for a host no live worker reports and with no "
+                    "override. Setting the same again changes nothing. Needs "
+                    "change_queuesetting.",
+        request=WorkerOverrideSetSerializer,
+        examples=[OpenApiExample("one thread", request_only=True, value={"threads": 1}),
+                  OpenApiExample("stopped", request_only=True, value={"stopped": True})],
+        responses={200: OpenApiResponse(WorkerOverrideSerializer, examples=[
+            OpenApiExample("override", response_only=True, value=_OVERRIDE_EXAMPLE)]),
+            **errors(400, 401, 403, 404, 503)},
+    )
+    def put(self, request, hostname, queue):
+        serializer = WorkerOverrideSetSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = services.set_worker_override(queue, hostname, **serializer.validated_data,
+                                           actor=request.user.get_username())
+        return Response(WorkerOverrideSerializer(row).data)
+
+    @extend_schema(
+        summary="Remove a host's override of a queue", tags=["workers"],
+        operation_id="v1_workers_override_remove", parameters=_HOST_AND_QUEUE, request=None,
+        description="The host runs the queue as its command line says again, within one "
+                    "renewal pass. Removing an override that does not exist is fine (204 "
+                    "too). Needs change_queuesetting.",
+        responses={204: None, **errors(400, 401, 403, 503)},
+    )
+    def delete(self, request, hostname, queue):
+        services.remove_worker_override(queue, hostname, actor=request.user.get_username())
+        return Response(status=204)

@@ -51,6 +51,7 @@ from .reaping import reap
 from .rerunning import rerun
 from .schedules import pause_schedule, resume_schedule, run_schedule
 from .waits import park, send_signal, signal_state
+from .worker_overrides import host_overrides, remove_worker_override, set_worker_override
 from .workers import (
     adopt_prefetched,
     forget_lost_workers,
@@ -75,5 +76,6 @@ __all__ = [
     "take_leadership", "resign_leadership", "notify_newly_due_queues",
     "run_schedule", "pause_schedule", "resume_schedule",
     "dependency_results", "recorded_steps", "record_step", "park", "signal_state", "send_signal",
-    "enqueue_batch", "cancel_batch",
+    "enqueue_batch", "cancel_batch", "set_worker_override", "remove_worker_override",
+    "host_overrides",
 ]

@@ -178,13 +178,14 @@ class ClaimedJob:
 
 def claim(*, worker_ids: list[str], queues: list[str] | None = None,
           lease_seconds: float | None = None, types: list[str] | None = None,
-          job_ids: list[int] | None = None,
-          exclude_types: list[str] | None = None) -> list[ClaimedJob]:
+          job_ids: list[int] | None = None, exclude_types: list[str] | None = None,
+          exclude_queues: list[str] | None = None) -> list[ClaimedJob]:
     """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
 
     `types` and `job_ids` narrow the claim further (used by `django_pg_jobqueue.testing`'s drain and crash
     helpers; workers claim by queue only). `exclude_types`: types this worker has no handler
-    for (worker/unknown_types.py), left out while it waits for one that has. Runs as its own short transaction, under the
+    for (worker/unknown_types.py), left out while it waits for one that has. `exclude_queues`:
+    queues this worker's host may not take more of now (its overrides: worker/overrides.py). Runs as its own short transaction, under the
     planner settings of sql.CLAIM_PLANNER_SETTINGS: nothing stays open while handlers run.
     """
     if not worker_ids:
@@ -194,6 +195,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         ("AND type = ANY(%(types)s::text[])", types),
         ("AND id = ANY(%(job_ids)s::bigint[])", job_ids),
         ("AND type <> ALL(%(exclude_types)s::text[])", exclude_types),
+        ("AND queue <> ALL(%(exclude_queues)s::text[])", exclude_queues),
     ) if on)
     params = {
         "limit": len(worker_ids),
@@ -203,6 +205,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
         "types": list(types or []),
         "job_ids": list(job_ids or []),
         "exclude_types": list(exclude_types or []),
+        "exclude_queues": list(exclude_queues or []),
     }
     limits = [("queue", q, n) for q, n in queue_limits().items()]
     limits += [("type", t, n) for t, n in registry.type_limits().items()]

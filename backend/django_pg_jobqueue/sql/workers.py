@@ -141,3 +141,11 @@ SELECT now(), count(pg_notify('{NOTIFY_CHANNEL}', queue))
          WHERE status = 'queued' AND available_at > created_at
            AND available_at > %(since)s AND available_at <= now()) due
 """
+
+# --- a host's overrides of its queues (services/worker_overrides.py) ----------------------
+# What each worker process of a host reads on its renewal pass (worker/overrides.py): the
+# host's rows of job_worker_overrides, (queue, threads or NULL, stopped). A handful of rows
+# by the table's unique (hostname, queue) index; written by the service through the ORM.
+WORKER_OVERRIDES_OF_HOST = """
+SELECT queue, threads, stopped FROM job_worker_overrides WHERE hostname = %(hostname)s
+"""

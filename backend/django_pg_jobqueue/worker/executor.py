@@ -624,6 +624,9 @@ class Executor(threading.Thread):
         self.report = getattr(pool, "report", None)
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
+        # The queue of the job it was handed (None while idle): what the host's overrides
+        # count (worker/overrides.py), set before the lane's claim lock is let go.
+        self.queue: str | None = None
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
                                 start_prefetched=pool.starter.start_job,
@@ -640,6 +643,7 @@ class Executor(threading.Thread):
 
     def assign(self, job: ClaimedJob, held: Held | None = None) -> None:
         """Run `job` next; `held` is given for a prefetched job, already held by the lane."""
+        self.queue = job.queue
         self.idle = False
         self.inbox.put((job, held))
 
@@ -687,9 +691,11 @@ class Executor(threading.Thread):
                         if held is None:
                             break
                         job = held.job
+                        self.queue = job.queue
                 except BaseException:
                     log.exception("executor %s: unexpected error on job %s", self.worker_id, job.id)
                 finally:
+                    self.queue = None
                     self.idle = True
                     self.lane.wake.set()
         finally:
@@ -722,7 +728,8 @@ class Executor(threading.Thread):
                 jobs = pool.engine.claim(
                     worker_ids=[self.worker_id] * granted, types=[spec.name],
                     queues=list(self.lane.spec.queues) if self.lane.spec.queues else None,
-                    lease_seconds=pool.lease_seconds)
+                    lease_seconds=pool.lease_seconds,
+                    exclude_queues=pool.overrides.stopped(self.lane.spec.queues) or None)
         except CONNECTION_ERRORS as exc:
             self.runner.errors.error("executor %s: database unavailable: %s", self.worker_id, exc)
         except Exception:  # noqa: BLE001 - the chunk runs with the jobs it holds
@@ -734,6 +741,8 @@ class Executor(threading.Thread):
     def _take_prefetched(self) -> Held | None:
         if self.pool.stopping.is_set() or not len(self.lane.prefetched):
             return None
+        if self.pool.overrides.touches(self.lane.spec.queues):
+            return None  # the lane gives them back: the host's overrides may refuse them
         held, refill = self.lane.prefetched.take()
         if refill and not self.lane.wake.is_set():  # set already: the lane is due to
             self.lane.wake.set()                    # look, and set() would take its lock

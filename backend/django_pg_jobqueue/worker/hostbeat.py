@@ -117,7 +117,8 @@ class HostHeartbeat(ServiceThread):
     reports, removes the rows of children that stopped, and keeps one child the leader."""
 
     def __init__(self, supervisor_pid: int, *, queues: list[str], interval: float,
-                 leader_lease_seconds: float, elect: bool, engine: Any = None) -> None:
+                 leader_lease_seconds: float, elect: bool, engine: Any = None,
+                 hostname: str | None = None) -> None:
         super().__init__("host-heartbeat", log)
         from ..engine import default_engine  # Django is set up in the supervisor
 
@@ -125,7 +126,7 @@ class HostHeartbeat(ServiceThread):
         self.supervisor_pid, self.queues = supervisor_pid, queues
         self.interval = interval
         self.leader_lease_seconds, self.elect = leader_lease_seconds, elect
-        self.hostname = socket.gethostname()
+        self.hostname = hostname or socket.gethostname()  # run_job_workers --hostname
         self.lock = threading.Lock()
         self.children: dict[int, tuple[int, ChildReport]] = {}  # slot -> (pid, report)
         self.gone: list[tuple[str, bool]] = []  # (process id, stopped gracefully): to settle

@@ -18,6 +18,8 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.db import close_old_connections
@@ -35,6 +37,8 @@ from .held import Held, HeldJobs
 from .hostbeat import ChildReport
 from .leader import HostLeadership, Leadership
 from .listener import Listener
+from .overrides import ClaimPlan, HostOverrides
+from .overrides import plan as plan_claim
 from .periodic import PeriodicEnqueuer
 from .prefetch import Prefetched
 from .pruner import Pruner
@@ -148,6 +152,10 @@ class Lane(threading.Thread):
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
+                overridden = pool.overrides.touches(self.spec.queues)
+                if overridden and len(self.prefetched):  # they would start without asking
+                    self._release_prefetched(self.prefetched.take_all(),
+                                             "the host's queue overrides changed")
                 free = self._hand_out_prefetched(
                     [e for e in self.executors if e.idle and e.is_alive()])
                 stale = self.prefetched.stale()
@@ -157,7 +165,10 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                limited = self._limited()
+                if overridden:
+                    plan = self._plan(len(free))
+                    free = free[:plan.limit] if plan is not None else free
+                limited = overridden or self._limited()
                 extra = 0 if limited else self.prefetched.wanted(policy.backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
@@ -182,40 +193,56 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
-                busy = policy.backlog  # a busy loop: one statement per claim from now on
-                claim = policy.claim_started()  # a NOTIFY from now on claims again
-                heard = signals is not None and pool.listening()
-                try:
-                    close_old_connections()
-                    if busy:
-                        pool.engine.pin_claim_planner_settings()  # once per connection
-                    jobs = pool.engine.claim(
-                        worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                        queues=list(self.spec.queues) if self.spec.queues else None,
-                        lease_seconds=pool.lease_seconds,
-                        exclude_types=pool.unknown_types.current())
-                    backoff.reset()
-                except CONNECTION_ERRORS as exc:
-                    policy.claim_failed()
-                    pool.return_claims(granted)
-                    self.errors.error("%s: database unavailable: %s", self.name, exc)
-                    db.queue_connection().close()
-                    pool.stopping.wait(backoff.next_delay())
-                    continue
-                except Exception:
-                    policy.claim_failed()
-                    pool.return_claims(granted)
-                    log.exception("%s: claim failed", self.name)
-                    db.queue_connection().close()
-                    pool.stopping.wait(backoff.next_delay())
-                    continue
-                asked = len(free) + extra
-                burst = policy.claimed(claim, asked=asked, found=len(jobs))
-                pool.return_claims(granted - len(jobs))
-                if signals is not None:
-                    signals.polled.emit(Poll(len(jobs), heard))
-                log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
-                self._hand_out(jobs, free)
+                # The host's overrides (worker/overrides.py): leave out its stopped and full
+                # queues, take no more of a capped one than its room; lanes a cap with room
+                # covers decide and claim one at a time, so that two never fill one room.
+                plan = self._plan(len(free))
+                capped = plan is not None and plan.capped
+                with pool.overrides.claim_lock if capped else nullcontext():
+                    if capped:
+                        plan = self._plan(len(free))  # again, now that no other lane claims
+                    if plan is not None and plan.limit < len(free):
+                        pool.return_claims(len(free) - plan.limit)
+                        granted -= len(free) - plan.limit
+                        free = free[:plan.limit]
+                    if not free and not extra:
+                        pool.return_claims(granted)
+                        continue  # a stopped or full queue: the loop's top waits
+                    busy = policy.backlog  # a busy loop: one statement per claim from now on
+                    claim = policy.claim_started()  # a NOTIFY from now on claims again
+                    heard = signals is not None and pool.listening()
+                    try:
+                        close_old_connections()
+                        if busy:
+                            pool.engine.pin_claim_planner_settings()  # once per connection
+                        jobs = pool.engine.claim(
+                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                            queues=list(self.spec.queues) if self.spec.queues else None,
+                            lease_seconds=pool.lease_seconds,
+                            exclude_types=pool.unknown_types.current(),
+                            exclude_queues=list(plan.exclude) if plan is not None else None)
+                        backoff.reset()
+                    except CONNECTION_ERRORS as exc:
+                        policy.claim_failed()
+                        pool.return_claims(granted)
+                        self.errors.error("%s: database unavailable: %s", self.name, exc)
+                        db.queue_connection().close()
+                        pool.stopping.wait(backoff.next_delay())
+                        continue
+                    except Exception:
+                        policy.claim_failed()
+                        pool.return_claims(granted)
+                        log.exception("%s: claim failed", self.name)
+                        db.queue_connection().close()
+                        pool.stopping.wait(backoff.next_delay())
+                        continue
+                    asked = len(free) + extra
+                    burst = policy.claimed(claim, asked=asked, found=len(jobs))
+                    pool.return_claims(granted - len(jobs))
+                    if signals is not None:
+                        signals.polled.emit(Poll(len(jobs), heard))
+                    log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
+                    self._hand_out(jobs, free)
                 if burst:
                     pool.more_work(self.spec.queues)
                 if not policy.backlog and not len(self.prefetched):
@@ -268,6 +295,16 @@ class Lane(threading.Thread):
             db.queue_connection().close()  # broken: the pool discards it
         db.return_worker_connection()
 
+    def _plan(self, wanted: int) -> ClaimPlan | None:
+        """What the host's overrides let this lane claim of `wanted` jobs now (None: no
+        override touches its queues), counting the jobs of each queue this process's
+        executors run or were just handed."""
+        overrides = self.pool.overrides
+        if not overrides.touches(self.spec.queues):
+            return None
+        running = Counter(e.queue for e in self.pool.executors if not e.idle and e.queue)
+        return plan_claim(overrides.current(), self.spec.queues, running, wanted)
+
     def _limited(self) -> bool:
         """Whether a concurrency limit applies to this lane's claims: then it prefetches
         nothing, so that a limited slot is never spent on a job waiting for a thread."""
@@ -294,7 +331,8 @@ class WorkerPool:
                  shutdown_grace: float | None = None, prefetch: int | None = None,
                  engine: Engine | None = None, test_signals: TestSignals | None = None,
                  max_jobs: int | None = None, supervisor_pid: int | None = None,
-                 relay: tuple | None = None, report: ChildReport | None = None):
+                 relay: tuple | None = None, report: ChildReport | None = None,
+                 hostname: str | None = None):
         c = conf.get()
         self.engine = engine or default_engine()  # every read and write of jobs (engine.py)
         self.lane_specs = parse_queues(queues, threads or c.WORKER_THREADS)
@@ -316,7 +354,11 @@ class WorkerPool:
         # completer, the renewer, and one for the rest (reaper, pruner, periodic, the
         # executors' failure writes), unless JOB_WORKER_POOL_SIZE says otherwise.
         self.db_pool_size = c.WORKER_POOL_SIZE or len(self.lane_specs) + 3
-        self.process_id = f"{socket.gethostname()}-{os.getpid()}"
+        # The host this process reports (job_workers.hostname, the workers page) and whose
+        # queue overrides it applies: run_job_workers --hostname, by default the machine's.
+        self.hostname = hostname or socket.gethostname()
+        self.process_id = f"{self.hostname}-{os.getpid()}"
+        self.overrides = HostOverrides(self.hostname, self.engine)
         self.stopping = threading.Event()   # stop claiming
         self.hard_stop = threading.Event()  # give up retrying writes
         # Events tests wait on (worker/signals.py): None, the default, sends none.
@@ -349,8 +391,8 @@ class WorkerPool:
                                     threads=len(self.executors), queues=all_queues,
                                     lease_seconds=self.lease_seconds, engine=self.engine,
                                     stuck=self.stuck, jobs_done=self.jobs_done,
-                                    supervisor_pid=supervisor_pid,
-                                    after_pass=self.stats.log_summary)
+                                    supervisor_pid=supervisor_pid, hostname=self.hostname,
+                                    after_pass=self._after_renewal)
         self.reaper = Reaper(engine=self.engine) if reaper else None
         use_listen = c.LISTEN_NOTIFY if listen is None else listen
         # A supervised child is woken by its supervisor, which holds the host's one LISTEN
@@ -391,6 +433,26 @@ class WorkerPool:
                 part.signals = test_signals
 
     # -- lifecycle -----------------------------------------------------------------------------
+    def _after_renewal(self) -> None:
+        """After each renewal pass: the pool's summary line (stats.py), and the host's queue
+        overrides read again (worker/overrides.py); when they changed, every lane looks at
+        once (a queue started again, or given more threads, claims without waiting for a
+        poll)."""
+        self.stats.log_summary()
+        self.refresh_overrides()
+
+    def refresh_overrides(self) -> None:
+        try:
+            changed = self.overrides.refresh()
+        except CONNECTION_ERRORS:
+            return  # the database is away: the renewer says so; the last ones read hold
+        except Exception:  # noqa: BLE001 - the last ones read stay in force until the next pass
+            log.warning("host %s: could not read its queue overrides; keeping the last ones",
+                        self.hostname, exc_info=True)
+            return
+        if changed:
+            self.wake(None)
+
     def wake(self, queue_name: str | None = None) -> None:
         """A notification: jobs may wait in `queue_name` (None: in any queue)."""
         for lane in self.lanes:
@@ -424,6 +486,8 @@ class WorkerPool:
         log.info("worker pool %s starting: %s, lease %ss, database %s", self.process_id,
                  ", ".join(f"{','.join(s.queues) if s.queues else 'all queues'} x{s.threads}"
                            for s in self.lane_specs), self.lease_seconds, db.home_alias())
+        with db.worker_connection():
+            self.refresh_overrides()  # before the first claim: a stopped queue stays so
         self.completer.start()
         self.starter.start()
         for e in self.executors:

@@ -36,7 +36,8 @@ class LeaseRenewer(ServiceThread):
     def __init__(self, held: HeldJobs, *, process_id: str, threads: int, queues: list[str],
                  lease_seconds: float | None = None, engine: Engine | None = None,
                  stuck: StuckWatch | None = None, jobs_done=None,
-                 supervisor_pid: int | None = None, after_pass=None):
+                 supervisor_pid: int | None = None, after_pass=None,
+                 hostname: str | None = None):
         super().__init__("renewer", log)
         self.held = held
         self.engine = engine or default_engine()
@@ -44,9 +45,12 @@ class LeaseRenewer(ServiceThread):
         # Renew well before expiry, and often enough that a cancel reaches its handler quickly.
         self.interval = max(0.2, min(self.lease_seconds / 3, 2.0))
         self.process_id, self.threads, self.queues = process_id, threads, queues
+        self.hostname = hostname or socket.gethostname()  # run_job_workers --hostname
         self.stuck, self.supervisor_pid = stuck, supervisor_pid
         self.jobs_done = jobs_done or (lambda: 0)  # how many jobs this process has run
-        self.after_pass = after_pass  # run after each pass: the pool's summary line (stats.py)
+        # Run after each pass: the pool's summary line (stats.py), its host's queue overrides
+        # read again (worker/overrides.py).
+        self.after_pass = after_pass
         self.stuck_now = 0
         self.lost = 0
         self.waited_for_locks = False
@@ -71,7 +75,7 @@ class LeaseRenewer(ServiceThread):
         # One transaction: the process's row and, when it leads or may, the leader's lease.
         with db.atomic():
             self.engine.heartbeat(
-                self.process_id, hostname=socket.gethostname(), pid=os.getpid(),
+                self.process_id, hostname=self.hostname, pid=os.getpid(),
                 threads=self.threads, queues=self.queues, rss_bytes=rss_bytes(),
                 jobs_done=self.jobs_done(), stuck_handlers=self.stuck_now,
                 heartbeat_interval_seconds=self.interval, supervisor_pid=self.supervisor_pid)

@@ -183,7 +183,7 @@ class Supervisor:
         self.hostbeat = HostHeartbeat(
             self.pid, queues=queue_names(parse_queues(self.pool_options.get("queues"), 1)),
             interval=interval, leader_lease_seconds=c.LEADER_LEASE_SECONDS or 3 * interval,
-            elect=c.MAINTENANCE_LEADER)
+            elect=c.MAINTENANCE_LEADER, hostname=self.pool_options.get("hostname"))
         self.hostbeat.start()
 
     def _stop_heartbeat(self) -> None:

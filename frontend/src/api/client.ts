@@ -211,5 +211,6 @@ export const api = {
   postWithMeta: <T>(path: string, body?: unknown, options?: RequestOptions) =>
     requestWithMeta<T>("POST", path, { ...options, body: body ?? {} }),
   patch: <T>(path: string, body: unknown, options?: RequestOptions) => request<T>("PATCH", path, { ...options, body }),
+  put: <T>(path: string, body: unknown, options?: RequestOptions) => request<T>("PUT", path, { ...options, body }),
   delete: (path: string, options?: RequestOptions) => request<null>("DELETE", path, options),
 };

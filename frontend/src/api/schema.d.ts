@@ -746,6 +746,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers/hosts/{hostname}/queues/{queue}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a host's threads for a queue, or stop the queue on that host
+         * @description Replaces the host's override of the queue. Its worker processes read it after each lease renewal pass (every min(lease / 3, 2 s)) and follow from their next claim: running jobs finish. 400 names a bad field (`threads` out of 0..10000, both `threads` null and `stopped` false: DELETE removes an override); 404 `queue_not_found` for a queue that does not exist, `host_not_found` for a host no live worker reports and with no override. Setting the same again changes nothing. Needs change_queuesetting.
+         */
+        put: operations["v1_workers_override_set"];
+        post?: never;
+        /**
+         * Remove a host's override of a queue
+         * @description The host runs the queue as its command line says again, within one renewal pass. Removing an override that does not exist is fine (204 too). Needs change_queuesetting.
+         */
+        delete: operations["v1_workers_override_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workers/lost/": {
         parameters: {
             query?: never;
@@ -758,6 +782,23 @@ export interface paths {
          * @description A process that stops beating is listed by GET workers/ as lost until the reaper has taken back the jobs it held; then it moves here, with when it was last seen, when it was forgotten and how many of its jobs were requeued or failed. Kept for a day; at most the latest 50.
          */
         get: operations["v1_workers_lost_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workers/overrides/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every host's overrides of its queues */
+        get: operations["v1_workers_overrides_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -806,6 +847,8 @@ export interface components {
              *     * `set_rate_limit` - set_rate_limit
              *     * `remove_rate_limit` - remove_rate_limit
              *     * `cancel_batch` - cancel_batch
+             *     * `set_worker_override` - set_worker_override
+             *     * `remove_worker_override` - remove_worker_override
              */
             action: components["schemas"]["AuditLogEntryActionEnum"];
             target_kind: components["schemas"]["TargetKindEnum"];
@@ -839,9 +882,11 @@ export interface components {
          *     * `set_rate_limit` - set_rate_limit
          *     * `remove_rate_limit` - remove_rate_limit
          *     * `cancel_batch` - cancel_batch
+         *     * `set_worker_override` - set_worker_override
+         *     * `remove_worker_override` - remove_worker_override
          * @enum {string}
          */
-        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "set_queue_fairness" | "set_queue_aging" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch";
+        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "set_queue_fairness" | "set_queue_aging" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch" | "set_worker_override" | "remove_worker_override";
         /** @description A batch's progress: its members counted by outcome, and its callbacks. */
         Batch: {
             id: number;
@@ -1969,6 +2014,30 @@ export interface components {
             started_at: string | null;
             progress_percent: number | null;
         };
+        /** @description A host's override of how it runs one queue. */
+        WorkerOverride: {
+            /** @description The host, as its workers report it. */
+            hostname: string;
+            queue: string;
+            /** @description At most this many of the host's threads (in each of its worker processes) run the queue's jobs at once; 0: none; null: as its command line says. */
+            threads: number | null;
+            /** @description The host claims none of the queue's jobs; running ones finish. */
+            stopped: boolean;
+            /** @description Who set it last. */
+            actor: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A host's override of a queue: threads, stopped, or both (one of them says something). */
+        WorkerOverrideSetRequest: {
+            /** @description 0 to 10000: at most this many of the host's threads (in each of its worker processes) run the queue's jobs at once; null or left out: as its command line says. */
+            threads?: number | null;
+            /**
+             * @description True: the host claims none of the queue's jobs (running ones finish).
+             * @default false
+             */
+            stopped: boolean;
+        };
         _Can: {
             view: boolean;
             create: boolean;
@@ -2233,7 +2302,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only this action. */
-                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_aging" | "set_queue_fairness" | "set_queue_limit" | "set_rate_limit";
+                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "remove_worker_override" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_aging" | "set_queue_fairness" | "set_queue_limit" | "set_rate_limit" | "set_worker_override";
                 /** @description Exactly this user's actions ("" : code's). */
                 actor?: string;
                 /** @description Which field to use when ordering the results. */
@@ -4817,6 +4886,138 @@ export interface operations {
             };
         };
     };
+    v1_workers_override_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host, as the workers list names it. */
+                hostname: string;
+                /** @description The queue's name. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WorkerOverrideSetRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerOverride"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such job or queue (or page). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_workers_override_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host, as the workers list names it. */
+                hostname: string;
+                /** @description The queue's name. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_workers_lost_list: {
         parameters: {
             query?: never;
@@ -4832,6 +5033,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LostWorker"][];
+                };
+            };
+            /** @description Not authenticated: send `Authorization: Token <key>` or log in. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but without the permission this needs (or a session write without its CSRF token). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The queue is full (JOB_MAX_QUEUE_DEPTH) or the database is unavailable: wait `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_workers_overrides_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerOverride"][];
                 };
             };
             /** @description Not authenticated: send `Authorization: Token <key>` or log in. */

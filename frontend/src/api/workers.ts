@@ -1,10 +1,17 @@
-/** Worker processes (`workers/`): alive or lost, with what each thread runs. */
-import { type Query, queryOptions } from "@tanstack/react-query";
+/**
+ * Worker processes (`workers/`): alive or lost, with what each thread runs; and each host's
+ * overrides of its queues (`workers/overrides/`), set and removed per host and queue.
+ */
+import { type Query, type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
-import type { LostWorker, Worker } from "./types";
+import type { LostWorker, Worker, WorkerOverride, WorkerOverrideSet } from "./types";
 
-export const workerKeys = { all: ["workers"] as const, lost: ["workers", "lost"] as const };
+export const workerKeys = {
+  all: ["workers"] as const,
+  lost: ["workers", "lost"] as const,
+  overrides: ["workers", "overrides"] as const,
+};
 
 // Asked again this long after a live process would turn lost (the server's `lost_in_seconds`):
 // the request then lands just after the server calls it lost, not up to a refresh later.
@@ -43,3 +50,33 @@ export function lostWorkersOptions(intervalMs = 10_000) {
     ...polling<LostWorker[]>(intervalMs),
   });
 }
+
+/** Every host's overrides of its queues: threads, stopped, who set them (`workers/overrides/`). */
+export function workerOverridesOptions(intervalMs = 5000) {
+  return queryOptions({
+    queryKey: workerKeys.overrides,
+    queryFn: ({ signal }) => api.get<WorkerOverride[]>("workers/overrides/", { signal }),
+    ...polling<WorkerOverride[]>(intervalMs),
+  });
+}
+
+/** One host's override of one queue, as a mutation takes it. */
+export type HostQueue = { hostname: string; queue: string };
+export type OverrideInput = HostQueue & WorkerOverrideSet;
+
+const overridePath = ({ hostname, queue }: HostQueue) =>
+  `workers/hosts/${encodeURIComponent(hostname)}/queues/${encodeURIComponent(queue)}/`;
+
+export const workerOverrideMutations = {
+  /** Set (or replace) a host's override of a queue; needs change_queuesetting. */
+  set: (queryClient: QueryClient) => ({
+    mutationFn: ({ hostname, queue, threads, stopped }: OverrideInput) =>
+      api.put<WorkerOverride>(overridePath({ hostname, queue }), { threads: threads ?? null, stopped: !!stopped }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: workerKeys.overrides }),
+  }),
+  /** Remove it: the host runs the queue as its command line says again. */
+  remove: (queryClient: QueryClient) => ({
+    mutationFn: (target: HostQueue) => api.delete(overridePath(target)),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: workerKeys.overrides }),
+  }),
+};

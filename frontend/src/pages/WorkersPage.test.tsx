@@ -1,8 +1,9 @@
 import { screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LostWorker, Worker } from "../api/types";
+import type { LostWorker, User, Worker, WorkerOverride } from "../api/types";
 import { expectCardLabels } from "../test/cards";
-import { worker } from "../test/factories";
+import { user, worker, workerOverride } from "../test/factories";
 import { renderWithClient } from "../test/render";
 import { formatMemory, groupWorkers } from "../views/WorkersView";
 import { WorkersPage } from "./WorkersPage";
@@ -20,16 +21,40 @@ const lost = worker({
   ],
 });
 
-/** The workers page, the API answering `rows`. */
-function renderWorkers(rows: Worker[], lostRows: LostWorker[] = []) {
+/**
+ * The workers page, the API answering `rows`, `lostRows` and `overrides`; the PUTs and DELETEs
+ * it sends are recorded, and a PUT of more than 10,000 threads is refused naming the field.
+ */
+function renderWorkers(
+  rows: Worker[],
+  lostRows: LostWorker[] = [],
+  { overrides = [] as WorkerOverride[], who = user() as User } = {},
+) {
+  const writes: { method: string; path: string; body: unknown }[] = [];
+  document.cookie = "csrftoken=t; path=/";
   vi.stubGlobal(
     "fetch",
-    vi.fn(
-      async (url: string) =>
-        new Response(JSON.stringify(url.includes("workers/lost/") ? lostRows : rows), { status: 200 }),
-    ),
+    vi.fn(async (url: string, init?: RequestInit) => {
+      const path = new URL(url, "http://test").pathname;
+      if (path.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
+      if (init?.method === "PUT" || init?.method === "DELETE") {
+        const body = init.body ? (JSON.parse(String(init.body)) as Record<string, unknown>) : null;
+        writes.push({ method: init.method, path, body });
+        if (body && Number(body.threads) > 10_000)
+          return new Response(
+            JSON.stringify({ code: "invalid", detail: "bad", errors: { threads: ["must be between 0 and 10000"] } }),
+            { status: 400 },
+          );
+        return init.method === "DELETE"
+          ? new Response(null, { status: 204 })
+          : new Response(JSON.stringify(workerOverride(body ?? {})), { status: 200 });
+      }
+      const answer = path.endsWith("workers/lost/") ? lostRows : path.endsWith("workers/overrides/") ? overrides : rows;
+      return new Response(JSON.stringify(answer), { status: 200 });
+    }),
   );
-  renderWithClient(<WorkersPage />);
+  renderWithClient(<WorkersPage />, { user: who, at: "/workers", path: "/workers" });
+  return writes;
 }
 
 afterEach(() => vi.unstubAllGlobals());
@@ -116,5 +141,75 @@ describe("formatMemory and groupWorkers", () => {
     renderWorkers([alive]);
     await screen.findByText("vm-1-4242");
     expect(screen.queryByTestId("lost-workers-table")).toBeNull();
+  });
+});
+
+describe("the queues per host", { timeout: 15_000 }, () => {
+  const OVERRIDE_PATH = "/api/v1/workers/hosts/vm-1/queues/reports/";
+  const busy: Worker = { ...worker(), queues: ["default", "reports"] };
+
+  it("shows each host's queues with the threads each may use: the command line's, a cap, or stopped", async () => {
+    renderWorkers([busy], [], {
+      overrides: [workerOverride(), workerOverride({ queue: "media", threads: null, stopped: true })],
+    });
+    const host = await screen.findByTestId("host-overrides");
+    const row = (queue: string) => host.querySelector<HTMLElement>(`tr[data-override-queue="${queue}"]`)!;
+    expect(await within(host).findByText("media")).toBeInTheDocument();
+    expect(within(row("default")).getByTestId("override-threads")).toHaveTextContent("4 (command line)");
+    expect(within(row("reports")).getByTestId("override-threads")).toHaveTextContent("1 of 4");
+    expect(within(row("media")).getByTestId("override-threads")).toHaveTextContent("stopped");
+    expect(within(row("media")).getByRole("button", { name: "Start here" })).toBeInTheDocument();
+    expectCardLabels(host.querySelector("table")!);
+  });
+
+  it("sets a queue's threads on one host, stops it there, and clears the override", async () => {
+    const writes = renderWorkers([busy], [], { overrides: [workerOverride()] });
+    const host = await screen.findByTestId("host-overrides");
+    const row = () => host.querySelector<HTMLElement>('tr[data-override-queue="reports"]')!;
+    await within(host).findByText("1 of 4");
+    const box = within(row()).getByRole("spinbutton");
+    await userEvent.clear(box);
+    await userEvent.type(box, "2");
+    await userEvent.click(within(row()).getByRole("button", { name: "Set threads" }));
+    await userEvent.click(within(row()).getByRole("button", { name: "Stop here" }));
+    await userEvent.click(within(row()).getByRole("button", { name: "Clear" }));
+    expect(writes).toEqual([
+      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 2, stopped: false } },
+      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 1, stopped: true } },
+      { method: "DELETE", path: OVERRIDE_PATH, body: null },
+    ]);
+  });
+
+  it("starts a queue stopped on a host by removing an override that only stopped it", async () => {
+    const writes = renderWorkers([busy], [], { overrides: [workerOverride({ threads: null, stopped: true })] });
+    const host = await screen.findByTestId("host-overrides");
+    await userEvent.click(await within(host).findByRole("button", { name: "Start here" }));
+    expect(writes).toEqual([{ method: "DELETE", path: OVERRIDE_PATH, body: null }]);
+  });
+
+  it("overrides a queue its processes do not name (they serve every queue)", async () => {
+    const writes = renderWorkers([worker()]);
+    const host = await screen.findByTestId("host-overrides");
+    await userEvent.type(within(host).getByRole("textbox", { name: "Queue on vm-1" }), "reports");
+    await userEvent.click(within(host).getByRole("button", { name: "Stop here" }));
+    expect(writes).toEqual([{ method: "PUT", path: OVERRIDE_PATH, body: { threads: null, stopped: true } }]);
+  });
+
+  it("says what the API refused, naming the field's rule", async () => {
+    renderWorkers([busy], [], { overrides: [workerOverride()] });
+    const host = await screen.findByTestId("host-overrides");
+    await within(host).findByText("1 of 4");
+    const row = host.querySelector<HTMLElement>('tr[data-override-queue="reports"]')!;
+    await userEvent.clear(within(row).getByRole("spinbutton"));
+    await userEvent.type(within(row).getByRole("spinbutton"), "20000");
+    await userEvent.click(within(row).getByRole("button", { name: "Set threads" }));
+    expect(await within(host).findByRole("alert")).toHaveTextContent("must be between 0 and 10000");
+  });
+
+  it("shows a user without change_queuesetting the overrides but no control", async () => {
+    renderWorkers([busy], [], { overrides: [workerOverride()], who: user({ can: { change_queue: false } }) });
+    const host = await screen.findByTestId("host-overrides");
+    await within(host).findByText("1 of 4");
+    expect(within(host).queryByRole("button")).toBeNull();
   });
 });

@@ -2,7 +2,17 @@
  * Whole API answers for component and page tests, with the fields a test cares about
  * overridden: a user and their permissions, jobs, events, queues, workers, metrics.
  */
-import type { Job, JobEvent, LatencyPoint, Metrics, Queue, User, Worker, WorkerProcess } from "../api/types";
+import type {
+  Job,
+  JobEvent,
+  LatencyPoint,
+  Metrics,
+  Queue,
+  User,
+  Worker,
+  WorkerOverride,
+  WorkerProcess,
+} from "../api/types";
 import type { Loaded } from "../views/types";
 
 export function loaded<T>(data: T): Loaded<T> {
@@ -163,6 +173,19 @@ export function workerProcess(extra: Partial<WorkerProcess> = {}): WorkerProcess
     started_at: new Date(Date.now() - 600_000).toISOString(),
     heartbeat_at: new Date(Date.now() - 1_000).toISOString(),
     running_jobs: [],
+    ...extra,
+  };
+}
+
+/** A host's override of a queue: vm-1 runs `reports` on one thread. */
+export function workerOverride(extra: Partial<WorkerOverride> = {}): WorkerOverride {
+  return {
+    hostname: "vm-1",
+    queue: "reports",
+    threads: 1,
+    stopped: false,
+    actor: "ops",
+    updated_at: "2026-01-01T02:10:00Z",
     ...extra,
   };
 }

@@ -34,6 +34,8 @@ export const ACTION_LABELS: Record<AuditAction, string> = {
   set_rate_limit: "Set rate limit",
   remove_rate_limit: "Removed rate limit",
   cancel_batch: "Cancelled batch",
+  set_worker_override: "Set queue on one host",
+  remove_worker_override: "Cleared queue on one host",
 };
 
 const TARGET_KINDS: [string, string][] = [

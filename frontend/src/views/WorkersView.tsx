@@ -3,11 +3,13 @@
  * host and supervisor, one table a group (cards on a phone), then those lost in the last day.
  */
 import { Link } from "react-router";
-import type { LostWorker, Worker } from "../api/types";
+import type { LostWorker, Worker, WorkerOverride } from "../api/types";
+import type { HostQueue, OverrideInput } from "../api/workers";
+import { HostOverrides } from "../components/HostOverrides";
 import { Empty, ErrorState, LiveIndicator, Loading } from "../components/States";
 import { formatRelative, formatTimestamp, useNow } from "../lib/time";
 import { placeJobs } from "../lib/workers";
-import type { Loaded } from "./types";
+import type { Loaded, Mutation } from "./types";
 
 /** "73 MiB", or "—" when the process did not report it. */
 export function formatMemory(bytes: number | null): string {
@@ -26,9 +28,49 @@ export function groupWorkers(rows: Worker[]): [string, Worker[]][] {
   return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b));
 }
 
+/**
+ * Each host with a live process or an override: the queues its processes name, their threads,
+ * its overrides; in host order.
+ */
+export function hostsOf(
+  rows: Worker[],
+  overrides: WorkerOverride[],
+): { hostname: string; queues: string[]; threads: number[]; overrides: WorkerOverride[] }[] {
+  const names = new Set([
+    ...rows.filter((w) => w.state === "alive").map((w) => w.hostname),
+    ...overrides.map((o) => o.hostname),
+  ]);
+  return [...names]
+    .sort((a, b) => a.localeCompare(b))
+    .map((hostname) => {
+      const alive = rows.filter((w) => w.hostname === hostname && w.state === "alive");
+      return {
+        hostname,
+        queues: [...new Set(alive.flatMap((w) => w.queues.filter((q) => q !== "*")))],
+        threads: alive.map((w) => w.threads),
+        overrides: overrides.filter((o) => o.hostname === hostname),
+      };
+    });
+}
+
 /** Every worker process: its threads and queues, what it runs, memory, jobs done, started, last beat. */
-export function WorkersView({ workers, lost }: { workers: Loaded<Worker[]>; lost: Loaded<LostWorker[]> }) {
+export function WorkersView({
+  workers,
+  lost,
+  overrides,
+  setOverride,
+  removeOverride,
+}: {
+  workers: Loaded<Worker[]>;
+  lost: Loaded<LostWorker[]>;
+  /** Every host's overrides of its queues. */
+  overrides: Loaded<WorkerOverride[]>;
+  /** Set or remove one (null: the user may not: change_queuesetting). */
+  setOverride: Mutation<OverrideInput> | null;
+  removeOverride: Mutation<HostQueue> | null;
+}) {
   const rows = workers.data ?? [];
+  const hosts = workers.data ? hostsOf(rows, overrides.data ?? []) : [];
   return (
     <>
       <div className="page-head">
@@ -56,6 +98,17 @@ export function WorkersView({ workers, lost }: { workers: Loaded<Worker[]>; lost
           groupWorkers(rows).map(([group, members]) => <WorkersTable key={group} title={group} rows={members} />)
         )}
       </section>
+      {hosts.length > 0 && (
+        <section className="panel" aria-labelledby="host-overrides-title" style={{ marginTop: 14 }}>
+          <header>
+            <h2 id="host-overrides-title">Queues per host</h2>
+            <span className="faint">Workers follow within one lease renewal (2 s by default); running jobs finish</span>
+          </header>
+          {hosts.map((h) => (
+            <HostOverrides key={h.hostname} {...h} set={setOverride} remove={removeOverride} />
+          ))}
+        </section>
+      )}
       {(lost.data ?? []).length > 0 && <LostWorkersTable rows={lost.data!} />}
     </>
   );

@@ -4,6 +4,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from django_pg_jobqueue import conf, db
+from django_pg_jobqueue.arguments import check_hostname
+from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.logformat import configure_worker_logging
 from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
 from django_pg_jobqueue.services.shards import check_ids
@@ -46,6 +48,11 @@ class Command(BaseCommand):
         add_shard_argument(parser, "work this shard of JOB_SHARDS: its queues, in its "
                                    "database, with its own maintenance leader and listener "
                                    "(default: JOB_DATABASE's queues)")
+        parser.add_argument("--hostname", default=None,
+                            help="the host name this worker reports (the workers page) and "
+                                 "whose queue overrides it applies (docs/how-to/queues.md); "
+                                 "two workers on one machine may act as two hosts (default: "
+                                 "the machine's host name)")
         parser.add_argument("--processes", type=int, default=None,
                             help="run a supervisor and this many worker processes, each with "
                                  "--threads threads, restarted when one exits or is killed; "
@@ -69,6 +76,11 @@ class Command(BaseCommand):
             parse_queues(opts["queues"], opts["threads"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        if opts["hostname"] is not None:
+            try:
+                check_hostname(opts["hostname"], "--hostname")
+            except InvalidJobArgument as exc:
+                raise CommandError(f"--hostname {exc.detail}") from exc
         c = conf.get()
         shard = opts["shard"]
         if shard is not None:
@@ -88,6 +100,8 @@ class Command(BaseCommand):
         )
         if shard is not None:
             pool_options["shard"] = shard
+        if opts["hostname"] is not None:
+            pool_options["hostname"] = opts["hostname"]
         max_jobs, max_memory = opts["max_jobs_per_process"], opts["max_memory_per_process"]
         if opts["processes"] is None and max_jobs is None and max_memory is None:
             run_worker_process(pool_options, stdout=self.stdout)  # today's single process
