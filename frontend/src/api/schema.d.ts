@@ -467,7 +467,7 @@ export interface paths {
         };
         /**
          * Wait and run time percentiles per bucket, over a range
-         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue.
+         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue. With JOB_SHARDS, over every database: each bucket's `jobs` summed, and each percentile the highest of the databases that finished jobs in the bucket: an upper bound, not the percentile of all their jobs (percentiles do not add; it is exact when one database finished all of the bucket's jobs); `shards` says which answered (a 503 only when none did).
          */
         get: operations["v1_metrics_latency_retrieve"];
         put?: never;
@@ -487,7 +487,7 @@ export interface paths {
         };
         /**
          * Succeeded and failed jobs per bucket, over a range
-         * @description `range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is present (zeros too), oldest first, named by its start. `queue` and `type` narrow it to one queue's or one type's jobs.
+         * @description `range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is present (zeros too), oldest first, named by its start. `queue` and `type` narrow it to one queue's or one type's jobs. With JOB_SHARDS, over every database: each bucket's counts summed; `shards` says which answered (a 503 only when none did).
          */
         get: operations["v1_metrics_throughput_retrieve"];
         put?: never;
@@ -1465,6 +1465,8 @@ export interface components {
             type: string | null;
             by: string | null;
             series: components["schemas"]["_LatencySeries"][];
+            /** @description With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the figures are those of the ones that did. */
+            shards?: components["schemas"]["ShardState"][];
         };
         /**
          * @description * `alive` - alive
@@ -1882,6 +1884,8 @@ export interface components {
             type: string | null;
             /** @description Every bucket of the range, oldest first. */
             points: components["schemas"]["_ThroughputBucket"][];
+            /** @description With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the figures are those of the ones that did. */
+            shards?: components["schemas"]["ShardState"][];
         };
         /** @description `unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it). */
         UniqueOptionsRequest: {
