@@ -9,7 +9,9 @@
  *
  * plan.json: [{"path": "jobs", "expect": ["Read from a replica · \\d+\\.\\d s behind"],
  *              "rows": ["emails"], "shot": "replica-jobs"}, ...]: each `expect` a regular
- * expression some element's text matches, each `rows` a text some table row holds. Prints a
+ * expression some element's text matches, each `rows` a text some table row holds; then
+ * `clicks` in order (`{"label": "..."}` a control by its label, `{"button": "<regexp>"}` a button
+ * by its name) and `then`, patterns as `expect`'s, waited for after them. Prints a
  * JSON line with the texts it found (the sidebar's read source and the alerts) per step.
  * Exits 0 when every step passed, 1 otherwise; page errors, console errors and 5xx answers
  * fail it too.
@@ -67,6 +69,19 @@ try {
         await page.getByRole("row").filter({ hasText: text }).first().waitFor();
       } catch {
         problems.push(`${step.path}: no row holds ${JSON.stringify(text)}`);
+      }
+    }
+    for (const click of step.clicks ?? []) {
+      const target = click.label
+        ? page.getByLabel(click.label, { exact: true })
+        : page.getByRole("button", { name: new RegExp(click.button) });
+      await target.first().click();
+    }
+    for (const pattern of step.then ?? []) {
+      try {
+        await page.getByText(new RegExp(pattern)).first().waitFor();
+      } catch {
+        problems.push(`${step.path}: after its clicks, no text matches /${pattern}/`);
       }
     }
     const texts = async (locator) => (await locator.allInnerTexts()).map((t) => t.trim()).filter(Boolean);

@@ -7,7 +7,8 @@ its hot standby, and a shard's own cluster. The browser step is frontend/e2e/con
   once the replica is stopped, that it does not answer.
 - With shards (JOB_DATABASE and shard_b: two databases of the primary; shard_c: the third
   cluster, stopped): the jobs list and the overview name shard_c as down while the other
-  shards' jobs are listed.
+  shards' jobs are listed, and cancelling every matching job from the merged list cancels
+  those of JOB_DATABASE and shard_b and names shard_c as not answering.
 
 Every server is stopped by its pid, every cluster stopped and its data directory deleted."""
 import json
@@ -143,18 +144,28 @@ def test_a_stopped_shard_is_named_down_while_the_other_shards_jobs_are_listed(cl
     _manage(env, "shell", "-c", (
         "from django_pg_jobqueue import enqueue_many\n"
         "enqueue_many([{'type': 'noop', 'queue': q} for q in ('default', 'emails', 'video')"
-        " for _ in range(3)])"))
+        " for _ in range(15)])"))
     shard_c.stop()
     server = Server(env, tmp_path)
     try:
-        jobs, overview = _browse(server, [
+        jobs, overview, bulk = _browse(server, [
             {"path": "jobs", "shot": "shards-jobs-down", "rows": ["emails", "default"],
-             "expect": [r"Shard shard_c is down"]},
+             "expect": [r"Shard shard_c is down", "25 shown of 30, every shard merged"]},
             {"path": "", "shot": "shards-overview-down", "expect": [r"Shard shard_c is down"]},
+            {"path": "jobs", "shot": "shards-bulk-cancel", "expect": ["25 shown of 30"],
+             "clicks": [{"label": "Select every job on this page"},
+                        {"button": "^Select all 30 matching the filter"},
+                        {"button": "^Cancel 30"}, {"button": "^Yes, cancel 30 jobs"}],
+             "then": [r"Cancelled \(or asked to stop\) 30 jobs\. Shard shard_c did not answer"]},
         ], tmp_path)
+        cancelled = _manage(env, "shell", "-c", (
+            "from django_pg_jobqueue.models import Job\n"
+            "print([Job.objects.using(a).filter(status='cancelled').count()"
+            " for a in ('default', 'shard_b')])")).strip().splitlines()[-1]
     finally:
         server.stop()
+    assert cancelled == "[15, 15]"
     assert any("Shard shard_c is down" in a for a in jobs["alerts"]), jobs
     assert not any("shard_b" in a for a in jobs["alerts"]), jobs
-    assert jobs["rows"] == 6, jobs  # the three of JOB_DATABASE and the three of shard_b
+    assert jobs["rows"] == 25, jobs  # a page of the 15 of JOB_DATABASE and the 15 of shard_b
     assert any("Shard shard_c is down" in a for a in overview["alerts"]), overview
