@@ -8,7 +8,8 @@ SHARD_CONNECT_TIMEOUT_SECONDS to open, unless its DATABASES entry sets its own
 not tried again by this process for DOWN_RECHECK_SECONDS (reported down meanwhile, saying
 when it failed), so that a dashboard polling every few seconds does not wait for the
 timeout on each poll. The console's merged reads
-(merged.py) and GET /metrics (metrics.py) read through it.
+(merged.py), GET /metrics (metrics.py) and the bulk actions by filter over every database
+(services/bulk_actions.py) go through it; `on(alias, read)` is one database's turn.
 """
 import time
 from collections.abc import Callable
@@ -39,6 +40,10 @@ class Answer:
     def up(self) -> bool:
         return self.error is None
 
+    def state(self) -> dict:
+        """What the API says of this database (api/shards.py ShardStateSerializer)."""
+        return {"alias": self.alias, "number": self.number, "up": self.up, "error": self.error}
+
 
 def databases() -> list[str]:
     """JOB_DATABASE, then the shards in JOB_SHARDS's order."""
@@ -61,30 +66,32 @@ def _reason(error: Exception) -> str:
 def each(read: Callable[[], Any]) -> list[Answer]:
     """`read()` on each database in turn (its models and raw statements go there), with
     each one's answer or error."""
-    answers = []
-    for alias in databases():
-        number = shards.number_of(alias)
-        failed = _down.get(alias) if alias in conf.get().SHARDS else None
-        if failed is not None and time.monotonic() - failed[0] < DOWN_RECHECK_SECONDS:
-            ago = time.monotonic() - failed[0]
-            answers.append(Answer(alias, number, error=f"{failed[1]} ({ago:.0f} s ago)"))
-            continue
+    return [on(alias, read) for alias in databases()]
+
+
+def on(alias: str, read: Callable[[], Any]) -> Answer:
+    """`read()` on database `alias` (its models and raw statements go there): its answer, or
+    its error when it does not answer (a shard that failed lately: without trying it)."""
+    number = shards.number_of(alias)
+    failed = _down.get(alias) if alias in conf.get().SHARDS else None
+    if failed is not None and time.monotonic() - failed[0] < DOWN_RECHECK_SECONDS:
+        ago = time.monotonic() - failed[0]
+        return Answer(alias, number, error=f"{failed[1]} ({ago:.0f} s ago)")
+    try:
+        _bound_connect(alias)
+        with db.on_database(alias):
+            answer = Answer(alias, number, read())
+    except (OperationalError, InterfaceError) as error:
+        # Its connection is broken: closed, so that the next request connects again.
         try:
-            _bound_connect(alias)
-            with db.on_database(alias):
-                answers.append(Answer(alias, number, read()))
-        except (OperationalError, InterfaceError) as error:
-            # Its connection is broken: closed, so that the next request connects again.
-            try:
-                connections[alias].close()
-            except Exception:  # noqa: BLE001 (closing a dead connection may fail too)
-                pass
-            if alias in conf.get().SHARDS:
-                _down[alias] = (time.monotonic(), _reason(error))
-            answers.append(Answer(alias, number, error=_reason(error)))
-        else:
-            _down.pop(alias, None)
-    return answers
+            connections[alias].close()
+        except Exception:  # noqa: BLE001 (closing a dead connection may fail too)
+            pass
+        if alias in conf.get().SHARDS:
+            _down[alias] = (time.monotonic(), _reason(error))
+        return Answer(alias, number, error=_reason(error))
+    _down.pop(alias, None)
+    return answer
 
 
 def forget_failures() -> None:

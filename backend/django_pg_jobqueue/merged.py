@@ -50,8 +50,7 @@ def job_page(queryset: QuerySet, *, limit: int, cursor: str | None = None) -> Jo
 
 
 def _state(answer: Answer) -> dict:
-    return {"alias": answer.alias, "number": answer.number, "up": answer.up,
-            "error": answer.error}
+    return answer.state()
 
 
 def queues() -> tuple[list[dict], list[Answer]]:
@@ -94,10 +93,7 @@ def metrics() -> dict:
     add), the retry rate over all the finished jobs, throughput summed by minute, the
     workers of all; `shards` says which answered."""
     answers = each(selectors.metrics)
-    up = [a.value for a in answers if a.up]
-    if not up:
-        raise OperationalError("no database of the queue answered: "
-                               + "; ".join(f"{a.alias}: {a.error}" for a in answers))
+    up = _answering(answers)
     out = _copy(up[0])
     for more in up[1:]:
         _add(out["counts_by_status"], more["counts_by_status"], more["counts_by_status"])
@@ -140,6 +136,69 @@ def metrics() -> dict:
     out["generated_at"] = timezone.now()
     out["shards"] = [_state(a) for a in answers]
     return out
+
+
+def _answering(answers: list[Answer]) -> list:
+    """The values of the databases that answered; OperationalError (a 503) when none did."""
+    up = [a.value for a in answers if a.up]
+    if not up:
+        raise OperationalError("no database of the queue answered: "
+                               + "; ".join(f"{a.alias}: {a.error}" for a in answers))
+    return up
+
+
+def _newest(points: dict, keep: int) -> list:
+    """The newest `keep` of `points` (by bucket start), oldest first: two databases read a
+    moment apart may straddle a bucket's boundary, and the range keeps its length."""
+    return [points[at] for at in sorted(points)[-keep:]]
+
+
+def throughput(**query) -> dict:
+    """selectors.throughput over every database: each bucket's succeeded and failed summed
+    (the buckets are aligned, date_bin from one origin); `shards` says which answered."""
+    answers = each(lambda: selectors.throughput(**query))
+    up = _answering(answers)
+    points: dict[Any, dict] = {}
+    for value in up:
+        for point in value["points"]:
+            seen = points.setdefault(point["at"], {**point, "succeeded": 0, "failed": 0})
+            seen["succeeded"] += point["succeeded"]
+            seen["failed"] += point["failed"]
+    keep = max(len(value["points"]) for value in up)
+    return {**up[0], "points": _newest(points, keep), "shards": [_state(a) for a in answers]}
+
+
+LATENCY_FIGURES = tuple(f"{kind}_{p}_seconds" for kind in ("wait", "run")
+                        for p in selectors.LATENCY_PERCENTILES)
+
+
+def latency(**query) -> dict:
+    """selectors.latency over every database: in each bucket the jobs (samples) summed and
+    each percentile the highest of the databases that finished jobs in it, an upper bound
+    (percentiles do not add; exact when one database finished all of the bucket's jobs);
+    with `by_queue`, a series per queue over all of them. `shards` says which answered."""
+    answers = each(lambda: selectors.latency(**query))
+    up = _answering(answers)
+    series: dict[Any, dict[Any, dict]] = {}
+    keep = 0
+    for value in up:
+        for one in value["series"]:
+            keep = max(keep, len(one["points"]))
+            points = series.setdefault(one["queue"], {})
+            for point in one["points"]:
+                seen = points.get(point["at"])
+                if seen is None:
+                    points[point["at"]] = dict(point)
+                    continue
+                seen["jobs"] += point["jobs"]
+                for name in LATENCY_FIGURES:
+                    figures = [f for f in (seen[name], point[name]) if f is not None]
+                    seen[name] = max(figures) if figures else None
+    # One series named None (without by_queue), or one per queue name.
+    ordered = sorted(series, key=lambda name: name or "")
+    return {**up[0], "series": [{"queue": name, "points": _newest(series[name], keep)}
+                                for name in ordered],
+            "shards": [_state(a) for a in answers]}
 
 
 def _copy(value: Any) -> Any:

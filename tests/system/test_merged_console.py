@@ -3,7 +3,8 @@ shards, each a throwaway cluster of its own (tests/clusters.py), started once fo
 and migrated at once. Without `?shard=`, the job list merges the three in its order with
 summed counts and pages by cursor; paging 100 jobs while another process keeps enqueueing
 into all three shows each job once and none of those that existed at the first page is
-skipped; the overview's figures, the queues, the workers and /metrics (labelled by shard)
+skipped; a bulk action by filter acts on every database, bounded requests going on by one
+`after` across them; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
 are every database's; a queue
 moved to another shard by switch and drain (docs/how-to/scaling.md) loses no job; and a
 shard that was stopped is reported down, in a bounded time, while the others answer."""
@@ -154,8 +155,44 @@ out["queues"] = [status, sorted(q["name"] for q in queues),
 out["workers"] = [get("/api/v1/workers/")[0]]
 text = client.get("/metrics").content.decode()
 out["prometheus"] = [line for line in text.splitlines() if line.startswith("jobqueue_shard_up{")]
+out["throughput"] = [get("/api/v1/metrics/throughput/")[0],
+                     [s["up"] for s in get("/api/v1/metrics/throughput/")[1]["shards"]]]
+response = client.post("/api/v1/jobs/actions/", {"action": "cancel", "filter": {"queue": "nope"}},
+                       content_type="application/json")
+out["bulk"] = [response.status_code, [s["up"] for s in response.json()["shards"]]]
 # A job of the stopped shard: its own page is a 503, as before.
 out["detail"] = client.get(f"/api/v1/jobs/{DOWN_ID}/").status_code
+print(json.dumps(out))
+"""
+
+
+# Cancels, by filter, 18 new jobs spread over the three databases, at most 8 jobs a request
+# in batches of 4: the requests go on with `after` across the databases. Then the charts.
+BULK = """
+from django_pg_jobqueue import enqueue_many, fanout
+from django_pg_jobqueue.api.jobs import actions
+from django_pg_jobqueue.models import Job
+from django_pg_jobqueue.services import bulk_actions
+actions.MAX_JOBS_PER_REQUEST, bulk_actions.BATCH_SIZE = 8, 4
+enqueue_many([{"type": "noop", "queue": q, "payload": {"bulk": "yes"}}
+              for q in ("default", "emails", "video") for _ in range(6)])
+out, body = {"requests": []}, {"action": "cancel", "filter": {"payload": "bulk:yes"}}
+while True:
+    response = client.post("/api/v1/jobs/actions/", body, content_type="application/json")
+    assert response.status_code == 200, response.content
+    answer = response.json()
+    out["requests"].append([answer["done"], answer["after"] is not None, answer["remaining"],
+                            [s["up"] for s in answer["shards"]]])
+    if answer["after"] is None:
+        break
+    body["after"] = answer["after"]
+out["cancelled"] = [Job.objects.using(alias).filter(payload__bulk="yes",
+                                                    status="cancelled").count()
+                    for alias in fanout.databases()]
+for chart in ("throughput", "latency"):
+    status, answer, _ = get(f"/api/v1/metrics/{chart}/", range="15m")
+    points = answer["points"] if chart == "throughput" else answer["series"][0]["points"]
+    out[chart] = [status, len(points), [s["up"] for s in answer["shards"]]]
 print(json.dumps(out))
 """
 
@@ -324,6 +361,18 @@ def test_a_queue_moved_to_another_shard_by_switch_and_drain_loses_no_job(console
     assert set(ran[50:]) == set(after)
 
 
+def test_a_bulk_action_by_filter_acts_on_every_database_going_on_by_after_across_them(
+        console):
+    out = _shell(console["env"], BULK)
+    # 6 of JOB_DATABASE and 4 of shard_b, stopped at the bound inside shard_b; then the 2
+    # left there and the 6 of shard_c.
+    assert out["requests"] == [[10, True, 8, [True, True, True]],
+                               [8, False, 0, [True, True, True]]]
+    assert out["cancelled"] == [6, 6, 6]
+    assert out["throughput"] == [200, 15, [True, True, True]]
+    assert out["latency"] == [200, 15, [True, True, True]]
+
+
 def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):
     a, b, c = console["clusters"]
     c.stop()
@@ -341,6 +390,8 @@ def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):
     assert out["queues"][0] == 200 and "video" not in out["queues"][1]
     assert out["queues"][2] == "shard_c"
     assert out["workers"] == [200]
+    assert out["throughput"] == [200, [True, True, False]]
+    assert out["bulk"] == [200, [True, True, False]]
     assert out["detail"] == 503
     assert out["prometheus"] == ['jobqueue_shard_up{shard="default"} 1.0',
                                  'jobqueue_shard_up{shard="shard_b"} 1.0',

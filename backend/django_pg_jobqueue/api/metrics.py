@@ -126,6 +126,9 @@ class ThroughputSerializer(serializers.Serializer):
     queue = serializers.CharField(allow_null=True)
     type = serializers.CharField(allow_null=True)
     points = _ThroughputBucket(many=True, help_text="Every bucket of the range, oldest first.")
+    shards = ShardStateSerializer(many=True, required=False, help_text=(
+        "With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it "
+        "answered; the figures are those of the ones that did."))
 
 
 class LatencyQuerySerializer(ThroughputQuerySerializer):
@@ -164,6 +167,9 @@ class LatencySerializer(serializers.Serializer):
     type = serializers.CharField(allow_null=True)
     by = serializers.CharField(allow_null=True)
     series = _LatencySeries(many=True)
+    shards = ShardStateSerializer(many=True, required=False, help_text=(
+        "With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it "
+        "answered; the figures are those of the ones that did."))
 
 
 class MetricsSerializer(serializers.Serializer):
@@ -214,14 +220,17 @@ class ThroughputView(JobQueueAPIView):
         operation_id="v1_metrics_throughput_retrieve",
         description="`range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is "
                     "present (zeros too), oldest first, named by its start. `queue` and `type` "
-                    "narrow it to one queue's or one type's jobs.",
+                    "narrow it to one queue's or one type's jobs. With JOB_SHARDS, over every "
+                    "database: each bucket's counts summed; `shards` says which answered (a "
+                    "503 only when none did).",
         parameters=[ThroughputQuerySerializer],
         responses={200: ThroughputSerializer, **errors(400, 401, 403, 503)},
     )
     def get(self, request):
         query = ThroughputQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(ThroughputSerializer(selectors.throughput(**query.validated_data)).data)
+        read = merged.throughput if conf.get().SHARDS else selectors.throughput
+        return Response(ThroughputSerializer(read(**query.validated_data)).data)
 
 
 class LatencyView(JobQueueAPIView):
@@ -235,7 +244,12 @@ class LatencyView(JobQueueAPIView):
                     "claim) and of the run time (claim to finish), in seconds, of the jobs that "
                     "succeeded or failed in each bucket (their last attempt), with their count; "
                     "null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` "
-                    "and `type` narrow it; `by=queue` answers a series per queue.",
+                    "and `type` narrow it; `by=queue` answers a series per queue. With JOB_SHARDS, "
+                    "over every database: each bucket's `jobs` summed, and each percentile "
+                    "the highest of the databases that finished jobs in the bucket: an upper "
+                    "bound, not the percentile of all their jobs (percentiles do not add; it "
+                    "is exact when one database finished all of the bucket's jobs); `shards` "
+                    "says which answered (a 503 only when none did).",
         parameters=[LatencyQuerySerializer],
         responses={200: LatencySerializer, **errors(400, 401, 403, 503)},
     )
@@ -244,4 +258,5 @@ class LatencyView(JobQueueAPIView):
         query.is_valid(raise_exception=True)
         data = dict(query.validated_data)
         data["by_queue"] = data.pop("by", "") == "queue"
-        return Response(LatencySerializer(selectors.latency(**data)).data)
+        read = merged.latency if conf.get().SHARDS else selectors.latency
+        return Response(LatencySerializer(read(**data)).data)

@@ -16,11 +16,17 @@ A call may also be bounded (`max_jobs`, `max_seconds`: the API bounds each reque
 answers well within a proxy's timeout): it then stops after the batch that reached the bound,
 and its outcome says where it stopped (`after`, the last id considered) and how many matching
 jobs lie beyond (`remaining`). The same call with `after=` that id goes on from there.
+
+With shards (JOB_SHARDS), `apply_to_matching_everywhere` walks every database in shard number
+order, the filter applied in each. A job's id says its shard (shards.py: shard n holds ids
+n * 2**44 and up), so the ids of the walk only go up and one `after` says where it stopped in
+all of them. A database that does not answer is skipped and named in `shards`.
 """
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .. import fanout, shards
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
 from . import job_actions
@@ -41,6 +47,9 @@ class BulkActionResult:
     # after=<it>) and the matching jobs beyond it. None and 0 when it went to the end.
     after: int | None = None
     remaining: int = 0
+    # Over every database (apply_to_matching_everywhere): each one's state (alias, number,
+    # up, error); None for one database.
+    shards: list[dict] | None = None
 
     def refuse(self, job_id, reason: str, status: str | None, detail: str) -> None:
         self.refused_count += 1
@@ -88,12 +97,14 @@ def apply_to_ids(action: str, ids: Iterable[int], *, actor: str = "",
 def apply_to_matching(action: str, queryset, *, actor: str = "",
                       batch_size: int | None = None, after: int = 0,
                       max_jobs: int | None = None,
-                      max_seconds: float | None = None) -> BulkActionResult:
+                      max_seconds: float | None = None,
+                      into: BulkActionResult | None = None) -> BulkActionResult:
     """`action` on every job of `queryset` (a filtered Job queryset: the API's list filters)
     with an id above `after`, in batches keyed by id. With `max_jobs` or `max_seconds`, it
     stops after the batch that reaches either, and says where (`outcome.after`) and how many
     matching jobs remain. Raises ValueError for an unknown action, a bad batch size, `after`
-    or bound."""
+    or bound. `into`: the outcome to count in (kept when a database stops answering midway).
+    """
     service, size = _service(action), _batch_size(batch_size)
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise ValueError(f"after must be a job id, 0 or more; got {after!r}")
@@ -102,7 +113,7 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
     if max_seconds is not None and max_seconds < 0:
         raise ValueError("max_seconds must be 0 or more")
     ids = queryset.order_by("id").values_list("id", flat=True)
-    outcome = BulkActionResult()
+    outcome = BulkActionResult() if into is None else into
     started, considered = time.monotonic(), 0
     while True:
         with queue_atomic():  # the batch's ids and its actions: one short transaction
@@ -118,3 +129,54 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
             outcome.remaining = ids.filter(id__gt=after).count()
             outcome.after = after if outcome.remaining else None
             return outcome
+
+
+def apply_to_matching_everywhere(action: str, queryset, *, actor: str = "",
+                                 batch_size: int | None = None, after: int = 0,
+                                 max_jobs: int | None = None,
+                                 max_seconds: float | None = None) -> BulkActionResult:
+    """`apply_to_matching` on every database of the queue (JOB_DATABASE and each shard), in
+    shard number order, so in id order: `queryset` (not yet evaluated) runs in each, the
+    counts are summed and the bounds shared. A call that stops at a bound says where (`after`,
+    a job id: the databases below it are done) and how many matching jobs remain in this
+    database and those after it. A database that does not answer, or stops answering (its
+    batches done so far are counted), is skipped, and `shards` says so: the same request once
+    it is back acts on its jobs. Raises ValueError as apply_to_matching does."""
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ValueError(f"after must be a job id, 0 or more; got {after!r}")
+    states: list[dict] = []
+    total = BulkActionResult(shards=states)
+    started = time.monotonic()
+    stopped = False
+    for alias in sorted(fanout.databases(), key=shards.number_of):
+        number = shards.number_of(alias)
+        last_id = shards.id_range(number)[1]
+        if after >= last_id:  # done by an earlier request
+            states.append(fanout.Answer(alias, number).state())
+            continue
+        if stopped:  # only counted: what is left beyond the stop
+            answer = fanout.on(alias, lambda: queryset.filter(id__gt=after).count())
+            total.remaining += answer.value or 0
+            states.append(answer.state())
+            continue
+        outcome = BulkActionResult()
+        considered = total.done + total.refused_count
+        answer = fanout.on(alias, lambda: apply_to_matching(
+            action, queryset, actor=actor, batch_size=batch_size, after=after,
+            max_jobs=None if max_jobs is None else max_jobs - considered,
+            max_seconds=None if max_seconds is None
+            else max(0.0, max_seconds - (time.monotonic() - started)), into=outcome))
+        states.append(answer.state())
+        total.done += outcome.done
+        total.refused_count += outcome.refused_count
+        total.refused += outcome.refused[:MAX_REFUSED_LISTED - len(total.refused)]
+        total.batches += outcome.batches
+        if answer.up and outcome.after is not None:  # stopped at a bound, inside this one
+            total.after, total.remaining, after = outcome.after, outcome.remaining, outcome.after
+            stopped = True
+        elif ((max_jobs is not None and total.done + total.refused_count >= max_jobs)
+              or (max_seconds is not None and time.monotonic() - started >= max_seconds)):
+            after, stopped = last_id, True  # the bound reached at this database's end
+    if stopped and total.after is None and total.remaining:
+        total.after = after
+    return total

@@ -109,4 +109,28 @@ describe("runJobAction", () => {
       remaining: 0,
     });
   });
+
+  it("keeps a shard down when any of the answers found it down", async () => {
+    document.cookie = "csrftoken=t; path=/";
+    const state = (alias: string, up: boolean) => ({ alias, number: 0, up, error: up ? null : "refused" });
+    const answers = [
+      { done: 4, refused_count: 0, refused: [], after: 5, remaining: 2, shards: [state("a", true), state("b", false)] },
+      {
+        done: 2,
+        refused_count: 0,
+        refused: [],
+        after: null,
+        remaining: 0,
+        shards: [state("a", false), state("b", true)],
+      },
+    ];
+    let n = 0;
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => json(answers[n++])),
+    );
+    const result = await runJobAction({ action: "cancel", all: true });
+    expect(result.done).toBe(6);
+    expect(result.shards).toEqual([state("a", false), state("b", false)]);
+  });
 });

@@ -21,6 +21,7 @@ import type {
   JobSignal,
   RetryMatching,
   RetryMatchingResult,
+  ShardState,
   SignalSent,
 } from "./types";
 
@@ -182,6 +183,12 @@ export const jobMutations = {
   }),
 };
 
+/** Each database's state over several answers: down if any answer found it down. */
+function mergeShardStates(first: ShardState[] | undefined, second: ShardState[] | undefined) {
+  if (!first || !second) return first ?? second;
+  return first.map((s) => (s.up ? (second.find((t) => t.alias === s.alias && !t.up) ?? s) : s));
+}
+
 /**
  * A bulk action to the end. The API bounds each request by filter (a share of the matching
  * jobs, so that it answers within a proxy's timeout) and answers where it stopped (`after`):
@@ -197,6 +204,7 @@ export async function runJobAction(body: JobActions): Promise<JobActionResult> {
       refused: [...result.refused, ...next.refused].slice(0, 100),
       after: next.after,
       remaining: next.remaining,
+      shards: mergeShardStates(result.shards, next.shards),
     };
   }
   return result;

@@ -369,7 +369,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
-         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. Permissions: change_job for cancel and retry, delete_job for delete; by `filter` or `all`, view_job too (a filter reads the jobs it matches): without it, a 403 and nothing is matched.
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. With JOB_SHARDS, a `filter` or `all` applies in every database in turn (in shard number order, so in id order: one `after` goes on across them), the counts summed and the bounds shared; `shards` says which database answered, and one that did not is skipped. `ids` reach the database each id names. Permissions: change_job for cancel and retry, delete_job for delete; by `filter` or `all`, view_job too (a filter reads the jobs it matches): without it, a 403 and nothing is matched.
          */
         post: operations["v1_jobs_actions_create"];
         delete?: never;
@@ -467,7 +467,7 @@ export interface paths {
         };
         /**
          * Wait and run time percentiles per bucket, over a range
-         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue.
+         * @description p50, p95 and p99 (interpolated, `percentile_cont`) of the wait (from due to claim) and of the run time (claim to finish), in seconds, of the jobs that succeeded or failed in each bucket (their last attempt), with their count; null for a bucket without any. Buckets as `metrics/throughput/`'s. `queue` and `type` narrow it; `by=queue` answers a series per queue. With JOB_SHARDS, over every database: each bucket's `jobs` summed, and each percentile the highest of the databases that finished jobs in the bucket: an upper bound, not the percentile of all their jobs (percentiles do not add; it is exact when one database finished all of the bucket's jobs); `shards` says which answered (a 503 only when none did).
          */
         get: operations["v1_metrics_latency_retrieve"];
         put?: never;
@@ -487,7 +487,7 @@ export interface paths {
         };
         /**
          * Succeeded and failed jobs per bucket, over a range
-         * @description `range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is present (zeros too), oldest first, named by its start. `queue` and `type` narrow it to one queue's or one type's jobs.
+         * @description `range` 15m or 1h: per minute; 24h: per 30 minutes. Every bucket is present (zeros too), oldest first, named by its start. `queue` and `type` narrow it to one queue's or one type's jobs. With JOB_SHARDS, over every database: each bucket's counts summed; `shards` says which answered (a 503 only when none did).
          */
         get: operations["v1_metrics_throughput_retrieve"];
         put?: never;
@@ -1149,6 +1149,8 @@ export interface components {
             after: number | null;
             /** @description By filter or all: the matching jobs not yet considered (0 when done). */
             remaining: number;
+            /** @description By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the jobs of one that did not were not acted on (send the same request once it is back). */
+            shards?: components["schemas"]["ShardState"][];
         };
         /** @description Refuses unknown and read-only fields in the request body, naming each. */
         JobBulkCreateRequest: {
@@ -1512,6 +1514,8 @@ export interface components {
             type: string | null;
             by: string | null;
             series: components["schemas"]["_LatencySeries"][];
+            /** @description With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the figures are those of the ones that did. */
+            shards?: components["schemas"]["ShardState"][];
         };
         /**
          * @description * `alive` - alive
@@ -1929,6 +1933,8 @@ export interface components {
             type: string | null;
             /** @description Every bucket of the range, oldest first. */
             points: components["schemas"]["_ThroughputBucket"][];
+            /** @description With JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the figures are those of the ones that did. */
+            shards?: components["schemas"]["ShardState"][];
         };
         /** @description `unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it). */
         UniqueOptionsRequest: {

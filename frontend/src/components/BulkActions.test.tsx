@@ -7,7 +7,14 @@ import { renderWithClient } from "../test/render";
 import { summarizeAction, toActionFilter } from "./BulkActions";
 
 /** The list (two jobs on the page, 1,234 matching) and the actions endpoint, recording bodies. */
-function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
+const SHARDS = [
+  { alias: "default", number: 0, up: true, error: null },
+  { alias: "shard_b", number: 1, up: true, error: null },
+  { alias: "shard_c", number: 2, up: false, error: "connection refused" },
+];
+
+/** With `sharded`: the merged list's `shards` (shard_c down), and the action's. */
+function fakeApi(posted: unknown[], { emptyAfterAction = false, sharded = false } = {}) {
   return vi.fn(async (input: string, init?: RequestInit) => {
     const url = new URL(input, "http://test");
     if (url.pathname.endsWith("/auth/csrf/")) return new Response('{"csrf_token":"t"}', { status: 200 });
@@ -20,6 +27,7 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
           refused: [{ id: 2, reason: "invalid_transition", status: "running", detail: "cannot delete job 2" }],
           after: null,
           remaining: 0,
+          ...(sharded ? { shards: SHARDS } : {}),
         }),
         { status: 200 },
       );
@@ -34,6 +42,7 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
           next: null,
           previous: null,
           results: [job(1, { status: "failed", attempts: 1 }), job(2, { status: "running", attempts: 1 })],
+          ...(sharded ? { shards: SHARDS.map((s) => ({ ...s, count: s.up ? 617 : null })) } : {}),
         }),
         { status: 200 },
       );
@@ -42,7 +51,10 @@ function fakeApi(posted: unknown[], { emptyAfterAction = false } = {}) {
   });
 }
 
-function renderJobs(path = "/jobs?status=failed,running&type=noop", options: { emptyAfterAction?: boolean } = {}) {
+function renderJobs(
+  path = "/jobs?status=failed,running&type=noop",
+  options: { emptyAfterAction?: boolean; sharded?: boolean } = {},
+) {
   const posted: unknown[] = [];
   vi.stubGlobal("fetch", fakeApi(posted, options));
   renderWithClient(<JobsPage />, { user: user(), at: path, path: "/jobs" });
@@ -111,15 +123,27 @@ describe("bulk actions in the jobs list", () => {
     await waitFor(() => expect(posted).toEqual([{ action: "cancel", ids: [1, 2] }]));
   });
 
-  it("offers only picked rows with shards: the filter would reach JOB_DATABASE's jobs only", async () => {
+  it("offers only picked rows on one shard's list: the filter would reach every shard's jobs", async () => {
     const posted = renderJobs("/jobs?shard=shard_b");
     await userEvent.click(await screen.findByLabelText("Select every job on this page"));
     const bar = screen.getByTestId("bulk-actions");
     expect(within(bar).queryByRole("button", { name: /^Select all/ })).toBeNull();
-    expect(within(bar).getByTestId("no-select-all")).toHaveTextContent("not offered with shards");
+    expect(within(bar).getByTestId("no-select-all")).toHaveTextContent("not offered with a shard filter");
     await userEvent.click(within(bar).getByRole("button", { name: "Cancel 2…" }));
     await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 2 jobs" }));
     await waitFor(() => expect(posted).toEqual([{ action: "cancel", ids: [1, 2] }]));
+  });
+
+  it("acts on every matching job of every shard merged, and names a shard that did not answer", async () => {
+    const posted = renderJobs("/jobs?status=failed", { sharded: true });
+    await userEvent.click(await screen.findByLabelText("Select every job on this page"));
+    await userEvent.click(screen.getByRole("button", { name: "Select all 1,234 matching the filter" }));
+    await userEvent.click(screen.getByRole("button", { name: "Retry 1,234…" }));
+    await userEvent.click(screen.getByRole("button", { name: "Yes, retry 1,234 jobs" }));
+    await waitFor(() => expect(posted).toEqual([{ action: "retry", filter: { status: "failed" } }]));
+    expect(await screen.findByTestId("bulk-outcome")).toHaveTextContent(
+      "Retried 1,233 jobs; 1 refused: #2 (running). Shard shard_c did not answer: its jobs were left as they were; try again once it is back.",
+    );
   });
 
   it("Escape keeps the jobs", async () => {

@@ -56,8 +56,23 @@ export function matchingBody(action: BulkAction, filter: JobActionFilter) {
   return Object.keys(filter).length === 0 ? { action, all: true } : { action, filter };
 }
 
-/** "Deleted 3 jobs." / "Deleted 2 jobs; 1 refused: #12 (running)." */
+/** "Deleted 3 jobs." / "Deleted 2 jobs; 1 refused: #12 (running)."; with a shard that did not
+ * answer, " Shard shard_c did not answer: its jobs were left as they were." after it. */
 export function summarizeAction(
+  action: BulkAction,
+  result: JobActionResult,
+): { tone: "success" | "warn" | "error"; text: string } {
+  const outcome = summarizeDone(action, result);
+  const down = (result.shards ?? []).filter((s) => !s.up).map((s) => s.alias);
+  if (down.length === 0) return outcome;
+  const which = down.length === 1 ? `Shard ${down[0]} did not` : `Shards ${down.join(", ")} did not`;
+  return {
+    tone: outcome.tone === "success" ? "warn" : outcome.tone,
+    text: `${outcome.text} ${which} answer: ${down.length === 1 ? "its" : "their"} jobs were left as they were; try again once it is back.`,
+  };
+}
+
+function summarizeDone(
   action: BulkAction,
   result: JobActionResult,
 ): { tone: "success" | "warn" | "error"; text: string } {
@@ -94,7 +109,7 @@ export function BulkActions({
   values,
   can,
   onOutcome,
-  sharded = false,
+  oneShard = false,
 }: {
   run: BulkRun;
   rows: Job[];
@@ -104,16 +119,17 @@ export function BulkActions({
   values: FilterValues;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
-  /** With shards (JOB_SHARDS): the actions endpoint's filter reaches JOB_DATABASE's jobs
-   * only, so only picked rows (found by id, on any shard) are offered. */
-  sharded?: boolean;
+  /** The list shows one shard's jobs (`?shard=`): the actions endpoint's filter would reach
+   * every shard's, so only picked rows (found by id, on their shard) are offered. Over every
+   * shard merged, the filter reaches each shard's jobs, as the list does. */
+  oneShard?: boolean;
 }) {
   const { selected, setSelected: onSelect, allMatching, setAllMatching: onAllMatching } = selection;
   const filter = toActionFilter(values);
   // A concurrency key is a filter the actions endpoint cannot say: "every job matching" would
   // reach jobs the list does not show, so only picked rows are offered.
-  // With shards, the endpoint's filter would act on JOB_DATABASE's jobs only.
-  const refusedWith = values.concurrency_key ? "a concurrency key filter" : sharded ? "shards" : null;
+  // Likewise one shard's list: the endpoint's filter acts on every shard's jobs.
+  const refusedWith = values.concurrency_key ? "a concurrency key filter" : oneShard ? "a shard filter" : null;
   const matchingAllowed = refusedWith === null;
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);

@@ -11,8 +11,8 @@ export function ShardsDownNotice({ shards }: { shards: readonly ShardState[] | u
     <div className="notice error" role="alert" data-testid="shards-down">
       {down.map((s) => (
         <div key={s.alias}>
-          Shard <strong>{s.alias}</strong> is down{s.error ? ` (${s.error})` : ""}: its jobs are left out of
-          these figures.
+          Shard <strong>{s.alias}</strong> is down{s.error ? ` (${s.error})` : ""}: its jobs are left out of these
+          figures.
         </div>
       ))}
     </div>

@@ -93,12 +93,7 @@ export function useFilterParams(defaults: FilterValues = {}) {
 }
 
 /** The filter form's strings as the API's typed list parameters. */
-export function toListParams(
-  values: FilterValues,
-  page: number,
-  pageSize: number,
-  cursor?: string,
-): JobListParams {
+export function toListParams(values: FilterValues, page: number, pageSize: number, cursor?: string): JobListParams {
   const given = values.priority?.trim();
   const priority = given ? (/^-?\d+$/.test(given) ? Number(given) : given) : undefined;
   return {

@@ -74,7 +74,7 @@ export function FailedJobsView({
             rows={rows}
             selection={selection}
             matching={jobs.data.count}
-            sharded={Boolean(jobs.data.shards || place.values.shard)}
+            oneShard={Boolean(place.values.shard)}
             values={filters}
             can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
             onOutcome={setNotice}

@@ -107,7 +107,7 @@ export function JobsView({
             rows={jobs.data!.results}
             selection={selection}
             matching={jobs.data!.count}
-            sharded={shards.length > 0 || Boolean(jobs.data!.shards || values.shard)}
+            oneShard={Boolean(values.shard)}
             values={values}
             can={user.can}
           />

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from ... import selectors
+from ... import conf, selectors
 from ...services import bulk_actions, job_actions
 from ..base import JobQueueAPIView
 from ..fields import BigIntegerField, StrictSerializer
@@ -20,6 +20,7 @@ from ..permissions import (
     has_action_permission,
 )
 from ..schema import errors, extend_schema
+from ..shards import ShardStateSerializer
 
 # Each request by filter is bounded, so that it answers well within a proxy's timeout (60 s is
 # common): it stops after the batch that reaches either bound and says how to go on.
@@ -144,6 +145,16 @@ class JobActionResultSerializer(serializers.Serializer):
         "stopped at its bound after this job id: send it again with this `after` to go on."))
     remaining = serializers.IntegerField(help_text=(
         "By filter or all: the matching jobs not yet considered (0 when done)."))
+    shards = ShardStateSerializer(many=True, required=False, help_text=(
+        "By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every "
+        "shard) and whether it answered; the jobs of one that did not were not acted on "
+        "(send the same request once it is back)."))
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if data.get("shards") is None:  # one database: the answer's keys as before
+            data.pop("shards", None)
+        return data
 
 
 class JobActionsView(JobQueueAPIView):
@@ -167,6 +178,11 @@ class JobActionsView(JobQueueAPIView):
                     "with that `after` to go on, until `after` is null. "
                     "A filter must filter: `{}` (or only blank values) "
                     "is a 400, and every job is meant only by `{\"all\": true}`. "
+                    "With JOB_SHARDS, a `filter` or `all` applies in every database in turn "
+                    "(in shard number order, so in id order: one `after` goes on across "
+                    "them), the counts summed and the bounds shared; `shards` says which "
+                    "database answered, and one that did not is skipped. `ids` reach the "
+                    "database each id names. "
                     "Permissions: change_job for cancel and retry, "
                     "delete_job for delete; by `filter` or `all`, view_job too (a filter "
                     "reads the jobs it matches): without it, a 403 and nothing is matched.",
@@ -196,7 +212,9 @@ class JobActionsView(JobQueueAPIView):
             outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
         else:
             check_may_select(request.user, action)
-            outcome = bulk_actions.apply_to_matching(
+            apply = (bulk_actions.apply_to_matching_everywhere if conf.get().SHARDS
+                     else bulk_actions.apply_to_matching)
+            outcome = apply(
                 action, _matching(serializer.filter_params(), request), actor=actor,
                 after=serializer.validated_data.get("after", 0),
                 max_jobs=MAX_JOBS_PER_REQUEST, max_seconds=MAX_SECONDS_PER_REQUEST)

@@ -1,0 +1,37 @@
+"""POST jobs/actions/ by filter over every database (services/bulk_actions.py
+apply_to_matching_everywhere), in one process: with JOB_SHARDS empty it answers the same keys
+as before; with a shard whose server refuses connections it acts on JOB_DATABASE's jobs and
+says the shard is down. tests/system/test_merged_console.py runs it on three real databases,
+bounded so that one `after` goes on across them."""
+import pytest
+
+from tests.api.test_api_latency import ran
+from tests.api.test_api_merged_list import refused_shard  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.django_db,
+              pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")]
+
+ACTIONS = "/api/v1/jobs/actions/"
+
+
+def test_without_shards_a_bulk_action_by_filter_answers_as_before(operator_client):
+    ran(wait=1, run=2, status="failed")
+    body = operator_client.post(ACTIONS, {"action": "retry", "filter": {"status": "failed"}},
+                                content_type="application/json").json()
+    assert body == {"done": 1, "refused": [], "refused_count": 0, "after": None,
+                    "remaining": 0}
+
+
+def test_a_bulk_action_by_filter_skips_a_shard_that_refuses_and_says_so(
+        operator_client, refused_shard):  # noqa: F811
+    for _ in range(3):
+        ran(wait=1, run=2, status="failed")
+    response = operator_client.post(ACTIONS, {"action": "retry", "filter": {"status": "failed"}},
+                                    content_type="application/json")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["done"], body["refused_count"], body["after"], body["remaining"]) == (
+        3, 0, None, 0)
+    assert [(s["alias"], s["number"], s["up"]) for s in body["shards"]] == [
+        ("default", 0, True), ("shard_c", 2, False)]
+    assert body["shards"][1]["error"]
