@@ -63,7 +63,7 @@ def test_fields_are_built_once_per_class():
         "last_traceback", "request_fingerprint", "retry_policy", "next_attempt",
         "waiting_for_handler", "unknown_type_at", "events", "dependencies", "dependants",
         "concurrency_key_running", "concurrency_key_wait", "concurrency_key_holders",
-        "fairness_wait", "locked_by_state", "locked_by_last_seen_at", "awaiting_signal"}
+        "fairness_wait", "rate_limit_wait", "locked_by_state", "locked_by_last_seen_at", "awaiting_signal"}
 
 
 def test_jobs_render_as_with_per_instance_fields():
