@@ -195,6 +195,53 @@ def test_the_detail_names_a_weighted_keys_weight(operator_client):
         "fair shares: key tenant:a (weight 3) takes turns with 0 other keys; 1 of its jobs")
 
 
+# -- under concurrency and rate limits ---------------------------------------------------------
+
+def test_under_a_queue_limit_the_claim_takes_turns_and_stops_at_the_limit():
+    backlog(a=6, b=2, c=2)
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 4)
+    assert keys_in_claim_order(claim(12, queues=["fair"])) == [
+        "tenant:a", "tenant:b", "tenant:c", "tenant:a"]
+    assert claim(12, queues=["fair"]) == []  # four running: the limit holds
+
+
+def test_under_a_rate_limit_the_claim_takes_turns_with_weights_within_the_window():
+    backlog(a=6, b=2, c=2)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:c": 2})
+    services.set_rate_limit(queue="fair", max_starts=5, period_seconds=3600)
+    assert keys_in_claim_order(claim(12, queues=["fair"])) == [
+        "tenant:a", "tenant:b", "tenant:c", "tenant:c", "tenant:a"]
+    assert claim(12, queues=["fair"]) == []  # the window is full
+
+
+def test_under_a_type_limit_an_aged_job_still_goes_first():
+    low = enqueue("noop", queue="aging", priority=0)
+    _aged(low, 100)
+    high = enqueue_many([{"type": "noop", "queue": "aging", "priority": 5}] * 3)
+    set_queue_aging("aging", 10)
+    services.set_queue_limit("aging", 2)
+    assert [c.id for c in claim(4, queues=["aging"])] == [low.id, high[0].id]
+
+
+def test_a_fair_queue_under_limits_is_claimed_by_the_limited_fair_statement(monkeypatch):
+    backlog(queue="fair")
+    backlog(queue="plain")
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 2)
+    services.set_queue_limit("plain", 2)
+    ran = []
+    fetch_all = db.fetch_all
+    monkeypatch.setattr(db, "fetch_all", lambda statement, params: (
+        ran.append(statement), fetch_all(statement, params))[1])
+    by_queue = "AND queue = ANY(%(queues)s::text[])"
+    assert len(claim(4, queues=["plain"])) == 2
+    assert sql.CLAIM_LIMITED.format(queue_filter=by_queue) in ran
+    assert len(claim(4, queues=["fair"])) == 2
+    assert sql.CLAIM_LIMITED_FAIR.format(queue_filter=by_queue) in ran
+
+
 # -- the plain claim stays as it is -------------------------------------------------------------
 
 def test_a_queue_without_fairness_or_aging_is_claimed_by_the_plain_statement_unchanged(
