@@ -479,6 +479,18 @@ def queue_detail(name: str) -> dict:
     return row
 
 
+def queue_orders() -> list[dict]:
+    """The queues whose claim order is not the plain one, by name: those that are fair, age
+    their jobs or have fairness weights, each {"name", "fair", "aging_seconds",
+    "aging_max_priority", "fairness_weights"} (manage.py queue_status). One query, of the
+    settings only."""
+    rows = (QueueSetting.objects.filter(
+        Q(fair=True) | Q(aging_seconds__isnull=False) | ~Q(fairness_weights={}))
+        .order_by("queue").values("queue", "fair", "aging_seconds", "aging_max_priority",
+                                  "fairness_weights"))
+    return [{"name": r.pop("queue"), **r} for r in rows]
+
+
 def queue_get(name: str) -> dict:
     """One queue as `queues()` shows it; a queue without jobs or a setting has zeros."""
     found = queues(name)
