@@ -185,6 +185,8 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("not walking jobs_fair_claim_order_idx")
         if re.search(r"Filter: .*\(fairness_key\)::text = ", plan):
             found.append("a key's jobs filtered out of another index, not looked up on theirs")
+        if "CTE weighted_groups" not in plan:  # inlined: its lookup ran once per candidate
+            found.append("the keys' weights looked up per row, not once per (key, priority)")
         if not re.search(r"Index Cond: \(id = (ordered|o)\.id\)", plan):
             found.append("not locking the picked rows one by one by id")
     if name == "enqueue_many" and re.search(r"Sort Key: input\.", plan):

@@ -198,7 +198,7 @@ fair_groups(queue, k, p) AS (
           AND (fairness_key, priority::int) > (g.k, g.p)
         ORDER BY fairness_key, priority::int LIMIT 1) nxt
 ),
-weighted_groups AS (
+weighted_groups AS MATERIALIZED (  -- each pair's weight looked up once, not per row
     SELECT g.*, COALESCE((
         SELECT w.turns FROM fair_weights w
         WHERE w.queue = g.queue
@@ -260,7 +260,7 @@ ordered AS (
 # another claimer took meanwhile is skipped (the lock re-checks `status = 'queued'` on its
 # newest version), so no claimer waits on another, and no row is locked that the batch does
 # not take.
-_LOCKED_IN_FAIR_ORDER = """SELECT o.*, l.id AS locked_id FROM (SELECT * FROM ordered ORDER BY o) o, LATERAL (
+_LOCKED_IN_FAIR_ORDER = """SELECT o.* FROM (SELECT * FROM ordered ORDER BY o) o, LATERAL (
             -- IS NOT DISTINCT FROM: the same test as `=` here (status is never NULL), which no
             -- partial index of queued rows matches, so the primary key serves the lookup
             SELECT id FROM jobs WHERE jobs.id = o.id AND status IS NOT DISTINCT FROM 'queued'
