@@ -216,6 +216,35 @@ def test_under_a_rate_limit_the_claim_takes_turns_with_weights_within_the_window
     assert claim(12, queues=["fair"]) == []  # the window is full
 
 
+def one_at_a_time(n, queue="fair"):
+    """n claims of one job under the queue's limit of one, each job completed before the
+    next claim: what a limit that frees one slot at a time gives a busy queue."""
+    from django_pg_jobqueue.services.lifecycle import Completion
+    keys = []
+    for _ in range(n):
+        [job] = claim(1, queues=[queue])
+        keys += keys_in_claim_order([job])
+        services.complete_many([Completion(job.id, job.lease_token, job.worker_id, {})])
+    return keys
+
+
+def test_under_a_limit_claims_of_one_job_still_take_turns_remembering_each_keys_starts():
+    backlog(a=6, b=3, c=3)
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 1)
+    assert one_at_a_time(8) == ["tenant:a", "tenant:b", "tenant:c", "tenant:a", "tenant:b",
+                                "tenant:c", "tenant:a", "tenant:b"]
+
+
+def test_under_a_limit_claims_of_one_job_give_a_weighted_key_its_turns():
+    backlog(a=8, b=3, c=3)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:a": 2})
+    services.set_queue_limit("fair", 1)
+    assert one_at_a_time(8) == ["tenant:a", "tenant:a", "tenant:b", "tenant:c", "tenant:a",
+                                "tenant:a", "tenant:b", "tenant:c"]
+
+
 def test_under_a_type_limit_an_aged_job_still_goes_first():
     low = enqueue("noop", queue="aging", priority=0)
     _aged(low, 100)

@@ -85,7 +85,9 @@ def test_under_a_concurrency_limit_two_processes_take_turns_by_key_within_the_li
     wait_until_jobs("succeeded", id__in=other_ids, timeout=120)
 
     last_other = max(Job.objects.filter(pk__in=other_ids).values_list("started_at", flat=True))
-    assert _a_started_before(a_ids, last_other) < 60
+    a_first = _a_started_before(a_ids, last_other)
+    print(f"A's jobs started before the last of B's and C's: {a_first}")
+    assert a_first < 60
     started = list(Job.objects.filter(queue="limited", started_at__isnull=False)
                    .values_list("id", flat=True))
     runs = [(s, e if e is not None else float("inf"))

@@ -105,13 +105,17 @@ SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th 
 _CLAIM_TAIL = _CLAIM_UPDATE + _CLAIM_RETURN
 # Under rate limits: the same, and each claimed job's starts written to the starts log, one row
 # per rate limit it counted against (`picked`'s queue_scope, type_scope and key_scope), at the
-# claim's now(), which is also the job's started_at.
+# claim's now(), which is also the job's started_at; and one for its fairness key's turns in a
+# fair queue (fair_scope: CLAIM_LIMITED_FAIR's memory of the turns taken, see there), at the
+# clock's time: it orders those claims as their lock does (a claim's now() is its
+# transaction's start, possibly before an earlier claim's, if it waited for the lock).
 _CLAIM_TAIL_COUNTING_STARTS = _CLAIM_UPDATE + """,
 rate_starts AS (
     INSERT INTO job_rate_starts (scope, started_at, weight)
-    SELECT s.scope, now(), p.weight
+    SELECT s.scope, s.at, p.weight
     FROM claimed c JOIN picked p ON p.id = c.id,
-         LATERAL (VALUES (p.queue_scope), (p.type_scope), (p.key_scope)) AS s(scope)
+         LATERAL (VALUES (p.queue_scope, now()), (p.type_scope, now()), (p.key_scope, now()),
+                         (p.fair_scope, clock_timestamp())) AS s(scope, at)
     WHERE s.scope IS NOT NULL
 )""" + _CLAIM_RETURN
 
@@ -170,7 +174,25 @@ WITH picked AS (
 # The order is one fragment (_fair_order, CTE `ordered`: the candidates unlocked, each with
 # its place `o`), which CLAIM_FAIR and CLAIM_LIMITED_FAIR both read; {limited_filter}: the
 # limited claim's "its queue or type is full" conditions, or nothing.
-def _fair_order(limited_filter: str) -> str:
+def _fair_order(limited_filter: str, *, remember: bool = False) -> str:
+    # With `remember` (CLAIM_LIMITED_FAIR): each (key, priority) pair's turns already taken
+    # (`taken`, from the starts log), else none.
+    memory = """,
+last_served AS MATERIALIZED (  -- each pair's key's last start, one probe (not one per use)
+    SELECT g.*, (SELECT max(s.started_at) FROM job_rate_starts s
+                 WHERE s.scope = 'fair:' || g.queue || ' ' || g.k) AS last_start
+    FROM weighted_groups g
+),
+served AS MATERIALIZED (
+    SELECT g.*, (SELECT count(*) FROM (
+        SELECT 1 FROM job_rate_starts s
+        WHERE s.scope = 'fair:' || g.queue || ' ' || g.k AND s.started_at > g.since
+        LIMIT %(window)s) t) AS taken
+    FROM (SELECT g.*, min(COALESCE(g.last_start, '-infinity')) OVER (
+              PARTITION BY g.queue COLLATE "C", g.p) AS since
+          FROM last_served g) g
+)""" if remember else """,
+served AS (SELECT g.*, 0 AS taken FROM weighted_groups g)"""
     return """aging AS (
     SELECT * FROM unnest(%(aging_queues)s::text[], %(aging_seconds)s::float8[],
                          %(aging_caps)s::int[]) AS a(queue, seconds, cap)
@@ -206,9 +228,9 @@ weighted_groups AS MATERIALIZED (  -- each pair's weight looked up once, not per
         ORDER BY w.name = g.k DESC, length(w.name) DESC
         LIMIT 1), 1) AS turns
     FROM fair_groups g
-),
+)""" + memory + """,
 heads AS (
-    SELECT c.*, g.k AS share, g.turns FROM weighted_groups g, LATERAL (
+    SELECT c.*, g.k AS share, g.turns, g.taken FROM served g, LATERAL (
         SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND queue = g.queue AND fairness_key = g.k
           AND priority::int = g.p AND available_at <= now() {queue_filter}
@@ -221,7 +243,7 @@ heads AS (
         LIMIT %(limit)s
     ) c
     UNION ALL
-    SELECT c.*, NULL, 1 FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see above
+    SELECT c.*, NULL, 1, 0 FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see above
         SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND priority = pr.p AND available_at <= now() {queue_filter}
           AND (fairness_key IS NULL OR queue <> ALL(%(fair_queues)s::text[]))  -- no turn
@@ -246,9 +268,10 @@ ordered AS (
     SELECT t.*, row_number() OVER (ORDER BY eff DESC, turn, available_at, created_at, id) AS o
     FROM (
         -- COLLATE "C": the partition only groups equal names, which needs no locale's order.
-        -- A key's n-th job, of weight w, in turn ceil(n / w): (n + w - 1) / w in integers.
+        -- A key's n-th job, of weight w, after t turns taken, in turn ceil((t + n) / w):
+        -- (t + n + w - 1) / w in integers.
         SELECT *, (row_number() OVER (PARTITION BY queue COLLATE "C", eff, share COLLATE "C"
-                                      ORDER BY available_at, created_at, id) + turns - 1)
+                                      ORDER BY available_at, created_at, id) + taken + turns - 1)
                   / turns AS turn
         FROM aged
     ) t
@@ -362,16 +385,16 @@ def _claim_order(alias: str = "", fair: bool = False) -> str:
 # claim order ({order} and {r_order}: _claim_order() and _claim_order("r.")), numbered n for
 # _CLAIM_TAIL, with the scopes each start counts against for
 # _CLAIM_TAIL_COUNTING_STARTS (CTE `picked`; {join} and {condition}: another limit's, or
-# nothing; {key_scope}: the key's scope, or NULL). A candidate passed over still counts in the
+# nothing; {key_scope}: the key's scope, or NULL; {fair_scope}: the fairness key's, or NULL). A candidate passed over still counts in the
 # ranks of those behind it: a batch may take fewer than fit, never more.
 _PICKED_WITHIN_LIMITS = """picked AS (
     SELECT id, row_number() OVER (ORDER BY {order}) AS n,
-           weight, queue_scope, type_scope, key_scope
+           weight, queue_scope, type_scope, key_scope, fair_scope
     FROM (
         SELECT r.*,
                CASE WHEN rq.max_starts IS NOT NULL THEN 'queue:' || r.queue END AS queue_scope,
                CASE WHEN rt.max_starts IS NOT NULL THEN 'type:' || r.type END AS type_scope,
-               {key_scope}::text AS key_scope
+               {key_scope}::text AS key_scope, {fair_scope}::text AS fair_scope
         FROM ranked r{join}
         LEFT JOIN limited_running q ON q.kind = 'queue' AND q.name = r.queue
         LEFT JOIN limited_running t ON t.kind = 'type' AND t.name = r.type
@@ -411,7 +434,7 @@ candidates AS (
     FOR UPDATE SKIP LOCKED
 ),
 """ + _RANKED.format(key_rank="", order=_claim_order("c.")) + """,
-""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL",
+""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL", fair_scope="NULL",
                                   order=_claim_order(), r_order=_claim_order("r.")) + (
     _CLAIM_TAIL_COUNTING_STARTS)
 
@@ -424,17 +447,33 @@ candidates AS (
 # statement, whose snapshot counts the running jobs and the windows' starts after it; only
 # the order in which candidates are ranked changes, and a candidate passed over still counts
 # in the ranks of those behind it.
+# Memory of turns: a limit often frees one slot at a time, so each claim takes one job; turns
+# counted among the waiting jobs alone would then give every claim to the key whose head is
+# due first (its first waiting job is always in turn 1). So this claim remembers: each job it
+# starts of a key of a fair queue writes a row to the starts log (scope 'fair:<queue> <key>';
+# a queue name has no space), and a key's turns already taken (`served`.taken) are its starts
+# since the least recently served key of its queue and priority last started (`since`; a key
+# with no start kept: since ever), counted up to %(window)s: the key served least recently is
+# in turn 1, one served w times since (of weight w) in turn 2. Its n-th waiting job is then in
+# turn ceil((taken + n) / w). Cost: two probes of job_rate_starts_window_idx per (key,
+# priority) pair, reading up to %(window)s rows (that many only while a key with jobs waiting
+# has not been served since the log's pruning: then every other key's kept starts count). Exact for the same reason as the limits: every
+# claim that writes or reads these rows holds CLAIM_LIMIT_LOCK_KEY. The rows go with the
+# starts log's pruning (the longest rate period plus five minutes): a key not served for that
+# long counts as never served.
 CLAIM_LIMITED_FAIR = """
 WITH RECURSIVE """ + _LIMITED_RUNNING + """,
-""" + _fair_order(_NOT_FULL.replace("\n      ", "\n          ")) + """,
+""" + _fair_order(_NOT_FULL.replace("\n      ", "\n          "), remember=True) + """,
 candidates AS (
-    SELECT id, queue, type, priority, available_at, created_at, o FROM (
+    SELECT id, queue, type, priority, available_at, created_at, share, o FROM (
         """ + _LOCKED_IN_FAIR_ORDER + """
         LIMIT %(window)s
     ) AS locked
 ),
 """ + _RANKED.format(key_rank="", order=_claim_order("c.", fair=True)) + """,
 """ + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL",
+                                  fair_scope="CASE WHEN r.share IS NOT NULL THEN "
+                                             "'fair:' || r.queue || ' ' || r.share END",
                                   order=_claim_order(fair=True),
                                   r_order=_claim_order("r.", fair=True)) + (
     _CLAIM_TAIL_COUNTING_STARTS)
@@ -560,6 +599,7 @@ candidates AS (
               "          AND (kr.max_starts IS NULL OR kr.used + r.key_weight <= kr.max_starts)\n"
               "          AND ",
     key_scope="CASE WHEN kr.max_starts IS NOT NULL THEN 'key:' || r.concurrency_key END",
+    fair_scope="NULL",
 ) + _CLAIM_TAIL_COUNTING_STARTS
 
 # --- queue limits and waiting keyed jobs, as claims read them (cached a second) ------------
