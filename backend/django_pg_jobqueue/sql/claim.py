@@ -150,6 +150,10 @@ WITH picked AS (
 # - Priority aging: a job of an aging queue counts as priority + one per aging_seconds it has
 #   been due, up to the queue's cap (never below its own priority): `eff`.
 # Order: eff DESC, turn, then the usual due time, creation, id.
+# Turns are counted among the jobs waiting at this claim: a batch takes them in turns, but
+# consecutive claims of one job each start again from turn 1, where the key whose first job
+# is due first wins. CLAIM_LIMITED_FAIR remembers the turns taken (it runs under a lock, so
+# its log of them is exact); this claim runs unlocked and concurrently, and writes nothing.
 #
 # How it stays cheap on a long backlog: no window over every queued row. Each fair queue's
 # (key, priority) pairs with a job queued (`fair_groups`) and the distinct priorities in use
@@ -172,7 +176,7 @@ WITH picked AS (
 # a job without a key waiting. Keep a fair queue's jobs keyed, and its lanes to fair queues.
 #
 # The order is one fragment (_fair_order, CTE `ordered`: the candidates unlocked, each with
-# its place `o`), which CLAIM_FAIR and CLAIM_LIMITED_FAIR both read; {limited_filter}: the
+# its place `o`), which CLAIM_FAIR and CLAIM_LIMITED_FAIR both read; `limited_filter`: the
 # limited claim's "its queue or type is full" conditions, or nothing.
 def _fair_order(limited_filter: str, *, remember: bool = False) -> str:
     # With `remember` (CLAIM_LIMITED_FAIR): each (key, priority) pair's turns already taken
