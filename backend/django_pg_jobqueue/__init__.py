@@ -5,7 +5,7 @@
 
 The operator API (the services the REST API and the admin call): cancel, retry, delete,
 pause_queue, resume_queue, set_queue_limit, set_queue_fairness, set_queue_aging,
-set_rate_limit, remove_rate_limit; a rate limit
+set_fairness_weights, set_rate_limit, remove_rate_limit; a rate limit
 checked or consumed outside a job: rate_limit("customer:42").try_acquire(). Batches with
 callbacks: enqueue_batch, cancel_batch, batch_progress. Waiting for a job's outcome: wait(job) and, in
 async code, await await_result(job) (JobFailed, WaitTimeout).
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         resume_queue,
         retry,
         send_signal,
+        set_fairness_weights,
         set_queue_aging,
         set_queue_fairness,
         set_queue_limit,
@@ -48,12 +49,12 @@ if TYPE_CHECKING:
 # The producer's and the handler's API, then the operator's (docs/reference/python-api.md).
 __all__ = ["enqueue", "enqueue_many", "aenqueue", "aenqueue_many", "cancel", "retry", "delete",
            "pause_queue", "resume_queue", "set_queue_limit", "set_queue_fairness",
-           "set_queue_aging", "set_rate_limit", "remove_rate_limit", "rate_limit",
+           "set_queue_aging", "set_fairness_weights", "set_rate_limit", "remove_rate_limit", "rate_limit",
            "enqueue_batch", "cancel_batch", "handler",
            "task_options", "PermanentError", "JobContext", "RetryPolicy", "wait",
            "await_result", "JobFailed", "WaitTimeout", "send_signal", "SignalTimedOut",
            "batch_progress"]
-_SERVICES = frozenset(__all__[:17]) | {"send_signal"}  # resolved from .services
+_SERVICES = frozenset(__all__[:18]) | {"send_signal"}  # resolved from .services
 
 
 def __getattr__(name: str) -> Any:

@@ -417,15 +417,17 @@ def _each_named(model_admin, request, names, service, message: str) -> None:
 class QueueSettingAdmin(admin.ModelAdmin):
     form = QueueSettingForm
     list_display = ["queue", "paused", "concurrency_limit", "fair", "aging_seconds",
-                    "aging_max_priority", "updated_at"]
+                    "aging_max_priority", "fairness_weights", "updated_at"]
     list_editable = ["paused", "concurrency_limit", "fair"]
     fields = ["queue", "paused", "concurrency_limit", "fair", "aging_seconds",
-              "aging_max_priority", "updated_at"]
+              "aging_max_priority", "fairness_weights", "updated_at"]
     actions = ["pause", "resume"]
 
     def get_readonly_fields(self, request, obj=None):
-        # The queue name is the key: set once.
-        return ["queue", "updated_at"] if obj else ["updated_at"]
+        # The queue name is the key: set once. The weights are shown only: they change through
+        # set_fairness_weights (the API, Python), which merges one key at a time.
+        return (["queue", "fairness_weights", "updated_at"] if obj
+                else ["fairness_weights", "updated_at"])
 
     def save_model(self, request, obj, form, change):
         # Through the same services as the API and the CLI.

@@ -34,6 +34,7 @@ from .states import (
     MAX_DELAY_SECONDS,
     MAX_EXPIRES_IN_SECONDS,
     MAX_HOSTNAME_LENGTH,
+    MAX_FAIRNESS_WEIGHT,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_PAYLOAD_DEPTH,
     MAX_POLICY_PERIOD_SECONDS,
@@ -495,6 +496,29 @@ def check_fairness_key(key) -> str | None:
     if key is None:
         return None
     return check_text_key("fairness_key", key, MAX_CONCURRENCY_KEY_LENGTH)
+
+
+def check_fairness_weights(weights) -> dict[str, int | None]:
+    """Fair shares' weights for a queue (services.set_fairness_weights): a dict {fairness key
+    as stored (an API user's under their scope, keys.py), or a prefix ending in `*`: its turns
+    per round, 1 to MAX_FAIRNESS_WEIGHT, or None: its setting removed}. InvalidJobArgument
+    (JobArgumentTypeError) naming `fairness_weights`, and the key at fault."""
+    if not isinstance(weights, dict):
+        raise type_error("fairness_weights", "a dict of fairness key to weight", weights)
+    checked: dict[str, int | None] = {}
+    for raw, weight in weights.items():
+        try:
+            key = str(check_text_key("fairness_weights", raw, MAX_CONCURRENCY_KEY_LENGTH))
+        except InvalidJobArgument as exc:
+            raise InvalidJobArgument("fairness_weights",
+                                     f"key {str(raw)[:60]!r}: {exc.detail}") from None
+        if weight is not None and (not is_int(weight) or not 1 <= weight <= MAX_FAIRNESS_WEIGHT):
+            raise InvalidJobArgument(
+                "fairness_weights", f"the weight of {key[:60]!r} must be a whole number "
+                                    f"from 1 to {MAX_FAIRNESS_WEIGHT}, or None to remove it, "
+                                    f"not {weight!r}")
+        checked[key] = None if weight is None else int(weight)
+    return checked
 
 
 def check_aging(aging_seconds, aging_max_priority) -> tuple[float | None, int | None]:

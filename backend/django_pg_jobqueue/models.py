@@ -627,6 +627,9 @@ class QueueSetting(models.Model):
     # waited, up to aging_max_priority (NULL: PRIORITY_MAX). NULL: no aging.
     aging_seconds = models.FloatField(null=True, blank=True)
     aging_max_priority = models.SmallIntegerField(null=True, blank=True)
+    # Fair shares' weights: {fairness key or prefix ending in `*`: turns per round (1 to
+    # MAX_FAIRNESS_WEIGHT)}; a key neither named nor matched by a prefix has 1. Written by services.set_fairness_weights.
+    fairness_weights = models.JSONField(default=dict, db_default={}, blank=True)
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
@@ -647,6 +650,11 @@ class QueueSetting(models.Model):
                 | Q(aging_seconds__isnull=False, aging_max_priority__gte=PRIORITY_MIN,
                     aging_max_priority__lte=PRIORITY_MAX),
                 name="queue_aging_max_priority_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Exact(models.Func(F("fairness_weights"), function="jsonb_typeof",
+                                            output_field=models.CharField()), "object"),
+                name="queue_fairness_weights_object",
             ),
         ]
 

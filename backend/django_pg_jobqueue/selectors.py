@@ -286,10 +286,13 @@ def fairness_wait(job: Job) -> str:
         row = cur.fetchone()
     if row is None:
         return ""
-    fair, aging_seconds, aging_max, now, ahead, others = row
+    fair, aging_seconds, aging_max, weights, now, ahead, others = row
     parts = []
     if fair and job.fairness_key is not None:
-        parts.append(f"fair shares: key {keys.unscoped(job.fairness_key)} takes turns with "
+        weight = _fairness_weight(json.loads(weights) if isinstance(weights, str) else weights,
+                                  job.fairness_key)
+        parts.append(f"fair shares: key {keys.unscoped(job.fairness_key)}"
+                     + (f" (weight {weight})" if weight != 1 else "") + " takes turns with "
                      f"{_at_least(others)} other key{'s' if others != 1 else ''}; "
                      f"{_at_least(ahead)} of its jobs come first")
     elif fair:
@@ -338,6 +341,15 @@ def rate_limit_wait(job: Job) -> str:
         parts.append(f"rate limit of {shown[scope]}: {used} of {max_starts} started in the last "
                      f"{period:g} s; room for it in {room:.1f} s")
     return "; ".join(parts)
+
+
+def _fairness_weight(weights: dict, key: str) -> int:
+    """A key's weight as the fair claim finds it (sql.CLAIM_FAIR's `weighted_groups`): its own
+    name's, else the longest prefix's (a name ending in `*`), else 1."""
+    if key in weights:
+        return weights[key]
+    prefixes = [n for n in weights if n.endswith("*") and key.startswith(n[:-1])]
+    return weights[max(prefixes, key=len)] if prefixes else 1
 
 
 def _at_least(count: int) -> str:
@@ -406,7 +418,7 @@ def queues(name: str | None = None) -> list[dict]:
     settings.
 
     [{"name", "paused", "concurrency_limit", "fair", "aging_seconds", "aging_max_priority",
-      "queued", "runnable", "running"}, ...]
+      "fairness_weights", "queued", "runnable", "running"}, ...]
     """
     jobs = Job.objects.all() if name is None else Job.objects.filter(queue=name)
     counts = {
@@ -431,6 +443,7 @@ def queues(name: str | None = None) -> list[dict]:
             "fair": setting.fair if setting else False,
             "aging_seconds": setting.aging_seconds if setting else None,
             "aging_max_priority": setting.aging_max_priority if setting else None,
+            "fairness_weights": setting.fairness_weights if setting else {},
             "queued": count.get("queued", 0),
             "runnable": count.get("runnable", 0),
             "running": count.get("running", 0),
@@ -512,12 +525,24 @@ def queue_detail(name: str) -> dict:
     return row
 
 
+def queue_orders() -> list[dict]:
+    """The queues whose claim order is not the plain one, by name: those that are fair, age
+    their jobs or have fairness weights, each {"name", "fair", "aging_seconds",
+    "aging_max_priority", "fairness_weights"} (manage.py queue_status). One query, of the
+    settings only."""
+    rows = (QueueSetting.objects.filter(
+        Q(fair=True) | Q(aging_seconds__isnull=False) | ~Q(fairness_weights={}))
+        .order_by("queue").values("queue", "fair", "aging_seconds", "aging_max_priority",
+                                  "fairness_weights"))
+    return [{"name": r.pop("queue"), **r} for r in rows]
+
+
 def queue_get(name: str) -> dict:
     """One queue as `queues()` shows it; a queue without jobs or a setting has zeros."""
     found = queues(name)
     return found[0] if found else {"name": name, "paused": False, "concurrency_limit": None,
                                    "fair": False, "aging_seconds": None,
-                                   "aging_max_priority": None,
+                                   "aging_max_priority": None, "fairness_weights": {},
                                    "queued": 0, "runnable": 0, "running": 0}
 
 

@@ -86,6 +86,11 @@ MAX_OVERRIDE_THREADS = 10_000
 # A host's name as its workers report it (job_workers.hostname) and overrides name it.
 MAX_HOSTNAME_LENGTH = 200
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9_.:-]+")
+# Fair shares' weights (QueueSetting.fairness_weights): a key of weight w takes w turns per
+# round; at most MAX_FAIRNESS_WEIGHT, and at most MAX_FAIRNESS_WEIGHTS keys or patterns
+# weighted per queue (the claim reads them all, once a second per worker process).
+MAX_FAIRNESS_WEIGHT = 100
+MAX_FAIRNESS_WEIGHTS = 1000
 
 
 def rate_limit_problem(kind, name, max_starts, period_seconds) -> tuple[str, str] | None:
@@ -210,6 +215,7 @@ class OperatorAction(StrEnum):
     SET_QUEUE_LIMIT = "set_queue_limit"
     SET_QUEUE_FAIRNESS = "set_queue_fairness"
     SET_QUEUE_AGING = "set_queue_aging"
+    SET_FAIRNESS_WEIGHTS = "set_fairness_weights"
     RUN_SCHEDULE = "run_schedule"
     PAUSE_SCHEDULE = "pause_schedule"
     RESUME_SCHEDULE = "resume_schedule"

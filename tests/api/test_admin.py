@@ -137,6 +137,19 @@ def test_queue_settings_are_editable_through_the_services(staff_operator):
     assert not setting.paused
 
 
+def test_a_queue_settings_change_in_the_admin_shows_the_weights_and_keeps_them(staff_operator):
+    services.enqueue("noop", queue="reports")
+    services.set_fairness_weights("reports", {"tenant:big": 4})
+    page = staff_operator.get("/admin/django_pg_jobqueue/queuesetting/reports/change/")
+    assert page.status_code == 200 and "tenant:big" in page.content.decode()
+    response = staff_operator.post("/admin/django_pg_jobqueue/queuesetting/reports/change/",
+                                   {"fair": "on", "concurrency_limit": "3"})
+    assert response.status_code == 302
+    setting = QueueSetting.objects.get(queue="reports")
+    assert (setting.fair, setting.concurrency_limit) == (True, 3)
+    assert setting.fairness_weights == {"tenant:big": 4}
+
+
 def test_rate_limits_are_set_and_removed_in_the_admin_through_the_services(make_user):
     from django_pg_jobqueue.models import RateLimit
     from django_pg_jobqueue.services import claiming

@@ -21,7 +21,7 @@ def operator(queue_operator):
 
 
 # A queue that is not fair and does not age its jobs (docs/how-to/fairness.md).
-PLAIN = {"fair": False, "aging_seconds": None, "aging_max_priority": None}
+PLAIN = {"fair": False, "aging_seconds": None, "aging_max_priority": None, "fairness_weights": {}}
 
 
 def _row(body, name):

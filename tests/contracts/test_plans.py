@@ -32,6 +32,10 @@ NO_RATES = dict(rate_kinds=[], rate_names=[], rate_max=[], rate_periods=[],
 RATES = dict(rate_kinds=["type", "queue", "key"], rate_names=["noop", "default", "customer:*"],
              rate_max=[20, 100, 2], rate_periods=[1.0, 60.0, 1.0], weight_types=["noop"],
              weight_values=[2])
+# The fair claims' weights: none, and a key's own and a prefix's.
+NO_WEIGHTS = dict(fair_weight_queues=[], fair_weight_names=[], fair_weights=[])
+WEIGHTS = dict(fair_weight_queues=["default", "default"],
+               fair_weight_names=["tenant:big", "tenant:1*"], fair_weights=[4, 2])
 # Each hot statement with parameters like the worker's; `planner`: runs under the claim's
 # planner settings.
 STATEMENTS = {
@@ -68,12 +72,24 @@ STATEMENTS = {
     "fair_claim": (sql.CLAIM_FAIR.format(queue_filter="AND queue = ANY(%(queues)s::text[])"), dict(
         limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
         queues=["default"], fair_queues=["default"], aging_queues=[], aging_seconds=[],
-        aging_caps=[], priority_max=100, unkeyed=False), True),
+        aging_caps=[], priority_max=100, unkeyed=False, **NO_WEIGHTS), True),
+    # ... with weights: a key's own, and a prefix's.
+    "fair_claim_weighted": (sql.CLAIM_FAIR.format(
+        queue_filter="AND queue = ANY(%(queues)s::text[])"), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        queues=["default"], fair_queues=["default"], aging_queues=[], aging_seconds=[],
+        aging_caps=[], priority_max=100, unkeyed=False, **WEIGHTS), True),
     # ... with aging, and the rows without a key's turn looked for too.
     "fair_claim_aging": (sql.CLAIM_FAIR.format(queue_filter=""), dict(
         limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
         fair_queues=["default"], aging_queues=["default"], aging_seconds=[30.0],
-        aging_caps=[50], priority_max=100, unkeyed=True), True),
+        aging_caps=[50], priority_max=100, unkeyed=True, **NO_WEIGHTS), True),
+    # The same order under a queue's concurrency limit and rate limits (sql.CLAIM_LIMITED_FAIR).
+    "fair_claim_limited": (sql.CLAIM_LIMITED_FAIR.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        fair_queues=["default"], aging_queues=["default"], aging_seconds=[30.0],
+        aging_caps=[50], priority_max=100, unkeyed=False, limit_kinds=["queue"],
+        limit_names=["default"], limit_values=[8], window=320, **RATES, **WEIGHTS), True),
     "complete_many": (sql.COMPLETE_MANY, dict(
         batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
     "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
@@ -169,13 +185,15 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("not walking jobs_fair_claim_order_idx")
         if re.search(r"Filter: .*\(fairness_key\)::text = ", plan):
             found.append("a key's jobs filtered out of another index, not looked up on theirs")
-        if not re.search(r"Index Cond: \(id = ordered\.id\)", plan):
+        if "CTE weighted_groups" not in plan:  # inlined: its lookup ran once per candidate
+            found.append("the keys' weights looked up per row, not once per (key, priority)")
+        if not re.search(r"Index Cond: \(id = (ordered|o)\.id\)", plan):
             found.append("not locking the picked rows one by one by id")
     if name == "enqueue_many" and re.search(r"Sort Key: input\.", plan):
         found.append("a sort of the batch's input")
     if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
         found.append("not walking jobs_queued_expiry_idx")
-    if "rate" in name and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):
+    if ("rate" in name or name == "fair_claim_limited") and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):
         found.append("not reading the rate limits' windows on their index")
     if name.startswith("keyed_claim_lock_keys") and "jobs_keyed_claim_order_idx" not in plan:
         found.append("not walking jobs_keyed_claim_order_idx")

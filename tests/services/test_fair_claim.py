@@ -12,6 +12,7 @@ from django_pg_jobqueue import (
     enqueue,
     enqueue_many,
     services,
+    set_fairness_weights,
     set_queue_aging,
     set_queue_fairness,
     sql,
@@ -105,6 +106,169 @@ def test_the_fair_claim_skips_paused_expired_and_concurrency_keyed_jobs_like_the
     # The keyed job by the keyed claim (first), the other by the fair claim.
     assert sorted(keys_in_claim_order(claim(queues=["fair"]))) == ["tenant:a", "tenant:b"]
     assert claim(queues=["fair"]) == []
+
+
+# -- weights --------------------------------------------------------------------------------
+
+def test_a_key_of_weight_two_takes_two_turns_per_round():
+    backlog(a=6, b=3, c=3)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:a": 2})
+    assert keys_in_claim_order(claim(12, queues=["fair"])) == [
+        "tenant:a", "tenant:a", "tenant:b", "tenant:c", "tenant:a", "tenant:a", "tenant:b",
+        "tenant:c", "tenant:a", "tenant:a", "tenant:b", "tenant:c"]
+
+
+def test_a_key_takes_its_own_weight_else_the_longest_prefix_else_one():
+    for key in ("tenant:a", "tenant:vip:b", "other:c"):
+        enqueue_many([{"type": "noop", "queue": "fair", "fairness_key": key}] * 4)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:*": 2, "tenant:vip:*": 3, "tenant:a": 1})
+    # tenant:a its own 1, tenant:vip:b the longest prefix's 3, other:c none: 1. Within a
+    # turn, due order (tenant:a's jobs were enqueued first).
+    assert keys_in_claim_order(claim(8, queues=["fair"])) == [
+        "tenant:a", "tenant:vip:b", "tenant:vip:b", "tenant:vip:b", "other:c",
+        "tenant:a", "tenant:vip:b", "other:c"]
+
+
+def test_weights_do_nothing_in_a_queue_that_is_not_fair():
+    backlog(a=4, b=2, c=0)
+    set_fairness_weights("fair", {"tenant:b": 5})
+    assert keys_in_claim_order(claim(3, queues=["fair"])) == ["tenant:a"] * 3
+
+
+def test_weights_merge_and_each_change_is_audited_as_old_and_new():
+    backlog(a=1, b=0, c=0)
+    set_fairness_weights("fair", {"tenant:a": 3, "tenant:*": 2}, actor="ops")
+    set_fairness_weights("fair", {"tenant:a": None, "tenant:b": 4}, actor="ops")
+    assert QueueSetting.objects.get(queue="fair").fairness_weights == {
+        "tenant:*": 2, "tenant:b": 4}
+    entries = AuditLogEntry.objects.order_by("id")
+    assert [(e.action, e.target, e.actor, e.data) for e in entries] == [
+        ("set_fairness_weights", "fair", "ops", {"tenant:a": [None, 3], "tenant:*": [None, 2]}),
+        ("set_fairness_weights", "fair", "ops", {"tenant:a": [3, None], "tenant:b": [None, 4]})]
+    set_fairness_weights("fair", {"tenant:*": None, "tenant:b": None})
+    assert QueueSetting.objects.get(queue="fair").fairness_weights == {}
+
+
+@pytest.mark.parametrize("bad", [
+    {"tenant:a": 0}, {"tenant:a": 101}, {"tenant:a": 2.5}, {"tenant:a": True},
+    {"tenant:a": "2"}, {"": 2}, {"   ": 2}, {"x" * 201: 2}, ["tenant:a"], None, "tenant:a",
+])
+def test_bad_weights_are_refused_naming_fairness_weights_and_change_nothing(bad,
+                                                                             operator_client):
+    enqueue("noop", queue="fair")
+    with pytest.raises(InvalidJobArgument) as caught:
+        set_fairness_weights("fair", bad)
+    assert caught.value.argument == "fairness_weights"
+    response = operator_client.patch("/api/v1/queues/fair/",
+                                     {"fair": True, "aging_seconds": 5,
+                                      "fairness_weights": bad}, format="json")
+    assert response.status_code == 400, response.json()
+    assert "fairness_weights" in response.json()["errors"], response.json()
+    assert not QueueSetting.objects.filter(queue="fair").exists()
+    assert not AuditLogEntry.objects.exists()
+
+
+def test_weights_are_set_through_the_api_and_shown_with_the_queue(operator_client):
+    backlog(a=3, b=1, c=0)
+    response = operator_client.patch("/api/v1/queues/fair/", {
+        "fair": True, "fairness_weights": {"tenant:a": 2}}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["fairness_weights"] == {"tenant:a": 2}
+    assert operator_client.get("/api/v1/queues/").json()[0]["fairness_weights"] == {
+        "tenant:a": 2}
+    assert keys_in_claim_order(claim(3, queues=["fair"])) == ["tenant:a", "tenant:a", "tenant:b"]
+
+
+def test_a_queue_that_does_not_exist_cannot_be_weighted():
+    with pytest.raises(QueueNotFound):
+        set_fairness_weights("nowhere", {"tenant:a": 2})
+
+
+def test_the_detail_names_a_weighted_keys_weight(operator_client):
+    backlog(a=2, b=0, c=0)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:*": 3})
+    last_a = Job.objects.filter(fairness_key="tenant:a").order_by("id").last()
+    assert operator_client.get(f"{JOBS}{last_a.id}/").json()["fairness_wait"].startswith(
+        "fair shares: key tenant:a (weight 3) takes turns with 0 other keys; 1 of its jobs")
+
+
+# -- under concurrency and rate limits ---------------------------------------------------------
+
+def test_under_a_queue_limit_the_claim_takes_turns_and_stops_at_the_limit():
+    backlog(a=6, b=2, c=2)
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 4)
+    assert keys_in_claim_order(claim(12, queues=["fair"])) == [
+        "tenant:a", "tenant:b", "tenant:c", "tenant:a"]
+    assert claim(12, queues=["fair"]) == []  # four running: the limit holds
+
+
+def test_under_a_rate_limit_the_claim_takes_turns_with_weights_within_the_window():
+    backlog(a=6, b=2, c=2)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:c": 2})
+    services.set_rate_limit(queue="fair", max_starts=5, period_seconds=3600)
+    assert keys_in_claim_order(claim(12, queues=["fair"])) == [
+        "tenant:a", "tenant:b", "tenant:c", "tenant:c", "tenant:a"]
+    assert claim(12, queues=["fair"]) == []  # the window is full
+
+
+def one_at_a_time(n, queue="fair"):
+    """n claims of one job under the queue's limit of one, each job completed before the
+    next claim: what a limit that frees one slot at a time gives a busy queue."""
+    from django_pg_jobqueue.services.lifecycle import Completion
+    keys = []
+    for _ in range(n):
+        [job] = claim(1, queues=[queue])
+        keys += keys_in_claim_order([job])
+        services.complete_many([Completion(job.id, job.lease_token, job.worker_id, {})])
+    return keys
+
+
+def test_under_a_limit_claims_of_one_job_still_take_turns_remembering_each_keys_starts():
+    backlog(a=6, b=3, c=3)
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 1)
+    assert one_at_a_time(8) == ["tenant:a", "tenant:b", "tenant:c", "tenant:a", "tenant:b",
+                                "tenant:c", "tenant:a", "tenant:b"]
+
+
+def test_under_a_limit_claims_of_one_job_give_a_weighted_key_its_turns():
+    backlog(a=8, b=3, c=3)
+    set_queue_fairness("fair", True)
+    set_fairness_weights("fair", {"tenant:a": 2})
+    services.set_queue_limit("fair", 1)
+    assert one_at_a_time(8) == ["tenant:a", "tenant:a", "tenant:b", "tenant:c", "tenant:a",
+                                "tenant:a", "tenant:b", "tenant:c"]
+
+
+def test_under_a_type_limit_an_aged_job_still_goes_first():
+    low = enqueue("noop", queue="aging", priority=0)
+    _aged(low, 100)
+    high = enqueue_many([{"type": "noop", "queue": "aging", "priority": 5}] * 3)
+    set_queue_aging("aging", 10)
+    services.set_queue_limit("aging", 2)
+    assert [c.id for c in claim(4, queues=["aging"])] == [low.id, high[0].id]
+
+
+def test_a_fair_queue_under_limits_is_claimed_by_the_limited_fair_statement(monkeypatch):
+    backlog(queue="fair")
+    backlog(queue="plain")
+    set_queue_fairness("fair", True)
+    services.set_queue_limit("fair", 2)
+    services.set_queue_limit("plain", 2)
+    ran = []
+    fetch_all = db.fetch_all
+    monkeypatch.setattr(db, "fetch_all", lambda statement, params: (
+        ran.append(statement), fetch_all(statement, params))[1])
+    by_queue = "AND queue = ANY(%(queues)s::text[])"
+    assert len(claim(4, queues=["plain"])) == 2
+    assert sql.CLAIM_LIMITED.format(queue_filter=by_queue) in ran
+    assert len(claim(4, queues=["fair"])) == 2
+    assert sql.CLAIM_LIMITED_FAIR.format(queue_filter=by_queue) in ran
 
 
 # -- the plain claim stays as it is -------------------------------------------------------------

@@ -63,6 +63,27 @@ def test_queue_status_on_an_empty_queue(capsys):
     out = capsys.readouterr().out
     assert "Queued depth: 0" in out and "Workers alive: 0 process(es)" in out
     assert "Paused queues: none" in out
+    assert "Rate limits: none" in out
+    assert "Claim order (fair shares, aging): plain for every queue" in out
+
+
+@pytest.mark.django_db
+def test_queue_status_shows_fair_shares_weights_aging_and_rate_limits(capsys):
+    services.enqueue("noop", queue="exports", fairness_key="tenant:a")
+    services.enqueue("noop", queue="reports")
+    services.set_queue_fairness("exports", True)
+    services.set_fairness_weights("exports", {"tenant:big": 4, "tenant:*": 2})
+    services.set_queue_aging("reports", 30, aging_max_priority=50)
+    services.set_rate_limit(queue="exports", max_starts=20, period_seconds=1)
+    services.claim(worker_ids=["host-a-1-1"], queues=["exports"])
+
+    call_command("queue_status")
+    out = capsys.readouterr().out
+
+    assert "Rate limits: queue:exports=20/1s (used 1)" in out
+    assert "  exports  turns by fairness key; weights tenant:*=2, tenant:big=4" in out
+    assert ("  reports  priority, then oldest first; aging +1 priority per 30 s waited, "
+            "up to 50") in out
 
 
 # Without the `metrics` extra: a Python where `import prometheus_client` fails, as on the core

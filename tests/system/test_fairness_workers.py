@@ -4,6 +4,11 @@ Fair shares: tenant A enqueues 5,000 jobs, then tenants B and C 10 each; one pro
 (one process, one thread) takes them round-robin by fairness key, so every B and C job starts
 before A's 60th job after them. With the queue not fair, the same backlog runs A's jobs first.
 
+Under a concurrency limit: the same turns on two processes of two threads each, with the
+queue limited to two running jobs (the limited claim, in the fair order): every B and C job
+starts before A's 60th after them, and no more than two jobs ever run at once (from the
+start and end each handler body logs, on the database clock).
+
 Aging: a stream of priority-10 jobs, arriving faster than two threads run them, keeps a
 backlog; a priority-0 job in a queue that ages its jobs every N seconds is claimed ahead of
 every priority-10 job that became due 10 x N seconds or more after it (the bound
@@ -13,8 +18,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from django_pg_jobqueue import enqueue, enqueue_many, set_queue_aging, set_queue_fairness
+from django_pg_jobqueue import (
+    enqueue,
+    enqueue_many,
+    set_queue_aging,
+    set_queue_fairness,
+    set_queue_limit,
+)
 from django_pg_jobqueue.models import Job
+from tests.handlers import serial_handlers  # noqa: F401  (registers `key_probe` in this process)
+from tests.system.test_concurrency_keys_workers import intervals, most_at_once
 from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
@@ -26,8 +39,8 @@ ENV = {"JOB_WORKER_LOG_LEVEL": "WARNING", "JOB_SHUTDOWN_GRACE_SECONDS": "2"}
 def workers():
     procs = []
 
-    def start(*args: str):
-        procs.append(spawn_workers(*args, env=ENV))
+    def start(*args: str, env: dict | None = None):
+        procs.append(spawn_workers(*args, env={**ENV, **(env or {})}))
 
     yield start
     stop_workers(*procs)
@@ -56,6 +69,30 @@ def test_one_lane_takes_turns_by_key_so_b_and_c_do_not_wait_behind_a_backlog(wor
     last_other = max(Job.objects.filter(pk__in=other_ids).values_list("started_at", flat=True))
     # Round-robin: about one of A's jobs per turn of B and C, never sixty.
     assert _a_started_before(a_ids, last_other) < 60
+
+
+def test_under_a_concurrency_limit_two_processes_take_turns_by_key_within_the_limit(workers):
+    probe = {"type": "key_probe", "queue": "limited", "payload": {"seconds": 0.005}}
+    a_ids = [j.id for j in enqueue_many([{**probe, "fairness_key": "tenant:a"}] * 2000)]
+    other_ids = [j.id for j in enqueue_many([{**probe, "fairness_key": f"tenant:{t}"}
+                                             for t in ("b", "c") for _ in range(10)])]
+    set_queue_fairness("limited", True)
+    set_queue_limit("limited", 2)
+
+    env = {"JOB_EXTRA_HANDLER_MODULES": "tests.handlers.serial_handlers"}
+    workers("--queues", "limited", "--threads", "2", env=env)
+    workers("--queues", "limited", "--threads", "2", env=env)
+    wait_until_jobs("succeeded", id__in=other_ids, timeout=120)
+
+    last_other = max(Job.objects.filter(pk__in=other_ids).values_list("started_at", flat=True))
+    a_first = _a_started_before(a_ids, last_other)
+    print(f"A's jobs started before the last of B's and C's: {a_first}")
+    assert a_first < 60
+    started = list(Job.objects.filter(queue="limited", started_at__isnull=False)
+                   .values_list("id", flat=True))
+    runs = [(s, e if e is not None else float("inf"))
+            for rs in intervals(started).values() for s, e in rs]
+    assert most_at_once(runs) <= 2, "the queue's limit of two was exceeded"
 
 
 def test_without_fairness_the_same_backlog_runs_a_first(workers):

@@ -42,7 +42,8 @@ ENQUEUE = """
 import json
 from django.contrib.auth.models import User
 from django.test import Client
-from django_pg_jobqueue import enqueue, enqueue_many, pause_queue, resume_queue, shards
+from django_pg_jobqueue import (enqueue, enqueue_many, pause_queue, resume_queue,
+                                set_queue_aging, set_queue_fairness, shards)
 from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.models import Job, QueueSetting
 
@@ -103,6 +104,12 @@ out["paused"] = [list(QueueSetting.objects.using(alias).filter(paused=True)
                       .values_list("queue", flat=True))
                  for alias in ("default", "shard_b", "shard_c")]
 resume_queue("video")
+# And so are its fair shares and aging.
+set_queue_fairness("video", True)
+set_queue_aging("video", 30)
+out["ordered"] = [list(QueueSetting.objects.using(alias).filter(fair=True, aging_seconds=30)
+                       .values_list("queue", flat=True))
+                  for alias in ("default", "shard_b", "shard_c")]
 print(json.dumps(out))
 """
 
@@ -183,6 +190,7 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert enqueued["after_errors"][2][2] == 1  # the item that names another shard's
         assert enqueued["api"] == [200, "thumbs", 200, "cancelled", 200, "queued", 404]
         assert enqueued["paused"] == [[], [], ["video"]]
+        assert enqueued["ordered"] == [[], [], ["video"]]
         assert enqueued["listed"] == [PER_QUEUE + 1, 0, 400, ["shard"]]
 
         expected = {alias: len(found) for alias, found in ids.items()}

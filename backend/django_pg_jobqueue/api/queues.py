@@ -6,6 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from .. import conf, db, merged, selectors, services, shards
+from ..arguments import check_fairness_weights
+from ..exceptions import InvalidJobArgument
 from .base import JobQueueViewSet
 from .fields import ISODateTimeField, StrictSerializer, queue_name_field
 from .metrics import _CountsByStatus
@@ -31,6 +33,10 @@ class QueueSerializer(serializers.Serializer):
                                    "seconds it has been due (null: no aging).")
     aging_max_priority = serializers.IntegerField(
         allow_null=True, help_text="The highest priority aging raises a job to (null: 100).")
+    fairness_weights = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Turns per round of each weighted fairness key (a key as stored, or a "
+                  "prefix ending in `*`) in a fair queue; a key not named takes 1.")
     queued = serializers.IntegerField(help_text="Queued jobs, due now or later.")
     runnable = serializers.IntegerField(help_text="Queued jobs that are due now.")
     running = serializers.IntegerField()
@@ -54,6 +60,19 @@ class QueueUpdateSerializer(StrictSerializer):
     aging_max_priority = serializers.IntegerField(
         allow_null=True, help_text="The cap of aging (-100 to 100; null or left out: 100). "
                                    "Needs aging_seconds.")
+    fairness_weights = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        help_text="Turns per round (1 to 100) of each fairness key named (a key as stored, or "
+                  "a prefix ending in `*`: a key's own name counts first, then the longest "
+                  "prefix it starts with; else 1); null removes the key's weight; keys not "
+                  "named keep theirs.")
+
+    def validate_fairness_weights(self, value):
+        # The service's own check (arguments.py), run before any of the body is written.
+        try:
+            return check_fairness_weights(value)
+        except InvalidJobArgument as exc:
+            raise serializers.ValidationError(exc.detail) from exc
 
 
 class _QueueWorker(serializers.Serializer):
@@ -84,7 +103,8 @@ def _queue_name(value) -> str:
 
 
 _QUEUE_EXAMPLE = {"name": "reports", "paused": False, "concurrency_limit": 2, "fair": False,
-                  "aging_seconds": None, "aging_max_priority": None, "queued": 120,
+                  "aging_seconds": None, "aging_max_priority": None, "fairness_weights": {},
+                  "queued": 120,
                   "runnable": 118, "running": 2}
 
 
@@ -123,7 +143,8 @@ class QueueViewSet(JobQueueViewSet):
         responses={200: OpenApiResponse(QueueSerializer(many=True), examples=[OpenApiExample(
             "queues", response_only=True, value=[
                 {"name": "default", "paused": False, "concurrency_limit": None, "fair": True,
-                 "aging_seconds": 30.0, "aging_max_priority": None, "queued": 3,
+                 "aging_seconds": 30.0, "aging_max_priority": None,
+                 "fairness_weights": {"tenant:big": 4}, "queued": 3,
                  "runnable": 3, "running": 1},
                 {**_QUEUE_EXAMPLE, "paused": True}])]),
             **errors(401, 403, 503)},
@@ -152,7 +173,8 @@ class QueueViewSet(JobQueueViewSet):
         description="At most `concurrency_limit` of the queue's jobs run at once, across every "
                     "worker process, enforced inside the claim; null removes the limit. "
                     "`fair`: claims take turns by fairness key; `aging_seconds` and "
-                    "`aging_max_priority`: priority aging (docs/how-to/fairness.md); a bad "
+                    "`aging_max_priority`: priority aging; `fairness_weights`: the turns per "
+                    "round of the keys named (docs/how-to/fairness.md); a bad "
                     "value is a 400 naming the field, and nothing changes. "
                     "Workers see the change within a second. The queue must exist (see pause). "
                     "An empty body changes nothing. Needs change_queuesetting (the admin's "
@@ -161,7 +183,10 @@ class QueueViewSet(JobQueueViewSet):
         examples=[OpenApiExample("limit", request_only=True, value={"concurrency_limit": 2}),
                   OpenApiExample("no limit", request_only=True, value={"concurrency_limit": None}),
                   OpenApiExample("fair, aging", request_only=True,
-                                 value={"fair": True, "aging_seconds": 30})],
+                                 value={"fair": True, "aging_seconds": 30}),
+                  OpenApiExample("weights", request_only=True,
+                                 value={"fair": True,
+                                        "fairness_weights": {"tenant:big": 4, "tenant:*": 2}})],
         responses={200: _queue_response("The queue, as it is now."),
                    **errors(400, 401, 403, 404, 503)},
     )
@@ -170,12 +195,14 @@ class QueueViewSet(JobQueueViewSet):
         serializer = QueueUpdateSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         data, actor = serializer.validated_data, request.user.get_username()
-        # An empty patch changes nothing. Aging first: the one the service may refuse, so
-        # that a refused body changes nothing.
+        # An empty patch changes nothing. Aging first: the one the service may refuse (the
+        # weights are checked with the body), so that a refused body changes nothing.
         if "aging_seconds" in data or "aging_max_priority" in data:
             services.set_queue_aging(name, data.get("aging_seconds"),
                                      aging_max_priority=data.get("aging_max_priority"),
                                      actor=actor)
+        if "fairness_weights" in data:
+            services.set_fairness_weights(name, data["fairness_weights"], actor=actor)
         if "concurrency_limit" in data:
             services.set_queue_limit(name, data["concurrency_limit"], actor=actor)
         if "fair" in data:

@@ -36,6 +36,7 @@ from .operations import cancel, cancel_batch, edit, retry, run_now
 from .queues import (
     pause_queue,
     resume_queue,
+    set_fairness_weights,
     set_queue_aging,
     set_queue_fairness,
     set_queue_limit,
@@ -70,7 +71,7 @@ __all__ = [
     "log_message", "record_lease_lost", "record_leases_lost", "record_progress", "release_many", "release_unknown_type",
     "renew_locked", "renew_many", "settle_dead_process",
     "snooze", "cancel", "retry", "edit", "run_now", "rerun", "delete", "reap", "expire_overdue", "pause_queue", "resume_queue",
-    "set_queue_limit", "set_queue_fairness", "set_queue_aging", "set_rate_limit", "remove_rate_limit", "rate_limit", "RateLimiter",
+    "set_queue_limit", "set_queue_fairness", "set_queue_aging", "set_fairness_weights", "set_rate_limit", "remove_rate_limit", "rate_limit", "RateLimiter",
     "RateDecision", "adopt_prefetched", "forget_lost_workers", "heartbeat_many",
     "remove_stopped_workers", "record_stuck_handler",
     "take_leadership", "resign_leadership", "notify_newly_due_queues",

@@ -5,6 +5,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from .. import conf, db, sql
 from ..catalogue import RateLimitRow
@@ -22,9 +23,17 @@ _queue_limits: tuple[float, dict[str, int]] = (0.0, {})
 # time (job_rate_limits, read with the queue limits) over those JOB_RATE_LIMITS declares.
 _rate_limits: list[RateLimitRow] = []
 # The queues that are fair or age their jobs (sql.CLAIM_FAIR), read with the queue limits:
-# {queue: (fair, aging_seconds or None, aging_max_priority or None, whether a job without a
-# fairness key waits in it)}.
-_fair_queues: dict[str, tuple[bool, float | None, int | None, bool]] = {}
+# {queue: FairQueue}.
+_fair_queues: dict[str, "FairQueue"] = {}
+
+
+class FairQueue(NamedTuple):
+    """A queue that is fair or ages its jobs, as the claim reads it (sql.CLAIM_PROBES)."""
+    fair: bool
+    aging_seconds: float | None
+    aging_max_priority: int | None
+    unkeyed: bool  # a job without a fairness key waits in it
+    weights: dict[str, int]  # its fairness keys' weights (a key or a prefix ending in `*`)
 
 
 def queue_limits() -> dict[str, int]:
@@ -43,7 +52,8 @@ def _refresh_probes() -> tuple[dict[str, int], bool]:
     limits = {q: int(n) for q, n in (json.loads(raw) if isinstance(raw, str) else raw).items()}
     rates = json.loads(raw_rates) if isinstance(raw_rates, str) else raw_rates
     merged = conf.get().rate_limits_in_force(rates)
-    fair = {q: (bool(f), a, m, bool(unkeyed)) for q, f, a, m, unkeyed in
+    fair = {q: FairQueue(bool(f), a, m, bool(unkeyed), dict(weights or {}))
+            for q, f, a, m, unkeyed, weights in
             (json.loads(raw_fair) if isinstance(raw_fair, str) else raw_fair)}
     with _limits_lock:
         _queue_limits = (time.monotonic(), limits)
@@ -84,9 +94,8 @@ def limits_apply(queues: list[str] | tuple[str, ...] | None) -> bool:
     return bool(limited) and (queues is None or any(q in limited for q in queues))
 
 
-def fair_queues() -> dict[str, tuple[bool, float | None, int | None, bool]]:
-    """The queues that are fair or age their jobs, {queue: (fair, aging_seconds,
-    aging_max_priority, a job without a fairness key waits in it)}; cached like
+def fair_queues() -> dict[str, FairQueue]:
+    """The queues that are fair or age their jobs, {queue: FairQueue}; cached like
     queue_limits()."""
     queue_limits()  # refreshes them all when stale
     with _limits_lock:
@@ -94,21 +103,27 @@ def fair_queues() -> dict[str, tuple[bool, float | None, int | None, bool]]:
 
 
 def _fair_params(queues) -> dict | None:
-    """sql.CLAIM_FAIR's parameters for a claim over `queues` (None: every queue), or None
-    when no queue of them is fair or ages its jobs: then the claim is sql.CLAIM, unchanged."""
+    """sql.CLAIM_FAIR's (and CLAIM_LIMITED_FAIR's) parameters for a claim over `queues` (None:
+    every queue), or None when no queue of them is fair or ages its jobs: then the claim is
+    sql.CLAIM (CLAIM_LIMITED), unchanged."""
     covered = {q: v for q, v in fair_queues().items() if queues is None or q in queues}
     if not covered:
         return None
-    aging = [(q, a, m) for q, (_, a, m, _) in covered.items() if a is not None]
-    fair = [q for q, (is_fair, _, _, _) in covered.items() if is_fair]
+    aging = [(q, v.aging_seconds, v.aging_max_priority) for q, v in covered.items()
+             if v.aging_seconds is not None]
+    fair = [q for q, v in covered.items() if v.fair]
     # Rows without a turn of their own to look for (sql.CLAIM_FAIR): the claim covers a queue
     # that is not fair, or a fair queue with a job without a key waiting.
     unkeyed = (queues is None or any(q not in fair for q in queues)
-               or any(covered[q][3] for q in fair))
+               or any(covered[q].unkeyed for q in fair))
+    weights = [(q, name, turns) for q in fair for name, turns in covered[q].weights.items()]
     return {"fair_queues": fair, "unkeyed": unkeyed,
             "aging_queues": [q for q, _, _ in aging],
             "aging_seconds": [float(a) for _, a, _ in aging],
-            "aging_caps": [m for _, _, m in aging], "priority_max": PRIORITY_MAX}
+            "aging_caps": [m for _, _, m in aging], "priority_max": PRIORITY_MAX,
+            "fair_weight_queues": [q for q, _, _ in weights],
+            "fair_weight_names": [n for _, n, _ in weights],
+            "fair_weights": [int(t) for _, _, t in weights]}
 
 
 def fair_queues_known() -> bool:
@@ -122,8 +137,7 @@ def note_unkeyed_jobs(queues: set[str]) -> None:
     %(unkeyed)s). Costs nothing while no queue is fair or ages its jobs."""
     with _limits_lock:
         for queue in queues & _fair_queues.keys():
-            fair, aging_seconds, aging_max, _ = _fair_queues[queue]
-            _fair_queues[queue] = (fair, aging_seconds, aging_max, True)
+            _fair_queues[queue] = _fair_queues[queue]._replace(unkeyed=True)
 
 
 def forget_cached_limits() -> None:
@@ -222,7 +236,7 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     if global_rates:
         params.update(_rate_params(rates))
     locked = bool(limits) or global_rates
-    fair = None if locked else _fair_params(queues)
+    fair = _fair_params(queues)
     if fair is not None:
         params.update(fair)
     return keyed + _claim_unkeyed(queue_filter, params, limits, locked=locked, fair=fair is not None)
@@ -239,8 +253,9 @@ def _rate_params(rates: list[RateLimitRow]) -> dict:
 def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
                    locked: bool, fair: bool = False) -> list[ClaimedJob]:
     """`locked`: a concurrency or rate limit of a queue or a type applies (sql.CLAIM_LIMITED,
-    under CLAIM_LIMIT_LOCK_KEY); else, with `fair` (a queue of the claim is fair or ages its
-    jobs), sql.CLAIM_FAIR; else sql.CLAIM, exactly as without limits."""
+    under CLAIM_LIMIT_LOCK_KEY); `fair`: a queue of the claim is fair or ages its jobs
+    (sql.CLAIM_FAIR, or under limits sql.CLAIM_LIMITED_FAIR); else sql.CLAIM, exactly as
+    without limits."""
     statement = (sql.CLAIM_FAIR if fair else sql.CLAIM).format(queue_filter=queue_filter)
     if not locked and _pinned(queue_connection()):  # a lane's: one statement
         rows = db.fetch_all(statement, params)
@@ -259,7 +274,8 @@ def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
             )
             saved = db.fetch_all(sql.CLAIM_PREAMBLE_LIMITED,
                                  {"lock_key": sql.CLAIM_LIMIT_LOCK_KEY})[0]
-            rows = db.fetch_all(sql.CLAIM_LIMITED.format(queue_filter=queue_filter), params)
+            limited = sql.CLAIM_LIMITED_FAIR if fair else sql.CLAIM_LIMITED
+            rows = db.fetch_all(limited.format(queue_filter=queue_filter), params)
         if nested:  # the settings would outlive the claim, until the caller's commit
             old_values = saved[0:2 * len(sql.CLAIM_PLANNER_SETTINGS):2]  # (old, new) pairs
             db.fetch_all(sql.CLAIM_PLANNER_RESTORE, {"values": list(old_values)})

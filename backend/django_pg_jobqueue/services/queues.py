@@ -14,23 +14,24 @@ A setting that no longer says anything (resumed, no limit) for a queue that noth
 exist is removed: that is how a phantom queue left by an older version disappears.
 """
 from .. import conf, db, sql
-from ..arguments import check_aging, type_error
+from ..arguments import check_aging, check_fairness_weights, type_error
 from ..catalogue import queue_exists
 from ..db import atomic as queue_atomic
-from ..exceptions import QueueNotFound
+from ..exceptions import InvalidJobArgument, QueueNotFound
 from ..models import QueueSetting, TxNow
-from ..states import AuditTarget, OperatorAction
+from ..states import MAX_FAIRNESS_WEIGHTS, AuditTarget, OperatorAction
 from . import audit_log
 from .shards import on_queue_shard
 
 # What a queue without a setting row is: running, no limit.
-_NO_SETTING = {"paused": False, "concurrency_limit": None, "fair": False,
-               "aging_seconds": None, "aging_max_priority": None}
+_NO_SETTING: dict[str, object] = {"paused": False, "concurrency_limit": None, "fair": False,
+               "aging_seconds": None, "aging_max_priority": None, "fairness_weights": {}}
 
 
-def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> QueueSetting:
+def _update_queue(queue: str, action: OperatorAction, actor: str, *,
+                  audit: dict | None = None, **fields) -> QueueSetting:
     """Write the queue's setting and, if it changed, the audit log's entry (old and new values
-    of what changed), in one transaction on the queue's database."""
+    of what changed, or `audit` when given), in one transaction on the queue's database."""
     with queue_atomic():
         if not queue_exists(queue):
             raise QueueNotFound(queue)
@@ -42,7 +43,8 @@ def _update_queue(queue: str, action: OperatorAction, actor: str, **fields) -> Q
         changed = {name: [old[name], value] for name, value in fields.items()
                    if old[name] != value}
         if changed:
-            audit_log.record(action, AuditTarget.QUEUE, queue, actor=actor, data=changed)
+            audit_log.record(action, AuditTarget.QUEUE, queue, actor=actor,
+                             data=changed if audit is None else audit)
         says_nothing = all(getattr(setting, name) == value for name, value in _NO_SETTING.items())
         if says_nothing and not queue_exists(queue, setting_counts=False):
             setting.delete()  # says nothing, for a queue nothing else makes exist
@@ -78,6 +80,7 @@ def set_queue_limit(queue: str, concurrency_limit: int | None, *,
                          concurrency_limit=concurrency_limit)
 
 
+@on_queue_shard
 def set_queue_fairness(queue: str, fair: bool, *, actor: str = "") -> QueueSetting:
     """Claims take this queue's jobs round-robin across their fairness keys (True), or in
     plain claim order (False). QueueNotFound if the queue does not exist;
@@ -88,6 +91,7 @@ def set_queue_fairness(queue: str, fair: bool, *, actor: str = "") -> QueueSetti
     return _update_queue(queue, OperatorAction.SET_QUEUE_FAIRNESS, actor, fair=fair)
 
 
+@on_queue_shard
 def set_queue_aging(queue: str, aging_seconds: float | None, *,
                     aging_max_priority: int | None = None, actor: str = "") -> QueueSetting:
     """A queued job of this queue counts as one priority higher for every `aging_seconds` it
@@ -97,3 +101,33 @@ def set_queue_aging(queue: str, aging_seconds: float | None, *,
     aging_seconds, aging_max_priority = check_aging(aging_seconds, aging_max_priority)
     return _update_queue(queue, OperatorAction.SET_QUEUE_AGING, actor,
                          aging_seconds=aging_seconds, aging_max_priority=aging_max_priority)
+
+
+@on_queue_shard
+def set_fairness_weights(queue: str, weights: dict[str, int | None], *,
+                         actor: str = "") -> QueueSetting:
+    """In this queue, when fair, the jobs of each fairness key named in `weights` take that
+    many turns per round (a key's n-th job is in turn ceil(n / weight)); None removes the
+    key's weight; keys not named keep theirs. A key is named as stored, or as a prefix
+    ending in `*` (`tenant:*`): a key takes the weight of its own name, else of the longest
+    prefix it starts with, else 1. QueueNotFound if the queue does not exist;
+    InvalidJobArgument naming `fairness_weights` for a bad key or weight, or for more than
+    MAX_FAIRNESS_WEIGHTS weighted keys. Workers follow within a second
+    (docs/how-to/fairness.md). The audit log's entry: {key: [old weight, new weight]} for
+    each weight changed (None: no weight of its own)."""
+    weights = check_fairness_weights(weights)
+    with queue_atomic():
+        if not queue_exists(queue):
+            raise QueueNotFound(queue)
+        # The row first (if missing), then locked: two operators' weights for one queue are
+        # written one after the other, neither lost.
+        QueueSetting.objects.get_or_create(queue=queue)
+        old = QueueSetting.objects.select_for_update().get(queue=queue).fairness_weights
+        new = {k: v for k, v in old.items() if k not in weights}
+        new.update((k, v) for k, v in weights.items() if v is not None)
+        if len(new) > MAX_FAIRNESS_WEIGHTS:
+            raise InvalidJobArgument("fairness_weights", f"at most {MAX_FAIRNESS_WEIGHTS} "
+                                                         f"weighted keys per queue")
+        changes = {k: [old.get(k), v] for k, v in weights.items() if old.get(k) != v}
+        return _update_queue(queue, OperatorAction.SET_FAIRNESS_WEIGHTS, actor, audit=changes,
+                             fairness_weights=new)

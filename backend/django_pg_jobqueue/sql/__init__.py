@@ -1,7 +1,7 @@
 """Every hand-written SQL statement of the package, each named and commented (tests/contracts/test_layout.py
 finds any written elsewhere, migrations aside), in one module per aggregate:
 
-- claim: the claim statements (plain, under queue and type limits, by concurrency key), the
+- claim: the claim statements (plain, fair, under queue and type limits, by concurrency key), the
   planner settings they run under and the probes that choose between them;
 - lifecycle: what a worker writes about the jobs it holds (complete, fail, release, snooze,
   renew, progress, log, a refused write's trace, adoption of a prefetched job) and the reaper's

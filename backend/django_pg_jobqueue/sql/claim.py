@@ -1,9 +1,10 @@
 """The claim: queued -> running, one statement a batch (services/claiming.py).
 
 CLAIM takes any queued job; CLAIM_FAIR, while a queue it covers is fair or ages its jobs,
-the same in the order of fair shares and priority aging; CLAIM_LIMITED, while a queue or a job type has a concurrency
-limit, takes only what fits under them; CLAIM_KEYED_LOCK_KEYS and CLAIM_KEYED take jobs that
-have a concurrency key. Every variant runs under CLAIM_PLANNER_SETTINGS (why: below), and
+the same in the order of fair shares and priority aging; CLAIM_LIMITED, while a queue or a
+job type has a concurrency or rate limit, takes only what fits under them (CLAIM_LIMITED_FAIR:
+the same in the fair order); CLAIM_KEYED_LOCK_KEYS and CLAIM_KEYED take jobs that have a
+concurrency key (in the plain order). Every variant runs under CLAIM_PLANNER_SETTINGS (why: below), and
 CLAIM_PROBES tells services/claiming.py which variants it needs.
 """
 
@@ -104,13 +105,17 @@ SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th 
 _CLAIM_TAIL = _CLAIM_UPDATE + _CLAIM_RETURN
 # Under rate limits: the same, and each claimed job's starts written to the starts log, one row
 # per rate limit it counted against (`picked`'s queue_scope, type_scope and key_scope), at the
-# claim's now(), which is also the job's started_at.
+# claim's now(), which is also the job's started_at; and one for its fairness key's turns in a
+# fair queue (fair_scope: CLAIM_LIMITED_FAIR's memory of the turns taken, see there), at the
+# clock's time: it orders those claims as their lock does (a claim's now() is its
+# transaction's start, possibly before an earlier claim's, if it waited for the lock).
 _CLAIM_TAIL_COUNTING_STARTS = _CLAIM_UPDATE + """,
 rate_starts AS (
     INSERT INTO job_rate_starts (scope, started_at, weight)
-    SELECT s.scope, now(), p.weight
+    SELECT s.scope, s.at, p.weight
     FROM claimed c JOIN picked p ON p.id = c.id,
-         LATERAL (VALUES (p.queue_scope), (p.type_scope), (p.key_scope)) AS s(scope)
+         LATERAL (VALUES (p.queue_scope, now()), (p.type_scope, now()), (p.key_scope, now()),
+                         (p.fair_scope, clock_timestamp())) AS s(scope, at)
     WHERE s.scope IS NOT NULL
 )""" + _CLAIM_RETURN
 
@@ -132,29 +137,37 @@ WITH picked AS (
 """ + _CLAIM_TAIL
 
 # --- the fair claim: fair shares and priority aging (docs/how-to/fairness.md) ----------------
-# Used instead of CLAIM (never instead of CLAIM_LIMITED or CLAIM_KEYED) while a queue the claim
-# covers is fair (job_queue_settings.fair) or ages its jobs (aging_seconds); CLAIM itself stays
-# as it is, so a queue that uses neither pays nothing. Two changes of order, both within a
-# queue:
+# Used instead of CLAIM while a queue the claim covers is fair (job_queue_settings.fair) or ages
+# its jobs (aging_seconds); under concurrency or rate limits CLAIM_LIMITED_FAIR takes the same
+# order (below). CLAIM itself stays as it is, so a queue that uses neither pays nothing. Two
+# changes of order, both within a queue:
 # - Fair shares: within one (effective) priority, the jobs of a fair queue take turns by
-#   fairness key: the n-th job of every key before the (n+1)-th of any (`turn`), so a key with
-#   one job waits behind at most one job of each other key, however long their backlogs. The
-#   keyless jobs of a fair queue share one turn, and so do the jobs of a queue that is not
-#   fair (in a claim over several queues).
+#   fairness key: a key of weight w (job_queue_settings.fairness_weights; 1 unless named) has
+#   its n-th job in turn ceil(n / w) (`turn`), so each round gives every key its weight in
+#   jobs, and a key with one job waits behind at most w jobs of each other key of weight w,
+#   however long their backlogs. The keyless jobs of a fair queue share one turn (weight 1),
+#   and so do the jobs of a queue that is not fair (in a claim over several queues).
 # - Priority aging: a job of an aging queue counts as priority + one per aging_seconds it has
 #   been due, up to the queue's cap (never below its own priority): `eff`.
 # Order: eff DESC, turn, then the usual due time, creation, id.
+# Turns are counted among the jobs waiting at this claim: a batch takes them in turns, but
+# consecutive claims of one job each start again from turn 1, where the key whose first job
+# is due first wins. CLAIM_LIMITED_FAIR remembers the turns taken (it runs under a lock, so
+# its log of them is exact); this claim runs unlocked and concurrently, and writes nothing.
 #
 # How it stays cheap on a long backlog: no window over every queued row. Each fair queue's
 # (key, priority) pairs with a job queued (`fair_groups`) and the distinct priorities in use
 # (`priorities`) are found by skip scans (one index probe each, on jobs_fair_claim_order_idx
-# and jobs_claim_order_idx); then each pair, and each priority for the rows without a key's
-# turn, gives its first %(limit)s rows in due order by an index range scan (a prefix of
-# equalities; a key's priority compared as `priority::int`, the fair index's column, which no
-# other index has, so no statistics can send that lookup down jobs_claim_order_idx). Within
-# one such group eff and turn both follow the due order, so those rows hold every row the
-# batch can take from it. Cost: two probes per (key, priority) pair, reading up to %(limit)s
-# rows each, and a sort of what they read.
+# and jobs_claim_order_idx); each pair's weight is looked up once (`weighted_groups`: the
+# weights of %(fair_weight_queues)s, %(fair_weight_names)s, %(fair_weights)s, a name or a
+# prefix ending in `*`, the name first, then the longest prefix); then each pair, and each
+# priority for the rows without a key's turn, gives its first %(limit)s rows in due order by
+# an index range scan (a prefix of equalities; a key's priority compared as `priority::int`,
+# the fair index's column, which no other index has, so no statistics can send that lookup
+# down jobs_claim_order_idx). Within one such group eff and turn both follow the due order,
+# so those rows hold every row the batch can take from it. Cost: two probes per (key,
+# priority) pair, reading up to %(limit)s rows each, and a sort of what they read; weights
+# add one lookup per pair in the (small) list of weights.
 # Pitfall: the rows without a turn of their own (jobs of a queue that is not fair, and a fair
 # queue's jobs without a key) are found on jobs_claim_order_idx, past a fair queue's keyed rows
 # of the same priority due before them: a walk of its backlog. So that a lane over fair queues
@@ -162,15 +175,35 @@ WITH picked AS (
 # covers a queue that is not fair, or a fair queue in which CLAIM_PROBES (once a second) found
 # a job without a key waiting. Keep a fair queue's jobs keyed, and its lanes to fair queues.
 #
-# Locking: the candidates are read without locks, ordered, and only then locked one by one
-# in that order (a primary-key probe each), FOR UPDATE SKIP LOCKED, up to %(limit)s: a row
-# another claimer took meanwhile is skipped (the lock re-checks `status = 'queued'` on its
-# newest version), so no claimer waits on another, and no row is locked that the batch does
-# not take.
-CLAIM_FAIR = """
-WITH RECURSIVE aging AS (
+# The order is one fragment (_fair_order, CTE `ordered`: the candidates unlocked, each with
+# its place `o`), which CLAIM_FAIR and CLAIM_LIMITED_FAIR both read; `limited_filter`: the
+# limited claim's "its queue or type is full" conditions, or nothing.
+def _fair_order(limited_filter: str, *, remember: bool = False) -> str:
+    # With `remember` (CLAIM_LIMITED_FAIR): each (key, priority) pair's turns already taken
+    # (`taken`, from the starts log), else none.
+    memory = """,
+last_served AS MATERIALIZED (  -- each pair's key's last start, one probe (not one per use)
+    SELECT g.*, (SELECT max(s.started_at) FROM job_rate_starts s
+                 WHERE s.scope = 'fair:' || g.queue || ' ' || g.k) AS last_start
+    FROM weighted_groups g
+),
+served AS MATERIALIZED (
+    SELECT g.*, (SELECT count(*) FROM (
+        SELECT 1 FROM job_rate_starts s
+        WHERE s.scope = 'fair:' || g.queue || ' ' || g.k AND s.started_at > g.since
+        LIMIT %(window)s) t) AS taken
+    FROM (SELECT g.*, min(COALESCE(g.last_start, '-infinity')) OVER (
+              PARTITION BY g.queue COLLATE "C", g.p) AS since
+          FROM last_served g) g
+)""" if remember else """,
+served AS (SELECT g.*, 0 AS taken FROM weighted_groups g)"""
+    return """aging AS (
     SELECT * FROM unnest(%(aging_queues)s::text[], %(aging_seconds)s::float8[],
                          %(aging_caps)s::int[]) AS a(queue, seconds, cap)
+),
+fair_weights AS (
+    SELECT * FROM unnest(%(fair_weight_queues)s::text[], %(fair_weight_names)s::text[],
+                         %(fair_weights)s::int[]) AS w(queue, name, turns)
 ),
 priorities(p) AS (
     (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)
@@ -191,27 +224,38 @@ fair_groups(queue, k, p) AS (
           AND (fairness_key, priority::int) > (g.k, g.p)
         ORDER BY fairness_key, priority::int LIMIT 1) nxt
 ),
-candidates AS (
-    SELECT c.*, g.k AS share FROM fair_groups g, LATERAL (
-        SELECT id, queue, priority, available_at, created_at FROM jobs
+weighted_groups AS MATERIALIZED (  -- each pair's weight looked up once, not per row
+    SELECT g.*, COALESCE((
+        SELECT w.turns FROM fair_weights w
+        WHERE w.queue = g.queue
+          AND (w.name = g.k OR (right(w.name, 1) = '*' AND starts_with(g.k, left(w.name, -1))))
+        ORDER BY w.name = g.k DESC, length(w.name) DESC
+        LIMIT 1), 1) AS turns
+    FROM fair_groups g
+)""" + memory + """,
+heads AS (
+    SELECT c.*, g.k AS share, g.turns, g.taken FROM served g, LATERAL (
+        SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND queue = g.queue AND fairness_key = g.k
           AND priority::int = g.p AND available_at <= now() {queue_filter}
           AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + (
+        limited_filter) + """
         ORDER BY available_at, created_at, id
         LIMIT %(limit)s
     ) c
     UNION ALL
-    SELECT c.*, NULL FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see below
-        SELECT id, queue, priority, available_at, created_at FROM jobs
+    SELECT c.*, NULL, 1, 0 FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see above
+        SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND priority = pr.p AND available_at <= now() {queue_filter}
           AND (fairness_key IS NULL OR queue <> ALL(%(fair_queues)s::text[]))  -- no turn
           AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + (
+        limited_filter) + """
         ORDER BY available_at, created_at, id
         LIMIT %(limit)s
     ) c
@@ -222,26 +266,40 @@ aged AS (
                      ELSE GREATEST(c.priority, LEAST(COALESCE(a.cap, %(priority_max)s),
                          c.priority + floor(extract(epoch FROM now() - c.available_at)
                                             / a.seconds)::int)) END AS eff
-    FROM candidates c LEFT JOIN aging a ON a.queue = c.queue
+    FROM heads c LEFT JOIN aging a ON a.queue = c.queue
 ),
 ordered AS (
-    SELECT id, row_number() OVER (ORDER BY eff DESC, turn, available_at, created_at, id) AS o
+    SELECT t.*, row_number() OVER (ORDER BY eff DESC, turn, available_at, created_at, id) AS o
     FROM (
-        -- COLLATE "C": the partition only groups equal names, which needs no locale's order
-        SELECT *, row_number() OVER (PARTITION BY queue COLLATE "C", eff, share COLLATE "C"
-                                     ORDER BY available_at, created_at, id) AS turn
+        -- COLLATE "C": the partition only groups equal names, which needs no locale's order.
+        -- A key's n-th job, of weight w, after t turns taken, in turn ceil((t + n) / w):
+        -- (t + n + w - 1) / w in integers.
+        SELECT *, (row_number() OVER (PARTITION BY queue COLLATE "C", eff, share COLLATE "C"
+                                      ORDER BY available_at, created_at, id) + taken + turns - 1)
+                  / turns AS turn
         FROM aged
     ) t
-),
-picked AS (
-    SELECT id, row_number() OVER () AS n
-    FROM (
-        SELECT l.id FROM (SELECT id, o FROM ordered ORDER BY o) o, LATERAL (
+)"""
+
+
+# Locking: the candidates are read without locks, ordered, and only then locked one by one
+# in that order (a primary-key probe each), FOR UPDATE SKIP LOCKED, up to %(limit)s: a row
+# another claimer took meanwhile is skipped (the lock re-checks `status = 'queued'` on its
+# newest version), so no claimer waits on another, and no row is locked that the batch does
+# not take.
+_LOCKED_IN_FAIR_ORDER = """SELECT o.* FROM (SELECT * FROM ordered ORDER BY o) o, LATERAL (
             -- IS NOT DISTINCT FROM: the same test as `=` here (status is never NULL), which no
             -- partial index of queued rows matches, so the primary key serves the lookup
             SELECT id FROM jobs WHERE jobs.id = o.id AND status IS NOT DISTINCT FROM 'queued'
             FOR UPDATE SKIP LOCKED) l
-        ORDER BY o.o  -- the subquery's order: each row locked as the LIMIT asks for it
+        ORDER BY o.o  -- the subquery's order: each row locked as the LIMIT asks for it"""
+
+CLAIM_FAIR = """
+WITH RECURSIVE """ + _fair_order("") + """,
+picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        """ + _LOCKED_IN_FAIR_ORDER + """
         LIMIT %(limit)s
     ) AS locked
 ),
@@ -301,38 +359,46 @@ rate_weights AS (
     SELECT * FROM unnest(%(weight_types)s::text[], %(weight_values)s::int[]) AS w(type, weight)
 )"""
 # Each candidate's rank within its queue and within its type, in claim order (CTE `ranked`,
-# from `candidates` c; {key_rank}: another rank, or nothing).
+# from `candidates` c; {key_rank}: another rank, or nothing; {order}: the claim order, as
+# _claim_order("c.") gives it).
 # The weight of the starts before it, its own included, within its queue and type (queue_weight,
 # type_weight) for the rate limits.
 _RANKED = """ranked AS (
     SELECT c.*,{key_rank}
-           row_number() OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
-                                                            c.created_at, c.id) AS queue_rank,
-           row_number() OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
-                                                           c.created_at, c.id) AS type_rank,
-           sum(c.weight) OVER (PARTITION BY c.queue ORDER BY c.priority DESC, c.available_at,
-                                                             c.created_at, c.id) AS queue_weight,
-           sum(c.weight) OVER (PARTITION BY c.type ORDER BY c.priority DESC, c.available_at,
-                                                            c.created_at, c.id) AS type_weight
+           row_number() OVER (PARTITION BY c.queue ORDER BY {order}) AS queue_rank,
+           row_number() OVER (PARTITION BY c.type ORDER BY {order}) AS type_rank,
+           sum(c.weight) OVER (PARTITION BY c.queue ORDER BY {order}) AS queue_weight,
+           sum(c.weight) OVER (PARTITION BY c.type ORDER BY {order}) AS type_weight
     FROM (SELECT c.*, COALESCE((SELECT w.weight FROM rate_weights w WHERE w.type = c.type), 1)
                       AS weight
           FROM candidates c OFFSET 0) c  -- OFFSET 0: each weight looked up once
 )"""
+
+
+def _claim_order(alias: str = "", fair: bool = False) -> str:
+    """The order the limited claims rank and pick in: the plain claim order, or with `fair`
+    the fair order's place (CTE `ordered`'s `o`, carried by CLAIM_LIMITED_FAIR's candidates)."""
+    if fair:
+        return f"{alias}o"
+    return f"{alias}priority DESC, {alias}available_at, {alias}created_at, {alias}id"
+
+
 # The ranked candidates that fit: the n-th of a queue (of a type) only if its running jobs + n
 # stay within the queue's (the type's) limit, and the weight of the window's starts + its
 # queue_weight (type_weight) within the queue's (the type's) rate limit; up to %(limit)s in
-# claim order, numbered n for _CLAIM_TAIL, with the scopes each start counts against for
+# claim order ({order} and {r_order}: _claim_order() and _claim_order("r.")), numbered n for
+# _CLAIM_TAIL, with the scopes each start counts against for
 # _CLAIM_TAIL_COUNTING_STARTS (CTE `picked`; {join} and {condition}: another limit's, or
-# nothing; {key_scope}: the key's scope, or NULL). A candidate passed over still counts in the
+# nothing; {key_scope}: the key's scope, or NULL; {fair_scope}: the fairness key's, or NULL). A candidate passed over still counts in the
 # ranks of those behind it: a batch may take fewer than fit, never more.
 _PICKED_WITHIN_LIMITS = """picked AS (
-    SELECT id, row_number() OVER (ORDER BY priority DESC, available_at, created_at, id) AS n,
-           weight, queue_scope, type_scope, key_scope
+    SELECT id, row_number() OVER (ORDER BY {order}) AS n,
+           weight, queue_scope, type_scope, key_scope, fair_scope
     FROM (
         SELECT r.*,
                CASE WHEN rq.max_starts IS NOT NULL THEN 'queue:' || r.queue END AS queue_scope,
                CASE WHEN rt.max_starts IS NOT NULL THEN 'type:' || r.type END AS type_scope,
-               {key_scope}::text AS key_scope
+               {key_scope}::text AS key_scope, {fair_scope}::text AS fair_scope
         FROM ranked r{join}
         LEFT JOIN limited_running q ON q.kind = 'queue' AND q.name = r.queue
         LEFT JOIN limited_running t ON t.kind = 'type' AND t.name = r.type
@@ -342,11 +408,21 @@ _PICKED_WITHIN_LIMITS = """picked AS (
           AND (t.max_running IS NULL OR t.n + r.type_rank <= t.max_running)
           AND (rq.max_starts IS NULL OR rq.used + r.queue_weight <= rq.max_starts)
           AND (rt.max_starts IS NULL OR rt.used + r.type_weight <= rt.max_starts)
-        ORDER BY r.priority DESC, r.available_at, r.created_at, r.id
+        ORDER BY {r_order}
         LIMIT %(limit)s
     ) allowed
 ),
 """
+
+# A candidate's queue or type whose running jobs (whose window) is full: its jobs are left
+# out, leaving the window to others (CLAIM_LIMITED's and CLAIM_LIMITED_FAIR's candidates).
+_NOT_FULL = """
+      AND NOT EXISTS (
+          SELECT 1 FROM limited_running l WHERE l.n >= l.max_running
+             AND CASE l.kind WHEN 'queue' THEN l.name = jobs.queue ELSE l.name = jobs.type END)
+      AND NOT EXISTS (  -- a queue or type whose window is full: its jobs leave the window to others
+          SELECT 1 FROM rate_used u WHERE u.used >= u.max_starts
+             AND CASE u.kind WHEN 'queue' THEN u.name = jobs.queue ELSE u.name = jobs.type END)"""
 
 CLAIM_LIMITED = """
 WITH """ + _LIMITED_RUNNING + """,
@@ -356,19 +432,54 @@ candidates AS (
       AND """ + _NOT_EXPIRED + """
       AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
       AND NOT EXISTS (
-          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
-      AND NOT EXISTS (
-          SELECT 1 FROM limited_running l WHERE l.n >= l.max_running
-             AND CASE l.kind WHEN 'queue' THEN l.name = jobs.queue ELSE l.name = jobs.type END)
-      AND NOT EXISTS (  -- a queue or type whose window is full: its jobs leave the window to others
-          SELECT 1 FROM rate_used u WHERE u.used >= u.max_starts
-             AND CASE u.kind WHEN 'queue' THEN u.name = jobs.queue ELSE u.name = jobs.type END)
+          SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + _NOT_FULL + """
     ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
     LIMIT %(window)s
     FOR UPDATE SKIP LOCKED
 ),
-""" + _RANKED.format(key_rank="") + """,
-""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL") + (
+""" + _RANKED.format(key_rank="", order=_claim_order("c.")) + """,
+""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL", fair_scope="NULL",
+                                  order=_claim_order(), r_order=_claim_order("r.")) + (
+    _CLAIM_TAIL_COUNTING_STARTS)
+
+# --- the limited claim in the fair order -----------------------------------------------------
+# Used instead of CLAIM_LIMITED while a queue it covers is fair or ages its jobs: the same
+# candidates as CLAIM_FAIR (the shared _fair_order, with the full queues and types left out as
+# CLAIM_LIMITED leaves them), locked one by one in the fair order up to %(window)s (SKIP
+# LOCKED, as CLAIM_FAIR locks), then ranked and picked within the limits in that order.
+# Exactness is CLAIM_LIMITED's: the same advisory lock (CLAIM_LIMIT_LOCK_KEY) before the
+# statement, whose snapshot counts the running jobs and the windows' starts after it; only
+# the order in which candidates are ranked changes, and a candidate passed over still counts
+# in the ranks of those behind it.
+# Memory of turns: a limit often frees one slot at a time, so each claim takes one job; turns
+# counted among the waiting jobs alone would then give every claim to the key whose head is
+# due first (its first waiting job is always in turn 1). So this claim remembers: each job it
+# starts of a key of a fair queue writes a row to the starts log (scope 'fair:<queue> <key>';
+# a queue name has no space), and a key's turns already taken (`served`.taken) are its starts
+# since the least recently served key of its queue and priority last started (`since`; a key
+# with no start kept: since ever), counted up to %(window)s: the key served least recently is
+# in turn 1, one served w times since (of weight w) in turn 2. Its n-th waiting job is then in
+# turn ceil((taken + n) / w). Cost: two probes of job_rate_starts_window_idx per (key,
+# priority) pair, reading up to %(window)s rows (that many only while a key with jobs waiting
+# has not been served since the log's pruning: then every other key's kept starts count). Exact for the same reason as the limits: every
+# claim that writes or reads these rows holds CLAIM_LIMIT_LOCK_KEY. The rows go with the
+# starts log's pruning (the longest rate period plus five minutes): a key not served for that
+# long counts as never served.
+CLAIM_LIMITED_FAIR = """
+WITH RECURSIVE """ + _LIMITED_RUNNING + """,
+""" + _fair_order(_NOT_FULL.replace("\n      ", "\n          "), remember=True) + """,
+candidates AS (
+    SELECT id, queue, type, priority, available_at, created_at, share, o FROM (
+        """ + _LOCKED_IN_FAIR_ORDER + """
+        LIMIT %(window)s
+    ) AS locked
+),
+""" + _RANKED.format(key_rank="", order=_claim_order("c.", fair=True)) + """,
+""" + _PICKED_WITHIN_LIMITS.format(join="", condition="", key_scope="NULL",
+                                  fair_scope="CASE WHEN r.share IS NOT NULL THEN "
+                                             "'fair:' || r.queue || ' ' || r.share END",
+                                  order=_claim_order(fair=True),
+                                  r_order=_claim_order("r.", fair=True)) + (
     _CLAIM_TAIL_COUNTING_STARTS)
 
 # --- claim of jobs with a concurrency key ----------------------------------------------------
@@ -482,14 +593,17 @@ candidates AS (
            row_number() OVER (PARTITION BY c.concurrency_key
                               ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_rank,
            sum(c.weight) OVER (PARTITION BY c.concurrency_key
-                               ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_weight,""") + """,
+                               ORDER BY c.priority DESC, c.available_at, c.created_at, c.id) AS key_weight,""",
+                   order=_claim_order("c.")) + """,
 """ + _PICKED_WITHIN_LIMITS.format(
+    order=_claim_order(), r_order=_claim_order("r."),
     join="\n        JOIN running k ON k.k = r.concurrency_key"
          "\n        LEFT JOIN key_rate kr ON kr.k = r.concurrency_key",
     condition="k.n + r.key_rank <= r.concurrency_key_limit\n"
               "          AND (kr.max_starts IS NULL OR kr.used + r.key_weight <= kr.max_starts)\n"
               "          AND ",
     key_scope="CASE WHEN kr.max_starts IS NOT NULL THEN 'key:' || r.concurrency_key END",
+    fair_scope="NULL",
 ) + _CLAIM_TAIL_COUNTING_STARTS
 
 # --- queue limits and waiting keyed jobs, as claims read them (cached a second) ------------
@@ -497,7 +611,7 @@ candidates AS (
 # statement: the queues' concurrency limits, whether any job with a concurrency key waits,
 # the rate limits set at run time (job_rate_limits), and the queues that are fair or age
 # their jobs (CLAIM_FAIR's, as [queue, fair, aging_seconds, aging_max_priority, whether a job
-# without a fairness key waits in it]). That last probe walks a fair queue's queued rows (on
+# without a fairness key waits in it, its fairness keys' weights]). That last probe walks a fair queue's queued rows (on
 # jobs_queue_status_idx) until it finds one without a key: once a second per worker process,
 # so that a claim never has to (CLAIM_FAIR's %(unkeyed)s).
 # An idle worker's backed-off poll refreshes both: one transaction, not two.
@@ -511,7 +625,8 @@ SELECT (SELECT COALESCE(jsonb_object_agg(queue, concurrency_limit), '{}'::jsonb)
        (SELECT COALESCE(jsonb_agg(jsonb_build_array(
                    queue, fair, aging_seconds, aging_max_priority,
                    fair AND EXISTS (SELECT 1 FROM jobs WHERE status = 'queued'
-                                       AND jobs.queue = qs.queue AND fairness_key IS NULL))),
+                                       AND jobs.queue = qs.queue AND fairness_key IS NULL),
+                   fairness_weights)),
                         '[]'::jsonb)
           FROM job_queue_settings qs WHERE fair OR aging_seconds IS NOT NULL)
 """

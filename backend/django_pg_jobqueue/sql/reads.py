@@ -13,11 +13,12 @@ FROM jobs WHERE status = 'running' AND concurrency_key = %(key)s
 """
 
 # Why a queued job of a fair or aging queue waits (selectors.fairness_wait), one index probe
-# each on jobs_fair_claim_order_idx: its queue's settings, the database's now(), how many jobs
+# each on jobs_fair_claim_order_idx: its queue's settings (its keys' weights among them), the
+# database's now(), how many jobs
 # of its fairness key (at its priority) come before it in due order (at most %(cap)s counted),
 # and how many other keys of its queue have a job queued (at most %(cap)s counted).
 FAIRNESS_WAIT = """
-SELECT qs.fair, qs.aging_seconds, qs.aging_max_priority, now(),
+SELECT qs.fair, qs.aging_seconds, qs.aging_max_priority, qs.fairness_weights, now(),
        (SELECT count(*) FROM (
             SELECT 1 FROM jobs WHERE status = 'queued' AND queue = %(queue)s
                AND fairness_key = %(key)s AND priority = %(priority)s

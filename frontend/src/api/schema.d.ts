@@ -537,7 +537,7 @@ export interface paths {
         head?: never;
         /**
          * Set a queue's concurrency limit, fair shares and aging
-         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. `fair`: claims take turns by fairness key; `aging_seconds` and `aging_max_priority`: priority aging (docs/how-to/fairness.md); a bad value is a 400 naming the field, and nothing changes. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing. Needs change_queuesetting (the admin's permission for queue settings), not change_job.
+         * @description At most `concurrency_limit` of the queue's jobs run at once, across every worker process, enforced inside the claim; null removes the limit. `fair`: claims take turns by fairness key; `aging_seconds` and `aging_max_priority`: priority aging; `fairness_weights`: the turns per round of the keys named (docs/how-to/fairness.md); a bad value is a 400 naming the field, and nothing changes. Workers see the change within a second. The queue must exist (see pause). An empty body changes nothing. Needs change_queuesetting (the admin's permission for queue settings), not change_job.
          */
         patch: operations["v1_queues_partial_update"];
         trace?: never;
@@ -841,6 +841,7 @@ export interface components {
              *     * `set_queue_limit` - set_queue_limit
              *     * `set_queue_fairness` - set_queue_fairness
              *     * `set_queue_aging` - set_queue_aging
+             *     * `set_fairness_weights` - set_fairness_weights
              *     * `run_schedule` - run_schedule
              *     * `pause_schedule` - pause_schedule
              *     * `resume_schedule` - resume_schedule
@@ -876,6 +877,7 @@ export interface components {
          *     * `set_queue_limit` - set_queue_limit
          *     * `set_queue_fairness` - set_queue_fairness
          *     * `set_queue_aging` - set_queue_aging
+         *     * `set_fairness_weights` - set_fairness_weights
          *     * `run_schedule` - run_schedule
          *     * `pause_schedule` - pause_schedule
          *     * `resume_schedule` - resume_schedule
@@ -886,7 +888,7 @@ export interface components {
          *     * `remove_worker_override` - remove_worker_override
          * @enum {string}
          */
-        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "set_queue_fairness" | "set_queue_aging" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch" | "set_worker_override" | "remove_worker_override";
+        AuditLogEntryActionEnum: "cancel" | "retry" | "rerun" | "run_now" | "edit" | "delete" | "pause_queue" | "resume_queue" | "set_queue_limit" | "set_queue_fairness" | "set_queue_aging" | "set_fairness_weights" | "run_schedule" | "pause_schedule" | "resume_schedule" | "set_rate_limit" | "remove_rate_limit" | "cancel_batch" | "set_worker_override" | "remove_worker_override";
         /** @description A batch's progress: its members counted by outcome, and its callbacks. */
         Batch: {
             id: number;
@@ -1655,6 +1657,10 @@ export interface components {
             aging_seconds?: number | null;
             /** @description The cap of aging (-100 to 100; null or left out: 100). Needs aging_seconds. */
             aging_max_priority?: number | null;
+            /** @description Turns per round (1 to 100) of each fairness key named (a key as stored, or a prefix ending in `*`: a key's own name counts first, then the longest prefix it starts with; else 1); null removes the key's weight; keys not named keep theirs. */
+            fairness_weights?: {
+                [key: string]: unknown;
+            };
         };
         /** @description `debounce` or `throttle` of a new job: enqueue()'s dict (services/preparing.py checks it). */
         PolicyOptionsRequest: {
@@ -1688,6 +1694,10 @@ export interface components {
             aging_seconds: number | null;
             /** @description The highest priority aging raises a job to (null: 100). */
             aging_max_priority: number | null;
+            /** @description Turns per round of each weighted fairness key (a key as stored, or a prefix ending in `*`) in a fair queue; a key not named takes 1. */
+            fairness_weights: {
+                [key: string]: number;
+            };
             /** @description Queued jobs, due now or later. */
             queued: number;
             /** @description Queued jobs that are due now. */
@@ -1710,6 +1720,10 @@ export interface components {
             aging_seconds: number | null;
             /** @description The highest priority aging raises a job to (null: 100). */
             aging_max_priority: number | null;
+            /** @description Turns per round of each weighted fairness key (a key as stored, or a prefix ending in `*`) in a fair queue; a key not named takes 1. */
+            fairness_weights: {
+                [key: string]: number;
+            };
             /** @description Queued jobs, due now or later. */
             queued: number;
             /** @description Queued jobs that are due now. */
@@ -2308,7 +2322,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only this action. */
-                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "remove_worker_override" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_queue_aging" | "set_queue_fairness" | "set_queue_limit" | "set_rate_limit" | "set_worker_override";
+                action?: "cancel" | "cancel_batch" | "delete" | "edit" | "pause_queue" | "pause_schedule" | "remove_rate_limit" | "remove_worker_override" | "rerun" | "resume_queue" | "resume_schedule" | "retry" | "run_now" | "run_schedule" | "set_fairness_weights" | "set_queue_aging" | "set_queue_fairness" | "set_queue_limit" | "set_rate_limit" | "set_worker_override";
                 /** @description Exactly this user's actions ("" : code's). */
                 actor?: string;
                 /** @description Which field to use when ordering the results. */

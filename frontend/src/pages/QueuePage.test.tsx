@@ -18,6 +18,7 @@ const detail = (extra: Partial<QueueDetail> = {}): QueueDetail => ({
   fair: false,
   aging_seconds: null,
   aging_max_priority: null,
+  fairness_weights: {},
   queued: 4,
   runnable: 3,
   running: 1,
@@ -147,9 +148,9 @@ describe("the queue page", { timeout: 15_000 }, () => {
   });
 
   it("says how the claim orders the queue: plain, or fair shares and aging", async () => {
-    renderQueue(userWith(), detail({ fair: true, aging_seconds: 30 }));
+    renderQueue(userWith(), detail({ fair: true, aging_seconds: 30, fairness_weights: { "tenant:big": 4 } }));
     expect(await screen.findByTestId("queue-claim-order")).toHaveTextContent(
-      "turns by fairness key; aging +1 priority per 30 s waited, up to 100",
+      "turns by fairness key; weights tenant:big=4; aging +1 priority per 30 s waited, up to 100",
     );
   });
 

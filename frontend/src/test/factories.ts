@@ -109,6 +109,7 @@ export function queue(name: string, extra: Partial<Queue> = {}): Queue {
     fair: false,
     aging_seconds: null,
     aging_max_priority: null,
+    fairness_weights: {},
     queued: 0,
     runnable: 0,
     running: 0,

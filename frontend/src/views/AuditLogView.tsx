@@ -28,6 +28,7 @@ export const ACTION_LABELS: Record<AuditAction, string> = {
   set_queue_limit: "Set queue limit",
   set_queue_fairness: "Set queue fairness",
   set_queue_aging: "Set queue aging",
+  set_fairness_weights: "Set fairness weights",
   run_schedule: "Ran schedule now",
   pause_schedule: "Paused schedule",
   resume_schedule: "Resumed schedule",

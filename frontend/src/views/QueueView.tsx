@@ -189,6 +189,10 @@ function QueueBody({
 /** How the claim orders the queue's jobs: fair shares and priority aging, if set. */
 export function claimOrder(q: QueueDetail): string {
   const parts = [q.fair ? "turns by fairness key" : "priority, then oldest first"];
+  const weights = Object.entries(q.fairness_weights ?? {});
+  if (q.fair && weights.length > 0) {
+    parts.push(`weights ${weights.map(([key, turns]) => `${key}=${turns}`).join(", ")}`);
+  }
   if (q.aging_seconds !== null) {
     parts.push(`aging +1 priority per ${q.aging_seconds} s waited, up to ${q.aging_max_priority ?? 100}`);
   }

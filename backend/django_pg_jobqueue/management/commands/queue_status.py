@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from django_pg_jobqueue import sql
+from django_pg_jobqueue import selectors, sql
 from django_pg_jobqueue.db import queue_connection
 from django_pg_jobqueue.management.shard_option import add_shard_argument, on_shard
 from django_pg_jobqueue.metrics import OUTCOMES, snapshot
@@ -12,8 +12,9 @@ from django_pg_jobqueue.states import Status
 class Command(BaseCommand):
     help = ("Print a summary of the queue for people without Prometheus: jobs by status and "
             "queue, depth, oldest runnable age, throughput over 1/5/15 minutes, live workers "
-            "and what they run, paused queues and limits. Figures come from the database, as "
-            "GET /metrics's do.")
+            "and what they run, paused queues, concurrency and rate limits, fair shares (with "
+            "weights) and priority aging. Figures come from the database, as GET /metrics's "
+            "do.")
 
     def add_arguments(self, parser):
         parser.add_argument("--running", type=int, default=5, metavar="N",
@@ -86,6 +87,26 @@ class Command(BaseCommand):
         out("Queue concurrency limits: " + (", ".join(limits) if limits else "none"))
         type_limits = _type_limits()
         out("Type concurrency limits: " + (", ".join(type_limits) if type_limits else "none"))
+        rates = [f"{r['kind']}:{r['name']}={r['max_starts']}/{r['period_seconds']:g}s "
+                 f"(used {r['used']})" for r in selectors.rate_limits()]
+        out("Rate limits: " + (", ".join(rates) if rates else "none"))
+        orders = selectors.queue_orders()
+        out("Claim order (fair shares, aging): " + ("" if orders else "plain for every queue"))
+        for q in orders:
+            out(f"  {q['name']}  {_claim_order(q)}")
+
+
+def _claim_order(q: dict) -> str:
+    """A queue's claim order as the dashboard's queue page words it."""
+    parts = ["turns by fairness key" if q["fair"] else "priority, then oldest first"]
+    if q["fairness_weights"]:
+        parts.append("weights " + ", ".join(f"{k}={w}" for k, w in
+                                            sorted(q["fairness_weights"].items()))
+                     + ("" if q["fair"] else " (unused: not fair)"))
+    if q["aging_seconds"] is not None:
+        cap = 100 if q["aging_max_priority"] is None else q["aging_max_priority"]
+        parts.append(f"aging +1 priority per {q['aging_seconds']:g} s waited, up to {cap}")
+    return "; ".join(parts)
 
 
 def _type_limits() -> list[str]:
