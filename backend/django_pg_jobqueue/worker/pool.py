@@ -24,6 +24,7 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, db, middleware
+from ..context import SHUTDOWN
 from ..engine import ClaimedJob, Engine, default_engine
 from ..exceptions import LeaseLost
 from ..states import PREFETCH_WORKER_SUFFIX
@@ -489,7 +490,7 @@ class WorkerPool:
         leftovers = [h for h, _ in running]
         if leftovers:
             for h in leftovers:
-                h.ctx.request_stop("shutdown")
+                h.ctx.request_stop(SHUTDOWN)
                 self.held.discard(h.job.id, h.job.lease_token)
             if charge is None:
                 self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
