@@ -57,9 +57,14 @@ class JobContext:
         return self._stop_event
 
     # -- signals from the worker ---------------------------------------------------------------
-    def request_stop(self, reason: str) -> None:
+    def stopping(self, reason: str) -> None:
+        """The stop about to be requested, and why (the first reason given wins), before the
+        handler is woken: the worker's shutdown writes the job's fate in between."""
         if self.stop_reason is None:
             self.stop_reason = reason
+
+    def request_stop(self, reason: str) -> None:
+        self.stopping(reason)
         self._stop.set()
 
     def should_stop(self) -> bool:
@@ -84,13 +89,14 @@ class JobContext:
     @contextmanager
     def _fenced_write(self) -> Iterator[None]:
         """One of the handler's fenced writes, on a worker's pooled connection. A write refused
-        because the worker's shutdown released this job (it asks the handler to stop first) is
-        that stop, not a lost lease: JobCancelled with the stop's reason, as from ctx.wait."""
+        because the worker's shutdown gave this job up (it names the stop first, then releases
+        or charges the job, then wakes the handler) is that stop, not a lost lease:
+        JobCancelled with the stop's reason, as from ctx.raise_if_should_stop."""
         try:
             with worker_connection():
                 yield
         except LeaseLost as refused:
-            if self.stop_reason == SHUTDOWN and self.should_stop():
+            if self.stop_reason == SHUTDOWN:
                 raise JobCancelled(self.stop_reason) from refused
             raise
 

@@ -489,14 +489,19 @@ class WorkerPool:
                    for h in e.runner.running()]
         leftovers = [h for h, _ in running]
         if leftovers:
+            # The job's fate is written before its handler is woken: a handler that returns
+            # when asked to stop cannot complete the job first. The stop's reason is set
+            # before, so that a write of the handler's refused in between is that stop.
             for h in leftovers:
-                h.ctx.request_stop(SHUTDOWN)
+                h.ctx.stopping(SHUTDOWN)
                 self.held.discard(h.job.id, h.job.lease_token)
             if charge is None:
                 self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
                                for h in leftovers])
             else:
                 self._charge(running, charge)
+            for h in leftovers:
+                h.ctx.request_stop(SHUTDOWN)
         self.completer.stop()
         self.completer.join(timeout=10)
         self.starter.stop()
