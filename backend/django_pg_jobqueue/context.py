@@ -19,8 +19,8 @@ __all__ = ["JobContext", "Snooze"]  # Snooze lives in exceptions.py; importable 
 
 _stop_events_lock = threading.Lock()
 STEP_NAME_CHARS = 200  # models.JobStep.name's max_length
-# The stop a worker's shutdown asks of the handlers still running past its grace period, just
-# before it releases their jobs (worker/pool.py).
+# The stop a worker's shutdown asks of the handlers still running past its grace period: named
+# before it releases (or charges) their jobs, requested after (worker/pool.py).
 SHUTDOWN = "shutdown"
 
 
@@ -57,14 +57,14 @@ class JobContext:
         return self._stop_event
 
     # -- signals from the worker ---------------------------------------------------------------
-    def stopping(self, reason: str) -> None:
+    def name_stop(self, reason: str) -> None:
         """The stop about to be requested, and why (the first reason given wins), before the
         handler is woken: the worker's shutdown writes the job's fate in between."""
         if self.stop_reason is None:
             self.stop_reason = reason
 
     def request_stop(self, reason: str) -> None:
-        self.stopping(reason)
+        self.name_stop(reason)
         self._stop.set()
 
     def should_stop(self) -> bool:

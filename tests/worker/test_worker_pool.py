@@ -223,6 +223,31 @@ def test_a_handler_write_refused_after_the_shutdown_released_its_job_raises_job_
     assert "lease_lost" not in kinds(job)
 
 
+@pytest.mark.parametrize("charge", [None, "over the memory limit"], ids=["release", "charge"])
+def test_a_handler_woken_by_the_shutdown_finds_its_job_already_given_up(
+        worker_pool, custom_handler, charge):
+    """Past the grace, the shutdown releases the job (or, for a memory recycle, charges it)
+    and only then wakes the handler: one that returns when asked to stop cannot complete its
+    job first."""
+    seen, returned = [], threading.Event()
+
+    def returns_when_stopped(ctx, payload):
+        ctx.wait(30)
+        seen.append(Job.objects.values_list("status", flat=True).get(pk=ctx.job_id))
+        returned.set()
+        return {"late": True}
+
+    custom_handler("returns_when_stopped", returns_when_stopped)
+    job = services.enqueue("returns_when_stopped", {}, max_attempts=1)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_started([job.id])
+    pool.shutdown(grace=0, charge=charge)
+    assert returned.wait(10), "the handler was woken"
+    given_up = "queued" if charge is None else "failed"
+    assert seen == [given_up]
+    assert status_of(job) == given_up and "succeeded" not in kinds(job)
+
+
 @override_settings(JOB_RETRY_BASE_SECONDS=2.0, JOB_RETRY_MAX_SECONDS=100.0, JOB_RETRY_JITTER=0.0)
 def test_backoff_schedule_is_exponential_and_capped():
     delays = []

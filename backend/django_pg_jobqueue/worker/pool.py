@@ -493,7 +493,7 @@ class WorkerPool:
             # when asked to stop cannot complete the job first. The stop's reason is set
             # before, so that a write of the handler's refused in between is that stop.
             for h in leftovers:
-                h.ctx.stopping(SHUTDOWN)
+                h.ctx.name_stop(SHUTDOWN)
                 self.held.discard(h.job.id, h.job.lease_token)
             if charge is None:
                 self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
