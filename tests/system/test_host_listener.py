@@ -40,22 +40,17 @@ def _listeners(user: str | None = None) -> int:
         return cur.fetchone()[0]
 
 
-def _registered() -> int:
-    with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM job_workers")
-        return cur.fetchone()[0]
-
-
 LISTENING = "LISTEN connection up"  # the supervisor's line once its LISTEN connection is up
 
 
 def _wait_host_up(out: Output, children: int, role: str | None = None) -> None:
-    """Until the supervisor's LISTEN connection is up and, after it, each child has claimed
-    (found nothing): the wake-everyone that follows a connection, or a child's first poll.
-    Then every child is registered (before its first claim), and the host holds its one
-    LISTEN connection."""
+    """Until every child's pool started (its own line, under its process id) and, after the
+    supervisor's LISTEN connection came up, the children claimed (found nothing): the
+    wake-everyone that follows a connection, or a child's first poll. The host then holds its
+    one LISTEN connection."""
+    out.wait_for_line(" starting: ", count=children, timeout=90)
     out.wait_for_line("polled, claimed 0 of", count=children, after=LISTENING, timeout=90)
-    assert (_registered(), _listeners(role)) == (children, 1)
+    assert _listeners(role) == 1
 
 
 def _claims(out: Output, since: float) -> tuple[int, int]:
