@@ -1,4 +1,5 @@
 """Helpers for the suite's own tests (users get `django_pg_jobqueue.testing`)."""
+import asyncio
 import os
 import signal
 import subprocess
@@ -22,6 +23,12 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
         time.sleep(interval)  # the one polling interval: another process, or a row, has no signal
+
+
+async def give_back_the_loop() -> None:
+    """What an `async def` handler or task does between awaits: it lets the event loop run
+    others."""
+    await asyncio.sleep(0.01)  # by design: the handler gives the event loop back once
 
 
 def wait_until_jobs(status: str | tuple[str, ...], *, count: int | None = None,

@@ -1,7 +1,8 @@
 """JobContext: what a handler sees of its job and the worker running it."""
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
@@ -12,12 +13,15 @@ from .arguments import check_signal_name, check_wait_timeout, check_wake_time
 from .compat import UTC
 from .db import worker_connection
 from .engine import Engine, default_engine
-from .exceptions import JobCancelled, Park, SignalTimedOut, Snooze, UnstorableResult
+from .exceptions import JobCancelled, LeaseLost, Park, SignalTimedOut, Snooze, UnstorableResult
 
 __all__ = ["JobContext", "Snooze"]  # Snooze lives in exceptions.py; importable here as before
 
 _stop_events_lock = threading.Lock()
 STEP_NAME_CHARS = 200  # models.JobStep.name's max_length
+# The stop a worker's shutdown asks of the handlers still running past its grace period: named
+# before it releases (or charges) their jobs, requested after (worker/pool.py).
+SHUTDOWN = "shutdown"
 
 
 class JobContext:
@@ -53,9 +57,14 @@ class JobContext:
         return self._stop_event
 
     # -- signals from the worker ---------------------------------------------------------------
-    def request_stop(self, reason: str) -> None:
+    def name_stop(self, reason: str) -> None:
+        """The stop about to be requested, and why (the first reason given wins), before the
+        handler is woken: the worker's shutdown writes the job's fate in between."""
         if self.stop_reason is None:
             self.stop_reason = reason
+
+    def request_stop(self, reason: str) -> None:
+        self.name_stop(reason)
         self._stop.set()
 
     def should_stop(self) -> bool:
@@ -77,13 +86,27 @@ class JobContext:
     # (db.worker_connection): the queue's bookkeeping, not the handler's own use of the
     # database, so a handler that only reports progress holds no connection, and the write
     # is seen at once, outside any transaction the handler has open.
+    @contextmanager
+    def _fenced_write(self) -> Iterator[None]:
+        """One of the handler's fenced writes, on a worker's pooled connection. A write refused
+        because the worker's shutdown gave this job up (it names the stop first, then releases
+        or charges the job, then wakes the handler) is that stop, not a lost lease:
+        JobCancelled with the stop's reason, as from ctx.raise_if_should_stop."""
+        try:
+            with worker_connection():
+                yield
+        except LeaseLost as refused:
+            if self.stop_reason == SHUTDOWN:
+                raise JobCancelled(self.stop_reason) from refused
+            raise
+
     def progress(self, percent: int | None, message: str = "") -> None:
-        with worker_connection():
+        with self._fenced_write():
             self.engine.record_progress(self.job_id, self.lease_token, worker_id=self.worker_id,
                                         percent=percent, message=message)
 
     def log(self, message: str, **data: Any) -> None:
-        with worker_connection():
+        with self._fenced_write():
             self.engine.log_message(self.job_id, self.lease_token, worker_id=self.worker_id,
                                     message=message, data=data)
 
@@ -144,7 +167,7 @@ class JobContext:
             text = storable.encode_result(value)
         except UnstorableResult as exc:
             raise UnstorableResult(f"step {name!r}: {exc}") from None
-        with worker_connection():
+        with self._fenced_write():
             result = self.engine.record_step(self.job_id, self.lease_token,
                                              worker_id=self.worker_id, name=name,
                                              attempt=self.attempt, result_json=text)

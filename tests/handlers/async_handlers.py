@@ -1,18 +1,18 @@
 """Async handlers and an async Django task, for tests/system/test_async.py's worker subprocesses
 (imported there through JOB_EXTRA_HANDLER_MODULES, and by the test itself to enqueue).
 
-`async_nap` sleeps with `await`, and writes to the file named in its payload how it ended,
-so that the test sees from outside the worker process that its coroutine was cancelled.
+`async_nap` sleeps with `await`, and prints how it ended to the worker's output, so that the
+test sees from outside the worker process that its coroutine was cancelled.
 """
 import asyncio
 import threading
-from pathlib import Path
 
 from asgiref.sync import sync_to_async
 
 from django_pg_jobqueue import handler
 from django_pg_jobqueue.models import Job
 from django_pg_jobqueue.tasks_compat import task
+from tests.utils import give_back_the_loop
 
 
 @handler("async_report")
@@ -26,26 +26,23 @@ async def async_report(ctx, payload):
         return threading.current_thread().name, Job.objects.filter(pk=ctx.job_id).count()
 
     thread, count = await sync_to_async(on_this_thread)()
-    await asyncio.sleep(0.01)  # by design: the handler gives the event loop back once
+    await give_back_the_loop()
     return {"type": job.type, "attempt": ctx.attempt, "count": count, "orm_thread": thread,
             "loop_thread": threading.current_thread().name, "n": payload.get("n")}
 
 
 @handler("async_nap")
 async def async_nap(ctx, payload):
-    marks = Path(payload["marks"])
     try:
         await asyncio.sleep(payload["seconds"])  # the work: a nap the timeout may cancel
     except asyncio.CancelledError:
-        with marks.open("a") as out:
-            out.write(f"cancelled attempt {ctx.attempt}\n")
+        print(f"async_nap: cancelled attempt {ctx.attempt}", flush=True)
         raise
-    with marks.open("a") as out:
-        out.write(f"woke attempt {ctx.attempt}\n")
+    print(f"async_nap: woke attempt {ctx.attempt}", flush=True)
     return {"woke": True}
 
 
 @task
 async def async_multiply(a, b):
-    await asyncio.sleep(0.01)  # by design: the handler gives the event loop back once
+    await give_back_the_loop()
     return a * b

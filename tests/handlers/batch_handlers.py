@@ -1,7 +1,5 @@
 """Handlers of the batches' tests. Worker subprocesses import this module through
 JOB_EXTRA_HANDLER_MODULES."""
-import time
-
 from django_pg_jobqueue import PermanentError
 from django_pg_jobqueue.registry import handler
 
@@ -10,7 +8,8 @@ from django_pg_jobqueue.registry import handler
          description="Test handler: returns payload.n after payload.seconds; payload.fail "
                      "fails for good.")
 def batch_member(ctx, payload):
-    time.sleep(payload.get("seconds", 0))  # a job's own work: spreads a batch over workers
+    if ctx.wait(payload.get("seconds", 0)):  # a job's work: spreads a batch over workers
+        ctx.raise_if_should_stop()
     if payload.get("fail"):
         raise PermanentError(f"member {payload.get('n')} fails for good")
     return payload.get("n")

@@ -8,6 +8,7 @@ processes never interleave, and a line written before a SIGKILL survives it (it 
 kernel, not in a Python buffer). The ledger, not the database, is the ground truth of what ran.
 """
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -106,14 +107,16 @@ def fork_and_return(ctx, payload):
         with open(payload["pid_file"], "w") as f:
             f.write(f"{os.getpid()} {_sockets()}")
         return {"child": True}  # the mistake: a forked child must end with os._exit
-    deadline = time.monotonic() + float(payload.get("wait_seconds", 20))
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return {"child": False, "child_exit": os.waitstatus_to_exitcode(status),
-                    "sockets": sockets}
-        time.sleep(0.05)  # polls: a forked child, without blocking the handler's wait
-    return {"child": False, "child_exit": None}  # still running: left for the test to end
+    # The child's end, signalled through a pidfd (Linux), within the handler's own wait.
+    pidfd = os.pidfd_open(pid)
+    try:
+        ended, _, _ = select.select([pidfd], [], [], float(payload.get("wait_seconds", 20)))
+    finally:
+        os.close(pidfd)
+    if not ended:
+        return {"child": False, "child_exit": None}  # still running: left for the test to end
+    _, status = os.waitpid(pid, 0)
+    return {"child": False, "child_exit": os.waitstatus_to_exitcode(status), "sockets": sockets}
 
 
 def _sockets() -> int:
@@ -167,19 +170,28 @@ class Output(threading.Thread):
         with self._arrived:  # the process ended: no line will come
             self._arrived.notify_all()
 
-    def wait_for_line(self, needle: str, count: int = 1, timeout: float = 30.0) -> list[str]:
+    def wait_for_line(self, needle: str, count: int = 1, timeout: float = 30.0,
+                      after: str | None = None) -> list[str]:
         """Block until `count` lines contain `needle` (woken by each line as it arrives, no
-        polling): those lines. Fail the test after `timeout` seconds or when the output ends
-        first."""
+        polling): those lines. `after`: count only the lines that came after the first line
+        containing it. Fail the test after `timeout` seconds or when the output ends first."""
         deadline = time.monotonic() + timeout
         with self._arrived:
-            while len(found := self.matching(needle)) < count:
+            while len(found := self._after(after, needle)) < count:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self.is_alive():
-                    raise AssertionError(f"{count} line(s) with {needle!r} not seen within "
+                    raise AssertionError(f"{count} line(s) with {needle!r} "
+                                         f"{f'after {after!r} ' if after else ''}not seen within "
                                          f"{timeout}s:\n" + self.text()[-3000:])
                 self._arrived.wait(left)
             return found
+
+    def _after(self, first: str | None, needle: str) -> list[str]:
+        lines = [line for _, line in self.lines]
+        if first is not None:
+            start = next((i for i, line in enumerate(lines) if first in line), len(lines))
+            lines = lines[start + 1:]
+        return [line for line in lines if needle in line]
 
     def text(self) -> str:
         return "\n".join(line for _, line in self.lines)

@@ -12,6 +12,7 @@ def key_probe(ctx, payload):
     seconds = float(payload.get("seconds", 0.05))
     if payload.get("hang_first_attempt") and ctx.attempt == 1:
         seconds = 60.0
+        print(f"key_probe: job={ctx.job_id} hangs", flush=True)  # for a test of this process
     if ctx.wait(seconds):
         ctx.raise_if_should_stop()
     ctx.log("end")

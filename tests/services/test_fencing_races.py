@@ -101,6 +101,9 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
                     connection.close()
             return threading.Thread(target=run)
 
+        def jitter(r, most):
+            time.sleep(r.uniform(0, most))  # by design: random timing is the race
+
         def first_workers(my_ids, name, r):
             for job_id in my_ids:
                 got = services.claim(worker_ids=[name], job_ids=[job_id],
@@ -108,7 +111,7 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
                 if not got:
                     continue   # already reaped and reclaimed by the rival: fine
                 c = got[0]
-                time.sleep(r.uniform(0, 0.06))  # by design: random timing is the race
+                jitter(r, 0.06)
                 try:
                     if r.random() < 0.75:
                         status = services.complete(job_id, c.lease_token, worker_id=name)
@@ -122,20 +125,20 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
         def reaper(r):
             while not stop.is_set():
                 services.reap()
-                time.sleep(r.uniform(0, 0.01))  # by design: random timing
+                jitter(r, 0.01)
 
         def rival(r):
             while not stop.is_set():
                 for c in services.claim(worker_ids=[f"rival-{i}" for i in range(4)],
                                         lease_seconds=r.uniform(0.01, 0.05)):
-                    time.sleep(r.uniform(0, 0.02))  # by design: random timing
+                    jitter(r, 0.02)
                     try:
                         status = services.complete(c.id, c.lease_token, worker_id=c.worker_id)
                     except LeaseLost:
                         status = "refused"
                     with lock:
                         outcomes[(c.id, str(c.lease_token))] = status
-                time.sleep(0.002)  # by design: a pause between rounds
+                jitter(r, 0.004)  # a pause between rounds
 
         chunks = [ids[i::6] for i in range(6)]
         threads = [guarded(lambda ch=ch, k=k: first_workers(ch, f"first-{k}", random.Random(seed + k)))

@@ -4,7 +4,6 @@ from an async view, refusing what `enqueue()` refuses with the same exceptions a
 Also this module's `urlpatterns`: the async view the tests call."""
 import json
 import math
-import signal
 from datetime import datetime, timedelta
 
 import pytest
@@ -20,7 +19,8 @@ from django_pg_jobqueue.exceptions import InvalidJobArgument
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.tasks_compat import TaskResultStatus
 from tests.handlers import async_handlers
-from tests.utils import spawn_workers, wait_for, wait_until_jobs
+from tests.handlers.chaos_handlers import Output
+from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 WORKER_ENV = {"JOB_EXTRA_HANDLER_MODULES": "tests.handlers.async_handlers", "JOB_LEASE_SECONDS": "2",
               "JOB_POLL_INTERVAL_SECONDS": "0.1", "JOB_RETRY_BASE_SECONDS": "0.1",
@@ -46,19 +46,13 @@ urlpatterns = [path("enqueue/", enqueue_view)]
 def workers():
     started = []
 
-    def start(*args):
+    def start(*args) -> Output:
         proc = spawn_workers("--threads", "1", *args, env=WORKER_ENV)
         started.append(proc)
-        return proc
+        return Output(proc)  # the worker's output, read as it comes
 
     yield start
-    for proc in started:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=30)
-        except Exception:  # noqa: BLE001 - a worker that will not stop is killed
-            proc.kill()
-            proc.communicate()
+    stop_workers(*started, timeout=30)
 
 
 def reasons(job) -> list[tuple[str, str | None]]:
@@ -88,34 +82,27 @@ def test_an_async_handler_and_an_async_task_succeed_on_run_job_workers(workers):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_async_handler_past_its_timeout_is_cancelled_and_retried_by_policy(workers, tmp_path):
-    marks = tmp_path / "marks.txt"
-    job = enqueue("async_nap", {"seconds": 60, "marks": str(marks)}, timeout_seconds=1,
-                  max_attempts=2)
-    workers()
+def test_an_async_handler_past_its_timeout_is_cancelled_and_retried_by_policy(workers):
+    job = enqueue("async_nap", {"seconds": 60}, timeout_seconds=1, max_attempts=2)
+    out = workers()
     wait_until_jobs("failed", pk=job.pk, timeout=40, message="two timed-out attempts")
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 2 and "timed out" in row.last_error
     assert reasons(job) == [("retry_scheduled", "timeout"), ("failed", "timeout")]
-    # Each attempt's coroutine was cancelled at its await (the handler wrote so), not left
+    # Each attempt's coroutine was cancelled at its await (the handler printed so), not left
     # sleeping: the one executor thread was free for the second attempt at once.
-    # Polls: the handler writes its marks in the worker's process.
-    wait_for(lambda: marks.exists() and marks.read_text().count("cancelled") == 2, 10,
-             message="both coroutines cancelled")
-    assert "woke" not in marks.read_text()
+    out.wait_for_line("async_nap: cancelled attempt", count=2, timeout=10)
+    assert not out.matching("async_nap: woke")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cancel_request_cancels_a_running_async_handler(workers, tmp_path):
-    marks = tmp_path / "marks.txt"
-    job = enqueue("async_nap", {"seconds": 60, "marks": str(marks)})
-    workers()
+def test_a_cancel_request_cancels_a_running_async_handler(workers):
+    job = enqueue("async_nap", {"seconds": 60})
+    out = workers()
     wait_until_jobs("running", pk=job.pk)
     services.cancel(job.pk)
     wait_until_jobs("cancelled", pk=job.pk, timeout=20)
-    # Polls: the handler writes its marks in the worker's process.
-    wait_for(lambda: marks.exists() and "cancelled attempt 1" in marks.read_text(), 10,
-             message="the coroutine cancelled")
+    out.wait_for_line("async_nap: cancelled attempt 1", timeout=10)  # the handler's print
     after = enqueue("async_report", {"n": 1})  # the executor is free again
     wait_until_jobs("succeeded", pk=after.pk, timeout=20)
 

@@ -3,14 +3,15 @@ last members enqueue its callbacks exactly once (on_complete and on_failure for 
 one permanent failure, never on_success; on_success and on_complete for an all-success
 batch), with exact counts; the reapers' sweeps, which run meanwhile, add none. The default
 suite runs a batch of 200; the `slow` marker's variant, 1,000."""
-import time
 
 import pytest
 
 from django_pg_jobqueue import batch_progress, services
-from django_pg_jobqueue.models import Job, JobBatch, JobEvent, WorkerProcess
+from django_pg_jobqueue.engine import default_engine
+from django_pg_jobqueue.models import Job, JobBatch, JobEvent
 from tests.handlers import batch_handlers  # noqa: F401  (registers the handlers in this process)
-from tests.utils import spawn_workers, stop_workers, wait_for, wait_until_jobs
+from tests.handlers.chaos_handlers import Output
+from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -25,11 +26,12 @@ CALLBACKS = {"on_complete": {"type": "batch_callback", "payload": {"tag": "compl
 
 def drain_batch(size: int, fail: set[int]) -> tuple[JobBatch, dict[str, Job]]:
     workers = [spawn_workers("--threads", "4", env=ENV) for _ in range(3)]
+    outputs = [Output(w) for w in workers]
     try:
         # Every process up before the batch exists, so that all three share its members and
-        # race to finish the last ones (another process's start-up: its heartbeat row).
-        wait_for(lambda: WorkerProcess.objects.count() == 3, timeout=60,
-                 message="three worker processes up")
+        # race to finish the last ones (each process says so once its pool runs).
+        for out in outputs:
+            out.wait_for_line("running (", timeout=60)
         batch = services.enqueue_batch(
             [{"type": "batch_member", "payload": {"n": i, "fail": i in fail, "seconds": 0.01}}
              for i in range(size)], pass_results=True, **CALLBACKS)
@@ -37,8 +39,9 @@ def drain_batch(size: int, fail: set[int]) -> tuple[JobBatch, dict[str, Job]]:
                         timeout=60 + size / 5, message="the batch's members")
         wait_until_jobs("succeeded", count=2, type="batch_callback", timeout=30,
                         message="the batch's two callbacks")
-        # Several sweeps of every reaper later, still two: none finished the batch again.
-        time.sleep(4 * REAPER_INTERVAL_SECONDS)  # the sweeps run on the workers' clock
+        # The reapers' batch sweep, the statement each worker's reaper runs, finishes the
+        # batch no more: still two callbacks after four.
+        assert [default_engine().settle_batches() for _ in range(4)] == [[]] * 4
     finally:
         stop_workers(*workers)
     found = list(Job.objects.filter(type="batch_callback"))

@@ -38,7 +38,7 @@ from tests.handlers.chaos_handlers import (
     Output,
     worker_env,
 )
-from tests.utils import spawn_workers
+from tests.utils import spawn_workers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -62,15 +62,18 @@ class Worker:
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout: float) -> bool:
+        """Up and claiming: its line once its pool runs (a supervisor's, once it started its
+        children) and, under a supervisor, every child beating."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if not self.children and self.out.matching("running ("):
-                return True
-            if self.children and self.out.matching("worker processes;") and \
-                    len(self.child_pids()) >= self.children:
-                return True
-            time.sleep(0.1)  # polls: another process's output and children
-        return False
+        try:
+            self.out.wait_for_line("worker processes;" if self.children else "running (",
+                                   timeout=timeout)
+            if self.children:  # polls: the children's heartbeat rows
+                wait_for(lambda: len(self.child_pids()) >= self.children,
+                         max(0.0, deadline - time.monotonic()), message="the children beating")
+        except AssertionError:
+            return False
+        return True
 
     def child_pids(self) -> set[int]:
         """This supervisor's children that beat in the last few seconds."""

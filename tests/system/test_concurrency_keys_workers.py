@@ -13,7 +13,7 @@ from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job, JobEvent
 from tests.handlers import serial_handlers  # noqa: F401  (registers `key_probe` in this process)
 from tests.handlers.chaos_handlers import Output
-from tests.utils import spawn_workers, wait_for, wait_until_jobs
+from tests.utils import spawn_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -136,9 +136,7 @@ def test_a_killed_worker_blocks_its_key_only_until_its_lease_expires(workers):
     held = enqueue("key_probe", {"seconds": 0.05, "hang_first_attempt": True},
                    concurrency_key="customer:42")
     victim = workers.start(threads=1)
-    # Polls: the handler's own log event, written in the worker's process.
-    wait_for(lambda: JobEvent.objects.filter(job_id=held.id, message="start").exists(),
-             timeout=60, message="the victim runs the keyed job")
+    workers.procs[-1][1].wait_for_line(f"key_probe: job={held.id} hangs", timeout=60)
     waiting = enqueue("key_probe", {"seconds": 0.05}, concurrency_key="customer:42")
     workers.start()
     time.sleep(2 * LEASE_SECONDS)  # by design: while the victim renews its lease, the key stays held

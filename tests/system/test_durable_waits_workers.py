@@ -5,19 +5,19 @@ import pytest
 
 from django_pg_jobqueue import send_signal, services
 from django_pg_jobqueue.models import Job, JobEvent
+from tests.handlers.chaos_handlers import Output
 from tests.services.test_dependency_results import WORKER_ENV
-from tests.utils import spawn_workers, stop_workers, wait_for, wait_until_jobs
+from tests.utils import spawn_workers, stop_workers, wait_until_jobs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_parked_job_frees_the_only_thread_and_resumes_within_a_second_of_its_signal():
     job = services.enqueue("await_approval", {"timeout": 600})
-    worker = spawn_workers("--threads", "1", env=WORKER_ENV)
+    worker = spawn_workers("--threads", "1", env={**WORKER_ENV, "JOB_WORKER_LOG_LEVEL": "INFO"})
+    out = Output(worker)
     try:
-        # Another process parks it: its `parked` event is what there is to see.
-        wait_for(lambda: JobEvent.objects.filter(job_id=job.pk, kind="parked").exists(), 30,
-                 message="the job parked by the worker process")
+        out.wait_for_line(f"parked job={job.pk} (", timeout=30)  # the worker's line, once parked
         other = services.enqueue("pass_add", {"add": 1})
         wait_until_jobs("succeeded", pk=other.pk, timeout=30,
                         message="another job on the only thread while the first one waits")

@@ -15,7 +15,6 @@ from tests.handlers.chaos_handlers import Ledger, Output
 from tests.utils import (
     spawn_workers,
     stop_workers,
-    wait_for,
     wait_until_jobs,
     worker_database_url,
 )
@@ -41,18 +40,17 @@ def _listeners(user: str | None = None) -> int:
         return cur.fetchone()[0]
 
 
-def _registered() -> int:
-    with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM job_workers")
-        return cur.fetchone()[0]
+LISTENING = "LISTEN connection up"  # the supervisor's line once its LISTEN connection is up
 
 
-def _wait_host_up(children: int, role: str | None = None) -> None:
-    """Until `children` workers are registered and the host holds its one LISTEN connection.
-    Polls: the supervisor and its children are other OS processes, seen by their rows and
-    their sessions."""
-    wait_for(lambda: _registered() == children and _listeners(role) == 1, timeout=90,
-             message=f"{children} children registered and the supervisor listening")
+def _wait_host_up(out: Output, children: int, role: str | None = None) -> None:
+    """Until every child's pool started (its own line, under its process id) and, after the
+    supervisor's LISTEN connection came up, the children claimed (found nothing): the
+    wake-everyone that follows a connection, or a child's first poll. The host then holds its
+    one LISTEN connection."""
+    out.wait_for_line(" starting: ", count=children, timeout=90)
+    out.wait_for_line("polled, claimed 0 of", count=children, after=LISTENING, timeout=90)
+    assert _listeners(role) == 1
 
 
 def _claims(out: Output, since: float) -> tuple[int, int]:
@@ -68,17 +66,15 @@ def test_one_job_enqueued_to_a_supervisor_of_several_children_is_claimed_by_one_
     out = Output(proc)
     try:
         # The host holds one LISTEN connection, the supervisor's, not one per child.
-        _wait_host_up(CHILDREN)
-        time.sleep(2)  # by design: the start-up's own wake-ups and first polls are over
-        assert _listeners() == 1
+        _wait_host_up(out, CHILDREN)
         start, jobs = time.monotonic(), 12
         for i in range(jobs):
             job = enqueue("noop", {"i": i})
-            wait_until_jobs("succeeded", pk=job.pk, timeout=15, message=f"job {i} ran")
-            time.sleep(0.1)  # by design: one job at a time, a moment apart
+            # One job at a time: the next once the child that ran it says it succeeded.
+            out.wait_for_line(f"succeeded job={job.pk} ", timeout=15)
         claims, empty = _claims(out, start)
-        # Each job: the one woken child's claim, then (one thread, so its claim came back
-        # full) one more that finds nothing. Every child woken by every job would make at
+        # Each job: the one woken child's claim, then (when it came back full) one more that
+        # finds nothing. Every child woken by every job would make at
         # least CHILDREN + 1 claims a job; a stray poll or two may add to the count.
         assert claims <= 2 * jobs + CHILDREN, (claims, empty)
         assert empty <= jobs + CHILDREN, (claims, empty)
@@ -95,8 +91,7 @@ def test_a_burst_enqueued_in_one_batch_is_shared_by_the_children(tmp_path):
                                   CHAOS_LEDGER=ledger))
     out = Output(proc)
     try:
-        _wait_host_up(CHILDREN)
-        time.sleep(2)  # by design: the start-up's own wake-ups and first polls are over
+        _wait_host_up(out, CHILDREN)
         # One NOTIFY for 40 jobs of 0.2 s each: one child alone would need 8 s.
         enqueue_many([{"type": "chaos", "payload": {"mode": "ok", "seconds": 0.2}}
                       for _ in range(40)])
@@ -132,8 +127,10 @@ def test_children_still_pick_up_work_when_the_supervisors_listen_connection_is_g
                                   JOB_LISTEN_DATABASE_URL=listen_url))
     out = Output(proc)
     try:
-        _wait_host_up(3, role)
-        time.sleep(6)  # by design: idle long enough for the children to back off to the ceiling
+        _wait_host_up(out, 3, role)
+        # Idle long enough for the children to back off to the ceiling: four claims each that
+        # found nothing (0.5 s doubled from the second on: 4 s next).
+        out.wait_for_line("polled, claimed 0 of", count=3 * 4, after=LISTENING, timeout=30)
         with connection.cursor() as cur:
             cur.execute(f"ALTER ROLE {role} NOLOGIN")  # the listener cannot reconnect
             cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -147,9 +144,8 @@ def test_children_still_pick_up_work_when_the_supervisors_listen_connection_is_g
         assert _listeners(role) == 0
         with connection.cursor() as cur:
             cur.execute(f"ALTER ROLE {role} LOGIN")
-        # Polls: the supervisor's session, seen from here.
-        wait_for(lambda: _listeners(role) == 1, timeout=40,
-                 message="the supervisor listening again")
+        out.wait_for_line(LISTENING, count=2, timeout=40)  # the supervisor listens again
+        assert _listeners(role) == 1
         job = enqueue("noop", {"after": "reconnect"})
         wait_until_jobs("succeeded", pk=job.pk, timeout=15,
                         message="a job after the reconnect ran")

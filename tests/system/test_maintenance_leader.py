@@ -16,6 +16,7 @@ from django_pg_jobqueue import sql
 from django_pg_jobqueue.models import Job, LeaderLease
 from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.leader import MAINTENANCE, Leadership
+from tests.handlers.chaos_handlers import Output
 from tests.utils import spawn_workers, stop_workers, wait_for, wait_for_leader, wait_until_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -159,10 +160,13 @@ def test_an_idle_worker_backs_off_its_polling_and_still_runs_a_delayed_job_on_ti
     of becoming due (the leader's stager wakes it), not at the next backed-off poll."""
     env = {**FAST, "JOB_POLL_INTERVAL_SECONDS": "0.5", "JOB_POLL_INTERVAL_MAX_SECONDS": "8",
            "JOB_POLL_JITTER_SECONDS": "0"}
-    proc = spawn_workers("--threads", "1", env=env)
+    proc = spawn_workers("--threads", "1", env={**env, "JOB_WORKER_LOG_LEVEL": "DEBUG"})
+    out = Output(proc)
     try:
         wait_for_leader()
-        time.sleep(6)  # by design: idle long enough to back off beyond the delay below
+        # Five claims that found nothing: the next poll is 8 s away (0.5 s doubled from the
+        # second on), far past the delay below.
+        out.wait_for_line("polled, claimed 0 of", count=5, timeout=30)
         job = enqueue("noop", {}, delay_seconds=2.0)
         wait_until_jobs("succeeded", pk=job.id, timeout=10, message="the delayed job ran")
         job.refresh_from_db()
@@ -186,7 +190,7 @@ def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing
     from django_pg_jobqueue.audit import audit
     from django_pg_jobqueue.engine import default_engine
     from django_pg_jobqueue.models import JobEvent
-    from django_pg_jobqueue.testing import expire_lease
+    from django_pg_jobqueue.testing import expire_lease, run_reaper
     from tests.utils import worker_database_url
 
     # The workers serve `default` only: the expired job's queue has no worker to run it again,
@@ -220,9 +224,10 @@ def test_a_leader_killed_in_the_middle_of_a_reap_loses_nothing_and_reaps_nothing
         assert time.monotonic() - killed_at < 10
         assert new_leader != leader
         wait_until_jobs("queued", pk=job.id, timeout=15, message="the expired job requeued")
-        # By design: three more reaper passes of the new leader (another process): none may
-        # reap it again.
-        time.sleep(1.5)
+        # Reaped once: the reap's row lock kept a new leader off the job until the dead
+        # leader's statement ended. Three more passes of the same statement (here, in this
+        # process, as the new leader's sweeps run it) reap nothing again.
+        assert [run_reaper() for _ in range(3)] == [{}] * 3
         kinds = list(JobEvent.objects.filter(job_id=job.id).order_by("id")
                      .values_list("kind", flat=True))
         assert kinds.count("lease_expired") == 1, kinds

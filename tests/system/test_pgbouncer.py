@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import psycopg
@@ -26,7 +25,8 @@ from django.test import override_settings
 
 from django_pg_jobqueue import enqueue, enqueue_many
 from django_pg_jobqueue.models import Job
-from tests.utils import REPO, wait_for, wait_until_jobs, worker_database_url
+from tests.handlers.chaos_handlers import Output
+from tests.utils import REPO, stop_workers, wait_for, wait_until_jobs, worker_database_url
 
 pytestmark = [pytest.mark.pgbouncer, pytest.mark.e2e,
               pytest.mark.django_db(transaction=True, databases="__all__")]
@@ -71,30 +71,24 @@ ignore_startup_parameters = extra_float_digits,options
 admin_users = {upstream["USER"]}
 pidfile = {self.dir}/pgbouncer.pid
 """)
-        self.log_path = self.dir / "pgbouncer.log"
-        self._log = open(self.log_path, "w")
         args = [PGBOUNCER, str(self.dir / "pgbouncer.ini")]
         if os.geteuid() == 0:  # pgbouncer refuses to run as root
             shutil.chown(self.dir, "postgres" if _user_exists("postgres") else "nobody")
             args[1:1] = ["-u", "postgres" if _user_exists("postgres") else "nobody"]
-        self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with psycopg.connect(self.url(upstream["NAME"]), connect_timeout=2):
-                    break
-            except psycopg.OperationalError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise AssertionError("pgbouncer did not start:\n" + self.log()) from None
-                time.sleep(0.1)  # polls: pgbouncer is another process
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+        self._out = Output(self.process)  # its log, read as it comes
+        try:
+            self._out.wait_for_line("process up", timeout=10)  # listening by then
+        except AssertionError:
+            self.stop()
+            raise AssertionError("pgbouncer did not start:\n" + self.log()) from None
 
     def url(self, dbname: str) -> str:
         return f"postgres://{self.upstream['USER']}@127.0.0.1:{self.port}/{dbname}"
 
     def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text()
+        return self._out.text()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -104,7 +98,6 @@ pidfile = {self.dir}/pgbouncer.pid
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self._log.close()
 
 
 def _user_exists(name: str) -> bool:
@@ -229,11 +222,14 @@ def test_jobs_enqueued_through_the_pooler_drain_on_workers_behind_it(pooled, bou
 
 
 def test_a_job_enqueued_through_the_pooler_wakes_idle_workers_within_50_ms(pooled, bouncer):
-    procs = [_workers(bouncer, "--threads", "2", "--poll-interval", "5")]
+    # No fetch cooldown: the wake-everyone claim after LISTEN connects finds nothing, which
+    # would otherwise hold the next notified claim back for the cooldown (not the pooler's).
+    proc = _workers(bouncer, "--threads", "2", "--poll-interval", "5",
+                    env={"JOB_WORKER_LOG_LEVEL": "DEBUG", "JOB_FETCH_COOLDOWN_SECONDS": "0"})
+    out = Output(proc)
     try:
-        # Polls: the worker's LISTEN session, as the server sees it.
-        wait_for(lambda: _listening() >= 1, timeout=30, message="the worker's LISTEN connection")
-        time.sleep(0.5)  # past the wake-everyone poll that follows (re)connecting: no signal
+        # The worker's LISTEN connection up, and the claim that follows it come back empty.
+        out.wait_for_line("polled, claimed 0 of", after="LISTEN connection up", timeout=30)
         latencies = []
         for i in range(5):
             job = enqueue("noop", {"wake": i})
@@ -243,9 +239,12 @@ def test_a_job_enqueued_through_the_pooler_wakes_idle_workers_within_50_ms(poole
                     "created_at", "started_at").first(),
                 timeout=10, interval=0.005, message="the claim")
             latencies.append((claimed[1] - claimed[0]).total_seconds())
-            time.sleep(0.2)  # by design: one job at a time, a moment apart
+            wait_until_jobs("succeeded", pk=job.pk, using="default", timeout=10,
+                            message="one job at a time")
     finally:
-        logs = _stop(procs)
+        stop_workers(proc, timeout=30)
+        out.join(10)
+        logs = out.text()
     latencies.sort()
     print(f"wake-up latencies through PgBouncer (s): {latencies}")
     assert latencies[len(latencies) // 2] < 0.05, latencies

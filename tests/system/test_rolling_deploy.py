@@ -13,7 +13,7 @@ from django_pg_jobqueue.metrics import snapshot
 from django_pg_jobqueue.models import Job, JobEvent
 from tests.handlers import retry_handlers  # noqa: F401 - registers deployed_later for enqueue()
 from tests.handlers.chaos_handlers import Output
-from tests.utils import spawn_workers, wait_for, wait_until_jobs
+from tests.utils import spawn_workers, wait_until_jobs
 
 WORKER_ENV = {"JOB_POLL_INTERVAL_SECONDS": "0.2", "JOB_POLL_JITTER_SECONDS": "0",
               "JOB_WORKER_LOG_LEVEL": "INFO", "JOB_LISTEN_NOTIFY": "true"}
@@ -45,9 +45,9 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
     new = None
     try:
         job = services.enqueue("deployed_later", {}, max_attempts=5)  # a producer on new code
-        # Polls: the old worker (another process) gives it back; its event tells.
-        released = wait_for(lambda: JobEvent.objects.filter(job_id=job.pk, kind="released").first(),
-                            timeout=30, message="the old worker to give the job back")
+        # The old worker (another process) gives it back, and says so once it has.
+        old_out.wait_for_line(f"job={job.pk} type=deployed_later: no handler", timeout=30)
+        released = JobEvent.objects.get(job_id=job.pk, kind="released")
         row = Job.objects.get(pk=job.pk)
         assert (row.status, row.attempts, row.last_error) == ("queued", 0, None)
         assert released.data["reason"] == "unknown_type" and released.attempt == 1

@@ -79,11 +79,16 @@ def test_sigterm_finishes_or_releases_every_childs_jobs_within_the_grace_and_exi
                                    for _ in range(2)])
     long = services.enqueue_many([{"type": "chaos", "payload": {"mode": "long", "seconds": 60}}
                                   for _ in range(2)])
-    proc = spawn_workers("--processes", "2", "--threads", "2",
+    # No prefetch: a child up first would otherwise hold a short job in its buffer, not in a
+    # handler, and release it at the stop.
+    proc = spawn_workers("--processes", "2", "--threads", "2", "--prefetch", "0",
                          env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=grace,
-                                        JOB_WORKER_LOG_LEVEL="INFO"))
+                                        JOB_WORKER_LOG_LEVEL="DEBUG"))
     out = Output(proc)
-    wait_until_jobs("running", count=4, timeout=60)
+    # The four handlers started (the children's own lines), not four rows claimed: under load
+    # a claim and its handler's start can be far apart, and the short jobs' 1.5 s must count
+    # from the start to end within the grace.
+    out.wait_for_line("started job=", count=4, timeout=60)
     children = _child_pids()
     proc.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
@@ -205,12 +210,14 @@ def test_max_memory_per_process_recycles_a_process_that_grew_past_it(tmp_path):
                          env=worker_env(ledger_path, JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
+        # The recycle first (the supervisor's line: each child's start-up under load has taken
+        # 10 s), then the jobs, all run by then or soon after.
+        out.wait_for_line("recycled (exit status 3)", timeout=120)
         wait_until_jobs("succeeded", count=6, timeout=120)
     finally:
         rc = stop_gracefully(proc, out, timeout=30)
     assert rc == 0, out.text()[-4000:]
-    assert "over --max-memory-per-process 200 MiB: recycling" in out.text()
-    assert "recycled (exit status 3)" in out.text()
+    out.wait_for_line("over --max-memory-per-process 200 MiB: recycling", timeout=5)
     ledger = Ledger.read(ledger_path)
     assert not ledger.duplicate_starts
     assert all(len(runs) == 1 for runs in ledger.by_job.values()) and len(ledger.by_job) == 6
@@ -333,6 +340,9 @@ def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails
         # Two child start-ups, growths and recycles: on a loaded machine a start-up alone
         # has taken 10 s (a run where 45 s was too short).
         wait_until_jobs("failed", pk=grow.pk, timeout=120)
+        # The third child, which runs `other` if the first two only held it, up first: its
+        # start-up, not the job, is what a loaded machine makes slow.
+        out.wait_for_line("supervisor: started worker process", count=3, timeout=60)
         wait_until_jobs("succeeded", pk=other.pk, timeout=30)
     finally:
         rc = stop_gracefully(proc, out, timeout=30)

@@ -24,6 +24,7 @@ from django_pg_jobqueue.tasks_compat import (
     task_finished,
     task_started,
 )
+from tests.utils import give_back_the_loop
 
 ORDER: list[str] = []
 GATE = threading.Event()
@@ -62,7 +63,7 @@ def gated(seconds):
 
 @task
 async def async_multiply(a, b):
-    await asyncio.sleep(0.01)  # by design: the task gives the event loop back once
+    await give_back_the_loop()
     return a * b
 
 

@@ -13,11 +13,11 @@ from django_pg_jobqueue import services, testing
 from django_pg_jobqueue.exceptions import PermanentError
 from django_pg_jobqueue.models import Job
 from tests.handlers import hygiene_handlers
-from tests.utils import wait_for
 
 CALLS: list = []
 FAILURES: list = []
 _lock = threading.Lock()
+_heard = threading.Condition(_lock)  # notified with each failure a hook hears
 
 MIDDLEWARE = ["tests.worker.test_middleware.outer", "tests.worker.test_middleware.inner"]
 HOOKS = ["tests.worker.test_middleware.record_failure"]
@@ -39,9 +39,16 @@ def inner(call_next, ctx, job):
 
 
 def record_failure(job, exc, outcome):
-    with _lock:
+    with _heard:
         FAILURES.append((job.id, job.attempt, type(exc).__name__, str(exc), outcome,
                          getattr(exc, "reason", None)))
+        _heard.notify_all()
+
+
+def _wait_heard(n: int, timeout: float) -> None:
+    """Until the hooks heard `n` failures (woken by each)."""
+    with _heard:
+        assert _heard.wait_for(lambda: len(FAILURES) >= n, timeout), FAILURES
 
 
 def broken_hook(job, exc, outcome):
@@ -214,9 +221,9 @@ def test_an_error_hook_hears_every_failed_attempt_once_in_a_worker_pool(
         testing.expire_lease(expired)
         ids = [boom.id, unknown.id, unstorable.id, left_open.id, timed_out.id, expired.id]
         worker_pool(threads=3)
-        # Polls: the hooks are told after each failure was written and signalled, in the
-        # writer's thread (an executor's, the renewer's, the reaper's).
-        wait_for(lambda: len(FAILURES) >= 7, timeout=20, message="7 failures heard")
+        # The hooks are told after each failure was written and signalled, in the writer's
+        # thread (an executor's, the renewer's, the reaper's): the hook's own signal.
+        _wait_heard(7, timeout=20)
         assert Job.objects.filter(id__in=ids, status="failed").count() == 6
     assert _by_reason(FAILURES) == {
         (boom.id, 1): ("ValueError", None, "queued"),

@@ -3,7 +3,6 @@ holds them under `<process>-prefetch`; they still run exactly once each, a threa
 one runs it under its own worker id, and a prefetched job that cannot find a thread in time,
 is cancelled while it waits, or is still waiting at shutdown never runs under that claim."""
 import threading
-import time
 import uuid
 
 import pytest
@@ -32,7 +31,8 @@ def slow_handler():
 
     def slow(ctx, payload):
         ran.append(ctx.job_id)
-        time.sleep(payload.get("seconds", 0))  # the job's work
+        if ctx.wait(payload.get("seconds", 0)):  # the job's work, stopped by a stop
+            ctx.raise_if_should_stop()
         return {"ok": True}
 
     registry.register("prefetch_probe", slow)

@@ -9,7 +9,7 @@ from django.db.models import F
 from django.test import override_settings
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.exceptions import LeaseLost
+from django_pg_jobqueue.exceptions import JobCancelled, LeaseLost
 from django_pg_jobqueue.models import Job, JobEvent, TxNow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -190,6 +190,62 @@ def test_graceful_shutdown_releases_unfinished_jobs_without_charging_an_attempt(
     row = Job.objects.get(pk=long_job.pk)
     assert row.status == "queued" and row.attempts == 0 and row.locked_by is None
     assert kinds(long_job)[-1] == "released"
+
+
+def test_a_handler_write_refused_after_the_shutdown_released_its_job_raises_job_cancelled(
+        worker_pool, custom_handler):
+    """The shutdown asks a handler still running past its grace to stop, then releases its job:
+    a progress write made after that (the handler had not looked at its stop yet) is refused,
+    and the handler hears the stop, JobCancelled("shutdown"), not a lost lease."""
+    raised, done = [], threading.Event()
+
+    def late_writer(ctx, payload):
+        try:
+            # Deaf to the stop until its job was given back: the write then comes after both.
+            pools[0].test_signals.wait_released([ctx.job_id], timeout=20)
+            ctx.progress(50, "after the release")
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+        finally:
+            done.set()
+
+    custom_handler("late_writer", late_writer)
+    job = services.enqueue("late_writer", {}, max_attempts=3)
+    pools = [worker_pool(threads=1)]
+    pools[0].test_signals.wait_started([job.id])
+    pools[0].shutdown(grace=0)
+    assert done.wait(10), "the handler returned"
+    assert [type(e) for e in raised] == [JobCancelled], raised
+    assert str(raised[0]) == "shutdown"
+    row = Job.objects.get(pk=job.pk)
+    assert (row.status, row.attempts, row.progress_percent) == ("queued", 0, None)
+    assert "lease_lost" not in kinds(job)
+
+
+@pytest.mark.parametrize("charge", [None, "over the memory limit"], ids=["release", "charge"])
+def test_a_handler_woken_by_the_shutdown_finds_its_job_already_given_up(
+        worker_pool, custom_handler, charge):
+    """Past the grace, the shutdown releases the job (or, for a memory recycle, charges it)
+    and only then wakes the handler: one that returns when asked to stop cannot complete its
+    job first."""
+    seen, returned = [], threading.Event()
+
+    def returns_when_stopped(ctx, payload):
+        ctx.wait(30)
+        seen.append(Job.objects.values_list("status", flat=True).get(pk=ctx.job_id))
+        returned.set()
+        return {"late": True}
+
+    custom_handler("returns_when_stopped", returns_when_stopped)
+    job = services.enqueue("returns_when_stopped", {}, max_attempts=1)
+    pool = worker_pool(threads=1)
+    pool.test_signals.wait_started([job.id])
+    pool.shutdown(grace=0, charge=charge)
+    assert returned.wait(10), "the handler was woken"
+    given_up = "queued" if charge is None else "failed"
+    assert seen == [given_up]
+    assert status_of(job) == given_up and "succeeded" not in kinds(job)
 
 
 @override_settings(JOB_RETRY_BASE_SECONDS=2.0, JOB_RETRY_MAX_SECONDS=100.0, JOB_RETRY_JITTER=0.0)

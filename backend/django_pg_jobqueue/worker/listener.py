@@ -51,7 +51,8 @@ class Listener(threading.Thread):
                         self.signals.listening.emit(True)
                     backoff.reset()
                     # Wake everyone once after (re)connecting: notifications sent while we
-                    # were away are lost.
+                    # were away are lost. (The line: what a test of another process waits on.)
+                    log.debug("LISTEN connection up: waking every lane once")
                     self.on_notify(None)
                     while not self.stopping.is_set():
                         for note in conn.notifies(timeout=0.5):

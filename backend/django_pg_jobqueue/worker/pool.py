@@ -26,6 +26,7 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 from .. import conf, db, middleware
+from ..context import SHUTDOWN
 from ..engine import ClaimedJob, Engine, default_engine
 from ..exceptions import LeaseLost
 from ..states import PREFETCH_WORKER_SUFFIX
@@ -552,14 +553,19 @@ class WorkerPool:
                    for h in e.runner.running()]
         leftovers = [h for h, _ in running]
         if leftovers:
+            # The job's fate is written before its handler is woken: a handler that returns
+            # when asked to stop cannot complete the job first. The stop's reason is set
+            # before, so that a write of the handler's refused in between is that stop.
             for h in leftovers:
-                h.ctx.request_stop("shutdown")
+                h.ctx.name_stop(SHUTDOWN)
                 self.held.discard(h.job.id, h.job.lease_token)
             if charge is None:
                 self._release([(h.job.id, h.job.lease_token, h.job.worker_id)
                                for h in leftovers])
             else:
                 self._charge(running, charge)
+            for h in leftovers:
+                h.ctx.request_stop(SHUTDOWN)
         self.completer.stop()
         self.completer.join(timeout=10)
         self.starter.stop()
