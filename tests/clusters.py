@@ -149,3 +149,18 @@ def wait_replayed(primary: Cluster, replica: Cluster, timeout: float = 30.0) -> 
     [(lsn,)] = primary.execute("SELECT pg_current_wal_insert_lsn()::text")
     wait_for(lambda: replica.execute(f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn")[0][0],
              timeout=timeout, message=f"the replica did not replay up to {lsn}")
+
+
+def two_shard_settings(b_port: int, c_port: int, shards: dict) -> str:
+    """A settings module for the demo with two shards, `shard_b` and `shard_c`, on throwaway
+    primaries listening on `b_port` and `c_port` (the default database's other settings),
+    and JOB_SHARDS `shards`."""
+    return f"""
+from config.settings import *  # noqa: F403
+
+DATABASES = {{**DATABASES,  # noqa: F405
+             "shard_b": {{**DATABASES["default"], "PORT": {b_port}}},  # noqa: F405
+             "shard_c": {{**DATABASES["default"], "PORT": {c_port}}}}}  # noqa: F405
+DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
+JOB_SHARDS = {shards!r}
+"""

@@ -9,11 +9,7 @@
  * Exits 0 when every job type appears in the jobs list as succeeded, 1 otherwise; console errors,
  * page errors and 5xx answers fail it too.
  */
-import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { CHROMIUM, chromiumArgs } from "./chromium.mjs";
+import { watchedBrowser } from "./chromium.mjs";
 
 const argv = process.argv.slice(2);
 const shotAt = argv.indexOf("--screenshot");
@@ -24,27 +20,13 @@ if (!base || !username || !password || types.length === 0) {
   process.exit(2);
 }
 
-const profile = mkdtempSync(join(tmpdir(), "jobqueue-adoption-"));
-const problems = [];
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  viewport: { width: 1360, height: 900 },
-  args: chromiumArgs(),
-  timeout: 30_000,
+const { problems, run } = await watchedBrowser({
+  name: "adoption",
+  width: 1360,
+  timeout: 15_000,
+  failedRequests: true,
 });
-context.setDefaultTimeout(15_000);
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(`console: ${m.text()}`);
-  });
-  page.on("response", (r) => {
-    if (r.status() >= 500) problems.push(`HTTP ${r.status()} from ${r.request().method()} ${r.url()}`);
-  });
-  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
-
+await run(async (page) => {
   const prefix = new URL(base).pathname;
   await page.goto(new URL("jobs", base).href);
   // Anonymous: the dashboard sends us to its sign-in page, under the host's prefix. A host
@@ -65,12 +47,7 @@ try {
     if (!/succeeded/i.test(text)) problems.push(`the ${type} row does not say succeeded: ${text}`);
   }
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
-} catch (error) {
-  problems.push(String(error?.stack ?? error));
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);

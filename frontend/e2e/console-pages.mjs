@@ -16,11 +16,9 @@
  * Exits 0 when every step passed, 1 otherwise; page errors, console errors and 5xx answers
  * fail it too.
  */
-import { chromium } from "playwright-core";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CHROMIUM, chromiumArgs } from "./chromium.mjs";
+import { watchedBrowser } from "./chromium.mjs";
 
 const [base, username, password, planPath, shots] = process.argv.slice(2);
 if (!base || !username || !password || !planPath || !shots) {
@@ -29,27 +27,9 @@ if (!base || !username || !password || !planPath || !shots) {
 }
 const plan = JSON.parse(readFileSync(planPath, "utf8"));
 
-const profile = mkdtempSync(join(tmpdir(), "jobqueue-console-"));
-const problems = [];
 const seen = [];
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  viewport: { width: 1440, height: 900 },
-  args: chromiumArgs(),
-  timeout: 30_000,
-});
-context.setDefaultTimeout(30_000);
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(`console: ${m.text()}`);
-  });
-  page.on("response", (r) => {
-    if (r.status() >= 500) problems.push(`HTTP ${r.status()} from ${r.request().method()} ${r.url()}`);
-  });
-
+const { problems, run } = await watchedBrowser({ name: "console", width: 1440, timeout: 30_000 });
+await run(async (page) => {
   await page.goto(new URL("login", base).href);
   await page.getByLabel("Username").fill(username);
   await page.getByLabel("Password").fill(password);
@@ -93,12 +73,7 @@ try {
     });
     if (step.shot) await page.screenshot({ path: join(shots, `${step.shot}.png`), fullPage: true });
   }
-} catch (error) {
-  problems.push(String(error?.stack ?? error));
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
 console.log(JSON.stringify(seen));
 if (problems.length) {
   console.error(problems.join("\n"));

@@ -16,7 +16,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from tests.clusters import throwaway_primary
+from tests.clusters import throwaway_primary, two_shard_settings
 from tests.handlers.chaos_handlers import Output
 from tests.utils import REPO, stop_gracefully
 
@@ -26,16 +26,6 @@ SHARDS = {"shard_b": {"number": 1, "queues": ["emails", "reports*"]},
           "shard_c": {"number": 2, "queues": ["video"]}}
 # 100 jobs: 40 in JOB_DATABASE, 35 in shard_b, 25 in shard_c.
 JOBS = {"default": 40, "emails": 20, "reports.daily": 15, "video": 25}
-
-SETTINGS = """
-from config.settings import *  # noqa: F403
-
-DATABASES = {{**DATABASES,  # noqa: F405
-             "shard_b": {{**DATABASES["default"], "PORT": {b}}},  # noqa: F405
-             "shard_c": {{**DATABASES["default"], "PORT": {c}}}}}  # noqa: F405
-DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
-JOB_SHARDS = {shards!r}
-"""
 
 # Run before each script: a logged-in test client and `get(path, **params)` -> (status, body,
 # headers).
@@ -198,7 +188,7 @@ print(json.dumps(out))
 
 
 def _env(tmp, a, b, c) -> dict:
-    (tmp / "console_settings.py").write_text(SETTINGS.format(b=b.port, c=c.port, shards=SHARDS))
+    (tmp / "console_settings.py").write_text(two_shard_settings(b.port, c.port, SHARDS))
     env = {k: v for k, v in os.environ.items()
            if k not in ("TEST_DATABASE_NAME", "JOB_DATABASE_URL", "JOB_READ_DATABASE_URL",
                         "JOB_TRANSACTION_POOLER")}

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from tests.clusters import throwaway_primary
+from tests.clusters import throwaway_primary, two_shard_settings
 from tests.handlers.chaos_handlers import Output
 from tests.utils import REPO, stop_gracefully
 
@@ -25,16 +25,6 @@ SHARDS = {"shard_b": {"number": 1, "queues": ["emails", "reports*"]},
 QUEUES = {"default": ["default", "billing"], "shard_b": ["emails", "reports.daily"],
           "shard_c": ["video", "thumbs"]}
 PER_QUEUE = 25
-
-SETTINGS = """
-from config.settings import *  # noqa: F403
-
-DATABASES = {{**DATABASES,  # noqa: F405
-             "shard_b": {{**DATABASES["default"], "PORT": {b}}},  # noqa: F405
-             "shard_c": {{**DATABASES["default"], "PORT": {c}}}}}  # noqa: F405
-DATABASE_ROUTERS = ["django_pg_jobqueue.routers.JobQueueRouter"]
-JOB_SHARDS = {shards!r}
-"""
 
 # Run by `manage.py shell` before the workers start: the jobs, the refusals, the API's view
 # of a shard's job. Prints one JSON line.
@@ -156,7 +146,7 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         for cluster in (a, b, c):
             cluster.execute("CREATE DATABASE jobs")
         (tmp_path / "shard_settings.py").write_text(
-            SETTINGS.format(b=b.port, c=c.port, shards=SHARDS))
+            two_shard_settings(b.port, c.port, SHARDS))
         ledger = tmp_path / "ledger"
         env = {k: v for k, v in os.environ.items()
                if k not in ("TEST_DATABASE_NAME", "JOB_DATABASE_URL", "JOB_READ_DATABASE_URL",

@@ -51,6 +51,19 @@ function detail(fields: Partial<JobDetail>): JobDetail {
   } as JobDetail;
 }
 
+/** The job, queued and never claimed: no worker, lease or start, with `fields`. */
+function notStarted(fields: Partial<JobDetail>): JobDetail {
+  return detail({
+    status: "queued",
+    attempts: 0,
+    started_at: null,
+    locked_by: null,
+    lease_expires_at: null,
+    lease_token: null,
+    ...fields,
+  });
+}
+
 /** The API of one job: its detail, its event feed and the cancel action, as the test sets them. */
 function fakeJobApi() {
   const api = {
@@ -290,13 +303,7 @@ describe("re-running a succeeded job", () => {
 describe("a queued job waiting for its concurrency key", () => {
   it("says so in the banner and the Progress card alike, not that it waits for a worker", async () => {
     const api = fakeJobApi();
-    api.detail = detail({
-      status: "queued",
-      attempts: 0,
-      started_at: null,
-      locked_by: null,
-      lease_expires_at: null,
-      lease_token: null,
+    api.detail = notStarted({
       concurrency_key: "customer:42",
       concurrency_key_limit: 1,
       concurrency_key_running: 1,
@@ -318,13 +325,7 @@ describe("a queued job of a fair queue", () => {
   it("says in the Progress card how its turn is taken, and shows its key among all fields", async () => {
     const api = fakeJobApi();
     const wait = "fair shares: key tenant:a takes turns with 2 other keys; 3 of its jobs come first";
-    api.detail = detail({
-      status: "queued",
-      attempts: 0,
-      started_at: null,
-      locked_by: null,
-      lease_expires_at: null,
-      lease_token: null,
+    api.detail = notStarted({
       fairness_key: "tenant:a",
       fairness_wait: wait,
       events: [event(1, "created", -10)],
@@ -342,13 +343,7 @@ describe("a queued job held back by a rate limit", () => {
   it("says in the Progress card which limit is full and when it fits, not that it waits for a worker", async () => {
     const api = fakeJobApi();
     const wait = "rate limit of type sleep: 20 of 20 started in the last 1 s; room for it in 0.4 s";
-    api.detail = detail({
-      status: "queued",
-      attempts: 0,
-      started_at: null,
-      locked_by: null,
-      lease_expires_at: null,
-      lease_token: null,
+    api.detail = notStarted({
       rate_limit_wait: wait,
       events: [event(1, "created", -10)],
     });
