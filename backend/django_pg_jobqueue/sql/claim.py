@@ -197,6 +197,15 @@ served AS MATERIALIZED (
           FROM last_served g) g
 )""" if remember else """,
 served AS (SELECT g.*, 0 AS taken FROM weighted_groups g)"""
+    # Both heads' rows: runnable now, unkeyed, in an unpaused queue, within the limits (when
+    # limited), oldest due first.
+    runnable = """          AND """ + _NOT_EXPIRED + """
+          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
+          AND NOT EXISTS (
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + (
+        limited_filter) + """
+        ORDER BY available_at, created_at, id
+        LIMIT %(limit)s"""
     return """aging AS (
     SELECT * FROM unnest(%(aging_queues)s::text[], %(aging_seconds)s::float8[],
                          %(aging_caps)s::int[]) AS a(queue, seconds, cap)
@@ -238,26 +247,14 @@ heads AS (
         SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND queue = g.queue AND fairness_key = g.k
           AND priority::int = g.p AND available_at <= now() {queue_filter}
-          AND """ + _NOT_EXPIRED + """
-          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
-          AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + (
-        limited_filter) + """
-        ORDER BY available_at, created_at, id
-        LIMIT %(limit)s
+""" + runnable + """
     ) c
     UNION ALL
     SELECT c.*, NULL, 1, 0 FROM priorities pr, LATERAL (  -- only with %(unkeyed)s: see above
         SELECT id, queue, type, priority, available_at, created_at FROM jobs
         WHERE status = 'queued' AND priority = pr.p AND available_at <= now() {queue_filter}
           AND (fairness_key IS NULL OR queue <> ALL(%(fair_queues)s::text[]))  -- no turn
-          AND """ + _NOT_EXPIRED + """
-          AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
-          AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)""" + (
-        limited_filter) + """
-        ORDER BY available_at, created_at, id
-        LIMIT %(limit)s
+""" + runnable + """
     ) c
     WHERE %(unkeyed)s
 ),
