@@ -75,9 +75,11 @@ def queue_operator(make_user):
     return make_user("operator", perms=["add_job", "change_job", "view_job", "change_queuesetting"])
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def fresh_limits():
-    """The claim caches concurrency limits for a second: forgotten before and after a test."""
+    """The claim caches the limits (concurrency, rate, fair shares) for a second: forgotten
+    before and after every test, so a limit a test set and rolled back never holds back the
+    next test's claims (a test that sets one, then another that claims within the second)."""
     from django_pg_jobqueue.services.claiming import forget_cached_limits
 
     forget_cached_limits()
