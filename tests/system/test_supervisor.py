@@ -172,8 +172,17 @@ def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_
     during = [x for j in others for x in ledger.by_job[j.pk]
               if spin_runs[0].started < x.started < spin_runs[0].started + 3]
     assert during, "other jobs started while the handler spun"
+    # Each exactly once, but for a job that a replaced process was running when it ended: that
+    # is released uncharged (its handler, woken only after the release is written, may have
+    # returned meanwhile, its completion refused) and runs again on another process.
+    replaced = {x.pid for x in spin_runs}
     for job in others:
-        assert len([x for x in ledger.by_job[job.pk] if x.outcome == "return"]) == 1
+        returns = sorted((x for x in ledger.by_job[job.pk] if x.outcome == "return"),
+                         key=lambda x: x.started)
+        assert len(returns) == 1 or (
+            len(returns) == 2 and returns[0].pid in replaced
+            and returns[1].pid not in replaced), returns
+        assert JobEvent.objects.filter(job=job, kind="succeeded").count() == 1
     report = audit()
     assert report.ok, report.format()
 
