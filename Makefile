@@ -32,6 +32,7 @@ help:
 	@echo "make chaos   full-size chaos drain (CHAOS_SEED=..., three seeds: make chaos-3)"
 	@echo "make bench   benchmark against PgQueuer, Procrastinate, django-tasks-db, graphile-worker (Node.js),"
 	@echo "             Oban for Python, Celery (BENCH_QUICK=1: faster; BENCH_SYSTEMS=...: some only)"
+	@echo "make capacity  throughput and connections with 1, 2 and 3 shards (CAPACITY_QUICK=1: small)"
 	@echo "make curves  cost curves as the work grows, SVG charts for the docs (CURVES_QUICK=1: small)"
 	@echo "make soak    30-minute soak at half the maximum rate, pruning on (SOAK_MINUTES=...)"
 	@echo "make pressure  1,000 jobs/s for 10 min while a snapshot is held from minute 2 to 7, ours"
@@ -241,6 +242,14 @@ bench-processes: venv migrate
 .PHONY: fleet
 fleet: venv db-start
 	$(PY) bench/fleet.py $(if $(FLEET_QUICK),--quick)
+
+# Shards' capacity (bench/shards.py): 1, then 2, then 3 throwaway clusters (a database of
+# JOB_SHARDS each, the embedded PostgreSQL's binaries): enqueue through the router, drain
+# jobs/s, CPU per job and connections per cluster, load average beside each (~4 min on 2
+# cores; CAPACITY_QUICK=1: 2,000 jobs a database, ~1 min). Not part of `make test`.
+.PHONY: capacity
+capacity: venv
+	$(PY) bench/shards.py $(if $(CAPACITY_QUICK),--quick)
 
 # Drain rate and claim p99 as finished rows, backlog, queues and scheduled jobs grow (bench/
 # curves.py; ~25-40 min on 2 cores, CURVES_QUICK=1 for sizes / 100); charts into
