@@ -201,10 +201,11 @@ class Sampler(threading.Thread):
         self.conns = [connect(c) for c in clusters]
         self.postmasters = [_postmaster(c) for c in clusters]
         self.workers: list[int] = []
-        self.samples: list[tuple[float, list[int], float]] = []  # (time, connections, cpu)
+        # (time, connections, CPU seconds of the clusters, CPU seconds of the workers)
+        self.samples: list[tuple[float, list[int], float, float]] = []
         self.stopping = threading.Event()
 
-    def sample(self) -> tuple[float, list[int], float]:
+    def sample(self) -> tuple[float, list[int], float, float]:
         counts, cpu = [], 0.0
         for conn, postmaster in zip(self.conns, self.postmasters):
             rows = conn.execute(
@@ -214,8 +215,7 @@ class Sampler(threading.Thread):
             counts.append(sum(1 for _, client in rows if client))
             cpu += _cpu_seconds(postmaster, children=True)
             cpu += sum(_cpu_seconds(pid) for pid, _ in rows)
-        cpu += sum(_cpu_seconds(pid) for pid in self.workers)
-        return time.time(), counts, cpu
+        return time.time(), counts, cpu, sum(_cpu_seconds(pid) for pid in self.workers)
 
     def run(self) -> None:
         while not self.stopping.is_set():
@@ -232,13 +232,15 @@ class Sampler(threading.Thread):
         window = [s[1] for s in self.samples if since <= s[0] <= until] or [self.samples[-1][1]]
         return [max(column) for column in zip(*window)]
 
-    def cpu_between(self, first: float, last: float) -> float:
+    def cpu_between(self, first: float, last: float, column: int) -> float:
+        """CPU seconds between two times (interpolated): column 2 the clusters', 3 the
+        workers'."""
         def at(t: float) -> float:
-            s = self.samples
-            for (t0, _, c0), (t1, _, c1) in zip(s, s[1:]):
+            s = [(sample[0], sample[column]) for sample in self.samples]
+            for (t0, c0), (t1, c1) in zip(s, s[1:]):
                 if t0 <= t <= t1:
                     return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
-            return s[0][2] if t < s[0][0] else s[-1][2]
+            return s[0][1] if t < s[0][0] else s[-1][1]
 
         return at(last) - at(first)
 
@@ -324,7 +326,8 @@ def step(clusters: list[Cluster], root: Path, args) -> dict:
             "SELECT extract(epoch FROM min(started_at)), extract(epoch FROM max(finished_at)) "
             "FROM jobs").fetchone()) for c in polls]
         first, last = min(w[0] for w in windows), max(w[1] for w in windows)
-        own_cpu = sampler.cpu_between(first, last)
+        postgres_cpu = sampler.cpu_between(first, last, 2)
+        workers_cpu = sampler.cpu_between(first, last, 3)
         machine_us = machine.us_per_job(first, last, total)
     finally:
         sampler.close()
@@ -340,7 +343,10 @@ def step(clusters: list[Cluster], root: Path, args) -> dict:
         "drain_jobs_per_s": round(total / (last - first)),
         "drain_jobs_per_s_by_database": [round(k / (w[1] - w[0])) for k, w in zip(counts, windows)],
         "drain_seconds": round(last - first, 2),
-        "own_cpu_us_per_job": round(own_cpu / total * 1e6),
+        "own_cpu_us_per_job": round((postgres_cpu + workers_cpu) / total * 1e6),
+        "postgres_cpu_us_per_job": round(postgres_cpu / total * 1e6),
+        "workers_cpu_us_per_job": round(workers_cpu / total * 1e6),
+        "own_cores_busy": round((postgres_cpu + workers_cpu) / (last - first), 2),
         "machine_cpu_us_per_job": round(machine_us) if machine_us else None,
         "connections_peak_enqueue": sampler.peak(t_fill, t_filled),
         "connections_peak_drain": [max(a, b) for a, b in zip(
@@ -360,9 +366,9 @@ def report(rows: list[dict], server: str, args) -> str:
              f"(throwaway clusters, fsync off), {args.jobs:,} no-op jobs a database, "
              f"{args.processes} x run_job_workers --threads {args.threads} a database.", "",
              "| databases | enqueue jobs/s (router) | drain jobs/s, all | drain jobs/s, each "
-             "database | CPU us/job, this run's processes | machine CPU us/job | connections "
-             "a cluster, peak enqueue / peak drain / end | load average before, at drain, "
-             "after |",
+             "database | CPU us/job of this run's processes: PostgreSQL + workers (cores they "
+             "kept busy) | machine CPU us/job | connections a cluster, peak enqueue / peak "
+             "drain / end | load average before, at drain, after |",
              "|" + "---|" * 8]
     for r in rows:
         conns = ", ".join(f"{a}/{b}/{c}" for a, b, c in zip(
@@ -371,7 +377,9 @@ def report(rows: list[dict], server: str, args) -> str:
         lines.append(
             f"| {r['databases']} | {r['enqueue_jobs_per_s']:,} | {r['drain_jobs_per_s']:,} | "
             f"{', '.join(f'{x:,}' for x in r['drain_jobs_per_s_by_database'])} | "
-            f"{r['own_cpu_us_per_job']} | {r['machine_cpu_us_per_job']} | {conns} | "
+            f"{r['postgres_cpu_us_per_job']} + {r['workers_cpu_us_per_job']} = "
+            f"{r['own_cpu_us_per_job']} ({r['own_cores_busy']}) | "
+            f"{r['machine_cpu_us_per_job']} | {conns} | "
             f"{r['load_average_before']}; {r['load_average_at_drain']}; "
             f"{r['load_average_after']} |")
     one = rows[0]
