@@ -2,8 +2,9 @@
 
     python bench/shards.py [--jobs 20000] [--shards 3] [--processes 2] [--threads 8] [--quick]
 
-Starts one throwaway cluster (tests/clusters.py: the embedded PostgreSQL's binaries, its own
-port and data directory under a temporary directory), then a second, then a third: step N
+Starts one throwaway cluster (tests/clusters.py: the embedded PostgreSQL's binaries, a port
+and a temporary data directory of its own, under .pgdata/test-clusters), then a second, then
+a third: step N
 runs N databases, `JOB_DATABASE` and N - 1 shards of JOB_SHARDS, each on a cluster of its
 own and holding one queue (`cap0` in JOB_DATABASE, `cap1` in shard_1, `cap2` in shard_2). A
 new shard is added as docs/how-to/scaling.md says: its database created, `migrate
@@ -20,18 +21,20 @@ new shard is added as docs/how-to/scaling.md says: its database created, `migrat
   postmaster with its children, from /proc), and of the whole machine (other sessions'
   work included);
 - connections: the client connections each cluster held, pg_stat_activity sampled every
-  100 ms (the sampler's own left out), at their peak during the enqueue and the drain, and
-  at the end of the drain.
+  100 ms (this script's own left out), at their peak during the enqueue and the drain, and
+  at the end of the drain by holder (each process's application_name: the producer, the
+  workers of a database, a worker's pool).
 
 The load average is printed before and after each step. Prints a table, and the
 extrapolation to N primaries (on paper, marked as such); writes bench/results/capacity.json
 and capacity.txt. The clusters and workers are stopped at the end, on an error or Ctrl-C
 too. --quick (CAPACITY_QUICK=1 for make): 2,000 jobs a database.
 
-On one machine every cluster and worker shares the same cores: the total does not grow with
-the shards here. What this measures is what a database and its workers cost per job, and
-the connections each primary holds; a primary on a machine of its own serves what one did
-alone here (the extrapolation).
+On one machine every cluster and worker shares the same cores: the total cannot grow with
+the shards here (what it gains comes from more processes taking a larger share of a loaded
+machine). What this measures is what a database and its workers cost per job, and the
+connections each primary holds; a primary on a machine of its own serves what one did alone
+here (the extrapolation).
 """
 from __future__ import annotations
 
