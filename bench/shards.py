@@ -272,7 +272,17 @@ def reset(conn: psycopg.Connection) -> None:
 
 
 # --- a step ----------------------------------------------------------------------------------
-def step(clusters: list[Cluster], root: Path, args) -> dict:
+def holders(polls: list[psycopg.Connection]) -> dict:
+    """Each database's client connections by holder (application_name)."""
+    return {alias(i): dict(c.execute(
+        "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = 'jobs' "
+        "AND backend_type = 'client backend' AND application_name <> %s GROUP BY 1 ORDER BY 1",
+        [BENCH_APP]).fetchall()) for i, c in enumerate(polls)}
+
+
+def step(clusters: list[Cluster], root: Path, args, idle_seconds: float = 0) -> dict:
+    """Step N: the Nth cluster's database added (migrated), every database filled and drained.
+    `idle_seconds`: then the workers left idle that long, and their connections counted."""
     n = len(clusters)
     ports = [c.port for c in clusters]
     step_dir = root / f"step-{n}"
@@ -321,10 +331,11 @@ def step(clusters: list[Cluster], root: Path, args) -> dict:
             t_drained = time.time()
             time.sleep(0.3)
             end_connections = sampler.sample()[1]
-            holders = [dict(c.execute(
-                "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = "
-                "'jobs' AND backend_type = 'client backend' AND application_name <> %s "
-                "GROUP BY 1 ORDER BY 1", [BENCH_APP]).fetchall()) for c in polls]
+            busy_holders = holders(polls)
+            idle_holders = None
+            if idle_seconds:
+                time.sleep(idle_seconds)  # by design: the pools give back what idles 10 s
+                idle_holders = holders(polls)
         windows = [tuple(float(x) for x in c.execute(
             "SELECT extract(epoch FROM min(started_at)), extract(epoch FROM max(finished_at)) "
             "FROM jobs").fetchone()) for c in polls]
@@ -355,7 +366,8 @@ def step(clusters: list[Cluster], root: Path, args) -> dict:
         "connections_peak_drain": [max(a, b) for a, b in zip(
             sampler.peak(t_filled, t_drained), end_connections)],
         "connections_end_of_drain": end_connections,
-        "connections_end_of_drain_by_holder": dict(zip((alias(i) for i in range(n)), holders)),
+        "connections_end_of_drain_by_holder": busy_holders,
+        "idle_seconds": idle_seconds, "connections_idle_by_holder": idle_holders,
         "workers_per_database": f"{args.processes} x run_job_workers --threads {args.threads}",
     }
     log(json.dumps(row))
@@ -391,7 +403,11 @@ def report(rows: list[dict], server: str, args) -> str:
               "`jobqueue-worker <host>-<pid>` is a worker's pool, `workers of X` the rest of "
               "the processes working X: their LISTEN and what their start-up left open):"]
     for r in rows:
-        lines.append(f"  {r['databases']} database(s): {json.dumps(r['connections_end_of_drain_by_holder'])}")
+        lines.append(f"  {r['databases']} database(s): "
+                     f"{json.dumps(r['connections_end_of_drain_by_holder'])}")
+        if r["connections_idle_by_holder"]:
+            lines.append(f"  {r['databases']} database(s), the workers then idle "
+                         f"{r['idle_seconds']:g} s: {json.dumps(r['connections_idle_by_holder'])}")
     lines += ["", "EXTRAPOLATION, on paper, not measured: each primary on a machine of its own "
               "(and its workers on theirs) serves what the one database did alone here, "
               f"{one['drain_jobs_per_s']:,} jobs/s drained and {one['enqueue_jobs_per_s']:,} "
@@ -419,6 +435,9 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2,
                     help="run_job_workers commands a database (default 2)")
     ap.add_argument("--threads", type=int, default=8, help="--threads of each (default 8)")
+    ap.add_argument("--idle-seconds", type=float, default=None,
+                    help="after the last step's drain, leave its workers idle this long and "
+                         "count their connections (default 40; 0 with --quick: none)")
     ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("CAPACITY_QUICK")),
                     help="2,000 jobs a database (also CAPACITY_QUICK=1)")
     ap.add_argument("--output", default=str(HERE / "results" / "capacity"),
@@ -426,6 +445,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.jobs is None:
         args.jobs = 2000 if args.quick else 20000
+    if args.idle_seconds is None:
+        args.idle_seconds = 0 if args.quick else 40
     signal.signal(signal.SIGTERM, _interrupted)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="capacity-") as tmp, ExitStack() as stack:
@@ -433,7 +454,9 @@ def main() -> None:
         for _ in range(args.shards):
             clusters.append(stack.enter_context(throwaway_primary()))
             log(f"cluster {len(clusters)} up on port {clusters[-1].port}")
-            rows.append(step(clusters, Path(tmp), args))
+            last = len(clusters) == args.shards
+            rows.append(step(clusters, Path(tmp), args,
+                             idle_seconds=args.idle_seconds if last else 0))
         server = clusters[0].execute("SHOW server_version")[0][0]
     text = report(rows, f"PostgreSQL {server}", args)
     print("\n" + text)
