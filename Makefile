@@ -246,7 +246,7 @@ fleet: venv db-start
 # Shards' capacity (bench/shards.py): 1, then 2, then 3 throwaway clusters (a database of
 # JOB_SHARDS each, the embedded PostgreSQL's binaries): enqueue through the router, drain
 # jobs/s, CPU per job and connections per cluster, load average beside each (~3 min on 2
-# loaded cores; CAPACITY_QUICK=1: 2,000 jobs a database, under 1 min). Not part of `make test`.
+# loaded cores; CAPACITY_QUICK=1: 2,000 jobs a database, about 1 min). Not part of `make test`.
 .PHONY: capacity
 capacity: venv
 	$(PY) bench/shards.py $(if $(CAPACITY_QUICK),--quick)

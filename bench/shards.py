@@ -25,7 +25,10 @@ new shard is added as docs/how-to/scaling.md says: its database created, `migrat
   at the end of the drain by holder (each process's application_name: the producer, the
   workers of a database, a worker's pool).
 
-The load average is printed before and after each step. Prints a table, and the
+The workers of the databases start one after the other, a second or so apart on a loaded
+machine, and that counts in the total's window: little against the 20 to 25 s of a full
+run's drain, much against the second or two of --quick's (whose figures only show that it
+works). The load average is printed before and after each step. Prints a table, and the
 extrapolation to N primaries (on paper, marked as such); writes bench/results/capacity.json
 and capacity.txt. The clusters and workers are stopped at the end, on an error or Ctrl-C
 too. --quick (CAPACITY_QUICK=1 for make): 2,000 jobs a database.
