@@ -340,10 +340,13 @@ def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails
     ledger_path = tmp_path / "ledger.tsv"
     grow = services.enqueue("grow", {"mb": 250, "seconds": 60}, max_attempts=2, priority=1)
     other = services.enqueue("chaos", {"mode": "ok"})
+    # A lease of 10 s, not the fault tests' 2 s: this is about the charge at the recycle,
+    # and a renewal more than 1.3 s late (a loaded machine, the 250 MiB being written with
+    # the interpreter's lock held) let the reaper end the attempt first.
     proc = spawn_workers("--processes", "1", "--threads", "1", "--prefetch", "1",
                          "--max-memory-per-process", "200",
                          env=worker_env(ledger_path, JOB_SHUTDOWN_GRACE_SECONDS=1,
-                                        JOB_WORKER_LOG_LEVEL="INFO"))
+                                        JOB_LEASE_SECONDS=10, JOB_WORKER_LOG_LEVEL="INFO"))
     out = Output(proc)
     try:
         # Two child start-ups, growths and recycles: on a loaded machine a start-up alone

@@ -227,3 +227,31 @@ def test_a_prefetched_job_whose_lease_was_lost_while_it_waited_never_runs(slow_h
     refused = JobEvent.objects.get(job_id=job.pk, kind="lease_lost")
     assert (refused.worker_id, refused.data["refused"]) == ("vm-1-1", "start")
     assert Job.objects.get(pk=job.pk).status == "queued"
+
+
+def test_a_prefetched_job_handed_to_a_thread_is_renewed_until_the_thread_takes_it(
+        fast_queue_settings, monkeypatch):
+    """The hand-over from the buffer to an executor leaves no gap for the watchdog: a thread
+    slow to take its next job (a loaded machine) still answers for it, so the renewer keeps
+    renewing it instead of releasing it as an orphan after ORPHAN_PASSES passes, which let
+    its lease expire under a live process."""
+    from django_pg_jobqueue.worker.pool import WorkerPool
+    from django_pg_jobqueue.worker.renewer import ORPHAN_PASSES
+
+    job = services.enqueue("noop", {})
+    pool = WorkerPool(threads=1)
+    lane, executor = pool.lanes[0], pool.executors[0]
+    [c] = services.claim(worker_ids=[lane.prefetch_id], job_ids=[job.id])
+    held = Held.of(c, c.worker_id, owner=lane.prefetched)
+    pool.held.add(held)
+    lane.prefetched.put_many([held])
+    monkeypatch.setattr(executor, "is_alive", lambda: True)  # alive, its inbox not yet read
+    assert lane._hand_out_prefetched([executor]) == []
+    assert not len(lane.prefetched) and not executor.inbox.empty()
+    for _ in range(ORPHAN_PASSES + 1):
+        counts = pool.renewer.run_once()
+        assert (counts["renewed"], counts["orphaned"]) == (1, 0), counts
+    assert Job.objects.get(pk=job.pk).status == "running"
+    monkeypatch.setattr(executor, "is_alive", lambda: False)  # its thread died meanwhile
+    orphaned = sum(pool.renewer.run_once()["orphaned"] for _ in range(ORPHAN_PASSES))
+    assert orphaned == 1 and not len(pool.held)

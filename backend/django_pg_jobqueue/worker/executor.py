@@ -624,6 +624,10 @@ class Executor(threading.Thread):
         self.report = getattr(pool, "report", None)
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
+        # The prefetched jobs handed to this thread that it has not finished yet (ids of their
+        # Held): it answers for them from the hand-over on (`owns`), so that no renewal pass
+        # falls between the buffer letting go of a job and the runner taking it.
+        self._handed: set[int] = set()
         # The queue of the job it was handed (None while idle): what the host's overrides
         # count (worker/overrides.py), set before the lane's claim lock is let go.
         self.queue: str | None = None
@@ -638,11 +642,19 @@ class Executor(threading.Thread):
         return self.runner.current
 
     def owns(self, held: Held) -> bool:
-        """Whether this thread is alive and running `held` (the watchdog's question)."""
-        return self.runner.owns(held) and self.is_alive()
+        """Whether this thread is alive and running `held`, or was handed it and has not
+        finished it yet (the watchdog's question)."""
+        return (self.runner.owns(held) or id(held) in self._handed) and self.is_alive()
+
+    def hand(self, held: Held) -> None:
+        """Answer for prefetched job `held` from now on (Prefetched.take calls it under the
+        buffer's lock, before the buffer lets go)."""
+        self._handed.add(id(held))
+        held.owner = self
 
     def assign(self, job: ClaimedJob, held: Held | None = None) -> None:
-        """Run `job` next; `held` is given for a prefetched job, already held by the lane."""
+        """Run `job` next; `held` is given for a prefetched job, already handed to this
+        thread (Prefetched.take(to=...))."""
         self.queue = job.queue
         self.idle = False
         self.inbox.put((job, held))
@@ -674,6 +686,7 @@ class Executor(threading.Thread):
                         finally:
                             if self.report is not None:
                                 self.report.set_running(self.index, 0)
+                            self._handed = set()  # settled, or dropped by the runner
                             self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it
@@ -710,7 +723,7 @@ class Executor(threading.Thread):
             self.runner.run(job, held)
             return
         items = [(job, held)] + [(h.job, h) for h in self.lane.prefetched.take_type(
-            spec.name, (spec.chunk_size or 1) - 1)]
+            spec.name, (spec.chunk_size or 1) - 1, to=self)]
         self.runner.run_chunk(spec, items, stopping=self.pool.stopping,
                               claim_more=lambda n: self._claim_more(spec, n))
 
@@ -743,7 +756,7 @@ class Executor(threading.Thread):
             return None
         if self.pool.overrides.touches(self.lane.spec.queues):
             return None  # the lane gives them back: the host's overrides may refuse them
-        held, refill = self.lane.prefetched.take()
+        held, refill = self.lane.prefetched.take(to=self)
         if refill and not self.lane.wake.is_set():  # set already: the lane is due to
             self.lane.wake.set()                    # look, and set() would take its lock
         return held

@@ -2,8 +2,9 @@
 
 Each held job has an owner: the executor running it, the prefetch buffer it waits in, or the
 completer writing its result. An owner answers `owns(held)`: an executor while its thread is
-alive and running that job, a buffer while the job is in it, the completer while its thread
-is alive. The renewer renews only owned jobs (worker/renewer.py: the watchdog)."""
+alive and running that job or was handed it (by the buffer, which lets go only after the
+executor answers for it: no renewal pass sees a job between two owners), a buffer while the
+job is in it, the completer while its thread is alive. The renewer renews only owned jobs (worker/renewer.py: the watchdog)."""
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any

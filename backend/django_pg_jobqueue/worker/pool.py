@@ -126,7 +126,7 @@ class Lane(threading.Thread):
     def _hand_out_prefetched(self, free: list[Executor]) -> list[Executor]:
         """Give prefetched jobs to idle executors; return the executors still idle."""
         while free:
-            held, _ = self.prefetched.take()
+            held, _ = self.prefetched.take(to=free[-1])
             if held is None:
                 break
             free.pop().assign(held.job, held)

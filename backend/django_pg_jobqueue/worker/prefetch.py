@@ -21,8 +21,15 @@ a prefetched job is `running` and would hold a limited slot while it waits."""
 import threading
 import time
 from collections import deque
+from typing import Protocol
 
 from .held import Held
+
+
+class Taker(Protocol):
+    """An executor thread taking prefetched jobs: it answers for each from the hand-over on."""
+
+    def hand(self, held: Held) -> None: ...
 
 
 class Prefetched:
@@ -59,24 +66,30 @@ class Prefetched:
         with self._lock:
             return id(held) in self._members
 
-    def take(self) -> tuple[Held | None, bool]:
-        """The oldest prefetched job (or None), and whether the lane should refill now."""
+    def take(self, to: Taker | None = None) -> tuple[Held | None, bool]:
+        """The oldest prefetched job (or None), handed to executor `to` (which answers for it
+        from then on: no renewal pass sees it without an owner), and whether the lane should
+        refill now."""
         with self._lock:
             if not self._waiting:
                 return None, False
             held = self._waiting.popleft()[1]
+            if to is not None:
+                to.hand(held)
             self._members.discard(id(held))
             if not self._waiting:
                 self.depth = min(self.limit, max(1, self.depth * 2))
             return held, len(self._waiting) <= self.depth // 2
 
-    def take_type(self, job_type: str, wanted: int) -> list[Held]:
-        """Up to `wanted` prefetched jobs of `job_type`, oldest first (a chunk handler's
-        executor fills its chunk with them before it claims more)."""
+    def take_type(self, job_type: str, wanted: int, to: Taker | None = None) -> list[Held]:
+        """Up to `wanted` prefetched jobs of `job_type`, oldest first, handed to executor `to`
+        (a chunk handler's executor fills its chunk with them before it claims more)."""
         if wanted <= 0:
             return []
         with self._lock:
             out = [held for _, held in self._waiting if held.job.type == job_type][:wanted]
+            for held in out if to is not None else ():
+                to.hand(held)
             if out:
                 taken = {id(held) for held in out}
                 self._waiting = deque(item for item in self._waiting if id(item[1]) not in taken)
