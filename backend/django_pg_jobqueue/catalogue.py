@@ -121,9 +121,9 @@ def creatable_types() -> list[str]:
 
 
 def key_match(key: str, names: Iterable[str]) -> str | None:
-    """Which of `names` a key comes under, as the claim picks it (sql.CLAIM_FAIR's weights,
-    the rate limits' keys): `key` itself, else the longest prefix (a name ending in `*`,
-    `customer:*`) it starts with; None when none does."""
+    """Which of `names` a key comes under, as the claim picks it (sql.key_match: the fair
+    claim's weights, the rate limits' keys): `key` itself, else the longest prefix (a name
+    ending in `*`, `customer:*`) it starts with; None when none does."""
     names = list(names)
     if key in names:
         return key

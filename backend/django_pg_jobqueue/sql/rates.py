@@ -87,8 +87,7 @@ METRICS_RATE_LIMITS = "SELECT kind, name, max_starts, period_seconds FROM job_ra
 # The weight each scope used in its window, for /metrics and GET rate-limits/: (scope, the
 # name of the limit it counts against, max_starts, period_seconds, used) for every scope with
 # a start in the longest period, and every queue or type limit. The limits come as parallel
-# arrays (the claim's), a key's scope matched to its limit as the claim does (an exact name
-# before the longest prefix).
+# arrays (the claim's), a key's scope matched to its limit as the claim does (claim.key_match).
 RATE_USE = f"""
 WITH rl AS (
     SELECT * FROM unnest(%(rate_kinds)s::text[], %(rate_names)s::text[], %(rate_max)s::int[],
@@ -104,9 +103,7 @@ scopes AS (
           WHERE started_at > now() - make_interval(secs => %(longest)s)
             AND scope LIKE 'key:%%') k,
          LATERAL (SELECT name, max_starts, period_seconds FROM rl
-                  WHERE rl.kind = 'key' AND (rl.name = substr(k.scope, 5) OR (
-                      right(rl.name, 1) = '*' AND starts_with(substr(k.scope, 5), left(rl.name, -1))))
-                  ORDER BY rl.name = substr(k.scope, 5) DESC, length(rl.name) DESC LIMIT 1) m
+                  WHERE rl.kind = 'key' AND {_claim.key_match("rl.name", "substr(k.scope, 5)")}) m
 )
 SELECT s.scope, s.limit_name, s.max_starts, s.period_seconds,
        (SELECT COALESCE(sum(weight), 0) FROM {_window_starts("s.scope", "s.period_seconds")} w)
