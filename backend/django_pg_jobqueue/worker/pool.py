@@ -34,6 +34,7 @@ from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
+from .exits import exit_now
 from .held import Held, HeldJobs
 from .hostbeat import ChildReport
 from .leader import HostLeadership, Leadership
@@ -674,7 +675,6 @@ def exit_despite_stray_threads(code: int = 0,
     and the process exits with `code` without waiting for it. Returns when there is none:
     the ordinary exit follows."""
     import atexit
-    import sys
 
     deadline = time.monotonic() + join_seconds
     for thread in _stray_threads():
@@ -685,12 +685,7 @@ def exit_despite_stray_threads(code: int = 0,
     log.warning("exiting without waiting for %d thread(s) a handler started and never ended: %s",
                 len(stray), ", ".join(sorted(t.name for t in stray)))
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_now(code)
 
 
 def _stray_threads() -> list[threading.Thread]:
