@@ -6,11 +6,14 @@
 - the job types (`job_types`: registered handlers and Django tasks, with the defaults a job of
   each gets and whether the API may create it; `creatable_types`);
 - the rate limits in force (`rate_limits_in_force`: JOB_RATE_LIMITS, and over them those set
-  at run time).
+  at run time), and which of those names a key comes under (`key_match`: the rate limits'
+  keys and the fair queues' weights).
 
 It reads the registry, the task options and the periodic declarations, and counts rows; it
 writes nothing.
 """
+from collections.abc import Iterable
+
 from django.conf import settings
 
 from . import conf, periodic
@@ -117,11 +120,21 @@ def creatable_types() -> list[str]:
     return [t["name"] for t in job_types() if t["creatable"]]
 
 
+def key_match(key: str, names: Iterable[str]) -> str | None:
+    """Which of `names` a key comes under, as the claim picks it (sql.key_match: the fair
+    claim's weights, the rate limits' keys): `key` itself, else the longest prefix (a name
+    ending in `*`, `customer:*`) it starts with; None when none does."""
+    names = list(names)
+    if key in names:
+        return key
+    return max((n for n in names if n.endswith("*") and key.startswith(n[:-1])), key=len,
+               default=None)
+
+
 def limit_for(kind: str, name: str, limits: list[RateLimitRow]) -> RateLimitRow | None:
-    """The limit of a queue or type named `name`, or of the key `name`: the one naming that
-    key, else the longest prefix (`customer:*`) it starts with, as the claim picks it."""
+    """The limit of a queue or type named `name`, or of the key `name` (`key_match`)."""
     if kind != "key":
         return next((r for r in limits if r[0] == kind and r[1] == name), None)
-    keyed = [r for r in limits if r[0] == "key" and (
-        r[1] == name or (r[1].endswith("*") and name.startswith(r[1][:-1])))]
-    return max(keyed, key=lambda r: (r[1] == name, len(r[1])), default=None)
+    keyed = [r for r in limits if r[0] == "key"]
+    match = key_match(name, (r[1] for r in keyed))
+    return next((r for r in keyed if r[1] == match), None)

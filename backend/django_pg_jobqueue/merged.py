@@ -46,11 +46,7 @@ def job_page(queryset: QuerySet, *, limit: int, cursor: str | None = None) -> Jo
         rows=[row for _, row in page.rows],
         count=sum(a.value[1] for a in answers if a.up),
         next_cursor=keyset.encode(order, page.positions) if page.more else None,
-        databases=[_state(a) | {"count": a.value[1] if a.up else None} for a in answers])
-
-
-def _state(answer: Answer) -> dict:
-    return answer.state()
+        databases=[a.state() | {"count": a.value[1] if a.up else None} for a in answers])
 
 
 def queues() -> tuple[list[dict], list[Answer]]:
@@ -134,7 +130,7 @@ def metrics() -> dict:
     out["retry_rate"] = (round(sum((rate or 0) * run["sample_size"] for run, rate in samples)
                                / total, 4) if total else None)
     out["generated_at"] = timezone.now()
-    out["shards"] = [_state(a) for a in answers]
+    out["shards"] = [a.state() for a in answers]
     return out
 
 
@@ -165,7 +161,7 @@ def throughput(**query) -> dict:
             seen["succeeded"] += point["succeeded"]
             seen["failed"] += point["failed"]
     keep = max(len(value["points"]) for value in up)
-    return {**up[0], "points": _newest(points, keep), "shards": [_state(a) for a in answers]}
+    return {**up[0], "points": _newest(points, keep), "shards": [a.state() for a in answers]}
 
 
 LATENCY_FIGURES = tuple(f"{kind}_{p}_seconds" for kind in ("wait", "run")
@@ -198,7 +194,7 @@ def latency(**query) -> dict:
     ordered = sorted(series, key=lambda name: name or "")
     return {**up[0], "series": [{"queue": name, "points": _newest(series[name], keep)}
                                 for name in ordered],
-            "shards": [_state(a) for a in answers]}
+            "shards": [a.state() for a in answers]}
 
 
 def _copy(value: Any) -> Any:

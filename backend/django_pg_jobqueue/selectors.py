@@ -14,7 +14,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from . import arguments, conf, keys, periodic, sql
-from .catalogue import declared_queues, limit_for, queue_exists, rate_limits_in_force
+from .catalogue import declared_queues, key_match, limit_for, queue_exists, rate_limits_in_force
 from .db import queue_connection
 from .exceptions import BatchNotFound, JobNotFound, QueueNotFound
 from .feed import event_ids_after
@@ -289,8 +289,9 @@ def fairness_wait(job: Job) -> str:
     fair, aging_seconds, aging_max, weights, now, ahead, others = row
     parts = []
     if fair and job.fairness_key is not None:
-        weight = _fairness_weight(json.loads(weights) if isinstance(weights, str) else weights,
-                                  job.fairness_key)
+        weights = json.loads(weights) if isinstance(weights, str) else weights
+        match = key_match(job.fairness_key, weights)
+        weight = 1 if match is None else weights[match]  # as sql.CLAIM_FAIR's weighted_groups
         parts.append(f"fair shares: key {keys.unscoped(job.fairness_key)}"
                      + (f" (weight {weight})" if weight != 1 else "") + " takes turns with "
                      f"{_at_least(others)} other key{'s' if others != 1 else ''}; "
@@ -341,15 +342,6 @@ def rate_limit_wait(job: Job) -> str:
         parts.append(f"rate limit of {shown[scope]}: {used} of {max_starts} started in the last "
                      f"{period:g} s; room for it in {room:.1f} s")
     return "; ".join(parts)
-
-
-def _fairness_weight(weights: dict, key: str) -> int:
-    """A key's weight as the fair claim finds it (sql.CLAIM_FAIR's `weighted_groups`): its own
-    name's, else the longest prefix's (a name ending in `*`), else 1."""
-    if key in weights:
-        return weights[key]
-    prefixes = [n for n in weights if n.endswith("*") and key.startswith(n[:-1])]
-    return weights[max(prefixes, key=len)] if prefixes else 1
 
 
 def _at_least(count: int) -> str:

@@ -18,8 +18,8 @@ finds any written elsewhere, migrations aside), in one module per aggregate:
 - workers: worker processes' rows (heartbeat, stopped and lost workers), the maintenance
   leader's lease and the stager;
 - waits: durable waits (a running job parked until a time or a signal) and signals sent;
-- rates: a rate limit checked or acquired from Python, its old starts pruned, its use read
-  (the claim counts its starts itself, in claim);
+- rates: a rate limit checked or acquired from Python, its old starts pruned, its use read,
+  what a queued job waits for (the claim counts its starts itself, in claim);
 - shards: a shard's range of job ids (JOB_SHARDS);
 - maintenance: pruning, job_events' partitions, the history's guard, connection sessions'
   set-up and reset.

@@ -175,6 +175,16 @@ WITH picked AS (
 # covers a queue that is not fair, or a fair queue in which CLAIM_PROBES (once a second) found
 # a job without a key waiting. Keep a fair queue's jobs keyed, and its lanes to fair queues.
 #
+# Which row names the limit or the weight a key comes under, of rows whose `name` column names
+# a key or a prefix (a name ending in `*`, `customer:*`): the one naming the key (`key`, an
+# expression) itself, else the longest prefix it starts with. A condition to follow `WHERE ...
+# AND`, with its ORDER BY and LIMIT 1; the fair claim's weights, the keys' rate limits and
+# their use (rates.RATE_USE) ask it, as catalogue.key_match does in Python.
+def key_match(name: str, key: str) -> str:
+    return (f"({name} = {key} OR (right({name}, 1) = '*' AND starts_with({key}, left({name}, -1))))"
+            f"\n        ORDER BY {name} = {key} DESC, length({name}) DESC\n        LIMIT 1")
+
+
 # The order is one fragment (_fair_order, CTE `ordered`: the candidates unlocked, each with
 # its place `o`), which CLAIM_FAIR and CLAIM_LIMITED_FAIR both read; `limited_filter`: the
 # limited claim's "its queue or type is full" conditions, or nothing.
@@ -236,10 +246,7 @@ fair_groups(queue, k, p) AS (
 weighted_groups AS MATERIALIZED (  -- each pair's weight looked up once, not per row
     SELECT g.*, COALESCE((
         SELECT w.turns FROM fair_weights w
-        WHERE w.queue = g.queue
-          AND (w.name = g.k OR (right(w.name, 1) = '*' AND starts_with(g.k, left(w.name, -1))))
-        ORDER BY w.name = g.k DESC, length(w.name) DESC
-        LIMIT 1), 1) AS turns
+        WHERE w.queue = g.queue AND """ + key_match("w.name", "g.k") + """), 1) AS turns
     FROM fair_groups g
 )""" + memory + """,
 heads AS (
@@ -525,13 +532,10 @@ keys AS (SELECT DISTINCT k FROM waiting OFFSET 0)  -- OFFSET 0: each key tried o
 SELECT ARRAY(SELECT k FROM keys WHERE pg_try_advisory_xact_lock(%(lock_class)s::int, hashtext(k)))
 """
 CLAIM_KEYED_LOCK_KEYS = _CLAIM_KEYED_LOCK_KEYS.format(rate_ctes="", rate_filter="")
-# The limit of a key (`k.k`) among the key rate limits of CTE `key_limits`: the one naming it,
-# else the longest prefix (a name ending in `*`) it starts with.
+# The limit of a key (`k.k`) among the key rate limits of CTE `key_limits` (key_match).
 _KEY_RATE_LIMIT = """LATERAL (
         SELECT kl.max_starts, kl.period_seconds FROM key_limits kl
-        WHERE kl.name = k.k OR (right(kl.name, 1) = '*' AND starts_with(k.k, left(kl.name, -1)))
-        ORDER BY kl.name = k.k DESC, length(kl.name) DESC
-        LIMIT 1
+        WHERE """ + key_match("kl.name", "k.k") + """
     ) m"""
 # While key rate limits exist (%(key_rate_names)s, %(key_rate_max)s, %(key_rate_periods)s):
 # a key whose window is full is passed over like a key whose slots are full, so that its

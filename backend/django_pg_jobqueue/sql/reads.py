@@ -31,29 +31,6 @@ SELECT qs.fair, qs.aging_seconds, qs.aging_max_priority, qs.fairness_weights, no
 FROM job_queue_settings qs WHERE qs.queue = %(queue)s
 """
 
-# Why a queued job waits for its rate limits (selectors.rate_limit_wait): for each limit that
-# applies to it (its queue's, its type's, its concurrency key's: %(scopes)s with their
-# %(max_starts)s and %(periods)s), the weight started in its sliding window now, and, when the
-# job's %(weight)s does not fit, when enough of those starts will have left the window for it
-# (as sql.RATE_ACQUIRE says for a caller outside a job); with the database's now(). One probe
-# of job_rate_starts' (scope, started_at) index per limit.
-RATE_WAIT = """
-SELECT s.scope, s.max_starts, s.period_seconds, u.used,
-       CASE WHEN u.used + %(weight)s > s.max_starts THEN (
-           SELECT min(f.started_at) + make_interval(secs => s.period_seconds)
-           FROM (SELECT r.started_at, sum(r.weight) OVER (ORDER BY r.started_at) AS leaving
-                 FROM job_rate_starts r WHERE r.scope = s.scope
-                   AND r.started_at > now() - make_interval(secs => s.period_seconds)) f
-           WHERE u.used - f.leaving + %(weight)s <= s.max_starts) END,
-       now()
-FROM unnest(%(scopes)s::text[], %(max_starts)s::int[], %(periods)s::float8[])
-     AS s(scope, max_starts, period_seconds),
-     LATERAL (SELECT COALESCE(sum(r.weight), 0) AS used FROM job_rate_starts r
-              WHERE r.scope = s.scope
-                AND r.started_at > now() - make_interval(secs => s.period_seconds)) u
-ORDER BY s.scope
-"""
-
 # The job detail's two lists in one round trip: what it waits for ('after'), and the first
 # %(limit)s of what waits for it ('before'). Each side walks one index of job_dependencies.
 JOB_LINKS = """

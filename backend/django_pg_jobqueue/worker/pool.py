@@ -34,6 +34,7 @@ from . import forks
 from .base import CONNECTION_ERRORS, Backoff, RateLimitedLog
 from .completer import Completer
 from .executor import Executor
+from .exits import exit_now
 from .held import Held, HeldJobs
 from .hostbeat import ChildReport
 from .leader import HostLeadership, Leadership
@@ -97,6 +98,7 @@ class Lane(threading.Thread):
         self.pool, self.spec, self.executors = pool, spec, executors
         self.wake = threading.Event()
         self.errors = RateLimitedLog(log)
+        self.backoff = Backoff()  # between claims that failed
         self.prefetch_id = pool.process_id + PREFETCH_WORKER_SUFFIX
         # Stays empty with prefetch off; never deeper than its threads start within a moment.
         self.prefetched = Prefetched(pool.prefetch, threads=len(executors))
@@ -146,15 +148,18 @@ class Lane(threading.Thread):
         return self.pool.poll_interval if due is None else min(self.pool.poll_interval, due)
 
     def run(self) -> None:
-        pool, policy, backoff = self.pool, self.policy, Backoff()
-        signals = pool.test_signals  # None unless a test asked (worker/signals.py)
+        pool, policy = self.pool, self.policy
         want = min(pool.batch_size, len(self.executors))
         db.use_worker_pool()  # a connection of the pool's while there is work (db.py)
         try:
             while not pool.stopping.is_set():
                 self.wake.clear()
-                overridden = pool.overrides.touches(self.spec.queues)
-                if overridden and len(self.prefetched):  # they would start without asking
+                # What the host's overrides let this lane claim (None: none touches its
+                # queues), once a pass: the claim asks again only when they changed since,
+                # or under the claim lock when a cap bounds it (_claim_and_hand_out).
+                overrides = pool.overrides.current()
+                plan = self._plan(len(self.executors))
+                if plan is not None and len(self.prefetched):  # they would start without asking
                     self._release_prefetched(self.prefetched.take_all(),
                                              "the host's queue overrides changed")
                 free = self._hand_out_prefetched(
@@ -166,17 +171,16 @@ class Lane(threading.Thread):
                              Prefetched.MAX_WAIT_SECONDS, self.prefetched.depth)
                     self._release_prefetched(stale, f"prefetched, but no thread was free "
                                                     f"within {Prefetched.MAX_WAIT_SECONDS:g}s")
-                if overridden:
-                    plan = self._plan(len(free))
-                    free = free[:plan.limit] if plan is not None else free
-                limited = overridden or self._limited()
+                if plan is not None:
+                    free = free[:plan.limit]
+                limited = plan is not None or self._limited()
                 extra = 0 if limited else self.prefetched.wanted(policy.backlog)
                 if not free and not extra:
                     self.wake.wait(self._idle_wait())
                     continue
                 if not pool.completer.has_room(timeout=self._idle_wait()):
-                    if signals is not None:
-                        signals.throttled.emit(self.name)
+                    if pool.test_signals is not None:
+                        pool.test_signals.throttled.emit(self.name)
                     continue  # flow control: the completer is behind (worker/completer.py)
                 step = policy.next_step(extra=extra, can_probe=bool(
                     pool.prefetch and not limited and not len(self.prefetched)))
@@ -194,58 +198,10 @@ class Lane(threading.Thread):
                 if not granted:
                     pool.stopping.wait(pool.poll_interval)
                     continue
-                # The host's overrides (worker/overrides.py): leave out its stopped and full
-                # queues, take no more of a capped one than its room; lanes a cap with room
-                # covers decide and claim one at a time, so that two never fill one room.
-                plan = self._plan(len(free))
-                capped = plan is not None and plan.capped
-                with pool.overrides.claim_lock if capped else nullcontext():
-                    if capped:
-                        plan = self._plan(len(free))  # again, now that no other lane claims
-                    if plan is not None and plan.limit < len(free):
-                        pool.return_claims(len(free) - plan.limit)
-                        granted -= len(free) - plan.limit
-                        free = free[:plan.limit]
-                    if not free and not extra:
-                        pool.return_claims(granted)
-                        continue  # a stopped or full queue: the loop's top waits
-                    busy = policy.backlog  # a busy loop: one statement per claim from now on
-                    claim = policy.claim_started()  # a NOTIFY from now on claims again
-                    heard = signals is not None and pool.listening()
-                    try:
-                        close_old_connections()
-                        if busy:
-                            pool.engine.pin_claim_planner_settings()  # once per connection
-                        jobs = pool.engine.claim(
-                            worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
-                            queues=list(self.spec.queues) if self.spec.queues else None,
-                            lease_seconds=pool.lease_seconds,
-                            exclude_types=pool.unknown_types.current(),
-                            exclude_queues=list(plan.exclude) if plan is not None else None)
-                        backoff.reset()
-                    except CONNECTION_ERRORS as exc:
-                        policy.claim_failed()
-                        pool.return_claims(granted)
-                        self.errors.error("%s: database unavailable: %s", self.name, exc)
-                        db.queue_connection().close()
-                        pool.stopping.wait(backoff.next_delay())
-                        continue
-                    except Exception:
-                        policy.claim_failed()
-                        pool.return_claims(granted)
-                        log.exception("%s: claim failed", self.name)
-                        db.queue_connection().close()
-                        pool.stopping.wait(backoff.next_delay())
-                        continue
-                    asked = len(free) + extra
-                    burst = policy.claimed(claim, asked=asked, found=len(jobs))
-                    pool.return_claims(granted - len(jobs))
-                    if signals is not None:
-                        signals.polled.emit(Poll(len(jobs), heard))
-                    log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
-                    self._hand_out(jobs, free)
-                if burst:
-                    pool.more_work(self.spec.queues)
+                if pool.overrides.current() is not overrides:  # refreshed during the pass
+                    plan = self._plan(len(free))
+                if not self._claim_and_hand_out(plan, free, extra, granted):
+                    continue  # nothing to claim here, or the claim failed: the top waits
                 if not policy.backlog and not len(self.prefetched):
                     rate_window = self._rate_window()  # on the lane's connection, while it has it
                     self._return_connection()  # idle: back to the pool until woken
@@ -256,6 +212,66 @@ class Lane(threading.Thread):
             finally:
                 self._return_connection()
                 db.queue_connection().close()
+
+    def _claim_and_hand_out(self, plan: ClaimPlan | None, free: list[Executor], extra: int,
+                            granted: int) -> bool:
+        """Claim a job for each of the `free` executors and `extra` to prefetch, as the host's
+        overrides `plan` allows, and hand them out; the `granted` claims it does not use go
+        back to the pool. Whether it claimed: False when the plan leaves nothing to claim
+        (a stopped or full queue) or the claim failed (then it backed off)."""
+        pool, policy, signals = self.pool, self.policy, self.pool.test_signals
+        # The host's overrides (worker/overrides.py): leave out its stopped and full queues,
+        # take no more of a capped one than its room; lanes a cap with room covers decide and
+        # claim one at a time, so that two never fill one room.
+        capped = plan is not None and plan.capped
+        with pool.overrides.claim_lock if capped else nullcontext():
+            if capped:
+                plan = self._plan(len(free))  # again, now that no other lane claims
+            if plan is not None and plan.limit < len(free):
+                pool.return_claims(len(free) - plan.limit)
+                granted -= len(free) - plan.limit
+                free = free[:plan.limit]
+            if not free and not extra:
+                pool.return_claims(granted)
+                return False
+            busy = policy.backlog  # a busy loop: one statement per claim from now on
+            claim = policy.claim_started()  # a NOTIFY from now on claims again
+            heard = signals is not None and pool.listening()
+            try:
+                close_old_connections()
+                if busy:
+                    pool.engine.pin_claim_planner_settings()  # once per connection
+                jobs = pool.engine.claim(
+                    worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
+                    queues=list(self.spec.queues) if self.spec.queues else None,
+                    lease_seconds=pool.lease_seconds,
+                    exclude_types=pool.unknown_types.current(),
+                    exclude_queues=list(plan.exclude) if plan is not None else None)
+                self.backoff.reset()
+            except CONNECTION_ERRORS as exc:
+                policy.claim_failed()
+                pool.return_claims(granted)
+                self.errors.error("%s: database unavailable: %s", self.name, exc)
+                db.queue_connection().close()
+                pool.stopping.wait(self.backoff.next_delay())
+                return False
+            except Exception:
+                policy.claim_failed()
+                pool.return_claims(granted)
+                log.exception("%s: claim failed", self.name)
+                db.queue_connection().close()
+                pool.stopping.wait(self.backoff.next_delay())
+                return False
+            asked = len(free) + extra
+            burst = policy.claimed(claim, asked=asked, found=len(jobs))
+            pool.return_claims(granted - len(jobs))
+            if signals is not None:
+                signals.polled.emit(Poll(len(jobs), heard))
+            log.debug("%s: polled, claimed %d of %d", self.name, len(jobs), asked)
+            self._hand_out(jobs, free)
+        if burst:
+            pool.more_work(self.spec.queues)
+        return True
 
     def _hand_out(self, jobs: list[ClaimedJob], free: list[Executor]) -> None:
         """Each claimed job to the executor whose worker id the claim stamped on it, or into
@@ -659,7 +675,6 @@ def exit_despite_stray_threads(code: int = 0,
     and the process exits with `code` without waiting for it. Returns when there is none:
     the ordinary exit follows."""
     import atexit
-    import sys
 
     deadline = time.monotonic() + join_seconds
     for thread in _stray_threads():
@@ -670,12 +685,7 @@ def exit_despite_stray_threads(code: int = 0,
     log.warning("exiting without waiting for %d thread(s) a handler started and never ended: %s",
                 len(stray), ", ".join(sorted(t.name for t in stray)))
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_now(code)
 
 
 def _stray_threads() -> list[threading.Thread]:

@@ -23,7 +23,6 @@ its thread is left to run: today's behaviour."""
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from django.db import close_old_connections
 
 from .. import db
 from .base import CONNECTION_ERRORS
-from .exits import EXIT_HARD_TIMEOUT, EXIT_RECYCLED
+from .exits import EXIT_HARD_TIMEOUT, EXIT_RECYCLED, exit_now
 from .pool import WorkerPool, exit_despite_stray_threads
 from .stuck import rss_bytes
 
@@ -155,9 +154,4 @@ def _hard_timeout(pool: WorkerPool, overdue) -> None:
                   "lease expiry", exc)
     pool.shutdown(grace=0)  # the others: released uncharged, or completed if they returned
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(EXIT_HARD_TIMEOUT)
+    exit_now(EXIT_HARD_TIMEOUT)

@@ -103,6 +103,11 @@ function QueueRow({
   );
 }
 
+/** What the form for another queue applies: a cap of the threads typed, or (none typed) a stop. */
+export function addLabel(threads: string): string {
+  return threads === "" ? "Stop here" : `Set threads to ${threads}`;
+}
+
 function AddQueue({ hostname, set }: { hostname: string; set: Mutation<OverrideInput> }) {
   const [queue, setQueue] = useState("");
   const [threads, setThreads] = useState("");
@@ -137,7 +142,7 @@ function AddQueue({ hostname, set }: { hostname: string; set: Mutation<OverrideI
         style={{ width: "10em" }}
       />
       <button type="submit" disabled={set.isPending}>
-        {threads === "" ? "Stop here" : "Set threads"}
+        {addLabel(threads)}
       </button>
     </form>
   );

@@ -6,22 +6,13 @@ import { throughputSummary } from "../panels/ThroughputPanel";
 import { parseLimit } from "../views/QueueView";
 import { QueuePage } from "./QueuePage";
 import { expectCardLabels } from "../test/cards";
-import { user } from "../test/factories";
+import { queue, user } from "../test/factories";
 import { renderWithClient } from "../test/render";
 
 const userWith = (can: Partial<User["can"]> = {}): User => user({ can });
 
 const detail = (extra: Partial<QueueDetail> = {}): QueueDetail => ({
-  name: "media",
-  paused: false,
-  concurrency_limit: null,
-  fair: false,
-  aging_seconds: null,
-  aging_max_priority: null,
-  fairness_weights: {},
-  queued: 4,
-  runnable: 3,
-  running: 1,
+  ...queue("media", { queued: 4, runnable: 3, running: 1 }),
   counts_by_status: { queued: 4, running: 1, succeeded: 20, failed: 2, cancelled: 1 },
   workers: [
     {

@@ -195,6 +195,16 @@ describe("the queues per host", { timeout: 15_000 }, () => {
     expect(writes).toEqual([{ method: "PUT", path: OVERRIDE_PATH, body: { threads: null, stopped: true } }]);
   });
 
+  it("says the threads it sets on a queue its processes do not name, once they are typed", async () => {
+    const writes = renderWorkers([worker()]);
+    const host = await screen.findByTestId("host-overrides");
+    await userEvent.type(within(host).getByRole("textbox", { name: "Queue on vm-1" }), "reports");
+    await userEvent.type(within(host).getByRole("spinbutton", { name: "Threads for the queue on vm-1" }), "3");
+    expect(within(host).queryByRole("button", { name: "Stop here" })).toBeNull();
+    await userEvent.click(within(host).getByRole("button", { name: "Set threads to 3" }));
+    expect(writes).toEqual([{ method: "PUT", path: OVERRIDE_PATH, body: { threads: 3, stopped: false } }]);
+  });
+
   it("says what the API refused, naming the field's rule", async () => {
     renderWorkers([busy], [], { overrides: [workerOverride()] });
     const host = await screen.findByTestId("host-overrides");

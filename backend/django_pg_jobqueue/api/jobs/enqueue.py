@@ -78,15 +78,20 @@ class AfterEntryField(serializers.JSONField):
     """One entry of `after`: a job id, or {"item": i} (services/dependencies.py checks it)."""
 
 
+def _key_fields() -> serializers.ListField:
+    """`fields` of unique, debounce and throttle: the payload keys that make a job's key."""
+    return serializers.ListField(
+        child=StrictCharField(trim_whitespace=False), required=False, allow_null=True,
+        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
+                  "payload.")
+
+
 class UniqueOptionsSerializer(StrictSerializer):
     """`unique` of a new job: enqueue()'s `unique` dict (services/enqueuing.py checks it)."""
 
     key = StrictCharField(required=False, allow_null=True, trim_whitespace=False,
                           help_text="The unique key within the job type. Not with fields.")
-    fields = serializers.ListField(
-        child=StrictCharField(trim_whitespace=False), required=False, allow_null=True,
-        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
-                  "payload.")
+    fields = _key_fields()
     states = serializers.ListField(
         child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False, allow_null=True,
         help_text="The statuses in which a job counts as the holder of its key: at least "
@@ -101,10 +106,7 @@ class PolicyOptionsSerializer(StrictSerializer):
 
     key = StrictCharField(required=False, allow_null=True, trim_whitespace=False,
                           help_text="The key within the job type. Not with fields.")
-    fields = serializers.ListField(
-        child=StrictCharField(trim_whitespace=False), required=False, allow_null=True,
-        help_text="Payload keys whose values make the key. Neither key nor fields: the whole "
-                  "payload.")
+    fields = _key_fields()
     period_seconds = StrictFloatField(
         required=False, allow_null=True,
         help_text="Required. debounce: the quiet time the job waits for after its key's last "
