@@ -88,9 +88,10 @@ class Prefetched:
             return []
         with self._lock:
             out = [held for _, held in self._waiting if held.job.type == job_type][:wanted]
-            for held in out if to is not None else ():
-                to.hand(held)
             if out:
+                for held in out:
+                    if to is not None:
+                        to.hand(held)
                 taken = {id(held) for held in out}
                 self._waiting = deque(item for item in self._waiting if id(item[1]) not in taken)
                 self._members -= taken
