@@ -190,6 +190,13 @@ def test_with_shards_a_type_s_or_a_key_s_limit_is_written_in_every_database(refu
     assert list(RateLimit.objects.values_list("kind", flat=True)) == ["key"]
 
 
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_with_shards_a_queue_s_limit_is_checked_in_the_queue_s_shard(refused_shard):  # noqa: F811
+    with pytest.raises(OperationalError):  # shard_c's limits and window: it refuses
+        rate_limit(queue="video").check()
+    assert rate_limit(type="noop").check().allowed  # the caller's database: JOB_DATABASE
+
+
 @pytest.mark.parametrize("value", [
     {"type": "noop", "max_starts": 1},
     [{"type": "noop", "queue": "q", "max_starts": 1, "period_seconds": 1}],
