@@ -45,6 +45,7 @@ from .models import (
 from .registry import registry
 from .services import job_actions, queues, rate_limits, send_signal, worker_overrides
 from .services import schedules as schedule_services
+from .services.shards import on_queue_shard
 from .states import TERMINAL, rate_limit_problem
 
 try:
@@ -462,7 +463,7 @@ class RateLimitForm(forms.ModelForm):
                                      data.get("period_seconds"))
         if problem is not None:
             raise forms.ValidationError(f"{problem[0]} must be {problem[1]}")
-        if data["kind"] == "queue" and not queues.queue_exists(data["name"]):
+        if data["kind"] == "queue" and not on_queue_shard(queues.queue_exists)(data["name"]):
             raise forms.ValidationError(str(QueueNotFound(data["name"])))
         return data
 

@@ -1,6 +1,6 @@
 """One console over every database of the queue (JOB_DATABASE and each shard of JOB_SHARDS):
 the job list merged in its order and paged with a cursor (keyset.py), the overview's figures
-summed, the queues and the workers of every database in one list.
+summed, the queues, the workers and the rate limits of every database in one list.
 
 Each database is read in turn (fanout.each); one that does not answer is reported with its
 error and the others still answer. With JOB_SHARDS empty nothing here runs: the API reads
@@ -74,6 +74,19 @@ def workers() -> tuple[list[dict], list[Answer]]:
     answers = each(selectors.worker_processes)
     rows = [row | {"shard": a.alias} for a in answers if a.up for row in a.value]
     rows.sort(key=lambda r: (r["hostname"], r["id"]))
+    return rows, answers
+
+
+def rate_limits() -> tuple[list[dict], list[Answer]]:
+    """Every database's rate limits in force (selectors.rate_limits), each with its
+    database's alias (`shard`) and its use there: each database's claims count their own
+    window (services/rate_limits.py). A queue's limit is listed in the database that holds
+    the queue, and elsewhere only where it was set at run time (left there by a queue that
+    moved: it still binds the jobs that database holds); a type's or a key's in each."""
+    answers = each(selectors.rate_limits)
+    rows = [row | {"shard": a.alias} for a in answers if a.up for row in a.value
+            if row["kind"] != "queue" or row["source"] == "set"
+            or shards.alias_for_queue(row["name"]) == a.alias]
     return rows, answers
 
 

@@ -1,10 +1,12 @@
 """/api/v1/rate-limits/: list the limits in force, set one, remove one; who may; bad input is
-a 400 naming the field."""
+a 400 naming the field; with JOB_SHARDS, each database's limits, naming their `shard`."""
 import pytest
 from django.test import override_settings
 
 from django_pg_jobqueue import services
+from django_pg_jobqueue.models import RateLimit
 from django_pg_jobqueue.services import claiming
+from tests.api.test_api_merged_list import refused_shard  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +87,17 @@ def test_the_list_says_each_limit_s_use_now_and_a_key_limit_s_busiest_keys(confi
     assert key_limit["keys"] == [{"key": "customer:42", "used": 2}, {"key": "customer:7", "used": 1}]
     assert key_limit["keys_in_window"] == 2
     assert "keys" not in listed[("type", "noop")]
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_with_shards_the_list_names_each_limit_s_database_and_one_that_is_down(
+        configurer, refused_shard):  # noqa: F811
+    RateLimit.objects.create(kind="type", name="noop", max_starts=2, period_seconds=1)
+    with override_settings(JOB_RATE_LIMITS=[{"queue": "video", "max_starts": 5,
+                                             "period_seconds": 60}]):
+        response = configurer.get(URL)
+    assert response.status_code == 200
+    # video's declared limit is listed in the database that holds it (shard_c), which is down.
+    assert [(r["shard"], r["kind"], r["name"]) for r in response.json()] == [
+        ("default", "type", "noop")]
+    assert response.headers["X-Job-Shards-Down"] == "shard_c"

@@ -2,21 +2,24 @@
 key, enforced by the claim; a job over its limit stays queued, uncharged, and holds back no
 other type or key; weights; limits set at run time over those declared; the Python API that
 checks and consumes a limit outside a job; the pruning of old starts. The several-process
-guarantees are in tests/system/test_rate_limits_workers.py."""
+guarantees are in tests/system/test_rate_limits_workers.py; with shards by queue, where a limit
+is written (here, against a shard whose server refuses connections) and what it binds on real
+shards (tests/system/test_shard_rate_limits.py)."""
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import override_settings
 from django.utils.timezone import now
 
 from django_pg_jobqueue import enqueue, rate_limit, remove_rate_limit, services, set_rate_limit
 from django_pg_jobqueue.exceptions import InvalidJobArgument, QueueNotFound
 from django_pg_jobqueue.metrics import snapshot
-from django_pg_jobqueue.models import Job, RateStart
+from django_pg_jobqueue.models import Job, RateLimit, RateStart
 from django_pg_jobqueue.selectors import job_detail, rate_limits
 from django_pg_jobqueue.services import claiming
 from django_pg_jobqueue.services.rate_limits import RATE_STARTS_SLACK_SECONDS, prune_rate_starts
 from django_pg_jobqueue.states import Status
+from tests.api.test_api_merged_list import refused_shard  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -161,6 +164,37 @@ def test_a_bad_limit_is_refused_naming_the_argument(kwargs, argument):
 def test_a_queue_that_does_not_exist_cannot_be_limited():
     with pytest.raises(QueueNotFound):
         set_rate_limit(queue="no-such-queue", max_starts=1, period_seconds=1)
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_with_shards_a_queue_s_limit_is_written_in_the_queue_s_shard_only(refused_shard):  # noqa: F811
+    # `video` is shard_c's (refused): the limit goes there, not to JOB_DATABASE, where the
+    # queue has no jobs (and would be refused as not found).
+    with pytest.raises(OperationalError):
+        set_rate_limit(queue="video", max_starts=1, period_seconds=1)
+    with pytest.raises(OperationalError):
+        remove_rate_limit(queue="video")
+    assert not RateLimit.objects.exists()
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_with_shards_a_type_s_or_a_key_s_limit_is_written_in_every_database(refused_shard):  # noqa: F811
+    # JOB_DATABASE first, then each shard in turn: shard_c refuses, after JOB_DATABASE's.
+    for scope in ({"type": "noop"}, {"key": "customer:*"}):
+        with pytest.raises(OperationalError):
+            set_rate_limit(**scope, max_starts=2, period_seconds=1)
+    assert sorted(RateLimit.objects.values_list("kind", "name")) == [
+        ("key", "customer:*"), ("type", "noop")]
+    with pytest.raises(OperationalError):
+        remove_rate_limit(type="noop")
+    assert list(RateLimit.objects.values_list("kind", flat=True)) == ["key"]
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_with_shards_a_queue_s_limit_is_checked_in_the_queue_s_shard(refused_shard):  # noqa: F811
+    with pytest.raises(OperationalError):  # shard_c's limits and window: it refuses
+        rate_limit(queue="video").check()
+    assert rate_limit(type="noop").check().allowed  # the caller's database: JOB_DATABASE
 
 
 @pytest.mark.parametrize("value", [

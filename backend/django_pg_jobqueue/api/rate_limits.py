@@ -6,12 +6,13 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from .. import selectors, services
+from .. import conf, merged, selectors, services
 from ..states import MAX_CONCURRENCY_KEY_LENGTH, RATE_LIMIT_KINDS
 from .base import JobQueueViewSet
 from .fields import StrictSerializer
 from .permissions import CHANGE_QUEUE, VIEW, JobPermission
 from .schema import errors, extend_schema
+from .shards import with_down_header
 
 
 class RateKeyUseSerializer(serializers.Serializer):
@@ -39,6 +40,10 @@ class RateLimitSerializer(serializers.Serializer):
         "A key limit's busiest keys now (up to 10), each with its window's use. In the list only."))
     keys_in_window = serializers.IntegerField(required=False, help_text=(
         "A key limit: how many keys have starts in their windows now. In the list only."))
+    shard = serializers.CharField(required=False, help_text=(
+        "With JOB_SHARDS, in the list only: the alias of the database it is in force in "
+        "(JOB_DATABASE's or a shard's), which counts its own window: a queue's limit is "
+        "listed in the queue's database, a type's or a key's in each database."))
 
 
 def _scope_field(what: str):
@@ -80,7 +85,10 @@ class RateLimitViewSet(JobQueueViewSet):
         description="Each limit: at most `max_starts` jobs (their weights summed, "
                     "JOB_RATE_WEIGHTS) start in any sliding `period_seconds`, across every "
                     "worker, enforced inside the claim. Those set at run time replace those "
-                    "JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics.",
+                    "JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics. "
+                    "With JOB_SHARDS, each database's limits with their use there, each "
+                    "naming its `shard`; the X-Job-Shards-Down header names any database "
+                    "that did not answer.",
         responses={200: OpenApiResponse(RateLimitSerializer(many=True), examples=[
             OpenApiExample("limits", response_only=True, value=[
                 _LISTED, {"kind": "key", "name": "customer:*", "max_starts": 2,
@@ -91,6 +99,9 @@ class RateLimitViewSet(JobQueueViewSet):
             **errors(401, 403, 503)},
     )
     def list(self, request):
+        if conf.get().SHARDS:
+            rows, answers = merged.rate_limits()
+            return with_down_header(Response(RateLimitSerializer(rows, many=True).data), answers)
         return Response(RateLimitSerializer(selectors.rate_limits(), many=True).data)
 
     @extend_schema(
@@ -99,7 +110,9 @@ class RateLimitViewSet(JobQueueViewSet):
                     "concurrency key start in any sliding `period_seconds`; replaces that "
                     "scope's limit. Workers see it within a second. Name exactly one of "
                     "queue, type, key; a queue must exist (404 otherwise). Needs "
-                    "change_queuesetting, as a queue's concurrency limit does.",
+                    "change_queuesetting, as a queue's concurrency limit does. With "
+                    "JOB_SHARDS, a queue's limit is set in the queue's database, a type's or "
+                    "a key's in each database (each counts its own window).",
         request=RateLimitSetSerializer,
         examples=[OpenApiExample("a type", request_only=True,
                                  value={"type": "email_send", "max_starts": 20,
@@ -124,7 +137,8 @@ class RateLimitViewSet(JobQueueViewSet):
     @extend_schema(
         summary="Remove a rate limit set at run time", tags=["rate limits"],
         description="The limit JOB_RATE_LIMITS declares for that scope, if any, holds again. "
-                    "Name exactly one of queue, type, key.",
+                    "Name exactly one of queue, type, key. With JOB_SHARDS, removed from "
+                    "each database it was set in.",
         request=RateLimitScopeSerializer,
         responses={200: RateLimitRemovedSerializer, **errors(400, 401, 403, 503)},
     )

@@ -7,11 +7,19 @@ run time (`set_rate_limit`, `remove_rate_limit`: the API and the admin call thes
 and consumes them from Python outside a job (`rate_limit(...).try_acquire()`) and prunes
 starts no window counts any more (their use is read by selectors.rate_limit_use). Workers re-read the limits
 at most once a second (services/claiming.py), so a new limit holds within a second.
+
+With JOB_SHARDS, each database's claims read the limits and count the starts of that
+database alone. A queue's limit is written in the database that holds the queue (as its
+concurrency limit is); a type's or a key's, which no one queue holds, in every database of
+the deployment (JOB_DATABASE, then each shard), as JOB_RATE_LIMITS's declared ones are in
+force in every database: each database counts its own window, so a type whose jobs sit in k
+databases may start up to k x N in a period. `rate_limit(queue=...)` counts in the queue's
+database; `rate_limit(type=...)` and `rate_limit("key")` in the caller's (JOB_DATABASE's).
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .. import db, sql
+from .. import conf, db, fanout, shards, sql
 from ..catalogue import limit_for, queue_exists, rate_limits_in_force
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidJobArgument, QueueNotFound
@@ -36,6 +44,17 @@ def _check(kind: str, name: str, max_starts, period_seconds) -> None:
         raise InvalidJobArgument(kind if argument == "name" else argument, f"must be {rule}")
 
 
+def _databases(kind: str, name: str) -> list[str | None]:
+    """Where a limit of that scope is written, read and counted: without JOB_SHARDS, where
+    the caller is (None); a queue's, the database that holds the queue; a type's or a key's,
+    every database (JOB_DATABASE first)."""
+    if not conf.get().SHARDS:
+        return [None]
+    if kind == "queue":
+        return [shards.alias_for_queue(name)]
+    return list(fanout.databases())
+
+
 def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
                    key: str | None = None, max_starts: int,
                    period_seconds: float, actor: str = "") -> RateLimit:
@@ -44,9 +63,24 @@ def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa
     it matches has a window of its own) start in any `period_seconds`, across every worker.
     Replaces that scope's limit, set or declared (JOB_RATE_LIMITS). InvalidJobArgument names
     a bad argument; QueueNotFound if the queue does not exist. The audit log records it
-    (`actor`: who, for an operator's change)."""
+    (`actor`: who, for an operator's change). With JOB_SHARDS, a queue's limit is written in
+    the queue's database, a type's or a key's in each database in turn (one that does not
+    answer raises, after the earlier ones were written: set it again once it is back); the
+    limit returned is the first database's."""
     kind, name = _scope(queue, type, key)
     _check(kind, name, max_starts, period_seconds)
+    written = []
+    for alias in _databases(kind, name):
+        with db.on_database(alias):
+            written.append(_set_here(kind, name, max_starts, float(period_seconds), actor))
+    forget_cached_limits()  # this process: at once; the others within a second
+    return written[0]
+
+
+def _set_here(kind: str, name: str, max_starts: int, period_seconds: float,
+              actor: str) -> RateLimit:
+    """The limit's row and, if it changed, its audit log entry, in one transaction on the
+    database the caller chose."""
     with queue_atomic():
         if kind == "queue" and not queue_exists(name):
             raise QueueNotFound(name)
@@ -54,7 +88,7 @@ def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa
             "max_starts", "period_seconds").first()
         limit, _ = RateLimit.objects.update_or_create(
             kind=kind, name=name, defaults={"max_starts": max_starts,
-                                            "period_seconds": float(period_seconds),
+                                            "period_seconds": period_seconds,
                                             "updated_at": TxNow()})
         limit.refresh_from_db()
         if old != (limit.max_starts, limit.period_seconds):  # as a queue's limit: a change only
@@ -63,22 +97,25 @@ def set_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa
                                  "max_starts": [old[0] if old else None, limit.max_starts],
                                  "period_seconds": [old[1] if old else None,
                                                     limit.period_seconds]})
-    forget_cached_limits()  # this process: at once; the others within a second
     return limit
 
 
 def remove_rate_limit(*, queue: str | None = None, type: str | None = None,  # noqa: A002
                       key: str | None = None, actor: str = "") -> bool:
     """Remove the limit set at run time for that scope (one JOB_RATE_LIMITS declares holds
-    again); whether there was one. The audit log records a removal (`actor`: who)."""
+    again); whether there was one. With JOB_SHARDS, from each database `set_rate_limit`
+    writes it in. The audit log records a removal (`actor`: who)."""
     kind, name = _scope(queue, type, key)
-    with queue_atomic():
-        deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
-        if deleted:
-            audit_log.record(OperatorAction.REMOVE_RATE_LIMIT, AuditTarget.RATE_LIMIT,
-                             f"{kind}:{name}", actor=actor)
+    removed = False
+    for alias in _databases(kind, name):
+        with db.on_database(alias), queue_atomic():
+            deleted, _ = RateLimit.objects.filter(kind=kind, name=name).delete()
+            if deleted:
+                audit_log.record(OperatorAction.REMOVE_RATE_LIMIT, AuditTarget.RATE_LIMIT,
+                                 f"{kind}:{name}", actor=actor)
+        removed = removed or bool(deleted)
     forget_cached_limits()
-    return bool(deleted)
+    return removed
 
 
 @dataclass(frozen=True)
@@ -119,6 +156,12 @@ class RateLimiter:
         return self._decide(weight, consume=False)
 
     def _decide(self, weight: int, *, consume: bool) -> RateDecision:
+        # A queue's window is counted in the database that holds the queue (JOB_SHARDS).
+        with db.on_database(_databases(self.kind, self.name)[0] if self.kind == "queue"
+                            else None):
+            return self._decide_here(weight, consume=consume)
+
+    def _decide_here(self, weight: int, *, consume: bool) -> RateDecision:
         if isinstance(weight, bool) or not isinstance(weight, int) or not (
                 1 <= weight <= MAX_RATE_WEIGHT):
             raise InvalidJobArgument("weight", f"must be a whole number from 1 to {MAX_RATE_WEIGHT}")

@@ -591,13 +591,13 @@ export interface paths {
         };
         /**
          * The rate limits in force
-         * @description Each limit: at most `max_starts` jobs (their weights summed, JOB_RATE_WEIGHTS) start in any sliding `period_seconds`, across every worker, enforced inside the claim. Those set at run time replace those JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics.
+         * @description Each limit: at most `max_starts` jobs (their weights summed, JOB_RATE_WEIGHTS) start in any sliding `period_seconds`, across every worker, enforced inside the claim. Those set at run time replace those JOB_RATE_LIMITS declares for the same scope. Their use: GET /metrics. With JOB_SHARDS, each database's limits with their use there, each naming its `shard`; the X-Job-Shards-Down header names any database that did not answer.
          */
         get: operations["v1_rate_limits_list"];
         put?: never;
         /**
          * Set a rate limit
-         * @description At most `max_starts` jobs of the queue, of the type, or with the concurrency key start in any sliding `period_seconds`; replaces that scope's limit. Workers see it within a second. Name exactly one of queue, type, key; a queue must exist (404 otherwise). Needs change_queuesetting, as a queue's concurrency limit does.
+         * @description At most `max_starts` jobs of the queue, of the type, or with the concurrency key start in any sliding `period_seconds`; replaces that scope's limit. Workers see it within a second. Name exactly one of queue, type, key; a queue must exist (404 otherwise). Needs change_queuesetting, as a queue's concurrency limit does. With JOB_SHARDS, a queue's limit is set in the queue's database, a type's or a key's in each database (each counts its own window).
          */
         post: operations["v1_rate_limits_create"];
         delete?: never;
@@ -617,7 +617,7 @@ export interface paths {
         put?: never;
         /**
          * Remove a rate limit set at run time
-         * @description The limit JOB_RATE_LIMITS declares for that scope, if any, holds again. Name exactly one of queue, type, key.
+         * @description The limit JOB_RATE_LIMITS declares for that scope, if any, holds again. Name exactly one of queue, type, key. With JOB_SHARDS, removed from each database it was set in.
          */
         post: operations["v1_rate_limits_remove_create"];
         delete?: never;
@@ -1768,6 +1768,8 @@ export interface components {
             keys?: components["schemas"]["RateKeyUse"][];
             /** @description A key limit: how many keys have starts in their windows now. In the list only. */
             keys_in_window?: number;
+            /** @description With JOB_SHARDS, in the list only: the alias of the database it is in force in (JOB_DATABASE's or a shard's), which counts its own window: a queue's limit is listed in the queue's database, a type's or a key's in each database. */
+            shard?: string;
         };
         /**
          * @description * `queue` - queue

@@ -96,6 +96,21 @@ describe("the rate limits page", { timeout: 15_000 }, () => {
     expect(screen.queryByRole("form", { name: "Set a rate limit" })).toBeNull();
   });
 
+  it("lists a type's limit once per database with shards, each naming its database", async () => {
+    const type = LIMITS[2];
+    renderLimits(user(), [
+      { ...type, shard: "default", used: 20 },
+      { ...type, shard: "shard_b", used: 3 },
+    ]);
+    const table = await screen.findByTestId("rate-limits-table");
+    const rows = table.querySelectorAll<HTMLElement>('tr[data-rate-limit="type:email_send"]');
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toHaveTextContent("in default");
+    expect(within(rows[0]).getByTestId("rate-used")).toHaveTextContent("20 of 20 full");
+    expect(rows[1]).toHaveTextContent("in shard_b");
+    expect(within(rows[1]).getByTestId("rate-used")).toHaveTextContent("3 of 20");
+  });
+
   it("says how to add one when there are none", async () => {
     renderLimits(user(), []);
     expect(await screen.findByText("No rate limits")).toBeInTheDocument();

@@ -32,9 +32,11 @@ function Scope({ limit }: { limit: RateLimit }) {
     ) : (
       <code>{limit.name}</code>
     );
+  // With shards, each database's limit is a row of its own: it counts its own window.
   return (
     <>
       <span className="faint">{KIND_LABELS[limit.kind]}</span> {name}
+      {limit.shard && <span className="faint"> in {limit.shard}</span>}
     </>
   );
 }
@@ -210,7 +212,10 @@ export function RateLimitsView({
                   const busy =
                     remove?.isPending && remove.variables?.kind === limit.kind && remove.variables?.name === limit.name;
                   return (
-                    <tr key={`${limit.kind}:${limit.name}`} data-rate-limit={`${limit.kind}:${limit.name}`}>
+                    <tr
+                      key={`${limit.shard ?? ""}:${limit.kind}:${limit.name}`}
+                      data-rate-limit={`${limit.kind}:${limit.name}`}
+                    >
                       <td className="card-title">
                         <Scope limit={limit} />
                       </td>

@@ -2,6 +2,7 @@ import sys
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from django_pg_jobqueue import conf, db
 from django_pg_jobqueue.arguments import check_hostname
@@ -90,6 +91,11 @@ class Command(BaseCommand):
             except ImproperlyConfigured as exc:
                 raise CommandError(str(exc)) from exc
             db.serve_shard(shard)  # this process (a supervisor too): its listener, its beats
+        # What the start-up opened on this (the main) thread: the system checks' (the cache
+        # table's, on its database) and the shard's ids check. Nothing on this thread uses
+        # them again, and a connection kept would sit idle for the process's life, outside
+        # its budget (JOB_WORKER_POOL_SIZE and the listener): the pool opens its own.
+        connections.close_all()
         configure_worker_logging(c.WORKER_LOG_LEVEL, c.LOG_FORMAT)
         pool_options = dict(
             threads=opts["threads"], queues=opts["queues"], lease_seconds=opts["lease_seconds"],
