@@ -3,7 +3,8 @@ shards, each a throwaway cluster of its own (tests/clusters.py), started once fo
 and migrated at once. Without `?shard=`, the job list merges the three in its order with
 summed counts and pages by cursor; paging 100 jobs while another process keeps enqueueing
 into all three shows each job once and none of those that existed at the first page is
-skipped; a bulk action by filter acts on every database, bounded requests going on by one
+skipped; the event feed pages every database's events by its cursor while producers write
+into all three, each event once and none skipped; a bulk action by filter acts on every database, bounded requests going on by one
 `after` across them; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
 are every database's; a queue
 moved to another shard by switch and drain (docs/how-to/scaling.md) loses no job; and a
@@ -289,6 +290,130 @@ def test_paging_while_another_process_enqueues_shows_each_job_once_and_skips_non
         assert run["after"] > len(run["before"]), ordering
         assert run["pages"] >= len(run["before"]) // 7
     assert added > 0
+
+
+# Writes events into one database (`queue`'s) from three threads until `stop` exists: each
+# transaction enqueues a job, waits, enqueues another, and then cancels the first in a
+# transaction of its own. One thread waits long (0.1 to 0.3 s) while the other two commit
+# several short ones: transactions that took their ids after it commit before it, as an
+# event feed that followed ids (or transaction ids alone) would skip. Waits for the pager's
+# start first.
+PRODUCER = """
+import pathlib, random, threading
+from django.db import connections, transaction
+from django_pg_jobqueue import cancel, enqueue, shards
+ready, stop = pathlib.Path({ready!r}), pathlib.Path({stop!r})
+while not ready.exists():
+    time.sleep(0.02)
+alias = shards.alias_for_queue({queue!r})
+written = []
+
+def produce(seed, wait, rounds):
+    rng = random.Random(seed)
+    n = 0
+    while not stop.exists() and n < rounds:
+        with transaction.atomic(using=alias):
+            first = enqueue("noop", {{"n": n}}, queue={queue!r})
+            time.sleep(rng.uniform(*wait))
+            enqueue("noop", {{"n": n}}, queue={queue!r})
+        cancel(first.id)
+        n += 1
+        time.sleep(rng.uniform(0, 0.02))
+    written.append(n)
+    connections.close_all()
+
+threads = [threading.Thread(target=produce, args=args)
+           for args in ((1, (0.1, 0.3), 15), (2, (0, 0.01), 40), (3, (0, 0.01), 40))]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+pathlib.Path({done!r}).touch()
+print(json.dumps({{"events": 3 * sum(written)}}))
+"""
+
+# Pages the event feed by its cursor, 7 events a poll, from its start (no cursor) while the
+# producers write, and on until they are done and the feed is empty; then reads every
+# event each database holds past the start's positions.
+FEED_PAGER = """
+import pathlib
+from django.db import connections
+from django_pg_jobqueue import fanout, keyset
+dones = [pathlib.Path(p) for p in {dones!r}]
+status, body, _ = get("/api/v1/events/", limit=50)
+assert status == 200, body
+start = keyset.decode_feed(body["next_cursor"])
+out = {{"start": [[e["shard"], e["id"]] for e in body["results"]], "seen": [], "pages": 0,
+        "polls_while_writing": 0, "ups": set()}}
+cursor = body["next_cursor"]
+pathlib.Path({ready!r}).touch()
+empty = 0
+while True:
+    writing = not all(done.exists() for done in dones)
+    status, body, _ = get("/api/v1/events/", cursor=cursor, limit=7)
+    assert status == 200, body
+    out["seen"] += [[e["shard"], e["id"]] for e in body["results"]]
+    out["ups"].add(tuple(s["up"] for s in body["shards"]))
+    out["pages"] += bool(body["results"])
+    out["polls_while_writing"] += writing and bool(body["results"])
+    cursor = body["next_cursor"]
+    empty = 0 if body["results"] or writing else empty + 1
+    if empty == 3:
+        break
+    time.sleep(0 if body["has_more"] else 0.05)
+out["expected"] = []
+for alias in fanout.databases():
+    tx_id, event_id = start[alias]
+    with connections[alias].cursor() as cur:
+        cur.execute("SELECT id FROM job_events WHERE (tx_id, id) > (%s, %s) ORDER BY id",
+                    [tx_id, event_id])
+        out["expected"] += [[alias, i] for (i,) in cur.fetchall()]
+out["ups"] = sorted(out["ups"])
+# The integer cursor of before shards: JOB_DATABASE's events alone.
+status, body, _ = get("/api/v1/events/", after=0, limit=500)
+out["after"] = [status, sorted({{e["shard"] for e in body["results"]}}), "shards" in body]
+print(json.dumps(out))
+"""
+
+
+def test_the_event_feed_pages_every_database_s_events_once_while_producers_write(console):
+    env, tmp = console["env"], console["tmp"]
+    ready = tmp / "feed-ready"
+    stop = tmp / "feed-stop"
+    producers = []
+    try:
+        for queue in ("default", "emails", "video"):
+            done = tmp / f"feed-done-{queue}"
+            producers.append((done, subprocess.Popen(
+                [sys.executable, str(REPO / "manage.py"), "shell", "-c",
+                 "import json, time\n" + PRODUCER.format(queue=queue, ready=str(ready),
+                                                          stop=str(stop), done=str(done))],
+                env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        out = _shell(env, FEED_PAGER.format(dones=[str(d) for d, _ in producers],
+                                            ready=str(ready)))
+        written = [json.loads(proc.communicate(timeout=60)[0].strip().splitlines()[-1])
+                   for _, proc in producers]
+    finally:
+        stop.touch()
+        for _, proc in producers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [proc.returncode for _, proc in producers] == [0, 0, 0]
+    seen = [tuple(e) for e in out["seen"]]
+    assert len(seen) == len(set(seen)), "an event shown twice"
+    expected = {tuple(e) for e in out["expected"]}
+    assert set(seen) == expected, (
+        f"skipped: {sorted(expected - set(seen))[:10]}, extra: {sorted(set(seen) - expected)[:10]}")
+    # Each producer's events: 2 created and 1 cancelled a round, in every database.
+    by_shard = {alias: sum(1 for a, _ in seen if a == alias)
+                for alias in ("default", "shard_b", "shard_c")}
+    assert by_shard == {alias: w["events"] for alias, w in zip(by_shard, written)}
+    assert all(w["events"] >= 30 for w in written)
+    assert out["polls_while_writing"] >= 10  # the client paged while the producers wrote
+    assert out["ups"] == [[True, True, True]]
+    assert len(out["start"]) == 50 and not set(map(tuple, out["start"])) & set(seen)
+    assert out["after"] == [200, ["default"], True]
 
 
 MOVED = """

@@ -164,7 +164,7 @@ export interface paths {
         };
         /**
          * Every job's events after a cursor, oldest first
-         * @description Poll with `after=<next_after of the previous answer>`. Without `after`, the latest `limit` events. Each row carries the job's type and its current status.
+         * @description Poll with `cursor=<next_cursor of the previous answer>`. Without a cursor, the latest `limit` events. Each row carries the job's type, its current status and its database (`shard`). With JOB_SHARDS, every database's events, merged by time, each database's in its commit order: across polls none is skipped or shown twice, whatever the writers do; `shards` says which database answered, and the events of one that did not come once it is back. `after=<next_after>` (an event id, the cursor before shards) still follows JOB_DATABASE's events alone.
          */
         get: operations["v1_events_retrieve"];
         put?: never;
@@ -1006,6 +1006,43 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `after` in the next poll. */
             next_after: number | null;
+        };
+        /**
+         * @description One event of the feed of every job: its `shard` with it, since event ids are unique
+         *     within one database only (`shard` and `id` name an event; a job's id names its shard).
+         */
+        FeedEvent: {
+            readonly id: number;
+            job_id: number;
+            job_type: string;
+            job_status: components["schemas"]["JobStatusEnum"];
+            kind: components["schemas"]["EventKindEnum"];
+            readonly attempt: number;
+            readonly worker_id: string | null;
+            readonly message: string;
+            /**
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            data: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description The alias of the database that holds the event: JOB_DATABASE's, or a shard's of JOB_SHARDS. */
+            shard: string;
+        };
+        FeedPage: {
+            results: components["schemas"]["FeedEvent"][];
+            /** @description More events follow: poll again at once. */
+            has_more: boolean;
+            /** @description JOB_DATABASE's cursor, an event id: pass it as `after` to follow JOB_DATABASE's events alone, as before shards (null: none of its events read yet). */
+            next_after: number | null;
+            /** @description Pass as `cursor` in the next poll: every database's position (opaque). */
+            next_cursor: string;
+            /** @description With JOB_SHARDS only: each database and whether it answered; the events of one that did not come in a later poll, none skipped. */
+            shards?: components["schemas"]["ShardState"][];
         };
         Health: {
             status: components["schemas"]["HealthStatusEnum"];
@@ -2650,8 +2687,10 @@ export interface operations {
     v1_events_retrieve: {
         parameters: {
             query?: {
-                /** @description An event id: return only later events (the cursor). Omit it to start from the latest events. */
+                /** @description An event id of JOB_DATABASE (`next_after`): only its later events, JOB_DATABASE's alone (the cursor of before shards). Not with `cursor`. */
                 after?: number;
+                /** @description The `next_cursor` of the previous answer: only later events, of every database (opaque; one the feed did not give is a 400 naming `cursor`). Omit it to start from the latest events. */
+                cursor?: string;
                 /** @description At most this many events. */
                 limit?: number;
             };
@@ -2666,7 +2705,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EventPage"];
+                    "application/json": components["schemas"]["FeedPage"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */
