@@ -409,7 +409,7 @@ export interface paths {
         put?: never;
         /**
          * Retry failed jobs in bulk: by filter, every one, or the given ids
-         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry. Needs change_job; by filter or `all`, view_job too (a filter reads the jobs it matches): a 403 otherwise.
+         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry. With JOB_SHARDS, a filter or `all` retries in every database in turn (`shards` says which answered; one that did not is skipped), and `ids` reach the database each id names. Needs change_job; by filter or `all`, view_job too (a filter reads the jobs it matches): a 403 otherwise.
          */
         post: operations["v1_jobs_retry_matching_create"];
         delete?: never;
@@ -1511,6 +1511,8 @@ export interface components {
             retried: number;
             /** @description With `ids`: the ids that were not retried (unknown, or neither failed nor cancelled). With filters: always [] (only failed jobs match). */
             not_retried: number[];
+            /** @description By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the failed jobs of one that did not were not retried (send the same request once it is back). */
+            shards?: components["schemas"]["ShardState"][];
         };
         /**
          * @description * `queued` - queued
