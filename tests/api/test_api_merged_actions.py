@@ -64,3 +64,43 @@ def test_the_dead_letter_s_retry_by_filter_skips_a_shard_that_refuses_and_says_s
                                     content_type="application/json")
     assert response.status_code == 400 and set(response.json()["errors"]) == {"finished_before"}
 
+
+def test_a_bulk_action_s_filter_naming_a_shard_acts_on_that_database_alone(
+        operator_client, refused_shard):  # noqa: F811
+    failed = [ran(wait=1, run=2, status="failed") for _ in range(2)]
+    body = operator_client.post(ACTIONS, {"action": "retry", "filter": {
+        "status": "failed", "shard": "default"}}, content_type="application/json").json()
+    assert (body["done"], body["remaining"], body["after"]) == (2, 0, None)
+    assert [(s["alias"], s["up"]) for s in body["shards"]] == [("default", True)]
+    assert set(Job.objects.filter(id__in=failed).values_list("status", flat=True)) == {"queued"}
+    # The shard alone (it filters: the other databases are left alone); down, so said.
+    body = operator_client.post(ACTIONS, {"action": "cancel", "filter": {"shard": "shard_c"}},
+                                content_type="application/json").json()
+    assert body["done"] == 0 and [(s["alias"], s["up"]) for s in body["shards"]] == [
+        ("shard_c", False)]
+    assert Job.objects.filter(status="cancelled").count() == 0
+
+
+@pytest.mark.parametrize("shards", [False, True])
+def test_a_bulk_action_s_filter_naming_no_database_is_a_400_naming_it(
+        operator_client, request, shards):
+    if shards:
+        request.getfixturevalue("refused_shard")
+    response = operator_client.post(ACTIONS, {"action": "cancel", "filter": {
+        "status": "queued", "shard": "shard_b"}}, content_type="application/json")
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert list(errors) == ["filter"] and list(errors["filter"]) == ["shard"], errors
+    message = errors["filter"]["shard"][0]
+    assert message.startswith("must be one of default") and "'shard_b'" in message
+
+
+def test_without_shards_a_filter_of_only_job_database_s_name_filters_nothing(operator_client):
+    ran(wait=1, run=2, status="failed")
+    response = operator_client.post(ACTIONS, {"action": "cancel", "filter": {"shard": "default"}},
+                                    content_type="application/json")
+    assert response.status_code == 400 and list(response.json()["errors"]) == ["filter"]
+    body = operator_client.post(ACTIONS, {"action": "retry", "filter": {
+        "status": "failed", "shard": "default"}}, content_type="application/json").json()
+    assert body == {"done": 1, "refused": [], "refused_count": 0, "after": None,
+                    "remaining": 0}

@@ -5,7 +5,8 @@ summed counts and pages by cursor; paging 100 jobs while another process keeps e
 into all three shows each job once and none of those that existed at the first page is
 skipped; the event feed pages every database's events by its cursor while producers write
 into all three, each event once and none skipped; a bulk action by filter acts on every database, bounded requests going on by one
-`after` across them; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
+`after` across them, or on the one its filter's `shard` names; the dead letter's retry, by
+filter and by ids, reaches every database; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
 are every database's; a queue
 moved to another shard by switch and drain (docs/how-to/scaling.md) loses no job; and a
 shard that was stopped is reported down, in a bounded time, while the others answer."""
@@ -184,6 +185,46 @@ for chart in ("throughput", "latency"):
     status, answer, _ = get(f"/api/v1/metrics/{chart}/", range="15m")
     points = answer["points"] if chart == "throughput" else answer["series"][0]["points"]
     out[chart] = [status, len(points), [s["up"] for s in answer["shards"]]]
+print(json.dumps(out))
+"""
+
+
+# The dead letter's retry (POST jobs/retry/) by filter and by ids, and an action whose
+# filter names one shard, on failed jobs of the three databases (4 each, failed by hand).
+DEAD_LETTER = """
+from django.db import connections
+from django_pg_jobqueue import enqueue_many, fanout
+from django_pg_jobqueue.models import Job
+jobs = enqueue_many([{"type": "noop", "queue": q, "payload": {"dead": n}}
+                     for q in ("default", "emails", "video") for n in range(4)])
+
+def fail():
+    for alias in fanout.databases():
+        with connections[alias].cursor() as cur:
+            cur.execute("UPDATE jobs SET status = 'failed', attempts = 1, started_at = now(), "
+                        "finished_at = now(), last_error = 'dead letter test' "
+                        "WHERE id = ANY(%s)", [[job.id for job in jobs]])
+
+def statuses():
+    return [sorted(Job.objects.using(alias).filter(id__in=[j.id for j in jobs])
+                   .values_list("status", flat=True)) for alias in fanout.databases()]
+
+def post(path, body):
+    response = client.post(path, body, content_type="application/json")
+    return [response.status_code, response.json()]
+
+out = {}
+fail()
+out["by_filter"] = post("/api/v1/jobs/retry/", {"error_contains": "dead letter"})
+out["after_filter"] = statuses()
+fail()
+out["by_ids"] = post("/api/v1/jobs/retry/", {"ids": [j.id for j in jobs] + [2**44 - 1]})
+out["after_ids"] = statuses()
+out["one_shard"] = post("/api/v1/jobs/actions/", {"action": "cancel", "filter": {
+    "payload": "dead:1", "shard": "shard_b"}})
+out["after_one_shard"] = statuses()
+out["no_shard"] = post("/api/v1/jobs/actions/", {"action": "cancel", "filter": {
+    "payload": "dead:1", "shard": "shard_x"}})
 print(json.dumps(out))
 """
 
@@ -486,6 +527,27 @@ def test_a_bulk_action_by_filter_acts_on_every_database_going_on_by_after_across
     assert out["cancelled"] == [6, 6, 6]
     assert out["throughput"] == [200, 15, [True, True, True]]
     assert out["latency"] == [200, 15, [True, True, True]]
+
+
+def test_the_dead_letter_s_retry_reaches_every_database_and_a_filter_may_name_one(console):
+    out = _shell(console["env"], DEAD_LETTER)
+    status, body = out["by_filter"]
+    assert status == 200 and (body["retried"], body["not_retried"]) == (12, [])
+    assert [(s["alias"], s["up"]) for s in body["shards"]] == [
+        ("default", True), ("shard_b", True), ("shard_c", True)]
+    assert out["after_filter"] == [["queued"] * 4] * 3
+    # By ids: each on the database its id names; one that no database holds is refused.
+    assert out["by_ids"] == [200, {"retried": 12, "not_retried": [2**44 - 1]}]
+    assert out["after_ids"] == [["queued"] * 4] * 3
+    # An action by filter naming one shard: that database's job alone.
+    status, body = out["one_shard"]
+    assert status == 200 and body["done"] == 1
+    assert [(s["alias"], s["up"]) for s in body["shards"]] == [("shard_b", True)]
+    assert out["after_one_shard"] == [["queued"] * 4, ["cancelled"] + ["queued"] * 3,
+                                      ["queued"] * 4]
+    status, body = out["no_shard"]
+    assert status == 400 and list(body["errors"]) == ["filter"]
+    assert list(body["errors"]["filter"]) == ["shard"]
 
 
 def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):

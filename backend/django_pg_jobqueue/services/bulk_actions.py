@@ -136,19 +136,22 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
 def apply_to_matching_everywhere(action: str, queryset, *, actor: str = "",
                                  batch_size: int | None = None, after: int = 0,
                                  max_jobs: int | None = None,
-                                 max_seconds: float | None = None) -> BulkActionResult:
+                                 max_seconds: float | None = None,
+                                 shard: str | None = None) -> BulkActionResult:
     """`apply_to_matching` on every database of the queue (JOB_DATABASE and each shard), in
     shard number order, so in id order: `queryset` (not yet evaluated) runs in each, the
     counts are summed and the bounds shared. A call that stops at a bound says where (`after`,
     a job id: the databases below it are done) and how many matching jobs remain in this
     database and those after it. A database that does not answer, or stops answering (its
     batches done so far are counted), is skipped, and `shards` says so: the same request once
-    it is back acts on its jobs. Raises ValueError as apply_to_matching does."""
+    it is back acts on its jobs. `shard`: that database alone (its alias: JOB_DATABASE's or
+    a shard's). Raises ValueError as apply_to_matching does, and for a `shard` that names
+    no database."""
     return _every_database(
         lambda **bounds: apply_to_matching(action, queryset, actor=actor,
                                            batch_size=batch_size, **bounds),
         remaining=lambda beyond: queryset.filter(id__gt=beyond).count(),
-        after=after, max_jobs=max_jobs, max_seconds=max_seconds)
+        after=after, max_jobs=max_jobs, max_seconds=max_seconds, only=shard)
 
 
 def retry_matching_everywhere(*, actor: str = "", **filters) -> BulkActionResult:
@@ -167,20 +170,23 @@ def retry_matching_everywhere(*, actor: str = "", **filters) -> BulkActionResult
 
 def _every_database(step: Callable[..., BulkActionResult],
                     remaining: Callable[[int], int] | None = None, *, after: int = 0,
-                    max_jobs: int | None = None,
-                    max_seconds: float | None = None) -> BulkActionResult:
+                    max_jobs: int | None = None, max_seconds: float | None = None,
+                    only: str | None = None) -> BulkActionResult:
     """`step(after=, max_jobs=, max_seconds=, into=)` (a bulk write on the database it runs
     on, counting into `into`) on every database of the queue in shard number order, so in
     job id order, the bounds shared: the outcomes summed, `shards` each database's state. A
     step that stops at a bound says where (`into.after`); the databases after it are only
-    counted (`remaining(after)`: the jobs left beyond that id, in the database it runs on)."""
+    counted (`remaining(after)`: the jobs left beyond that id, in the database it runs on).
+    `only`: that database alone."""
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise ValueError(f"after must be a job id, 0 or more; got {after!r}")
+    if only is not None and (wrong := shards.not_a_database(only)):
+        raise ValueError(f"shard {wrong}")
     states: list[dict] = []
     total = BulkActionResult(shards=states)
     started = time.monotonic()
     stopped = False
-    for alias in sorted(fanout.databases(), key=shards.number_of):
+    for alias in sorted(fanout.databases() if only is None else [only], key=shards.number_of):
         number = shards.number_of(alias)
         last_id = shards.id_range(number)[1]
         if after >= last_id:  # done by an earlier request
