@@ -14,6 +14,11 @@ plus the id orders every row.
 
 PostgreSQL's default NULL order is kept: NULL sorts after every value ascending (NULLS
 LAST) and before every value descending (NULLS FIRST).
+
+The events feed (merged.events_feed) pages the same way with a cursor of its own
+(`encode_feed`): each database's position in its feed is its last event's (tx_id, id), its
+commit order (feed.py), while the page interleaves the databases by time (`merge`'s
+`position`).
 """
 import base64
 import binascii

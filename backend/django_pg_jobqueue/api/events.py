@@ -104,12 +104,14 @@ def events_query(request) -> dict:
     return query.validated_data
 
 
+LIMIT_PARAM = OpenApiParameter(
+    "limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+    description="At most this many events.")
 EVENT_PARAMS = [
     OpenApiParameter("after", {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
                      description="An event id: return only later events (the cursor). Omit it "
                                  "to start from the latest events."),
-    OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
-                     description="At most this many events."),
+    LIMIT_PARAM,
 ]
 
 
@@ -137,7 +139,7 @@ class EventFeedView(JobQueueAPIView):
                                  "An event id of JOB_DATABASE (`next_after`): only its later "
                                  "events, JOB_DATABASE's alone (the cursor of before shards). "
                                  "Not with `cursor`.")),
-            EVENT_PARAMS[1]],
+            LIMIT_PARAM],
         responses={200: OpenApiResponse(FeedPageSerializer, examples=[OpenApiExample(
             "page", response_only=True,
             value={"results": [{**EVENT_EXAMPLE, "shard": "default"}], "has_more": True,

@@ -65,12 +65,12 @@ class JobActionFilterSerializer(StrictSerializer):
     payload = serializers.CharField(required=False, allow_blank=True, help_text=(
         "As the list's payload filter: `path:value`, the jobs whose payload contains it "
         "(`customer_id:42`)."))
-    shard = serializers.CharField(required=False, max_length=200, help_text=(
+    shard = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text=(
         "As the list's `shard`: the jobs of this database alone, a shard's alias or "
         "JOB_DATABASE's (another name is a 400 naming it). Without it, every database's."))
 
     def validate_shard(self, value):
-        wrong = shards.not_a_database(value)
+        wrong = value and shards.not_a_database(value)
         if wrong:
             raise serializers.ValidationError(wrong)
         return value
@@ -141,7 +141,7 @@ class JobActionSerializer(StrictSerializer):
 
     def shard(self) -> str | None:
         """The database the filter names (`shard`), or None: every database."""
-        return (self.validated_data.get("filter") or {}).get("shard")
+        return (self.validated_data.get("filter") or {}).get("shard") or None
 
 
 class _Refusal(serializers.Serializer):
