@@ -129,9 +129,7 @@ describe("bulk actions in the jobs list", () => {
     await userEvent.click(screen.getByRole("button", { name: "Select all 1,234 matching the filter" }));
     await userEvent.click(screen.getByRole("button", { name: "Cancel 1,234…" }));
     await userEvent.click(screen.getByRole("button", { name: "Yes, cancel 1,234 jobs" }));
-    await waitFor(() =>
-      expect(posted).toEqual([{ action: "cancel", filter: { status: "failed", shard: "shard_b" } }]),
-    );
+    await waitFor(() => expect(posted).toEqual([{ action: "cancel", filter: { status: "failed", shard: "shard_b" } }]));
   });
 
   it("acts on every matching job of every shard merged, and names a shard that did not answer", async () => {

@@ -37,11 +37,24 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
 
 const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
 
+/** The list's filters the actions endpoint takes; `shard`: one shard's list (`?shard=`) acts
+ * on that database's jobs alone. */
+const ACTION_FILTERS = [
+  "status",
+  "state",
+  "type",
+  "queue",
+  "priority",
+  "search",
+  "payload",
+  "schedule",
+  "shard",
+] as const;
+
 /** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
 export function toActionFilter(values: FilterValues): JobActionFilter {
   const out: Record<string, string | number> = {};
-  // `shard`: one shard's list (`?shard=`) acts on that database's jobs alone.
-  for (const key of ["status", "state", "type", "queue", "priority", "search", "payload", "schedule", "shard"] as const) {
+  for (const key of ACTION_FILTERS) {
     const value = values[key]?.toString().trim();
     if (!value) continue;
     out[key] = key === "priority" && /^-?\d+$/.test(value) ? Number(value) : value;
