@@ -4,11 +4,47 @@
   follow their commit order, and `id > after` is exact.
 - All events (the global feed): ids do not follow commit order across jobs, so the feed
   follows transaction ids instead, and holds back what is still in flight (sql.EVENTS_AFTER).
+  A position in it is an event's (tx_id, id); this module reads one database's events after a
+  position, or where a feed starts (the latest ones, sql.EVENTS_LATEST). merged.events_feed
+  keeps one position per database of JOB_SHARDS.
 """
 
 from . import sql
 from .db import queue_connection
 from .models import JobEvent
+
+# An event's place in the global feed: (its tx_id, its id). The tx_id is None when only the id
+# is known (an old `after` whose event was pruned): then the feed goes on by id.
+Position = tuple[int | None, int]
+
+
+def position_of(event_id: int) -> Position:
+    """The feed position of event `event_id` (an `after` given as an id): its transaction id
+    with it, or the id alone when the event is gone."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.EVENT_TX_ID, [event_id])
+        row = cur.fetchone()
+    return (row[0] if row else None, event_id)
+
+
+def rows_after(position: Position, *, limit: int) -> list[Position]:
+    """This database's events after `position`, in commit order, up to `limit`: their
+    (tx_id, id)."""
+    after_tx, after = position
+    cursor = sql.EVENTS_AFTER_CURSOR if after_tx is not None else sql.EVENTS_AFTER_ID_CURSOR
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.EVENTS_AFTER.format(cursor=cursor),
+                    {"after": after, "after_tx": after_tx, "limit": limit})
+        return [(tx_id, event_id) for event_id, tx_id in cur.fetchall()]
+
+
+def latest_rows(*, limit: int) -> list[Position]:
+    """Where a feed starts: this database's latest `limit` events in commit order (oldest
+    first), under the same horizon as rows_after, so that going on after the last of them
+    skips nothing."""
+    with queue_connection().cursor() as cur:
+        cur.execute(sql.EVENTS_LATEST, {"limit": limit})
+        return [(tx_id, event_id) for event_id, tx_id in cur.fetchall()]
 
 
 def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> list[int]:
@@ -16,10 +52,4 @@ def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> lis
     if job_id is not None:
         return list(JobEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
                     .values_list("id", flat=True)[:limit])
-    with queue_connection().cursor() as cur:
-        cur.execute(sql.EVENT_TX_ID, [after])
-        row = cur.fetchone()
-        cursor = sql.EVENTS_AFTER_CURSOR if row else sql.EVENTS_AFTER_ID_CURSOR
-        cur.execute(sql.EVENTS_AFTER.format(cursor=cursor, job_filter=""),
-                    {"after": after, "after_tx": row[0] if row else None, "limit": limit})
-        return [r[0] for r in cur.fetchall()]
+    return [event_id for _, event_id in rows_after(position_of(after), limit=limit)]

@@ -14,11 +14,16 @@ plus the id orders every row.
 
 PostgreSQL's default NULL order is kept: NULL sorts after every value ascending (NULLS
 LAST) and before every value descending (NULLS FIRST).
+
+The events feed (merged.events_feed) pages the same way with a cursor of its own
+(`encode_feed`): each database's position in its feed is its last event's (tx_id, id), its
+commit order (feed.py), while the page interleaves the databases by time (`merge`'s
+`position`).
 """
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cmp_to_key
@@ -119,15 +124,20 @@ def encode(order: Order, positions: dict[str, tuple]) -> str:
     return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode()
 
 
-def decode(cursor: str, order: Order, aliases: Sequence[str]) -> dict[str, tuple]:
-    """Each database's position from `cursor`; BadCursor when it is not one `encode` wrote
-    for `order`, or names a database not among `aliases`."""
+def _body(cursor: str) -> dict:
     try:
         body = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeError):
         raise BadCursor("not a cursor this list gave") from None
     if not isinstance(body, dict) or body.get("v") != CURSOR_VERSION:
         raise BadCursor("not a cursor this list gave")
+    return body
+
+
+def decode(cursor: str, order: Order, aliases: Sequence[str]) -> dict[str, tuple]:
+    """Each database's position from `cursor`; BadCursor when it is not one `encode` wrote
+    for `order`, or names a database not among `aliases`."""
+    body = _body(cursor)
     if body.get("o") != order.order_by():
         raise BadCursor("a cursor of another ordering")
     positions = body.get("p")
@@ -143,6 +153,38 @@ def decode(cursor: str, order: Order, aliases: Sequence[str]) -> dict[str, tuple
     return out
 
 
+# The event feed's cursor (merged.events_feed): each database's position in its own feed,
+# the (tx_id, id) of the last of its events shown (feed.py), whatever the page's order.
+FEED = "events"
+
+
+def encode_feed(positions: dict[str, tuple]) -> str:
+    """The event feed's cursor: alias -> (tx_id or None, event id), URL-safe base64 of JSON."""
+    body = {"v": CURSOR_VERSION, "f": FEED,
+            "p": {alias: list(position) for alias, position in positions.items()}}
+    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode()
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def decode_feed(cursor: str) -> dict[str, tuple]:
+    """Each database's position from an event feed's cursor (every alias it names: the
+    caller keeps those still configured); BadCursor when `encode_feed` did not write it."""
+    body = _body(cursor)
+    positions = body.get("p")
+    if body.get("f") != FEED or not isinstance(positions, dict):
+        raise BadCursor("not a cursor of the event feed")
+    out: dict[str, tuple] = {}
+    for alias, position in positions.items():
+        if (not isinstance(position, list) or len(position) != 2 or not _count(position[1])
+                or not (position[0] is None or _count(position[0]))):
+            raise BadCursor("not a cursor of the event feed")
+        out[alias] = (position[0], position[1])
+    return out
+
+
 @dataclass
 class MergedPage:
     rows: list[tuple[str, Any]]  # (alias, row), in the order's order
@@ -151,11 +193,14 @@ class MergedPage:
 
 
 def merge(order: Order, streams: dict[str, list], limit: int,
-          positions: dict[str, tuple] | None = None) -> MergedPage:
+          positions: dict[str, tuple] | None = None,
+          position: Callable[[Any], tuple] | None = None) -> MergedPage:
     """The first `limit` rows of `streams` (alias -> rows, each list in `order` and read with
     one row more than `limit`, so that a row left over says the list goes on), merged by
     taking the least head each time: each database's rows stay in its own order.
-    `positions` are the cursor's (a database with no row on the page keeps its own)."""
+    `positions` are the cursor's (a database with no row on the page keeps its own).
+    `position(row)`: a database's position after `row`, when it is not the row's key in
+    `order` (the event feed: each database's rows in commit order, merged by time)."""
     heads = {alias: 0 for alias, rows in streams.items() if rows}
     positions = dict(positions or {})
     page: list[tuple[str, Any]] = []
@@ -168,7 +213,7 @@ def merge(order: Order, streams: dict[str, list], limit: int,
         alias = min(heads, key=lambda a: least(head_key(a)))
         row = streams[alias][heads[alias]]
         page.append((alias, row))
-        positions[alias] = order.key(row)
+        positions[alias] = order.key(row) if position is None else position(row)
         heads[alias] += 1
         if heads[alias] == len(streams[alias]):
             del heads[alias]

@@ -3,8 +3,9 @@ the job list merged in its order and paged with a cursor (keyset.py), the overvi
 summed, the queues, the workers and the rate limits of every database in one list.
 
 Each database is read in turn (fanout.each); one that does not answer is reported with its
-error and the others still answer. With JOB_SHARDS empty nothing here runs: the API reads
-JOB_DATABASE alone, as before.
+error and the others still answer. With JOB_SHARDS empty nothing here runs (the API reads
+JOB_DATABASE alone, as before) but the event feed, which reads its one database through here
+with the same statements.
 """
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +14,8 @@ from django.db import OperationalError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import db, keyset, selectors, shards
-from .fanout import Answer, databases, each
+from . import conf, db, feed, keyset, selectors, shards
+from .fanout import Answer, databases, each, on
 
 
 @dataclass
@@ -218,3 +219,80 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+@dataclass
+class FeedPage:
+    results: list  # JobEvents, each with `shard`: its database's alias
+    has_more: bool
+    next_after: int | None  # JOB_DATABASE's position: an event id (the cursor before shards)
+    next_cursor: str
+    shards: list[dict] | None  # each database's state; None without JOB_SHARDS
+
+
+# Every database's events merged by time (ties by id); each database's own stay in its
+# commit order, positions (tx_id, id) of its feed (feed.py).
+EVENT_ORDER = keyset.Order.parse(["created_at", "id"])
+
+
+def _feed_position(event) -> tuple:
+    return (event.tx_id, event.id)
+
+
+def events_feed(*, after: int | None = None, cursor: str | None = None,
+                limit: int) -> FeedPage:
+    """Every database's events after `cursor` (feed positions, one a database: keyset's
+    encode_feed), merged by time, up to `limit`; without one, the latest `limit` of them all.
+    `after`, an event id, is JOB_DATABASE's feed alone (the cursor before shards). Each
+    database's feed follows its commit order and holds back what is in flight there
+    (feed.py), so no event is skipped or shown twice across polls, whatever the writers do; a
+    database that does not answer keeps its position, and one the cursor does not name (added
+    to JOB_SHARDS, or down when the feed started) starts at its latest `limit` events. Two
+    statements a database (its positions, its events), and one to find `after`'s place.
+    Raises keyset.BadCursor for a cursor the feed did not give; OperationalError when no
+    database answered."""
+    home = conf.get().DATABASE
+    if after is not None:
+        positions: dict[str, tuple] = {home: (None, after)}
+        answers = [on(home, lambda: _feed_read(feed.position_of(after), limit))]
+    else:
+        given = {} if cursor is None else keyset.decode_feed(cursor)
+        positions = {alias: given[alias] for alias in databases() if alias in given}
+        answers = each(lambda: _feed_read(positions.get(db.home_alias()), limit))
+    _answering(answers)
+    streams = {a.alias: a.value[1] for a in answers if a.up}
+    for answer in answers:
+        if answer.up and answer.value[0] is not None:
+            positions[answer.alias] = answer.value[0]
+    if after is None and cursor is None:
+        # The start: the latest `limit` of all, each database going on after its latest.
+        page = keyset.merge(EVENT_ORDER, streams, sum(map(len, streams.values())), positions,
+                            position=_feed_position)
+        rows, more = page.rows[-limit:], False
+    else:
+        page = keyset.merge(EVENT_ORDER, streams, limit, positions, position=_feed_position)
+        rows, more = page.rows, page.more
+    for alias, event in rows:
+        event.shard = alias
+    at_home = page.positions.get(home)
+    return FeedPage(
+        results=[event for _, event in rows], has_more=more,
+        next_after=at_home[1] if at_home else None,
+        next_cursor=keyset.encode_feed(page.positions),
+        shards=[_state(a) for a in answers] if conf.get().SHARDS else None)
+
+
+def _feed_read(position: tuple | None, limit: int) -> tuple[tuple | None, list]:
+    """This database's events after `position`, one more than `limit` (oldest first, each
+    with its `tx_id`), and the position they follow. Without a position: its latest `limit`,
+    and the position just before the first of them (nothing then: before everything)."""
+    if position is None:
+        rows = feed.latest_rows(limit=limit)
+        position = (rows[0][0], rows[0][1] - 1) if rows else (0, 0)
+    else:
+        rows = feed.rows_after(position, limit=limit + 1)
+    tx_ids = {event_id: tx_id for tx_id, event_id in rows}
+    events = selectors.events_in_order([event_id for _, event_id in rows])
+    for event in events:
+        event.tx_id = tx_ids[event.id]
+    return position, events

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Count, Exists, OuterRef, Q
+from django.db.models import BooleanField, Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -355,30 +355,37 @@ class EventPage:
     next_after: int | None
 
 
-def events_feed(*, after: int | None = None, limit: int = EVENTS_DEFAULT_LIMIT,
-                job_id: int | None = None) -> EventPage:
-    """A cursor feed of events, oldest first: the ones after `after`, up to `limit`.
-
-    Without `after`, the latest `limit` events (still oldest first), so that a poller starts
-    from now rather than replaying history. `next_after` is the cursor for the next poll.
-    """
-    qs = JobEvent.objects.select_related("job").only(
+def _events() -> QuerySet:
+    return JobEvent.objects.select_related("job").only(
         "id", "job_id", "kind", "attempt", "worker_id", "message", "data", "created_at",
         "job__type", "job__status",
     )
-    if job_id is not None:
-        qs = qs.filter(job_id=job_id)
+
+
+def events_in_order(ids: list[int]) -> list[JobEvent]:
+    """The events of `ids`, in that order, each with its job's type and status (one query;
+    an id whose event is gone is left out)."""
+    by_id = {e.id: e for e in _events().filter(id__in=ids)}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def events_feed(*, job_id: int, after: int | None = None,
+                limit: int = EVENTS_DEFAULT_LIMIT) -> EventPage:
+    """A cursor feed of one job's events, oldest first: the ones after `after`, up to `limit`.
+
+    Without `after`, the latest `limit` events (still oldest first), so that a poller starts
+    from now rather than replaying history. `next_after` is the cursor for the next poll.
+    (Every job's events: merged.events_feed.)
+    """
     if after is None:
-        rows = list(qs.order_by("-id")[:limit])
+        rows = list(_events().filter(job_id=job_id).order_by("-id")[:limit])
         rows.reverse()
         has_more = False  # these are the newest: nothing after them yet
     else:
         # Commit order, never skipping an event (feed.py); one more id tells has_more.
         ids = event_ids_after(after, limit=limit + 1, job_id=job_id)
         has_more = len(ids) > limit
-        ids = ids[:limit]
-        by_id = {e.id: e for e in qs.filter(id__in=ids)}
-        rows = [by_id[i] for i in ids if i in by_id]
+        rows = events_in_order(ids[:limit])
     next_after = rows[-1].id if rows else after
     return EventPage(results=rows, has_more=has_more, next_after=next_after)
 

@@ -13,7 +13,7 @@ from . import conf
 from .conf import MAX_SHARD_NUMBER, SHARD_ID_BITS
 
 __all__ = ["MAX_SHARD_NUMBER", "SHARD_ID_BITS", "alias_for_job_id", "alias_for_queue",
-           "aliases", "id_range", "number_of", "shard_for_job_id"]
+           "aliases", "id_range", "not_a_database", "number_of", "shard_for_job_id"]
 
 
 def shard_for_job_id(job_id: int) -> int:
@@ -96,3 +96,12 @@ def number_of(alias: str) -> int:
     """The shard number of `alias`: 0 for JOB_DATABASE (or any alias not a shard)."""
     table = _table()
     return 0 if table is None else table.numbers.get(alias, 0)
+
+
+def not_a_database(name: str) -> str | None:
+    """Why `name` (a request's `shard`) names no database of the queue, in words: None when it
+    is JOB_DATABASE's alias or a shard's (the API's 400 naming the field otherwise)."""
+    home = conf.get().DATABASE
+    if name == home or name in conf.get().SHARDS:
+        return None
+    return f"must be one of {', '.join([home, *aliases()])}; got {name[:40]!r}."

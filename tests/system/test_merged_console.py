@@ -3,8 +3,10 @@ shards, each a throwaway cluster of its own (tests/clusters.py), started once fo
 and migrated at once. Without `?shard=`, the job list merges the three in its order with
 summed counts and pages by cursor; paging 100 jobs while another process keeps enqueueing
 into all three shows each job once and none of those that existed at the first page is
-skipped; a bulk action by filter acts on every database, bounded requests going on by one
-`after` across them; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
+skipped; the event feed pages every database's events by its cursor while producers write
+into all three, each event once and none skipped; a bulk action by filter acts on every database, bounded requests going on by one
+`after` across them, or on the one its filter's `shard` names; the dead letter's retry, by
+filter and by ids, reaches every database; the charts sum every database's buckets; the overview's figures, the queues, the workers and /metrics (labelled by shard)
 are every database's; a queue
 moved to another shard by switch and drain (docs/how-to/scaling.md) loses no job; and a
 shard that was stopped is reported down, in a bounded time, while the others answer."""
@@ -187,6 +189,46 @@ print(json.dumps(out))
 """
 
 
+# The dead letter's retry (POST jobs/retry/) by filter and by ids, and an action whose
+# filter names one shard, on failed jobs of the three databases (4 each, failed by hand).
+DEAD_LETTER = """
+from django.db import connections
+from django_pg_jobqueue import enqueue_many, fanout
+from django_pg_jobqueue.models import Job
+jobs = enqueue_many([{"type": "noop", "queue": q, "payload": {"dead": n}}
+                     for q in ("default", "emails", "video") for n in range(4)])
+
+def fail():
+    for alias in fanout.databases():
+        with connections[alias].cursor() as cur:
+            cur.execute("UPDATE jobs SET status = 'failed', attempts = 1, started_at = now(), "
+                        "finished_at = now(), last_error = 'dead letter test' "
+                        "WHERE id = ANY(%s)", [[job.id for job in jobs]])
+
+def statuses():
+    return [sorted(Job.objects.using(alias).filter(id__in=[j.id for j in jobs])
+                   .values_list("status", flat=True)) for alias in fanout.databases()]
+
+def post(path, body):
+    response = client.post(path, body, content_type="application/json")
+    return [response.status_code, response.json()]
+
+out = {}
+fail()
+out["by_filter"] = post("/api/v1/jobs/retry/", {"error_contains": "dead letter"})
+out["after_filter"] = statuses()
+fail()
+out["by_ids"] = post("/api/v1/jobs/retry/", {"ids": [j.id for j in jobs] + [2**44 - 1]})
+out["after_ids"] = statuses()
+out["one_shard"] = post("/api/v1/jobs/actions/", {"action": "cancel", "filter": {
+    "payload": "dead:1", "shard": "shard_b"}})
+out["after_one_shard"] = statuses()
+out["no_shard"] = post("/api/v1/jobs/actions/", {"action": "cancel", "filter": {
+    "payload": "dead:1", "shard": "shard_x"}})
+print(json.dumps(out))
+"""
+
+
 def _env(tmp, a, b, c) -> dict:
     (tmp / "console_settings.py").write_text(two_shard_settings(b.port, c.port, SHARDS))
     env = {k: v for k, v in os.environ.items()
@@ -291,6 +333,130 @@ def test_paging_while_another_process_enqueues_shows_each_job_once_and_skips_non
     assert added > 0
 
 
+# Writes events into one database (`queue`'s) from three threads until `stop` exists: each
+# transaction enqueues a job, waits, enqueues another, and then cancels the first in a
+# transaction of its own. One thread waits long (0.1 to 0.3 s) while the other two commit
+# several short ones: transactions that took their ids after it commit before it, as an
+# event feed that followed ids (or transaction ids alone) would skip. Waits for the pager's
+# start first.
+PRODUCER = """
+import pathlib, random, threading
+from django.db import connections, transaction
+from django_pg_jobqueue import cancel, enqueue, shards
+ready, stop = pathlib.Path({ready!r}), pathlib.Path({stop!r})
+while not ready.exists():
+    time.sleep(0.02)
+alias = shards.alias_for_queue({queue!r})
+written = []
+
+def produce(seed, wait, rounds):
+    rng = random.Random(seed)
+    n = 0
+    while not stop.exists() and n < rounds:
+        with transaction.atomic(using=alias):
+            first = enqueue("noop", {{"n": n}}, queue={queue!r})
+            time.sleep(rng.uniform(*wait))
+            enqueue("noop", {{"n": n}}, queue={queue!r})
+        cancel(first.id)
+        n += 1
+        time.sleep(rng.uniform(0, 0.02))
+    written.append(n)
+    connections.close_all()
+
+threads = [threading.Thread(target=produce, args=args)
+           for args in ((1, (0.1, 0.3), 15), (2, (0, 0.01), 40), (3, (0, 0.01), 40))]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+pathlib.Path({done!r}).touch()
+print(json.dumps({{"events": 3 * sum(written)}}))
+"""
+
+# Pages the event feed by its cursor, 7 events a poll, from its start (no cursor) while the
+# producers write, and on until they are done and the feed is empty; then reads every
+# event each database holds past the start's positions.
+FEED_PAGER = """
+import pathlib
+from django.db import connections
+from django_pg_jobqueue import fanout, keyset
+dones = [pathlib.Path(p) for p in {dones!r}]
+status, body, _ = get("/api/v1/events/", limit=50)
+assert status == 200, body
+start = keyset.decode_feed(body["next_cursor"])
+out = {{"start": [[e["shard"], e["id"]] for e in body["results"]], "seen": [], "pages": 0,
+        "polls_while_writing": 0, "ups": set()}}
+cursor = body["next_cursor"]
+pathlib.Path({ready!r}).touch()
+empty = 0
+while True:
+    writing = not all(done.exists() for done in dones)
+    status, body, _ = get("/api/v1/events/", cursor=cursor, limit=7)
+    assert status == 200, body
+    out["seen"] += [[e["shard"], e["id"]] for e in body["results"]]
+    out["ups"].add(tuple(s["up"] for s in body["shards"]))
+    out["pages"] += bool(body["results"])
+    out["polls_while_writing"] += writing and bool(body["results"])
+    cursor = body["next_cursor"]
+    empty = 0 if body["results"] or writing else empty + 1
+    if empty == 3:
+        break
+    time.sleep(0 if body["has_more"] else 0.05)
+out["expected"] = []
+for alias in fanout.databases():
+    tx_id, event_id = start[alias]
+    with connections[alias].cursor() as cur:
+        cur.execute("SELECT id FROM job_events WHERE (tx_id, id) > (%s, %s) ORDER BY id",
+                    [tx_id, event_id])
+        out["expected"] += [[alias, i] for (i,) in cur.fetchall()]
+out["ups"] = sorted(out["ups"])
+# The integer cursor of before shards: JOB_DATABASE's events alone.
+status, body, _ = get("/api/v1/events/", after=0, limit=500)
+out["after"] = [status, sorted({{e["shard"] for e in body["results"]}}), "shards" in body]
+print(json.dumps(out))
+"""
+
+
+def test_the_event_feed_pages_every_database_s_events_once_while_producers_write(console):
+    env, tmp = console["env"], console["tmp"]
+    ready = tmp / "feed-ready"
+    stop = tmp / "feed-stop"
+    producers = []
+    try:
+        for queue in ("default", "emails", "video"):
+            done = tmp / f"feed-done-{queue}"
+            producers.append((done, subprocess.Popen(
+                [sys.executable, str(REPO / "manage.py"), "shell", "-c",
+                 "import json, time\n" + PRODUCER.format(queue=queue, ready=str(ready),
+                                                          stop=str(stop), done=str(done))],
+                env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        out = _shell(env, FEED_PAGER.format(dones=[str(d) for d, _ in producers],
+                                            ready=str(ready)))
+        written = [json.loads(proc.communicate(timeout=60)[0].strip().splitlines()[-1])
+                   for _, proc in producers]
+    finally:
+        stop.touch()
+        for _, proc in producers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [proc.returncode for _, proc in producers] == [0, 0, 0]
+    seen = [tuple(e) for e in out["seen"]]
+    assert len(seen) == len(set(seen)), "an event shown twice"
+    expected = {tuple(e) for e in out["expected"]}
+    assert set(seen) == expected, (
+        f"skipped: {sorted(expected - set(seen))[:10]}, extra: {sorted(set(seen) - expected)[:10]}")
+    # Each producer's events: 2 created and 1 cancelled a round, in every database.
+    by_shard = {alias: sum(1 for a, _ in seen if a == alias)
+                for alias in ("default", "shard_b", "shard_c")}
+    assert by_shard == {alias: w["events"] for alias, w in zip(by_shard, written)}
+    assert all(w["events"] >= 30 for w in written)
+    assert out["polls_while_writing"] >= 10  # the client paged while the producers wrote
+    assert out["ups"] == [[True, True, True]]
+    assert len(out["start"]) == 50 and not set(map(tuple, out["start"])) & set(seen)
+    assert out["after"] == [200, ["default"], True]
+
+
 MOVED = """
 from console_settings import *  # noqa: F403
 
@@ -361,6 +527,27 @@ def test_a_bulk_action_by_filter_acts_on_every_database_going_on_by_after_across
     assert out["cancelled"] == [6, 6, 6]
     assert out["throughput"] == [200, 15, [True, True, True]]
     assert out["latency"] == [200, 15, [True, True, True]]
+
+
+def test_the_dead_letter_s_retry_reaches_every_database_and_a_filter_may_name_one(console):
+    out = _shell(console["env"], DEAD_LETTER)
+    status, body = out["by_filter"]
+    assert status == 200 and (body["retried"], body["not_retried"]) == (12, [])
+    assert [(s["alias"], s["up"]) for s in body["shards"]] == [
+        ("default", True), ("shard_b", True), ("shard_c", True)]
+    assert out["after_filter"] == [["queued"] * 4] * 3
+    # By ids: each on the database its id names; one that no database holds is refused.
+    assert out["by_ids"] == [200, {"retried": 12, "not_retried": [2**44 - 1]}]
+    assert out["after_ids"] == [["queued"] * 4] * 3
+    # An action by filter naming one shard: that database's job alone.
+    status, body = out["one_shard"]
+    assert status == 200 and body["done"] == 1
+    assert [(s["alias"], s["up"]) for s in body["shards"]] == [("shard_b", True)]
+    assert out["after_one_shard"] == [["queued"] * 4, ["cancelled"] + ["queued"] * 3,
+                                      ["queued"] * 4]
+    status, body = out["no_shard"]
+    assert status == 400 and list(body["errors"]) == ["filter"]
+    assert list(body["errors"]["filter"]) == ["shard"]
 
 
 def test_a_stopped_shard_is_reported_down_and_the_others_answer(console):

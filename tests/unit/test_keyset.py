@@ -127,3 +127,33 @@ def test_each_list_keeps_its_own_order_when_python_compares_unlike_the_database(
             break
     assert sorted(shown) == sorted(r.id for r in a + b)
     assert [i for i in shown if i < 2**44] == [1, 2, 3, 4]
+
+
+def test_the_event_feed_s_cursor_reads_back_its_positions_and_refuses_what_it_did_not_write():
+    positions = {"default": (7301, 1001), "shard_b": (None, 12), "shard_c": (0, 0)}
+    assert keyset.decode_feed(keyset.encode_feed(positions)) == positions
+    list_cursor = keyset.encode(Order.parse(["-id"]), {"default": (5,)})
+    for bad in ("nope", list_cursor, keyset.encode_feed({"default": (1,)}),
+                keyset.encode_feed({"default": (True, 1)}),
+                keyset.encode_feed({"default": (1, -1)})):
+        with pytest.raises(BadCursor):
+            keyset.decode_feed(bad)
+
+
+def test_events_merged_by_time_each_database_s_in_commit_order_go_on_from_positions():
+    # Each database's events in its commit order (tx_id, id), their times not in that order;
+    # the page interleaves them by time, and each database's position is its last event's
+    # (tx_id, id), not its time.
+    order = Order.parse(["created_at", "id"])
+
+    def event(tx_id, event_id, second):
+        return SimpleNamespace(tx_id=tx_id, id=event_id, created_at=T0 + timedelta(seconds=second))
+
+    streams = {"default": [event(10, 2, 1), event(11, 1, 0), event(12, 3, 5)],
+               "shard_b": [event(40, 1, 2), event(41, 2, 3)]}
+    page = keyset.merge(order, streams, 4, {"shard_c": (3, 9)},
+                        position=lambda e: (e.tx_id, e.id))
+    assert [(alias, e.id) for alias, e in page.rows] == [
+        ("default", 2), ("default", 1), ("shard_b", 1), ("shard_b", 2)]
+    assert page.positions == {"default": (11, 1), "shard_b": (41, 2), "shard_c": (3, 9)}
+    assert page.more

@@ -20,16 +20,18 @@ jobs lie beyond (`remaining`). The same call with `after=` that id goes on from 
 With shards (JOB_SHARDS), `apply_to_matching_everywhere` walks every database in shard number
 order, the filter applied in each. A job's id says its shard (shards.py: shard n holds ids
 n * 2**44 and up), so the ids of the walk only go up and one `after` says where it stopped in
-all of them. A database that does not answer is skipped and named in `shards`.
+all of them. A database that does not answer is skipped and named in `shards`. The dead
+letter's retry by filter (bulk_retry.retry_matching: POST jobs/retry/) walks them the same
+way, `retry_matching_everywhere`.
 """
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .. import fanout, shards
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidTransition, JobNotFound
-from . import job_actions
+from . import bulk_retry, job_actions
 
 BATCH_SIZE = 500
 MAX_REFUSED_LISTED = 100  # the refusals listed; `refused_count` counts them all
@@ -134,36 +136,72 @@ def apply_to_matching(action: str, queryset, *, actor: str = "",
 def apply_to_matching_everywhere(action: str, queryset, *, actor: str = "",
                                  batch_size: int | None = None, after: int = 0,
                                  max_jobs: int | None = None,
-                                 max_seconds: float | None = None) -> BulkActionResult:
+                                 max_seconds: float | None = None,
+                                 shard: str | None = None) -> BulkActionResult:
     """`apply_to_matching` on every database of the queue (JOB_DATABASE and each shard), in
     shard number order, so in id order: `queryset` (not yet evaluated) runs in each, the
     counts are summed and the bounds shared. A call that stops at a bound says where (`after`,
     a job id: the databases below it are done) and how many matching jobs remain in this
     database and those after it. A database that does not answer, or stops answering (its
     batches done so far are counted), is skipped, and `shards` says so: the same request once
-    it is back acts on its jobs. Raises ValueError as apply_to_matching does."""
+    it is back acts on its jobs. `shard`: that database alone (its alias: JOB_DATABASE's or
+    a shard's). Raises ValueError as apply_to_matching does, and for a `shard` that names
+    no database."""
+    return _every_database(
+        lambda **bounds: apply_to_matching(action, queryset, actor=actor,
+                                           batch_size=batch_size, **bounds),
+        remaining=lambda beyond: queryset.filter(id__gt=beyond).count(),
+        after=after, max_jobs=max_jobs, max_seconds=max_seconds, only=shard)
+
+
+def retry_matching_everywhere(*, actor: str = "", **filters) -> BulkActionResult:
+    """The dead letter's retry by filter (bulk_retry.retry_matching, its `filters`) in every
+    database of the queue, in shard number order, as apply_to_matching_everywhere walks them:
+    `done` counts the jobs retried (not those of a database that stopped answering midway,
+    whose batches before committed); a database that does not answer is skipped, and
+    `shards` says so (the same request once it is back retries its jobs). Raises
+    InvalidJobArgument as retry_matching does, before any database is written."""
+    def retry_in_one(*, into: BulkActionResult, **_bounds) -> BulkActionResult:
+        into.done += bulk_retry.retry_matching(**filters, actor=actor)
+        return into
+
+    return _every_database(retry_in_one)
+
+
+def _every_database(step: Callable[..., BulkActionResult],
+                    remaining: Callable[[int], int] | None = None, *, after: int = 0,
+                    max_jobs: int | None = None, max_seconds: float | None = None,
+                    only: str | None = None) -> BulkActionResult:
+    """`step(after=, max_jobs=, max_seconds=, into=)` (a bulk write on the database it runs
+    on, counting into `into`) on every database of the queue in shard number order, so in
+    job id order, the bounds shared: the outcomes summed, `shards` each database's state. A
+    step that stops at a bound says where (`into.after`); the databases after it are only
+    counted (`remaining(after)`: the jobs left beyond that id, in the database it runs on).
+    `only`: that database alone."""
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise ValueError(f"after must be a job id, 0 or more; got {after!r}")
+    if only is not None and (wrong := shards.not_a_database(only)):
+        raise ValueError(f"shard {wrong}")
     states: list[dict] = []
     total = BulkActionResult(shards=states)
     started = time.monotonic()
     stopped = False
-    for alias in sorted(fanout.databases(), key=shards.number_of):
+    for alias in sorted(fanout.databases() if only is None else [only], key=shards.number_of):
         number = shards.number_of(alias)
         last_id = shards.id_range(number)[1]
         if after >= last_id:  # done by an earlier request
             states.append(fanout.Answer(alias, number).state())
             continue
-        if stopped:  # only counted: what is left beyond the stop
-            answer = fanout.on(alias, lambda: queryset.filter(id__gt=after).count())
+        if stopped and remaining is not None:  # only counted: what is left beyond the stop
+            beyond = after
+            answer = fanout.on(alias, lambda: remaining(beyond))
             total.remaining += answer.value or 0
             states.append(answer.state())
             continue
         outcome = BulkActionResult()
         considered = total.done + total.refused_count
-        answer = fanout.on(alias, lambda: apply_to_matching(
-            action, queryset, actor=actor, batch_size=batch_size, after=after,
-            max_jobs=None if max_jobs is None else max_jobs - considered,
+        answer = fanout.on(alias, lambda: step(
+            after=after, max_jobs=None if max_jobs is None else max_jobs - considered,
             max_seconds=None if max_seconds is None
             else max(0.0, max_seconds - (time.monotonic() - started)), into=outcome))
         states.append(answer.state())

@@ -5,19 +5,21 @@ sql.RETRY_FAILED_BATCH: the same column changes, event and NOTIFY, only the pick
   A job enqueued after others whose dependencies have not all succeeded goes back to
   `waiting` (settled again as they finish); one that waits for a failed or cancelled job
   that is not retried with it is not retried (it could only be cancelled again).
-- retry_ids: the same, for POST /jobs/retry/'s `ids`, with the ids it refused.
+- retry_ids: the same, for POST /jobs/retry/'s `ids`, with the ids it refused (each on the
+  database its id names).
 - retry_matching: the dead letter's bulk retry. Every failed job matching a filter goes back to
   the queue, in batches, each batch one short transaction. The batches walk the matching jobs
   in id order, each starting after the last id the previous one saw, so every job is
   considered once per call: a retried job that fails again at once (while the call is still
-  running) is not retried a second time, and the call always ends.
+  running) is not retried a second time, and the call always ends. It runs on one database:
+  bulk_actions.retry_matching_everywhere runs it on each of JOB_SHARDS.
 """
 from collections.abc import Iterable
 from datetime import datetime
 
-from .. import conf, sql
+from .. import conf, shards, sql
 from ..db import atomic as queue_atomic
-from ..db import queue_connection
+from ..db import on_database, queue_connection
 from ..exceptions import InvalidJobArgument
 from ..states import OperatorAction
 from . import audit_log, dependencies
@@ -47,9 +49,17 @@ def retry_jobs(ids: Iterable[int], *, actor: str = "") -> list[int]:
 
 def retry_ids(ids: Iterable[int], *, actor: str = "") -> tuple[int, list[int]]:
     """retry_jobs, for a request's ids: how many were retried, and the ids refused (unknown,
-    or neither failed nor cancelled), duplicates once, in the order given."""
+    or neither failed nor cancelled), duplicates once, in the order given. With JOB_SHARDS,
+    the ids of each database in one statement there (a job and those it waits for share a
+    database: shards.py)."""
     unique = list(dict.fromkeys(ids))
-    retried = set(retry_jobs(unique, actor=actor))
+    by_database: dict[str, list[int]] = {}
+    for job_id in unique:
+        by_database.setdefault(shards.alias_for_job_id(job_id), []).append(job_id)
+    retried: set[int] = set()
+    for alias, some in by_database.items():
+        with on_database(alias):
+            retried.update(retry_jobs(some, actor=actor))
     return len(retried), [job_id for job_id in unique if job_id not in retried]
 
 

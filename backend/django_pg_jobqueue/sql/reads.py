@@ -51,17 +51,30 @@ UNION ALL
 # still in progress (the snapshot's xmin): any event not yet visible belongs to a transaction
 # at or after xmin, so it sorts after everything returned. The price: one long write
 # transaction on the server holds the feed back until it ends.
+# Each row: the event's id and tx_id (the cursor's position: feed.py, merged.events_feed).
 EVENTS_AFTER = """
-SELECT e.id FROM job_events e
+SELECT e.id, e.tx_id FROM job_events e
 WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
   AND {cursor}
-  {job_filter}
 ORDER BY e.tx_id, e.id
 LIMIT %(limit)s
 """
 EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
 # The `after` event was pruned (or never existed): fall back to ids.
 EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
+
+# Where a feed starts (no cursor): the latest %(limit)s events in the same order and under the
+# same horizon as EVENTS_AFTER, so that the position after them skips nothing still in
+# flight (the newest ids, taken instead, could be ahead of a transaction that commits later).
+# A backward walk of job_events_tx_order_idx, then the rows turned back to oldest first.
+EVENTS_LATEST = """
+SELECT latest.id, latest.tx_id FROM (
+    SELECT e.id, e.tx_id FROM job_events e
+    WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+    ORDER BY e.tx_id DESC, e.id DESC
+    LIMIT %(limit)s) latest
+ORDER BY latest.tx_id, latest.id
+"""
 
 # The transaction id of the feed's `after` event (feed.py): the cursor's first half.
 EVENT_TX_ID = "SELECT tx_id FROM job_events WHERE id = %s"

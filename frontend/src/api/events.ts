@@ -1,9 +1,9 @@
-/** The global event feed (`events/?after=`): the Overview's live activity stream. */
+/** The global event feed (`events/?cursor=`): the Overview's live activity stream, every database's. */
 import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
-import { lastEventId, mergeEvents } from "../lib/events";
-import type { EventPage, JobEvent } from "./types";
+import { appendFeedEvents } from "../lib/events";
+import type { FeedEvent, FeedPage } from "./types";
 
 export const eventKeys = { feed: ["events", "feed"] as const };
 
@@ -15,10 +15,14 @@ export const ACTIVITY_WINDOW = 50;
  * would fill it (they stay in the job's own timeline). Outcomes and transitions remain.
  */
 export const CHATTER_KINDS = new Set(["progress", "log", "lease_renewed"]);
-export const isActivity = (event: Pick<JobEvent, "kind">) => !CHATTER_KINDS.has(event.kind);
+export const isActivity = (event: Pick<FeedEvent, "kind">) => !CHATTER_KINDS.has(event.kind);
 
-/** The feed's events (transitions and outcomes only) and the cursor of the last event read. */
-export type ActivityFeed = { events: JobEvent[]; after: number | undefined };
+/**
+ * The feed's events (transitions and outcomes only), each with its database (`shard`), and
+ * the cursor after the last event read: every database's position, so that with shards no
+ * event of any is skipped or shown twice.
+ */
+export type ActivityFeed = { events: FeedEvent[]; cursor: string | undefined };
 
 export function activityFeedOptions(queryClient: QueryClient, intervalMs = 1500) {
   return queryOptions({
@@ -27,13 +31,12 @@ export function activityFeedOptions(queryClient: QueryClient, intervalMs = 1500)
       const known = queryClient.getQueryData<ActivityFeed>(eventKeys.feed);
       // The cursor follows every event read, shown or not, so that a flood of progress
       // events never holds it back. No cursor yet: the API starts from the latest events.
-      const body = await api.get<EventPage>("events/", {
-        query: { after: known?.after, limit: ACTIVITY_WINDOW },
+      const body = await api.get<FeedPage>("events/", {
+        query: { cursor: known?.cursor, limit: ACTIVITY_WINDOW },
         signal,
       });
-      const events = mergeEvents(known?.events ?? [], body.results.filter(isActivity)).slice(-ACTIVITY_WINDOW);
-      const after = lastEventId(body.results) ?? known?.after ?? undefined;
-      return { events, after: body.next_after ?? after };
+      const events = appendFeedEvents(known?.events ?? [], body.results.filter(isActivity)).slice(-ACTIVITY_WINDOW);
+      return { events, cursor: body.next_cursor };
     },
     ...polling<ActivityFeed>(intervalMs),
   });

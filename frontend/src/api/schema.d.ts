@@ -164,7 +164,7 @@ export interface paths {
         };
         /**
          * Every job's events after a cursor, oldest first
-         * @description Poll with `after=<next_after of the previous answer>`. Without `after`, the latest `limit` events. Each row carries the job's type and its current status.
+         * @description Poll with `cursor=<next_cursor of the previous answer>`. Without a cursor, the latest `limit` events. Each row carries the job's type, its current status and its database (`shard`). With JOB_SHARDS, every database's events, merged by time, each database's in its commit order: across polls none is skipped or shown twice, whatever the writers do; `shards` says which database answered, and the events of one that did not come once it is back. `after=<next_after>` (an event id, the cursor before shards) still follows JOB_DATABASE's events alone.
          */
         get: operations["v1_events_retrieve"];
         put?: never;
@@ -369,7 +369,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel, retry or delete many jobs: the given ids, or every job matching a filter
-         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. With JOB_SHARDS, a `filter` or `all` applies in every database in turn (in shard number order, so in id order: one `after` goes on across them), the counts summed and the bounds shared; `shards` says which database answered, and one that did not is skipped. `ids` reach the database each id names. Permissions: change_job for cancel and retry, delete_job for delete; by `filter` or `all`, view_job too (a filter reads the jobs it matches): without it, a 403 and nothing is matched.
+         * @description Each job goes through the single-job action's service, with its guards: cancel takes queued and running jobs, retry failed and cancelled ones, delete finished ones (succeeded, failed, cancelled) with their events. The others are listed in `refused` with the reason. `filter` takes the job list's filter parameters (GET /api/v1/jobs/) as an object; its jobs are processed in batches of 500 by id, each batch its own short transaction, so a filter matching millions of jobs holds no long transaction. One request does at most 5,000 jobs or 20 s of work (then the batch under way ends): the answer's `remaining` says how many matching jobs are left and `after` where it stopped; send the same request with that `after` to go on, until `after` is null. A filter must filter: `{}` (or only blank values) is a 400, and every job is meant only by `{"all": true}`. With JOB_SHARDS, a `filter` or `all` applies in every database in turn (in shard number order, so in id order: one `after` goes on across them), the counts summed and the bounds shared; `shards` says which database answered, and one that did not is skipped; the filter's `shard` keeps it to that database. `ids` reach the database each id names. Permissions: change_job for cancel and retry, delete_job for delete; by `filter` or `all`, view_job too (a filter reads the jobs it matches): without it, a 403 and nothing is matched.
          */
         post: operations["v1_jobs_actions_create"];
         delete?: never;
@@ -409,7 +409,7 @@ export interface paths {
         put?: never;
         /**
          * Retry failed jobs in bulk: by filter, every one, or the given ids
-         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry. Needs change_job; by filter or `all`, view_job too (a filter reads the jobs it matches): a 403 otherwise.
+         * @description The dead letter's retry. With filters (all of them must match): every failed job of that `type`, whose last error contains `error_contains`, that failed in [`finished_after`, `finished_before`), retried in batches of 500, each its own short transaction. `{"all": true}`: every failed job. `ids`: these jobs, failed or cancelled; the others come back in `not_retried`. A body that says none of these is a 400, so that no request retries every failed job by accident. Attempts already spent stay counted, as with a single retry. With JOB_SHARDS, a filter or `all` retries in every database in turn (`shards` says which answered; one that did not is skipped), and `ids` reach the database each id names. Needs change_job; by filter or `all`, view_job too (a filter reads the jobs it matches): a 403 otherwise.
          */
         post: operations["v1_jobs_retry_matching_create"];
         delete?: never;
@@ -1007,6 +1007,43 @@ export interface components {
             /** @description Pass as `after` in the next poll. */
             next_after: number | null;
         };
+        /**
+         * @description One event of the feed of every job: its `shard` with it, since event ids are unique
+         *     within one database only (`shard` and `id` name an event; a job's id names its shard).
+         */
+        FeedEvent: {
+            readonly id: number;
+            job_id: number;
+            job_type: string;
+            job_status: components["schemas"]["JobStatusEnum"];
+            kind: components["schemas"]["EventKindEnum"];
+            readonly attempt: number;
+            readonly worker_id: string | null;
+            readonly message: string;
+            /**
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            data: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description The alias of the database that holds the event: JOB_DATABASE's, or a shard's of JOB_SHARDS. */
+            shard: string;
+        };
+        FeedPage: {
+            results: components["schemas"]["FeedEvent"][];
+            /** @description More events follow: poll again at once. */
+            has_more: boolean;
+            /** @description JOB_DATABASE's cursor, an event id: pass it as `after` to follow JOB_DATABASE's events alone, as before shards (null: none of its events read yet). */
+            next_after: number | null;
+            /** @description Pass as `cursor` in the next poll: every database's position (opaque). */
+            next_cursor: string;
+            /** @description With JOB_SHARDS only: each database and whether it answered; the events of one that did not come in a later poll, none skipped. */
+            shards?: components["schemas"]["ShardState"][];
+        };
         Health: {
             status: components["schemas"]["HealthStatusEnum"];
             database: string;
@@ -1112,6 +1149,8 @@ export interface components {
             search?: string;
             /** @description As the list's payload filter: `path:value`, the jobs whose payload contains it (`customer_id:42`). */
             payload?: string;
+            /** @description As the list's `shard`: the jobs of this database alone, a shard's alias or JOB_DATABASE's (another name is a 400 naming it). Without it, every database's. */
+            shard?: string;
         };
         /**
          * @description An action on the given jobs (`ids`), on every job matching `filter`, or on every job
@@ -1474,6 +1513,8 @@ export interface components {
             retried: number;
             /** @description With `ids`: the ids that were not retried (unknown, or neither failed nor cancelled). With filters: always [] (only failed jobs match). */
             not_retried: number[];
+            /** @description By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every shard) and whether it answered; the failed jobs of one that did not were not retried (send the same request once it is back). */
+            shards?: components["schemas"]["ShardState"][];
         };
         /**
          * @description * `queued` - queued
@@ -2652,8 +2693,10 @@ export interface operations {
     v1_events_retrieve: {
         parameters: {
             query?: {
-                /** @description An event id: return only later events (the cursor). Omit it to start from the latest events. */
+                /** @description An event id of JOB_DATABASE (`next_after`): only its later events, JOB_DATABASE's alone (the cursor of before shards). Not with `cursor`. */
                 after?: number;
+                /** @description The `next_cursor` of the previous answer: only later events, of every database (opaque; one the feed did not give is a 400 naming `cursor`). Omit it to start from the latest events. */
+                cursor?: string;
                 /** @description At most this many events. */
                 limit?: number;
             };
@@ -2668,7 +2711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EventPage"];
+                    "application/json": components["schemas"]["FeedPage"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */

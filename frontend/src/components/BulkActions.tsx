@@ -37,10 +37,24 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
 
 const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
 
+/** The list's filters the actions endpoint takes; `shard`: one shard's list (`?shard=`) acts
+ * on that database's jobs alone. */
+const ACTION_FILTERS = [
+  "status",
+  "state",
+  "type",
+  "queue",
+  "priority",
+  "search",
+  "payload",
+  "schedule",
+  "shard",
+] as const;
+
 /** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
 export function toActionFilter(values: FilterValues): JobActionFilter {
   const out: Record<string, string | number> = {};
-  for (const key of ["status", "state", "type", "queue", "priority", "search", "payload", "schedule"] as const) {
+  for (const key of ACTION_FILTERS) {
     const value = values[key]?.toString().trim();
     if (!value) continue;
     out[key] = key === "priority" && /^-?\d+$/.test(value) ? Number(value) : value;
@@ -109,7 +123,6 @@ export function BulkActions({
   values,
   can,
   onOutcome,
-  oneShard = false,
 }: {
   run: BulkRun;
   rows: Job[];
@@ -119,17 +132,13 @@ export function BulkActions({
   values: FilterValues;
   can: { cancel: boolean; retry: boolean; delete: boolean };
   onOutcome?: (notice: NoticeText) => void;
-  /** The list shows one shard's jobs (`?shard=`): the actions endpoint's filter would reach
-   * every shard's, so only picked rows (found by id, on their shard) are offered. Over every
-   * shard merged, the filter reaches each shard's jobs, as the list does. */
-  oneShard?: boolean;
 }) {
   const { selected, setSelected: onSelect, allMatching, setAllMatching: onAllMatching } = selection;
   const filter = toActionFilter(values);
   // A concurrency key is a filter the actions endpoint cannot say: "every job matching" would
-  // reach jobs the list does not show, so only picked rows are offered.
-  // Likewise one shard's list: the endpoint's filter acts on every shard's jobs.
-  const refusedWith = values.concurrency_key ? "a concurrency key filter" : oneShard ? "a shard filter" : null;
+  // reach jobs the list does not show, so only picked rows are offered. (One shard's list
+  // says its `shard` in the filter, and the merged list's filter reaches every shard.)
+  const refusedWith = values.concurrency_key ? "a concurrency key filter" : null;
   const matchingAllowed = refusedWith === null;
   const [asking, setAsking] = useState<BulkAction | null>(null);
   const opener = useRef<HTMLButtonElement>(null);

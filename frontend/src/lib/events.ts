@@ -34,6 +34,30 @@ export function lastEventId(events: readonly FeedEvent[]): number | undefined {
   return max;
 }
 
+/**
+ * An event of the feed of every job (`events/`) is named by its database and its id: ids are
+ * unique within one database only (with JOB_SHARDS, each shard counts its own).
+ */
+export const feedEventKey = (event: { shard: string; id: number }) => `${event.shard}:${event.id}`;
+
+/**
+ * The activity feed's events with a poll's appended: in the feed's order (every database's
+ * merged by time, as the API gives them), each event once (polls can overlap, as above).
+ */
+export function appendFeedEvents<E extends { shard: string; id: number }>(
+  existing: readonly E[],
+  incoming: readonly E[],
+): E[] {
+  const known = new Set(existing.map(feedEventKey));
+  const added = incoming.filter((e) => {
+    const key = feedEventKey(e);
+    if (known.has(key)) return false;
+    known.add(key);
+    return true;
+  });
+  return added.length ? [...existing, ...added] : (existing as E[]);
+}
+
 /** Event kinds that arrive in runs and would drown the timeline when shown one by one. */
 export const COLLAPSIBLE_KINDS = new Set(["lease_renewed", "progress"]);
 

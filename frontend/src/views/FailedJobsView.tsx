@@ -74,7 +74,6 @@ export function FailedJobsView({
             rows={rows}
             selection={selection}
             matching={jobs.data.count}
-            oneShard={Boolean(place.values.shard)}
             values={filters}
             can={{ cancel: false, retry: user.can.retry, delete: user.can.delete }}
             onOutcome={setNotice}

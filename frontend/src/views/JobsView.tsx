@@ -107,7 +107,6 @@ export function JobsView({
             rows={jobs.data!.results}
             selection={selection}
             matching={jobs.data!.count}
-            oneShard={Boolean(values.shard)}
             values={values}
             can={user.can}
           />

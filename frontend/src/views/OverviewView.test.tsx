@@ -16,7 +16,7 @@ const job = (id: number, worker_id: string, progress_percent: number | null = nu
 
 /** The view alone: it renders what it is given, and asks nothing of the API. */
 function renderOverview(m: ReturnType<typeof metrics>) {
-  const feed: ActivityFeed = { events: [], after: null } as unknown as ActivityFeed;
+  const feed: ActivityFeed = { events: [], cursor: undefined };
   render(
     <MemoryRouter>
       <OverviewView

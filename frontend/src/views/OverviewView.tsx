@@ -16,6 +16,7 @@ import { ShardsDownNotice } from "../components/Shards";
 import { MiniProgress } from "../components/Progress";
 import { StatusPill } from "../components/StatusBadge";
 import { placeJobs } from "../lib/workers";
+import { feedEventKey } from "../lib/events";
 import { formatClock, formatDuration, formatRelative, formatSeconds, useNow } from "../lib/time";
 import type { Loaded, Mutation } from "./types";
 
@@ -404,7 +405,7 @@ function ActivityPanel({ feed }: { feed: Loaded<ActivityFeed> }) {
             </thead>
             <tbody>
               {events.map((e) => (
-                <tr key={e.id}>
+                <tr key={feedEventKey(e)}>
                   <td className="mono nowrap card-time card-plain">{formatClock(e.created_at)}</td>
                   <td className="nowrap card-title">
                     <Link to={`/jobs/${e.job_id}`}>#{e.job_id}</Link> <span className="muted">{e.job_type}</span>

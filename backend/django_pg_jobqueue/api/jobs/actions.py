@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from ... import conf, selectors
+from ... import conf, selectors, shards
 from ...services import bulk_actions, job_actions
 from ..base import JobQueueAPIView
 from ..fields import BigIntegerField, StrictSerializer
@@ -65,6 +65,15 @@ class JobActionFilterSerializer(StrictSerializer):
     payload = serializers.CharField(required=False, allow_blank=True, help_text=(
         "As the list's payload filter: `path:value`, the jobs whose payload contains it "
         "(`customer_id:42`)."))
+    shard = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text=(
+        "As the list's `shard`: the jobs of this database alone, a shard's alias or "
+        "JOB_DATABASE's (another name is a 400 naming it). Without it, every database's."))
+
+    def validate_shard(self, value):
+        wrong = value and shards.not_a_database(value)
+        if wrong:
+            raise serializers.ValidationError(wrong)
+        return value
 
 
 class JobActionSerializer(StrictSerializer):
@@ -118,13 +127,21 @@ class JobActionSerializer(StrictSerializer):
 
     @staticmethod
     def _given_filter(attrs) -> dict[str, str]:
+        """The filters given (blank ones dropped); `shard` counts only with JOB_SHARDS, where
+        it leaves the other databases alone (without, it names the one database: every job)."""
         given = attrs.get("filter") or {}
-        return {name: str(value) for name, value in given.items() if value not in (None, "")}
+        return {name: str(value) for name, value in given.items()
+                if value not in (None, "") and (name != "shard" or conf.get().SHARDS)}
 
     def filter_params(self) -> dict[str, str]:
-        """The filter as the list endpoint's query parameters (blank ones dropped); {} when
-        `all` is true."""
-        return self._given_filter(self.validated_data)
+        """The filter as the list endpoint's query parameters (blank ones dropped, and
+        `shard`, which is where they apply: `shard()`); {} when `all` is true."""
+        return {name: value for name, value in self._given_filter(self.validated_data).items()
+                if name != "shard"}
+
+    def shard(self) -> str | None:
+        """The database the filter names (`shard`), or None: every database."""
+        return (self.validated_data.get("filter") or {}).get("shard") or None
 
 
 class _Refusal(serializers.Serializer):
@@ -181,8 +198,8 @@ class JobActionsView(JobQueueAPIView):
                     "With JOB_SHARDS, a `filter` or `all` applies in every database in turn "
                     "(in shard number order, so in id order: one `after` goes on across "
                     "them), the counts summed and the bounds shared; `shards` says which "
-                    "database answered, and one that did not is skipped. `ids` reach the "
-                    "database each id names. "
+                    "database answered, and one that did not is skipped; the filter's `shard` "
+                    "keeps it to that database. `ids` reach the database each id names. "
                     "Permissions: change_job for cancel and retry, "
                     "delete_job for delete; by `filter` or `all`, view_job too (a filter "
                     "reads the jobs it matches): without it, a 403 and nothing is matched.",
@@ -212,10 +229,12 @@ class JobActionsView(JobQueueAPIView):
             outcome = bulk_actions.apply_to_ids(action, serializer.validated_data["ids"], actor=actor)
         else:
             check_may_select(request.user, action)
-            apply = (bulk_actions.apply_to_matching_everywhere if conf.get().SHARDS
-                     else bulk_actions.apply_to_matching)
-            outcome = apply(
-                action, _matching(serializer.filter_params(), request), actor=actor,
-                after=serializer.validated_data.get("after", 0),
-                max_jobs=MAX_JOBS_PER_REQUEST, max_seconds=MAX_SECONDS_PER_REQUEST)
+            bounds = {"actor": actor, "after": serializer.validated_data.get("after", 0),
+                      "max_jobs": MAX_JOBS_PER_REQUEST, "max_seconds": MAX_SECONDS_PER_REQUEST}
+            matching = _matching(serializer.filter_params(), request)
+            if conf.get().SHARDS:
+                outcome = bulk_actions.apply_to_matching_everywhere(
+                    action, matching, shard=serializer.shard(), **bounds)
+            else:
+                outcome = bulk_actions.apply_to_matching(action, matching, **bounds)
         return Response(JobActionResultSerializer(outcome).data)

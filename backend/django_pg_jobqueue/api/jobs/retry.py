@@ -12,10 +12,13 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from ... import conf
+from ...services.bulk_actions import retry_matching_everywhere
 from ...services.bulk_retry import retry_ids, retry_matching
 from ..fields import ISODateTimeField, StrictSerializer, in_utc
 from ..permissions import check_may_select
 from ..schema import errors, extend_schema
+from ..shards import ShardStateSerializer
 
 MAX_RETRY_IDS = 1000
 
@@ -79,6 +82,16 @@ class JobRetryMatchingResultSerializer(serializers.Serializer):
         child=serializers.IntegerField(),
         help_text="With `ids`: the ids that were not retried (unknown, or neither failed nor "
                   "cancelled). With filters: always [] (only failed jobs match).")
+    shards = ShardStateSerializer(many=True, required=False, help_text=(
+        "By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every "
+        "shard) and whether it answered; the failed jobs of one that did not were not "
+        "retried (send the same request once it is back)."))
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if data.get("shards") is None:  # one database: the answer's keys as before
+            data.pop("shards", None)
+        return data
 
 
 # POST jobs/retry/ as an action of JobViewSet (jobs/views.py).
@@ -94,7 +107,10 @@ class JobRetryMatchingMixin:
                     "job. `ids`: these jobs, failed or cancelled; the others come back in "
                     "`not_retried`. A body that says none of these is a 400, so that no "
                     "request retries every failed job by accident. Attempts already spent stay "
-                    "counted, as with a single retry. Needs change_job; by filter or `all`, "
+                    "counted, as with a single retry. With JOB_SHARDS, a filter or `all` "
+                    "retries in every database in turn (`shards` says which answered; one "
+                    "that did not is skipped), and `ids` reach the database each id names. "
+                    "Needs change_job; by filter or `all`, "
                     "view_job too (a filter reads the jobs it matches): a 403 otherwise.",
         request=JobRetryMatchingSerializer,
         examples=[
@@ -118,5 +134,9 @@ class JobRetryMatchingMixin:
             retried, not_retried = retry_ids(serializer.validated_data["ids"], actor=actor)
             return Response({"retried": retried, "not_retried": not_retried})
         check_may_select(request.user, "retry")
-        retried = retry_matching(**serializer.filters(), actor=actor)
-        return Response({"retried": retried, "not_retried": []})
+        if not conf.get().SHARDS:
+            retried = retry_matching(**serializer.filters(), actor=actor)
+            return Response({"retried": retried, "not_retried": []})
+        outcome = retry_matching_everywhere(**serializer.filters(), actor=actor)
+        return Response(JobRetryMatchingResultSerializer(
+            {"retried": outcome.done, "not_retried": [], "shards": outcome.shards}).data)
