@@ -279,7 +279,7 @@ def events_feed(*, after: int | None = None, cursor: str | None = None,
         results=[event for _, event in rows], has_more=more,
         next_after=at_home[1] if at_home else None,
         next_cursor=keyset.encode_feed(page.positions),
-        shards=[_state(a) for a in answers] if conf.get().SHARDS else None)
+        shards=[a.state() for a in answers] if conf.get().SHARDS else None)
 
 
 def _feed_read(position: tuple | None, limit: int) -> tuple[tuple | None, list]:
