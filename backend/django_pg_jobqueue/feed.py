@@ -4,6 +4,11 @@
   follow their commit order, and `id > after` is exact.
 - All events (the global feed): ids do not follow commit order across jobs, so the feed
   follows transaction ids instead, and holds back what is still in flight (sql.EVENTS_AFTER).
+
+Both promise every written event exactly once, in commit order. A job's start is no event of
+its own (history v2): the claim writes none, and the event that ends the attempt carries it
+(data.started_at, data.lease_token, its worker_id). A poller sees a job start only when that
+attempt ends; the job row (status, started_at, locked_by) says what runs now.
 """
 
 from . import sql
