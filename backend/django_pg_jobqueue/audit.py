@@ -315,8 +315,8 @@ def _replay(report: AuditReport, job_ids) -> None:
 
 def replay_job(history, *, status: str, attempts: int, lease_token: str | None) -> list[str]:
     """Replay one job's events [(event id, kind, attempt, lease token, next status, carries
-    its attempt's start)] and return what does not add up (empty: the history explains the
-    row)."""
+    its attempt's start, the start's token when not the lease token)] and return what does
+    not add up (empty: the history explains the row)."""
     problems: list[str] = []
     if not history:
         return ["no events at all (not even `created`)"]
@@ -342,7 +342,10 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
 
     start = 1 if history[0][1] == EventKind.CREATED else 0
     for event_id, kind, attempt, ev_token, next_status, *rest in history[start:]:
+        # history v2: whether it carries its attempt's start, and the start's own token if
+        # it differs from the outcome's (sql.stale_start: a write applied without its fence)
         carries_start = bool(rest and rest[0])
+        start_token = (rest[1] if len(rest) > 1 else None) or ev_token
         where = f"{kind} #{event_id}"
         if kind == EventKind.CREATED:
             problems.append(f"a second `created` event ({where})")
@@ -359,7 +362,7 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
             problems.append(f"{where} does not say where the job went")
             continue
         if carries_start and kind != EventKind.CLAIMED and state != Status.RUNNING:
-            claim(f"the start of {where}", attempt, ev_token)  # history v2: one row an attempt
+            claim(f"the start of {where}", attempt, start_token)  # history v2: one row an attempt
         for early, _ in unstarted:
             problems.append(f"{early} while {state}")
         unstarted.clear()
@@ -381,7 +384,7 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
         state = target
     if status == Status.RUNNING and state != Status.RUNNING:
         # The attempt running now has no row yet: the job row is its start.
-        claim(f"the running attempt {attempts}", attempts, lease_token)
+        claim("the running attempt (its job row)", attempts, lease_token)
     for early, _ in unstarted:
         problems.append(f"{early} while {state}")
     if state != status:

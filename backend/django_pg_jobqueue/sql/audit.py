@@ -42,7 +42,8 @@ AUDIT_HELD_WITHOUT_EXECUTOR = (
 _AUDIT_PREFETCH_ID = f"'{PREFETCH_WORKER_SUFFIX}$'"
 AUDIT_OVERLAPPING_ATTEMPTS = """
 WITH starts AS (
-    SELECT job_id, attempt, worker_id, data->>'lease_token' AS token,
+    SELECT job_id, attempt, worker_id,
+           coalesce(data->>'start_lease_token', data->>'lease_token') AS token,
            (data->>'started_at')::timestamptz AS at
     FROM job_events
     WHERE data ? 'started_at'{ids}
@@ -120,8 +121,10 @@ ORDER BY 1
 AUDIT_REPLAY_JOBS = (
     "SELECT id, status, attempts, lease_token::text FROM jobs WHERE true{ids} ORDER BY id"
 )
-# data ? 'started_at': the event ends an attempt and carries its start (history v2).
+# data ? 'started_at': the event ends an attempt and carries its start (history v2), whose
+# token is its lease_token unless it kept start_lease_token (sql.stale_start).
 AUDIT_REPLAY_EVENTS = (
     "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status',"
-    " data ? 'started_at' FROM job_events WHERE true{ids} ORDER BY job_id, id"
+    " data ? 'started_at', data->>'start_lease_token'"
+    " FROM job_events WHERE true{ids} ORDER BY job_id, id"
 )

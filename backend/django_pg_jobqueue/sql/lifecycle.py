@@ -79,6 +79,16 @@ def attempt_start(started: str, available: str) -> str:
             f"'wait_seconds', round(extract(epoch FROM {started} - {available})::numeric, 4)")
 
 
+# The start's own lease token is the outcome's `lease_token`: the statement is fenced by it
+# (the row's token equals the writer's), so it is not written twice. Only if they differed (a
+# write applied without that fence: a bug) is the row's token kept, as `start_lease_token`,
+# for audit_jobs to report the stale write, as the separate `claimed` row let it before.
+# {held}: the row's token read before the write; {writer}: the token the writer presented.
+def stale_start(held: str, writer: str) -> str:
+    return (f"CASE WHEN {held} IS DISTINCT FROM {writer}::uuid"
+            f" THEN jsonb_build_object('start_lease_token', {held}) ELSE '{{}}'::jsonb END")
+
+
 # --- a batch's leases: those free to write now, and those another transaction locks ----------
 # Of a batch's leases (CTE `input`: id, token), those still held (the job running under that
 # token) whose row no other transaction locks (CTE `free`): a row another transaction holds a
@@ -87,7 +97,7 @@ def attempt_start(started: str, available: str) -> str:
 # batch. It comes back `busy` instead (_BUSY_LEASES: still this lease's, not written), for the
 # worker to write alone. COMPLETE_MANY and RENEW_MANY write so.
 _FREE_LEASES = """free AS (
-    SELECT j.id FROM jobs j JOIN input ON j.id = input.id
+    SELECT j.id, j.lease_token AS held FROM jobs j JOIN input ON j.id = input.id
     WHERE j.status = 'running' AND j.lease_token = input.token
     ORDER BY j.id
     FOR NO KEY UPDATE OF j SKIP LOCKED
@@ -129,13 +139,14 @@ done AS (
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
-              j.batch_id, j.started_at, j.available_at
+              j.batch_id, j.started_at, j.available_at, free.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
     SELECT id, status, attempts, worker_id, '',
            jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4),
-                              """ + attempt_start("started_at", "available_at") + """),
+                              """ + attempt_start("started_at", "available_at") + """)
+           || """ + stale_start("held", "token") + """,
            now()
     FROM done
 ),
@@ -158,7 +169,7 @@ SELECT j.id, 'busy', NULL, false, NULL  -- the worker completes these alone
 FAIL = """
 WITH target AS (
     SELECT id, attempts, max_attempts, cancel_requested_at, started_at, available_at,
-           COALESCE(retry_policy, %(policy)s::jsonb) AS policy
+           lease_token AS held, COALESCE(retry_policy, %(policy)s::jsonb) AS policy
     FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
     FOR UPDATE
@@ -168,7 +179,7 @@ verdict AS (
     FROM target
 ),
 decision AS (
-    SELECT id, attempts, started_at, available_at, policy, gives_up,
+    SELECT id, attempts, started_at, available_at, held, policy, gives_up,
            """ + NEXT_STATUS.format(job="", retryable="NOT %(permanent)s AND NOT gives_up AND ") + """
            """ + retry_delay_seconds("policy", "attempts", "%(function_delay)s") + """ AS delay
     FROM verdict
@@ -181,7 +192,7 @@ upd AS (
     WHERE j.id = d.id
     RETURNING j.id, j.status, j.attempts, d.delay, d.policy, d.gives_up,
               extract(epoch FROM now() - d.started_at) AS run_seconds, j.has_dependants,
-              j.batch_id, d.started_at, d.available_at AS started_available_at
+              j.batch_id, d.started_at, d.available_at AS started_available_at, d.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -196,7 +207,8 @@ events AS (
                'run_seconds', round(run_seconds::numeric, 4),
                'retry_policy', policy,
                'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END,
-               """ + attempt_start("started_at", "started_available_at") + """),
+               """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "%(token)s") + """,
            now()
     FROM upd
 ),
@@ -216,7 +228,7 @@ WITH input AS (
         AS u(id, token, worker_id)
 ),
 attempt AS (  -- each attempt's start as it ran (the UPDATE below moves available_at)
-    SELECT j.id, j.started_at, j.available_at
+    SELECT j.id, j.started_at, j.available_at, j.lease_token AS held
     FROM jobs j JOIN input ON j.id = input.id
     WHERE j.status = 'running' AND j.lease_token = input.token
 ),
@@ -230,7 +242,7 @@ upd AS (
     FROM input JOIN attempt a ON a.id = input.id
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
-              a.started_at, a.available_at AS started_available_at
+              a.started_at, a.available_at AS started_available_at, a.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -238,7 +250,8 @@ events AS (
            CASE status WHEN 'queued' THEN attempts + 1 ELSE attempts END,
            worker_id, %(message)s,
            jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s,
-                              """ + attempt_start("started_at", "started_available_at") + """),
+                              """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "token") + """,
            now()
     FROM upd
 ),
@@ -257,13 +270,13 @@ WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIF
 RELEASE_UNKNOWN_TYPE = """
 WITH target AS (
     SELECT id, cancel_requested_at, COALESCE(unknown_type_at, now()) AS since,
-           started_at, available_at
+           started_at, available_at, lease_token AS held
     FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
     FOR UPDATE
 ),
 decision AS (
-    SELECT id, since, started_at, available_at,
+    SELECT id, since, started_at, available_at, held,
            CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN since <= now() - make_interval(secs => %(give_up_seconds)s::float8) THEN 'failed'
                 ELSE 'queued' END AS next_status
@@ -283,7 +296,7 @@ upd AS (
     FROM decision d
     WHERE j.id = d.id
     RETURNING j.id, j.status, j.attempts, d.since, d.started_at,
-              d.available_at AS started_available_at
+              d.available_at AS started_available_at, d.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -294,7 +307,8 @@ events AS (
                               'unknown_type_at', since, 'permanent', status = 'failed',
                               'delay_seconds', CASE WHEN status = 'queued'
                                                     THEN %(delay_seconds)s::float8 END,
-                              """ + attempt_start("started_at", "started_available_at") + """),
+                              """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "%(token)s") + """,
            now()
     FROM upd
 ),
