@@ -164,7 +164,7 @@ export interface paths {
         };
         /**
          * Every job's events after a cursor, oldest first
-         * @description Poll with `after=<next_after of the previous answer>`. Without `after`, the latest `limit` events. Each row carries the job's type and its current status.
+         * @description Poll with `after=<next_after of the previous answer>`. Without `after`, the latest `limit` events. Each row carries the job's type and its current status. A job's start is no event of its own: the event that ends an attempt carries it (`data.started_at`, `data.wait_seconds`, `data.lease_token`, and `worker_id`, the worker that ran it); history written before keeps its `claimed` events.
          */
         get: operations["v1_events_retrieve"];
         put?: never;
