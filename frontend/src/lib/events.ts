@@ -63,7 +63,12 @@ export function compactEvents<E extends FeedEvent>(events: readonly E[]): Timeli
  * `claimed` events, which show as they are. A derived start is placed before its attempt's
  * first event (its progress, logs and cancel request come after it).
  */
-export type AttemptStart = { attempt: number; worker_id: string | null; started_at: string; lease_token: string | null };
+export type AttemptStart = {
+  attempt: number;
+  worker_id: string | null;
+  started_at: string;
+  lease_token: string | null;
+};
 
 type StartEvent = FeedEvent & {
   attempt?: number | null;
@@ -80,8 +85,7 @@ export type RunningJob = {
 };
 
 export type TimelineItem<E extends FeedEvent> =
-  | { type: "event"; entry: TimelineEntry<E> }
-  | { type: "start"; key: string; start: AttemptStart };
+  { type: "event"; entry: TimelineEntry<E> } | { type: "start"; key: string; start: AttemptStart };
 
 /** Events an attempt's start precedes: those written while it ran. */
 const DURING_ATTEMPT = new Set(["progress", "log", "lease_renewed", "lease_lost", "cancel_requested"]);
@@ -99,7 +103,12 @@ function startOf(event: StartEvent): AttemptStart | null {
 }
 
 /** Before index `end`: where the start of `attempt` goes (before that attempt's own events). */
-function startPosition<E extends StartEvent>(items: TimelineItem<E>[], end: number, attempt: number, at: string): number {
+function startPosition<E extends StartEvent>(
+  items: TimelineItem<E>[],
+  end: number,
+  attempt: number,
+  at: string,
+): number {
   let pos = end;
   const startMs = Date.parse(at);
   while (pos > 0) {
@@ -121,20 +130,26 @@ function startPosition<E extends StartEvent>(items: TimelineItem<E>[], end: numb
 export function timelineItems<E extends StartEvent>(events: readonly E[], job?: RunningJob | null): TimelineItem<E>[] {
   const items: TimelineItem<E>[] = [];
   const claimedTokens = new Set<string>();
+  // The attempt of the latest `claimed` row not followed by an outcome carrying a start: an
+  // attempt claimed before history v2 that may still run.
+  let openClaim: number | null = null;
   for (const entry of compactEvents(events)) {
     const event = entry.event;
     if (event.kind === "claimed") {
       const token = ((event.data ?? {}) as Record<string, unknown>).lease_token;
       if (typeof token === "string") claimedTokens.add(token);
+      openClaim = event.attempt ?? null;
     }
     const start = startOf(event);
+    if (start) openClaim = null;
     if (start && !(start.lease_token && claimedTokens.has(start.lease_token))) {
       const pos = startPosition(items, items.length, start.attempt, start.started_at);
       items.splice(pos, 0, { type: "start", key: `start-${event.id}`, start });
     }
     items.push({ type: "event", entry });
   }
-  if (job && job.status === "running" && job.started_at && !(job.lease_token && claimedTokens.has(job.lease_token))) {
+  const claimedAlready = (job?.lease_token && claimedTokens.has(job.lease_token)) || openClaim === job?.attempts;
+  if (job && job.status === "running" && job.started_at && !claimedAlready) {
     const start = {
       attempt: job.attempts,
       worker_id: job.locked_by,
