@@ -98,6 +98,20 @@ describe("EventsTimeline", () => {
     );
     items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
     expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed"]);
+    // Claimed before, given back (uncharged: attempt 1 again), claimed again since: its start
+    // is the job row's, not the old row's.
+    rerender(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null }),
+          ev(2, "claimed", { data: { lease_token: "t0" } }),
+          ev(3, "released", { data: { lease_token: "t0" } }),
+        ]}
+        job={{ ...running, attempts: 1, lease_token: "t9" }}
+      />,
+    );
+    items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "released", "started"]);
   });
 
   it("marks rows that arrived since the last render", () => {

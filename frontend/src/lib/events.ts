@@ -87,6 +87,18 @@ export type RunningJob = {
 export type TimelineItem<E extends FeedEvent> =
   { type: "event"; entry: TimelineEntry<E> } | { type: "start"; key: string; start: AttemptStart };
 
+/** Events that end an attempt (with its start since history v2, without it before). */
+const ATTEMPT_ENDS = new Set([
+  "succeeded",
+  "failed",
+  "retry_scheduled",
+  "lease_expired",
+  "released",
+  "snoozed",
+  "parked",
+  "cancelled",
+]);
+
 /** Events an attempt's start precedes: those written while it ran. */
 const DURING_ATTEMPT = new Set(["progress", "log", "lease_renewed", "lease_lost", "cancel_requested"]);
 
@@ -141,7 +153,7 @@ export function timelineItems<E extends StartEvent>(events: readonly E[], job?: 
       openClaim = event.attempt ?? null;
     }
     const start = startOf(event);
-    if (start) openClaim = null;
+    if (start || ATTEMPT_ENDS.has(event.kind)) openClaim = null;
     if (start && !(start.lease_token && claimedTokens.has(start.lease_token))) {
       const pos = startPosition(items, items.length, start.attempt, start.started_at);
       items.splice(pos, 0, { type: "start", key: `start-${event.id}`, start });
