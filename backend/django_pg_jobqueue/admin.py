@@ -9,6 +9,7 @@ statement refuses any other job; the delete page of an unfinished job is a 403. 
 read-only. Queue settings (pause, concurrency limit) are the one editable model.
 """
 import json
+from datetime import datetime
 
 from django import forms
 from django.contrib import admin, messages
@@ -107,12 +108,30 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
+def _attempt_started(event) -> str:
+    """The start of the attempt an event ended (history v2: the claim writes no event, the
+    outcome carries data.started_at), '-' for any other event; the attempt running now
+    shows on the job's own started_at and locked_by."""
+    started = (event.data or {}).get("started_at") if isinstance(event.data, dict) else None
+    if not started:
+        return "-"
+    try:
+        return _short_time(datetime.fromisoformat(started))
+    except (TypeError, ValueError):
+        return str(started)
+
+
 class JobEventInline(ReadOnlyInline):
     """The job's latest events (JobAdmin.get_formset_kwargs narrows the queryset)."""
 
     model = JobEvent
-    fields = readonly_fields = ["id", "created_at", "kind", "attempt", "worker_id", "message", "data"]
+    fields = readonly_fields = ["id", "created_at", "kind", "attempt", "attempt_started",
+                                "worker_id", "message", "data"]
     verbose_name_plural = f"events (latest {INLINE_EVENTS}, oldest first)"
+
+    @admin.display(description="attempt started")
+    def attempt_started(self, event):
+        return _attempt_started(event)
 
 
 class JobSignalInline(ReadOnlyInline):
@@ -352,7 +371,8 @@ for _action in job_actions.ACTIONS.values():
 
 @admin.register(JobEvent)
 class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
-    list_display = ["id", "job_link", "kind", "attempt", "worker_id", "message", "created_at"]
+    list_display = ["id", "job_link", "kind", "attempt", "attempt_started", "worker_id",
+                    "message", "created_at"]
     list_filter = ["kind"]
     search_fields = ["=job__id"]
     list_select_related = ["job"]
@@ -364,6 +384,10 @@ class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
         if search_term.strip() and job_id is None:
             return queryset.none(), False
         return (queryset.filter(job_id=job_id) if job_id else queryset), False
+
+    @admin.display(description="attempt started")
+    def attempt_started(self, event):
+        return _attempt_started(event)
 
     @admin.display(description="job")
     def job_link(self, event):

@@ -8,7 +8,15 @@ Checks:
 - replay: every job's events, replayed in id order from `created`, walk only the allowed
   transitions (states.TRANSITIONS) and end in the job's current status, attempt count
   and lease token. Each worker-written transition event carries the lease token of the claim
-  it ended, and must match the claim it follows.
+  it ended, and must match the claim it follows. One history row per attempt (history v2):
+  the claim writes no event, and the event that ends an attempt carries its start
+  (data.started_at, its lease token, its worker), so the replay claims the attempt there,
+  then ends it; the attempt running now is claimed from the job row. So every finished
+  attempt has exactly one outcome row carrying its start (a second one for the same attempt
+  is counted twice and fails the attempt count; one without a start leaves a job that never
+  ran), and a running job has none for its current attempt (it would end the run in the
+  replay, and the job is running). The `claimed` events written before still replay as
+  before, and an outcome that follows its attempt's `claimed` row may carry the start too.
 - double_success: more than one `succeeded` event for a job (a success under two leases).
 - stale_lease: a running job whose lease expired longer ago than `stale_after_seconds`
   (default 60 s, well past lease + two reaper intervals): no reaper is running.
@@ -18,7 +26,9 @@ Checks:
 - overlapping_attempts (a notice, not a violation: see NOTICES): two attempts of one job
   under way at the same time: attempt N's
   worker still acted on it (a renewal, completion, failure or snooze it tried and was
-  refused, a note that its handler had not returned) after attempt N+1 was claimed. The
+  refused, a note that its handler had not returned) after attempt N+1 was claimed (its
+  start read from its outcome's row, from the job row while it runs, or from its `claimed`
+  row written before history v2). The
   events tell no more than that (no event marks when a handler returned): an overlap whose
   older worker went silent before the next claim is not seen. Fencing kept the late write
   out; the handler still ran twice at once, which handlers must tolerate, and which a lease
@@ -43,6 +53,9 @@ Why event ids order a job's history: every statement that moves a job takes its 
 (UPDATE or SELECT ... FOR UPDATE) before it inserts the event, so the next transition of the
 same job waits for the previous one to commit and draws a larger id from the sequence. Events
 written without the row lock (`log`, `lease_lost`) change nothing, so the replay skips them.
+The claim writes no event: it sits, in the replay, just before the event that ends its attempt
+(after any `progress` or `cancel_requested` of that attempt, which the replay accepts while
+the job is queued when that attempt's end, or the job running it now, follows).
 """
 from __future__ import annotations
 
@@ -62,6 +75,7 @@ _TARGET = {
     EventKind.RETRY_SCHEDULED: Status.QUEUED,
     EventKind.RELEASED: Status.QUEUED,
     EventKind.SNOOZED: Status.QUEUED,
+    EventKind.PARKED: Status.QUEUED,  # a durable wait: back to queued, uncharged
     EventKind.CANCELLED: Status.CANCELLED,
     EventKind.EXPIRED: Status.CANCELLED,  # not started by its expires_at (the reaper's sweep)
     EventKind.RETRIED: Status.QUEUED,
@@ -249,7 +263,9 @@ def _attempts(report: AuditReport, job_ids) -> None:
     """overlapping_attempts and charged_unstarted, from the event history."""
     extra, params = _id_filter(job_ids, "job_id")
     with queue_connection().cursor() as cur:
-        cur.execute(sql.AUDIT_OVERLAPPING_ATTEMPTS.format(ids=extra), params)
+        extra_j, params_j = _id_filter(job_ids)
+        cur.execute(sql.AUDIT_OVERLAPPING_ATTEMPTS.format(ids=extra, job_ids=extra_j),
+                    params + params + params_j)
         for (job_id, attempt, worker, next_attempt, next_worker, next_at, kind, refused,
              late_worker, late_at) in cur.fetchall():
             sign = (f"its {refused} was refused" if kind == "lease_lost"
@@ -298,8 +314,9 @@ def _replay(report: AuditReport, job_ids) -> None:
 
 
 def replay_job(history, *, status: str, attempts: int, lease_token: str | None) -> list[str]:
-    """Replay one job's events [(event id, kind, attempt, lease token, next status)] and return
-    what does not add up (empty: the history explains the row)."""
+    """Replay one job's events [(event id, kind, attempt, lease token, next status, carries
+    its attempt's start, the start's token when not the lease token)] and return what does
+    not add up (empty: the history explains the row)."""
     problems: list[str] = []
     if not history:
         return ["no events at all (not even `created`)"]
@@ -307,15 +324,35 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
         problems.append(f"history does not start with `created` (first: {history[0][1]} "
                         f"#{history[0][0]})")
     state, spent, token = Status.QUEUED, 0, None
+    # Events of an attempt whose start no row has shown yet (history v2: its `progress` or
+    # `cancel_requested` come before the outcome that carries the start): (where, attempt).
+    unstarted: list[tuple[str, int]] = []
+
+    def claim(where: str, attempt: int, ev_token) -> None:
+        nonlocal state, spent, token
+        if not can_transition(state, Status.RUNNING):
+            problems.append(f"{where}: {state} -> {Status.RUNNING} is not an allowed transition")
+        if attempt != spent + 1:
+            problems.append(f"{where} is attempt {attempt}, expected {spent + 1}")
+        for early, of in unstarted:
+            if of != attempt:
+                problems.append(f"{early} while {state}")
+        unstarted.clear()
+        spent, token, state = attempt, ev_token, Status.RUNNING
+
     start = 1 if history[0][1] == EventKind.CREATED else 0
-    for event_id, kind, attempt, ev_token, next_status in history[start:]:
+    for event_id, kind, attempt, ev_token, next_status, *rest in history[start:]:
+        # history v2: whether it carries its attempt's start, and the start's own token if
+        # it differs from the outcome's (sql.stale_start: a write applied without its fence)
+        carries_start = bool(rest and rest[0])
+        start_token = (rest[1] if len(rest) > 1 else None) or ev_token
         where = f"{kind} #{event_id}"
         if kind == EventKind.CREATED:
             problems.append(f"a second `created` event ({where})")
             continue
         if kind in _WHILE_RUNNING:
             if state != Status.RUNNING:
-                problems.append(f"{where} while {state}")
+                unstarted.append((where, attempt))  # its attempt's start may follow
             continue
         if kind not in _TARGET:
             continue  # log, lease_lost, lease_renewed, timed_out: no move
@@ -323,6 +360,14 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
             else _TARGET[kind]
         if target is None:
             problems.append(f"{where} does not say where the job went")
+            continue
+        if carries_start and kind != EventKind.CLAIMED and state != Status.RUNNING:
+            claim(f"the start of {where}", attempt, start_token)  # history v2: one row an attempt
+        for early, _ in unstarted:
+            problems.append(f"{early} while {state}")
+        unstarted.clear()
+        if kind == EventKind.CLAIMED:
+            claim(where, attempt, ev_token)
             continue
         if not can_transition(state, target):
             problems.append(f"{where}: {state} -> {target} is not an allowed transition")
@@ -333,16 +378,15 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
             elif ev_token is not None and ev_token != token:
                 problems.append(f"{where} under lease {ev_token}, but the job was running under "
                                 f"{token}: a stale write was applied")
-        if kind == EventKind.CLAIMED:
-            if attempt != spent + 1:
-                problems.append(f"{where} is attempt {attempt}, expected {spent + 1}")
-            spent, token = attempt, ev_token
-        elif kind in (EventKind.RELEASED, EventKind.SNOOZED):
+        if kind in (EventKind.RELEASED, EventKind.SNOOZED, EventKind.PARKED):
             spent -= 1  # given back without charging the attempt
-            token = None
-        else:
-            token = None
+        token = None
         state = target
+    if status == Status.RUNNING and state != Status.RUNNING:
+        # The attempt running now has no row yet: the job row is its start.
+        claim("the running attempt (its job row)", attempts, lease_token)
+    for early, _ in unstarted:
+        problems.append(f"{early} while {state}")
     if state != status:
         problems.append(f"events replay to {state}, but the job is {status}")
     elif state == Status.RUNNING and token != lease_token:
@@ -350,4 +394,3 @@ def replay_job(history, *, status: str, attempts: int, lease_token: str | None) 
     if spent != attempts:
         problems.append(f"events count {spent} attempt(s), but the job says {attempts}")
     return problems
-

@@ -7,6 +7,11 @@
   A position in it is an event's (tx_id, id); this module reads one database's events after a
   position, or where a feed starts (the latest ones, sql.EVENTS_LATEST). merged.events_feed
   keeps one position per database of JOB_SHARDS.
+
+Both promise every written event exactly once, in commit order. A job's start is no event of
+its own (history v2): the claim writes none, and the event that ends the attempt carries it
+(data.started_at, data.lease_token, its worker_id). A poller sees a job start only when that
+attempt ends; the job row (status, started_at, locked_by) says what runs now.
 """
 
 from . import sql

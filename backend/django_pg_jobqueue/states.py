@@ -177,6 +177,9 @@ PREFETCH_WORKER_SUFFIX = "-prefetch"
 
 class EventKind(StrEnum):
     CREATED = "created"
+    # Written by the claim before history v2 only, and still read (old history keeps its
+    # rows): an attempt's start is now carried by the event that ends it (data.started_at,
+    # data.lease_token, its worker_id; sql.attempt_start), and by the job row while it runs.
     CLAIMED = "claimed"
     LEASE_RENEWED = "lease_renewed"
     PROGRESS = "progress"

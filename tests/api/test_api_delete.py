@@ -116,6 +116,6 @@ def test_the_service_refuses_unfinished_jobs_and_tells_unknown_ones_apart():
         delete(10**12)
     done = succeeded()
     events = JobEvent.objects.filter(job_id=done).count()
-    assert events >= 3  # created, claimed, succeeded
+    assert events >= 2  # created, succeeded (which carries its start: no claimed row)
     assert delete(done) == events  # it says how many events went with the job
     assert not Job.objects.filter(pk=done).exists()

@@ -109,12 +109,16 @@ def test_a_stale_workers_write_applied_after_a_reclaim_is_reported():
     expire_lease(job)
     run_reaper()
     _sql("UPDATE jobs SET available_at = now() WHERE id = %s", [job.id])
-    _claim(job, "fresh")
+    fresh = _claim(job, "fresh")
     # What a queue that checks only `status = 'running'` would do: let the stale worker finish.
+    # Its outcome copies the running attempt's start from the row (sql.attempt_start), whose
+    # token is not the one it presented (sql.stale_start keeps it).
     _sql("UPDATE jobs SET status = 'succeeded', finished_at = now(), locked_by = NULL,"
          " lease_token = NULL, lease_expires_at = NULL WHERE id = %s", [job.id])
     JobEvent.objects.create(job_id=job.id, kind="succeeded", attempt=2, worker_id="stale",
-                            data={"lease_token": str(old.lease_token)})
+                            data={"lease_token": str(old.lease_token),
+                                  "started_at": fresh.started_at.isoformat(),
+                                  "start_lease_token": str(fresh.lease_token)})
     report = audit()
     assert _checks(report) == {"replay"}
     assert "a stale write was applied" in report.violations[0].message
@@ -157,7 +161,8 @@ def test_an_attempt_charged_twice_is_reported():
     Job.objects.filter(pk=job.id).update(attempts=2)
     report = audit()
     assert _checks(report) == {"replay"}
-    assert "events count 1 attempt(s), but the job says 2" in report.violations[0].message
+    # The running attempt's start is its job row (no event): attempt 2, where 1 was due.
+    assert "is attempt 2, expected 1" in report.violations[0].message
 
 
 def test_the_command_can_audit_chosen_jobs_and_print_json():
@@ -181,6 +186,10 @@ def _reclaimed(job, old_worker="w1", new_worker="w2"):
     return old, _claim(job, new_worker)
 
 
+# The overlap is read from times: an attempt's start (the claim's now(), kept on the row and
+# then in its outcome's event) against the older attempt's late signs (their now()). Inside
+# one test transaction every now() is the same: these tests commit each step.
+@pytest.mark.django_db(transaction=True)
 def test_two_attempts_of_one_job_that_overlapped_are_reported():
     # The real sequence: the first worker's handler outlived its lease, the job was reaped
     # and claimed again, and then the first worker's success came in, refused (fencing).
@@ -206,6 +215,7 @@ def test_two_attempts_of_one_job_that_overlapped_are_reported():
     assert error
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_stuck_handler_noted_after_its_job_was_claimed_again_is_an_overlap():
     job = services.enqueue("noop")
     old, _ = _reclaimed(job)
@@ -216,6 +226,7 @@ def test_a_stuck_handler_noted_after_its_job_was_claimed_again_is_an_overlap():
     assert "its handler had not returned" in report.violations[0].message
 
 
+@pytest.mark.django_db(transaction=True)
 def test_signs_of_an_attempt_that_never_ran_or_ended_before_the_next_claim_are_no_overlap():
     # Refused before the next claim: over before it began.
     early = services.enqueue("noop")
@@ -244,7 +255,8 @@ def test_an_attempt_the_reaper_charged_though_it_never_started_is_reported():
          " lease_token = NULL, lease_expires_at = NULL WHERE id = %s", [job.id])
     JobEvent.objects.create(job_id=job.id, kind="lease_expired", attempt=1,
                             worker_id="vm-1-prefetch",
-                            data={"lease_token": str(c.lease_token), "next_status": "failed"})
+                            data={"lease_token": str(c.lease_token), "next_status": "failed",
+                                  "started_at": c.started_at.isoformat(), "wait_seconds": 0})
     report = audit()
     assert _checks(report) == {"charged_unstarted"}, report.format()
     assert "attempt 1's lease expired still under vm-1-prefetch, so it never started, yet the " \
@@ -255,3 +267,37 @@ def test_an_attempt_the_reaper_charged_though_it_never_started_is_reported():
     expire_lease(again)
     assert run_reaper() == {"released": 1}
     assert audit(job_ids=[again.id]).ok
+
+
+def test_each_ended_attempt_has_one_outcome_carrying_its_start_and_a_running_one_none():
+    # One history row per attempt: the claim writes none, the outcome carries the start.
+    done = services.enqueue("noop")
+    c = _claim(done)
+    services.complete(done.id, c.lease_token, worker_id="w1")
+    [outcome] = JobEvent.objects.filter(job_id=done.id, kind="succeeded")
+    assert outcome.data["started_at"] and outcome.data["lease_token"] == str(c.lease_token)
+    assert not JobEvent.objects.filter(job_id=done.id, kind="claimed").exists()
+    running = services.enqueue("noop")
+    r = _claim(running)
+    assert audit().ok
+    # A second outcome for the attempt that ended: counted as another attempt.
+    JobEvent.objects.create(job_id=done.id, kind="failed", attempt=1, worker_id="w1",
+                            data=dict(outcome.data))
+    # An outcome without the start of the attempt it ended: the job never ran, by its history.
+    bare = services.enqueue("noop")
+    b = _claim(bare)
+    services.complete(bare.id, b.lease_token, worker_id="w1")
+    JobEvent.objects.filter(job_id=bare.id, kind="succeeded").update(
+        data={"lease_token": str(b.lease_token)})
+    # An outcome for the attempt still running: the history ends it, the row says running.
+    JobEvent.objects.create(job_id=running.id, kind="retry_scheduled", attempt=1,
+                            worker_id="w1", data={"lease_token": str(r.lease_token),
+                                                  "started_at": r.started_at.isoformat()})
+    report = audit()
+    problems: dict = {}
+    for v in report.violations:
+        problems[v.job_id] = problems.get(v.job_id, "") + v.message + "\n"
+    assert _checks(report) == {"replay"} and set(problems) == {done.id, bare.id, running.id}
+    assert "succeeded -> running is not an allowed transition" in problems[done.id]
+    assert "queued -> succeeded is not an allowed transition" in problems[bare.id]
+    assert "the running attempt (its job row) is attempt 1, expected 2" in problems[running.id]

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -35,7 +35,7 @@ def test_claim_order_is_priority_then_available_at_then_created_at_then_id():
 
 
 @pytest.mark.django_db
-def test_claim_sets_running_owner_lease_start_attempt_and_writes_a_claimed_event():
+def test_claim_sets_running_owner_lease_start_attempt_and_writes_no_event():
     job = services.enqueue("noop", {})
     [c] = services.claim(worker_ids=["host-1-1"], lease_seconds=30)
     row = Job.objects.get(pk=job.pk)
@@ -43,9 +43,14 @@ def test_claim_sets_running_owner_lease_start_attempt_and_writes_a_claimed_event
     assert row.attempts == 1 and row.started_at is not None
     assert row.lease_token == c.lease_token
     assert timedelta(seconds=29) <= row.lease_expires_at - row.started_at <= timedelta(seconds=31)
+    # One history row per attempt: the start stays on the row until the outcome carries it.
+    assert list(JobEvent.objects.filter(job=job).values_list("kind", flat=True)) == ["created"]
+    services.complete(job.pk, c.lease_token, worker_id="host-1-1")
     event = JobEvent.objects.filter(job=job).last()
-    assert event.kind == "claimed" and event.attempt == 1 and event.worker_id == "host-1-1"
+    assert event.kind == "succeeded" and event.attempt == 1 and event.worker_id == "host-1-1"
     assert event.data["lease_token"] == str(c.lease_token)
+    assert datetime.fromisoformat(event.data["started_at"]) == row.started_at
+    assert event.data["wait_seconds"] >= 0 and "start_lease_token" not in event.data
 
 
 @pytest.mark.django_db
@@ -132,8 +137,11 @@ def test_exactly_once_claiming_with_8_threads_in_2_processes_over_2000_jobs():
     assert len(set(all_ids)) == 2000, "no job claimed twice"
     assert results[0] and results[1], "both processes took part"
     assert Job.objects.filter(status="succeeded").count() == 2000
-    assert JobEvent.objects.filter(kind="claimed").count() == 2000
-    assert JobEvent.objects.filter(kind="succeeded").count() == 2000
+    # One row per attempt: each success carries its claim's start and lease token.
+    assert not JobEvent.objects.filter(kind="claimed").exists()
+    assert JobEvent.objects.filter(kind="succeeded", data__has_key="started_at").count() == 2000
+    assert len(set(JobEvent.objects.filter(kind="succeeded")
+                   .values_list("data__lease_token", flat=True))) == 2000
 
 
 @pytest.mark.django_db

@@ -62,12 +62,13 @@ def test_prune_deletes_finished_jobs_past_the_cutoff_with_their_events_and_nothi
     old_queued = make_jobs(2, "queued", finished_ago=timedelta(days=30))
     old_running = make_jobs(2, "running", finished_ago=timedelta(days=30))
     doomed = old_ok + old_failed + old_cancelled
-    assert JobEvent.objects.filter(job_id__in=doomed).count() >= 3 * 3 + 2 * 3 + 1 * 2
+    assert JobEvent.objects.filter(job_id__in=doomed).count() >= 3 * 2 + 2 * 2 + 1 * 2
 
     counts = prune("7d", ["succeeded", "failed", "cancelled"])
 
     assert counts["succeeded"] == 3 and counts["failed"] == 2 and counts["cancelled"] == 1
-    assert counts["events"] == 3 * 3 + 2 * 3 + 1 * 2  # created, claimed, and the outcome
+    # created and the outcome (which carries its attempt's start: the claim writes no event)
+    assert counts["events"] == 3 * 2 + 2 * 2 + 1 * 2
     assert not Job.objects.filter(pk__in=doomed).exists()
     assert not JobEvent.objects.filter(job_id__in=doomed).exists()
     kept = recent_ok + old_queued + old_running
@@ -80,7 +81,7 @@ def test_prune_only_touches_the_statuses_asked_for():
     ok = make_jobs(2, "succeeded", finished_ago=timedelta(days=10))
     failed = make_jobs(2, "failed", finished_ago=timedelta(days=10))
     counts = prune(timedelta(days=1), ["failed"])
-    assert counts == {"failed": 2, "events": 6}
+    assert counts == {"failed": 2, "events": 4}
     assert Job.objects.filter(pk__in=ok).count() == 2
     assert not Job.objects.filter(pk__in=failed).exists()
 
@@ -106,7 +107,7 @@ def test_dry_run_counts_what_would_go_and_deletes_nothing():
     make_jobs(4, "succeeded", finished_ago=timedelta(days=10))
     make_jobs(1, "succeeded", finished_ago=timedelta(hours=1))
     counts = prune("7d", ["succeeded"], dry_run=True)
-    assert counts == {"succeeded": 4, "events": 12}
+    assert counts == {"succeeded": 4, "events": 8}
     assert Job.objects.count() == 5
 
 
@@ -159,7 +160,7 @@ def test_retention_settings_give_each_status_its_own_age():
     with override_settings(JOB_RETENTION_SUCCEEDED="1h", JOB_RETENTION_FAILED="30d",
                            JOB_RETENTION_CANCELLED="off"):
         counts = prune_by_retention()
-    assert counts == {"succeeded": 1, "failed": 0, "events": 3}
+    assert counts == {"succeeded": 1, "failed": 0, "events": 2}
     assert not Job.objects.filter(pk__in=ok).exists()
     assert Job.objects.filter(pk__in=failed + cancelled).count() == 2
 
@@ -170,9 +171,9 @@ def test_pruner_run_once_applies_retention_and_keeps_a_running_total():
     make_jobs(1, "cancelled", finished_ago=timedelta(days=8))
     make_jobs(1, "failed", finished_ago=timedelta(days=8))  # failed: kept 30 days
     pruner = Pruner(interval=60)
-    assert pruner.run_once() == {"succeeded": 2, "failed": 0, "cancelled": 1, "events": 8}
+    assert pruner.run_once() == {"succeeded": 2, "failed": 0, "cancelled": 1, "events": 6}
     assert pruner.run_once() == {"succeeded": 0, "failed": 0, "cancelled": 0, "events": 0}
-    assert pruner.total == {"succeeded": 2, "failed": 0, "cancelled": 1, "events": 8}
+    assert pruner.total == {"succeeded": 2, "failed": 0, "cancelled": 1, "events": 6}
     assert list(Job.objects.values_list("status", flat=True)) == ["failed"]
 
 
@@ -190,11 +191,11 @@ def test_prune_jobs_command(capsys):
     make_jobs(3, "succeeded", finished_ago=timedelta(days=10))
     make_jobs(2, "failed", finished_ago=timedelta(days=10))
     call_command("prune_jobs", "--older-than", "7d", "--status", "succeeded", "--dry-run")
-    assert "would delete: succeeded 3 job(s), 9 event(s)" in capsys.readouterr().out
+    assert "would delete: succeeded 3 job(s), 6 event(s)" in capsys.readouterr().out
     assert Job.objects.count() == 5
     call_command("prune_jobs", "--older-than", "168h", "--status", "succeeded,failed",
                  "--batch-size", "2")
-    assert "deleted: succeeded 3, failed 2 job(s), 15 event(s)" in capsys.readouterr().out
+    assert "deleted: succeeded 3, failed 2 job(s), 10 event(s)" in capsys.readouterr().out
     assert not Job.objects.exists()
     for args in (["--older-than", "seven days"], ["--status", "running"],
                  ["--batch-size", "0"], ["--status", "succeeded,bogus"]):

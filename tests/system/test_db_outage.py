@@ -26,7 +26,7 @@ from rest_framework.authtoken.models import Token
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.compat import UTC
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.handlers.chaos_handlers import Output, worker_env
 from tests.utils import spawn_workers, wait_for, wait_until_jobs
@@ -105,9 +105,9 @@ def test_workers_ride_out_a_database_outage_and_finish_every_job(tmp_path):
         ended = time.monotonic()
         # Claiming resumes within seconds (workers back off at most 10 s between attempts).
         back = datetime.fromtimestamp(outage_end_wall, tz=UTC)
-        first_claim = wait_for(  # polls: the first claim of another process, by its event
-            lambda: JobEvent.objects.filter(kind="claimed", created_at__gt=back)
-            .order_by("id").values_list("created_at", flat=True).first(),
+        first_claim = wait_for(  # polls: the first claim of another process, by its job row
+            lambda: Job.objects.filter(started_at__gt=back)  # (the claim writes no event)
+            .order_by("started_at").values_list("started_at", flat=True).first(),
             timeout=20, message="a claim after the outage")
         resumed_after = first_claim.timestamp() - outage_end_wall
         wait_until_jobs("succeeded", timeout=60)

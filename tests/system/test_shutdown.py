@@ -50,8 +50,11 @@ def test_sigterm_finishes_short_jobs_releases_long_ones_uncharged_and_exits_0(tm
         job.refresh_from_db()
         assert (job.status, job.attempts, job.locked_by, job.lease_token) == ("queued", 0, None, None)
         released = JobEvent.objects.get(job=job, kind="released")
-        claimed = JobEvent.objects.get(job=job, kind="claimed")
-        assert released.data["lease_token"] == claimed.data["lease_token"]
+        # The release carries its attempt's start (the claim writes no event): the lease its
+        # handler ran under.
+        assert released.data["started_at"]
+        assert [x.token for x in Ledger.read(ledger).by_job[job.id]] \
+            == [released.data["lease_token"]]
         assert released.message == "worker shutting down"
     # The long handlers were asked to stop, and did, hearing the stop: from their wait, or,
     # when a progress write came after the release of their jobs, from that refused write.
@@ -91,8 +94,11 @@ def test_a_second_signal_exits_at_once_and_its_jobs_are_recovered_by_lease_expir
     finally:
         second.send_signal(signal.SIGINT)   # SIGINT shuts down gracefully too
         assert _wait_exit(second, second_out, 15) == 0
-    kinds = list(JobEvent.objects.filter(job=job).values_list("kind", flat=True))
-    assert kinds.count("claimed") == 2 and kinds.count("lease_expired") == 1
+    events = list(JobEvent.objects.filter(job=job).values_list("kind", "data"))
+    kinds = [kind for kind, _ in events]
+    # Two attempts started, each start carried by its outcome (the claim writes no event).
+    assert sum("started_at" in data for _, data in events) == 2
+    assert kinds.count("lease_expired") == 1
     assert kinds.count("succeeded") == 1
     report = audit()
     assert report.ok, report.format()

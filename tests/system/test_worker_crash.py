@@ -5,6 +5,7 @@ import select
 import signal
 import time
 from collections import Counter
+from datetime import datetime
 
 import pytest
 
@@ -71,8 +72,10 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
         assert len(expired) == 1 and expired[0].worker_id == locked_by
         assert not unstarted or (expired[0].data["reason"] == "unstarted"
                                  and not ledger.by_job[job_id][:-1])
-        reclaimed = [e for e in events if e.kind == "claimed" and e.id > expired[0].id]
-        delay = reclaimed[0].created_at.timestamp() - killed_at
+        # The next attempt's start, carried by its outcome (the claim writes no event).
+        reclaimed = [datetime.fromisoformat(e.data["started_at"]) for e in events
+                     if e.id > expired[0].id and "started_at" in e.data]
+        delay = reclaimed[0].timestamp() - killed_at
         (recovery_first if job_id in long_ids else recovery).append(delay)
         success = [e for e in events if e.kind == "succeeded"]
         assert len(success) == 1

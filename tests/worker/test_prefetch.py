@@ -47,11 +47,11 @@ def test_a_prefetching_pool_runs_every_job_once_under_its_thread_id(worker_pool)
     pool.test_signals.wait_ended(ids, "succeeded", timeout=30)
     assert set(Job.objects.values_list("attempts", flat=True)) == {1}
     events = JobEvent.objects.filter(job_id__in=ids)
-    assert events.filter(kind="claimed").count() == 300
-    assert events.filter(kind="succeeded").count() == 300
-    assert not events.exclude(kind__in=["created", "claimed", "succeeded"]).exists()
-    prefetched = events.filter(kind="claimed", worker_id=f"{pool.process_id}-prefetch")
-    assert prefetched.count() > 0, "the backlog should have been prefetched"
+    # One row per attempt: the success carries its start (the claim writes no event).
+    assert events.filter(kind="succeeded", data__has_key="started_at").count() == 300
+    assert not events.exclude(kind__in=["created", "succeeded"]).exists()
+    prefetched = set(pool.test_signals.prefetched.seen())
+    assert prefetched, "the backlog should have been prefetched"
     # A prefetched job's success is recorded under the thread that ran it.
     threads = {e.worker_id for e in pool.executors}
     assert set(events.filter(kind="succeeded").values_list("worker_id", flat=True)) <= threads
@@ -61,6 +61,7 @@ def test_prefetch_off_claims_only_for_idle_threads(worker_pool):
     jobs = services.enqueue_many([{"type": "noop", "payload": {}} for _ in range(100)])
     pool = worker_pool(threads=2, batch_size=20, prefetch=0)
     pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=30)
+    assert not pool.test_signals.prefetched.seen()
     assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
 
 
@@ -73,9 +74,9 @@ def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, s
     pool = worker_pool(threads=1, prefetch=4)
     pool.test_signals.wait_released([waiting.pk])
     pool.test_signals.wait_ended([slow.pk, waiting.pk, last.pk], "succeeded", timeout=20)
-    assert kinds(waiting.pk) == ["created", "claimed", "released", "claimed", "succeeded"]
+    assert kinds(waiting.pk) == ["created", "released", "succeeded"]  # each carries its start
     released = JobEvent.objects.get(job_id=waiting.pk, kind="released")
-    assert released.worker_id == f"{pool.process_id}-prefetch"
+    assert released.worker_id == f"{pool.process_id}-prefetch" and released.data["started_at"]
     assert "no thread was free" in released.message
     assert Job.objects.get(pk=waiting.pk).attempts == 1  # the release charged no attempt
     assert slow_handler[0] == slow.pk and sorted(slow_handler) == sorted(set(slow_handler))
@@ -87,8 +88,9 @@ def test_a_job_cancelled_while_prefetched_never_runs(worker_pool, slow_handler, 
     victim = services.enqueue("prefetch_probe", {}, priority=5)
     pool = worker_pool(threads=1, prefetch=4)
     pool.test_signals.wait_claimed([victim.pk])
-    assert JobEvent.objects.filter(job_id=victim.pk, kind="claimed",
-                                   worker_id=f"{pool.process_id}-prefetch").exists()
+    assert victim.pk in pool.test_signals.prefetched.seen()
+    assert Job.objects.filter(pk=victim.pk, status="running",
+                              locked_by=f"{pool.process_id}-prefetch").exists()
     services.cancel(victim.pk)
     pool.test_signals.wait_ended([victim.pk], "cancelled", timeout=15)
     assert victim.pk not in slow_handler
@@ -128,6 +130,7 @@ def test_a_lane_under_a_concurrency_limit_prefetches_nothing(worker_pool, slow_h
                                   for _ in range(60)])
     pool = worker_pool(threads=2, batch_size=20, prefetch=16)
     pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=60)
+    assert not pool.test_signals.prefetched.seen()
     assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
     forget_cached_limits()
 
@@ -142,8 +145,8 @@ def test_a_running_prefetched_job_names_the_thread_that_runs_it_as_its_owner(wor
     # runs, its lease (locked_by) names that thread, as its timeline does: looked at each time
     # a job starts (one that waited too long in the buffer goes back and comes again).
     pool.test_signals.started.wait(lambda started: Job.objects.filter(
-        pk__in=started, status="running", locked_by=f"{pool.process_id}-1",
-        events__kind="claimed", events__worker_id=prefetch_id).exists(),
+        pk__in=set(started) & set(pool.test_signals.prefetched.seen()), status="running",
+        locked_by=f"{pool.process_id}-1").exists(),
         timeout=20, message="a prefetched job running under its thread's id")
     assert not Job.objects.filter(status="running", locked_by=prefetch_id,
                                   pk__in=slow_handler).exists()

@@ -73,7 +73,9 @@ def test_a_job_whose_lease_expired_before_any_thread_started_it_is_requeued_unch
     assert row.available_at == row.updated_at  # due at once: no backoff
     event = JobEvent.objects.filter(job_id=job.pk).last()
     assert (event.kind, event.attempt, event.worker_id) == ("released", 1, "vm-1-prefetch")
-    assert event.data == {"lease_token": str(claim.lease_token), "reason": "unstarted"}
+    # With the start of the attempt it gives back (the claim wrote no event of its own).
+    assert event.data == {"lease_token": str(claim.lease_token), "reason": "unstarted",
+                          "started_at": claim.started_at.isoformat(), "wait_seconds": 0.0}
     assert not JobEvent.objects.filter(job_id=job.pk, kind="lease_expired").exists()
     # The executor that took it too late does not run it: its start is refused.
     assert services.adopt_prefetched([(claim.id, claim.lease_token, "vm-1-1")]) == set()

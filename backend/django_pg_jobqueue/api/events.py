@@ -90,10 +90,14 @@ class FeedQuerySerializer(EventFeedQuerySerializer):
         return attrs
 
 
+# The event that ends an attempt carries its start (the claim writes no event of its own):
+# data.started_at, data.wait_seconds (due -> started), data.lease_token; worker_id ran it.
 EVENT_EXAMPLE = {
-    "id": 1001, "job_id": 42, "job_type": "email_send", "job_status": "running",
-    "kind": "claimed", "attempt": 1, "worker_id": "host-4242-0", "message": "",
-    "data": {"lease_seconds": 30}, "created_at": "2026-01-01T12:00:01Z",
+    "id": 1001, "job_id": 42, "job_type": "email_send", "job_status": "succeeded",
+    "kind": "succeeded", "attempt": 1, "worker_id": "host-4242-0", "message": "",
+    "data": {"lease_token": "0b7c5b1e-4f7e-4a57-9d0e-2f1c3f1a9c11", "run_seconds": 0.012,
+             "started_at": "2026-01-01T12:00:01.250000+00:00", "wait_seconds": 0.25},
+    "created_at": "2026-01-01T12:00:01Z",
 }
 FEED_CURSOR_EXAMPLE = keyset.encode_feed({"default": (7301, 1001)})
 
@@ -123,7 +127,11 @@ class EventFeedView(JobQueueAPIView):
         summary="Every job's events after a cursor, oldest first", tags=["events"],
         description="Poll with `cursor=<next_cursor of the previous answer>`. Without a "
                     "cursor, the latest `limit` events. Each row carries the job's type, its "
-                    "current status and its database (`shard`). With JOB_SHARDS, every "
+                    "current status and its database (`shard`). A job's start is no event "
+                    "of its own: the event that ends an attempt carries it "
+                    "(`data.started_at`, `data.wait_seconds`, `data.lease_token`, and "
+                    "`worker_id`, the worker that ran it); history written before keeps its "
+                    "`claimed` events. With JOB_SHARDS, every "
                     "database's events, merged by time, each database's in its commit "
                     "order: across polls none is skipped or shown twice, whatever the "
                     "writers do; `shards` says which database answered, and the events of "

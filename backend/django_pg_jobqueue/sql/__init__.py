@@ -30,7 +30,9 @@ them define the same name).
 
 Every statement that moves a job is a single statement: a guarded UPDATE and the INSERT of
 its event, joined by a CTE, so the state change and its record commit together in one
-round trip. Worker writes are fenced: they match `status = 'running' AND lease_token = <the
+round trip. The claim alone writes no event: an attempt's start stays on the job row while
+it runs and is written into the event of its outcome (lifecycle.attempt_start), one history
+row per attempt. Worker writes are fenced: they match `status = 'running' AND lease_token = <the
 token this claim stamped>`, never the status alone, because after a lease expires the reaper
 may requeue the job and another worker claim it: the row is `running` again, under a new
 token. All times come from the database clock, `now()`.

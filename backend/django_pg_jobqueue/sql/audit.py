@@ -25,36 +25,59 @@ AUDIT_HELD_WITHOUT_EXECUTOR = (
     "   AND w.heartbeat_at > j.lease_expires_at + make_interval(secs => %s){ids} ORDER BY j.id"
 )
 # Two attempts of one job that overlapped in time: attempt N's worker still acted on it after
-# attempt N+1 was claimed. Events alone can tell only that much: an attempt's run begins at its
+# attempt N+1 started. Events alone can tell only that much: an attempt's run begins at its
 # claim (or, prefetched, soon after) and no event marks when its handler returned; but a
 # `lease_lost` of attempt N (a renewal, completion, failure or snooze its worker tried, refused:
 # it still held the attempt, its handler running or its outcome not yet written) or a stuck
-# handler's note (its handler had not returned) with an id after attempt N+1's `claimed`
-# means both were under way at once. Not counted: a refusal for a job still waiting in a
-# prefetch buffer (its worker id the buffer's) and a refused start (`refused` = `start`):
-# those attempts never ran. Event ids order a job's events by commit (see audit.py). One row
-# per overlapping pair, with the latest sign of attempt N.
+# handler's note (its handler had not returned) written after attempt N+1's start means both
+# were under way at once. Not counted: a refusal for a job still waiting in a prefetch buffer
+# (its worker id the buffer's) and a refused start (`refused` = `start`): those attempts never
+# ran. The attempts' starts (`starts`), each with its lease token, worker and time, come from
+# three places (history v2, sql.attempt_start): the outcome event of each ended attempt
+# (data.started_at), the job row of the attempt running now, and the `claimed` events written
+# before (their own time). A late sign is after the next start when its transaction began
+# after the claim's did (`created_at` and `started_at` are both their transaction's now(); a
+# refusal always follows the claim that took the lease). One row per overlapping pair, with
+# the latest sign of attempt N.
 _AUDIT_PREFETCH_ID = f"'{PREFETCH_WORKER_SUFFIX}$'"
 AUDIT_OVERLAPPING_ATTEMPTS = """
-WITH claims AS (
-    SELECT job_id, id, attempt, worker_id, data->>'lease_token' AS token,
-           lead(id) OVER w AS next_id, lead(attempt) OVER w AS next_attempt,
-           lead(worker_id) OVER w AS next_worker, lead(created_at) OVER w AS next_at
+WITH starts AS (
+    SELECT job_id, attempt, worker_id,
+           coalesce(data->>'start_lease_token', data->>'lease_token') AS token,
+           (data->>'started_at')::timestamptz AS at
+    FROM job_events
+    WHERE data ? 'started_at'{ids}
+    UNION ALL
+    SELECT job_id, attempt, worker_id, data->>'lease_token', created_at
     FROM job_events
     WHERE kind = 'claimed'{ids}
-    WINDOW w AS (PARTITION BY job_id ORDER BY id)
+    UNION ALL
+    SELECT id, attempts, locked_by, lease_token::text, started_at
+    FROM jobs
+    WHERE status = 'running'{job_ids}
+),
+claims AS (
+    SELECT DISTINCT ON (job_id, token) *  -- a start seen twice (its `claimed` and its outcome)
+    FROM starts ORDER BY job_id, token, at
+),
+ordered AS (
+    SELECT job_id, attempt, worker_id, token, at,
+           lead(attempt) OVER w AS next_attempt, lead(worker_id) OVER w AS next_worker,
+           lead(at) OVER w AS next_at
+    FROM claims
+    WINDOW w AS (PARTITION BY job_id ORDER BY at, attempt)
 )
-SELECT DISTINCT ON (c.job_id, c.id)
+SELECT DISTINCT ON (c.job_id, c.token)
        c.job_id, c.attempt, c.worker_id, c.next_attempt, c.next_worker, c.next_at,
        e.kind, e.data->>'refused', e.worker_id, e.created_at
-FROM claims c
+FROM ordered c
 JOIN job_events e
-  ON e.job_id = c.job_id AND e.id > c.next_id AND e.data->>'lease_token' = c.token
+  ON e.job_id = c.job_id AND e.created_at > c.next_at AND e.data->>'lease_token' = c.token
  AND ((e.kind = 'lease_lost' AND e.data->>'refused' IS DISTINCT FROM 'start'
        AND e.worker_id !~ """ + _AUDIT_PREFETCH_ID + """)
       OR (e.kind = 'log' AND e.data->>'stuck' = 'true'))
-WHERE c.next_id IS NOT NULL
-ORDER BY c.job_id, c.id, e.id DESC
+WHERE c.next_at IS NOT NULL
+ORDER BY c.job_id, c.token, e.id DESC
 """
 # Attempts the reaper charged though they never started: a `lease_expired` under a prefetch
 # buffer's worker id (since the start of a prefetched job is recorded before its handler runs,
@@ -98,7 +121,10 @@ ORDER BY 1
 AUDIT_REPLAY_JOBS = (
     "SELECT id, status, attempts, lease_token::text FROM jobs WHERE true{ids} ORDER BY id"
 )
+# data ? 'started_at': the event ends an attempt and carries its start (history v2), whose
+# token is its lease_token unless it kept start_lease_token (sql.stale_start).
 AUDIT_REPLAY_EVENTS = (
-    "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status'"
+    "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status',"
+    " data ? 'started_at', data->>'start_lease_token'"
     " FROM job_events WHERE true{ids} ORDER BY job_id, id"
 )

@@ -73,6 +73,11 @@ CLAIM_PLANNER_RESTORE = "SELECT " + ", ".join(
 # no plan change), one fragment so that the variants cannot drift apart.
 _NOT_EXPIRED = "(expires_at IS NULL OR expires_at > now())  -- not expired"
 
+# The claim writes no event (history v2): the attempt's start (its worker, locked_by; its time,
+# started_at; its lease token) stays on the job row while it runs, and the statement that ends
+# the attempt copies it into the outcome's event (sql.lifecycle ATTEMPT_START). A drained job
+# so writes two history rows, `created` and its outcome, not three; the timeline derives each
+# attempt's start from its outcome's row, and the running attempt's from the job row.
 _CLAIM_UPDATE = """claimed AS (
     UPDATE jobs j
     SET status = 'running',
@@ -90,14 +95,6 @@ _CLAIM_UPDATE = """claimed AS (
     RETURNING j.id, j.type, j.queue, j.payload, j.priority, j.attempts, j.max_attempts,
               j.lease_token, j.timeout_seconds, j.available_at, j.created_at, j.started_at,
               j.lease_expires_at, j.locked_by, picked.n
-),
-events AS (
-    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
-    SELECT id, 'claimed', attempts, locked_by, '',
-           jsonb_build_object('lease_token', lease_token,
-                              'wait_seconds', round(extract(epoch FROM now() - available_at)::numeric, 4)),
-           now()
-    FROM claimed
 )"""
 _CLAIM_RETURN = """
 SELECT * FROM claimed ORDER BY n  -- claim order: the i-th row went to the i-th worker id

@@ -64,6 +64,31 @@ SET_NEXT_STATUS = """    SET status = d.next_status,
         unknown_type_at = NULL,  -- a worker knew its type: it no longer waits for one
 """
 
+# --- an attempt's start, carried by the event that ends it (history v2) ----------------------
+# The claim writes no event: while the attempt runs, its start is on the job row (locked_by,
+# started_at: the claim's now(), lease_token), and every statement that ends an attempt
+# (COMPLETE_MANY, FAIL, REQUEUE_UNCHARGED, RELEASE_UNKNOWN_TYPE, REAP, waits.PARK_IF_RUNNING)
+# copies it into its outcome's event: worker_id is the attempt's worker, and data gains these
+# keys beside its lease_token: `started_at` and `wait_seconds` (from the job's available_at to
+# the start, what the old `claimed` event's data said). {started}: the row's started_at;
+# {available}: its available_at as the attempt found it (read before a requeue moves it).
+# One row per attempt: the timeline, the metrics' claim wait and audit_jobs read the start
+# from it (and still read the `claimed` rows written before).
+def attempt_start(started: str, available: str) -> str:
+    return (f"'started_at', {started}, "
+            f"'wait_seconds', round(extract(epoch FROM {started} - {available})::numeric, 4)")
+
+
+# The start's own lease token is the outcome's `lease_token`: the statement is fenced by it
+# (the row's token equals the writer's), so it is not written twice. Only if they differed (a
+# write applied without that fence: a bug) is the row's token kept, as `start_lease_token`,
+# for audit_jobs to report the stale write, as the separate `claimed` row let it before.
+# {held}: the row's token read before the write; {writer}: the token the writer presented.
+def stale_start(held: str, writer: str) -> str:
+    return (f"CASE WHEN {held} IS DISTINCT FROM {writer}::uuid"
+            f" THEN jsonb_build_object('start_lease_token', {held}) ELSE '{{}}'::jsonb END")
+
+
 # --- a batch's leases: those free to write now, and those another transaction locks ----------
 # Of a batch's leases (CTE `input`: id, token), those still held (the job running under that
 # token) whose row no other transaction locks (CTE `free`): a row another transaction holds a
@@ -72,7 +97,7 @@ SET_NEXT_STATUS = """    SET status = d.next_status,
 # batch. It comes back `busy` instead (_BUSY_LEASES: still this lease's, not written), for the
 # worker to write alone. COMPLETE_MANY and RENEW_MANY write so.
 _FREE_LEASES = """free AS (
-    SELECT j.id FROM jobs j JOIN input ON j.id = input.id
+    SELECT j.id, j.lease_token AS held FROM jobs j JOIN input ON j.id = input.id
     WHERE j.status = 'running' AND j.lease_token = input.token
     ORDER BY j.id
     FOR NO KEY UPDATE OF j SKIP LOCKED
@@ -114,12 +139,14 @@ done AS (
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
-              j.batch_id
+              j.batch_id, j.started_at, j.available_at, free.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
     SELECT id, status, attempts, worker_id, '',
-           jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4)),
+           jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4),
+                              """ + attempt_start("started_at", "available_at") + """)
+           || """ + stale_start("held", "token") + """,
            now()
     FROM done
 ),
@@ -141,8 +168,8 @@ SELECT j.id, 'busy', NULL, false, NULL  -- the worker completes these alone
 # the exception (POLICY_GIVES_UP); the event records which policy decided and why.
 FAIL = """
 WITH target AS (
-    SELECT id, attempts, max_attempts, cancel_requested_at, started_at,
-           COALESCE(retry_policy, %(policy)s::jsonb) AS policy
+    SELECT id, attempts, max_attempts, cancel_requested_at, started_at, available_at,
+           lease_token AS held, COALESCE(retry_policy, %(policy)s::jsonb) AS policy
     FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
     FOR UPDATE
@@ -152,7 +179,7 @@ verdict AS (
     FROM target
 ),
 decision AS (
-    SELECT id, attempts, started_at, policy, gives_up,
+    SELECT id, attempts, started_at, available_at, held, policy, gives_up,
            """ + NEXT_STATUS.format(job="", retryable="NOT %(permanent)s AND NOT gives_up AND ") + """
            """ + retry_delay_seconds("policy", "attempts", "%(function_delay)s") + """ AS delay
     FROM verdict
@@ -165,7 +192,7 @@ upd AS (
     WHERE j.id = d.id
     RETURNING j.id, j.status, j.attempts, d.delay, d.policy, d.gives_up,
               extract(epoch FROM now() - d.started_at) AS run_seconds, j.has_dependants,
-              j.batch_id
+              j.batch_id, d.started_at, d.available_at AS started_available_at, d.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -179,7 +206,9 @@ events AS (
                'traceback', %(traceback)s::text,  -- each attempt's; the row keeps the last only
                'run_seconds', round(run_seconds::numeric, 4),
                'retry_policy', policy,
-               'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END),
+               'delay_seconds', CASE WHEN status = 'queued' THEN round(delay::numeric, 3) END,
+               """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "%(token)s") + """,
            now()
     FROM upd
 ),
@@ -198,6 +227,11 @@ WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
         AS u(id, token, worker_id)
 ),
+attempt AS (  -- each attempt's start as it ran (the UPDATE below moves available_at)
+    SELECT j.id, j.started_at, j.available_at, j.lease_token AS held
+    FROM jobs j JOIN input ON j.id = input.id
+    WHERE j.status = 'running' AND j.lease_token = input.token
+),
 upd AS (
     UPDATE jobs j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END,
@@ -205,16 +239,20 @@ upd AS (
         available_at = now() + make_interval(secs => %(delay_seconds)s),
         finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM input
+    FROM input JOIN attempt a ON a.id = input.id
     WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
-    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id
+    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
+              a.started_at, a.available_at AS started_available_at, a.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
     SELECT id, CASE status WHEN 'queued' THEN %(kind)s ELSE 'cancelled' END,
            CASE status WHEN 'queued' THEN attempts + 1 ELSE attempts END,
            worker_id, %(message)s,
-           jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s), now()
+           jsonb_build_object('lease_token', token, 'delay_seconds', %(delay_seconds)s,
+                              """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "token") + """,
+           now()
     FROM upd
 ),
 notified AS (  -- a cancel that won: the outcome's waiters wake (OUTCOMES_NOTIFY)
@@ -231,13 +269,14 @@ WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIF
 # with %(error)s: no worker knew its type for that long (a removed type, a typo'd producer).
 RELEASE_UNKNOWN_TYPE = """
 WITH target AS (
-    SELECT id, cancel_requested_at, COALESCE(unknown_type_at, now()) AS since
+    SELECT id, cancel_requested_at, COALESCE(unknown_type_at, now()) AS since,
+           started_at, available_at, lease_token AS held
     FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
     FOR UPDATE
 ),
 decision AS (
-    SELECT id, since,
+    SELECT id, since, started_at, available_at, held,
            CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN since <= now() - make_interval(secs => %(give_up_seconds)s::float8) THEN 'failed'
                 ELSE 'queued' END AS next_status
@@ -256,7 +295,8 @@ upd AS (
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
     WHERE j.id = d.id
-    RETURNING j.id, j.status, j.attempts, d.since
+    RETURNING j.id, j.status, j.attempts, d.since, d.started_at,
+              d.available_at AS started_available_at, d.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -266,7 +306,9 @@ events AS (
            jsonb_build_object('lease_token', %(token)s::text, 'reason', 'unknown_type',
                               'unknown_type_at', since, 'permanent', status = 'failed',
                               'delay_seconds', CASE WHEN status = 'queued'
-                                                    THEN %(delay_seconds)s::float8 END),
+                                                    THEN %(delay_seconds)s::float8 END,
+                              """ + attempt_start("started_at", "started_available_at") + """)
+           || """ + stale_start("held", "%(token)s") + """,
            now()
     FROM upd
 ),
@@ -391,6 +433,7 @@ WITH expired AS (
 ),
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
+           j.available_at AS started_available_at,
            """ + _UNSTARTED + """ AS unstarted,
            """ + NEXT_STATUS.format(job="j.", retryable=_UNSTARTED + " OR ") + """
            CASE WHEN """ + _UNSTARTED + """ THEN 0
@@ -410,20 +453,23 @@ upd AS (
     RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay, j.last_error,
               j.type, j.queue, j.payload, j.priority, j.max_attempts, j.timeout_seconds,
               j.available_at, j.created_at, j.started_at, d.lease_expires_at,
-              d.unstarted AND j.status = 'queued' AS released
+              d.unstarted AND j.status = 'queued' AS released, d.started_available_at
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
     SELECT id, 'released', attempts + 1, locked_by,
            'lease expired while prefetched, before any thread started it; requeued uncharged',
-           jsonb_build_object('lease_token', lease_token, 'reason', 'unstarted'), now()
+           jsonb_build_object('lease_token', lease_token, 'reason', 'unstarted',
+                              """ + attempt_start("started_at", "started_available_at") + """),
+           now()
     FROM upd WHERE released
     UNION ALL
     SELECT id, 'lease_expired', attempts, locked_by,
            'lease expired; ' || CASE status WHEN 'queued' THEN 'requeued' ELSE status END,
            jsonb_build_object('lease_token', lease_token, 'next_status', status,
                               'delay_seconds', CASE WHEN status = 'queued'
-                                                    THEN round(delay::numeric, 3) END),
+                                                    THEN round(delay::numeric, 3) END,
+                              """ + attempt_start("started_at", "started_available_at") + """),
            now()
     FROM upd WHERE NOT released
 ),

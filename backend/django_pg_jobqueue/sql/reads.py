@@ -299,13 +299,30 @@ FROM job_workers ORDER BY id
 
 METRICS_QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue_settings ORDER BY queue"
 
-# The claimed event's wait: from the job's available_at to the claim. available_at is only
-# reliable for the job's latest claim (a retry moves it), so older claims of a job that was
-# requeued since are left out of the histogram rather than measured wrong.
-_WAIT = """CASE WHEN r.kind = 'claimed' AND r.attempt = j.attempts AND j.status <> 'queued'
-                 AND r.created_at >= j.available_at
-            THEN extract(epoch FROM r.created_at - j.available_at) END"""
-_RUN = "CASE WHEN r.kind <> 'claimed' THEN (r.data->>'run_seconds')::float8 END"
+# The claims of the window (`jobqueue_claimed_recent`, the claim wait's histogram), kind
+# 'claimed': the claim writes no event (history v2, sql.attempt_start), so an attempt's start
+# is read from the event of its outcome (data.started_at, data.wait_seconds: available_at ->
+# start), or for an attempt still running from its job row; and from the `claimed` events
+# written before, whose wait is in their data too. An attempt that started in the window
+# counts once, wherever its start is kept (but twice in the window of an upgrade, for an
+# attempt claimed before it and ended after); one that started before does not. Outcomes are
+# read through the BRIN index on created_at (an attempt's outcome is written after its start,
+# so one that started in the window ended in it); running jobs through jobs_running_idx.
+_RECENT_STARTS = """
+    SELECT job_id, 'claimed' AS kind, worker_id, (data->>'wait_seconds')::float8 AS wait,
+           NULL::float8 AS run
+    FROM job_events
+    WHERE created_at > now() - make_interval(secs => %(window)s)
+      AND data ? 'started_at'
+      AND (data->>'started_at')::timestamptz > now() - make_interval(secs => %(window)s)
+    UNION ALL
+    SELECT job_id, kind, worker_id, (data->>'wait_seconds')::float8, NULL
+    FROM job_events
+    WHERE created_at > now() - make_interval(secs => %(window)s) AND kind = 'claimed'
+    UNION ALL
+    SELECT id, 'claimed', locked_by, extract(epoch FROM started_at - available_at), NULL
+    FROM jobs
+    WHERE status = 'running' AND started_at > now() - make_interval(secs => %(window)s)"""
 
 
 def metrics_window(run_buckets, wait_buckets) -> str:
@@ -316,13 +333,15 @@ def metrics_window(run_buckets, wait_buckets) -> str:
 
     return f"""
 WITH recent AS (
-    SELECT job_id, kind, attempt, worker_id, data, created_at FROM job_events
+    SELECT job_id, kind, worker_id, NULL::float8 AS wait, (data->>'run_seconds')::float8 AS run
+    FROM job_events
     WHERE created_at > now() - make_interval(secs => %(window)s)
-      AND kind IN ('claimed', 'succeeded', 'failed', 'retry_scheduled', 'cancelled',
+      AND kind IN ('succeeded', 'failed', 'retry_scheduled', 'cancelled',
                    'lease_expired', 'retried', 'released', 'snoozed', 'expired')
+    UNION ALL{_RECENT_STARTS}
 ),
 measured AS (
-    SELECT j.type, r.kind, r.worker_id, {_WAIT} AS wait, {_RUN} AS run
+    SELECT j.type, r.kind, r.worker_id, r.wait, r.run
     FROM recent r JOIN jobs j ON j.id = r.job_id
 )
 SELECT type, kind, count(*), count(*) FILTER (WHERE worker_id IS NOT NULL),

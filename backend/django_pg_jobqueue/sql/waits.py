@@ -8,7 +8,7 @@ what the first committed: a signal sent while the handler ran makes the park due
 park before the signal is woken by it. Neither can miss the other.
 """
 from .enqueue import NOTIFY_CHANNEL
-from .lifecycle import OUTCOMES_NOTIFY
+from .lifecycle import OUTCOMES_NOTIFY, attempt_start, stale_start
 
 # When a signal's wait has no timeout, the parked job's run time: the end of the range a job's
 # run time may take (states.RUN_AT_MIN's other end, what Python's datetime holds). A signal,
@@ -31,7 +31,7 @@ FOR NO KEY UPDATE
 # workers (%(notify)s); a cancelled one its outcome's waiters.
 PARK_IF_RUNNING = """
 WITH running AS (
-    SELECT id, cancel_requested_at FROM jobs
+    SELECT id, cancel_requested_at, started_at, available_at, lease_token AS held FROM jobs
     WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
 ),
 awaited AS (
@@ -44,6 +44,7 @@ awaited AS (
 ),
 target AS (
     SELECT r.id, r.cancel_requested_at, a.sent_at IS NOT NULL AS signal_sent,
+           r.started_at, r.available_at AS started_available_at, r.held,
            CASE WHEN %(signal)s::text IS NULL THEN greatest(%(until)s::timestamptz, now())
                 WHEN a.sent_at IS NOT NULL THEN now()
                 ELSE greatest(coalesce(a.timeout_at, '""" + UNTIMED_WAIT_UNTIL + """'), now())
@@ -60,7 +61,8 @@ upd AS (
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM target t
     WHERE j.id = t.id AND j.status = 'running' AND j.lease_token = %(token)s
-    RETURNING j.id, j.status, j.attempts, j.queue, j.available_at, t.signal_sent, t.timeout_at
+    RETURNING j.id, j.status, j.attempts, j.queue, j.available_at, t.signal_sent, t.timeout_at,
+              t.started_at, t.started_available_at, t.held
 ),
 events AS (
     INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
@@ -71,7 +73,9 @@ events AS (
                'lease_token', %(token)s::text, 'signal', %(signal)s::text,
                'until', CASE WHEN status = 'queued' AND available_at
                                   < '""" + UNTIMED_WAIT_UNTIL + """' THEN available_at END,
-               'timeout_at', timeout_at, 'signal_sent', CASE WHEN signal_sent THEN true END)),
+               'timeout_at', timeout_at, 'signal_sent', CASE WHEN signal_sent THEN true END,
+               """ + attempt_start("started_at", "started_available_at") + """))
+           || """ + stale_start("held", "%(token)s") + """,
            now()
     FROM upd
 ),

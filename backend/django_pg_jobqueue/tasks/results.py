@@ -29,9 +29,10 @@ STATUS_MAP = {
     "cancelled": TaskResultStatus.FAILED,
 }
 
-# The events a result is rebuilt from.
+# The events a result is rebuilt from: the attempts' starts (each carried by the event that
+# ended its attempt, data.started_at; `claimed` events before history v2), task errors, failures.
 _RESULT_EVENT_KINDS = ("claimed", "log", "retry_scheduled", "failed", "cancelled",
-                       "lease_expired")
+                       "lease_expired", "succeeded", "released", "snoozed", "parked")
 # Failures the worker records without a Python exception of the task's own.
 _SYNTHETIC_ERRORS = {
     "timeout": "builtins.TimeoutError",
@@ -104,10 +105,12 @@ def build_result(job: Any, events: list[dict[str, Any]], task: Task | None = Non
     errors: list[TaskError] = []
     for ev in events:
         kind, data = ev["kind"], ev["data"] or {}
-        if kind == "claimed":
+        started = data.get("started_at") if kind != "claimed" else None
+        if kind == "claimed" or started:
             by_attempt[ev["attempt"]] = ev["worker_id"] or ""
-            first_claim_at = first_claim_at or ev["created_at"]
-        elif kind == "log" and "task_error" in data:
+            at = datetime.fromisoformat(started) if started else ev["created_at"]
+            first_claim_at = min(first_claim_at, at) if first_claim_at else at
+        if kind == "log" and "task_error" in data:
             err = data["task_error"]
             task_errors[ev["attempt"]] = TaskError(
                 exception_class_path=err["exception_class_path"], traceback=err["traceback"])
@@ -124,6 +127,9 @@ def build_result(job: Any, events: list[dict[str, Any]], task: Task | None = Non
         elif kind == "lease_expired":
             errors.append(TaskError(exception_class_path="django_pg_jobqueue.exceptions.LeaseLost",
                                     traceback=ev["message"]))
+    if job.status == "running" and job.locked_by:  # the attempt running now: its job row
+        by_attempt[job.attempts] = job.locked_by
+        first_claim_at = first_claim_at or job.started_at
     worker_ids = [by_attempt[n] for n in sorted(by_attempt) if n <= job.attempts]
     result = TaskResult(
         task=task, id=str(job.id), status=STATUS_MAP[job.status], enqueued_at=job.created_at,

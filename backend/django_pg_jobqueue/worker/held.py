@@ -74,6 +74,7 @@ class HeldJobs:
                 self._jobs[held.job.id] = held
         if self.signals is not None:
             self.signals.claimed.emit(*(held.job.id for held in helds))
+            self.signals.prefetched.emit(*(held.job.id for held in helds))
 
     def discard(self, job_id: int, lease_token) -> Held | None:
         """Forget a job while it is still held under this lease token; return it, or None."""

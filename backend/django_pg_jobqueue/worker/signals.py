@@ -12,6 +12,8 @@ started waiting.
 Events, in the process that records them, after the write committed:
 - `claimed`: a job id, when the pool holds a job it claimed (for an executor, or into its
   prefetch buffer);
+- `prefetched`: a job id, when the pool holds a job it claimed into its prefetch buffer (under
+  `<process>-prefetch`: the claim writes no event that would say so);
 - `started`: a job id, when an executor starts a job (its handler runs next; a prefetched
   job's start already recorded);
 - `ended`: (job id, status) when the pool wrote a job's outcome: "succeeded" or "cancelled"
@@ -96,6 +98,7 @@ class TestSignals:
 
     def __init__(self):
         self.claimed = TestSignal("claimed")
+        self.prefetched = TestSignal("prefetched")
         self.started = TestSignal("started")
         self.ended = TestSignal("ended")
         self.released = TestSignal("released")

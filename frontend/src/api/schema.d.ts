@@ -164,7 +164,7 @@ export interface paths {
         };
         /**
          * Every job's events after a cursor, oldest first
-         * @description Poll with `cursor=<next_cursor of the previous answer>`. Without a cursor, the latest `limit` events. Each row carries the job's type, its current status and its database (`shard`). With JOB_SHARDS, every database's events, merged by time, each database's in its commit order: across polls none is skipped or shown twice, whatever the writers do; `shards` says which database answered, and the events of one that did not come once it is back. `after=<next_after>` (an event id, the cursor before shards) still follows JOB_DATABASE's events alone.
+         * @description Poll with `cursor=<next_cursor of the previous answer>`. Without a cursor, the latest `limit` events. Each row carries the job's type, its current status and its database (`shard`). A job's start is no event of its own: the event that ends an attempt carries it (`data.started_at`, `data.wait_seconds`, `data.lease_token`, and `worker_id`, the worker that ran it); history written before keeps its `claimed` events. With JOB_SHARDS, every database's events, merged by time, each database's in its commit order: across polls none is skipped or shown twice, whatever the writers do; `shards` says which database answered, and the events of one that did not come once it is back. `after=<next_after>` (an event id, the cursor before shards) still follows JOB_DATABASE's events alone.
          */
         get: operations["v1_events_retrieve"];
         put?: never;

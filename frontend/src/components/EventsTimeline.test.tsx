@@ -34,6 +34,86 @@ describe("EventsTimeline", () => {
     expect(items[1]).toHaveTextContent("attempt 1 · host-1-0");
   });
 
+  it("shows each attempt's start from the event that ended it, before that attempt's events", () => {
+    render(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null, created_at: "2026-01-01T12:00:00.000Z" }),
+          ev(3, "progress", { data: { percent: 50 }, created_at: "2026-01-01T12:00:01.500Z" }),
+          ev(4, "retry_scheduled", {
+            data: { started_at: "2026-01-01T12:00:01.000Z", lease_token: "t1", delay_seconds: 2 },
+            created_at: "2026-01-01T12:00:02.000Z",
+          }),
+          ev(5, "succeeded", {
+            attempt: 2,
+            worker_id: "host-2-3",
+            data: { started_at: "2026-01-01T12:00:04.000Z", lease_token: "t2" },
+            created_at: "2026-01-01T12:00:05.000Z",
+          }),
+        ]}
+      />,
+    );
+    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual([
+      "created",
+      "started",
+      "progress",
+      "retry_scheduled",
+      "started",
+      "succeeded",
+    ]);
+    expect(items[1]).toHaveTextContent("Started");
+    expect(items[1]).toHaveTextContent("attempt 1 · host-1-0");
+    expect(items[4]).toHaveTextContent("attempt 2 · host-2-3");
+  });
+
+  it("shows the running attempt's start from the job row, and old claimed events as they are", () => {
+    const running = {
+      status: "running",
+      attempts: 2,
+      started_at: "2026-01-01T12:00:04.000Z",
+      locked_by: "host-2-3",
+      lease_token: "t2",
+    };
+    const { rerender } = render(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null, created_at: "2026-01-01T12:00:00.000Z" }),
+          ev(2, "claimed", { data: { lease_token: "t1" }, created_at: "2026-01-01T12:00:01.000Z" }),
+          ev(3, "retry_scheduled", { data: { lease_token: "t1" }, created_at: "2026-01-01T12:00:02.000Z" }),
+          ev(4, "log", { attempt: 2, worker_id: "host-2-3", message: "hi", created_at: "2026-01-01T12:00:04.500Z" }),
+        ]}
+        job={running}
+      />,
+    );
+    let items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "retry_scheduled", "started", "log"]);
+    expect(items[3]).toHaveTextContent("attempt 2 · host-2-3");
+    // A job running under a claim written before history v2: its `claimed` row is its start.
+    rerender(
+      <EventsTimeline
+        events={[ev(1, "created", { attempt: 0, worker_id: null }), ev(2, "claimed", { data: { lease_token: "t2" } })]}
+        job={running}
+      />,
+    );
+    items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed"]);
+    // Claimed before, given back (uncharged: attempt 1 again), claimed again since: its start
+    // is the job row's, not the old row's.
+    rerender(
+      <EventsTimeline
+        events={[
+          ev(1, "created", { attempt: 0, worker_id: null }),
+          ev(2, "claimed", { data: { lease_token: "t0" } }),
+          ev(3, "released", { data: { lease_token: "t0" } }),
+        ]}
+        job={{ ...running, attempts: 1, lease_token: "t9" }}
+      />,
+    );
+    items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "released", "started"]);
+  });
+
   it("marks rows that arrived since the last render", () => {
     const { rerender } = render(<EventsTimeline events={[ev(1, "created"), ev(2, "claimed")]} />);
     rerender(<EventsTimeline events={[ev(1, "created"), ev(2, "claimed"), ev(3, "failed")]} />);

@@ -1,12 +1,13 @@
 import { useState } from "react";
 import type { JobEvent } from "../api/types";
-import { compactEvents } from "../lib/events";
+import { type RunningJob, timelineItems } from "../lib/events";
 import { formatClock } from "../lib/time";
 import { Traceback } from "./Traceback";
 
 const KIND_LABEL: Record<string, string> = {
   created: "Created",
   claimed: "Claimed",
+  started: "Started",
   lease_renewed: "Lease renewed",
   progress: "Progress",
   log: "Log",
@@ -63,13 +64,16 @@ export function eventTraceback(event: Pick<JobEvent, "data">): string | null {
 }
 
 /**
- * The job's events, oldest first. A failure event (retry scheduled, failed, cancelled) carries
+ * The job's events, oldest first, with each attempt's start: the claim writes no event, so the
+ * start is read from the event that ended the attempt (`data.started_at`, its worker), or for
+ * the attempt running now from the job row (`job`); old history shows its `claimed` events.
+ * A failure event (retry scheduled, failed, cancelled) carries
  * its own attempt's traceback, folded under "Traceback", so every attempt's error can be read,
  * not only the last one's. Runs of lease renewals and progress reports fold into one
  * row (the newest, with a count), so that state changes stay readable while the job runs.
  * Rows that arrived since the last render flash briefly.
  */
-export function EventsTimeline({ events }: { events: JobEvent[] }) {
+export function EventsTimeline({ events, job }: { events: JobEvent[]; job?: RunningJob | null }) {
   // The newest event id of the previous list: rows after it are new since then.
   const lastId = events.length ? events[events.length - 1].id : null;
   const [seen, setSeen] = useState<{ lastId: number | null; previousMax: number | null }>({
@@ -78,11 +82,27 @@ export function EventsTimeline({ events }: { events: JobEvent[] }) {
   });
   if (seen.lastId !== lastId) setSeen({ lastId, previousMax: seen.lastId });
   const previousMax = seen.previousMax;
-  const entries = compactEvents(events);
-  if (entries.length === 0) return <p className="muted">No events yet.</p>;
+  const items = timelineItems(events, job);
+  if (items.length === 0) return <p className="muted">No events yet.</p>;
   return (
     <ol className="timeline" data-testid="events-timeline" aria-live="polite" aria-relevant="additions">
-      {entries.map(({ event, count, first }) => {
+      {items.map((item) => {
+        if (item.type === "start") {
+          const { start } = item;
+          return (
+            <li key={item.key} className="k-claimed k-started" data-kind="started">
+              <div className="ev-head">
+                <span className="ev-kind">{kindLabel("started")}</span>
+                <span className="ev-meta">
+                  {formatClock(start.started_at)}
+                  {start.attempt ? ` · attempt ${start.attempt}` : ""}
+                  {start.worker_id ? ` · ${start.worker_id}` : ""}
+                </span>
+              </div>
+            </li>
+          );
+        }
+        const { event, count, first } = item.entry;
         const fresh = previousMax !== null && event.id > previousMax;
         const detail = eventDetail(event);
         const traceback = eventTraceback(event);

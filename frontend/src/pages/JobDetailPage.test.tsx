@@ -46,7 +46,8 @@ function detail(fields: Partial<JobDetail>): JobDetail {
     request_fingerprint: null,
     dependencies: [],
     dependants: [],
-    events: [event(1, "created", -10), event(2, "claimed", -9)],
+    // The claim writes no event: the running attempt's start is the job's started_at.
+    events: [event(1, "created", -10)],
     ...fields,
   } as JobDetail;
 }
@@ -68,7 +69,7 @@ function notStarted(fields: Partial<JobDetail>): JobDetail {
 function fakeJobApi() {
   const api = {
     detail: detail({}),
-    feed: [event(1, "created", -10), event(2, "claimed", -9)],
+    feed: [event(1, "created", -10)],
     detailReads: 0,
     cancels: 0,
     deletes: 0,
@@ -185,13 +186,16 @@ describe("cancelling a running job", () => {
     renderJob();
     const user = userEvent.setup();
     expect(await screen.findByTestId("created-notice")).toHaveTextContent("Job created.");
+    // The claim wrote no event: the running attempt's start is read from the job itself.
+    await waitFor(() => expect(kinds()).toEqual(["created", "started"]));
     await user.click(await screen.findByRole("button", { name: "Cancel" }));
     await user.click(await screen.findByRole("button", { name: "Yes, cancel it" }));
     await screen.findByText(/^Cancel requested:/);
 
     // The worker ends it: the feed has the event, the next detail read still says running.
     const readsBefore = api.detailReads;
-    api.feed = [...api.feed, event(4, "cancelled", 3)];
+    // The outcome carries its attempt's start (its lease token, when it started).
+    api.feed = [...api.feed, { ...event(4, "cancelled", 3), data: { lease_token: "t", started_at: at(-9) } }];
     await act(() => new Promise((r) => setTimeout(r, 1300)));
     // The feed saw it, so the page read the detail again at once; the timeline waits for it.
     expect(api.detailReads).toBeGreaterThan(readsBefore);
@@ -210,7 +214,8 @@ describe("cancelling a running job", () => {
       events: [...api.feed],
     });
     await waitFor(() => expect(screen.getByTestId("status-badge")).toHaveTextContent("cancelled"), { timeout: 3000 });
-    expect(kinds()).toContain("cancelled");
+    // One start for the attempt, now read from its outcome, before the attempt's own events.
+    expect(kinds()).toEqual(["created", "started", "cancel_requested", "cancelled"]);
     expect(screen.getByTestId("job-fields")).toHaveTextContent(/status\s*cancelled/);
     expect(screen.queryByText(/^Cancel requested:/)).toBeNull();
     expect(screen.queryByTestId("created-notice")).toBeNull();
@@ -242,7 +247,10 @@ const succeeded = () =>
     lease_expires_at: null,
     finished_at: at(-1),
     is_finished: true,
-    events: [event(1, "created", -10), event(2, "claimed", -9), event(3, "succeeded", -1)],
+    events: [
+      event(1, "created", -10),
+      { ...event(3, "succeeded", -1), data: { lease_token: "t", started_at: at(-9) } },
+    ],
   });
 
 /** fakeJobApi with job 7 succeeded. */

@@ -71,7 +71,7 @@ export function JobDetailView({
 
       <div className="grid grid-2">
         <Panel id="timeline" title="Events" extra={timeline.live}>
-          <Timeline state={timeline} />
+          <Timeline state={timeline} job={job} />
         </Panel>
         <div className="grid job-side" style={{ alignContent: "start" }}>
           {(job.last_error || job.last_traceback) && (
@@ -137,7 +137,7 @@ function Panel({
   );
 }
 
-function Timeline({ state }: { state: TimelineState }) {
+function Timeline({ state, job }: { state: TimelineState; job: JobDetail }) {
   const { events, earlier } = state;
   return (
     <>
@@ -155,7 +155,7 @@ function Timeline({ state }: { state: TimelineState }) {
       ) : state.error ? (
         <ErrorState error={state.error} onRetry={state.onRetry} />
       ) : (
-        <EventsTimeline events={events} />
+        <EventsTimeline events={events} job={job} />
       )}
     </>
   );
