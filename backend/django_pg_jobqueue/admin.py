@@ -9,7 +9,6 @@ statement refuses any other job; the delete page of an unfinished job is a 403. 
 read-only. Queue settings (pause, concurrency limit) are the one editable model.
 """
 import json
-from datetime import datetime
 
 from django import forms
 from django.contrib import admin, messages
@@ -18,6 +17,7 @@ from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import get_deleted_objects
 from django.db.models import Q
 from django.urls import reverse
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
@@ -115,10 +115,11 @@ def _attempt_started(event) -> str:
     started = (event.data or {}).get("started_at") if isinstance(event.data, dict) else None
     if not started:
         return "-"
-    try:
-        return _short_time(datetime.fromisoformat(started))
+    try:  # written by the database: parse_datetime reads its 1 to 6 fraction digits
+        at = parse_datetime(started)
     except (TypeError, ValueError):
-        return str(started)
+        at = None
+    return _short_time(at) if at is not None else str(started)
 
 
 class JobEventInline(ReadOnlyInline):

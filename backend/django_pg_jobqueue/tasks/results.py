@@ -8,6 +8,8 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+
 from ..exceptions import (
     PermanentError,
 )
@@ -108,7 +110,9 @@ def build_result(job: Any, events: list[dict[str, Any]], task: Task | None = Non
         started = data.get("started_at") if kind != "claimed" else None
         if kind == "claimed" or started:
             by_attempt[ev["attempt"]] = ev["worker_id"] or ""
-            at = datetime.fromisoformat(started) if started else ev["created_at"]
+            # The database wrote it (to_json of a timestamptz: 1 to 6 fraction digits, which
+            # datetime.fromisoformat reads only from Python 3.11 on).
+            at = (parse_datetime(started) if started else None) or ev["created_at"]
             first_claim_at = min(first_claim_at, at) if first_claim_at else at
         if kind == "log" and "task_error" in data:
             err = data["task_error"]
