@@ -12,7 +12,7 @@ from .base import JobQueueAPIView
 from .fields import EVENT_KIND_CHOICES, STATUS_CHOICES, JobQueueModelSerializer, JSONObjectField
 from .permissions import VIEW, JobPermission
 from .schema import errors, extend_schema
-from .shards import ShardStateSerializer
+from .shards import OmitNullShardsMixin, ShardStateSerializer
 from .shared_fields import SharedFieldsMixin
 
 
@@ -52,7 +52,7 @@ class FeedEventSerializer(EventSerializer):
         read_only_fields = fields
 
 
-class FeedPageSerializer(serializers.Serializer):
+class FeedPageSerializer(OmitNullShardsMixin, serializers.Serializer):
     results = FeedEventSerializer(many=True)
     has_more = serializers.BooleanField(help_text="More events follow: poll again at once.")
     next_after = serializers.IntegerField(allow_null=True, help_text=(
@@ -63,12 +63,6 @@ class FeedPageSerializer(serializers.Serializer):
     shards = ShardStateSerializer(many=True, required=False, help_text=(
         "With JOB_SHARDS only: each database and whether it answered; the events of one that "
         "did not come in a later poll, none skipped."))
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        if data.get("shards") is None:  # one database: no `shards`
-            data.pop("shards", None)
-        return data
 
 
 class EventFeedQuerySerializer(serializers.Serializer):

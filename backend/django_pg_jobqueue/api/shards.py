@@ -13,6 +13,17 @@ class ShardStateSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True, help_text="Why it did not answer.")
 
 
+class OmitNullShardsMixin:
+    """For a body whose `shards` is null without JOB_SHARDS (one database): the key is left
+    out, so that answer keeps the keys it had before shards."""
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if data.get("shards") is None:
+            data.pop("shards", None)
+        return data
+
+
 class ShardCountSerializer(ShardStateSerializer):
     count = serializers.IntegerField(allow_null=True, help_text="Its jobs matching the filters.")
 

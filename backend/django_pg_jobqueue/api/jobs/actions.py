@@ -20,7 +20,7 @@ from ..permissions import (
     has_action_permission,
 )
 from ..schema import errors, extend_schema
-from ..shards import ShardStateSerializer
+from ..shards import OmitNullShardsMixin, ShardStateSerializer
 
 # Each request by filter is bounded, so that it answers well within a proxy's timeout (60 s is
 # common): it stops after the batch that reaches either bound and says how to go on.
@@ -151,7 +151,7 @@ class _Refusal(serializers.Serializer):
     detail = serializers.CharField(help_text="A sentence for people.")
 
 
-class JobActionResultSerializer(serializers.Serializer):
+class JobActionResultSerializer(OmitNullShardsMixin, serializers.Serializer):
     done = serializers.IntegerField(help_text="How many jobs the action was applied to.")
     refused = _Refusal(many=True, help_text=(
         "The jobs the action was refused for, and why (the first 100; `refused_count` counts "
@@ -166,12 +166,6 @@ class JobActionResultSerializer(serializers.Serializer):
         "By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every "
         "shard) and whether it answered; the jobs of one that did not were not acted on "
         "(send the same request once it is back)."))
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        if data.get("shards") is None:  # one database: the answer's keys as before
-            data.pop("shards", None)
-        return data
 
 
 class JobActionsView(JobQueueAPIView):

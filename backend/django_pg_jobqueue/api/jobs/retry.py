@@ -18,7 +18,7 @@ from ...services.bulk_retry import retry_ids, retry_matching
 from ..fields import ISODateTimeField, StrictSerializer, in_utc
 from ..permissions import check_may_select
 from ..schema import errors, extend_schema
-from ..shards import ShardStateSerializer
+from ..shards import OmitNullShardsMixin, ShardStateSerializer
 
 MAX_RETRY_IDS = 1000
 
@@ -76,7 +76,7 @@ class JobRetryMatchingSerializer(StrictSerializer):
                 if name in self.validated_data}
 
 
-class JobRetryMatchingResultSerializer(serializers.Serializer):
+class JobRetryMatchingResultSerializer(OmitNullShardsMixin, serializers.Serializer):
     retried = serializers.IntegerField(help_text="How many jobs went back to the queue.")
     not_retried = serializers.ListField(
         child=serializers.IntegerField(),
@@ -86,12 +86,6 @@ class JobRetryMatchingResultSerializer(serializers.Serializer):
         "By filter or all, with JOB_SHARDS only: each database (JOB_DATABASE and every "
         "shard) and whether it answered; the failed jobs of one that did not were not "
         "retried (send the same request once it is back)."))
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        if data.get("shards") is None:  # one database: the answer's keys as before
-            data.pop("shards", None)
-        return data
 
 
 # POST jobs/retry/ as an action of JobViewSet (jobs/views.py).
