@@ -4,6 +4,7 @@ import type { BulkAction, Job, JobActionFilter, JobActionResult, JobActions } fr
 import { InlineConfirm } from "./Confirm";
 import type { FilterValues } from "./JobFilters";
 import type { Selection } from "../lib/useSelection";
+import { FILTER_KEYS } from "../lib/useFilterParams";
 import { Notice } from "./Notice";
 import type { Notice as NoticeText } from "../lib/jobView";
 
@@ -37,19 +38,10 @@ const VERBS: Record<BulkAction, { label: string; done: string; tone: "primary" |
 
 const plural = (n: number) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
 
-/** The list's filters the actions endpoint takes; `shard`: one shard's list (`?shard=`) acts
- * on that database's jobs alone. */
-const ACTION_FILTERS = [
-  "status",
-  "state",
-  "type",
-  "queue",
-  "priority",
-  "search",
-  "payload",
-  "schedule",
-  "shard",
-] as const;
+/** The list's filters the actions endpoint takes: all but the order, and the concurrency key
+ * (a list filtered by it offers no action, see refusedWith); `shard`: one shard's list
+ * (`?shard=`) acts on that database's jobs alone. */
+const ACTION_FILTERS = FILTER_KEYS.filter((key) => key !== "ordering" && key !== "concurrency_key");
 
 /** The list's filter form as the actions endpoint's `filter` object (blank ones left out). */
 export function toActionFilter(values: FilterValues): JobActionFilter {

@@ -4,7 +4,8 @@ import type { JobListParams } from "../api/types";
 import type { FilterValues } from "../components/JobFilters";
 import { PAGE_SIZES } from "../components/Pager";
 
-const KEYS = [
+/** Every filter of the job list, as its URL names it. */
+export const FILTER_KEYS = [
   "status",
   "state",
   "type",
@@ -27,7 +28,7 @@ export function useFilterParams(defaults: FilterValues = {}) {
   const navigate = useNavigate();
   const values = useMemo(() => {
     const v: FilterValues = { ...defaults };
-    for (const k of KEYS) {
+    for (const k of FILTER_KEYS) {
       const value = params.get(k);
       if (value !== null) v[k] = value;
     }
@@ -46,7 +47,7 @@ export function useFilterParams(defaults: FilterValues = {}) {
       const p = new URLSearchParams();
       const size = params.get("page_size");
       if (size) p.set("page_size", size);
-      for (const k of KEYS) {
+      for (const k of FILTER_KEYS) {
         const value = next[k]?.toString().trim();
         if (value && value !== defaults[k]) p.set(k, value);
       }
