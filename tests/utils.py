@@ -12,6 +12,15 @@ from django.db import close_old_connections
 REPO = Path(__file__).resolve().parents[1]
 
 
+def manage(env: dict, *args: str, timeout: float = 240) -> str:
+    """`manage.py *args` in a child process with `env` (another cluster's settings, say); its
+    output, or an assertion error with the end of what it printed when it fails."""
+    result = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = ""):
     """Poll `predicate` until it returns a truthy value; fail the test after `timeout`."""
     deadline = time.monotonic() + timeout

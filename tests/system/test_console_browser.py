@@ -23,7 +23,7 @@ import pytest
 
 from tests.clusters import streaming_replica, throwaway_primary, wait_replayed
 from tests.system.test_read_replica import Server
-from tests.utils import REPO
+from tests.utils import REPO, manage
 
 pytestmark = pytest.mark.e2e
 
@@ -53,15 +53,8 @@ def _env(**extra) -> dict:
     return env
 
 
-def _manage(env, *args) -> str:
-    result = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], env=env, cwd=REPO,
-                            capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
-
-
 def _operator(env) -> None:
-    _manage(env, "shell", "-c", (
+    manage(env, "shell", "-c", (
         "from django.contrib.auth.models import User\n"
         f"User.objects.create_superuser({USER!r}, 'c@example.com', {PASSWORD!r})"))
 
@@ -96,13 +89,13 @@ def test_the_sidebar_shows_the_replicas_lag_and_why_it_is_left_aside(clusters, t
     primary.execute("CREATE DATABASE jobs")
     env = _env(DATABASE_URL=primary.url("jobs"), JOB_READ_DATABASE_URL=replica.url("jobs"),
                JOB_READ_MAX_LAG_SECONDS="3600")
-    _manage(env, "migrate", "--no-input", "-v", "0")
+    manage(env, "migrate", "--no-input", "-v", "0")
     _operator(env)
-    _manage(env, "shell", "-c", "from django_pg_jobqueue import enqueue\nenqueue('noop', {})")
+    manage(env, "shell", "-c", "from django_pg_jobqueue import enqueue\nenqueue('noop', {})")
     wait_replayed(primary, replica)
     # Replay paused, then a write: the replica falls behind, by the age of what it replayed.
     replica.execute("SELECT pg_wal_replay_pause()")
-    _manage(env, "shell", "-c", "from django_pg_jobqueue import enqueue\nenqueue('noop', {})")
+    manage(env, "shell", "-c", "from django_pg_jobqueue import enqueue\nenqueue('noop', {})")
     with ExitStack() as stack:
         lenient = Server(env, tmp_path)
         stack.callback(lenient.stop)
@@ -138,7 +131,7 @@ def test_a_stopped_shard_is_named_down_while_the_other_shards_jobs_are_listed(cl
     outputs = [p.communicate(timeout=240)[0] for p in migrations]
     assert [p.returncode for p in migrations] == [0, 0, 0], outputs
     _operator(env)
-    _manage(env, "shell", "-c", (
+    manage(env, "shell", "-c", (
         "from django_pg_jobqueue import enqueue_many\n"
         "enqueue_many([{'type': 'noop', 'queue': q} for q in ('default', 'emails', 'video')"
         " for _ in range(15)])"))
@@ -155,7 +148,7 @@ def test_a_stopped_shard_is_named_down_while_the_other_shards_jobs_are_listed(cl
                         {"button": "^Cancel 30"}, {"button": "^Yes, cancel 30 jobs"}],
              "then": [r"Cancelled \(or asked to stop\) 30 jobs\. Shard shard_c did not answer"]},
         ], tmp_path)
-        cancelled = _manage(env, "shell", "-c", (
+        cancelled = manage(env, "shell", "-c", (
             "from django_pg_jobqueue.models import Job\n"
             "print([Job.objects.using(a).filter(status='cancelled').count()"
             " for a in ('default', 'shard_b')])")).strip().splitlines()[-1]

@@ -14,7 +14,7 @@ import pytest
 
 from tests.clusters import streaming_replica, throwaway_primary, wait_replayed
 from tests.system.test_adoption import free_port, http
-from tests.utils import REPO, wait_for
+from tests.utils import REPO, manage, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -25,13 +25,6 @@ def _env(primary, replica, max_lag: float) -> dict:
     env.update(DATABASE_URL=primary.url("jobs"), JOB_READ_DATABASE_URL=replica.url("jobs"),
                JOB_READ_MAX_LAG_SECONDS=str(max_lag), PYTHONUNBUFFERED="1")
     return env
-
-
-def _manage(env, *args) -> str:
-    result = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], env=env,
-                            cwd=REPO, capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
 
 
 class Server:
@@ -62,9 +55,9 @@ def test_the_api_reads_from_the_replica_and_leaves_it_aside_when_stale_or_down(t
     with throwaway_primary() as primary, streaming_replica(primary) as replica:
         primary.execute("CREATE DATABASE jobs")
         env = _env(primary, replica, max_lag=3600)
-        _manage(env, "migrate", "--no-input")
+        manage(env, "migrate", "--no-input")
         name = f"reader-{uuid.uuid4().hex[:6]}"
-        key = _manage(env, "shell", "-c", (
+        key = manage(env, "shell", "-c", (
             "from django.contrib.auth.models import User\n"
             "from rest_framework.authtoken.models import Token\n"
             f"u = User.objects.create_superuser({name!r}, 'r@example.com', 'x')\n"

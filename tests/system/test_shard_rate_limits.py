@@ -17,7 +17,7 @@ import pytest
 
 from tests.clusters import throwaway_primary, two_shard_settings
 from tests.handlers.chaos_handlers import Output
-from tests.utils import REPO, stop_gracefully
+from tests.utils import REPO, manage, stop_gracefully
 
 pytestmark = pytest.mark.e2e
 
@@ -69,13 +69,6 @@ print(json.dumps(out))
 """
 
 
-def _manage(env, *args) -> str:
-    result = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], env=env, cwd=REPO,
-                            capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
 def _started(cluster) -> dict:
     return {f"{queue}/{type_}": n for queue, type_, n in cluster.execute(
         "SELECT queue, type, count(*) FROM jobs WHERE status <> 'queued' GROUP BY 1, 2",
@@ -101,9 +94,9 @@ def test_run_time_limits_bind_the_claims_of_the_database_they_are_in_force_in(tm
             for database in ([], ["--database", "shard_b"])]
         migrated = [proc.communicate(timeout=180)[0] for proc in migrations]
         assert [proc.returncode for proc in migrations] == [0, 0], migrated
-        _manage(env, "createcachetable")
+        manage(env, "createcachetable")
 
-        before = json.loads(_manage(env, "shell", "-c", SET).strip().splitlines()[-1])
+        before = json.loads(manage(env, "shell", "-c", SET).strip().splitlines()[-1])
         # The queue's limit in its shard only; the type's in both databases.
         assert before["rows"] == {"default": [["type", "sleep", TYPE_LIMIT]],
                                   "shard_b": [["queue", "emails", QUEUE_LIMIT],
@@ -137,7 +130,7 @@ def test_run_time_limits_bind_the_claims_of_the_database_they_are_in_force_in(tm
                 assert cluster.execute("SELECT count(*) FROM pg_stat_activity WHERE "
                                        f"application_name = '{app_name}'") == [(0,)]
 
-        after = json.loads(_manage(env, "shell", "-c", AFTER).strip().splitlines()[-1])
+        after = json.loads(manage(env, "shell", "-c", AFTER).strip().splitlines()[-1])
         assert after["used"] == [["default", "type", "sleep", TYPE_LIMIT],
                                  ["shard_b", "queue", "emails", QUEUE_LIMIT],
                                  ["shard_b", "type", "sleep", TYPE_LIMIT]]

@@ -16,7 +16,7 @@ import pytest
 
 from tests.clusters import throwaway_primary, two_shard_settings
 from tests.handlers.chaos_handlers import Output
-from tests.utils import REPO, stop_gracefully
+from tests.utils import REPO, manage, stop_gracefully
 
 pytestmark = pytest.mark.e2e
 
@@ -134,13 +134,6 @@ print(json.dumps(out))
 """
 
 
-def _manage(env, *args) -> str:
-    result = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], env=env, cwd=REPO,
-                            capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
 def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path):
     with throwaway_primary() as a, throwaway_primary() as b, throwaway_primary() as c:
         for cluster in (a, b, c):
@@ -165,9 +158,9 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert "shard_b: job ids 17592186044416 to 35184372088831 (shard 1), set" in migrated[1]
         assert "shard_c: job ids 35184372088832 to 52776558133247 (shard 2), set" in migrated[2]
         # Again: already set, nothing changes.
-        assert "(shard 1), already set" in _manage(env, "migrate", "--database", "shard_b")
+        assert "(shard 1), already set" in manage(env, "migrate", "--database", "shard_b")
 
-        enqueued = json.loads(_manage(env, "shell", "-c", ENQUEUE.format(
+        enqueued = json.loads(manage(env, "shell", "-c", ENQUEUE.format(
             queues=QUEUES, per_queue=PER_QUEUE)).strip().splitlines()[-1])
         ids = {alias: set(found) for alias, found in enqueued["ids"].items()}
         assert {alias: len(found) for alias, found in ids.items()} == {
@@ -210,7 +203,7 @@ def test_queues_of_three_shards_drain_each_job_once_in_its_own_database(tmp_path
         assert set(ran) >= ids["default"] | ids["shard_b"] | ids["shard_c"]
         assert len(ran) == sum(expected.values())
 
-        counted = json.loads(_manage(env, "shell", "-c", COUNT.format(
+        counted = json.loads(manage(env, "shell", "-c", COUNT.format(
             waited=max(ids["shard_c"]))).strip().splitlines()[-1])
         assert counted["waited"] == [None]
         assert counted["status"] == ["emails"]  # shard_b's queues only
