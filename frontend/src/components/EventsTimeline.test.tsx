@@ -4,6 +4,9 @@ import { jobEvent } from "../test/factories";
 import { EventsTimeline, eventDetail, kindLabel } from "./EventsTimeline";
 
 const ev = jobEvent;
+/** The timeline's rows, oldest first; `kinds` their data-kind. */
+const rows = () => within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+const kinds = (items: HTMLElement[]) => items.map((li) => li.dataset.kind);
 
 describe("EventsTimeline", () => {
   it("lists events oldest first, folding progress and renewals into one row each", () => {
@@ -20,14 +23,8 @@ describe("EventsTimeline", () => {
         ]}
       />,
     );
-    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual([
-      "created",
-      "claimed",
-      "progress",
-      "lease_renewed",
-      "succeeded",
-    ]);
+    const items = rows();
+    expect(kinds(items)).toEqual(["created", "claimed", "progress", "lease_renewed", "succeeded"]);
     expect(items[2]).toHaveTextContent("50% · slept 1.50s");
     expect(items[2]).toHaveTextContent("×2");
     expect(items[3]).toHaveTextContent("Lease renewed×2");
@@ -53,15 +50,8 @@ describe("EventsTimeline", () => {
         ]}
       />,
     );
-    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual([
-      "created",
-      "started",
-      "progress",
-      "retry_scheduled",
-      "started",
-      "succeeded",
-    ]);
+    const items = rows();
+    expect(kinds(items)).toEqual(["created", "started", "progress", "retry_scheduled", "started", "succeeded"]);
     expect(items[1]).toHaveTextContent("Started");
     expect(items[1]).toHaveTextContent("attempt 1 · host-1-0");
     expect(items[4]).toHaveTextContent("attempt 2 · host-2-3");
@@ -86,8 +76,8 @@ describe("EventsTimeline", () => {
         job={running}
       />,
     );
-    let items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "retry_scheduled", "started", "log"]);
+    let items = rows();
+    expect(kinds(items)).toEqual(["created", "claimed", "retry_scheduled", "started", "log"]);
     expect(items[3]).toHaveTextContent("attempt 2 · host-2-3");
     // A job running under a claim written before history v2: its `claimed` row is its start.
     rerender(
@@ -96,8 +86,8 @@ describe("EventsTimeline", () => {
         job={running}
       />,
     );
-    items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed"]);
+    items = rows();
+    expect(kinds(items)).toEqual(["created", "claimed"]);
     // Claimed before, given back (uncharged: attempt 1 again), claimed again since: its start
     // is the job row's, not the old row's.
     rerender(
@@ -110,8 +100,8 @@ describe("EventsTimeline", () => {
         job={{ ...running, attempts: 1, lease_token: "t9" }}
       />,
     );
-    items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
-    expect(items.map((li) => li.dataset.kind)).toEqual(["created", "claimed", "released", "started"]);
+    items = rows();
+    expect(kinds(items)).toEqual(["created", "claimed", "released", "started"]);
   });
 
   it("marks rows that arrived since the last render", () => {
@@ -135,7 +125,7 @@ describe("EventsTimeline", () => {
         ]}
       />,
     );
-    const items = within(screen.getByTestId("events-timeline")).getAllByRole("listitem");
+    const items = rows();
     expect(items[1].dataset.kind).toBe("expired");
     expect(items[1]).toHaveTextContent("Expired");
     expect(items[1]).toHaveTextContent("not started by its expires_at");
