@@ -62,6 +62,17 @@ def _guard_drop() -> list[str]:
     return list(sql.HISTORY_GUARD_DROP)
 
 
+def _partial_listing(undo: bool = False) -> list[str]:
+    """The listing's (queue, status) and (type, status) indexes without the succeeded jobs'
+    entries (a completion's new row version then enters neither), or back as migrated."""
+    out = []
+    for column in ("queue", "type"):
+        name = f"jobs_{column}_status_idx"
+        where = "" if undo else " WHERE status <> 'succeeded'"
+        out += [f"DROP INDEX {name}", f"CREATE INDEX {name} ON jobs ({column}, status){where}"]
+    return out
+
+
 # What each variant changes (undone after): (description, constraints and indexes it drops,
 # and a function giving (statements that change the schema, statements that change it back)).
 VARIANTS = {
@@ -74,6 +85,11 @@ VARIANTS = {
     "no_listing_indexes": ("without jobs' (queue, status), (type, status), (created_at) indexes",
                            [], ["jobs_queue_status_idx", "jobs_type_status_idx", "jobs_created_idx"],
                            None),
+    "no_created_index": ("without jobs' (created_at) index alone", [],
+                         ["jobs_created_idx"], None),
+    "unfinished_listing_indexes": (
+        "jobs' (queue, status) and (type, status) indexes partial: succeeded jobs left out", [],
+        [], lambda: (_partial_listing(), _partial_listing(undo=True))),
     "no_feed_indexes": ("without job_events' (tx_id, id) and BRIN (created_at) indexes",
                         [], ["job_events_tx_order_idx", "job_events_created_brin"], None),
 }
