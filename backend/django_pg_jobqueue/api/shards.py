@@ -13,9 +13,10 @@ class ShardStateSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True, help_text="Why it did not answer.")
 
 
+# For a body whose `shards` is null without JOB_SHARDS (one database): the key is left out,
+# so that answer keeps the keys it had before shards. (A comment, not a docstring: the schema
+# would take a docstring as the description of every body that mixes it in.)
 class OmitNullShardsMixin:
-    """For a body whose `shards` is null without JOB_SHARDS (one database): the key is left
-    out, so that answer keeps the keys it had before shards."""
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
