@@ -3,11 +3,12 @@ import json
 import subprocess
 import sys
 import threading
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services, sql
 from django_pg_jobqueue.models import Job, JobEvent
@@ -49,7 +50,7 @@ def test_claim_sets_running_owner_lease_start_attempt_and_writes_no_event():
     event = JobEvent.objects.filter(job=job).last()
     assert event.kind == "succeeded" and event.attempt == 1 and event.worker_id == "host-1-1"
     assert event.data["lease_token"] == str(c.lease_token)
-    assert datetime.fromisoformat(event.data["started_at"]) == row.started_at
+    assert parse_datetime(event.data["started_at"]) == row.started_at
     assert event.data["wait_seconds"] >= 0 and "start_lease_token" not in event.data
 
 

@@ -2,10 +2,10 @@
 on some exceptions at once; a job's own policy wins over its type's. The delay and the
 decision are written by the failure's single statement, on the database clock."""
 import signal
-from datetime import datetime
 
 import pytest
 from django.test import override_settings
+from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import RetryPolicy, services, testing
 from django_pg_jobqueue.exceptions import InvalidJobArgument
@@ -173,7 +173,7 @@ def test_a_worker_process_retries_at_the_listed_delays_gives_up_at_once_and_lets
     # claimed once it was due, at most a poll interval (and a loaded machine's slack) later.
     failures = _events(listed, "retry_scheduled")
     # Each attempt's start, carried by its outcome's event (the claim writes none).
-    claims = [datetime.fromisoformat(e.data["started_at"]) for e in
+    claims = [parse_datetime(e.data["started_at"]) for e in
               JobEvent.objects.filter(job_id=listed.pk, data__has_key="started_at").order_by("id")]
     assert [e.data["delay_seconds"] for e in failures] == retry_handlers.DELAYS
     for failure, delay, next_claim in zip(failures, retry_handlers.DELAYS, claims[1:], strict=True):

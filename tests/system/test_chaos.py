@@ -23,11 +23,11 @@ import statistics
 import threading
 import time
 from collections import Counter, defaultdict
-from datetime import datetime
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.models import Job, JobEvent
@@ -292,7 +292,7 @@ def attempt_starts(evs) -> dict:
         elif data.get("started_at") and data.get("lease_token"):
             starts.setdefault(data["lease_token"], {
                 "worker_id": e["worker_id"],
-                "at": datetime.fromisoformat(data["started_at"])})
+                "at": parse_datetime(data["started_at"])})
     return starts
 
 

@@ -5,9 +5,9 @@ import select
 import signal
 import time
 from collections import Counter
-from datetime import datetime
 
 import pytest
+from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
@@ -73,7 +73,7 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
         assert not unstarted or (expired[0].data["reason"] == "unstarted"
                                  and not ledger.by_job[job_id][:-1])
         # The next attempt's start, carried by its outcome (the claim writes no event).
-        reclaimed = [datetime.fromisoformat(e.data["started_at"]) for e in events
+        reclaimed = [parse_datetime(e.data["started_at"]) for e in events
                      if e.id > expired[0].id and "started_at" in e.data]
         delay = reclaimed[0].timestamp() - killed_at
         (recovery_first if job_id in long_ids else recovery).append(delay)
