@@ -1,4 +1,4 @@
-import { screen, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LostWorker, User, Worker, WorkerOverride } from "../api/types";
@@ -22,15 +22,18 @@ const lost = worker({
 });
 
 /**
- * The workers page, the API answering `rows`, `lostRows` and `overrides`; the PUTs and DELETEs
- * it sends are recorded, and a PUT of more than 10,000 threads is refused naming the field.
+ * The workers page, the API answering `rows`, `lostRows` and `overrides` (which its PUTs and
+ * DELETEs change, as the server's would); the writes it sends are recorded, and a PUT of more
+ * than 10,000 threads is refused naming the field. `slowRefetch`: once a write is made, the
+ * overrides list takes a minute to answer (the page has only what the writes answered).
  */
 function renderWorkers(
   rows: Worker[],
   lostRows: LostWorker[] = [],
-  { overrides = [] as WorkerOverride[], who = user() as User } = {},
+  { overrides = [] as WorkerOverride[], who = user() as User, slowRefetch = false } = {},
 ) {
   const writes: { method: string; path: string; body: unknown }[] = [];
+  let current = [...overrides];
   document.cookie = "csrftoken=t; path=/";
   vi.stubGlobal(
     "fetch",
@@ -45,11 +48,18 @@ function renderWorkers(
             JSON.stringify({ code: "invalid", detail: "bad", errors: { threads: ["must be between 0 and 10000"] } }),
             { status: 400 },
           );
+        const saved = workerOverride(body ?? {});
+        current = [
+          ...current.filter((o) => o.hostname !== saved.hostname || o.queue !== saved.queue),
+          ...(init.method === "PUT" ? [saved] : []),
+        ];
         return init.method === "DELETE"
           ? new Response(null, { status: 204 })
-          : new Response(JSON.stringify(workerOverride(body ?? {})), { status: 200 });
+          : new Response(JSON.stringify(saved), { status: 200 });
       }
-      const answer = path.endsWith("workers/lost/") ? lostRows : path.endsWith("workers/overrides/") ? overrides : rows;
+      if (slowRefetch && writes.length && path.endsWith("workers/overrides/"))
+        await new Promise((resolve) => setTimeout(resolve, 60_000));
+      const answer = path.endsWith("workers/lost/") ? lostRows : path.endsWith("workers/overrides/") ? current : rows;
       return new Response(JSON.stringify(answer), { status: 200 });
     }),
   );
@@ -175,9 +185,28 @@ describe("the queues per host", { timeout: 15_000 }, () => {
     await userEvent.click(within(row()).getByRole("button", { name: "Clear" }));
     expect(writes).toEqual([
       { method: "PUT", path: OVERRIDE_PATH, body: { threads: 2, stopped: false } },
-      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 1, stopped: true } },
+      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 2, stopped: true } },
       { method: "DELETE", path: OVERRIDE_PATH, body: null },
     ]);
+  });
+
+  it("keeps the cap just set when the queue is started again before the list is fetched anew", async () => {
+    const writes = renderWorkers([busy], [], {
+      overrides: [workerOverride({ threads: null, stopped: true })],
+      slowRefetch: true,
+    });
+    const host = await screen.findByTestId("host-overrides");
+    const row = () => host.querySelector<HTMLElement>('tr[data-override-queue="reports"]')!;
+    await userEvent.type(within(row()).getByRole("spinbutton"), "1");
+    await userEvent.click(within(row()).getByRole("button", { name: "Set threads" }));
+    await waitFor(() => expect(writes).toHaveLength(1));
+    await waitFor(() => expect(within(row()).getByRole("button", { name: "Start here" })).toBeEnabled());
+    await userEvent.click(within(row()).getByRole("button", { name: "Start here" }));
+    expect(writes).toEqual([
+      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 1, stopped: true } },
+      { method: "PUT", path: OVERRIDE_PATH, body: { threads: 1, stopped: false } },
+    ]);
+    expect(within(row()).getByTestId("override-threads")).toHaveTextContent(/^1 of 4/);
   });
 
   it("starts a queue stopped on a host by removing an override that only stopped it", async () => {
