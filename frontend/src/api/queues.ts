@@ -3,6 +3,7 @@ import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api } from "./client";
 import { polling } from "./polling";
 import type { Queue, QueueDetail } from "./types";
+import { withRow } from "./rows";
 
 export const queueKeys = {
   all: ["queues"] as const,
@@ -33,7 +34,10 @@ export const queueMutations = {
   toggle: (queryClient: QueryClient) => ({
     mutationFn: ({ name, action }: QueueAction) => api.post<Queue>(`queues/${encodeURIComponent(name)}/${action}/`),
     onSuccess: (queue: Queue) => {
-      queryClient.setQueryData<Queue[]>(queueKeys.all, (list) => list?.map((q) => (q.name === queue.name ? queue : q)));
+      queryClient.setQueryData<Queue[]>(
+        queueKeys.all,
+        withRow((q) => q.name === queue.name, queue),
+      );
     },
     onSettled: () => {
       void queryClient.invalidateQueries({ queryKey: queueKeys.all });

@@ -4,6 +4,7 @@ import { api } from "./client";
 import { jobKeys } from "./jobs";
 import { polling } from "./polling";
 import type { Job, Schedule, ScheduleTick } from "./types";
+import { withRow } from "./rows";
 
 export const scheduleKeys = {
   all: ["schedules"] as const,
@@ -32,8 +33,9 @@ export function scheduleTicksOptions(name: string, limit = 50, intervalMs = 5000
 
 /** Pause and resume answer with the row: it replaces the list's at once, then all is refetched. */
 function applyRow(queryClient: QueryClient, row: Schedule) {
-  queryClient.setQueryData<Schedule[]>(scheduleKeys.list(), (rows) =>
-    rows?.map((r) => (r.name === row.name ? row : r)),
+  queryClient.setQueryData<Schedule[]>(
+    scheduleKeys.list(),
+    withRow((r) => r.name === row.name, row),
   );
 }
 

@@ -6,6 +6,7 @@ import { type Query, type QueryClient, queryOptions } from "@tanstack/react-quer
 import { api } from "./client";
 import { polling } from "./polling";
 import type { LostWorker, Worker, WorkerOverride, WorkerOverrideSet } from "./types";
+import { withRow } from "./rows";
 
 export const workerKeys = {
   all: ["workers"] as const,
@@ -67,15 +68,8 @@ export type OverrideInput = HostQueue & WorkerOverrideSet;
 const overridePath = ({ hostname, queue }: HostQueue) =>
   `workers/hosts/${encodeURIComponent(hostname)}/queues/${encodeURIComponent(queue)}/`;
 
-const sameTarget = (o: WorkerOverride, target: HostQueue) => o.hostname === target.hostname && o.queue === target.queue;
-
-/** The list of overrides as the server holds it once a change is saved, before the refetch:
- * without it, a button pressed between the save and the refetch would act on the row as it
- * was (Start after Set threads would clear the cap just set). */
-const withSaved =
-  (target: HostQueue, saved: WorkerOverride | null) =>
-  (old: WorkerOverride[] | undefined): WorkerOverride[] | undefined =>
-    old && [...old.filter((o) => !sameTarget(o, target)), ...(saved ? [saved] : [])];
+const sameTarget = (target: HostQueue) => (o: WorkerOverride) =>
+  o.hostname === target.hostname && o.queue === target.queue;
 
 export const workerOverrideMutations = {
   /** Set (or replace) a host's override of a queue; needs change_queuesetting. */
@@ -83,14 +77,14 @@ export const workerOverrideMutations = {
     mutationFn: ({ hostname, queue, threads, stopped }: OverrideInput) =>
       api.put<WorkerOverride>(overridePath({ hostname, queue }), { threads: threads ?? null, stopped: !!stopped }),
     onSuccess: (saved: WorkerOverride, target: OverrideInput) =>
-      queryClient.setQueryData(workerKeys.overrides, withSaved(target, saved)),
+      queryClient.setQueryData(workerKeys.overrides, withRow(sameTarget(target), saved)),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: workerKeys.overrides }),
   }),
   /** Remove it: the host runs the queue as its command line says again. */
   remove: (queryClient: QueryClient) => ({
     mutationFn: (target: HostQueue) => api.delete(overridePath(target)),
     onSuccess: (_: unknown, target: HostQueue) =>
-      queryClient.setQueryData(workerKeys.overrides, withSaved(target, null)),
+      queryClient.setQueryData(workerKeys.overrides, withRow(sameTarget(target), null)),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: workerKeys.overrides }),
   }),
 };
