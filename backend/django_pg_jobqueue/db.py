@@ -178,10 +178,18 @@ def listen_connection_params(application_name: str) -> dict:
     c = conf.get()
     if c.LISTEN_DATABASE_URL and home_alias() == c.DATABASE:  # a shard's listens directly
         params = psycopg.conninfo.conninfo_to_dict(c.LISTEN_DATABASE_URL)
-    else:
-        params = queue_connection().get_connection_params()
-        for name in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(name, None)
+        params.setdefault("application_name", application_name)
+        params.setdefault("connect_timeout", 5)
+        return params
+    return connection_params(application_name)
+
+
+def connection_params(application_name: str) -> dict:
+    """psycopg.connect() keyword arguments of the queue's DATABASES entry (the one this thread
+    uses), plain values only: what another process may connect with (witness.py)."""
+    params = queue_connection().get_connection_params()
+    for name in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(name, None)
     params.setdefault("application_name", application_name)
     params.setdefault("connect_timeout", 5)
     return params

@@ -25,10 +25,11 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from . import periodic, services
+from . import db, periodic, services
 from .services import batches, claiming, dependencies, pruning, schedules, waits
 from .services.claiming import ClaimedJob
 from .services.lifecycle import Completion, unknown_type_error
+from .witness import StartWitness
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -129,6 +130,11 @@ class Engine(Protocol):
         """Name, for each (job id, lease token, worker id), the executor about to run that
         prefetched job as its owner, before its handler starts; the ids adopted (one missing
         lost its lease meanwhile: it must not run)."""
+        ...
+
+    def start_witness(self, prefetch_id: str, worker_ids: list[str]) -> StartWitness:
+        """Start the witness of this process's prefetched starts (witness.py): slot i names
+        the job worker_ids[i] runs; it records them as started if the process dies."""
         ...
 
     def forget_lost_workers(self, *, silent_seconds: float) -> int:
@@ -298,6 +304,10 @@ class PostgresEngine:
 
     def adopt_prefetched(self, items) -> set[int]:
         return services.adopt_prefetched(items)
+
+    def start_witness(self, prefetch_id, worker_ids) -> StartWitness:
+        return StartWitness.launch(prefetch_id=prefetch_id, worker_ids=worker_ids,
+                                   connect=db.connection_params("jobqueue start witness"))
 
     def forget_lost_workers(self, **kwargs) -> int:
         return services.forget_lost_workers(**kwargs)

@@ -182,8 +182,11 @@ def test_jobs_a_dying_process_had_only_prefetched_are_requeued_uncharged(tmp_pat
     elapsed = time.monotonic() - started_at
     assert sorted(exits) == sorted([1] * (deaths // 2) + [-signal.SIGKILL] * (deaths // 2))
     released = _assert_charged_only_for_runs(ledger_path, poison)
+    # A killer that had been prefetched and died before the starter wrote its start is
+    # charged through its process's start witness (witness.py); how often depends on timing.
+    witnessed = sum(len(o.matching("recorded as started")) for o in outputs)
     print(f"\n{deaths} process deaths in {elapsed:.1f}s; {released} prefetched jobs "
-          f"released unstarted, none charged")
+          f"released unstarted, none charged; {witnessed} start(s) recorded by a witness")
 
 
 def test_a_supervised_childs_prefetched_jobs_come_back_uncharged_when_it_dies(tmp_path):

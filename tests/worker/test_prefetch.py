@@ -206,7 +206,7 @@ def test_a_prefetched_job_whose_start_cannot_be_recorded_never_runs_and_comes_ba
         slow_handler):
     job = services.enqueue("prefetch_probe", {}, max_attempts=1)
 
-    def database_away(*args):
+    def database_away(*args, **kwargs):
         raise StartNotRecorded("the database is away")
 
     runner, held = _runner(database_away)
@@ -221,7 +221,7 @@ def test_a_prefetched_job_whose_start_cannot_be_recorded_never_runs_and_comes_ba
 
 def test_a_prefetched_job_whose_lease_was_lost_while_it_waited_never_runs(slow_handler):
     job = services.enqueue("prefetch_probe", {})
-    runner, held = _runner(lambda i, t, w: i in services.adopt_prefetched([(i, t, w)]))
+    runner, held = _runner(lambda i, t, w, **_: i in services.adopt_prefetched([(i, t, w)]))
     c, h = _prefetched(job, held)
     expire_lease(job)
     assert run_reaper() == {"released": 1}

@@ -338,9 +338,10 @@ def settle_dead_process(process_id: str, *, running: list[int], cause: str,
     (`policy_for(type)`, the type's) or failed for good once out of attempts. The killer
     cannot be told from a bystander by the exit status, so each pays one attempt; the killer,
     in every death, runs out. A job that ran there but whose outcome was not yet written (its
-    owner is a thread's id, recorded before its handler ran) is charged too, as the reaper
-    would charge it: it ran. Every other job it held (still under the prefetch buffer's id:
-    never started) goes back to queued uncharged, as the reaper gives it back. With
+    owner is a thread's id) is charged too, as the reaper would charge it: it ran. Every
+    other job it held (still under the prefetch buffer's id and not reported running: never
+    started, or a prefetched job that had finished before its start was recorded) goes back
+    to queued uncharged, as the reaper gives it back. With
     `charge=False` (a death the supervisor caused, stopping) every job is released uncharged.
     Each write is the ordinary fail or release, fenced by the lease token read here, so a job
     the reaper took meanwhile is left alone."""
@@ -348,12 +349,14 @@ def settle_dead_process(process_id: str, *, running: list[int], cause: str,
     with queue_connection().cursor() as cur:
         cur.execute(sql.JOBS_HELD_BY_PROCESS, {"prefix": prefix, "prefix_length": len(prefix)})
         held = cur.fetchall()
-    # Started: its owner is a thread's id, recorded before its handler ran (a prefetched job
-    # is adopted first); that alone decides the charge. What the process reported running
-    # only names the suspects (and says "while running" rather than "after running").
+    # Started: its owner is a thread's id (claimed for that thread, or a prefetched job whose
+    # start the starter recorded), or the process reported a thread running it (a prefetched
+    # job its thread started without waiting for that record: witness.py). What it reported
+    # running also names the suspects (and says "while running" rather than "after running").
     running_now = set(running)
     started = ({job_id for job_id, _, worker_id, _ in held
-                if not str(worker_id).endswith(PREFETCH_WORKER_SUFFIX)} if charge else set())
+                if not str(worker_id).endswith(PREFETCH_WORKER_SUFFIX) or job_id in running_now}
+               if charge else set())
     done = DeadProcessJobs([], [], [])
     suspects = sorted(job_id for job_id, *_ in held if job_id in running_now and job_id in started)
     for job_id, token, worker_id, job_type in held:

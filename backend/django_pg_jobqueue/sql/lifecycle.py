@@ -502,11 +502,13 @@ FOR SHARE
 
 # A prefetched job is claimed under `<process>-prefetch` (states.PREFETCH_WORKER_SUFFIX) and
 # keeps that owner while it waits in the buffer. The executor thread that takes it has its own
-# id recorded here (worker/starter.py: the threads that took one meanwhile, in one statement),
-# and waits for the commit before the handler runs: so a job whose lease expires under a
-# prefetch id provably never started, and REAP gives it back uncharged. Fenced like every
-# worker write; a job that does not come back lost its lease while it waited, and its handler
-# must not run.
+# id recorded here (worker/starter.py: the threads that took one meanwhile, in one statement):
+# a job whose lease expires under a prefetch id never started, and REAP gives it back
+# uncharged. A thread waits for this commit before its handler runs unless something that
+# outlives its process already knows the start (its supervisor, or its start witness:
+# witness.py, which then writes ADOPT_STARTED_BY_DEAD_PROCESS when the process dies). Fenced
+# like every worker write; a job that does not come back lost its lease while it waited, and
+# (when the thread waits) its handler does not run.
 #
 # Its commit does not wait for the WAL flush (synchronous_commit off, for this transaction
 # only): the commit is still made, and seen by every reaper, before the handler starts, and
@@ -520,6 +522,18 @@ FROM unflushed,
      (SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id
       FROM jsonb_array_elements(%(batch)s::jsonb) AS e) u  -- [[id, token, worker_id], ...]
 WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
+RETURNING j.id
+"""
+
+# The start witness of a worker process that died (witness.py): the prefetched jobs its
+# threads had started, each named by the thread that ran it, if it still runs under the dead
+# process's prefetch id (the starter had not recorded it yet; a job whose outcome was written,
+# or that the reaper took, is left alone). From then on the job reads as started: its lease's
+# expiry charges the attempt (REAP), as for any job whose process died running it.
+ADOPT_STARTED_BY_DEAD_PROCESS = """
+UPDATE jobs j SET locked_by = u.worker_id, updated_at = now()
+FROM unnest(%(ids)s::bigint[], %(worker_ids)s::text[]) AS u(id, worker_id)
+WHERE j.id = u.id AND j.status = 'running' AND j.locked_by = %(prefetch_id)s
 RETURNING j.id
 """
 

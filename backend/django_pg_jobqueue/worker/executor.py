@@ -310,7 +310,8 @@ class JobRunner:
                                                JobCancelled(held.ctx.stop_reason), [])
                 continue
             if held.recorded_worker_id != self.worker_id:
-                unstarted = self._adopt(job, held)
+                # Waited for: the thread's witness slot names one job, not a chunk's.
+                unstarted = self._adopt(job, held, witnessed=False)
                 if unstarted is not None:
                     settled[job.id] = unstarted
                     continue
@@ -384,15 +385,17 @@ class JobRunner:
                                           job.attempt, result_json), held)
         return RunResult(status or "submitted")
 
-    def _adopt(self, job: ClaimedJob, held: Held) -> RunResult | None:
-        """Have this thread recorded as the owner of a prefetched job, and wait for it, before
-        its handler runs (worker/starter.py): the database then tells a job that started from
-        one that only waited in a buffer. None: the handler may run. Else why not: the lease
-        was lost while the job waited (`lease_lost`, recorded here), or the start could not be
-        written (`abandoned`: the job is no longer renewed, its lease expires under the
-        buffer's id, and the reaper gives it back uncharged)."""
+    def _adopt(self, job: ClaimedJob, held: Held, witnessed: bool = True) -> RunResult | None:
+        """Have this thread recorded as the owner of a prefetched job before its handler runs
+        (worker/starter.py): the database then tells a job that started from one that only
+        waited in a buffer. Waited for, unless the thread's witness slot names the job
+        (`witnessed`) and a witness reads it (pool.start_prefetched). None: the handler may
+        run. Else why not: the lease was lost while the job waited (`lease_lost`, recorded
+        here), or the start could not be written (`abandoned`: the job is no longer renewed,
+        its lease expires under the buffer's id, and the reaper gives it back uncharged)."""
         try:
-            adopted = self.start_prefetched(job.id, job.lease_token, self.worker_id)
+            adopted = self.start_prefetched(job.id, job.lease_token, self.worker_id,
+                                            witnessed=witnessed)
         except StartNotRecorded as exc:
             if self.held.discard(job.id, job.lease_token):
                 self.errors.error("job=%s: its start could not be recorded (%s); not running "
@@ -619,9 +622,6 @@ class Executor(threading.Thread):
         super().__init__(name=worker_id, daemon=True)
         self.pool, self.lane, self.worker_id = pool, lane, worker_id
         self.index = index  # its place among the pool's executors
-        # Under a supervisor: where this thread says which job it runs, for the supervisor to
-        # charge if the process dies (worker/hostbeat.py's ChildReport).
-        self.report = getattr(pool, "report", None)
         self.inbox: queue.SimpleQueue[tuple[ClaimedJob, Held | None] | None] = queue.SimpleQueue()
         self.idle = True
         # The prefetched jobs handed to this thread that it has not finished yet (ids of their
@@ -633,7 +633,7 @@ class Executor(threading.Thread):
         self.queue: str | None = None
         self.runner = JobRunner(worker_id, held=pool.held, stats=pool.stats,
                                 complete=pool.completer.submit, owner=self,
-                                start_prefetched=pool.starter.start_job,
+                                start_prefetched=pool.start_prefetched,
                                 hard_stop=pool.hard_stop, engine=pool.engine,
                                 unknown_types=pool.unknown_types)
 
@@ -665,6 +665,9 @@ class Executor(threading.Thread):
     def run(self) -> None:
         holds = False  # whether this thread kept a connection open after its last job
         _opened.executor = True
+        # Where this thread says which job it runs, for its supervisor or start witness to
+        # record as started if the process dies (pool.witness; None: neither).
+        report = getattr(self.pool, "witness", None)
         try:
             while True:
                 try:
@@ -679,13 +682,13 @@ class Executor(threading.Thread):
                 try:
                     while True:
                         began = time.monotonic()
-                        if self.report is not None:
-                            self.report.set_running(self.index, job.id)
+                        if report is not None:
+                            report.set_running(self.index, job.id)
                         try:
                             self._run(job, held)
                         finally:
-                            if self.report is not None:
-                                self.report.set_running(self.index, 0)
+                            if report is not None:
+                                report.set_running(self.index, 0)
                             self._handed = set()  # settled, or dropped by the runner
                             self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread

@@ -96,6 +96,11 @@ class ChildReport:
         if running is not None and index < len(running):
             running[index] = job_id
 
+    def alive(self) -> bool:
+        """Whether the supervisor reads the running slots (it does: a child whose supervisor
+        is gone stops); a thread need not wait for a prefetched job's start to be written."""
+        return True
+
     def leads_until(self) -> float:
         """Until when (monotonic) this process leads maintenance, as its supervisor says."""
         return self.values[LEADS_UNTIL]

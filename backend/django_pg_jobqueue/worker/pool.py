@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import close_old_connections
 from django.db.backends.signals import connection_created
@@ -387,6 +388,11 @@ class WorkerPool:
         self._claims_lock = threading.Lock()
         self.held = HeldJobs()
         self.report = report  # under a supervisor: what this process tells it (hostbeat.py)
+        # What knows, outside this process, the job each executor runs (set_running), so that
+        # a prefetched job's start need not be waited for (`start_prefetched`): the supervisor
+        # (through `report`), else a start witness `start_witness()` launched, else nothing.
+        self.witness: Any = report
+        self._own_witness = False
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
         self.starter = Starter(engine=self.engine)  # records prefetched jobs' starts
@@ -517,6 +523,43 @@ class WorkerPool:
             lane.start()
         return self
 
+    def start_witness(self) -> None:
+        """Launch this process's start witness (witness.py), before start(): its threads then
+        run a prefetched job without waiting for its start to be written. One that cannot be
+        launched is logged, and the threads wait as without one."""
+        if self.witness is not None or not self.prefetch:
+            return
+        ids = [""] * len(self.executors)
+        for e in self.executors:
+            ids[e.index] = e.worker_id
+        try:
+            self.witness = self.engine.start_witness(self.process_id + PREFETCH_WORKER_SUFFIX, ids)
+        except Exception as exc:  # noqa: BLE001 - the threads wait for their starts instead
+            log.warning("worker pool %s: its start witness could not be launched (%s); each "
+                        "thread waits for a prefetched job's start to be written",
+                        self.process_id, exc)
+            return
+        self._own_witness = True
+
+    def start_prefetched(self, job_id: int, lease_token, worker_id: str, *,
+                         witnessed: bool = True) -> bool:
+        """Record that `worker_id` takes prefetched job `job_id` (worker/starter.py): when the
+        thread's slot names it (`witnessed`) and a live witness reads the slots, queued
+        without waiting (True); else written and waited for (whether the lease was still
+        held; StartNotRecorded if it cannot tell)."""
+        witness = self.witness
+        if witnessed and witness is not None:
+            if witness.alive():
+                self.starter.note_start(job_id, lease_token, worker_id)
+                return True
+            if self._own_witness:
+                log.warning("worker pool %s: its start witness exited; each thread waits for "
+                            "a prefetched job's start to be written from now on",
+                            self.process_id)
+                self.witness.close()
+                self.witness, self._own_witness = None, False
+        return self.starter.start_job(job_id, lease_token, worker_id)
+
     def jobs_done(self) -> int:
         """The attempts this pool's executors ran to an outcome they wrote: succeeded,
         retry scheduled, failed, cancelled (not those started and not finished, nor those
@@ -586,6 +629,9 @@ class WorkerPool:
         self.completer.join(timeout=10)
         self.starter.stop()
         self.starter.join(timeout=10)
+        if self._own_witness:  # the starts are written: it has nothing left to tell
+            self.witness.close()
+            self._own_witness = False
         # Every executor, busy ones too: a handler still running past the grace ends its
         # thread when it returns (after its refused outcome), which closes the connections it
         # holds, instead of the thread idling on with them in a process that goes on (tests,

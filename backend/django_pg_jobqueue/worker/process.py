@@ -99,6 +99,8 @@ def run_worker_process(pool_options: dict, *, supervised: Supervised | None = No
                       supervisor_pid=supervised.supervisor_pid if supervised else None,
                       relay=supervised.relay if supervised else None,
                       report=supervised.report if supervised else None)
+    if supervised is None:
+        pool.start_witness()  # its supervisor knows a supervised child's starts (witness.py)
     pool.start()
     if stdout is not None:
         stdout.write(f"worker pool {pool.process_id} running ({len(pool.executors)} threads); "

@@ -10,7 +10,12 @@ dies. A handler that kills its process was adopted first, so it is charged and c
 Group commit, as the completer does for successes: the threads that took a prefetched job
 meanwhile are recorded in one statement, so the write costs a round trip of waiting per job,
 not a transaction per job (one commit a job took a drain of no-op jobs from 7,700 to 2,600
-jobs/s). `start()` blocks its caller until its batch is written."""
+jobs/s). `start_job()` blocks its caller until its batch is written.
+
+When something that outlives the process already knows the start (its supervisor, or its
+start witness: witness.py), the thread does not wait: `note_start()` only queues the record,
+written with the next batch, which then only says which thread runs the job (its owner on the
+dashboard, and the thread a lease expiry names)."""
 from __future__ import annotations
 
 import logging
@@ -69,6 +74,18 @@ class Starter(threading.Thread):
         if batch.error is not None:
             raise StartNotRecorded(str(batch.error)) from batch.error
         return job_id in batch.adopted
+
+    def note_start(self, job_id: int, lease_token, worker_id: str) -> None:
+        """Queue the record that `worker_id` runs prefetched job `job_id` without waiting for
+        it (the start is witnessed: see the module's docstring). A record the starter cannot
+        write is given up (logged): the witness answers for the start."""
+        with self._lock:
+            if self._stopping:
+                return
+            batch = self._next
+            batch.items.append((job_id, lease_token, worker_id))
+            if len(batch.items) == 1:
+                self._lock.notify()
 
     def stop(self) -> None:
         with self._lock:
