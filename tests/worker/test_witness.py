@@ -9,6 +9,7 @@ from django_pg_jobqueue.engine import default_engine
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.testing import expire_lease, run_reaper
 from django_pg_jobqueue.worker.pool import WorkerPool
+from django_pg_jobqueue.worker.starter import Starter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,3 +81,17 @@ def test_a_pool_with_a_live_witness_does_not_wait_for_a_start_and_without_one_do
         if pool.witness is not None:
             pool.witness.close()
     assert [a[0] for a in written] == [1, 3, 4] and [a[0] for a in queued] == [2]
+
+
+def test_a_noted_start_is_written_only_for_a_job_its_thread_still_runs():
+    """A start nobody waits for is written after a few milliseconds, and only if its job still
+    runs then: a job that ended meanwhile needs no record (its outcome names its thread)."""
+    running, ended = _prefetched(2)
+    starter = Starter(running=lambda: [running.id])
+    starter.start()
+    starter.note_start(running.id, running.lease_token, "vm-9-1")
+    starter.note_start(ended.id, ended.lease_token, "vm-9-2")
+    starter.stop()  # writes what was noted, then ends
+    starter.join(10)
+    assert Job.objects.get(pk=running.id).locked_by == "vm-9-1"
+    assert Job.objects.get(pk=ended.id).locked_by == PREFETCH_ID

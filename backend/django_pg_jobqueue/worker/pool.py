@@ -395,7 +395,10 @@ class WorkerPool:
         self._own_witness = False
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
-        self.starter = Starter(engine=self.engine)  # records prefetched jobs' starts
+        # Records prefetched jobs' starts; under a supervisor, one whose job ended meanwhile
+        # is left out (the report's slots say which jobs still run).
+        self.starter = Starter(engine=self.engine,
+                               running=report.running_jobs if report is not None else None)
         self.lanes: list[Lane] = []
         n = 0
         for spec in self.lane_specs:
@@ -540,6 +543,7 @@ class WorkerPool:
                         self.process_id, exc)
             return
         self._own_witness = True
+        self.starter.running = self.witness.running_jobs
 
     def start_prefetched(self, job_id: int, lease_token, worker_id: str, *,
                          witnessed: bool = True) -> bool:
@@ -558,6 +562,7 @@ class WorkerPool:
                             self.process_id)
                 self.witness.close()
                 self.witness, self._own_witness = None, False
+                self.starter.running = None
         return self.starter.start_job(job_id, lease_token, worker_id)
 
     def jobs_done(self) -> int:

@@ -37,10 +37,11 @@ class StartNotRecorded(Exception):
 
 class _Batch:
     """The starts written together, and the event that wakes all their callers at once."""
-    __slots__ = ("items", "done", "adopted", "error")
+    __slots__ = ("items", "noted", "done", "adopted", "error")
 
     def __init__(self):
-        self.items: list[tuple] = []
+        self.items: list[tuple] = []  # the starts a caller waits for
+        self.noted: list[tuple] = []  # the starts nobody waits for (note_start)
         self.done = threading.Event()
         self.adopted: set[int] = set()
         self.error: BaseException | None = None
@@ -50,10 +51,16 @@ class Starter(threading.Thread):
     MAX_BATCH = 500
     IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
     WAIT_SECONDS = 30.0  # a caller gives up on a batch this slow (the statement timeout's order)
+    # Starts nobody waits for are gathered this long before they are written, and by then
+    # most jobs of a few milliseconds have ended: their record is left out (`running`).
+    NOTE_SECONDS = 0.005
 
-    def __init__(self, engine: Engine | None = None):
+    def __init__(self, engine: Engine | None = None, running=None):
         super().__init__(name="starter", daemon=True)
         self.engine = engine or default_engine()
+        # The jobs the threads run now (the witness's slots), or None: a noted start whose job
+        # is no longer among them has ended (its outcome says who ran it) and is not written.
+        self.running = running
         self._lock = threading.Condition(threading.Lock())
         self._next = _Batch()  # the batch new starts join; written once the current one is
         self._stopping = False
@@ -67,7 +74,7 @@ class Starter(threading.Thread):
                 raise StartNotRecorded("the starter is not running")
             batch = self._next
             batch.items.append((job_id, lease_token, worker_id))
-            if len(batch.items) == 1:
+            if len(batch.items) == 1:  # the first a caller waits for: no gathering time
                 self._lock.notify()
         if not batch.done.wait(self.WAIT_SECONDS):
             raise StartNotRecorded(f"not written within {self.WAIT_SECONDS:g}s")
@@ -83,8 +90,8 @@ class Starter(threading.Thread):
             if self._stopping:
                 return
             batch = self._next
-            batch.items.append((job_id, lease_token, worker_id))
-            if len(batch.items) == 1:
+            batch.noted.append((job_id, lease_token, worker_id))
+            if len(batch.noted) == 1 and not batch.items:
                 self._lock.notify()
 
     def stop(self) -> None:
@@ -97,13 +104,15 @@ class Starter(threading.Thread):
         try:
             while True:
                 with self._lock:
-                    if not self._next.items and not self._stopping \
+                    if not self._pending() and not self._stopping \
                             and not self._lock.wait(self.IDLE_RETURN_SECONDS):
                         return_worker_connection()  # idle: back to the pool until work comes
-                    while not self._next.items and not self._stopping:
+                    while not self._pending() and not self._stopping:
                         self._lock.wait()
-                    batch = self._next
-                    if not batch.items:  # stopping, nothing left
+                    if not self._next.items and not self._stopping:
+                        self._lock.wait(self.NOTE_SECONDS)  # noted only: gather (a caller
+                    batch = self._next                      # that must wait cuts it short)
+                    if not batch.items and not batch.noted:  # stopping, nothing left
                         return
                     self._next = _Batch()
                 self._write(batch)
@@ -116,16 +125,27 @@ class Starter(threading.Thread):
             return_worker_connection()
             queue_connection().close()
 
+    def _pending(self) -> bool:
+        return bool(self._next.items or self._next.noted)
+
     def _write(self, batch: _Batch) -> None:
         """One statement for the batch; its callers are woken, with the answer or the error."""
+        items = batch.items
+        if batch.noted:
+            running = None if self.running is None else set(self.running())
+            items = items + [item for item in batch.noted
+                             if running is None or item[0] in running]
+        if not items:
+            batch.done.set()
+            return
         try:
             close_old_connections()
-            batch.adopted = self.engine.adopt_prefetched(batch.items)
+            batch.adopted = self.engine.adopt_prefetched(items)
         except BaseException as exc:  # noqa: BLE001 - each caller decides; none may hang
             if isinstance(exc, CONNECTION_ERRORS):
                 queue_connection().close()
             else:
                 log.exception("starter: recording %d prefetched job(s)' start failed",
-                              len(batch.items))
+                              len(items))
             batch.error = exc
         batch.done.set()
