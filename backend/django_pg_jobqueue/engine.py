@@ -52,8 +52,10 @@ class Engine(Protocol):
     def claim(self, *, worker_ids: list[str], queues: list[str] | None = None,
               lease_seconds: float | None = None, types: list[str] | None = None,
               job_ids: list[int] | None = None, exclude_types: list[str] | None = None,
-              exclude_queues: list[str] | None = None) -> list[ClaimedJob]:
-        """Up to len(worker_ids) runnable jobs, the i-th leased to worker_ids[i]."""
+              exclude_queues: list[str] | None = None,
+              after: tuple | None = None) -> list[ClaimedJob]:
+        """Up to len(worker_ids) runnable jobs, the i-th leased to worker_ids[i]; with `after`
+        (a job's priority and claim-order key), from there on (services.claim)."""
         ...
 
     def complete_many(self, completions: list[Completion]

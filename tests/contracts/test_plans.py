@@ -15,6 +15,7 @@ read and sorted every queued row: the drain ran at half speed until ANALYZE)."""
 import json
 import re
 import uuid
+from datetime import datetime, timezone
 
 import pytest
 from django.db import connection
@@ -24,6 +25,7 @@ from django_pg_jobqueue import services, sql
 N = 20_000
 TOKEN = uuid.UUID(int=1)
 IDS = list(range(1, 33))
+SEEK_AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 # The rate limits the limited claims take (services/claiming.py): none, and some of each kind
 # (an empty array is bound as text[], cast by the statement).
@@ -44,6 +46,11 @@ STATEMENTS = {
     "claim_by_queue": (sql.CLAIM.format(queue_filter="AND queue = ANY(%(queues)s::text[])"),
                        dict(limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]),
                             lease_seconds=30.0, queues=["default"]), True),
+    # From a lane's seek key (a held snapshot's dead entries at the order's head): each branch
+    # on the claim order's index, the key's priority from the key by descent.
+    "claim_seek": (sql.CLAIM_SEEK.format(queue_filter=""), dict(
+        limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
+        seek_priority=0, seek_available_at=SEEK_AT, seek_created_at=SEEK_AT, seek_id=1), True),
     "claim_limited": (sql.CLAIM_LIMITED.format(queue_filter=""), dict(
         limit=32, worker_ids=json.dumps([f"w{i}" for i in IDS]), lease_seconds=30.0,
         limit_kinds=["queue"], limit_names=["default"], limit_values=[8], window=320,
@@ -137,6 +144,8 @@ def _pg_type(value) -> str:
         return "float8"
     if isinstance(value, uuid.UUID):
         return "uuid"
+    if isinstance(value, datetime):
+        return "timestamptz"
     if isinstance(value, list):
         return (_pg_type(value[0]) if value else "text") + "[]"
     return "text"
@@ -178,6 +187,11 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("a sort of the backlog")
         if "Index Scan using jobs_claim_order_idx" not in plan:
             found.append("not walking jobs_claim_order_idx")
+    if name == "claim_seek":
+        if plan.count("Index Scan using jobs_claim_order_idx") != 3:
+            found.append("a branch not on jobs_claim_order_idx")
+        if not re.search(r"Index Cond: .*ROW\(available_at, created_at, id\) >= ROW\(", plan):
+            found.append("the key's priority walked from its head, not sought to the key")
     if name.startswith("fair_claim"):
         if re.search(r"Bitmap Heap Scan on jobs\b", plan):
             found.append("a bitmap scan of the backlog")

@@ -193,14 +193,19 @@ class ClaimedJob:
 def claim(*, worker_ids: list[str], queues: list[str] | None = None,
           lease_seconds: float | None = None, types: list[str] | None = None,
           job_ids: list[int] | None = None, exclude_types: list[str] | None = None,
-          exclude_queues: list[str] | None = None) -> list[ClaimedJob]:
+          exclude_queues: list[str] | None = None,
+          after: tuple | None = None) -> list[ClaimedJob]:
     """Claim up to len(worker_ids) runnable jobs in claim order; the i-th goes to worker_ids[i].
 
     `types` and `job_ids` narrow the claim further (used by `django_pg_jobqueue.testing`'s drain and crash
     helpers; workers claim by queue only). `exclude_types`: types this worker has no handler
     for (worker/unknown_types.py), left out while it waits for one that has. `exclude_queues`:
-    queues this worker's host may not take more of now (its overrides: worker/overrides.py). Runs as its own short transaction, under the
-    planner settings of sql.CLAIM_PLANNER_SETTINGS: nothing stays open while handlers run.
+    queues this worker's host may not take more of now (its overrides: worker/overrides.py).
+    `after`: a job's (priority, available_at, created_at, id) to start the plain claim from
+    (sql.CLAIM_SEEK: past what the lane already claimed, under a held snapshot; the fair,
+    limited and keyed claims start from the head as always). Runs as its own short
+    transaction, under the planner settings of sql.CLAIM_PLANNER_SETTINGS: nothing stays open
+    while handlers run.
     """
     if not worker_ids:
         return []
@@ -239,7 +244,12 @@ def claim(*, worker_ids: list[str], queues: list[str] | None = None,
     fair = _fair_params(queues)
     if fair is not None:
         params.update(fair)
-    return keyed + _claim_unkeyed(queue_filter, params, limits, locked=locked, fair=fair is not None)
+    seek = after is not None and fair is None and not locked
+    if after is not None and seek:
+        params.update(seek_priority=after[0], seek_available_at=after[1],
+                      seek_created_at=after[2], seek_id=after[3])
+    return keyed + _claim_unkeyed(queue_filter, params, limits, locked=locked, fair=fair is not None,
+                                  seek=seek)
 
 
 def _rate_params(rates: list[RateLimitRow]) -> dict:
@@ -251,12 +261,13 @@ def _rate_params(rates: list[RateLimitRow]) -> dict:
 
 
 def _claim_unkeyed(queue_filter: str, params: dict, limits: list, *,
-                   locked: bool, fair: bool = False) -> list[ClaimedJob]:
+                   locked: bool, fair: bool = False, seek: bool = False) -> list[ClaimedJob]:
     """`locked`: a concurrency or rate limit of a queue or a type applies (sql.CLAIM_LIMITED,
     under CLAIM_LIMIT_LOCK_KEY); `fair`: a queue of the claim is fair or ages its jobs
     (sql.CLAIM_FAIR, or under limits sql.CLAIM_LIMITED_FAIR); else sql.CLAIM, exactly as
-    without limits."""
-    statement = (sql.CLAIM_FAIR if fair else sql.CLAIM).format(queue_filter=queue_filter)
+    without limits, or sql.CLAIM_SEEK from `params`' seek key (`seek`)."""
+    plain = sql.CLAIM_SEEK if seek else sql.CLAIM
+    statement = (sql.CLAIM_FAIR if fair else plain).format(queue_filter=queue_filter)
     if not locked and _pinned(queue_connection()):  # a lane's: one statement
         rows = db.fetch_all(statement, params)
         return _claimed(rows)

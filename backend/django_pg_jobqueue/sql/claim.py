@@ -116,19 +116,61 @@ rate_starts AS (
     WHERE s.scope IS NOT NULL
 )""" + _CLAIM_RETURN
 
-CLAIM = """
-WITH picked AS (
-    SELECT id, row_number() OVER () AS n
-    FROM (
+# The candidates of CLAIM (and of each branch of CLAIM_SEEK), `{seek}` a further condition.
+_CLAIM_CANDIDATES = """
         SELECT id FROM jobs
-        WHERE status = 'queued' AND available_at <= now() {queue_filter}
+        WHERE status = 'queued' AND available_at <= now() {{queue_filter}}
           AND """ + _NOT_EXPIRED + """
           AND concurrency_key IS NULL  -- keyed jobs: CLAIM_KEYED only
           AND NOT EXISTS (
-              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused)
+              SELECT 1 FROM job_queue_settings qs WHERE qs.queue = jobs.queue AND qs.paused){seek}
         ORDER BY priority DESC, available_at ASC, created_at ASC, id ASC
         LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED"""
+
+CLAIM = """
+WITH picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (""" + _CLAIM_CANDIDATES.format(seek="") + """
+    ) AS locked
+),
+""" + _CLAIM_TAIL
+
+# --- the claim that seeks: past the index entries of jobs already claimed ------------------
+# While another session holds a snapshot open (a long transaction, a replica's query with
+# hot_standby_feedback, a stuck logical slot), no vacuum can remove the index entries of the
+# jobs claimed since it began, and no scan can mark them dead: CLAIM's walk of
+# jobs_claim_order_idx starts at its head and steps over every one of them, visiting the heap
+# for each, so each claim costs more the longer the snapshot is held (measured: 9 buffers a
+# claim of 32 with nothing held, 1,135 with 40,000 jobs claimed since the snapshot; the drain
+# fell to a third). CLAIM_SEEK starts where the lane's previous claim found its first job
+# (`seek_*`: that job's priority and claim-order key), which the index takes as an Index Cond
+# (`priority = P AND (available_at, created_at, id) >= (...)`: a descent, not a walk): one
+# statement of three branches in claim order, each locking at most `limit` rows (FOR UPDATE
+# is not allowed on a UNION itself, so each is a subquery of its own), the jobs of higher
+# priority first (from the head: usually none), then P's from the key, then the lower ones,
+# and the Append stops as soon as the outer LIMIT is filled. What it cannot see is a job of
+# priority P behind the key (requeued or released keeping its old available_at, a run_at in
+# the past, a row skipped while locked by a claim that rolled back): the lane claims from the
+# head at least once a second meanwhile, and seeks only while such a claim is slow
+# (worker/seek.py).
+_SEEK = (" AND priority = %(seek_priority)s AND (available_at, created_at, id)"
+         " >= (%(seek_available_at)s, %(seek_created_at)s, %(seek_id)s)")
+CLAIM_SEEK = """
+WITH picked AS (
+    SELECT id, row_number() OVER () AS n
+    FROM (
+        SELECT id FROM (""" + _CLAIM_CANDIDATES.format(
+            seek=" AND priority > %(seek_priority)s") + """
+        ) AS higher
+        UNION ALL
+        SELECT id FROM (""" + _CLAIM_CANDIDATES.format(seek=_SEEK) + """
+        ) AS same
+        UNION ALL
+        SELECT id FROM (""" + _CLAIM_CANDIDATES.format(
+            seek=" AND priority < %(seek_priority)s") + """
+        ) AS lower
+        LIMIT %(limit)s
     ) AS locked
 ),
 """ + _CLAIM_TAIL

@@ -48,6 +48,7 @@ from .pruner import Pruner
 from .reaper import Reaper
 from .relay import RelayedWakeups
 from .renewer import LeaseRenewer
+from .seek import ClaimSeek
 from .signals import Poll, TestSignals
 from .stager import Stager
 from .starter import Starter
@@ -103,6 +104,7 @@ class Lane(threading.Thread):
         self.prefetch_id = pool.process_id + PREFETCH_WORKER_SUFFIX
         # Stays empty with prefetch off; never deeper than its threads start within a moment.
         self.prefetched = Prefetched(pool.prefetch, threads=len(executors))
+        self.seek = ClaimSeek()  # from the head, or past its last claim while that is slow
         # When to claim (worker/wake.py): fed by the listener's notifications and by the
         # claims' results. An executor that frees up sets only `wake`: without a backlog, a
         # notification or a due poll it does not make the lane claim.
@@ -242,12 +244,16 @@ class Lane(threading.Thread):
                 close_old_connections()
                 if busy:
                     pool.engine.pin_claim_planner_settings()  # once per connection
+                after = self.seek.after()
+                began = time.monotonic()
                 jobs = pool.engine.claim(
                     worker_ids=[e.worker_id for e in free] + [self.prefetch_id] * extra,
                     queues=list(self.spec.queues) if self.spec.queues else None,
                     lease_seconds=pool.lease_seconds,
                     exclude_types=pool.unknown_types.current(),
-                    exclude_queues=list(plan.exclude) if plan is not None else None)
+                    exclude_queues=list(plan.exclude) if plan is not None else None,
+                    after=after)
+                self.seek.claimed(jobs, time.monotonic() - began, sought=after is not None)
                 self.backoff.reset()
             except CONNECTION_ERRORS as exc:
                 policy.claim_failed()
