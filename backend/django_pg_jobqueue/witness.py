@@ -88,13 +88,6 @@ class StartWitness:
             except (TypeError, ValueError):  # closed (the pool stopped, or its witness exited)
                 pass
 
-    def running_jobs(self) -> list[int]:
-        """The jobs the threads run now (what the slots name)."""
-        try:
-            return [job_id for job_id, _ in started_jobs(self.slots, [""] * self.size)]
-        except (TypeError, ValueError):  # closed
-            return []
-
     def alive(self) -> bool:
         return self.proc.returncode is None and self.proc.poll() is None
 

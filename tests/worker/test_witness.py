@@ -8,6 +8,7 @@ from django_pg_jobqueue import services
 from django_pg_jobqueue.engine import default_engine
 from django_pg_jobqueue.models import Job, JobEvent
 from django_pg_jobqueue.testing import expire_lease, run_reaper
+from django_pg_jobqueue.worker.held import Held
 from django_pg_jobqueue.worker.pool import WorkerPool
 from django_pg_jobqueue.worker.starter import Starter
 
@@ -83,15 +84,20 @@ def test_a_pool_with_a_live_witness_does_not_wait_for_a_start_and_without_one_do
     assert [a[0] for a in written] == [1, 3, 4] and [a[0] for a in queued] == [2]
 
 
-def test_a_noted_start_is_written_only_for_a_job_its_thread_still_runs():
-    """A start nobody waits for is written after a few milliseconds, and only if its job still
-    runs then: a job that ended meanwhile needs no record (its outcome names its thread)."""
-    running, ended = _prefetched(2)
-    starter = Starter(running=lambda: [running.id])
+def test_a_noted_start_is_left_out_only_for_a_job_that_succeeded_meanwhile():
+    """A start nobody waits for is written after a few milliseconds, unless its job's success
+    went to the completer meanwhile (that statement ends the job and names its thread). A job
+    that ended otherwise without writing its row (its handler raised LeaseLost, its outcome
+    could not be written) still has its start written: the reaper must charge it."""
+    running, succeeded, left_running = _prefetched(3)
+    done = Held.of(succeeded, succeeded.worker_id)
+    starter = Starter(succeeded=lambda held: held is done)
     starter.start()
-    starter.note_start(running.id, running.lease_token, "vm-9-1")
-    starter.note_start(ended.id, ended.lease_token, "vm-9-2")
+    for c, worker_id, held in ((running, "vm-9-1", Held.of(running, running.worker_id)),
+                               (succeeded, "vm-9-2", done),
+                               (left_running, "vm-9-3", Held.of(left_running, "x"))):
+        starter.note_start(c.id, c.lease_token, worker_id, held)
     starter.stop()  # writes what was noted, then ends
     starter.join(10)
-    assert Job.objects.get(pk=running.id).locked_by == "vm-9-1"
-    assert Job.objects.get(pk=ended.id).locked_by == PREFETCH_ID
+    owners = dict(Job.objects.values_list("id", "locked_by"))
+    assert owners == {running.id: "vm-9-1", succeeded.id: PREFETCH_ID, left_running.id: "vm-9-3"}

@@ -395,7 +395,7 @@ class JobRunner:
         its lease expires under the buffer's id, and the reaper gives it back uncharged)."""
         try:
             adopted = self.start_prefetched(job.id, job.lease_token, self.worker_id,
-                                            witnessed=witnessed)
+                                            witnessed=witnessed, held=held)
         except StartNotRecorded as exc:
             if self.held.discard(job.id, job.lease_token):
                 self.errors.error("job=%s: its start could not be recorded (%s); not running "

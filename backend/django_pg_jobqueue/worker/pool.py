@@ -401,10 +401,10 @@ class WorkerPool:
         self._own_witness = False
         self.unknown_types = UnknownTypes()  # types with no handler here, left out of claims
         self.completer = Completer(self.held, on_done=self.stats.completed, engine=self.engine)
-        # Records prefetched jobs' starts; under a supervisor, one whose job ended meanwhile
-        # is left out (the report's slots say which jobs still run).
+        # Records prefetched jobs' starts; one noted without waiting whose job has succeeded
+        # meanwhile (handed to the completer) is left out.
         self.starter = Starter(engine=self.engine,
-                               running=report.running_jobs if report is not None else None)
+                               succeeded=lambda held: held.owner is self.completer)
         self.lanes: list[Lane] = []
         n = 0
         for spec in self.lane_specs:
@@ -549,10 +549,9 @@ class WorkerPool:
                         self.process_id, exc)
             return
         self._own_witness = True
-        self.starter.running = self.witness.running_jobs
 
     def start_prefetched(self, job_id: int, lease_token, worker_id: str, *,
-                         witnessed: bool = True) -> bool:
+                         witnessed: bool = True, held=None) -> bool:
         """Record that `worker_id` takes prefetched job `job_id` (worker/starter.py): when the
         thread's slot names it (`witnessed`) and a live witness reads the slots, queued
         without waiting (True); else written and waited for (whether the lease was still
@@ -560,7 +559,7 @@ class WorkerPool:
         witness = self.witness
         if witnessed and witness is not None:
             if witness.alive():
-                self.starter.note_start(job_id, lease_token, worker_id)
+                self.starter.note_start(job_id, lease_token, worker_id, held)
                 return True
             if self._own_witness:
                 log.warning("worker pool %s: its start witness exited; each thread waits for "
@@ -568,7 +567,6 @@ class WorkerPool:
                             self.process_id)
                 self.witness.close()
                 self.witness, self._own_witness = None, False
-                self.starter.running = None
         return self.starter.start_job(job_id, lease_token, worker_id)
 
     def jobs_done(self) -> int:

@@ -52,15 +52,17 @@ class Starter(threading.Thread):
     IDLE_RETURN_SECONDS = 0.1  # with nothing to write this long, its connection goes back
     WAIT_SECONDS = 30.0  # a caller gives up on a batch this slow (the statement timeout's order)
     # Starts nobody waits for are gathered this long before they are written, and by then
-    # most jobs of a few milliseconds have ended: their record is left out (`running`).
+    # most jobs of a few milliseconds have succeeded: their record is left out (`succeeded`).
     NOTE_SECONDS = 0.005
 
-    def __init__(self, engine: Engine | None = None, running=None):
+    def __init__(self, engine: Engine | None = None, succeeded=None):
         super().__init__(name="starter", daemon=True)
         self.engine = engine or default_engine()
-        # The jobs the threads run now (the witness's slots), or None: a noted start whose job
-        # is no longer among them has ended (its outcome says who ran it) and is not written.
-        self.running = running
+        # Whether a noted start's job (its Held) was handed to the completer as a success, or
+        # None: that statement ends the job and names its thread, so its start is not written.
+        # Any other end (a failure, a snooze, a handler's LeaseLost that leaves the row
+        # running) keeps it: the row must say the job started before its lease can expire.
+        self.succeeded = succeeded
         self._lock = threading.Condition(threading.Lock())
         self._next = _Batch()  # the batch new starts join; written once the current one is
         self._stopping = False
@@ -82,7 +84,7 @@ class Starter(threading.Thread):
             raise StartNotRecorded(str(batch.error)) from batch.error
         return job_id in batch.adopted
 
-    def note_start(self, job_id: int, lease_token, worker_id: str) -> None:
+    def note_start(self, job_id: int, lease_token, worker_id: str, held=None) -> None:
         """Queue the record that `worker_id` runs prefetched job `job_id` without waiting for
         it (the start is witnessed: see the module's docstring). A record the starter cannot
         write is given up (logged): the witness answers for the start."""
@@ -90,7 +92,7 @@ class Starter(threading.Thread):
             if self._stopping:
                 return
             batch = self._next
-            batch.noted.append((job_id, lease_token, worker_id))
+            batch.noted.append((job_id, lease_token, worker_id, held))
             if len(batch.noted) == 1 and not batch.items:
                 self._lock.notify()
 
@@ -132,9 +134,10 @@ class Starter(threading.Thread):
         """One statement for the batch; its callers are woken, with the answer or the error."""
         items = batch.items
         if batch.noted:
-            running = None if self.running is None else set(self.running())
-            items = items + [item for item in batch.noted
-                             if running is None or item[0] in running]
+            succeeded = self.succeeded
+            items = items + [(job_id, token, worker_id)
+                             for job_id, token, worker_id, held in batch.noted
+                             if held is None or succeeded is None or not succeeded(held)]
         if not items:
             batch.done.set()
             return
