@@ -96,15 +96,33 @@ def stale_start(held: str, writer: str) -> str:
 # transaction) is skipped, not waited for, so that one locked row does not hold up the whole
 # batch. It comes back `busy` instead (_BUSY_LEASES: still this lease's, not written), for the
 # worker to write alone. COMPLETE_MANY and RENEW_MANY write so.
+# Each lease is looked up by its id (LATERAL: one index probe a lease, whatever the statistics
+# say), never by reading what `jobs_running_idx` points to and hashing it against the batch:
+# while a snapshot is held open elsewhere, that index keeps the entry of every job run since,
+# which no vacuum can remove, and reading them all made a completion of 32 cost 5,000 buffers
+# and 11 ms at 40,000 jobs into the snapshot (1.2 ms by id; bench/pressure.py, the pressure
+# cell). `free` carries the input's columns for the statement's update, which joins it to
+# `jobs` by id: the outer `held = token` (always true: the lookup's own condition) is there
+# for the planner, which estimates that comparison of two unknown columns at a row, and so
+# probes `jobs` by id for each of `free`'s rows on any statistics, even an empty table's
+# (tests/contracts/test_plans.py). The busy leases are looked up by id too (OFFSET 0 keeps
+# the lookup a per-lease probe rather than a join the planner may hash).
 _FREE_LEASES = """free AS (
-    SELECT j.id, j.lease_token AS held FROM jobs j JOIN input ON j.id = input.id
-    WHERE j.status = 'running' AND j.lease_token = input.token
-    ORDER BY j.id
-    FOR NO KEY UPDATE OF j SKIP LOCKED
+    SELECT i.*, j.held FROM (SELECT * FROM input ORDER BY id) AS i
+    CROSS JOIN LATERAL (
+        SELECT j.lease_token AS held FROM jobs j
+        WHERE j.id = i.id AND j.status = 'running' AND j.lease_token = i.token
+        FOR NO KEY UPDATE OF j SKIP LOCKED
+    ) AS j
+    WHERE j.held = i.token
 )"""
 # The rows of the busy leases, after `SELECT j.id, <the other columns> `.
-_BUSY_LEASES = """FROM jobs j JOIN input ON j.id = input.id
-WHERE j.status = 'running' AND j.lease_token = input.token AND j.id NOT IN (SELECT id FROM free)
+_BUSY_LEASES = """FROM input CROSS JOIN LATERAL (
+    SELECT j.id FROM jobs j
+    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    OFFSET 0
+) AS j
+WHERE input.id NOT IN (SELECT id FROM free)
 """
 
 # --- complete (batched; each row still fenced by its own lease token) -----------------------
@@ -131,13 +149,13 @@ WITH input AS (
 done AS (
     UPDATE jobs j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
-        result = input.result,
+        result = free.result,
         finished_at = now(), updated_at = now(),
         progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-    FROM input JOIN free ON free.id = input.id
-    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
-    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
+    FROM free
+    WHERE j.id = free.id AND j.status = 'running' AND j.lease_token = free.token
+    RETURNING j.id, j.status, j.attempts, free.token, free.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
               j.batch_id, j.started_at, j.available_at, free.held
 ),
