@@ -101,14 +101,16 @@ def stale_start(held: str, writer: str) -> str:
 # while a snapshot is held open elsewhere, that index keeps the entry of every job run since,
 # which no vacuum can remove, and reading them all made a completion of 32 cost 5,000 buffers
 # and 11 ms at 40,000 jobs into the snapshot (1.2 ms by id; bench/pressure.py, the pressure
-# cell). `free` carries the input's columns for the statement's update, which joins it to
-# `jobs` by id: the outer `held = token` (always true: the lookup's own condition) is there
-# for the planner, which estimates that comparison of two unknown columns at a row, and so
-# probes `jobs` by id for each of `free`'s rows on any statistics, even an empty table's
-# (tests/contracts/test_plans.py). The busy leases are looked up by id too (OFFSET 0 keeps
-# the lookup a per-lease probe rather than a join the planner may hash).
+# cell). The statement's update joins `input` to `free` and probes `jobs` by id for each row
+# of that join: the outer `held = token` (always true: the lookup's own condition) is there
+# for the planner, which estimates that comparison of two unknown columns at a row, so that
+# the join stays the outer side on any statistics, even an empty table's or one analysed
+# while nothing ran (tests/contracts/test_plans.py); joined to `free` alone, the update
+# scanned every running row and compared it with every row of the batch. The busy leases are
+# looked up by id too (OFFSET 0 keeps the lookup a per-lease probe rather than a join the
+# planner may hash).
 _FREE_LEASES = """free AS (
-    SELECT i.*, j.held FROM (SELECT * FROM input ORDER BY id) AS i
+    SELECT i.id, j.held FROM (SELECT id, token FROM input ORDER BY id) AS i
     CROSS JOIN LATERAL (
         SELECT j.lease_token AS held FROM jobs j
         WHERE j.id = i.id AND j.status = 'running' AND j.lease_token = i.token
@@ -149,13 +151,13 @@ WITH input AS (
 done AS (
     UPDATE jobs j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
-        result = free.result,
+        result = input.result,
         finished_at = now(), updated_at = now(),
         progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-    FROM free
-    WHERE j.id = free.id AND j.status = 'running' AND j.lease_token = free.token
-    RETURNING j.id, j.status, j.attempts, free.token, free.worker_id,
+    FROM input JOIN free ON free.id = input.id
+    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
               j.batch_id, j.started_at, j.available_at, free.held
 ),
@@ -352,8 +354,8 @@ WITH input AS (
 renewed AS (
     UPDATE jobs j
     SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
-    FROM free
-    WHERE j.id = free.id
+    FROM input JOIN free ON free.id = input.id
+    WHERE j.id = input.id
     RETURNING j.id,
               j.cancel_requested_at IS NOT NULL AS cancel_requested,
               (j.timeout_seconds IS NOT NULL
