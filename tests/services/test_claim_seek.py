@@ -112,12 +112,37 @@ def test_a_lane_seeks_only_after_a_slow_head_claim_and_claims_from_the_head_each
     assert seek.after() is None
     seek.claimed([Row()], seconds=0.001, sought=False)  # fast: no seeking
     assert seek.after() is None
-    seek.claimed([], seconds=0.050, sought=False)  # slow, found nothing: seek from the key
+    slow = ClaimSeek.SLOW_SECONDS * 1.2  # slow, found nothing: seek from the key
+    assert slow * ClaimSeek.HEAD_SPACING <= ClaimSeek.SEEK_SECONDS * 1.5
+    seek.claimed([], seconds=slow, sought=False)
     assert seek.after() == (0, "a", "c", 7)
     seek.claimed([], seconds=0.001, sought=True)
     clock.now += ClaimSeek.SEEK_SECONDS / 2
     assert seek.after() == (0, "a", "c", 7)
-    clock.now += ClaimSeek.SEEK_SECONDS / 2
-    assert seek.after() is None  # a second on: from the head, which decides again
+    clock.now += ClaimSeek.SEEK_SECONDS
+    assert seek.after() is None  # about a second on: from the head, which decides again
     seek.claimed([], seconds=0.001, sought=False)  # fast now (the snapshot is gone)
     assert seek.after() is None
+
+
+def test_the_slower_the_head_claim_the_longer_a_lane_seeks_before_the_next_one(monkeypatch):
+    """The jobs that arrive while a head claim walks a held snapshot's dead entries wait for
+    it: head claims are spaced by a hundred times their duration (about 1 % of the lane's
+    time), from a second to SEEK_MAX_SECONDS."""
+    clock = Clock()
+    monkeypatch.setattr("django_pg_jobqueue.worker.seek.time.monotonic", clock)
+
+    class Row:
+        priority, available_at, created_at, id = 0, "a", "c", 7
+
+    def seeking_for(head_seconds: float) -> float:
+        seek = ClaimSeek()
+        seek.claimed([Row()], seconds=head_seconds, sought=False)
+        start = clock.now
+        while seek.after() is not None:
+            clock.now += 0.25
+        return clock.now - start
+
+    assert seeking_for(0.030) == pytest.approx(3.0, abs=0.25)
+    assert seeking_for(0.060) == pytest.approx(6.0, abs=0.25)
+    assert seeking_for(2.0) == pytest.approx(ClaimSeek.SEEK_MAX_SECONDS, abs=0.25)
