@@ -340,7 +340,9 @@ def table_rows(t0, created, started, samples, s) -> list[dict]:
         rows.append({"end_seconds": k * step,
                      "held": lo < t0 + s["hold_until"] * 60 and hi > t0 + s["hold_from"] * 60,
                      "throughput": len(pickups) / step,
+                     "pickup_p50_ms": percentile(pickups, 50) if pickups else None,
                      "pickup_p95_ms": percentile(pickups, 95) if pickups else None,
+                     "pickup_p99_ms": percentile(pickups, 99) if pickups else None,
                      "heap_mb": sample["heap"] / 1e6, "index_mb": sample["index"] / 1e6,
                      "dead": sample["dead"], "backlog": sample["backlog"],
                      "all_tables_mb": sample["all_tables"] / 1e6})
@@ -395,14 +397,14 @@ def report(res: dict, s: dict, facts: dict) -> str:
                f"{facts['load_after']} after",
              "workers at their defaults: ours 2 x run_job_workers --threads 16; "
              "pgqueuer 2 x QueueManager.run() (batch 10)",
-             "throughput: jobs started per second in the interval; pickup p95: start minus "
-             "creation; the queue table's (ours: jobs, PgQueuer: pgqueuer) pg_relation_size, "
+             "throughput: jobs started per second in the interval; pickup p95 and p99: start "
+             "minus creation; the queue table's (ours: jobs, PgQueuer: pgqueuer) pg_relation_size, "
              "pg_indexes_size and n_dead_tup, the backlog, and all the system's tables with "
              "their indexes (ours: jobs, job_events; PgQueuer: pgqueuer, pgqueuer_log, "
              "pgqueuer_statistics) at the interval's end; * the snapshot was held during the "
              "interval",
              ""]
-    cols = "  jobs/s  p95 ms  table MB  idx MB      dead  backlog  all MB"
+    cols = "  jobs/s  p95 ms  p99 ms  table MB  idx MB      dead  backlog  all MB"
     lines.append(f"{'':10}" + "".join(f"| {x:<{len(cols) - 2}}" for x in systems))
     lines.append(f"{'t (s)':>8}  " + "".join(f"|{cols}" for _ in systems))
     n = max(len(res[x]["minutes"]) for x in systems)
@@ -415,8 +417,9 @@ def report(res: dict, s: dict, facts: dict) -> str:
                 continue
             r = rows[k]
             end, mark = r["end_seconds"], "*" if r["held"] else mark
-            p95 = "-" if r["pickup_p95_ms"] is None else f"{r['pickup_p95_ms']:.1f}"
-            cells.append(f"{r['throughput']:8.0f}{p95:>8}{r['heap_mb']:10.1f}"
+            p95, p99 = ("-" if r.get(key) is None else f"{r[key]:.1f}"
+                        for key in ("pickup_p95_ms", "pickup_p99_ms"))
+            cells.append(f"{r['throughput']:8.0f}{p95:>8}{p99:>8}{r['heap_mb']:10.1f}"
                          f"{r['index_mb']:8.1f}{r['dead']:10,}{r['backlog']:9,}"
                          f"{r['all_tables_mb']:8.1f}")
         lines.append(f"{end:>8.0f}{mark} " + "".join(f"|{c}" for c in cells))

@@ -129,6 +129,9 @@ STATEMENTS = {
         idempotency_key=[f"k{i}" for i in IDS], fingerprint=["f"] * 32, key_ttl=None,
         unique_key=None, unique_states=None, retry_policy=None, concurrency_key=None,
         concurrency_key_limit=None, fairness_key=None, expires_at=None, expires_in=None, trace="{}"), False),
+    # The starter's batch of prefetched jobs' starts (worker/starter.py).
+    "adopt_prefetched": (sql.ADOPT_PREFETCHED_IF_RUNNING, dict(
+        batch=json.dumps([[i, str(TOKEN), "w"] for i in IDS])), False),
     # The history's guard (sql.HISTORY_GUARD_FUNCTIONS) reads a transition table, which only
     # exists inside its trigger, so it is not EXPLAINed here: over one job it is a primary-key
     # lookup; over a batch, a LATERAL ... LIMIT 1 probe per job, planned again at every call.
@@ -203,7 +206,8 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("the keys' weights looked up per row, not once per (key, priority)")
         if not re.search(r"Index Cond: \(id = (ordered|o)\.id\)", plan):
             found.append("not locking the picked rows one by one by id")
-    if name in ("complete_many", "renew_many") and _scans_without_id(plan, "jobs"):
+    if name in ("complete_many", "renew_many", "adopt_prefetched") and _scans_without_id(
+            plan, "jobs"):
         # Under a snapshot held open elsewhere the running jobs' index keeps every job run
         # since: a batch's leases are looked up by id, never found by reading it all.
         found.append("leases found by scanning the running jobs, not looked up by id")

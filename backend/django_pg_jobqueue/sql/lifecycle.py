@@ -109,15 +109,21 @@ def stale_start(held: str, writer: str) -> str:
 # scanned every running row and compared it with every row of the batch. The busy leases are
 # looked up by id too (OFFSET 0 keeps the lookup a per-lease probe rather than a join the
 # planner may hash).
-_FREE_LEASES = """free AS (
+def _held_leases(name: str, wait: str) -> str:
+    """The CTE `name`: the leases of `input` still held, each row locked (`wait`: "SKIP
+    LOCKED" or "", waiting), looked up by id as said above."""
+    return f"""{name} AS (
     SELECT i.id, j.held FROM (SELECT id, token FROM input ORDER BY id) AS i
     CROSS JOIN LATERAL (
         SELECT j.lease_token AS held FROM jobs j
         WHERE j.id = i.id AND j.status = 'running' AND j.lease_token = i.token
-        FOR NO KEY UPDATE OF j SKIP LOCKED
+        FOR NO KEY UPDATE OF j {wait}
     ) AS j
     WHERE j.held = i.token
 )"""
+
+
+_FREE_LEASES = _held_leases("free", "SKIP LOCKED")
 # The rows of the busy leases, after `SELECT j.id, <the other columns> `.
 _BUSY_LEASES = """FROM input CROSS JOIN LATERAL (
     SELECT j.id FROM jobs j
@@ -535,13 +541,18 @@ FOR SHARE
 # what it must outlive is the worker, whose death cannot undo it. Only a crash of the database
 # server within a fraction of a second (wal_writer_delay) can lose it; then a job that
 # started looks unstarted and is given back uncharged once more.
+# The leases are looked up by id, and the update joined through them, as a completion's are
+# (_held_leases: a held snapshot's dead entries in jobs_running_idx are never read).
 ADOPT_PREFETCHED_IF_RUNNING = """
-WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
-UPDATE jobs j SET locked_by = u.worker_id, updated_at = now()
-FROM unflushed,
-     (SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id
-      FROM jsonb_array_elements(%(batch)s::jsonb) AS e) u  -- [[id, token, worker_id], ...]
-WHERE j.id = u.id AND j.status = 'running' AND j.lease_token = u.token
+WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
+input AS (
+    SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id
+    FROM jsonb_array_elements(%(batch)s::jsonb) AS e  -- [[id, token, worker_id], ...]
+),
+""" + _held_leases("held", "") + """
+UPDATE jobs j SET locked_by = input.worker_id, updated_at = now()
+FROM unflushed, input JOIN held ON held.id = input.id
+WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
 RETURNING j.id
 """
 
