@@ -315,6 +315,7 @@ _ENQUEUE_OPTIONS = frozenset({"priority", "queue", "run_at", "delay_seconds", "i
                               "after", "after_failure", "concurrency_key",
                               "concurrency_key_limit", "fairness_key", "debounce", "throttle",
                               "expires_at", "expires_in_seconds"})
+_ITEM_KEYS = _ENQUEUE_OPTIONS | {"type", "payload"}  # what an enqueue_many() item may hold
 
 
 def prepare_item(item, from_api: bool = False, key_scope: str = "",
@@ -324,8 +325,8 @@ def prepare_item(item, from_api: bool = False, key_scope: str = "",
         raise type_error("jobs", "a list of dicts of enqueue()'s arguments", item)
     if "type" not in item:
         raise InvalidJobArgument("type", "is required")
-    unknown = sorted(str(k) for k in item if k not in _ENQUEUE_OPTIONS | {"type", "payload"})
-    if unknown:
+    if not _ITEM_KEYS.issuperset(item):
+        unknown = sorted(str(k) for k in item if k not in _ITEM_KEYS)
         raise JobArgumentTypeError(unknown[0], "is not an argument of enqueue(); expected "
                                                f"type, payload, {', '.join(sorted(_ENQUEUE_OPTIONS))}")
     return prepare(item["type"], item.get("payload"), from_api=from_api,
