@@ -403,7 +403,13 @@ def _bin_dir(home: Path) -> Path:
             if not os.path.islink(p):
                 os.chmod(p, os.stat(p).st_mode | 0o444 | (0o111 if os.path.isdir(p) else 0))
     os.chmod(tmp, 0o755)
-    os.rename(tmp / stem, target)
+    try:
+        os.rename(tmp / stem, target)
+    except OSError:
+        # Another process unpacked the same archive first (two first runs side by side):
+        # theirs is as good as ours.
+        if not (target / "bin" / "postgres").exists():
+            raise
     shutil.rmtree(tmp, ignore_errors=True)
     return target / "bin"
 

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from tests.handlers.chaos_handlers import Output
-from tests.utils import spawn_workers, stop_workers
+from tests.utils import spawn_workers, stop_workers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -39,9 +39,11 @@ def test_a_worker_keeps_no_connection_its_start_up_checks_opened(supervised):
     try:
         # A lane's second claim, a poll interval after its first: the pool runs, and the
         # start-up's connections were closed before it started (a closed session's backend
-        # is gone from pg_stat_activity within milliseconds; a kept one stays for good).
+        # leaves pg_stat_activity once its process exits, within milliseconds, or a moment
+        # on a loaded machine; a kept one stays for good).
         out.wait_for_line("polled, claimed", count=2, timeout=60)
-        assert sessions_named(name) == 0, "the worker kept its start-up checks' connection"
+        wait_for(lambda: sessions_named(name) == 0, timeout=5,
+                 message="the worker to keep no connection its start-up checks opened")
         assert proc.poll() is None, out.text()[-3000:]
     finally:
         stop_workers(proc)
