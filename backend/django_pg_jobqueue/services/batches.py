@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import conf, db, sql
+from ..arguments import PAYLOAD_ENCODER
 from ..db import atomic as queue_atomic
 from ..exceptions import InvalidJobArgument, JobArgumentTypeError
 from ..models import JobBatch
@@ -205,5 +206,4 @@ def _callback_job(spec: dict, summary: dict) -> NewJob:
     return replace(_CALLBACK_TEMPLATE, type=spec["type"], queue=spec["queue"],
                    priority=spec["priority"], max_attempts=spec["max_attempts"],
                    timeout_seconds=spec["timeout_seconds"], retry_policy=spec["retry_policy"],
-                   payload=payload, payload_json=json.dumps(payload, separators=(",", ":"),
-                                                            ensure_ascii=False))
+                   payload=payload, payload_json=PAYLOAD_ENCODER.encode(payload))
