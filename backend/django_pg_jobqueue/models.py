@@ -325,6 +325,13 @@ class Job(models.Model):
             # only, so jobs without one write nothing to it.
             models.Index("expires_at", name="jobs_queued_expiry_idx",
                          condition=Q(status="queued", expires_at__isnull=False)),
+            # The stager (sql.NOTIFY_QUEUES_WITH_NEWLY_DUE_JOBS): queued jobs that were not
+            # runnable when written (delayed, retried, snoozed), by when they fall due, so
+            # that its pass each second reads the ones that fell due since the last, never the
+            # claim index's every entry (under a snapshot held open elsewhere: every job claimed
+            # since). A job enqueued to run at once writes nothing to it.
+            models.Index("available_at", name="jobs_due_later_idx",
+                         condition=Q(status="queued", available_at__gt=F("created_at"))),
             # Batches (services/batches.py): both hold members of batches only, so a job outside
             # a batch writes neither. The first lists and counts a batch's members; the
             # second holds its unfinished ones, so that "is anything of the batch left?", asked

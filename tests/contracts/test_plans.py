@@ -101,6 +101,9 @@ STATEMENTS = {
         batch=json.dumps([[i, str(TOKEN), "w", {}] for i in IDS])), False),
     "renew_many": (sql.RENEW_MANY, dict(ids=IDS, tokens=[TOKEN] * 32, lease_seconds=30.0),
                    False),
+    # The leases RENEW_MANY found locked, waited for one by one.
+    "renew_many_waiting": (sql.RENEW_MANY_WAITING, dict(ids=IDS, tokens=[TOKEN] * 32,
+                                                        lease_seconds=30.0), False),
     "release_many": (sql.REQUEUE_UNCHARGED, dict(
         ids=IDS, tokens=[TOKEN] * 32, worker_ids=["w"] * 32, delay_seconds=0.0,
         kind="released", message="m"), False),
@@ -129,6 +132,9 @@ STATEMENTS = {
         idempotency_key=[f"k{i}" for i in IDS], fingerprint=["f"] * 32, key_ttl=None,
         unique_key=None, unique_states=None, retry_policy=None, concurrency_key=None,
         concurrency_key_limit=None, fairness_key=None, expires_at=None, expires_in=None, trace="{}"), False),
+    # The stager's pass (worker/stager.py): the queued jobs that fell due since the last one,
+    # on their own index.
+    "stager": (sql.NOTIFY_QUEUES_WITH_NEWLY_DUE_JOBS, dict(since=SEEK_AT), False),
     # The starter's batch of prefetched jobs' starts (worker/starter.py).
     "adopt_prefetched": (sql.ADOPT_PREFETCHED_IF_RUNNING, dict(
         batch=json.dumps([[i, str(TOKEN), "w"] for i in IDS])), False),
@@ -206,13 +212,23 @@ def problems(name: str, plan: str) -> list[str]:
             found.append("the keys' weights looked up per row, not once per (key, priority)")
         if not re.search(r"Index Cond: \(id = (ordered|o)\.id\)", plan):
             found.append("not locking the picked rows one by one by id")
-    if name in ("complete_many", "renew_many", "adopt_prefetched") and _scans_without_id(
+    if name in ("complete_many", "renew_many", "renew_many_waiting", "adopt_prefetched",
+                "release_many") and _scans_without_id(
             plan, "jobs"):
         # Under a snapshot held open elsewhere the running jobs' index keeps every job run
         # since: a batch's leases are looked up by id, never found by reading it all.
         found.append("leases found by scanning the running jobs, not looked up by id")
     if name == "enqueue_many" and re.search(r"Sort Key: input\.", plan):
         found.append("a sort of the batch's input")
+    # The sweeps find their rows on their own index, then write each by id: a second scan
+    # would read, under a held snapshot, every entry the first one read.
+    if name == "reap" and len(_scans_without_id(plan, "jobs")) > 1:
+        found.append("the expired leases found again by a scan, not written by id")
+    if name == "expire_overdue" and [s for s in _scans_without_id(plan, "jobs")
+                                     if "jobs_queued_expiry_idx" not in s]:
+        found.append("the expired jobs found again by a scan, not written by id")
+    if name == "stager" and "jobs_due_later_idx" not in plan:
+        found.append("not walking jobs_due_later_idx")
     if name == "expire_overdue" and "jobs_queued_expiry_idx" not in plan:
         found.append("not walking jobs_queued_expiry_idx")
     if ("rate" in name or name == "fair_claim_limited") and not re.search(r"using job_rate_starts_(window|started_at)_idx", plan):

@@ -109,13 +109,21 @@ def stale_start(held: str, writer: str) -> str:
 # scanned every running row and compared it with every row of the batch. The busy leases are
 # looked up by id too (OFFSET 0 keeps the lookup a per-lease probe rather than a join the
 # planner may hash).
-def _held_leases(name: str, wait: str) -> str:
+#
+# A statement's UPDATE of the rows such a CTE locked names them by id alone, never by
+# `status = 'running'` again: that condition would let the planner scan jobs_running_idx for
+# them (statistics that count a few running rows make the whole index look one page long),
+# which under a held snapshot reads every job run since (RENEW_MANY_WAITING took 35 ms so in
+# the pressure cell). The lock keeps the row as the CTE read it until the statement ends.
+def _held_leases(name: str, wait: str, columns: tuple[str, ...] = ()) -> str:
     """The CTE `name`: the leases of `input` still held, each row locked (`wait`: "SKIP
-    LOCKED" or "", waiting), looked up by id as said above."""
+    LOCKED" or "", waiting), looked up by id as said above; `columns`: more of the job's
+    columns, as they were before the statement."""
+    more = "".join(f", j.{c}" for c in columns)
     return f"""{name} AS (
-    SELECT i.id, j.held FROM (SELECT id, token FROM input ORDER BY id) AS i
+    SELECT i.id, j.held{more} FROM (SELECT id, token FROM input ORDER BY id) AS i
     CROSS JOIN LATERAL (
-        SELECT j.lease_token AS held FROM jobs j
+        SELECT j.lease_token AS held{more} FROM jobs j
         WHERE j.id = i.id AND j.status = 'running' AND j.lease_token = i.token
         FOR NO KEY UPDATE OF j {wait}
     ) AS j
@@ -162,7 +170,7 @@ done AS (
         progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
     FROM input JOIN free ON free.id = input.id
-    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    WHERE j.id = input.id
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
               j.batch_id, j.started_at, j.available_at, free.held
@@ -253,11 +261,9 @@ WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(worker_ids)s::text[])
         AS u(id, token, worker_id)
 ),
-attempt AS (  -- each attempt's start as it ran (the UPDATE below moves available_at)
-    SELECT j.id, j.started_at, j.available_at, j.lease_token AS held
-    FROM jobs j JOIN input ON j.id = input.id
-    WHERE j.status = 'running' AND j.lease_token = input.token
-),
+-- each attempt's start as it ran (the UPDATE below moves available_at), its lease looked up
+-- by id and locked (_held_leases)
+""" + _held_leases("attempt", "", ("started_at", "available_at")) + """,
 upd AS (
     UPDATE jobs j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END,
@@ -266,7 +272,7 @@ upd AS (
         finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM input JOIN attempt a ON a.id = input.id
-    WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+    WHERE j.id = input.id
     RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
               a.started_at, a.available_at AS started_available_at, a.held
 ),
@@ -375,14 +381,16 @@ SELECT j.id, false, false, true
 # LOCK_TIMEOUT_LOCAL). While it waits it holds the row's place in the lock queue, so the reaper
 # (SKIP LOCKED) cannot take the job between the other transaction's end and this renewal, even
 # when the lease ran out meanwhile: the lease is fenced by its token, not by the clock.
+# Each lease looked up by id, as RENEW_MANY's (_held_leases), waiting for its lock.
 RENEW_MANY_WAITING = """
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
-)
+),
+""" + _held_leases("held", "") + """
 UPDATE jobs j
 SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
-FROM input
-WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+FROM input JOIN held ON held.id = input.id
+WHERE j.id = input.id
 RETURNING j.id,
           j.cancel_requested_at IS NOT NULL AS cancel_requested,
           (j.timeout_seconds IS NOT NULL
@@ -437,8 +445,11 @@ FOR SHARE OF j
 """
 
 # --- reap: requeue (or fail) running jobs whose lease expired ---------------------------------
-# SKIP LOCKED again, so several reapers (one per worker process) never block one another,
-# and the guard is repeated in the UPDATE so that a lease renewed meanwhile is left alone.
+# SKIP LOCKED again, so several reapers (one per worker process) never block one another. The
+# rows `expired` locked cannot change before the UPDATE, which names them by id and lease
+# token, never by `status = 'running'` again: that would let the planner read
+# jobs_running_idx a second time, which under a held snapshot holds every job run since
+# (_held_leases says why).
 #
 # A job whose lease expired while it was still owned by a prefetch buffer (`locked_by` ends
 # in PREFETCH_WORKER_SUFFIX: no executor adopted it, ADOPT_PREFETCHED_IF_RUNNING) never
@@ -475,7 +486,7 @@ upd AS (
                      END,
         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     FROM decision d
-    WHERE j.id = d.id AND j.status = 'running' AND j.lease_expires_at < now()
+    WHERE j.id = d.id AND j.lease_token = d.lease_token
     RETURNING j.id, j.status, j.attempts, d.locked_by, d.lease_token, d.delay, j.last_error,
               j.type, j.queue, j.payload, j.priority, j.max_attempts, j.timeout_seconds,
               j.available_at, j.created_at, j.started_at, d.lease_expires_at,
@@ -552,7 +563,7 @@ input AS (
 """ + _held_leases("held", "") + """
 UPDATE jobs j SET locked_by = input.worker_id, updated_at = now()
 FROM unflushed, input JOIN held ON held.id = input.id
-WHERE j.id = input.id AND j.status = 'running' AND j.lease_token = input.token
+WHERE j.id = input.id
 RETURNING j.id
 """
 
@@ -599,8 +610,9 @@ WITH doomed AS (
 expired AS (
     UPDATE jobs j
     SET status = 'cancelled', finished_at = now(), updated_at = now()
-    FROM doomed
-    WHERE j.id = doomed.id AND j.status = 'queued' AND j.expires_at <= now()
+    FROM doomed  -- locked above: named by id, never by `status = 'queued'` again, which would let
+                 -- the planner read the claim index for them (_held_leases says why)
+    WHERE j.id = doomed.id
     RETURNING j.id, j.attempts, j.expires_at, j.has_dependants
 ),
 events AS (

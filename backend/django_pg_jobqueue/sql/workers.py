@@ -130,16 +130,20 @@ UPDATE job_leader SET expires_at = '-infinity' WHERE role = %(role)s AND holder 
 # leader notifies, once per queue, the queues with jobs that became due since its last pass
 # (`since`, the last pass's database clock, returned as `now`). Only jobs that were not
 # runnable when written count (`available_at > created_at`): a job enqueued to run at once
-# sent its own NOTIFY. The claim index orders the
-# queued rows by priority first, so this reads the queued rows' index entries: the runnable
-# backlog, which is small whenever workers are idle enough to be backing off.
+# sent its own NOTIFY. Those rows alone are in jobs_due_later_idx, by available_at, so a pass
+# reads the entries of the jobs that fell due since the last one. (On the claim index, which
+# orders the queued rows by priority first, it read every queued row's entry, and under a
+# snapshot held open elsewhere every job's claimed since: 28 ms a pass 3 minutes into the
+# pressure cell's hold, bench/pressure.py.)
 DATABASE_NOW = "SELECT now()"  # the stager's first `since`: the database clock, not the host's
 
 NOTIFY_QUEUES_WITH_NEWLY_DUE_JOBS = f"""
 SELECT now(), count(pg_notify('{NOTIFY_CHANNEL}', queue))
-  FROM (SELECT DISTINCT queue FROM jobs
-         WHERE status = 'queued' AND available_at > created_at
-           AND available_at > %(since)s AND available_at <= now()) due
+  FROM (SELECT DISTINCT queue FROM (
+          SELECT queue FROM jobs
+           WHERE status = 'queued' AND available_at > created_at
+             AND available_at > %(since)s AND available_at <= now()
+          OFFSET 0) AS newly_due) due  -- OFFSET 0: the queues' order from no other index
 """
 
 # --- a host's overrides of its queues (services/worker_overrides.py) ----------------------
