@@ -34,6 +34,13 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, message: 
         time.sleep(interval)  # the one polling interval: another process, or a row, has no signal
 
 
+def wait_until_no_session(count_sessions, name: str, timeout: float = 5.0) -> None:
+    """Poll `count_sessions()` (the sessions named `name`) until it is 0. A closed session's
+    backend leaves pg_stat_activity once its process has exited, which a loaded machine may
+    put off for a moment; a kept one stays for good. Nothing reports either, hence the poll."""
+    wait_for(lambda: count_sessions() == 0, timeout=timeout, message=f"no session named {name}")
+
+
 async def give_back_the_loop() -> None:
     """What an `async def` handler or task does between awaits: it lets the event loop run
     others."""

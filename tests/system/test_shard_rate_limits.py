@@ -17,7 +17,7 @@ import pytest
 
 from tests.clusters import throwaway_primary, two_shard_settings
 from tests.handlers.chaos_handlers import Output
-from tests.utils import REPO, manage, stop_gracefully, wait_for
+from tests.utils import REPO, manage, stop_gracefully, wait_until_no_session
 
 pytestmark = pytest.mark.e2e
 
@@ -126,13 +126,10 @@ def test_run_time_limits_bind_the_claims_of_the_database_they_are_in_force_in(tm
                                    "reports.daily/sleep": TYPE_LIMIT}
             # The shard's worker holds nothing on JOB_DATABASE, nor does either keep its
             # start-up checks' connection anywhere.
-            # (A closed session's backend leaves pg_stat_activity once its process exits,
-            # which a loaded machine may put off for a moment; a kept one stays for good.)
             for cluster in (a, b):
-                wait_for(lambda c=cluster: c.execute(
+                wait_until_no_session(lambda c=cluster: c.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE "
-                    f"application_name = '{app_name}'") == [(0,)], timeout=5,
-                    message=f"no session named {app_name} on {cluster.url('jobs')}")
+                    f"application_name = '{app_name}'")[0][0], app_name)
 
         after = json.loads(manage(env, "shell", "-c", AFTER).strip().splitlines()[-1])
         assert after["used"] == [["default", "type", "sleep", TYPE_LIMIT],

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from tests.handlers.chaos_handlers import Output
-from tests.utils import spawn_workers, stop_workers, wait_for
+from tests.utils import spawn_workers, stop_workers, wait_until_no_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -38,12 +38,9 @@ def test_a_worker_keeps_no_connection_its_start_up_checks_opened(supervised):
     out = Output(proc)
     try:
         # A lane's second claim, a poll interval after its first: the pool runs, and the
-        # start-up's connections were closed before it started (a closed session's backend
-        # leaves pg_stat_activity once its process exits, within milliseconds, or a moment
-        # on a loaded machine; a kept one stays for good).
+        # start-up's connections were closed before it started.
         out.wait_for_line("polled, claimed", count=2, timeout=60)
-        wait_for(lambda: sessions_named(name) == 0, timeout=5,
-                 message="the worker to keep no connection its start-up checks opened")
+        wait_until_no_session(lambda: sessions_named(name), name)
         assert proc.poll() is None, out.text()[-3000:]
     finally:
         stop_workers(proc)
