@@ -358,45 +358,41 @@ WHERE (SELECT count(*) FROM notified) >= 0  -- evaluated once, so that the NOTIF
 # A row another transaction locks (_FREE_LEASES) must not hold up the renewal of every other
 # lease of the process: it comes back `busy` (still this lease's, not renewed), and the renewer
 # then waits for it alone, with RENEW_MANY_WAITING under a lock_timeout.
-RENEW_MANY = """
+_RENEW_INPUT = """
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
 ),
-""" + _FREE_LEASES + """,
-renewed AS (
-    UPDATE jobs j
+"""
+
+
+def _renew(leases: str) -> str:
+    """The renewal of the leases in the CTE `leases` (locked by _held_leases): one row each,
+    its id, whether a cancel was requested, whether its own timeout has passed."""
+    return f"""UPDATE jobs j
     SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
-    FROM input JOIN free ON free.id = input.id
+    FROM input JOIN {leases} ON {leases}.id = input.id
     WHERE j.id = input.id
     RETURNING j.id,
               j.cancel_requested_at IS NOT NULL AS cancel_requested,
               (j.timeout_seconds IS NOT NULL
-               AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out
+               AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out"""
+
+
+RENEW_MANY = (_RENEW_INPUT + _FREE_LEASES + """,
+renewed AS (
+    """ + _renew("free") + """
 )
 SELECT id, cancel_requested, timed_out, false AS busy FROM renewed
 UNION ALL
 SELECT j.id, false, false, true
-""" + _BUSY_LEASES
+""" + _BUSY_LEASES)
 # The leases RENEW_MANY found locked, waited for (the caller bounds the wait with
 # LOCK_TIMEOUT_LOCAL). While it waits it holds the row's place in the lock queue, so the reaper
 # (SKIP LOCKED) cannot take the job between the other transaction's end and this renewal, even
 # when the lease ran out meanwhile: the lease is fenced by its token, not by the clock.
 # Each lease looked up by id, as RENEW_MANY's (_held_leases), waiting for its lock.
-RENEW_MANY_WAITING = """
-WITH input AS (
-    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS u(id, token)
-),
-""" + _held_leases("held", "") + """
-UPDATE jobs j
-SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
-FROM input JOIN held ON held.id = input.id
-WHERE j.id = input.id
-RETURNING j.id,
-          j.cancel_requested_at IS NOT NULL AS cancel_requested,
-          (j.timeout_seconds IS NOT NULL
-           AND now() >= j.started_at + make_interval(secs => j.timeout_seconds)) AS timed_out,
-          false AS busy
-"""
+RENEW_MANY_WAITING = (_RENEW_INPUT + _held_leases("held", "") + "\n" + _renew("held")
+                      + ",\n              false AS busy\n")
 # The bound of the wait for a row lock in this transaction (RENEW_MANY_WAITING).
 LOCK_TIMEOUT_LOCAL = "SELECT set_config('lock_timeout', %s, true)"
 
@@ -460,8 +456,9 @@ FOR SHARE OF j
 # charged as usual) or finds the job no longer running (and its handler never runs).
 _UNSTARTED = f"e.locked_by LIKE '%%{PREFETCH_WORKER_SUFFIX}'"
 REAP = """
-WITH expired AS (
-    SELECT id, locked_by, lease_token, lease_expires_at
+WITH expired AS (  -- the columns the decision reads, as locked
+    SELECT id, locked_by, lease_token, lease_expires_at, available_at, cancel_requested_at,
+           attempts, max_attempts, retry_policy
     FROM jobs
     WHERE status = 'running' AND lease_expires_at < now()
     ORDER BY lease_expires_at
@@ -470,12 +467,12 @@ WITH expired AS (
 ),
 decision AS (
     SELECT e.id, e.locked_by, e.lease_token, e.lease_expires_at,
-           j.available_at AS started_available_at,
+           e.available_at AS started_available_at,
            """ + _UNSTARTED + """ AS unstarted,
-           """ + NEXT_STATUS.format(job="j.", retryable=_UNSTARTED + " OR ") + """
+           """ + NEXT_STATUS.format(job="e.", retryable=_UNSTARTED + " OR ") + """
            CASE WHEN """ + _UNSTARTED + """ THEN 0
-                ELSE """ + retry_delay_seconds("j.retry_policy", "j.attempts", "NULL") + """ END AS delay
-    FROM expired e JOIN jobs j ON j.id = e.id
+                ELSE """ + retry_delay_seconds("e.retry_policy", "e.attempts", "NULL") + """ END AS delay
+    FROM expired e
 ),
 upd AS (
     UPDATE jobs j
