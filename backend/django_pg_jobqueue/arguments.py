@@ -197,11 +197,22 @@ def validate_payload(payload) -> tuple[dict, str]:
         text = PAYLOAD_ENCODER.encode(payload)
     except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
         raise InvalidJobArgument("payload", f"cannot be encoded as JSON: {exc}") from None
+    check_json_size(text, "payload")
+    return (json.loads(text) if normalize else payload), text
+
+
+def check_json_size(text: str, argument: str) -> None:
+    """JOB_MAX_PAYLOAD_BYTES bounds the UTF-8 JSON `text` of every value stored as a payload
+    is: JobPayloadTooLarge for a job's payload (the API answers 413), an InvalidJobArgument
+    naming `argument` for any other (a signal's data)."""
     limit = conf.get().MAX_PAYLOAD_BYTES
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
-    if size > limit:
-        raise JobPayloadTooLarge(size, limit)
-    return (json.loads(text) if normalize else payload), text
+    if size <= limit:
+        return
+    too_large = JobPayloadTooLarge(size, limit)
+    if argument == "payload":
+        raise too_large
+    raise InvalidJobArgument(argument, too_large.detail)
 
 
 def check_int(argument: str, value, low: int, high: int) -> int:

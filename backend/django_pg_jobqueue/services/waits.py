@@ -8,10 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from .. import conf, db, sql
-from ..arguments import PAYLOAD_ENCODER, check_json_value, check_signal_name
+from ..arguments import PAYLOAD_ENCODER, check_json_size, check_json_value, check_signal_name
 from ..db import atomic as queue_atomic
 from ..exceptions import (
-    InvalidJobArgument,
     InvalidTransition,
     JobNotFound,
     LeaseLost,
@@ -84,10 +83,7 @@ def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
     check_signal_name(name)
     check_json_value(data, "data")
     text = PAYLOAD_ENCODER.encode(data)  # stored as a payload is
-    limit, size = conf.get().MAX_PAYLOAD_BYTES, len(text.encode("utf-8"))
-    if size > limit:
-        raise InvalidJobArgument("data", f"encodes to {size} bytes of JSON; the limit is "
-                                         f"{limit} (JOB_MAX_PAYLOAD_BYTES)")
+    check_json_size(text, "data")
     by = f" by {actor}" if actor else ""
     with queue_atomic():
         status = db.fetch_all(sql.LOCK_JOB_FOR_SIGNAL, [parsed])
