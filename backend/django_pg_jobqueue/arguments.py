@@ -14,6 +14,7 @@ What needs the database (does the queue exist, may the API use it) is
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from numbers import Real
 
@@ -192,27 +193,29 @@ def validate_payload(payload) -> tuple[dict, str]:
         return {}, "{}"
     if not isinstance(payload, dict):
         raise type_error("payload", "a dict (a JSON object)", payload)
-    normalize = check_json(payload, [], 0)
-    try:
-        text = PAYLOAD_ENCODER.encode(payload)
-    except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
-        raise InvalidJobArgument("payload", f"cannot be encoded as JSON: {exc}") from None
-    check_json_size(text, "payload")
+    normalize, text = encode_json(payload, "payload", too_large=JobPayloadTooLarge)
     return (json.loads(text) if normalize else payload), text
 
 
-def check_json_size(text: str, argument: str) -> None:
-    """JOB_MAX_PAYLOAD_BYTES bounds the UTF-8 JSON `text` of every value stored as a payload
-    is: JobPayloadTooLarge for a job's payload (the API answers 413), an InvalidJobArgument
-    naming `argument` for any other (a signal's data)."""
+def encode_json(value, argument: str, *,
+                too_large: Callable[[int, int], Exception] | None = None) -> tuple[bool, str]:
+    """Any JSON value stored as a payload is: checked under a payload's rules (check_json)
+    and encoded (PAYLOAD_ENCODER) within JOB_MAX_PAYLOAD_BYTES of UTF-8, each refusal naming
+    `argument`. Returns whether the value needed normalizing (check_json) and its JSON text.
+    Over the limit: `too_large(size, limit)` (a payload's JobPayloadTooLarge, which the API
+    answers with 413), an InvalidJobArgument naming `argument` by default (a signal's data)."""
+    normalize = check_json(value, [], 0, argument)
+    try:
+        text = PAYLOAD_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
+        raise InvalidJobArgument(argument, f"cannot be encoded as JSON: {exc}") from None
     limit = conf.get().MAX_PAYLOAD_BYTES
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
-    if size <= limit:
-        return
-    too_large = JobPayloadTooLarge(size, limit)
-    if argument == "payload":
-        raise too_large
-    raise InvalidJobArgument(argument, too_large.detail)
+    if size > limit:
+        if too_large is not None:
+            raise too_large(size, limit)
+        raise InvalidJobArgument(argument, JobPayloadTooLarge.describe(size, limit))
+    return normalize, text
 
 
 def check_int(argument: str, value, low: int, high: int) -> int:

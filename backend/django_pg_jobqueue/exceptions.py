@@ -195,8 +195,12 @@ class JobPayloadTooLarge(InvalidJobArgument):
 
     def __init__(self, size: int, limit: int, *, index: int | None = None):
         self.size, self.limit = size, limit
-        super().__init__("payload", f"encodes to {size} bytes of JSON; the limit is {limit} "
-                                    f"(JOB_MAX_PAYLOAD_BYTES)", index=index)
+        super().__init__("payload", self.describe(size, limit), index=index)
+
+    @staticmethod
+    def describe(size: int, limit: int) -> str:
+        """What is wrong with a JSON value of `size` bytes (a payload, a signal's data)."""
+        return f"encodes to {size} bytes of JSON; the limit is {limit} (JOB_MAX_PAYLOAD_BYTES)"
 
 
 class UnknownJobType(InvalidJobArgument):

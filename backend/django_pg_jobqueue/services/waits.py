@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import conf, db, sql
-from ..arguments import PAYLOAD_ENCODER, check_json_size, check_json_value, check_signal_name
+from ..arguments import check_signal_name, encode_json
 from ..db import atomic as queue_atomic
 from ..exceptions import (
     InvalidTransition,
@@ -81,9 +81,7 @@ def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
     if parsed is None:
         raise JobNotFound(job_id)
     check_signal_name(name)
-    check_json_value(data, "data")
-    text = PAYLOAD_ENCODER.encode(data)  # stored as a payload is
-    check_json_size(text, "data")
+    _, text = encode_json(data, "data")  # stored as a payload is
     by = f" by {actor}" if actor else ""
     with queue_atomic():
         status = db.fetch_all(sql.LOCK_JOB_FOR_SIGNAL, [parsed])
