@@ -391,8 +391,12 @@ SELECT j.id, false, false, true
 # (SKIP LOCKED) cannot take the job between the other transaction's end and this renewal, even
 # when the lease ran out meanwhile: the lease is fenced by its token, not by the clock.
 # Each lease looked up by id, as RENEW_MANY's (_held_leases), waiting for its lock.
-RENEW_MANY_WAITING = (_RENEW_INPUT + _held_leases("held", "") + "\n" + _renew("held")
-                      + ",\n              false AS busy\n")
+RENEW_MANY_WAITING = (_RENEW_INPUT + _held_leases("held", "") + """,
+renewed AS (
+    """ + _renew("held") + """
+)
+SELECT id, cancel_requested, timed_out, false AS busy FROM renewed
+""")
 # The bound of the wait for a row lock in this transaction (RENEW_MANY_WAITING).
 LOCK_TIMEOUT_LOCAL = "SELECT set_config('lock_timeout', %s, true)"
 
