@@ -151,10 +151,10 @@ def test_signal_data_over_the_payload_limit_is_refused_naming_data(running, sett
     settings.JOB_MAX_PAYLOAD_BYTES = 100
     job = running()
     with pytest.raises(InvalidJobArgument, match="JOB_MAX_PAYLOAD_BYTES") as caught:
-        send_signal(job.id, "approved", {"note": "é" * 60})  # 130 bytes of UTF-8 JSON
+        send_signal(job.id, "approved", {"note": "é" * 60})  # 131 bytes of UTF-8 JSON
     assert caught.value.argument == "data"
     assert not JobSignal.objects.filter(job_id=job.id).exists()
-    send_signal(job.id, "approved", {"note": "é" * 40})  # 90 bytes: within it
+    send_signal(job.id, "approved", {"note": "é" * 40})  # 91 bytes: within it
     assert services.signal_state(job.id, "approved").data == {"note": "é" * 40}
 
 
