@@ -34,15 +34,7 @@ _JOB_TEMPLATE = [
 _JOB_TEMPLATE[_JOB_FIELDS.index("status")] = Status.QUEUED
 _JOB_TEMPLATE[_JOB_FIELDS.index("attempts")] = 0
 _JOB_TEMPLATE[_JOB_FIELDS.index("progress_message")] = ""
-(_ID, _TYPE, _QUEUE, _PAYLOAD, _PRIORITY, _MAX_ATTEMPTS, _TIMEOUT, _AVAILABLE_AT, _CREATED_AT,
- _UPDATED_AT, _KEY, _FINGERPRINT, _RETRY_POLICY, _KEY_EXPIRES, _UNIQUE_KEY, _UNIQUE_STATES,
- _CONCURRENCY_KEY, _CONCURRENCY_KEY_LIMIT, _FAIRNESS_KEY, _EXPIRES_AT, _DEBOUNCE_KEY) = (
-    _JOB_FIELDS.index(name) for name in (
-        "id", "type", "queue", "payload", "priority", "max_attempts", "timeout_seconds",
-        "available_at", "created_at", "updated_at", "idempotency_key", "request_fingerprint",
-        "retry_policy", "idempotency_expires_at", "unique_key", "unique_states",
-        "concurrency_key", "concurrency_key_limit", "fairness_key", "expires_at",
-        "debounce_key"))
+_JOB_DEFAULTS = dict(zip(_JOB_FIELDS, _JOB_TEMPLATE, strict=True))
 
 
 def _plain_init() -> bool:
@@ -53,36 +45,31 @@ def _plain_init() -> bool:
 
 def _new_job(new: NewJob, job_id: int, available_at: datetime, created_at: datetime,
              db_alias: str, plain_init: bool, expires_at: datetime | None = None) -> Job:
-    values = _JOB_TEMPLATE.copy()
-    values[_ID] = job_id
-    values[_TYPE] = new.type
-    values[_QUEUE] = new.queue
-    values[_PAYLOAD] = new.payload
-    values[_PRIORITY] = new.priority
-    values[_MAX_ATTEMPTS] = new.max_attempts
-    values[_TIMEOUT] = new.timeout_seconds
-    values[_AVAILABLE_AT] = available_at
-    values[_CREATED_AT] = values[_UPDATED_AT] = created_at
-    values[_KEY] = new.idempotency_key
-    values[_FINGERPRINT] = new.fingerprint
-    values[_RETRY_POLICY] = new.retry_policy
+    values = {
+        "id": job_id, "type": new.type, "queue": new.queue, "payload": new.payload,
+        "priority": new.priority, "max_attempts": new.max_attempts,
+        "timeout_seconds": new.timeout_seconds, "available_at": available_at,
+        "created_at": created_at, "updated_at": created_at,
+        "idempotency_key": new.idempotency_key, "request_fingerprint": new.fingerprint,
+        "retry_policy": new.retry_policy, "unique_key": new.unique_key,
+        "unique_states": new.unique_states, "concurrency_key": new.concurrency_key,
+        "concurrency_key_limit": new.concurrency_key_limit, "fairness_key": new.fairness_key,
+        "expires_at": expires_at, "debounce_key": new.debounce_key,
+    }
     if new.key_ttl_seconds is not None:
-        values[_KEY_EXPIRES] = created_at + timedelta(seconds=new.key_ttl_seconds)
-    values[_UNIQUE_KEY] = new.unique_key
-    values[_UNIQUE_STATES] = new.unique_states
-    values[_CONCURRENCY_KEY] = new.concurrency_key
-    values[_CONCURRENCY_KEY_LIMIT] = new.concurrency_key_limit
-    values[_FAIRNESS_KEY] = new.fairness_key
-    values[_EXPIRES_AT] = expires_at
-    values[_DEBOUNCE_KEY] = new.debounce_key
+        values["idempotency_expires_at"] = created_at + timedelta(seconds=new.key_ttl_seconds)
     if not plain_init:
-        job = Job.from_db(db_alias, _JOB_FIELDS, values)
+        job = Job.from_db(db_alias, _JOB_FIELDS, [values.get(name, default) for name, default
+                                                   in _JOB_DEFAULTS.items()])
         job.created = True
         return job
     # What from_db does, minus Model.__init__'s per-field setattr and its two signals, which
-    # nothing listens to: most of enqueue_many's Python time for a batch of 1,000.
+    # nothing listens to: most of enqueue_many's Python time for a batch of 1,000. The fields
+    # this insert does not set take their defaults (_JOB_DEFAULTS), the others `values`.
     job = Job.__new__(Job)
-    job.__dict__.update(zip(_JOB_FIELDS, values, strict=True))
+    attributes = job.__dict__
+    attributes.update(_JOB_DEFAULTS)
+    attributes.update(values)
     job._state = state = ModelState()
     state.adding, state.db = False, db_alias
     job.created = True
