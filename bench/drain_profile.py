@@ -161,7 +161,8 @@ def drain_once(url: str, n: int, variant: str, logdir: str, spy: str | None) -> 
         analyze(url)
         procs = ours.start_workers(url, PROCS, THREADS, None, logdir,
                                    wrap_first=spy and [_py_spy(), "record",
-                                                      "--gil", "-r", "1000", "-f", "raw", "-o", spy, "--"])
+                                                      "--gil", "--subprocesses", "-r", "1000", "-f", "raw", "-o", spy,
+                                                      "--"])
         try:
             # From the first claim: start-up (Django's set-up and checks) stays out.
             if not wait_until(lambda: ours.scalar(
