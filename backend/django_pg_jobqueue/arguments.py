@@ -204,11 +204,11 @@ def validate_payload(payload) -> tuple[dict, str]:
         raise type_error("payload", "a dict (a JSON object)", payload)
     if not payload and type(payload) is dict:  # the empty payload: nothing to check
         return payload, "{}"
-    normalize, text = encode_json(payload, "payload", too_large=JobPayloadTooLarge)
+    normalize, text = encode_as_payload(payload, "payload", too_large=JobPayloadTooLarge)
     return (json.loads(text) if normalize else payload), text
 
 
-def encode_json(value, argument: str, *,
+def encode_as_payload(value, argument: str, *,
                 too_large: Callable[[int, int], Exception] | None = None) -> tuple[bool, str]:
     """Any JSON value stored as a payload is: checked under a payload's rules (check_json)
     and encoded (PAYLOAD_ENCODER) within JOB_MAX_PAYLOAD_BYTES of UTF-8, each refusal naming

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import conf, db, sql
-from ..arguments import check_signal_name, encode_json
+from ..arguments import check_signal_name, encode_as_payload
 from ..db import atomic as queue_atomic
 from ..exceptions import (
     InvalidTransition,
@@ -81,7 +81,7 @@ def send_signal(job_id, name, data=None, *, actor: str = "") -> bool:
     if parsed is None:
         raise JobNotFound(job_id)
     check_signal_name(name)
-    _, text = encode_json(data, "data")  # stored as a payload is
+    _, text = encode_as_payload(data, "data")  # stored as a payload is
     by = f" by {actor}" if actor else ""
     with queue_atomic():
         status = db.fetch_all(sql.LOCK_JOB_FOR_SIGNAL, [parsed])
