@@ -96,11 +96,17 @@ def nesting_problem(value, limit: int = MAX_JSON_DEPTH, visit=None) -> str | Non
     encoder, which names it ("Circular reference detected"). With `visit`, each object key
     and each value that is no object or array, on the way, is passed to it (the API's parser
     checks a request body's strings and numbers in the same walk); it may raise to stop."""
+    return _walk(value, limit, visit)[0]
+
+
+def _walk(value, limit: int, visit) -> tuple[str | None, bool]:
+    """nesting_problem's walk: the problem, and whether it met a structure that contains
+    itself (where it stopped)."""
     containers = (dict, list, tuple)
     if not isinstance(value, containers):
         if visit is not None:
             visit(value)
-        return None
+        return None, False
     on_path: set[int] = set()
     stack: list = [(value, 1)]
     while stack:
@@ -109,9 +115,9 @@ def nesting_problem(value, limit: int = MAX_JSON_DEPTH, visit=None) -> str | Non
             on_path.discard(depth)
             continue
         if depth > limit:
-            return f"nests deeper than {limit} levels (MAX_JSON_DEPTH)"
+            return f"nests deeper than {limit} levels (MAX_JSON_DEPTH)", False
         if id(item) in on_path:
-            return None  # circular: the encoder says so
+            return None, True  # circular: the encoder says so
         on_path.add(id(item))
         stack.append((None, id(item)))
         children = item.values() if isinstance(item, dict) else item
@@ -127,7 +133,7 @@ def nesting_problem(value, limit: int = MAX_JSON_DEPTH, visit=None) -> str | Non
                 stack.append((child, depth + 1))
             else:
                 visit(child)
-    return None
+    return None, False
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -155,6 +161,15 @@ def text_nesting_problem(text: str, limit: int = MAX_JSON_DEPTH) -> str | None:
 
 # One encoder for every value: json.dumps with an option builds a new JSONEncoder per call.
 _ENCODER = json.JSONEncoder(allow_nan=False)
+# And its C half, built once (JSONEncoder.encode builds it again at each call, about half of
+# encoding a small result), with the same options: json.encoder's own arguments for them. It
+# keeps no markers of the containers it is in, so it is only for values _walk went through
+# without meeting one that contains itself (those go to _ENCODER, which names the cycle).
+# Without json's C module (another Python implementation), _ENCODER's method.
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE_WALKED = _C_MAKE_ENCODER and _C_MAKE_ENCODER(
+    None, _ENCODER.default, json.encoder.encode_basestring_ascii, None,
+    _ENCODER.key_separator, _ENCODER.item_separator, False, False, False)
 
 
 def encode_json(value, *, what: str = "value") -> str:
@@ -165,11 +180,12 @@ def encode_json(value, *, what: str = "value") -> str:
     # The depth limit is ours, held before the encoder runs: how deep Python's encoder goes
     # differs between versions (3.12 raises RecursionError at a depth 3.13 encodes, and 3.13
     # can overflow a small thread stack instead), and the outcome must not.
-    problem = nesting_problem(value)
+    problem, circular = _walk(value, MAX_JSON_DEPTH, None)
     if problem is not None:
         raise UnstorableResult(f"{what} is nested too deeply: it {problem}")
     try:
-        text = _ENCODER.encode(value)
+        text = ("".join(_ENCODE_WALKED(value, 0)) if _ENCODE_WALKED and not circular
+                else _ENCODER.encode(value))
     except RecursionError:  # pragma: no cover - refused by the walk above first
         raise UnstorableResult(f"{what} is nested too deeply to encode") from None
     except Exception as exc:  # noqa: BLE001 - whatever encoding this value raised, in our code

@@ -338,15 +338,15 @@ _decode_jsonb = json.JSONDecoder().raw_decode
 
 
 def _claimed(rows) -> list[ClaimedJob]:
-    # Rows come in claim order (the statement's ORDER BY n), the order of worker_ids.
+    # Rows come in claim order (the statement's ORDER BY n), the order of worker_ids. Their
+    # columns are ClaimedJob's fields in its order (id, type, queue, payload, priority,
+    # attempt, max_attempts, lease_token, timeout_seconds, available_at, created_at,
+    # started_at, lease_expires_at, worker_id), passed by position: by keyword, the call
+    # cost twice as much, per claimed job.
     return [
-        ClaimedJob(
-            id=r[0], type=r[1], queue=r[2],
-            payload=_decode_jsonb(r[3])[0] if isinstance(r[3], str) else r[3],  # jsonb as text
-            priority=r[4], attempt=r[5],
-            max_attempts=r[6], lease_token=r[7], timeout_seconds=r[8], available_at=r[9],
-            created_at=r[10], started_at=r[11], lease_expires_at=r[12], worker_id=r[13],
-        )
+        ClaimedJob(r[0], r[1], r[2],
+                   _decode_jsonb(r[3])[0] if isinstance(r[3], str) else r[3],  # jsonb as text
+                   r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13])
         for r in rows
     ]
 
