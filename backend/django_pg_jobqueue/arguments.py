@@ -20,6 +20,7 @@ from numbers import Real
 
 from . import conf
 from .compat import UTC
+from .encoders import acyclic_encoder
 from .exceptions import (
     InvalidJobArgument,
     JobArgumentTypeError,
@@ -185,15 +186,9 @@ def check_payload_filter(term) -> dict:
 # The payload's JSON text as stored: compact, UTF-8 as is, no NaN. One encoder for every call
 # (json.dumps builds a new one for each call given options: a tenth of a bulk item's checks).
 PAYLOAD_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-# PAYLOAD_ENCODER.encode builds its C encoder again at each call, more than half the time a
-# small payload takes to encode: this is that C encoder, built once with the same options
-# (json.encoder's own arguments for them). It keeps no markers of the containers it is in, so
-# it is only for values check_json accepted (a circular value is refused there, as too deep).
-# Without json's C module (another Python implementation), PAYLOAD_ENCODER's method.
-_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE_CHECKED = _C_MAKE_ENCODER and _C_MAKE_ENCODER(
-    None, PAYLOAD_ENCODER.default, json.encoder.encode_basestring, None,
-    PAYLOAD_ENCODER.key_separator, PAYLOAD_ENCODER.item_separator, False, False, False)
+# Its C half built once (encoders.acyclic_encoder): for values check_json accepted, which has
+# refused a circular one as too deep.
+_ENCODE_CHECKED = acyclic_encoder(PAYLOAD_ENCODER)
 
 
 def validate_payload(payload) -> tuple[dict, str]:
@@ -209,7 +204,7 @@ def validate_payload(payload) -> tuple[dict, str]:
 
 
 def encode_as_payload(value, argument: str, *,
-                too_large: Callable[[int, int], Exception] | None = None) -> tuple[bool, str]:
+                      too_large: Callable[[int, int], Exception] | None = None) -> tuple[bool, str]:
     """Any JSON value stored as a payload is: checked under a payload's rules (check_json)
     and encoded (PAYLOAD_ENCODER) within JOB_MAX_PAYLOAD_BYTES of UTF-8, each refusal naming
     `argument`. Returns whether the value needed normalizing (check_json) and its JSON text.
@@ -217,8 +212,7 @@ def encode_as_payload(value, argument: str, *,
     answers with 413), an InvalidJobArgument naming `argument` by default (a signal's data)."""
     normalize = check_json(value, [], 0, argument)
     try:
-        text = ("".join(_ENCODE_CHECKED(value, 0)) if _ENCODE_CHECKED
-                else PAYLOAD_ENCODER.encode(value))
+        text = _ENCODE_CHECKED(value) if _ENCODE_CHECKED else PAYLOAD_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:  # not reached for checked input
         raise InvalidJobArgument(argument, f"cannot be encoded as JSON: {exc}") from None
     limit = conf.get().MAX_PAYLOAD_BYTES

@@ -29,6 +29,7 @@ import re
 import traceback as traceback_module
 
 from . import conf
+from .encoders import acyclic_encoder
 from .exceptions import UnstorableResult
 from .states import MAX_JSON_DEPTH
 
@@ -161,15 +162,7 @@ def text_nesting_problem(text: str, limit: int = MAX_JSON_DEPTH) -> str | None:
 
 # One encoder for every value: json.dumps with an option builds a new JSONEncoder per call.
 _ENCODER = json.JSONEncoder(allow_nan=False)
-# And its C half, built once (JSONEncoder.encode builds it again at each call, about half of
-# encoding a small result), with the same options: json.encoder's own arguments for them. It
-# keeps no markers of the containers it is in, so it is only for values _walk went through
-# without meeting one that contains itself (those go to _ENCODER, which names the cycle).
-# Without json's C module (another Python implementation), _ENCODER's method.
-_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE_WALKED = _C_MAKE_ENCODER and _C_MAKE_ENCODER(
-    None, _ENCODER.default, json.encoder.encode_basestring_ascii, None,
-    _ENCODER.key_separator, _ENCODER.item_separator, False, False, False)
+_ENCODE_WALKED = acyclic_encoder(_ENCODER)
 
 
 def encode_json(value, *, what: str = "value") -> str:
@@ -184,7 +177,7 @@ def encode_json(value, *, what: str = "value") -> str:
     if problem is not None:
         raise UnstorableResult(f"{what} is nested too deeply: it {problem}")
     try:
-        text = ("".join(_ENCODE_WALKED(value, 0)) if _ENCODE_WALKED and not circular
+        text = (_ENCODE_WALKED(value) if _ENCODE_WALKED and not circular
                 else _ENCODER.encode(value))
     except RecursionError:  # pragma: no cover - refused by the walk above first
         raise UnstorableResult(f"{what} is nested too deeply to encode") from None

@@ -21,7 +21,7 @@ A supervised child needs no witness: its supervisor reads the same slots (worker
 ChildReport) when it settles the child's jobs. Without either (a pool run inside another
 process: tests, `drain`) or while the witness is not alive, a thread waits for its start to be
 written, as before. When the whole host dies, no witness survives it: a started prefetched job
-then comes back uncharged, once (docs/reference/guarantees.md).
+then comes back uncharged, once (docs/explanation/design.md).
 
 The witness imports neither Django nor the rest of the package (it runs `main()` in a fresh
 interpreter): only psycopg and the statement, and it connects only when a slot is set."""
@@ -52,7 +52,7 @@ class StartWitness:
     # wait) found. A witness that dies unexpectedly is then trusted with the starts of at
     # most this long after its death: should the process die too in that time, before the
     # starter has written those starts, they come back uncharged once, as when the whole host
-    # dies (docs/reference/guarantees.md).
+    # dies (docs/explanation/design.md, the start witness).
     POLL_SECONDS = 0.05
 
     def __init__(self, proc: subprocess.Popen, slots: mmap.mmap, size: int):
