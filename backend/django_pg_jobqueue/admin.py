@@ -15,6 +15,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import get_deleted_objects
+from django.contrib.auth import get_permission_codename
 from django.db.models import Q
 from django.urls import reverse
 from django.utils.dateparse import parse_datetime
@@ -33,6 +34,7 @@ from .exceptions import (
 )
 from .models import (
     AuditLogEntry,
+    HistoryEvent,
     Job,
     JobEvent,
     JobSignal,
@@ -123,9 +125,10 @@ def _attempt_started(event) -> str:
 
 
 class JobEventInline(ReadOnlyInline):
-    """The job's latest events (JobAdmin.get_formset_kwargs narrows the queryset)."""
+    """The job's latest events, read from the history's view (models.HistoryEvent;
+    JobAdmin.get_formset_kwargs narrows the queryset), shown to whoever may view job events."""
 
-    model = JobEvent
+    model = HistoryEvent
     fields = readonly_fields = ["id", "created_at", "kind", "attempt", "attempt_started",
                                 "worker_id", "message", "data"]
     verbose_name_plural = f"events (latest {INLINE_EVENTS}, oldest first)"
@@ -133,6 +136,12 @@ class JobEventInline(ReadOnlyInline):
     @admin.display(description="attempt started")
     def attempt_started(self, event):
         return _attempt_started(event)
+
+    def has_view_permission(self, request, obj=None):
+        # HistoryEvent has no permissions of its own: JobEvent's say who reads the history.
+        opts = JobEvent._meta
+        return any(request.user.has_perm(f"{opts.app_label}.{get_permission_codename(a, opts)}")
+                   for a in ("view", "change"))
 
 
 class JobSignalInline(ReadOnlyInline):
@@ -302,9 +311,9 @@ class JobAdmin(admin.ModelAdmin):
     def get_formset_kwargs(self, request, obj, inline, prefix):
         kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
         if isinstance(inline, JobEventInline) and obj is not None:
-            ids = list(JobEvent.objects.filter(job=obj).order_by("-id")
+            ids = list(HistoryEvent.objects.filter(job=obj).order_by("-id")
                        .values_list("id", flat=True)[:INLINE_EVENTS])
-            kwargs["queryset"] = JobEvent.objects.filter(id__in=ids).order_by("id")
+            kwargs["queryset"] = HistoryEvent.objects.filter(id__in=ids).order_by("id")
         return kwargs
 
     # -- actions: the same services as the API ----------------------------------------------

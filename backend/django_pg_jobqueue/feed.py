@@ -16,7 +16,7 @@ attempt ends; the job row (status, started_at, locked_by) says what runs now.
 
 from . import sql
 from .db import queue_connection
-from .models import JobEvent
+from .models import HistoryEvent
 
 # An event's place in the global feed: (its tx_id, its id). The tx_id is None when only the id
 # is known (an old `after` whose event was pruned): then the feed goes on by id.
@@ -55,6 +55,6 @@ def latest_rows(*, limit: int) -> list[Position]:
 def event_ids_after(after: int, *, limit: int, job_id: int | None = None) -> list[int]:
     """Ids of the events after event `after`, in commit order, up to `limit`."""
     if job_id is not None:
-        return list(JobEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
+        return list(HistoryEvent.objects.filter(job_id=job_id, id__gt=after).order_by("id")
                     .values_list("id", flat=True)[:limit])
     return [event_id for _, event_id in rows_after(position_of(after), limit=limit)]

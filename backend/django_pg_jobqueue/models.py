@@ -388,6 +388,37 @@ class JobEvent(models.Model):
         return f"{self.kind} job={self.job_id} #{self.id}"
 
 
+class HistoryEvent(models.Model):
+    """One event of a job's history as every reader reads it: a row of the view job_history
+    (migration 0031), never of the table job_events itself. Read-only, and Django creates no
+    table for it (managed=False); every writer writes JobEvent. The view is the history's
+    one read path (the timeline, the feed's lookups by id, the metrics' windows, audit_jobs,
+    a task's result), so that where the history is kept can change in one place: today the
+    view is job_events' rows, column for column (docs/explanation/design.md, the history)."""
+
+    id = models.BigIntegerField(primary_key=True)
+    job = models.ForeignKey(Job, on_delete=models.DO_NOTHING, related_name="history",
+                            db_index=False, db_constraint=False)
+    kind = models.CharField(max_length=32, choices=[(k.value, k.value) for k in EventKind])
+    attempt = models.PositiveIntegerField()
+    worker_id = models.CharField(max_length=200, null=True, blank=True)
+    message = models.TextField(blank=True)
+    data = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "job_history"
+        ordering = ["id"]
+        verbose_name = "history event"
+        # No permissions of its own: who may see the history is who may see JobEvent's rows
+        # (the admin's inline asks for view_jobevent).
+        default_permissions = ()
+
+    def __str__(self) -> str:
+        return f"{self.kind} job={self.job_id} #{self.id}"
+
+
 class JobDependency(models.Model):
     """`job` runs only after `depends_on` succeeded (enqueue(after=[...])). A job can depend
     only on jobs that exist when it is enqueued, so no cycle can form. No foreign keys in the

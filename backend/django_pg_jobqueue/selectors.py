@@ -21,9 +21,9 @@ from .feed import event_ids_after
 from .metrics import lost_after, read_rate_use, worker_lost
 from .models import (
     AuditLogEntry,
+    HistoryEvent,
     Job,
     JobBatch,
-    JobEvent,
     JobSignal,
     LostWorker,
     QueueSetting,
@@ -161,7 +161,7 @@ def _by_id(model, given_id, not_found):
 @dataclass
 class JobDetail:
     job: Job
-    events: list[JobEvent]
+    events: list[HistoryEvent]
     dependencies: list[dict] | None = None  # what it waits for (enqueue(after=...))
     dependants: list[dict] | None = None  # what waits for it
 
@@ -195,7 +195,7 @@ def job_detail(job_id, *, events: int = DETAIL_EVENTS) -> JobDetail:
     if job is None:
         raise JobNotFound(job_id)
     latest = list(
-        JobEvent.objects.filter(job_id=job.pk).select_related(None).order_by("-id")[:events]
+        HistoryEvent.objects.filter(job_id=job.pk).select_related(None).order_by("-id")[:events]
     )
     for event in latest:
         event.job = job  # the serializer reads job.type / job.status without a query
@@ -350,19 +350,19 @@ def _at_least(count: int) -> str:
 
 @dataclass
 class EventPage:
-    results: list[JobEvent]
+    results: list[HistoryEvent]
     has_more: bool
     next_after: int | None
 
 
 def _events() -> QuerySet:
-    return JobEvent.objects.select_related("job").only(
+    return HistoryEvent.objects.select_related("job").only(
         "id", "job_id", "kind", "attempt", "worker_id", "message", "data", "created_at",
         "job__type", "job__status",
     )
 
 
-def events_in_order(ids: list[int]) -> list[JobEvent]:
+def events_in_order(ids: list[int]) -> list[HistoryEvent]:
     """The events of `ids`, in that order, each with its job's type and status (one query;
     an id whose event is gone is left out)."""
     by_id = {e.id: e for e in _events().filter(id__in=ids)}

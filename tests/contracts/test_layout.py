@@ -1,5 +1,5 @@
 """The code's layout keeps its promises: every hand-written SQL statement lives in the sql
-package (django_pg_jobqueue/sql/)."""
+package (django_pg_jobqueue/sql/), and every reader of job events reads the history's view."""
 import ast
 import re
 from pathlib import Path
@@ -203,3 +203,72 @@ def test_the_engine_check_finds_an_import_past_it(tmp_path):
     assert sorted(imports_around_the_engine(module, ("worker",))) == [
         "django_pg_jobqueue.selectors", "django_pg_jobqueue.services",
         "django_pg_jobqueue.services", "django_pg_jobqueue.services", "django_pg_jobqueue.sql"]
+
+
+# --- the history's one read path ---------------------------------------------------------------
+# Every reader of job events reads the view job_history (models.HistoryEvent, migration 0031),
+# never the table job_events, so that where the history is kept can change in one place.
+# Writers write job_events; upkeep (pruning, partitions, the history's guard:
+# sql/maintenance.py) works on the table itself.
+# The table named anywhere but after a writer's keyword: a read.
+_READ_OF_THE_TABLE = re.compile(r"(?<!INSERT INTO )(?<!DELETE FROM )\bjob_events\b(?!_)")
+
+
+def table_reads_in_sql(package: Path = PACKAGE) -> list[str]:
+    """Statements of the sql package (upkeep's module aside) that read job_events."""
+    found = []
+    for path in sorted((package / "sql").glob("*.py")):
+        if path.name == "maintenance.py":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docstrings):
+                if _READ_OF_THE_TABLE.search(node.value):
+                    found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def model_reads_outside_writers(package: Path = PACKAGE) -> list[str]:
+    """Statements outside the migrations that use JobEvent's manager other than to write."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source, str(path))):
+            if not isinstance(node, ast.stmt) or isinstance(
+                    node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With,
+                           ast.If, ast.For, ast.While, ast.Try)):
+                continue
+            text = ast.get_source_segment(source, node) or ""
+            if "JobEvent.objects" in text and not re.search(r"\.(create|update|bulk_create)\(",
+                                                            text):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    return found
+
+
+def test_no_statement_of_the_sql_package_reads_the_table():
+    assert table_reads_in_sql() == []
+
+
+def test_no_module_reads_the_history_through_job_event_s_manager():
+    assert model_reads_outside_writers() == []
+
+
+def test_both_checks_find_a_read(tmp_path):
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "reads.py").write_text(
+        '"""Reads of job_events, said in prose."""\n'
+        'A = "SELECT id FROM job_events WHERE job_id = %s"\n'
+        'B = "INSERT INTO job_events (job_id) VALUES (%s)"\n'
+        'C = "DELETE FROM job_events WHERE job_id = %s"\n'
+        'D = "SELECT id FROM job_history JOIN job_events_default d ON true"\n')
+    (tmp_path / "selectors.py").write_text(
+        "def f(job):\n"
+        "    JobEvent.objects.create(job=job, kind='log')\n"
+        "    rows = list(JobEvent.objects.filter(job=job))\n"
+        "    JobEvent.objects.filter(job=job).update(data={})\n")
+    assert table_reads_in_sql(tmp_path) == ["reads.py:2"]
+    assert model_reads_outside_writers(tmp_path) == ["selectors.py:3"]

@@ -45,11 +45,11 @@ WITH starts AS (
     SELECT job_id, attempt, worker_id,
            coalesce(data->>'start_lease_token', data->>'lease_token') AS token,
            (data->>'started_at')::timestamptz AS at
-    FROM job_events
+    FROM job_history
     WHERE data ? 'started_at'{ids}
     UNION ALL
     SELECT job_id, attempt, worker_id, data->>'lease_token', created_at
-    FROM job_events
+    FROM job_history
     WHERE kind = 'claimed'{ids}
     UNION ALL
     SELECT id, attempts, locked_by, lease_token::text, started_at
@@ -71,7 +71,7 @@ SELECT DISTINCT ON (c.job_id, c.token)
        c.job_id, c.attempt, c.worker_id, c.next_attempt, c.next_worker, c.next_at,
        e.kind, e.data->>'refused', e.worker_id, e.created_at
 FROM ordered c
-JOIN job_events e
+JOIN job_history e
   ON e.job_id = c.job_id AND e.created_at > c.next_at AND e.data->>'lease_token' = c.token
  AND ((e.kind = 'lease_lost' AND e.data->>'refused' IS DISTINCT FROM 'start'
        AND e.worker_id !~ """ + _AUDIT_PREFETCH_ID + """)
@@ -84,7 +84,7 @@ ORDER BY c.job_id, c.token, e.id DESC
 # the reaper gives such a job back uncharged, with a `released` event, instead: lifecycle.REAP).
 AUDIT_CHARGED_UNSTARTED = """
 SELECT job_id, attempt, worker_id, data->>'next_status', created_at
-FROM job_events
+FROM job_history
 WHERE kind = 'lease_expired' AND worker_id ~ """ + _AUDIT_PREFETCH_ID + """{ids}
 ORDER BY job_id, id
 """
@@ -100,7 +100,7 @@ AUDIT_FINISHED_WITH_LOCK = (
 )
 AUDIT_DOUBLE_SUCCESS = (
     "SELECT job_id, count(*), array_agg(data->>'lease_token' ORDER BY id)"
-    " FROM job_events WHERE kind = 'succeeded'{ids}"
+    " FROM job_history WHERE kind = 'succeeded'{ids}"
     " GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id"
 )
 # The search's side table against the jobs (models.JobSearchText): a row whose job is gone
@@ -126,5 +126,5 @@ AUDIT_REPLAY_JOBS = (
 AUDIT_REPLAY_EVENTS = (
     "SELECT job_id, id, kind, attempt, data->>'lease_token', data->>'next_status',"
     " data ? 'started_at', data->>'start_lease_token'"
-    " FROM job_events WHERE true{ids} ORDER BY job_id, id"
+    " FROM job_history WHERE true{ids} ORDER BY job_id, id"
 )

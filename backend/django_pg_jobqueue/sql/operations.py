@@ -132,7 +132,7 @@ EVENTS_HISTORY_LOCK = f"SELECT pg_advisory_xact_lock({EVENTS_HISTORY_LOCK_KEY})"
 EVENTS_HISTORY_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({EVENTS_HISTORY_LOCK_KEY})"
 # Whether a picked job's history still starts with its `created` event (a condition on `jobs`).
 JOB_HAS_HISTORY_CONDITION = (
-    "EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = jobs.id AND e.kind = 'created')"
+    "EXISTS (SELECT 1 FROM job_history e WHERE e.job_id = jobs.id AND e.kind = 'created')"
 )
 
 # services.retry (one job: the API, the admin, bulk actions), bulk_retry.retry_ids (the ids of

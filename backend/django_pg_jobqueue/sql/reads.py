@@ -53,7 +53,7 @@ UNION ALL
 # transaction on the server holds the feed back until it ends.
 # Each row: the event's id and tx_id (the cursor's position: feed.py, merged.events_feed).
 EVENTS_AFTER = """
-SELECT e.id, e.tx_id FROM job_events e
+SELECT e.id, e.tx_id FROM job_history e
 WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
   AND {cursor}
 ORDER BY e.tx_id, e.id
@@ -69,7 +69,7 @@ EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
 # A backward walk of job_events_tx_order_idx, then the rows turned back to oldest first.
 EVENTS_LATEST = """
 SELECT latest.id, latest.tx_id FROM (
-    SELECT e.id, e.tx_id FROM job_events e
+    SELECT e.id, e.tx_id FROM job_history e
     WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
     ORDER BY e.tx_id DESC, e.id DESC
     LIMIT %(limit)s) latest
@@ -77,7 +77,7 @@ ORDER BY latest.tx_id, latest.id
 """
 
 # The transaction id of the feed's `after` event (feed.py): the cursor's first half.
-EVENT_TX_ID = "SELECT tx_id FROM job_events WHERE id = %s"
+EVENT_TX_ID = "SELECT tx_id FROM job_history WHERE id = %s"
 
 # --- the queues that hold jobs: every distinct `queue`, for the admin's filter ---------------
 # A skip scan written out (PostgreSQL has none before 18's for this shape): each step asks
@@ -273,7 +273,7 @@ ORDER BY s.series, b.bucket
 # --- tracing: the producer's trace context, read back from the job's created event --------
 # (tracing.py). The first `created` event of the job, by its index (job_id, id).
 CREATED_EVENT_TRACE = """
-SELECT data FROM job_events WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
+SELECT data FROM job_history WHERE job_id = %s AND kind = 'created' ORDER BY id LIMIT 1
 """
 
 # --- metrics: the figures of GET /metrics (metrics.py), in one read-only transaction ------
@@ -314,13 +314,13 @@ METRICS_QUEUE_SETTINGS = "SELECT queue, paused, concurrency_limit FROM job_queue
 _RECENT_STARTS = """
     SELECT job_id, 'claimed' AS kind, worker_id, (data->>'wait_seconds')::float8 AS wait,
            NULL::float8 AS run
-    FROM job_events
+    FROM job_history
     WHERE created_at > now() - make_interval(secs => %(window)s)
       AND data ? 'started_at'
       AND (data->>'started_at')::timestamptz > now() - make_interval(secs => %(window)s)
     UNION ALL
     SELECT job_id, kind, worker_id, (data->>'wait_seconds')::float8, NULL
-    FROM job_events
+    FROM job_history
     WHERE created_at > now() - make_interval(secs => %(window)s) AND kind = 'claimed'
     UNION ALL
     SELECT id, 'claimed', locked_by, extract(epoch FROM started_at - available_at), NULL
@@ -337,7 +337,7 @@ def metrics_window(run_buckets, wait_buckets) -> str:
     return f"""
 WITH recent AS (
     SELECT job_id, kind, worker_id, NULL::float8 AS wait, (data->>'run_seconds')::float8 AS run
-    FROM job_events
+    FROM job_history
     WHERE created_at > now() - make_interval(secs => %(window)s)
       AND kind IN ('succeeded', 'failed', 'retry_scheduled', 'cancelled',
                    'lease_expired', 'retried', 'released', 'snoozed', 'expired')
@@ -411,7 +411,7 @@ QUEUE_STATUS_EVENTS_RECENT = """
 SELECT count(*) FILTER (WHERE created_at > now() - interval '1 minute'),
        count(*) FILTER (WHERE created_at > now() - interval '5 minutes'),
        count(*)
-FROM job_events
+FROM job_history
 WHERE created_at > now() - interval '15 minutes' AND kind = %s
   AND (kind <> 'cancelled' OR worker_id IS NOT NULL)
 """

@@ -149,9 +149,9 @@ def build_result(job: Any, events: list[dict[str, Any]], task: Task | None = Non
 
 def result_events(job_id: int) -> list[dict[str, Any]]:
     """The events of job `job_id` a result is rebuilt from, oldest first."""
-    from ..models import JobEvent  # this module loads with TASKS' backend, maybe before models
+    from ..models import HistoryEvent  # this module loads with TASKS' backend, maybe before models
 
-    return list(JobEvent.objects.filter(job_id=job_id, kind__in=_RESULT_EVENT_KINDS)
+    return list(HistoryEvent.objects.filter(job_id=job_id, kind__in=_RESULT_EVENT_KINDS)
                 .order_by("id").values("kind", "attempt", "worker_id", "message", "data",
                                        "created_at"))
 
