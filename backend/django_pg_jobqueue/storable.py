@@ -108,6 +108,12 @@ def _walk(value, limit: int, visit) -> tuple[str | None, bool]:
         if visit is not None:
             visit(value)
         return None, False
+    if visit is None and limit >= 1:  # the common result: an object of plain values
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, containers):
+                break
+        else:  # one level deep, and nothing in it can be itself
+            return None, False
     on_path: set[int] = set()
     stack: list = [(value, 1)]
     while stack:

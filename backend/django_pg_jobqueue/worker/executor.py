@@ -164,12 +164,15 @@ class JobRunner:
         self.policy: RetryPolicy | None = None  # the running job's type's retry policy
         self.errors = RateLimitedLog(log)
 
-    def run(self, job: ClaimedJob, held: Held | None = None) -> RunResult:
+    def run(self, job: ClaimedJob, held: Held | None = None,
+            spec: HandlerSpec | None = None) -> RunResult:
+        """Run `job` to its outcome; `spec`: its type's handler, when the caller looked it up
+        already (None: looked up here)."""
         held = self._hold(job, held)
         self.current = held
         self.policy = None
         try:
-            return self._run(job, held)
+            return self._run(job, held, spec)
         except BaseException as exc:
             # A fault of ours (not the handler's: those are outcomes). The job may have no
             # outcome written: stop renewing it, so that its lease expires and the reaper
@@ -252,14 +255,15 @@ class JobRunner:
                           "longer renewing it: the reaper takes it at lease expiry", job.id,
                           storable.describe_exception(exc), extra=self._log_fields(job))
 
-    def _run(self, job: ClaimedJob, held: Held) -> RunResult:
+    def _run(self, job: ClaimedJob, held: Held, spec: HandlerSpec | None = None) -> RunResult:
         ctx = held.ctx
         debug = log.isEnabledFor(logging.DEBUG)  # the per-job lines below are DEBUG
         if debug:
             log.debug("started job=%s type=%s attempt=%s/%s worker=%s", job.id, job.type,
                       job.attempt, job.max_attempts, self.worker_id, extra=self._log_fields(job))
         self.stats.claimed(job)
-        spec = registry.get(job.type)
+        if spec is None:
+            spec = registry.get(job.type)
         if spec is None and is_task_job(job.type, job.payload):
             spec = registry.get(DJANGO_TASK_TYPE)  # a Django task's job, typed by its path
         if spec is None:
@@ -341,6 +345,8 @@ class JobRunner:
         """Record one job's outcome: what its handler returned for it (`result`) or raised
         (`exc`), with the transactions it left open (`left`). The one outcome path, for a
         single job's handler and for each job of a chunk's."""
+        if exc is None and not left:  # the handler returned (most jobs): no check below applies
+            return self._succeed(job, held, result)
         if isinstance(exc, Snooze):
             if left:
                 return self._fail_left_open(job, left)
@@ -373,9 +379,11 @@ class JobRunner:
         if exc is not None:
             return self._fail(job, self._and_left(storable.describe_exception(exc), left),
                               storable.format_traceback(exc), exc=exc)
-        if left:
-            return self._fail_left_open(job, left)
-        # The handler returned: what fails from here on is ours to classify, not its.
+        return self._fail_left_open(job, left)  # it returned, but left a transaction open
+
+    def _succeed(self, job: ClaimedJob, held: Held, result: object) -> RunResult:
+        """A handler that returned `result` and left nothing open: its success, submitted."""
+        # What fails from here on is ours to classify, not the handler's.
         try:
             result_json = storable.encode_result(result)
         except storable.UnstorableResult as unstorable:
@@ -689,7 +697,8 @@ class Executor(threading.Thread):
                         finally:
                             if report is not None:
                                 report.set_running(self.index, 0)
-                            self._handed = set()  # settled, or dropped by the runner
+                            if self._handed:  # settled, or dropped by the runner
+                                self._handed = set()
                             self.lane.prefetched.ran(time.monotonic() - began)
                             # What Django does after a request (module docstring); a thread
                             # whose handler opened nothing pays nothing: it looks only if it
@@ -723,7 +732,7 @@ class Executor(threading.Thread):
         (run_chunk, _claim_more)."""
         spec = registry.get(job.type)
         if spec is None or not spec.chunk_size:
-            self.runner.run(job, held)
+            self.runner.run(job, held, spec)
             return
         items = [(job, held)] + [(h.job, h) for h in self.lane.prefetched.take_type(
             spec.name, (spec.chunk_size or 1) - 1, to=self)]
