@@ -137,6 +137,9 @@ def clone(template: int, count: int, *, queues: int = 1, future: bool = False) -
             exprs.append(f"t.{c} - g * interval '1 ms'")
         elif c == "queue" and queues > 1:
             exprs.append(f"'q' || (g %% {queues})")
+        elif c == "outcome_event_id":  # an outcome kept on the row: each copy its own event id
+            exprs.append("CASE WHEN t.outcome_event_id IS NOT NULL"
+                         " THEN nextval('job_events_id_seq') END")
         else:
             exprs.append(f"t.{c}")
     ev_cols = _columns("job_events", ("id", "job_id"))

@@ -381,6 +381,12 @@ for _action in job_actions.ACTIONS.values():
 
 @admin.register(JobEvent)
 class JobEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """The rows of job_events, newest first. The outcome a completion keeps on its job's row
+    (a `succeeded`, or a `cancelled` that reached the running job: migration 0032) is not
+    among them: a job's page shows its whole history (JobEventInline reads the view), as the
+    API does. A list of both in id order would sort every kept outcome on each page
+    (docs/explanation/performance.md)."""
+
     list_display = ["id", "job_link", "kind", "attempt", "attempt_started", "worker_id",
                     "message", "created_at"]
     list_filter = ["kind"]

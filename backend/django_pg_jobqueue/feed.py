@@ -37,8 +37,10 @@ def rows_after(position: Position, *, limit: int) -> list[Position]:
     (tx_id, id)."""
     after_tx, after = position
     cursor = sql.EVENTS_AFTER_CURSOR if after_tx is not None else sql.EVENTS_AFTER_ID_CURSOR
+    statement = sql.EVENTS_AFTER.format(stored=cursor.format(**sql.EVENTS_STORED_POSITION),
+                                        kept=cursor.format(**sql.EVENTS_KEPT_POSITION))
     with queue_connection().cursor() as cur:
-        cur.execute(sql.EVENTS_AFTER.format(cursor=cursor),
+        cur.execute(statement,
                     {"after": after, "after_tx": after_tx, "limit": limit})
         return [(tx_id, event_id) for event_id, tx_id in cur.fetchall()]
 

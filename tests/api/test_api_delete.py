@@ -2,7 +2,7 @@
 import pytest
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.services.deleting import delete
 
 pytestmark = pytest.mark.django_db
@@ -47,27 +47,27 @@ def deleter(make_user, client_for):
 def test_a_finished_job_is_deleted_with_its_events_then_is_not_found(deleter, make):
     job_id = make()
     other = succeeded()
-    assert JobEvent.objects.filter(job_id=job_id).count() >= 2
+    assert HistoryEvent.objects.filter(job_id=job_id).count() >= 2
 
     response = deleter.delete(url(job_id))
 
     assert response.status_code == 204, response.content
     assert response.content == b""
     assert not Job.objects.filter(pk=job_id).exists()
-    assert not JobEvent.objects.filter(job_id=job_id).exists()
+    assert not HistoryEvent.objects.filter(job_id=job_id).exists()
     assert deleter.get(url(job_id)).status_code == 404
     again = deleter.delete(url(job_id))
     assert again.status_code == 404 and again.json()["code"] == "not_found"
     # Nothing else went.
     assert Job.objects.filter(pk=other).exists()
-    assert JobEvent.objects.filter(job_id=other).exists()
+    assert HistoryEvent.objects.filter(job_id=other).exists()
 
 
 @pytest.mark.parametrize("make, status", [(lambda: services.enqueue("noop").id, "queued"),
                                           (running, "running")])
 def test_a_queued_or_running_job_is_refused_with_409_naming_its_status(deleter, make, status):
     job_id = make()
-    events = JobEvent.objects.filter(job_id=job_id).count()
+    events = HistoryEvent.objects.filter(job_id=job_id).count()
 
     response = deleter.delete(url(job_id))
 
@@ -76,7 +76,7 @@ def test_a_queued_or_running_job_is_refused_with_409_naming_its_status(deleter, 
     assert body["code"] == "invalid_transition" and body["status"] == status
     assert "delete" in body["detail"]
     assert Job.objects.get(pk=job_id).status == status
-    assert JobEvent.objects.filter(job_id=job_id).count() == events
+    assert HistoryEvent.objects.filter(job_id=job_id).count() == events
 
 
 @pytest.mark.parametrize("job_id", ["999999999", "abc", "0", "-1", str(2**63)])
@@ -115,7 +115,7 @@ def test_the_service_refuses_unfinished_jobs_and_tells_unknown_ones_apart():
     with pytest.raises(JobNotFound):
         delete(10**12)
     done = succeeded()
-    events = JobEvent.objects.filter(job_id=done).count()
+    events = HistoryEvent.objects.filter(job_id=done).count()
     assert events >= 2  # created, succeeded (which carries its start: no claimed row)
     assert delete(done) == events  # it says how many events went with the job
     assert not Job.objects.filter(pk=done).exists()

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services, sql
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.utils import REPO, worker_database_url
 
 
@@ -45,9 +45,9 @@ def test_claim_sets_running_owner_lease_start_attempt_and_writes_no_event():
     assert row.lease_token == c.lease_token
     assert timedelta(seconds=29) <= row.lease_expires_at - row.started_at <= timedelta(seconds=31)
     # One history row per attempt: the start stays on the row until the outcome carries it.
-    assert list(JobEvent.objects.filter(job=job).values_list("kind", flat=True)) == ["created"]
+    assert list(HistoryEvent.objects.filter(job=job).values_list("kind", flat=True)) == ["created"]
     services.complete(job.pk, c.lease_token, worker_id="host-1-1")
-    event = JobEvent.objects.filter(job=job).last()
+    event = HistoryEvent.objects.filter(job=job).last()
     assert event.kind == "succeeded" and event.attempt == 1 and event.worker_id == "host-1-1"
     assert event.data["lease_token"] == str(c.lease_token)
     assert parse_datetime(event.data["started_at"]) == row.started_at
@@ -139,9 +139,9 @@ def test_exactly_once_claiming_with_8_threads_in_2_processes_over_2000_jobs():
     assert results[0] and results[1], "both processes took part"
     assert Job.objects.filter(status="succeeded").count() == 2000
     # One row per attempt: each success carries its claim's start and lease token.
-    assert not JobEvent.objects.filter(kind="claimed").exists()
-    assert JobEvent.objects.filter(kind="succeeded", data__has_key="started_at").count() == 2000
-    assert len(set(JobEvent.objects.filter(kind="succeeded")
+    assert not HistoryEvent.objects.filter(kind="claimed").exists()
+    assert HistoryEvent.objects.filter(kind="succeeded", data__has_key="started_at").count() == 2000
+    assert len(set(HistoryEvent.objects.filter(kind="succeeded")
                    .values_list("data__lease_token", flat=True))) == 2000
 
 

@@ -6,7 +6,7 @@ from django.db.models import Q
 
 from django_pg_jobqueue import services, sql
 from django_pg_jobqueue.exceptions import InvalidJobArgument
-from django_pg_jobqueue.models import Job, JobDependency, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job, JobDependency
 from django_pg_jobqueue.services.dependencies import settle_waiting
 from django_pg_jobqueue.services.pruning import prune
 from django_pg_jobqueue.states import Status
@@ -29,7 +29,7 @@ def _status(job: Job) -> str:
 
 
 def _kinds(job: Job) -> list[str]:
-    return list(JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("kind", flat=True))
+    return list(HistoryEvent.objects.filter(job_id=job.pk).order_by("id").values_list("kind", flat=True))
 
 
 def test_a_job_enqueued_after_another_waits_and_is_not_claimed_until_it_succeeded():
@@ -38,7 +38,7 @@ def test_a_job_enqueued_after_another_waits_and_is_not_claimed_until_it_succeede
 
     assert b.status == "waiting" and _status(b) == "waiting"
     assert [c.id for c in services.claim(worker_ids=["w1", "w2"])] == [a.id], "b is not claimed"
-    assert JobEvent.objects.get(job_id=b.id, kind="blocked").message == f"waiting for job {a.id}"
+    assert HistoryEvent.objects.get(job_id=b.id, kind="blocked").message == f"waiting for job {a.id}"
     lease = Job.objects.get(pk=a.pk).lease_token
     services.complete(a.id, lease, worker_id="w1", result=None)
 
@@ -71,10 +71,10 @@ def test_a_permanent_failure_cancels_the_chain_behind_it_with_the_reason():
     _run(a, fail=True)
 
     assert (_status(b), _status(c)) == ("cancelled", "cancelled")
-    reason = JobEvent.objects.get(job_id=b.id, kind="cancelled")
+    reason = HistoryEvent.objects.get(job_id=b.id, kind="cancelled")
     assert reason.message == f"cancelled: job {a.id}, which it waited for, failed"
     assert reason.data == {"reason": "dependency_failed", "dependency_id": a.id}
-    assert JobEvent.objects.get(job_id=c.id, kind="cancelled").message == (
+    assert HistoryEvent.objects.get(job_id=c.id, kind="cancelled").message == (
         f"cancelled: job {b.id}, which it waited for, was cancelled")
 
 
@@ -103,7 +103,7 @@ def test_cancelling_a_dependency_cancels_its_dependants_and_a_waiting_job_can_be
     assert _status(c) == "cancelled"
     services.cancel(a.id)
     assert _status(b) == "cancelled"
-    assert "waited for, was cancelled" in JobEvent.objects.get(job_id=b.id, kind="cancelled").message
+    assert "waited for, was cancelled" in HistoryEvent.objects.get(job_id=b.id, kind="cancelled").message
 
 
 def test_waiting_for_jobs_that_already_finished():
@@ -271,7 +271,7 @@ def test_workers_run_a_chain_in_order_and_a_group_before_its_final_job():
 def _started(job) -> int:
     """How many attempts of `job` started: the claim writes no event, each attempt's outcome
     carries its start (and a `claimed` event, before, was one)."""
-    return JobEvent.objects.filter(job_id=job.id).filter(
+    return HistoryEvent.objects.filter(job_id=job.id).filter(
         Q(kind="claimed") | Q(data__has_key="started_at")).count()
 
 
@@ -287,7 +287,7 @@ def test_a_permanent_failure_in_a_group_cancels_its_final_job_under_real_workers
         wait_until_jobs("succeeded", count=9, timeout=30)
     finally:
         _stop(procs)
-    event = JobEvent.objects.get(job_id=final.id, kind="cancelled")
+    event = HistoryEvent.objects.get(job_id=final.id, kind="cancelled")
     assert event.message == f"cancelled: job {group[-1].id}, which it waited for, failed"
     assert _started(final) == 0
 
@@ -308,7 +308,7 @@ def test_no_final_job_is_lost_when_many_workers_finish_its_group_at_once():
         _stop(procs)
     assert not Job.objects.filter(status="waiting").exists()
     for final in finals:
-        assert JobEvent.objects.filter(job_id=final.id, kind="unblocked").count() == 1
+        assert HistoryEvent.objects.filter(job_id=final.id, kind="unblocked").count() == 1
         assert _started(final) == 1
 
 

@@ -33,10 +33,13 @@ def partition_of(event_id: int) -> str:
 
 
 def rows(job_ids) -> list[tuple]:
-    """Everything a timeline and the feed read of these jobs' events, in id order."""
+    """Everything a timeline and the feed read of these jobs' events, in id order: from the
+    history's view, or from job_events in a schema from before it (migration 0031)."""
     with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass('job_history') IS NOT NULL")
+        history = "job_history" if cur.fetchone()[0] else "job_events"
         cur.execute("SELECT id, job_id, kind, attempt, worker_id, message, data::text,"
-                    " created_at, tx_id FROM job_events WHERE job_id = ANY(%s) ORDER BY id",
+                    f" created_at, tx_id FROM {history} WHERE job_id = ANY(%s) ORDER BY id",
                     [list(job_ids)])
         return cur.fetchall()
 

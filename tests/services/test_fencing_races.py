@@ -12,7 +12,7 @@ from django.test import override_settings
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import LeaseLost
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.testing import expire_lease, run_reaper
 from tests.utils import wait_until_jobs
 
@@ -48,10 +48,10 @@ def test_a_stale_worker_is_refused_renew_progress_log_complete_fail_release_and_
     job.refresh_from_db()
     assert (job.status, job.locked_by, job.lease_token) == ("running", "fresh-1", fresh.lease_token)
     assert job.progress_percent is None and job.attempts == 2
-    refused = JobEvent.objects.filter(job=job, kind="lease_lost")
+    refused = HistoryEvent.objects.filter(job=job, kind="lease_lost")
     assert sorted(e.data["refused"] for e in refused) == ["complete", "fail"]
     assert all(e.data["lease_token"] == str(stale.lease_token) for e in refused)
-    assert not JobEvent.objects.filter(job=job, kind__in=["progress", "log"]).exists()
+    assert not HistoryEvent.objects.filter(job=job, kind__in=["progress", "log"]).exists()
 
     # The fresh worker's lease is intact: it renews and completes.
     assert set(services.renew_many([(job.id, fresh.lease_token)])) == {job.id}
@@ -164,14 +164,14 @@ def test_randomized_interleavings_of_reaper_completion_and_reclaim_never_overwri
         if status == "succeeded":
             wins[job_id].append(token)
     success_events = {e.job_id: e.data["lease_token"]
-                      for e in JobEvent.objects.filter(kind="succeeded")}
-    assert JobEvent.objects.filter(kind="succeeded").count() == n_jobs
+                      for e in HistoryEvent.objects.filter(kind="succeeded")}
+    assert HistoryEvent.objects.filter(kind="succeeded").count() == n_jobs
     for job_id in ids:
         # Exactly one write won, and it is the one the event records.
         assert wins[job_id] == [success_events[job_id]], (seed, job_id, wins[job_id])
     kinds = Counter(outcomes.values())
-    reaped = JobEvent.objects.filter(kind="lease_expired").count()
-    lost = JobEvent.objects.filter(kind="lease_lost").count()
+    reaped = HistoryEvent.objects.filter(kind="lease_expired").count()
+    lost = HistoryEvent.objects.filter(kind="lease_lost").count()
     print(f"\nfencing races (seed {seed}): {len(outcomes)} runs, outcomes {dict(kinds)}, "
           f"{reaped} leases reaped, {lost} stale writes refused")
     # Both sides of every race happened: completions that beat the reaper and ones it fenced out.
@@ -212,7 +212,7 @@ def test_the_renewer_does_not_report_a_lease_lost_for_a_completion_its_process_j
     job.refresh_from_db()
     assert job.status == "succeeded"
     assert renewals[0]["lost"] == 0
-    assert not JobEvent.objects.filter(job=job, kind="lease_lost").exists()
+    assert not HistoryEvent.objects.filter(job=job, kind="lease_lost").exists()
 
 
 @pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.durations import parse_duration, parse_retention
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.services.lifecycle import Completion
 from django_pg_jobqueue.services.pruning import prune, prune_by_retention
 from django_pg_jobqueue.services.schedules import enqueue_tick
@@ -62,7 +62,7 @@ def test_prune_deletes_finished_jobs_past_the_cutoff_with_their_events_and_nothi
     old_queued = make_jobs(2, "queued", finished_ago=timedelta(days=30))
     old_running = make_jobs(2, "running", finished_ago=timedelta(days=30))
     doomed = old_ok + old_failed + old_cancelled
-    assert JobEvent.objects.filter(job_id__in=doomed).count() >= 3 * 2 + 2 * 2 + 1 * 2
+    assert HistoryEvent.objects.filter(job_id__in=doomed).count() >= 3 * 2 + 2 * 2 + 1 * 2
 
     counts = prune("7d", ["succeeded", "failed", "cancelled"])
 
@@ -70,10 +70,10 @@ def test_prune_deletes_finished_jobs_past_the_cutoff_with_their_events_and_nothi
     # created and the outcome (which carries its attempt's start: the claim writes no event)
     assert counts["events"] == 3 * 2 + 2 * 2 + 1 * 2
     assert not Job.objects.filter(pk__in=doomed).exists()
-    assert not JobEvent.objects.filter(job_id__in=doomed).exists()
+    assert not HistoryEvent.objects.filter(job_id__in=doomed).exists()
     kept = recent_ok + old_queued + old_running
     assert Job.objects.filter(pk__in=kept).count() == len(kept)
-    assert JobEvent.objects.filter(job_id__in=kept).count() >= len(kept)
+    assert HistoryEvent.objects.filter(job_id__in=kept).count() >= len(kept)
 
 
 @pytest.mark.django_db
@@ -135,7 +135,7 @@ def test_prune_works_in_batches_each_committed_on_its_own():
         counts = prune("7d", ["succeeded"], batch_size=10)
     deletes = [q for q in ctx.captured_queries if "DELETE FROM jobs" in q["sql"]]
     assert counts["succeeded"] == 15 and len(deletes) == 2  # 10, then 5
-    assert not Job.objects.exists() and not JobEvent.objects.exists()
+    assert not Job.objects.exists() and not HistoryEvent.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ import pytest
 
 from django_pg_jobqueue import batch_progress, services
 from django_pg_jobqueue.engine import default_engine
-from django_pg_jobqueue.models import Job, JobBatch, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job, JobBatch
 from tests.handlers import batch_handlers  # noqa: F401  (registers the handlers in this process)
 from tests.handlers.chaos_handlers import Output
 from tests.utils import spawn_workers, stop_workers, wait_until_jobs
@@ -48,7 +48,7 @@ def drain_batch(size: int, fail: set[int]) -> tuple[JobBatch, dict[str, Job]]:
     assert len(found) == 2, [j.payload.get("tag") for j in found]
     # The three processes shared the members (each process's worker ids: <host>-<pid>-<n>),
     # so each finished some of them and settled the batch after them.
-    finishers = (JobEvent.objects.filter(job__batch_id=batch.id, kind__in=["succeeded", "failed"])
+    finishers = (HistoryEvent.objects.filter(job__batch_id=batch.id, kind__in=["succeeded", "failed"])
                  .values_list("worker_id", flat=True))
     assert len({worker_id.rsplit("-", 1)[0] for worker_id in finishers}) == 3
     batch.refresh_from_db()

@@ -30,7 +30,7 @@ from django.db import connection
 from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.handlers.chaos_handlers import (
     LEASE_SECONDS,
@@ -300,7 +300,7 @@ def analyse(n_jobs, mix, seed, drained, chaos: Chaos, ledger: Ledger,
             prefetched: set[int]) -> dict:
     jobs = {j["id"]: j for j in Job.objects.values("id", "status", "payload", "priority")}
     events = defaultdict(list)
-    for e in JobEvent.objects.order_by("id").values("job_id", "kind", "data", "worker_id", "created_at"):
+    for e in HistoryEvent.objects.order_by("id").values("job_id", "kind", "data", "worker_id", "created_at"):
         events[e["job_id"]].append(e)
 
     # 1. Nothing lost, every job ended as its payload dictates.

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.handlers.chaos_handlers import LEASE_SECONDS, Ledger, Output, worker_env
 from tests.utils import (
@@ -59,7 +59,7 @@ def test_a_foreign_lock_on_a_running_job_stalls_no_other_job_and_runs_none_twice
     ledger = Ledger.read(ledger_path)
     for job in (victim, bystander):
         # One attempt started: one outcome carries a start (the claim writes no event).
-        assert JobEvent.objects.filter(job_id=job.id, data__has_key="started_at").count() == 1
-        assert not JobEvent.objects.filter(job_id=job.id, kind="lease_expired").exists()
+        assert HistoryEvent.objects.filter(job_id=job.id, data__has_key="started_at").count() == 1
+        assert not HistoryEvent.objects.filter(job_id=job.id, kind="lease_expired").exists()
         assert Job.objects.get(pk=job.id).attempts == 1
         assert len(ledger.by_job[job.id]) == 1, ledger.by_job[job.id]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import hygiene_handlers  # noqa: F401  (registers `hygiene` in this process)
 from tests.handlers.chaos_handlers import Output, worker_env
 from tests.handlers.hygiene_handlers import CREATE_ROWS_TABLE, KINDS, LEAVE_TRANSACTION, ROWS_TABLE
@@ -122,7 +122,7 @@ def check(worker: HygieneWorker, ids: list[int], kinds: list[str], jobs: dict[in
             assert LEFT_OPEN in job.last_error and "rolled back" in job.last_error, job.last_error
             assert not [key for key in written if key[0] == job_id], f"{where}: its row was kept"
         if job.status == "succeeded":
-            assert JobEvent.objects.filter(job_id=job_id, kind="succeeded").count() == 1, where
+            assert HistoryEvent.objects.filter(job_id=job_id, kind="succeeded").count() == 1, where
     for (job_id, attempt), (kind, timeout, search_path) in written.items():
         assert (timeout, search_path) == FRESH_SESSION, \
             f"job {job_id} ({kind}) ran in a session another job had changed"

@@ -11,7 +11,7 @@ import time
 import pytest
 from django.db import connection
 
-from django_pg_jobqueue.models import JobEvent, LeaderLease, WorkerProcess
+from django_pg_jobqueue.models import HistoryEvent, LeaderLease, WorkerProcess
 from django_pg_jobqueue.selectors import worker_processes
 from django_pg_jobqueue.services import enqueue
 from django_pg_jobqueue.worker.hostbeat import ChildReport, HostHeartbeat
@@ -146,7 +146,7 @@ def test_children_are_beaten_for_together_and_a_killed_child_turns_lost_while_it
             wait_until_jobs("succeeded", pk=job.pk, timeout=15, message=f"job {i} ran")
         claimed = {}
         # Who ran each job: its success names the worker (the claim writes no event).
-        for worker_id in JobEvent.objects.filter(kind="succeeded").values_list("worker_id",
+        for worker_id in HistoryEvent.objects.filter(kind="succeeded").values_list("worker_id",
                                                                                  flat=True):
             process_id = worker_id.rsplit("-", 1)[0]
             claimed[process_id] = claimed.get(process_id, 0) + 1

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import poison_handlers  # noqa: F401  (registers `poison` in this process)
 from tests.handlers.chaos_handlers import LEASE_SECONDS, REAPER_INTERVAL_SECONDS, Output, worker_env
 from tests.handlers.poison_handlers import KINDS, ORDINARY, OVERRUN_SECONDS, read_ledger
@@ -97,7 +97,7 @@ def run_mixture(worker: PoisonWorker, mixture: list[tuple[str, int]]) -> None:
 
     runs = read_ledger(worker.ledger)
     rows = {j.id: j for j in Job.objects.filter(pk__in=ids)}
-    successes = dict(JobEvent.objects.filter(job_id__in=ids, kind="succeeded")
+    successes = dict(HistoryEvent.objects.filter(job_id__in=ids, kind="succeeded")
                      .values_list("job_id").annotate(n=Count("id")).values_list("job_id", "n"))
     for job_id, (kind, attempts) in zip(ids, mixture):
         row = rows[job_id]
@@ -113,7 +113,7 @@ def run_mixture(worker: PoisonWorker, mixture: list[tuple[str, int]]) -> None:
         if row.last_error is not None:
             assert len(row.last_error) <= 10000 and "\x00" not in row.last_error, where
         if expected_status == "failed" and kind.startswith("result_"):
-            assert JobEvent.objects.get(job_id=job_id, kind="failed").data["reason"] == "bad_result"
+            assert HistoryEvent.objects.get(job_id=job_id, kind="failed").data["reason"] == "bad_result"
     for job_id, (kind, _) in zip(ids, mixture):
         if kind == "result_nul":
             assert rows[job_id].result == {"text": "a\ufffdb", "k\ufffd": ["\ufffd"]}

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from django_pg_jobqueue import services, testing
 from django_pg_jobqueue.metrics import snapshot
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import retry_handlers  # noqa: F401 - registers deployed_later for enqueue()
 from tests.handlers.chaos_handlers import Output
 from tests.utils import spawn_workers, wait_until_jobs
@@ -33,7 +33,7 @@ def _stop(proc) -> None:
 
 
 def _kinds(job):
-    return list(JobEvent.objects.filter(job_id=job.pk).order_by("id")
+    return list(HistoryEvent.objects.filter(job_id=job.pk).order_by("id")
                 .values_list("kind", "attempt", "worker_id"))
 
 
@@ -47,7 +47,7 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
         job = services.enqueue("deployed_later", {}, max_attempts=5)  # a producer on new code
         # The old worker (another process) gives it back, and says so once it has.
         old_out.wait_for_line(f"job={job.pk} type=deployed_later: no handler", timeout=30)
-        released = JobEvent.objects.get(job_id=job.pk, kind="released")
+        released = HistoryEvent.objects.get(job_id=job.pk, kind="released")
         row = Job.objects.get(pk=job.pk)
         assert (row.status, row.attempts, row.last_error) == ("queued", 0, None)
         assert released.data["reason"] == "unknown_type" and released.attempt == 1
@@ -61,7 +61,7 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
         old_out.wait_for_line("polled, claimed", count=polls + 3, timeout=30)
         # Not taken again: still queued, one attempt started (the released one carries its
         # start; the claim writes no event of its own).
-        assert JobEvent.objects.filter(job_id=job.pk, data__has_key="started_at").count() == 1
+        assert HistoryEvent.objects.filter(job_id=job.pk, data__has_key="started_at").count() == 1
         assert Job.objects.get(pk=job.pk).status == "queued"
 
         new, new_out = _start(JOB_EXTRA_HANDLER_MODULES="tests.handlers.retry_handlers")
@@ -75,7 +75,7 @@ def test_a_new_type_runs_on_a_new_worker_without_an_attempt_charged_by_an_old_on
     assert row.attempts == 1  # the old worker's claim was not charged
     assert not row.result["ran_on"].startswith(old_worker.rsplit("-", 1)[0] + "-")
     # Each attempt's start, carried by its outcome: the old worker's, then the new one's.
-    claims = list(JobEvent.objects.filter(job_id=job.pk, data__has_key="started_at")
+    claims = list(HistoryEvent.objects.filter(job_id=job.pk, data__has_key="started_at")
                   .order_by("id").values_list("attempt", "worker_id"))
     assert claims == [(1, old_worker), (1, row.result["ran_on"])]
     assert snapshot().waiting_for_handler == {}

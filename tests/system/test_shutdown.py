@@ -8,7 +8,7 @@ import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.handlers.chaos_handlers import Ledger, Output, worker_env
 from tests.utils import spawn_workers, wait_until_jobs
@@ -49,7 +49,7 @@ def test_sigterm_finishes_short_jobs_releases_long_ones_uncharged_and_exits_0(tm
     for job in long:
         job.refresh_from_db()
         assert (job.status, job.attempts, job.locked_by, job.lease_token) == ("queued", 0, None, None)
-        released = JobEvent.objects.get(job=job, kind="released")
+        released = HistoryEvent.objects.get(job=job, kind="released")
         # The release carries its attempt's start (the claim writes no event): the lease its
         # handler ran under.
         assert released.data["started_at"]
@@ -94,7 +94,7 @@ def test_a_second_signal_exits_at_once_and_its_jobs_are_recovered_by_lease_expir
     finally:
         second.send_signal(signal.SIGINT)   # SIGINT shuts down gracefully too
         assert _wait_exit(second, second_out, 15) == 0
-    events = list(JobEvent.objects.filter(job=job).values_list("kind", "data"))
+    events = list(HistoryEvent.objects.filter(job=job).values_list("kind", "data"))
     kinds = [kind for kind, _ in events]
     # Two attempts started, each start carried by its outcome (the claim writes no event).
     assert sum("started_at" in data for _, data in events) == 2

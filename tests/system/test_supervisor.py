@@ -15,7 +15,7 @@ import pytest
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` and `spin` in this process)
 from tests.handlers.chaos_handlers import Ledger, Output, worker_env
 from tests.utils import process_alive, spawn_workers, stop_gracefully, wait_for, wait_until_jobs
@@ -55,11 +55,11 @@ def test_a_child_killed_with_sigkill_is_replaced_and_its_jobs_are_requeued(tmp_p
         assert len(pids_seen - pids) >= 1, "a replacement child ran jobs"
         assert not ledger.duplicate_starts
         for job_id, locked_by in held.items():
-            kinds = list(JobEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
+            kinds = list(HistoryEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
             # Settled by the supervisor at once, not at lease expiry: charged if its handler
             # was running, released uncharged if it waited in the prefetch buffer.
             assert kinds.count("lease_expired") == 0 and kinds.count("succeeded") == 1
-            settled = list(JobEvent.objects.filter(job_id=job_id, worker_id__contains=f"-{victim}-")
+            settled = list(HistoryEvent.objects.filter(job_id=job_id, worker_id__contains=f"-{victim}-")
                            .exclude(kind__in=["claimed", "progress"])
                            .values_list("kind", flat=True))
             assert settled in (["retry_scheduled"], ["released"])
@@ -107,7 +107,7 @@ def test_sigterm_finishes_or_releases_every_childs_jobs_within_the_grace_and_exi
     for job in long:
         job.refresh_from_db()
         assert (job.status, job.attempts, job.locked_by) == ("queued", 0, None)
-        assert JobEvent.objects.filter(job=job, kind="released").count() == 1
+        assert HistoryEvent.objects.filter(job=job, kind="released").count() == 1
     assert not Job.objects.running().exists()
     report = audit()
     assert report.ok, report.format()
@@ -139,7 +139,7 @@ def test_a_second_signal_ends_the_children_at_once(tmp_path):
     # Released uncharged by the supervisor once they were gone (its own kill, not theirs).
     assert not Job.objects.running().exists()
     assert list(Job.objects.values_list("status", "attempts")) == [("queued", 0)] * 2
-    assert JobEvent.objects.filter(kind="released").count() == 2
+    assert HistoryEvent.objects.filter(kind="released").count() == 2
 
 
 def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_by_policy(
@@ -161,12 +161,12 @@ def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_
     assert rc == 0, out.text()[-4000:]
     spin.refresh_from_db()
     assert spin.attempts == 2 and "timed out after 2s" in spin.last_error
-    events = list(JobEvent.objects.filter(job=spin).values_list("kind", "data"))
+    events = list(HistoryEvent.objects.filter(job=spin).values_list("kind", "data"))
     kinds = [kind for kind, _ in events]
     # Two attempts at least, each start carried by its outcome (the claim writes no event).
     assert sum("started_at" in data for _, data in events) >= 2
     assert kinds.count("retry_scheduled") == 1
-    stuck = JobEvent.objects.filter(job=spin, kind="log", data__stuck=True)
+    stuck = HistoryEvent.objects.filter(job=spin, kind="log", data__stuck=True)
     assert stuck.count() == 2
     # The other jobs ran while the spinning one held a thread, each exactly once.
     ledger = Ledger.read(ledger_path)
@@ -185,7 +185,7 @@ def test_a_handler_looping_past_its_timeout_has_its_process_replaced_then_fails_
         assert len(returns) == 1 or (
             len(returns) == 2 and returns[0].pid in replaced
             and returns[1].pid not in replaced), returns
-        assert JobEvent.objects.filter(job=job, kind="succeeded").count() == 1
+        assert HistoryEvent.objects.filter(job=job, kind="succeeded").count() == 1
     report = audit()
     assert report.ok, report.format()
 
@@ -324,15 +324,15 @@ def test_a_child_that_died_has_its_jobs_settled_at_once_running_ones_charged_pre
     assert f"(and job {killer.pk}" in bystander.last_error  # the other suspect, named
     assert (killer.status, killer.attempts) == ("failed", 2)
     assert "died (exited with status 1) while running this job" in killer.last_error
-    assert list(JobEvent.objects.filter(job=killer).values_list("kind", flat=True)
+    assert list(HistoryEvent.objects.filter(job=killer).values_list("kind", flat=True)
                 .filter(kind__in=["retry_scheduled", "failed"])) == ["retry_scheduled", "failed"]
     assert (waiting.status, waiting.attempts) == ("succeeded", 1)
     # Its first attempt's start, carried by that attempt's outcome (no claimed event).
-    first_claim = (JobEvent.objects.filter(job=waiting, data__has_key="started_at")
+    first_claim = (HistoryEvent.objects.filter(job=waiting, data__has_key="started_at")
                    .order_by("id").first())
     if first_claim.worker_id.endswith("-prefetch"):  # it waited in the dead child's buffer
-        assert JobEvent.objects.filter(job=waiting, kind="released").count() == 1
-    assert not JobEvent.objects.filter(kind="lease_expired").exists()
+        assert HistoryEvent.objects.filter(job=waiting, kind="released").count() == 1
+    assert not HistoryEvent.objects.filter(kind="lease_expired").exists()
     report = audit()
     assert report.ok, report.format()
 
@@ -369,7 +369,7 @@ def test_a_job_that_trips_max_memory_per_process_is_charged_each_time_then_fails
     assert grow.attempts == 2
     assert grow.last_error.startswith(
         "the process passed --max-memory-per-process (200 MiB) while running this job")
-    kinds = list(JobEvent.objects.filter(job=grow, kind__in=["retry_scheduled", "failed",
+    kinds = list(HistoryEvent.objects.filter(job=grow, kind__in=["retry_scheduled", "failed",
                                                              "released", "lease_expired"])
                  .values_list("kind", flat=True))
     assert kinds == ["retry_scheduled", "failed"]

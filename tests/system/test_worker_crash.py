@@ -11,7 +11,7 @@ from django.utils.dateparse import parse_datetime
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.handlers import chaos_handlers  # noqa: F401  (registers `chaos` in this process)
 from tests.handlers.chaos_handlers import (
     LEASE_SECONDS,
@@ -65,7 +65,7 @@ def test_sigkilled_workers_jobs_all_finish_after_lease_expiry(tmp_path):
     long_ids = set(Job.objects.filter(payload__mode="long").values_list("id", flat=True))
     recovery, recovery_first = [], []
     for job_id, locked_by in orphans.items():
-        events = list(JobEvent.objects.filter(job_id=job_id).order_by("id"))
+        events = list(HistoryEvent.objects.filter(job_id=job_id).order_by("id"))
         # A job still in the victim's prefetch buffer never started: given back uncharged.
         unstarted = locked_by == prefix + "-prefetch"
         expired = [e for e in events if e.kind == ("released" if unstarted else "lease_expired")]
@@ -145,8 +145,8 @@ def _assert_charged_only_for_runs(ledger_path, poison: set[int]) -> int:
     assert all(attempts[i] == 1 for i in poison)
     # Given back unstarted by the reaper (at lease expiry) or, under a supervisor, by the
     # supervisor at once (services.settle_dead_process).
-    released = (JobEvent.objects.filter(kind="released", data__reason="unstarted").count()
-                + JobEvent.objects.filter(kind="released",
+    released = (HistoryEvent.objects.filter(kind="released", data__reason="unstarted").count()
+                + HistoryEvent.objects.filter(kind="released",
                                           message__endswith="before it ran this job").count())
     assert released, "no process died holding a prefetched job: the test proved nothing"
     report = audit()

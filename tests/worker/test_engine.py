@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from django_pg_jobqueue import services, testing
 from django_pg_jobqueue.engine import Engine, PostgresEngine, default_engine
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from tests.utils import start_pool
 
 SEEN: list = []
@@ -66,11 +66,11 @@ def test_middleware_and_the_retry_settings_act_identically_in_drain_and_in_a_wor
     assert SEEN == [(1, "raised", "ValueError"), (2, "returned", {"attempt": 2})]
     assert (job.status, job.attempts, job.result) == (
         "succeeded", 2, {"attempt": 2, "through_middleware": True})
-    kinds = list(JobEvent.objects.filter(job_id=job.id).order_by("id")
+    kinds = list(HistoryEvent.objects.filter(job_id=job.id).order_by("id")
                  .values_list("kind", flat=True))
     assert kinds == ["created", "retry_scheduled", "succeeded"]  # each outcome carries its start
     # The retry waited what the global settings say (base 0.05 * 2^1, capped at 0.1, no jitter).
-    retry = JobEvent.objects.get(job_id=job.id, kind="retry_scheduled")
+    retry = HistoryEvent.objects.get(job_id=job.id, kind="retry_scheduled")
     assert retry.data["delay_seconds"] == pytest.approx(0.1)
 
 

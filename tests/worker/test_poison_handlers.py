@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.testing import drain
 from tests.utils import circular_dict, deeply_nested_list
 
@@ -29,7 +29,7 @@ def final(pool, *jobs, timeout=20.0):
 
 
 def reason(job, kind="failed"):
-    return JobEvent.objects.filter(job_id=job.pk, kind=kind).latest("id").data["reason"]
+    return HistoryEvent.objects.filter(job_id=job.pk, kind=kind).latest("id").data["reason"]
 
 
 def noops(n):
@@ -96,7 +96,7 @@ def test_one_completion_the_database_refuses_fails_alone_and_spares_the_rest_of_
     rows = {j.pk: Job.objects.get(pk=j.pk) for j in jobs}
     assert rows[poisoned.job_id].status == "failed"
     assert "could not be stored" in rows[poisoned.job_id].last_error
-    assert JobEvent.objects.get(job_id=poisoned.job_id, kind="failed").data["reason"] == "bad_result"
+    assert HistoryEvent.objects.get(job_id=poisoned.job_id, kind="failed").data["reason"] == "bad_result"
     assert sorted(r.status for pk, r in rows.items() if pk != poisoned.job_id) == ["succeeded"] * 3
     assert len(held) == 0
     assert audit().ok
@@ -165,8 +165,8 @@ def test_progress_and_log_messages_with_nul_and_lone_surrogates_are_stored_clean
     job = services.enqueue("chatty")
     pool = worker_pool(threads=1)
     assert final(pool, job)[job.pk].status == "succeeded"
-    progress = JobEvent.objects.get(job_id=job.pk, kind="progress")
-    logged = JobEvent.objects.get(job_id=job.pk, kind="log")
+    progress = HistoryEvent.objects.get(job_id=job.pk, kind="progress")
+    logged = HistoryEvent.objects.get(job_id=job.pk, kind="log")
     assert progress.message == "half\ufffdway \ufffd"
     assert logged.message == "line\ufffdone"
     assert logged.data == {"detail": "d\ufffd", "nested": {"k\ufffd": ["\ufffd"]}}
@@ -208,7 +208,7 @@ def test_sys_exit_in_a_handler_is_retried_like_any_error_and_the_process_does_no
     pool = worker_pool(threads=1)
     row = final(pool, job)[job.pk]
     assert row.status == "succeeded" and row.result == {"attempt": 2}
-    retry = JobEvent.objects.get(job_id=job.pk, kind="retry_scheduled")
+    retry = HistoryEvent.objects.get(job_id=job.pk, kind="retry_scheduled")
     assert retry.message == "SystemExit: bailing out"
 
 
@@ -224,7 +224,7 @@ def test_a_handlers_own_type_error_about_json_is_retried_like_any_error(worker_p
     assert row.status == "failed" and row.attempts == 2
     assert row.last_error == "TypeError: Object of type Decimal is not JSON serializable"
     assert reason(job) == "error"
-    assert JobEvent.objects.filter(job_id=job.pk, kind="retry_scheduled").count() == 1
+    assert HistoryEvent.objects.filter(job_id=job.pk, kind="retry_scheduled").count() == 1
 
 
 class Circular(list):
@@ -333,7 +333,7 @@ def test_error_messages_and_tracebacks_are_capped_and_say_so(worker_pool, custom
     assert len(kept) + int(cut) == len("RuntimeError: ") + 5000
     assert len(row.last_traceback) <= 300
     assert row.last_traceback.startswith("[cut: ") and row.last_traceback.rstrip().endswith("eee")
-    assert JobEvent.objects.get(job_id=job.pk, kind="failed").message == row.last_error
+    assert HistoryEvent.objects.get(job_id=job.pk, kind="failed").message == row.last_error
 
 
 # --- the watchdog ---------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_a_held_job_whose_executor_thread_is_gone_is_no_longer_renewed_and_runs_
     pool.held.add(Held.of(c, gone.worker_id, owner=gone))
     row = final(pool, job, timeout=20)[job.pk]
     assert row.status == "succeeded" and row.attempts == 2
-    events = list(JobEvent.objects.filter(job_id=job.pk).order_by("id"))
+    events = list(HistoryEvent.objects.filter(job_id=job.pk).order_by("id"))
     kinds = [e.kind for e in events]
     assert kinds.index("lease_expired") < kinds.index("succeeded")
     watchdog = [e for e in events if e.kind == "log" and "no live executor" in e.message]
@@ -374,7 +374,7 @@ def test_the_lane_hands_no_job_to_a_dead_executor_thread(worker_pool):
     assert {r.status for r in rows.values()} == {"succeeded"}
     # None waited for a lease to expire: a claim that raced the thread's end was released.
     assert {r.attempts for r in rows.values()} == {1}
-    events = JobEvent.objects.filter(job_id__in=[j.pk for j in jobs])
+    events = HistoryEvent.objects.filter(job_id__in=[j.pk for j in jobs])
     assert not events.filter(kind="lease_expired").exists()
     assert not events.filter(kind="succeeded", worker_id=gone.worker_id).exists()
 
@@ -402,7 +402,7 @@ def test_a_job_claimed_for_a_thread_that_ended_during_the_claim_is_released_unch
         pool.shutdown(grace=2)
     assert {r.status for r in rows.values()} == {"succeeded"}
     assert {r.attempts for r in rows.values()} == {1}
-    events = JobEvent.objects.filter(job_id__in=[j.pk for j in jobs])
+    events = HistoryEvent.objects.filter(job_id__in=[j.pk for j in jobs])
     released = events.filter(kind="released", worker_id=victim.worker_id)
     assert released.count() == 1
     assert "no longer alive" in released.get().message
@@ -447,7 +447,7 @@ def _outcomes(jobs):
     for j in jobs:
         row = Job.objects.get(pk=j.pk)
         events = [(e.kind, e.message, (e.data or {}).get("reason"))
-                  for e in JobEvent.objects.filter(job_id=j.pk).exclude(kind__in=["created", "claimed"])
+                  for e in HistoryEvent.objects.filter(job_id=j.pk).exclude(kind__in=["created", "claimed"])
                   .order_by("id")]
         out[row.type] = (row.status, row.attempts, row.result, row.last_error, events)
     return out
@@ -576,7 +576,7 @@ def test_a_job_whose_failure_cannot_be_written_at_all_is_left_to_lease_expiry_an
     pool.test_signals.reaped.wait(lambda passes: any(p.get("failed") for p in passes), 20)
     rows[job.pk] = Job.objects.get(pk=job.pk)
     assert rows[job.pk].status == "failed" and rows[job.pk].last_error.startswith("lease expired")
-    assert "lease_expired" in JobEvent.objects.filter(job_id=job.pk).values_list("kind", flat=True)
+    assert "lease_expired" in HistoryEvent.objects.filter(job_id=job.pk).values_list("kind", flat=True)
     assert {rows[j.pk].status for j in later} == {"succeeded"}
     assert len(pool.held) == 0 and all(e.is_alive() for e in pool.executors)
     assert audit().ok

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from django_pg_jobqueue import services
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.testing import expire_lease, run_reaper
 from django_pg_jobqueue.worker.executor import JobRunner
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def kinds(job_id):
-    return list(JobEvent.objects.filter(job_id=job_id).order_by("id").values_list("kind", flat=True))
+    return list(HistoryEvent.objects.filter(job_id=job_id).order_by("id").values_list("kind", flat=True))
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_a_prefetching_pool_runs_every_job_once_under_its_thread_id(worker_pool)
     pool = worker_pool(threads=2, batch_size=20, prefetch=16)
     pool.test_signals.wait_ended(ids, "succeeded", timeout=30)
     assert set(Job.objects.values_list("attempts", flat=True)) == {1}
-    events = JobEvent.objects.filter(job_id__in=ids)
+    events = HistoryEvent.objects.filter(job_id__in=ids)
     # One row per attempt: the success carries its start (the claim writes no event).
     assert events.filter(kind="succeeded", data__has_key="started_at").count() == 300
     assert not events.exclude(kind__in=["created", "succeeded"]).exists()
@@ -62,7 +62,7 @@ def test_prefetch_off_claims_only_for_idle_threads(worker_pool):
     pool = worker_pool(threads=2, batch_size=20, prefetch=0)
     pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=30)
     assert not pool.test_signals.prefetched.seen()
-    assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
+    assert not HistoryEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
 
 
 def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, slow_handler,
@@ -75,7 +75,7 @@ def test_a_prefetched_job_that_waits_too_long_goes_back_uncharged(worker_pool, s
     pool.test_signals.wait_released([waiting.pk])
     pool.test_signals.wait_ended([slow.pk, waiting.pk, last.pk], "succeeded", timeout=20)
     assert kinds(waiting.pk) == ["created", "released", "succeeded"]  # each carries its start
-    released = JobEvent.objects.get(job_id=waiting.pk, kind="released")
+    released = HistoryEvent.objects.get(job_id=waiting.pk, kind="released")
     assert released.worker_id == f"{pool.process_id}-prefetch" and released.data["started_at"]
     assert "no thread was free" in released.message
     assert Job.objects.get(pk=waiting.pk).attempts == 1  # the release charged no attempt
@@ -131,7 +131,7 @@ def test_a_lane_under_a_concurrency_limit_prefetches_nothing(worker_pool, slow_h
     pool = worker_pool(threads=2, batch_size=20, prefetch=16)
     pool.test_signals.wait_ended([j.pk for j in jobs], "succeeded", timeout=60)
     assert not pool.test_signals.prefetched.seen()
-    assert not JobEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
+    assert not HistoryEvent.objects.filter(worker_id=f"{pool.process_id}-prefetch").exists()
     forget_cached_limits()
 
 
@@ -227,7 +227,7 @@ def test_a_prefetched_job_whose_lease_was_lost_while_it_waited_never_runs(slow_h
     assert run_reaper() == {"released": 1}
     assert runner.run(c, h).status == "lease_lost"
     assert not slow_handler and not len(held)
-    refused = JobEvent.objects.get(job_id=job.pk, kind="lease_lost")
+    refused = HistoryEvent.objects.get(job_id=job.pk, kind="lease_lost")
     assert (refused.worker_id, refused.data["refused"]) == ("vm-1-1", "start")
     assert Job.objects.get(pk=job.pk).status == "queued"
 

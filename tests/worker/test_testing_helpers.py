@@ -7,7 +7,7 @@ from django.db import transaction
 from django_pg_jobqueue import services
 from django_pg_jobqueue.audit import audit
 from django_pg_jobqueue.exceptions import LeaseLost
-from django_pg_jobqueue.models import Job, JobEvent
+from django_pg_jobqueue.models import HistoryEvent, Job
 from django_pg_jobqueue.registry import registry
 from django_pg_jobqueue.testing import (
     assert_enqueued,
@@ -98,8 +98,8 @@ def test_drain_runs_due_jobs_through_the_real_claim_and_complete_path():
     ok.refresh_from_db(), bad.refresh_from_db(), later.refresh_from_db()
     assert (ok.status, bad.status, later.status) == ("succeeded", "failed", "queued")
     # The claim writes no event: the success carries its attempt's start, under drain's id.
-    assert not JobEvent.objects.filter(job=ok, kind="claimed").exists()
-    succeeded = JobEvent.objects.get(job=ok, kind="succeeded")
+    assert not HistoryEvent.objects.filter(job=ok, kind="claimed").exists()
+    succeeded = HistoryEvent.objects.get(job=ok, kind="succeeded")
     assert succeeded.worker_id == "testing-drain" and succeeded.data["started_at"]
     assert succeeded.data["lease_token"]
     assert audit().ok
@@ -171,7 +171,7 @@ def test_crash_before_the_first_write_leaves_no_side_effect():
     job = services.enqueue("test_charge_naive", {"invoice": 9})
     crash = crash_mid_handler(job.id, after_writes=0)
     assert not crash.handler_finished and SIDE_EFFECTS == []
-    assert JobEvent.objects.filter(job=job, kind="progress").count() == 0
+    assert HistoryEvent.objects.filter(job=job, kind="progress").count() == 0
 
 
 def test_fault_helpers_refuse_jobs_that_are_not_running():

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from django_pg_jobqueue import services
 from django_pg_jobqueue.exceptions import JobCancelled, LeaseLost
-from django_pg_jobqueue.models import Job, JobEvent, TxNow
+from django_pg_jobqueue.models import HistoryEvent, Job, TxNow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,7 +20,7 @@ def status_of(job):
 
 
 def kinds(job):
-    return list(JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("kind", flat=True))
+    return list(HistoryEvent.objects.filter(job_id=job.pk).order_by("id").values_list("kind", flat=True))
 
 
 @pytest.mark.parametrize("result", [float("nan"), float("inf"), {1, 2}, object()],
@@ -35,7 +35,7 @@ def test_a_result_that_is_not_json_fails_the_job_for_good_and_spares_its_batch(
     junk.refresh_from_db()
     assert junk.status == "failed" and junk.attempts == 1
     assert "not JSON" in junk.last_error
-    assert JobEvent.objects.get(job=junk, kind="failed").data["reason"] == "bad_result"
+    assert HistoryEvent.objects.get(job=junk, kind="failed").data["reason"] == "bad_result"
     assert {status_of(j) for j in fine} == {"succeeded"}
 
 
@@ -64,7 +64,7 @@ def test_flaky_job_retries_with_backoff_then_succeeds(worker_pool):
     row = Job.objects.get(pk=job.pk)
     assert row.attempts == 3 and row.result == {"succeeded_on_attempt": 3}
     assert kinds(job).count("retry_scheduled") == 2
-    retry = JobEvent.objects.filter(job_id=job.pk, kind="retry_scheduled").first()
+    retry = HistoryEvent.objects.filter(job_id=job.pk, kind="retry_scheduled").first()
     assert retry.data["delay_seconds"] is not None and "RuntimeError" in retry.message
 
 
@@ -177,7 +177,7 @@ def test_a_worker_that_lost_its_lease_is_told_to_stop_and_cannot_complete(worker
     pool.shutdown(grace=5)  # the refused completion written (the completer signals none)
     assert "lease_lost" in kinds(job)
     assert Job.objects.get(pk=job.pk).result is None, "the stale worker's result was discarded"
-    assert not JobEvent.objects.filter(job_id=job.pk, kind="succeeded").exists()
+    assert not HistoryEvent.objects.filter(job_id=job.pk, kind="succeeded").exists()
 
 
 def test_graceful_shutdown_releases_unfinished_jobs_without_charging_an_attempt(worker_pool):

@@ -24,14 +24,15 @@ def delete(job_id, *, actor: str = "") -> int:
     with queue_atomic():
         with queue_connection().cursor() as cur:
             cur.execute(sql.DELETE_FINISHED_JOB, [parsed])
-            if cur.fetchone() is None:
+            gone = cur.fetchone()
+            if gone is None:
                 cur.execute(sql.JOB_STATUS, [parsed])
                 row = cur.fetchone()
                 if row is None:
                     raise JobNotFound(parsed)
                 raise InvalidTransition(parsed, "delete", row[0])
             cur.execute(sql.DELETE_JOB_EVENTS, [parsed])
-            events = cur.rowcount
+            events = cur.rowcount + int(gone[1])  # and the outcome kept on its row
         audit_log.record(OperatorAction.DELETE, AuditTarget.JOB, parsed, actor=actor,
                          data={"events": events})
         return events

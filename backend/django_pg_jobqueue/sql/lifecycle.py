@@ -156,6 +156,13 @@ OUTCOMES_NOTIFY = f"""SELECT pg_notify('{OUTCOMES_CHANNEL}',
 
 # A cancel requested while the handler ran wins: the job ends cancelled, its result kept.
 # The batch comes as one JSON array of [id, lease token, worker id, result] rows.
+# The outcome's event is kept on the job row (history v2, migration 0032), not written as a
+# row of job_events: its id (from job_events' own sequence, so ids stay one sequence), its
+# transaction id (as job_events.tx_id), its worker and its data, which the view job_history
+# shows as the event it is (kind: the job's status; attempt: its attempts; created_at: its
+# finished_at). The job row is written anyway, so the event costs two partial index entries
+# instead of a row with three index entries and the history's guard (docs/explanation/
+# performance.md). A trigger writes it into job_events when the row leaves that status.
 COMPLETE_MANY = """
 WITH input AS (
     SELECT (e->>0)::bigint AS id, (e->>1)::uuid AS token, e->>2 AS worker_id, e->3 AS result
@@ -168,21 +175,19 @@ done AS (
         result = input.result,
         finished_at = now(), updated_at = now(),
         progress_percent = CASE WHEN j.cancel_requested_at IS NULL THEN 100 ELSE j.progress_percent END,
-        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+        outcome_event_id = nextval('job_events_id_seq'),
+        outcome_tx = pg_current_xact_id()::text::bigint,
+        outcome_worker_id = input.worker_id,
+        outcome_data = jsonb_build_object(
+            'lease_token', input.token,
+            'run_seconds', round(extract(epoch FROM now() - j.started_at)::numeric, 4),
+            """ + attempt_start("j.started_at", "j.available_at") + """)
+            || """ + stale_start("free.held", "input.token") + """
     FROM input JOIN free ON free.id = input.id
     WHERE j.id = input.id
-    RETURNING j.id, j.status, j.attempts, input.token, input.worker_id,
-              extract(epoch FROM now() - j.started_at) AS run_seconds, j.has_dependants,
-              j.batch_id, j.started_at, j.available_at, free.held
-),
-events AS (
-    INSERT INTO job_events (job_id, kind, attempt, worker_id, message, data, created_at)
-    SELECT id, status, attempts, worker_id, '',
-           jsonb_build_object('lease_token', token, 'run_seconds', round(run_seconds::numeric, 4),
-                              """ + attempt_start("started_at", "available_at") + """)
-           || """ + stale_start("held", "token") + """,
-           now()
-    FROM done
+    RETURNING j.id, j.status, j.has_dependants, j.batch_id,
+              extract(epoch FROM now() - j.started_at) AS run_seconds
 ),
 notified AS (  -- one NOTIFY for the batch, its finished ids in the payload (OUTCOMES_NOTIFY)
     """ + OUTCOMES_NOTIFY.format(rows="done") + """

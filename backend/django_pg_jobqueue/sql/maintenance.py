@@ -177,7 +177,7 @@ edges AS (  -- what the doomed jobs waited for (what waited for them keeps its r
 gone AS (
     DELETE FROM jobs j USING doomed
     WHERE j.id = doomed.id AND j.status IN ('succeeded', 'failed', 'cancelled')
-    RETURNING j.id
+    RETURNING j.id, j.outcome_event_id
 ),
 search_text AS (  -- their searchable text (no foreign key: models.JobSearchText)
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
@@ -188,17 +188,20 @@ steps AS (  -- their durable steps (no foreign key: models.JobStep)
 signals AS (  -- their signals (no foreign key: models.JobSignal)
     DELETE FROM job_signals s USING gone WHERE s.job_id = gone.id
 )
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)
+-- The events: job_events' rows, and the outcomes kept on the job rows (migration 0032).
+SELECT (SELECT count(*) FROM gone),
+       (SELECT count(*) FROM events) + (SELECT count(outcome_event_id) FROM gone)
 """
 
 COUNT_PRUNABLE = """
 WITH doomed AS (
-    SELECT id FROM jobs
+    SELECT id, outcome_event_id FROM jobs
     WHERE status = %(status)s AND finished_at < now() - make_interval(secs => %(age)s)
 """ + KEEP_NEWEST_PERIODIC + """
 )
 SELECT (SELECT count(*) FROM doomed),
        (SELECT count(*) FROM job_events e WHERE e.job_id IN (SELECT id FROM doomed))
+       + (SELECT count(outcome_event_id) FROM doomed)
 """
 
 # --- job_events partitions (services/partitions.py, migration 0007) ---------------------------

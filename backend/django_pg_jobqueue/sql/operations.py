@@ -77,10 +77,12 @@ SELECT id, status, changed, (SELECT queues FROM notified) FROM changes
 # every one of its events. The guard's check that none is left is deferred to the commit.
 # The job's searchable text (job_search_text, which has no foreign key: models.JobSearchText
 # says why) goes in the same statement, only if the job did.
+# Each row: the job's id, and whether its outcome was kept on its row (an event of its history
+# that goes with the row: migration 0032).
 DELETE_FINISHED_JOB = """
 WITH gone AS (
     DELETE FROM jobs WHERE id = %s AND status IN ('succeeded', 'failed', 'cancelled')
-    RETURNING id
+    RETURNING id, outcome_event_id IS NOT NULL AS kept_outcome
 ),
 search_text AS (
     DELETE FROM job_search_text s USING gone WHERE s.job_id = gone.id
@@ -91,7 +93,7 @@ steps AS (  -- its durable steps (no foreign key: models.JobStep)
 signals AS (  -- its signals (no foreign key: models.JobSignal)
     DELETE FROM job_signals s USING gone WHERE s.job_id = gone.id
 )
-SELECT id FROM gone
+SELECT id, kept_outcome FROM gone
 """
 DELETE_JOB_EVENTS = "DELETE FROM job_events WHERE job_id = %s"
 # After a DELETE that matched nothing: gone, or not finished (and then which status)?

@@ -51,30 +51,55 @@ UNION ALL
 # still in progress (the snapshot's xmin): any event not yet visible belongs to a transaction
 # at or after xmin, so it sorts after everything returned. The price: one long write
 # transaction on the server holds the feed back until it ends.
+# The history is kept in two places (migration 0032): job_events' rows, and the outcomes kept
+# on job rows (outcome_event_id, outcome_tx: the event's id and transaction id). The feed reads
+# each on its own index, in order, up to the page's size, and merges the two; it does not read
+# the view job_history, over whose UNION ALL PostgreSQL 15 sorts every kept outcome rather
+# than walk its index when most jobs have one (docs/explanation/performance.md). A kept outcome
+# written out into job_events (a retry) keeps its id and tx_id, in one statement: a snapshot
+# sees it in one place or the other, at the same position.
 # Each row: the event's id and tx_id (the cursor's position: feed.py, merged.events_feed).
+# {stored} and {kept}: the cursor's condition on each side (EVENTS_AFTER_CURSOR or
+# EVENTS_AFTER_ID_CURSOR, formatted with that side's columns).
+_HORIZON = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 EVENTS_AFTER = """
-SELECT e.id, e.tx_id FROM job_history e
-WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-  AND {cursor}
-ORDER BY e.tx_id, e.id
+SELECT id, tx_id FROM (
+    (SELECT e.id, e.tx_id FROM job_events e
+     WHERE e.tx_id < HORIZON AND {stored}
+     ORDER BY e.tx_id, e.id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT j.outcome_event_id, j.outcome_tx FROM jobs j
+     WHERE j.outcome_tx < HORIZON AND {kept}
+     ORDER BY j.outcome_tx, j.outcome_event_id LIMIT %(limit)s)
+) AS feed
+ORDER BY tx_id, id
 LIMIT %(limit)s
-"""
-EVENTS_AFTER_CURSOR = "(e.tx_id, e.id) > (%(after_tx)s, %(after)s)"
+""".replace("HORIZON", _HORIZON)
+EVENTS_AFTER_CURSOR = "({tx}, {id}) > (%(after_tx)s, %(after)s)"
 # The `after` event was pruned (or never existed): fall back to ids.
-EVENTS_AFTER_ID_CURSOR = "e.id > %(after)s"
+EVENTS_AFTER_ID_CURSOR = "{id} > %(after)s"
+# The columns each side of EVENTS_AFTER formats its cursor with.
+EVENTS_STORED_POSITION = {"tx": "e.tx_id", "id": "e.id"}
+EVENTS_KEPT_POSITION = {"tx": "j.outcome_tx", "id": "j.outcome_event_id"}
 
 # Where a feed starts (no cursor): the latest %(limit)s events in the same order and under the
 # same horizon as EVENTS_AFTER, so that the position after them skips nothing still in
 # flight (the newest ids, taken instead, could be ahead of a transaction that commits later).
-# A backward walk of job_events_tx_order_idx, then the rows turned back to oldest first.
+# A backward walk of job_events_tx_order_idx and of jobs_outcome_feed_idx, merged, then the
+# rows turned back to oldest first.
 EVENTS_LATEST = """
 SELECT latest.id, latest.tx_id FROM (
-    SELECT e.id, e.tx_id FROM job_history e
-    WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-    ORDER BY e.tx_id DESC, e.id DESC
+    (SELECT e.id, e.tx_id FROM job_events e
+     WHERE e.tx_id < HORIZON
+     ORDER BY e.tx_id DESC, e.id DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT j.outcome_event_id, j.outcome_tx FROM jobs j
+     WHERE j.outcome_tx < HORIZON
+     ORDER BY j.outcome_tx DESC, j.outcome_event_id DESC LIMIT %(limit)s)
+    ORDER BY 2 DESC, 1 DESC
     LIMIT %(limit)s) latest
 ORDER BY latest.tx_id, latest.id
-"""
+""".replace("HORIZON", _HORIZON)
 
 # The transaction id of the feed's `after` event (feed.py): the cursor's first half.
 EVENT_TX_ID = "SELECT tx_id FROM job_history WHERE id = %s"
