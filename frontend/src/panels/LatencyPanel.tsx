@@ -1,10 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
-import { useSearchParams } from "react-router";
 import { latencyOptions } from "../api/metrics";
 import type { ThroughputRange } from "../api/types";
 import { LATENCY_KINDS, LatencyChart, type LatencyKind } from "../components/LatencyChart";
 import { SegmentedButtons } from "../components/SegmentedButtons";
 import { ErrorState, Loading } from "../components/States";
+import { setOrDrop, useAddressParams } from "../lib/useAddressParams";
 import { RANGES, bucketLabel } from "./ThroughputPanel";
 
 /**
@@ -13,18 +13,13 @@ import { RANGES, bucketLabel } from "./ThroughputPanel";
  * `?latency=run` shows run times instead of waits. Its own query (GET metrics/latency/).
  */
 export function LatencyPanel({ queue: fixedQueue }: { queue?: string }) {
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useAddressParams();
   const asked = params.get("range");
   const range: ThroughputRange = RANGES.some((r) => r.value === asked) ? (asked as ThroughputRange) : "15m";
   const kind: LatencyKind = params.get("latency") === "run" ? "run" : "wait";
   const queue = fixedQueue ?? params.get("queue") ?? "";
   const type = params.get("type") ?? "";
-  const setKind = (value: LatencyKind) => {
-    const next = new URLSearchParams(params);
-    if (value === "run") next.set("latency", value);
-    else next.delete("latency");
-    setParams(next, { replace: true });
-  };
+  const setKind = (value: LatencyKind) => updateParams((next) => setOrDrop(next, "latency", value, "wait"));
   const data = useQuery(latencyOptions({ range, queue: queue || undefined, type: type || undefined }));
   const rangeInfo = RANGES.find((r) => r.value === range)!;
   const what = LATENCY_KINDS.find((k) => k.value === kind)!;

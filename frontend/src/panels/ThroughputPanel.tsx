@@ -1,4 +1,3 @@
-import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { jobTypesOptions } from "../api/jobTypes";
@@ -8,6 +7,7 @@ import type { Throughput, ThroughputRange } from "../api/types";
 import { FilterSelect } from "../components/JobFilters";
 import { SegmentedButtons } from "../components/SegmentedButtons";
 import { Empty, ErrorState, Loading } from "../components/States";
+import { setOrDrop, useAddressParams } from "../lib/useAddressParams";
 
 // The stylesheet's tokens, so the chart follows the light or dark theme.
 const GRID = "var(--chart-grid)";
@@ -37,17 +37,13 @@ export function bucketLabel(iso: string, range: ThroughputRange): string {
 export function ThroughputPanel({ queue: fixedQueue }: { queue?: string }) {
   // The chart's filters live in the address (?range=1h&queue=emails&type=send_email): a reload,
   // a bookmark or a shared link shows the same chart.
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useAddressParams();
   const asked = params.get("range");
   const range: ThroughputRange = RANGES.some((r) => r.value === asked) ? (asked as ThroughputRange) : "15m";
   const queue = params.get("queue") ?? "";
   const type = params.get("type") ?? "";
-  const setParam = (key: string, value: string, fallback = "") => {
-    const next = new URLSearchParams(params);
-    if (value && value !== fallback) next.set(key, value);
-    else next.delete(key);
-    setParams(next, { replace: true });
-  };
+  const setParam = (key: string, value: string, fallback = "") =>
+    updateParams((next) => setOrDrop(next, key, value, fallback));
   const setRange = (value: ThroughputRange) => setParam("range", value, "15m");
   const setQueue = (value: string) => setParam("queue", value);
   const setType = (value: string) => setParam("type", value);
