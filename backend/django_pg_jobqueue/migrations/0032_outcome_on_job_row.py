@@ -64,8 +64,10 @@ BEGIN
     RETURN NEW;
 END $$
 """
+# OF status: a statement that does not set the status (a renewal, progress, a start's record)
+# does not even evaluate the WHEN.
 WRITE_OUT_TRIGGER = (
-    "CREATE TRIGGER job_outcome_written_out BEFORE UPDATE ON jobs FOR EACH ROW"
+    "CREATE TRIGGER job_outcome_written_out BEFORE UPDATE OF status ON jobs FOR EACH ROW"
     " WHEN (OLD.outcome_event_id IS NOT NULL AND NEW.status IS DISTINCT FROM OLD.status)"
     " EXECUTE FUNCTION jobs_outcome_written_out()"
 )
